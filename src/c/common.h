@@ -1,0 +1,38 @@
+/* common.h - internal helpers shared by every pyroi source file (not installed). */
+#ifndef PYROI_COMMON_H
+#define PYROI_COMMON_H
+
+#include "pyroi.h"
+
+#include <stdint.h>
+
+#if defined(__GNUC__) || defined(__clang__) || defined(_MSC_VER)
+#  define PYROI_RESTRICT __restrict
+#else
+#  define PYROI_RESTRICT
+#endif
+
+#define PYROI_CAT_(a, b) a##b
+#define PYROI_CAT(a, b) PYROI_CAT_(a, b)
+
+/* a * b for non-negative operands; returns 0 and leaves *out untouched on int64 overflow. */
+static inline int pyroi_mul_nonneg(int64_t a, int64_t b, int64_t *out)
+{
+    if (a != 0 && b > INT64_MAX / a) {
+        return 0;
+    }
+    *out = a * b;
+    return 1;
+}
+
+/* a + b for non-negative operands; returns 0 on int64 overflow. */
+static inline int pyroi_add_nonneg(int64_t a, int64_t b, int64_t *out)
+{
+    if (b > INT64_MAX - a) {
+        return 0;
+    }
+    *out = a + b;
+    return 1;
+}
+
+#endif /* PYROI_COMMON_H */

@@ -1,0 +1,271 @@
+/* roi_align_template.h - RoIAlign (average) kernels, included by roi_align.c once per dtype
+ * with T and PYROI_TYPED(name) defined. Semantics: SEMANTICS.md section 3; evaluation order
+ * is torchvision's so that results match it bit for bit. */
+
+typedef PYROI_TYPED(pyroi_sample_axis) PYROI_TYPED(sample_axis);
+typedef PYROI_TYPED(pyroi_axis_tap) PYROI_TYPED(axis_tap);
+
+/* The row and column sampling grids of one RoI (box = x1, y1, x2, y2). */
+static pyroi_status PYROI_TYPED(roi_align_axes)(const T *box, const pyroi_roi_align_params *params,
+                                                int64_t height, int64_t width,
+                                                PYROI_TYPED(sample_axis) *rows,
+                                                PYROI_TYPED(sample_axis) *cols)
+{
+    /* aligned: half-pixel shift; legacy: no shift but sizes forced to >= 1 */
+    const T offset = params->aligned ? (T)0.5 : (T)0;
+    const int min_size_one = !params->aligned;
+    pyroi_status status = PYROI_TYPED(pyroi_sample_axis_from_edges)(
+        box[1], box[3], params->spatial_scale_h, offset, min_size_one, params->pooled_height,
+        params->sampling_ratio, height, rows);
+    if (status != PYROI_OK) {
+        return status;
+    }
+    return PYROI_TYPED(pyroi_sample_axis_from_edges)(
+        box[0], box[2], params->spatial_scale_w, offset, min_size_one, params->pooled_width,
+        params->sampling_ratio, width, cols);
+}
+
+/* Per-RoI scratch: the tap tables of one RoI, sized for the largest RoI of the call. */
+typedef struct PYROI_TYPED(roi_tap_tables) {
+    pyroi_tap_range *row_ranges;
+    pyroi_tap_range *col_ranges;
+    PYROI_TYPED(axis_tap) *row_taps;
+    PYROI_TYPED(axis_tap) *col_taps;
+    void *block;
+} PYROI_TYPED(roi_tap_tables);
+
+/* Checks every box (finite, grid not too large) and sizes the tap tables. */
+static pyroi_status PYROI_TYPED(roi_align_scan_boxes)(
+    const T *boxes, int64_t num_rois, int64_t box_row_stride, int64_t height, int64_t width,
+    const pyroi_roi_align_params *params, int64_t *max_row_taps, int64_t *max_col_taps)
+{
+    int64_t k;
+    *max_row_taps = 0;
+    *max_col_taps = 0;
+    for (k = 0; k < num_rois; ++k) {
+        PYROI_TYPED(sample_axis) rows, cols;
+        int64_t n;
+        pyroi_status status = PYROI_TYPED(roi_align_axes)(boxes + k * box_row_stride, params,
+                                                          height, width, &rows, &cols);
+        if (status != PYROI_OK) {
+            return status;
+        }
+        n = PYROI_TYPED(pyroi_axis_tap_count)(&rows);
+        if (n > *max_row_taps) {
+            *max_row_taps = n;
+        }
+        n = PYROI_TYPED(pyroi_axis_tap_count)(&cols);
+        if (n > *max_col_taps) {
+            *max_col_taps = n;
+        }
+    }
+    return PYROI_OK;
+}
+
+static pyroi_status PYROI_TYPED(roi_tap_tables_alloc)(PYROI_TYPED(roi_tap_tables) *tables,
+                                                      int64_t pooled_height, int64_t pooled_width,
+                                                      int64_t max_row_taps, int64_t max_col_taps)
+{
+    const size_t range_size = sizeof(pyroi_tap_range);
+    const size_t tap_size = sizeof(PYROI_TYPED(axis_tap));
+    /* every count is bounded by the validated output size or by the tap count; guard the
+     * byte arithmetic against size_t overflow on 32-bit targets all the same */
+    const uint64_t limit = (uint64_t)SIZE_MAX / 4 / (tap_size > range_size ? tap_size : range_size);
+    char *block;
+    if ((uint64_t)pooled_height > limit || (uint64_t)pooled_width > limit ||
+        (uint64_t)max_row_taps > limit || (uint64_t)max_col_taps > limit) {
+        return PYROI_E_NO_MEMORY;
+    }
+    block = (char *)malloc(((size_t)pooled_height + (size_t)pooled_width) * range_size +
+                           ((size_t)max_row_taps + (size_t)max_col_taps) * tap_size + 1);
+    if (block == NULL) {
+        return PYROI_E_NO_MEMORY;
+    }
+    tables->block = block;
+    /* taps first: their alignment is the stricter one */
+    tables->row_taps = (PYROI_TYPED(axis_tap) *)block;
+    tables->col_taps = tables->row_taps + max_row_taps;
+    tables->row_ranges = (pyroi_tap_range *)(tables->col_taps + max_col_taps);
+    tables->col_ranges = tables->row_ranges + pooled_height;
+    return PYROI_OK;
+}
+
+/* Builds the tap tables of one (already validated) RoI; returns its samples per bin. */
+static int64_t PYROI_TYPED(roi_tap_tables_fill)(PYROI_TYPED(roi_tap_tables) *tables, const T *box,
+                                                const pyroi_roi_align_params *params,
+                                                int64_t height, int64_t width)
+{
+    PYROI_TYPED(sample_axis) rows, cols;
+    (void)PYROI_TYPED(roi_align_axes)(box, params, height, width, &rows, &cols);
+    PYROI_TYPED(pyroi_axis_tap_table)(&rows, tables->row_ranges, tables->row_taps);
+    PYROI_TYPED(pyroi_axis_tap_table)(&cols, tables->col_ranges, tables->col_taps);
+    return rows.grid * cols.grid;
+}
+
+/* Forward for RoIs [roi_begin, roi_end): every channel and bin of each. */
+static void PYROI_TYPED(roi_align_forward_rois)(
+    const T *input, const int64_t input_shape[4], const int64_t input_strides[4],
+    const T *boxes, int64_t box_row_stride, const int64_t *batch_indices,
+    T *PYROI_RESTRICT output, const int64_t output_strides[4],
+    const pyroi_roi_align_params *params, PYROI_TYPED(roi_tap_tables) *tables,
+    int64_t roi_begin, int64_t roi_end)
+{
+    const int64_t channels = input_shape[1];
+    const int64_t row_stride = input_strides[2], col_stride = input_strides[3];
+    int64_t k, c, ph, pw, r, q;
+
+    for (k = roi_begin; k < roi_end; ++k) {
+        const int64_t samples = PYROI_TYPED(roi_tap_tables_fill)(
+            tables, boxes + k * box_row_stride, params, input_shape[2], input_shape[3]);
+        const T count = (T)(samples > 1 ? samples : 1); /* empty grid: output 0, not NaN */
+        for (c = 0; c < channels; ++c) {
+            const T *plane = input + batch_indices[k] * input_strides[0] + c * input_strides[1];
+            T *out = output + k * output_strides[0] + c * output_strides[1];
+            for (ph = 0; ph < params->pooled_height; ++ph) {
+                const pyroi_tap_range rr = tables->row_ranges[ph];
+                for (pw = 0; pw < params->pooled_width; ++pw) {
+                    const pyroi_tap_range cr = tables->col_ranges[pw];
+                    T sum = (T)0;
+                    for (r = rr.begin; r < rr.end; ++r) {
+                        const PYROI_TYPED(axis_tap) ty = tables->row_taps[r];
+                        const T *row_lo = plane + ty.lo * row_stride;
+                        const T *row_hi = plane + ty.hi * row_stride;
+                        for (q = cr.begin; q < cr.end; ++q) {
+                            const PYROI_TYPED(axis_tap) tx = tables->col_taps[q];
+                            const T w1 = ty.w_lo * tx.w_lo, w2 = ty.w_lo * tx.w_hi;
+                            const T w3 = ty.w_hi * tx.w_lo, w4 = ty.w_hi * tx.w_hi;
+                            sum += w1 * row_lo[tx.lo * col_stride] + w2 * row_lo[tx.hi * col_stride] +
+                                   w3 * row_hi[tx.lo * col_stride] + w4 * row_hi[tx.hi * col_stride];
+                        }
+                    }
+                    out[ph * output_strides[2] + pw * output_strides[3]] = sum / count;
+                }
+            }
+        }
+    }
+}
+
+/* Backward for input channels [channel_begin, channel_end): zeroes those planes of every
+ * image, then adds each RoI's contributions in torchvision's order (RoI, bin, sample, tap),
+ * so the result does not depend on how channels are split between threads. */
+static void PYROI_TYPED(roi_align_backward_channels)(
+    const T *grad_output, const int64_t grad_output_strides[4],
+    const T *boxes, int64_t num_rois, int64_t box_row_stride, const int64_t *batch_indices,
+    T *PYROI_RESTRICT grad_input, const int64_t grad_input_shape[4],
+    const int64_t grad_input_strides[4], const pyroi_roi_align_params *params,
+    PYROI_TYPED(roi_tap_tables) *tables, int64_t channel_begin, int64_t channel_end)
+{
+    const int64_t row_stride = grad_input_strides[2], col_stride = grad_input_strides[3];
+    int64_t n, k, c, h, w, ph, pw, r, q;
+
+    for (n = 0; n < grad_input_shape[0]; ++n) {
+        for (c = channel_begin; c < channel_end; ++c) {
+            T *plane = grad_input + n * grad_input_strides[0] + c * grad_input_strides[1];
+            for (h = 0; h < grad_input_shape[2]; ++h) {
+                for (w = 0; w < grad_input_shape[3]; ++w) {
+                    plane[h * row_stride + w * col_stride] = (T)0;
+                }
+            }
+        }
+    }
+    for (k = 0; k < num_rois; ++k) {
+        /* unclamped: an empty grid has no taps, so nothing divides by it */
+        const T count = (T)PYROI_TYPED(roi_tap_tables_fill)(
+            tables, boxes + k * box_row_stride, params, grad_input_shape[2], grad_input_shape[3]);
+        for (c = channel_begin; c < channel_end; ++c) {
+            T *plane = grad_input + batch_indices[k] * grad_input_strides[0] +
+                       c * grad_input_strides[1];
+            const T *grad = grad_output + k * grad_output_strides[0] + c * grad_output_strides[1];
+            for (ph = 0; ph < params->pooled_height; ++ph) {
+                const pyroi_tap_range rr = tables->row_ranges[ph];
+                for (pw = 0; pw < params->pooled_width; ++pw) {
+                    const pyroi_tap_range cr = tables->col_ranges[pw];
+                    const T g = grad[ph * grad_output_strides[2] + pw * grad_output_strides[3]];
+                    for (r = rr.begin; r < rr.end; ++r) {
+                        const PYROI_TYPED(axis_tap) ty = tables->row_taps[r];
+                        T *row_lo = plane + ty.lo * row_stride;
+                        T *row_hi = plane + ty.hi * row_stride;
+                        for (q = cr.begin; q < cr.end; ++q) {
+                            const PYROI_TYPED(axis_tap) tx = tables->col_taps[q];
+                            const T w1 = ty.w_lo * tx.w_lo, w2 = ty.w_lo * tx.w_hi;
+                            const T w3 = ty.w_hi * tx.w_lo, w4 = ty.w_hi * tx.w_hi;
+                            /* (g * w) / count, four separate adds even where taps coincide */
+                            row_lo[tx.lo * col_stride] += g * w1 / count;
+                            row_lo[tx.hi * col_stride] += g * w2 / count;
+                            row_hi[tx.lo * col_stride] += g * w3 / count;
+                            row_hi[tx.hi * col_stride] += g * w4 / count;
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+pyroi_status PYROI_TYPED(pyroi_roi_align_forward)(
+    const T *input, const int64_t input_shape[4], const int64_t input_strides[4],
+    const T *boxes, int64_t num_rois, int64_t box_row_stride,
+    const int64_t *batch_indices,
+    T *output, const int64_t output_strides[4],
+    const pyroi_roi_align_params *params)
+{
+    PYROI_TYPED(roi_tap_tables) tables;
+    int64_t max_row_taps, max_col_taps;
+    pyroi_status status = roi_align_check_call(
+        input, input_shape, input_strides, PYROI_TENSOR_INPUT, output, output_strides,
+        PYROI_TENSOR_OUTPUT, boxes, num_rois, box_row_stride, batch_indices, params);
+    if (status != PYROI_OK) {
+        return status;
+    }
+    status = PYROI_TYPED(roi_align_scan_boxes)(boxes, num_rois, box_row_stride, input_shape[2],
+                                               input_shape[3], params, &max_row_taps,
+                                               &max_col_taps);
+    if (status != PYROI_OK || num_rois == 0 || input_shape[1] == 0) {
+        return status;
+    }
+    status = PYROI_TYPED(roi_tap_tables_alloc)(&tables, params->pooled_height,
+                                               params->pooled_width, max_row_taps, max_col_taps);
+    if (status != PYROI_OK) {
+        return status;
+    }
+    PYROI_TYPED(roi_align_forward_rois)(input, input_shape, input_strides, boxes, box_row_stride,
+                                        batch_indices, output, output_strides, params, &tables, 0,
+                                        num_rois);
+    free(tables.block);
+    return PYROI_OK;
+}
+
+pyroi_status PYROI_TYPED(pyroi_roi_align_backward)(
+    const T *grad_output, const int64_t grad_output_strides[4],
+    const T *boxes, int64_t num_rois, int64_t box_row_stride,
+    const int64_t *batch_indices,
+    T *grad_input, const int64_t grad_input_shape[4], const int64_t grad_input_strides[4],
+    const pyroi_roi_align_params *params)
+{
+    PYROI_TYPED(roi_tap_tables) tables;
+    int64_t max_row_taps, max_col_taps;
+    pyroi_status status = roi_align_check_call(
+        grad_input, grad_input_shape, grad_input_strides, PYROI_TENSOR_OUTPUT, grad_output,
+        grad_output_strides, PYROI_TENSOR_INPUT, boxes, num_rois, box_row_stride, batch_indices,
+        params);
+    if (status != PYROI_OK) {
+        return status;
+    }
+    status = PYROI_TYPED(roi_align_scan_boxes)(boxes, num_rois, box_row_stride,
+                                               grad_input_shape[2], grad_input_shape[3], params,
+                                               &max_row_taps, &max_col_taps);
+    if (status != PYROI_OK) {
+        return status;
+    }
+    status = PYROI_TYPED(roi_tap_tables_alloc)(&tables, params->pooled_height,
+                                               params->pooled_width, max_row_taps, max_col_taps);
+    if (status != PYROI_OK) {
+        return status;
+    }
+    PYROI_TYPED(roi_align_backward_channels)(grad_output, grad_output_strides, boxes, num_rois,
+                                             box_row_stride, batch_indices, grad_input,
+                                             grad_input_shape, grad_input_strides, params,
+                                             &tables, 0, grad_input_shape[1]);
+    free(tables.block);
+    return PYROI_OK;
+}

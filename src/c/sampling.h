@@ -1,0 +1,52 @@
+/* sampling.h - the one bilinear sampler of pyroi (internal, not installed).
+ *
+ * Every RoIAlign-family operator samples its feature plane the same way (the "Caffe2 rule"
+ * that torchvision, ONNX Runtime, mmcv and detectron2 share; SEMANTICS.md section 2): a real
+ * coordinate in [-1, extent] is clamped into the map and split into two neighbouring pixels
+ * with linear weights; a coordinate outside contributes nothing. The rule is applied per
+ * axis, so an axis-aligned RoI needs only two small tables of per-axis taps (one for rows,
+ * one for columns) that every channel reuses; a sample's four bilinear weights are products
+ * of one row tap and one column tap, formed in the same order as the peers for bit-exact
+ * results.
+ *
+ * The functions are static inline and written once in sampling_template.h, instantiated here
+ * for float and double; kernels include this header.
+ */
+#ifndef PYROI_SAMPLING_H
+#define PYROI_SAMPLING_H
+
+#include "common.h"
+
+#include <math.h>
+
+/* The taps of bin b along one axis are entries [begin, end) of that axis's tap table. */
+typedef struct pyroi_tap_range {
+    int64_t begin;
+    int64_t end;
+} pyroi_tap_range;
+
+/* Tests of a sample coordinate against the map [-1, extent], for bisection. */
+enum pyroi_position_test {
+    PYROI_POSITION_NOT_BELOW, /* coord >= -1 */
+    PYROI_POSITION_ABOVE,     /* coord > extent */
+    PYROI_POSITION_NOT_ABOVE, /* coord <= extent */
+    PYROI_POSITION_BELOW      /* coord < -1 */
+};
+
+#define T float
+#define PYROI_TYPED(name) PYROI_CAT(name, _f32)
+#define PYROI_CEIL ceilf
+#include "sampling_template.h"
+#undef PYROI_CEIL
+#undef PYROI_TYPED
+#undef T
+
+#define T double
+#define PYROI_TYPED(name) PYROI_CAT(name, _f64)
+#define PYROI_CEIL ceil
+#include "sampling_template.h"
+#undef PYROI_CEIL
+#undef PYROI_TYPED
+#undef T
+
+#endif /* PYROI_SAMPLING_H */

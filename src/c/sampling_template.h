@@ -1,0 +1,184 @@
+/* sampling_template.h - body of the bilinear sampler, included by sampling.h once per dtype
+ * with T (float or double), PYROI_TYPED(name) (adds the dtype suffix) and PYROI_CEIL defined.
+ * Arithmetic is written in the peers' order, one rounding per operation (the library is built
+ * with -ffp-contract=off), so results match them bit for bit. */
+
+/* One axis (rows or columns) of a RoI's regular sampling grid. */
+typedef struct PYROI_TYPED(pyroi_sample_axis) {
+    T start;        /* feature coordinate where bin 0 begins */
+    T bin_size;     /* extent of one bin; negative for an inverted RoI in aligned mode */
+    int64_t grid;   /* samples per bin along this axis; 0 means none */
+    int64_t bins;   /* output bins along this axis */
+    int64_t extent; /* feature map size along this axis (H or W) */
+} PYROI_TYPED(pyroi_sample_axis);
+
+/* Where one sample reads along one axis: pixels lo and hi with weights w_lo and w_hi. */
+typedef struct PYROI_TYPED(pyroi_axis_tap) {
+    int64_t lo;
+    int64_t hi;
+    T w_lo;
+    T w_hi;
+} PYROI_TYPED(pyroi_axis_tap);
+
+/* Sampling grid along one axis of a box with edges edge1, edge2 (input-image pixels).
+ * offset is subtracted after scaling (0.5 for half-pixel conventions); min_size_one forces
+ * the RoI size to >= 1 (torchvision aligned=False). sampling_ratio > 0 fixes the samples per
+ * bin, otherwise they are ceil(size / bins); a negative adaptive count gives 0 samples.
+ * Fails with PYROI_E_INVALID_BOX on non-finite values or an adaptive grid too large. */
+static inline pyroi_status PYROI_TYPED(pyroi_sample_axis_from_edges)(
+    T edge1, T edge2, double spatial_scale, T offset, int min_size_one, int64_t bins,
+    int64_t sampling_ratio, int64_t extent, PYROI_TYPED(pyroi_sample_axis) *axis)
+{
+    const T scale = (T)spatial_scale;
+    const T start = edge1 * scale - offset;
+    const T end = edge2 * scale - offset;
+    T size = end - start;
+    T bin_size;
+
+    if (min_size_one && size < (T)1) { /* std::max(size, 1): a NaN size stays NaN */
+        size = (T)1;
+    }
+    bin_size = size / (T)bins;
+    if (!(isfinite(edge1) && isfinite(edge2) && isfinite(start) && isfinite(end) &&
+          isfinite(size) && isfinite(bin_size))) {
+        return PYROI_E_INVALID_BOX;
+    }
+    axis->start = start;
+    axis->bin_size = bin_size;
+    axis->bins = bins;
+    axis->extent = extent;
+    if (sampling_ratio > 0) {
+        axis->grid = sampling_ratio;
+    } else {
+        const T samples = PYROI_CEIL(size / (T)bins);
+        if (!(samples < (T)2147483648.0)) {
+            return PYROI_E_INVALID_BOX;
+        }
+        axis->grid = samples > (T)0 ? (int64_t)samples : 0;
+    }
+    return PYROI_OK;
+}
+
+/* Coordinate of sample i of bin b: the centre of the i-th of grid equal parts of the bin,
+ * evaluated as ((start + b*bin) + ((i + 0.5f) * bin) / grid) like the peers (the i + 0.5
+ * term is formed in float, as theirs is). */
+static inline T PYROI_TYPED(pyroi_sample_position)(const PYROI_TYPED(pyroi_sample_axis) *axis,
+                                                   int64_t bin, int64_t i)
+{
+    const T bin_origin = axis->start + (T)bin * axis->bin_size;
+    const T centre = (T)((float)i + 0.5f);
+    return bin_origin + centre * axis->bin_size / (T)axis->grid;
+}
+
+/* The taps of a coordinate already known to lie in [-1, extent] (extent >= 1): coordinates
+ * below 0 read pixel 0 and coordinates at or past extent - 1 read the last pixel with full
+ * weight. */
+static inline PYROI_TYPED(pyroi_axis_tap) PYROI_TYPED(pyroi_axis_tap_at)(T coord, int64_t extent)
+{
+    PYROI_TYPED(pyroi_axis_tap) tap;
+    T frac;
+    if (coord <= (T)0) {
+        coord = (T)0;
+    }
+    tap.lo = (int64_t)coord;
+    if (tap.lo >= extent - 1) {
+        tap.lo = extent - 1;
+        tap.hi = tap.lo;
+        coord = (T)tap.lo;
+    } else {
+        tap.hi = tap.lo + 1;
+    }
+    frac = coord - (T)tap.lo;
+    tap.w_hi = frac;
+    tap.w_lo = (T)(1.0 - (double)frac); /* the peers write 1. - frac (a double constant) */
+    return tap;
+}
+
+static inline int PYROI_TYPED(pyroi_position_passes)(T coord, int64_t extent,
+                                                     enum pyroi_position_test test)
+{
+    switch (test) {
+    case PYROI_POSITION_NOT_BELOW:
+        return coord >= (T)-1;
+    case PYROI_POSITION_ABOVE:
+        return coord > (T)extent;
+    case PYROI_POSITION_NOT_ABOVE:
+        return coord <= (T)extent;
+    case PYROI_POSITION_BELOW:
+        return coord < (T)-1;
+    }
+    return 0;
+}
+
+/* First sample index in [lo, hi) of bin b whose coordinate passes test, or hi; the test must
+ * be false then true along the samples (sample coordinates are monotone in i). */
+static inline int64_t PYROI_TYPED(pyroi_first_sample_passing)(
+    const PYROI_TYPED(pyroi_sample_axis) *axis, int64_t bin, int64_t lo, int64_t hi,
+    enum pyroi_position_test test)
+{
+    while (lo < hi) {
+        const int64_t mid = lo + (hi - lo) / 2;
+        if (PYROI_TYPED(pyroi_position_passes)(PYROI_TYPED(pyroi_sample_position)(axis, bin, mid),
+                                               axis->extent, test)) {
+            hi = mid;
+        } else {
+            lo = mid + 1;
+        }
+    }
+    return lo;
+}
+
+/* The samples of bin b that land in [-1, extent]: indices [*first, *end). Found by bisection
+ * with the exact coordinate arithmetic, so a huge box costs O(log grid), not O(grid). */
+static inline void PYROI_TYPED(pyroi_samples_in_map)(const PYROI_TYPED(pyroi_sample_axis) *axis,
+                                                     int64_t bin, int64_t *first, int64_t *end)
+{
+    if (axis->extent == 0 || axis->grid == 0) {
+        *first = *end = 0;
+        return;
+    }
+    if (axis->bin_size >= (T)0) { /* coordinates grow with i: below-map first, above-map last */
+        *first = PYROI_TYPED(pyroi_first_sample_passing)(axis, bin, 0, axis->grid,
+                                                         PYROI_POSITION_NOT_BELOW);
+        *end = PYROI_TYPED(pyroi_first_sample_passing)(axis, bin, *first, axis->grid,
+                                                       PYROI_POSITION_ABOVE);
+    } else {
+        *first = PYROI_TYPED(pyroi_first_sample_passing)(axis, bin, 0, axis->grid,
+                                                         PYROI_POSITION_NOT_ABOVE);
+        *end = PYROI_TYPED(pyroi_first_sample_passing)(axis, bin, *first, axis->grid,
+                                                       PYROI_POSITION_BELOW);
+    }
+}
+
+/* Number of in-map samples over all bins of the axis: the size its tap table needs. */
+static inline int64_t PYROI_TYPED(pyroi_axis_tap_count)(const PYROI_TYPED(pyroi_sample_axis) *axis)
+{
+    int64_t bin, total = 0;
+    for (bin = 0; bin < axis->bins; ++bin) {
+        int64_t first, end;
+        PYROI_TYPED(pyroi_samples_in_map)(axis, bin, &first, &end);
+        if (!pyroi_add_nonneg(total, end - first, &total)) {
+            return INT64_MAX; /* no allocation can hold it; the caller reports no memory */
+        }
+    }
+    return total;
+}
+
+/* Fills ranges[0 .. bins) and the taps of every in-map sample, bin after bin, samples in
+ * increasing i. taps must hold pyroi_axis_tap_count(axis) entries. */
+static inline void PYROI_TYPED(pyroi_axis_tap_table)(const PYROI_TYPED(pyroi_sample_axis) *axis,
+                                                     pyroi_tap_range *ranges,
+                                                     PYROI_TYPED(pyroi_axis_tap) *taps)
+{
+    int64_t bin, i, n = 0;
+    for (bin = 0; bin < axis->bins; ++bin) {
+        int64_t first, end;
+        PYROI_TYPED(pyroi_samples_in_map)(axis, bin, &first, &end);
+        ranges[bin].begin = n;
+        for (i = first; i < end; ++i) {
+            taps[n++] = PYROI_TYPED(pyroi_axis_tap_at)(
+                PYROI_TYPED(pyroi_sample_position)(axis, bin, i), axis->extent);
+        }
+        ranges[bin].end = n;
+    }
+}

@@ -1,0 +1,120 @@
+/* validate.c - argument checks shared by every operator. */
+#include "validate.h"
+
+#include <math.h>
+
+static int64_t abs_stride(int64_t stride)
+{
+    return stride < 0 ? -stride : stride;
+}
+
+pyroi_status pyroi_check_tensor4(const void *data, const int64_t shape[4],
+                                 const int64_t strides[4], pyroi_tensor_role role)
+{
+    int64_t count = 1;
+    int64_t span = 0; /* largest |offset| reachable from element 0 */
+    int order[4];
+    int i, j, used = 0;
+
+    if (shape == NULL || strides == NULL) {
+        return PYROI_E_NULL_POINTER;
+    }
+    for (i = 0; i < 4; ++i) {
+        if (shape[i] < 0) {
+            return PYROI_E_INVALID_SHAPE;
+        }
+        if (!pyroi_mul_nonneg(count, shape[i], &count)) {
+            return PYROI_E_INVALID_SHAPE;
+        }
+    }
+    if (count == 0) {
+        return PYROI_OK; /* nothing is read or written; data may be NULL */
+    }
+    if (data == NULL) {
+        return PYROI_E_NULL_POINTER;
+    }
+    for (i = 0; i < 4; ++i) {
+        int64_t reach;
+        if (shape[i] == 1) {
+            continue; /* the stride of a length-1 axis is never applied */
+        }
+        if (strides[i] == INT64_MIN) {
+            return PYROI_E_INVALID_STRIDES;
+        }
+        if (!pyroi_mul_nonneg(abs_stride(strides[i]), shape[i] - 1, &reach) ||
+            !pyroi_add_nonneg(span, reach, &span)) {
+            return PYROI_E_INVALID_STRIDES;
+        }
+        order[used++] = i;
+    }
+    if (role == PYROI_TENSOR_OUTPUT) {
+        /* Sufficient test for no self-overlap, exact for every layout NumPy slicing and
+         * transposition produce: sorted by |stride|, each axis steps past everything the
+         * smaller axes reach. */
+        int64_t reached = 0;
+        for (i = 1; i < used; ++i) { /* insertion sort of at most 4 axes */
+            int axis = order[i];
+            for (j = i; j > 0 && abs_stride(strides[order[j - 1]]) > abs_stride(strides[axis]); --j) {
+                order[j] = order[j - 1];
+            }
+            order[j] = axis;
+        }
+        for (i = 0; i < used; ++i) {
+            int64_t stride = abs_stride(strides[order[i]]);
+            if (stride <= reached) {
+                return PYROI_E_INVALID_STRIDES;
+            }
+            reached += stride * (shape[order[i]] - 1); /* cannot overflow: bounded by span */
+        }
+    }
+    return PYROI_OK;
+}
+
+pyroi_status pyroi_check_rois(const void *boxes, int64_t num_rois, int64_t box_row_stride,
+                              int64_t coords_per_box, const int64_t *batch_indices,
+                              int64_t num_images)
+{
+    int64_t k, reach;
+
+    if (num_rois < 0) {
+        return PYROI_E_INVALID_SHAPE;
+    }
+    if (num_rois == 0) {
+        return PYROI_OK;
+    }
+    if (boxes == NULL || batch_indices == NULL) {
+        return PYROI_E_NULL_POINTER;
+    }
+    if (box_row_stride == INT64_MIN ||
+        !pyroi_mul_nonneg(abs_stride(box_row_stride), num_rois - 1, &reach) ||
+        !pyroi_add_nonneg(reach, coords_per_box, &reach)) {
+        return PYROI_E_INVALID_STRIDES;
+    }
+    for (k = 0; k < num_rois; ++k) {
+        if (batch_indices[k] < 0 || batch_indices[k] >= num_images) {
+            return PYROI_E_INVALID_BATCH_INDEX;
+        }
+    }
+    return PYROI_OK;
+}
+
+pyroi_status pyroi_check_roi_align_params(const pyroi_roi_align_params *params)
+{
+    if (params == NULL) {
+        return PYROI_E_NULL_POINTER;
+    }
+    if (params->pooled_height <= 0 || params->pooled_width <= 0) {
+        return PYROI_E_INVALID_OUTPUT_SIZE;
+    }
+    if (!(isfinite(params->spatial_scale_h) && params->spatial_scale_h >= 0.0) ||
+        !(isfinite(params->spatial_scale_w) && params->spatial_scale_w >= 0.0)) {
+        return PYROI_E_INVALID_SCALE;
+    }
+    if (params->sampling_ratio > PYROI_MAX_SAMPLING_GRID) {
+        return PYROI_E_INVALID_SAMPLING_RATIO;
+    }
+    if (params->num_threads < 0) {
+        return PYROI_E_INVALID_NUM_THREADS;
+    }
+    return PYROI_OK;
+}

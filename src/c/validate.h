@@ -1,0 +1,27 @@
+/* validate.h - argument checks shared by every operator (the C API is public, so every entry
+ * point validates in full before it reads a tensor element). */
+#ifndef PYROI_VALIDATE_H
+#define PYROI_VALIDATE_H
+
+#include "common.h"
+
+typedef enum pyroi_tensor_role {
+    PYROI_TENSOR_INPUT = 0,  /* read only: any strides, overlap allowed (broadcast views) */
+    PYROI_TENSOR_OUTPUT = 1  /* written: its elements must not overlap each other */
+} pyroi_tensor_role;
+
+/* Checks a 4-d tensor: non-negative shape, element count and every reachable offset within
+ * int64, data non-NULL when it has elements, and for outputs no self-overlap. */
+pyroi_status pyroi_check_tensor4(const void *data, const int64_t shape[4],
+                                 const int64_t strides[4], pyroi_tensor_role role);
+
+/* Checks the box rows and batch indices of num_rois RoIs against a batch of num_images:
+ * pointers, offsets, and every index in [0, num_images). Reads the batch indices. */
+pyroi_status pyroi_check_rois(const void *boxes, int64_t num_rois, int64_t box_row_stride,
+                              int64_t coords_per_box, const int64_t *batch_indices,
+                              int64_t num_images);
+
+/* Checks the fields of RoIAlign parameters. */
+pyroi_status pyroi_check_roi_align_params(const pyroi_roi_align_params *params);
+
+#endif /* PYROI_VALIDATE_H */

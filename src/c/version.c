@@ -1,0 +1,42 @@
+/* version.c - version queries and status strings. */
+#include "common.h"
+
+int pyroi_version_number(void)
+{
+    return PYROI_VERSION_NUMBER;
+}
+
+const char *pyroi_version_string(void)
+{
+    return PYROI_VERSION_STRING;
+}
+
+const char *pyroi_status_string(pyroi_status status)
+{
+    switch (status) {
+    case PYROI_OK:
+        return "success";
+    case PYROI_E_NULL_POINTER:
+        return "a required pointer is NULL";
+    case PYROI_E_INVALID_SHAPE:
+        return "invalid shape: a dimension is negative, too large, or shapes disagree";
+    case PYROI_E_INVALID_STRIDES:
+        return "invalid strides: an offset overflows int64 or an output overlaps itself";
+    case PYROI_E_INVALID_OUTPUT_SIZE:
+        return "invalid output size: pooled height and width must be positive";
+    case PYROI_E_INVALID_SCALE:
+        return "invalid spatial scale: must be finite and non-negative";
+    case PYROI_E_INVALID_SAMPLING_RATIO:
+        return "invalid sampling ratio: must be at most 2147483647";
+    case PYROI_E_INVALID_BATCH_INDEX:
+        return "invalid batch index: must lie in [0, N)";
+    case PYROI_E_INVALID_BOX:
+        return "invalid box: a coordinate is not finite, or the box needs more than "
+               "2147483647 samples per bin along an axis";
+    case PYROI_E_INVALID_NUM_THREADS:
+        return "invalid number of threads: must be non-negative";
+    case PYROI_E_NO_MEMORY:
+        return "out of memory";
+    }
+    return "unknown status";
+}

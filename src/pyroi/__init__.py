@@ -1,0 +1,40 @@
+"""pyroi: fast, exact region-of-interest pooling for NumPy, from a portable C99 core.
+
+Operators match their reference implementations (torchvision, ONNX Runtime) and read any
+NumPy layout without copies. See ``roi_align`` and ``roi_align_backward``.
+"""
+
+from pyroi import _core
+from pyroi._errors import (
+    ArgumentTypeError,
+    BatchIndexError,
+    BoxError,
+    DTypeError,
+    InvalidArgumentError,
+    PyroiError,
+    PyroiMemoryError,
+    ShapeError,
+)
+from pyroi.ops import roi_align, roi_align_backward
+
+__version__ = _core.version_string()
+
+if _core.version_number() != _core.header_version_number():  # pragma: no cover
+    raise ImportError(
+        f"pyroi: the C library is version {_core.version_number()} but the extension was "
+        f"built against {_core.header_version_number()}"
+    )
+
+__all__ = [
+    "ArgumentTypeError",
+    "BatchIndexError",
+    "BoxError",
+    "DTypeError",
+    "InvalidArgumentError",
+    "PyroiError",
+    "PyroiMemoryError",
+    "ShapeError",
+    "__version__",
+    "roi_align",
+    "roi_align_backward",
+]

@@ -1,0 +1,166 @@
+# cython: language_level=3
+"""Typed bindings over the pyroi C core.
+
+Each function marshals already-validated NumPy arrays into pointers, shapes and element
+strides, calls C without the GIL and turns a non-OK status into its exception class. No
+arithmetic on data happens here; argument checking with good messages is in _validate.py.
+"""
+from libc.stdint cimport int64_t
+
+from pyroi cimport _cpyroi as c
+
+from pyroi._errors import (
+    BatchIndexError,
+    BoxError,
+    InvalidArgumentError,
+    PyroiError,
+    PyroiMemoryError,
+    ShapeError,
+)
+
+ctypedef fused real:
+    float
+    double
+
+# Exactly one exception class per status code.
+_STATUS_ERRORS = {
+    c.PYROI_E_NULL_POINTER: InvalidArgumentError,
+    c.PYROI_E_INVALID_SHAPE: ShapeError,
+    c.PYROI_E_INVALID_STRIDES: ShapeError,
+    c.PYROI_E_INVALID_OUTPUT_SIZE: InvalidArgumentError,
+    c.PYROI_E_INVALID_SCALE: InvalidArgumentError,
+    c.PYROI_E_INVALID_SAMPLING_RATIO: InvalidArgumentError,
+    c.PYROI_E_INVALID_BATCH_INDEX: BatchIndexError,
+    c.PYROI_E_INVALID_BOX: BoxError,
+    c.PYROI_E_INVALID_NUM_THREADS: InvalidArgumentError,
+    c.PYROI_E_NO_MEMORY: PyroiMemoryError,
+}
+
+MAX_SAMPLING_GRID = c.PYROI_MAX_SAMPLING_GRID
+
+
+cdef int check_status(c.pyroi_status status) except -1:
+    if status == c.PYROI_OK:
+        return 0
+    message = c.pyroi_status_string(status).decode("ascii")
+    raise _STATUS_ERRORS.get(status, PyroiError)(f"pyroi: {message} (status {<int>status})")
+
+
+def version_string():
+    """The C library's version string."""
+    return c.pyroi_version_string().decode("ascii")
+
+
+def version_number():
+    """The C library's version as MAJOR * 10000 + MINOR * 100 + PATCH."""
+    return c.pyroi_version_number()
+
+
+def header_version_number():
+    """PYROI_VERSION_NUMBER of the header this extension was compiled against."""
+    return c.PYROI_VERSION_NUMBER
+
+
+cdef int element_strides(const Py_ssize_t *byte_strides, Py_ssize_t itemsize, int ndim,
+                         int64_t *out) except -1:
+    cdef int i
+    for i in range(ndim):
+        if byte_strides[i] % itemsize != 0:
+            raise ShapeError("pyroi: array strides must be multiples of the item size")
+        out[i] = byte_strides[i] // itemsize
+    return 0
+
+
+cdef int64_t box_rows_stride(const Py_ssize_t *byte_strides, Py_ssize_t itemsize) except? -1:
+    # The C API takes the four coordinates of a box as consecutive elements.
+    if byte_strides[1] != itemsize or byte_strides[0] % itemsize != 0:
+        raise ShapeError("pyroi: box coordinates must be consecutive elements")
+    return byte_strides[0] // itemsize
+
+
+cdef int fill_roi_align_params(c.pyroi_roi_align_params *params, int64_t pooled_height,
+                               int64_t pooled_width, double spatial_scale_h,
+                               double spatial_scale_w, int64_t sampling_ratio, bint aligned,
+                               int num_threads) except -1:
+    c.pyroi_roi_align_params_init(params)
+    params.pooled_height = pooled_height
+    params.pooled_width = pooled_width
+    params.spatial_scale_h = spatial_scale_h
+    params.spatial_scale_w = spatial_scale_w
+    params.sampling_ratio = sampling_ratio
+    params.aligned = aligned
+    params.num_threads = num_threads
+    return 0
+
+
+def roi_align_forward(const real[:, :, :, :] input, const real[:, :] boxes,
+                      const int64_t[::1] batch_indices, real[:, :, :, :] output,
+                      int64_t pooled_height, int64_t pooled_width, double spatial_scale_h,
+                      double spatial_scale_w, int64_t sampling_ratio, bint aligned,
+                      int num_threads):
+    """RoIAlign forward into output (K, C, pooled_height, pooled_width)."""
+    cdef c.pyroi_roi_align_params params
+    cdef int64_t input_shape[4]
+    cdef int64_t input_strides[4]
+    cdef int64_t output_strides[4]
+    cdef int64_t box_row_stride
+    cdef int64_t num_rois = boxes.shape[0]
+    cdef c.pyroi_status status
+    cdef int i
+    if batch_indices.shape[0] != num_rois:
+        raise ShapeError("pyroi: boxes and batch_indices differ in length")
+    for i in range(4):
+        input_shape[i] = input.shape[i]
+    element_strides(input.strides, sizeof(real), 4, input_strides)
+    element_strides(output.strides, sizeof(real), 4, output_strides)
+    box_row_stride = box_rows_stride(boxes.strides, sizeof(real))
+    fill_roi_align_params(&params, pooled_height, pooled_width, spatial_scale_h,
+                          spatial_scale_w, sampling_ratio, aligned, num_threads)
+    with nogil:
+        if real is float:
+            status = c.pyroi_roi_align_forward_f32(
+                &input[0, 0, 0, 0], input_shape, input_strides, &boxes[0, 0], num_rois,
+                box_row_stride, &batch_indices[0], &output[0, 0, 0, 0], output_strides, &params)
+        else:
+            status = c.pyroi_roi_align_forward_f64(
+                &input[0, 0, 0, 0], input_shape, input_strides, &boxes[0, 0], num_rois,
+                box_row_stride, &batch_indices[0], &output[0, 0, 0, 0], output_strides, &params)
+    check_status(status)
+
+
+def roi_align_backward(const real[:, :, :, :] grad_output, const real[:, :] boxes,
+                       const int64_t[::1] batch_indices, real[:, :, :, :] grad_input,
+                       double spatial_scale_h, double spatial_scale_w, int64_t sampling_ratio,
+                       bint aligned, int num_threads):
+    """RoIAlign backward: overwrite grad_input (N, C, H, W) with the input gradient."""
+    cdef c.pyroi_roi_align_params params
+    cdef int64_t grad_input_shape[4]
+    cdef int64_t grad_input_strides[4]
+    cdef int64_t grad_output_strides[4]
+    cdef int64_t box_row_stride
+    cdef int64_t num_rois = boxes.shape[0]
+    cdef c.pyroi_status status
+    cdef int i
+    if batch_indices.shape[0] != num_rois or grad_output.shape[0] != num_rois:
+        raise ShapeError("pyroi: boxes, batch_indices and grad_output differ in length")
+    if grad_output.shape[1] != grad_input.shape[1]:
+        raise ShapeError("pyroi: grad_output and grad_input differ in channels")
+    for i in range(4):
+        grad_input_shape[i] = grad_input.shape[i]
+    element_strides(grad_input.strides, sizeof(real), 4, grad_input_strides)
+    element_strides(grad_output.strides, sizeof(real), 4, grad_output_strides)
+    box_row_stride = box_rows_stride(boxes.strides, sizeof(real))
+    fill_roi_align_params(&params, grad_output.shape[2], grad_output.shape[3], spatial_scale_h,
+                          spatial_scale_w, sampling_ratio, aligned, num_threads)
+    with nogil:
+        if real is float:
+            status = c.pyroi_roi_align_backward_f32(
+                &grad_output[0, 0, 0, 0], grad_output_strides, &boxes[0, 0], num_rois,
+                box_row_stride, &batch_indices[0], &grad_input[0, 0, 0, 0], grad_input_shape,
+                grad_input_strides, &params)
+        else:
+            status = c.pyroi_roi_align_backward_f64(
+                &grad_output[0, 0, 0, 0], grad_output_strides, &boxes[0, 0], num_rois,
+                box_row_stride, &batch_indices[0], &grad_input[0, 0, 0, 0], grad_input_shape,
+                grad_input_strides, &params)
+    check_status(status)

@@ -1,0 +1,65 @@
+# Mirror of src/c/include/pyroi.h for Cython, and nothing else.
+from libc.stdint cimport int64_t
+
+
+cdef extern from "pyroi.h" nogil:
+    int PYROI_VERSION_MAJOR
+    int PYROI_VERSION_MINOR
+    int PYROI_VERSION_PATCH
+    const char *PYROI_VERSION_STRING
+    int PYROI_VERSION_NUMBER
+    int64_t PYROI_MAX_SAMPLING_GRID
+
+    ctypedef enum pyroi_status:
+        PYROI_OK
+        PYROI_E_NULL_POINTER
+        PYROI_E_INVALID_SHAPE
+        PYROI_E_INVALID_STRIDES
+        PYROI_E_INVALID_OUTPUT_SIZE
+        PYROI_E_INVALID_SCALE
+        PYROI_E_INVALID_SAMPLING_RATIO
+        PYROI_E_INVALID_BATCH_INDEX
+        PYROI_E_INVALID_BOX
+        PYROI_E_INVALID_NUM_THREADS
+        PYROI_E_NO_MEMORY
+
+    int pyroi_version_number()
+    const char *pyroi_version_string()
+    const char *pyroi_status_string(pyroi_status status)
+
+    ctypedef struct pyroi_roi_align_params:
+        int64_t pooled_height
+        int64_t pooled_width
+        double spatial_scale_h
+        double spatial_scale_w
+        int64_t sampling_ratio
+        int aligned
+        int num_threads
+
+    void pyroi_roi_align_params_init(pyroi_roi_align_params *params)
+
+    pyroi_status pyroi_roi_align_forward_f32(
+        const float *input, const int64_t *input_shape, const int64_t *input_strides,
+        const float *boxes, int64_t num_rois, int64_t box_row_stride,
+        const int64_t *batch_indices,
+        float *output, const int64_t *output_strides,
+        const pyroi_roi_align_params *params)
+    pyroi_status pyroi_roi_align_forward_f64(
+        const double *input, const int64_t *input_shape, const int64_t *input_strides,
+        const double *boxes, int64_t num_rois, int64_t box_row_stride,
+        const int64_t *batch_indices,
+        double *output, const int64_t *output_strides,
+        const pyroi_roi_align_params *params)
+
+    pyroi_status pyroi_roi_align_backward_f32(
+        const float *grad_output, const int64_t *grad_output_strides,
+        const float *boxes, int64_t num_rois, int64_t box_row_stride,
+        const int64_t *batch_indices,
+        float *grad_input, const int64_t *grad_input_shape, const int64_t *grad_input_strides,
+        const pyroi_roi_align_params *params)
+    pyroi_status pyroi_roi_align_backward_f64(
+        const double *grad_output, const int64_t *grad_output_strides,
+        const double *boxes, int64_t num_rois, int64_t box_row_stride,
+        const int64_t *batch_indices,
+        double *grad_input, const int64_t *grad_input_shape, const int64_t *grad_input_strides,
+        const pyroi_roi_align_params *params)

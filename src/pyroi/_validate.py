@@ -1,0 +1,207 @@
+"""The one place where arguments are checked against the documented constraints and boxes
+are normalised to ``(coords, batch_indices)``. No computation on feature data happens here.
+"""
+
+from __future__ import annotations
+
+import numbers
+import operator
+
+import numpy as np
+
+from pyroi._errors import (
+    ArgumentTypeError,
+    BatchIndexError,
+    BoxError,
+    DTypeError,
+    InvalidArgumentError,
+    ShapeError,
+)
+
+FLOAT_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
+# Largest samples-per-bin count the C core accepts (its grid counters are 32-bit like the peers').
+MAX_SAMPLING_RATIO = 2**31 - 1
+
+
+def _kernel_ready(array: np.ndarray) -> np.ndarray:
+    """The array itself when the C core can read it in place, else a native aligned copy
+    (non-native byte order, misaligned data, strides that are not whole elements)."""
+    itemsize = array.dtype.itemsize
+    if (
+        array.dtype.isnative
+        and array.flags.aligned
+        and all(s % itemsize == 0 for s in array.strides)
+    ):
+        return array
+    return np.ascontiguousarray(array, dtype=array.dtype.newbyteorder("="))
+
+
+def float_array(value, name: str, ndim: int) -> np.ndarray:
+    """A float32/float64 array of rank ``ndim`` (any strides; copied only if unreadable)."""
+    array = value if isinstance(value, np.ndarray) else np.asarray(value)
+    if array.dtype.newbyteorder("=") not in FLOAT_DTYPES:
+        raise DTypeError(f"{name} must be a float32 or float64 array, got dtype {array.dtype}")
+    if array.ndim != ndim:
+        raise ShapeError(f"{name} must have {ndim} dimensions, got shape {array.shape}")
+    return _kernel_ready(array)
+
+
+def _positive_int(value, name: str) -> int:
+    if isinstance(value, (bool, np.bool_)):
+        raise ArgumentTypeError(f"{name} must be an integer, got {value!r}")
+    try:
+        number = operator.index(value)
+    except TypeError:
+        raise ArgumentTypeError(f"{name} must be an integer, got {value!r}") from None
+    if number <= 0:
+        raise InvalidArgumentError(f"{name} must be positive, got {number}")
+    return number
+
+
+def output_size(value) -> tuple[int, int]:
+    """``output_size`` as (height, width): an int ``s`` means (s, s), as torchvision."""
+    if isinstance(value, (tuple, list)):
+        if len(value) != 2:
+            raise InvalidArgumentError(
+                f"output_size must be an int or a pair (height, width), got {value!r}"
+            )
+        return (_positive_int(value[0], "output_size[0]"), _positive_int(value[1], "output_size[1]"))
+    size = _positive_int(value, "output_size")
+    return (size, size)
+
+
+def spatial_scale(value, name: str = "spatial_scale") -> float:
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+        raise ArgumentTypeError(f"{name} must be a real number, got {value!r}")
+    scale = float(value)
+    if not np.isfinite(scale) or scale < 0:
+        raise InvalidArgumentError(f"{name} must be finite and non-negative, got {scale!r}")
+    return scale
+
+
+def sampling_ratio(value) -> int:
+    """Samples per bin per axis; any value <= 0 means adaptive (normalised to 0)."""
+    if isinstance(value, (bool, np.bool_)):
+        raise ArgumentTypeError(f"sampling_ratio must be an integer, got {value!r}")
+    try:
+        ratio = operator.index(value)
+    except TypeError:
+        raise ArgumentTypeError(f"sampling_ratio must be an integer, got {value!r}") from None
+    if ratio > MAX_SAMPLING_RATIO:
+        raise InvalidArgumentError(
+            f"sampling_ratio must be at most {MAX_SAMPLING_RATIO}, got {ratio}"
+        )
+    return max(ratio, 0)
+
+
+def num_threads(value) -> int:
+    """Thread count for one call: None is the library's choice (0 for the C core)."""
+    if value is None:
+        return 0
+    return _positive_int(value, "num_threads")
+
+
+def flag(value, name: str) -> bool:
+    if not isinstance(value, (bool, np.bool_, int, np.integer)):
+        raise ArgumentTypeError(f"{name} must be a bool, got {value!r}")
+    return bool(value)
+
+
+def _check_finite_coords(coords: np.ndarray, name: str) -> None:
+    finite = np.isfinite(coords).all(axis=1)
+    if not finite.all():
+        k = int(np.argmin(finite))
+        raise BoxError(
+            f"{name}: RoI {k} has a non-finite coordinate {coords[k].tolist()}"
+        )
+
+
+def boxes(value, dtype: np.dtype, num_images: int, name: str = "boxes"):
+    """Normalise torchvision-style boxes to ``(coords (K,4), batch_indices (K,) int64)``.
+
+    ``value`` is a ``(K, 5)`` array ``[batch_index, x1, y1, x2, y2]`` or a list/tuple of
+    ``(L_i, 4)`` arrays whose position is the image index. The dtype must equal ``dtype``
+    (as torchvision requires); batch indices must be integers in ``[0, num_images)``.
+    """
+    if isinstance(value, (list, tuple)):
+        parts = []
+        for i, part in enumerate(value):
+            array = part if isinstance(part, np.ndarray) else np.asarray(part)
+            if array.ndim != 2 or array.shape[1] != 4:
+                raise ShapeError(
+                    f"{name}[{i}] must have shape (L, 4) [x1, y1, x2, y2], got {array.shape}"
+                )
+            if array.dtype.newbyteorder("=") != dtype:
+                raise DTypeError(
+                    f"{name}[{i}] must have the input's dtype {dtype}, got {array.dtype}"
+                )
+            parts.append(array)
+        if parts and len(parts) > num_images and any(len(p) for p in parts[num_images:]):
+            first = sum(len(p) for p in parts[:num_images])
+            raise BatchIndexError(
+                f"{name}: RoI {first} belongs to image {num_images} of a list of {len(parts)} "
+                f"box arrays, but the batch has only {num_images} images"
+            )
+        coords = (
+            np.concatenate(parts).astype(dtype, copy=False)
+            if parts
+            else np.empty((0, 4), dtype=dtype)
+        )
+        batch_indices = np.repeat(
+            np.arange(len(parts), dtype=np.int64), [len(p) for p in parts]
+        ) if parts else np.empty(0, dtype=np.int64)
+    else:
+        array = value if isinstance(value, np.ndarray) else np.asarray(value)
+        if array.ndim != 2 or array.shape[1] != 5:
+            raise ShapeError(
+                f"{name} must have shape (K, 5) [batch_index, x1, y1, x2, y2] or be a list of "
+                f"(L, 4) arrays, got shape {array.shape}"
+            )
+        if array.dtype.newbyteorder("=") != dtype:
+            raise DTypeError(f"{name} must have the input's dtype {dtype}, got {array.dtype}")
+        column = array[:, 0]
+        valid = np.isfinite(column) & (column == np.floor(column))
+        valid &= (column >= 0) & (column < num_images)
+        if not valid.all():
+            k = int(np.argmin(valid))
+            raise BatchIndexError(
+                f"{name}: RoI {k} has batch index {column[k].item()!r}; it must be an integer "
+                f"in [0, {num_images})"
+            )
+        batch_indices = column.astype(np.int64)
+        coords = array[:, 1:5]
+    coords = coords.astype(coords.dtype.newbyteorder("="), copy=False)
+    if coords.strides[1] != coords.itemsize or not coords.flags.aligned:
+        coords = np.ascontiguousarray(coords)
+    _check_finite_coords(coords, name)
+    return coords, np.ascontiguousarray(batch_indices, dtype=np.int64)
+
+
+def output_array(out, shape: tuple, dtype: np.dtype, inputs: tuple, name: str = "out"):
+    """A fresh array, or ``out`` after checking it can receive the result."""
+    if out is None:
+        return np.empty(shape, dtype=dtype)
+    if not isinstance(out, np.ndarray):
+        raise ArgumentTypeError(f"{name} must be a NumPy array, got {type(out).__name__}")
+    if out.dtype != dtype:
+        raise DTypeError(f"{name} must have dtype {dtype}, got {out.dtype}")
+    if out.shape != tuple(shape):
+        raise ShapeError(f"{name} must have shape {tuple(shape)}, got {out.shape}")
+    if not out.flags.writeable:
+        raise InvalidArgumentError(f"{name} must be writeable")
+    if not out.flags.aligned or any(s % out.itemsize for s in out.strides):
+        raise ShapeError(f"{name} must be aligned with strides that are whole elements")
+    for array in inputs:
+        if np.may_share_memory(out, array):
+            raise InvalidArgumentError(f"{name} must not share memory with the inputs")
+    return out
+
+
+def shape4(value, name: str) -> tuple[int, int, int, int]:
+    try:
+        dims = tuple(operator.index(d) for d in value)
+    except TypeError:
+        raise ArgumentTypeError(f"{name} must be a sequence of 4 integers, got {value!r}") from None
+    if len(dims) != 4 or any(d < 0 for d in dims):
+        raise ShapeError(f"{name} must be 4 non-negative integers (N, C, H, W), got {value!r}")
+    return dims

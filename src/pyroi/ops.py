@@ -1,0 +1,155 @@
+"""torchvision-compatible RoI operators on NumPy arrays."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from pyroi import _core, _validate
+
+__all__ = ["roi_align", "roi_align_backward"]
+
+
+def roi_align(
+    input,
+    boxes,
+    output_size,
+    spatial_scale=1.0,
+    sampling_ratio=-1,
+    aligned=False,
+    *,
+    num_threads=None,
+    out=None,
+):
+    """RoIAlign (average), exactly as ``torchvision.ops.roi_align``.
+
+    Each output bin is the mean of ``grid_h x grid_w`` bilinear samples taken at the
+    centres of a regular subdivision of the bin (Mask R-CNN's RoIAlign).
+
+    Parameters
+    ----------
+    input : ndarray, shape (N, C, H, W), float32 or float64
+        Feature maps. Any strides (transposed, sliced, negative, broadcast) are read in place.
+    boxes : ndarray (K, 5) or list of ndarray (L_i, 4)
+        ``[batch_index, x1, y1, x2, y2]`` rows in input-image pixels, or one ``(L_i, 4)``
+        array of ``[x1, y1, x2, y2]`` per image (list position = batch index). Same dtype
+        as ``input``. Batch indices must be integers in ``[0, N)``; coordinates finite.
+    output_size : int or (int, int)
+        Output bins ``(ph, pw)``; an int ``s`` means ``(s, s)``.
+    spatial_scale : float, default 1.0
+        Factor from box coordinates to feature coordinates (e.g. 1/16), finite and >= 0.
+    sampling_ratio : int, default -1
+        Samples per bin along each axis; ``<= 0`` means adaptive,
+        ``ceil(roi_size / output_size)`` per axis.
+    aligned : bool, default False
+        True shifts box corners by -0.5 pixel (the correct alignment, detectron2's
+        ROIAlignV2); False is the legacy Mask R-CNN convention (RoI sizes forced to >= 1).
+    num_threads : int, optional
+        Threads for this call (results are identical for every value).
+    out : ndarray (K, C, ph, pw), optional
+        Array to write the result into (any strides, not overlapping the inputs).
+
+    Returns
+    -------
+    ndarray, shape (K, C, ph, pw), dtype of ``input``
+
+    Notes
+    -----
+    float32 results equal torchvision 0.29's CPU kernel bit for bit on finite data. Where
+    torchvision is undefined or raises, pyroi defines the result: a sample outside
+    ``[-1, H] x [-1, W]`` contributes exactly nothing (torchvision adds ``0 * input[b,c,0,0]``,
+    NaN when that pixel is not finite); an aligned box inverted on one axis with adaptive
+    sampling gives zeros (torchvision raises). Non-finite box coordinates raise
+    :class:`pyroi.BoxError` (torchvision 0.29 crashes).
+
+    Examples
+    --------
+    >>> import numpy as np, pyroi
+    >>> x = np.arange(36, dtype=np.float32).reshape(1, 1, 6, 6)
+    >>> pyroi.roi_align(x, [np.array([[0, 2, 2, 4]], np.float32)], 2)[0, 0]
+    array([[15.5, 16.5],
+           [21.5, 22.5]], dtype=float32)
+    """
+    features = _validate.float_array(input, "input", 4)
+    pooled_height, pooled_width = _validate.output_size(output_size)
+    scale = _validate.spatial_scale(spatial_scale)
+    ratio = _validate.sampling_ratio(sampling_ratio)
+    is_aligned = _validate.flag(aligned, "aligned")
+    threads = _validate.num_threads(num_threads)
+    coords, batch_indices = _validate.boxes(boxes, features.dtype, features.shape[0])
+    shape = (coords.shape[0], features.shape[1], pooled_height, pooled_width)
+    result = _validate.output_array(out, shape, features.dtype, (features, coords))
+    _core.roi_align_forward(
+        features, coords, batch_indices, result, pooled_height, pooled_width,
+        scale, scale, ratio, is_aligned, threads,
+    )
+    return result
+
+
+def roi_align_backward(
+    grad_output,
+    boxes,
+    input_shape,
+    spatial_scale=1.0,
+    sampling_ratio=-1,
+    aligned=False,
+    *,
+    num_threads=None,
+    out=None,
+):
+    """Gradient of :func:`roi_align` with respect to its input.
+
+    Equals the input gradient torchvision's autograd computes for ``roi_align`` (bit for bit
+    in float32 on finite data: contributions are added per input pixel in torchvision's
+    order, whatever the thread count).
+
+    Parameters
+    ----------
+    grad_output : ndarray, shape (K, C, ph, pw), float32 or float64
+        Gradient of the loss with respect to the output of :func:`roi_align`; its last two
+        dimensions give the output size.
+    boxes : ndarray (K, 5) or list of ndarray (L_i, 4)
+        The boxes given to the forward (same dtype as ``grad_output``).
+    input_shape : sequence of 4 ints
+        ``(N, C, H, W)`` of the forward's input; ``C`` must equal ``grad_output.shape[1]``.
+    spatial_scale, sampling_ratio, aligned, num_threads
+        As for :func:`roi_align`.
+    out : ndarray of shape ``input_shape``, optional
+        Array to write the gradient into (it is overwritten, not accumulated).
+
+    Returns
+    -------
+    ndarray of shape ``input_shape``, dtype of ``grad_output``
+
+    Examples
+    --------
+    >>> import numpy as np, pyroi
+    >>> g = np.ones((1, 1, 2, 2))
+    >>> boxes = np.array([[0, 0, 0, 1, 1]], dtype=np.float64)
+    >>> pyroi.roi_align_backward(g, boxes, (1, 1, 2, 2), sampling_ratio=2, aligned=True)[0, 0]
+    array([[3.0625, 0.4375],
+           [0.4375, 0.0625]])
+    """
+    grad = _validate.float_array(grad_output, "grad_output", 4)
+    shape = _validate.shape4(input_shape, "input_shape")
+    if shape[1] != grad.shape[1]:
+        raise _validate.ShapeError(
+            f"input_shape has {shape[1]} channels but grad_output has {grad.shape[1]}"
+        )
+    if grad.shape[2] <= 0 or grad.shape[3] <= 0:
+        raise _validate.InvalidArgumentError(
+            f"grad_output must have a positive output size, got shape {grad.shape}"
+        )
+    scale = _validate.spatial_scale(spatial_scale)
+    ratio = _validate.sampling_ratio(sampling_ratio)
+    is_aligned = _validate.flag(aligned, "aligned")
+    threads = _validate.num_threads(num_threads)
+    coords, batch_indices = _validate.boxes(boxes, grad.dtype, shape[0])
+    if coords.shape[0] != grad.shape[0]:
+        raise _validate.ShapeError(
+            f"boxes has {coords.shape[0]} RoIs but grad_output has {grad.shape[0]}"
+        )
+    result = _validate.output_array(out, shape, grad.dtype, (grad, coords))
+    _core.roi_align_backward(
+        grad, coords, batch_indices, result, scale, scale, ratio, is_aligned, threads
+    )
+    return result
