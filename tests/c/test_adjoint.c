@@ -1,0 +1,71 @@
+/* The backward is the adjoint of the forward: <roi_align(x), g> == <x, roi_align_backward(g)>
+ * in float64, over random boxes (inside, partly outside, tiny, inverted) and settings. */
+#include "pyroi.h"
+#include "check.h"
+
+#include <stdlib.h>
+
+enum { N = 2, C = 3, H = 9, W = 11, K = 24, PH = 3, PW = 2 };
+
+static double random_coordinate(unsigned long long *seed, double extent)
+{
+    return -0.3 * extent + 1.6 * extent * check_random(seed);
+}
+
+int main(void)
+{
+    static double x[N * C * H * W], gx[N * C * H * W];
+    static double y[K * C * PH * PW], gy[K * C * PH * PW];
+    double boxes[K * 4];
+    int64_t batch[K];
+    const int64_t shape[4] = {N, C, H, W};
+    const int64_t strides[4] = {C * H * W, H * W, W, 1};
+    const int64_t out_strides[4] = {C * PH * PW, PH * PW, PW, 1};
+    static const int ratios[] = {-1, 0, 1, 2, 3};
+    unsigned long long seed = 12345;
+    pyroi_roi_align_params p;
+    size_t r;
+    int aligned, i, k;
+
+    for (i = 0; i < N * C * H * W; ++i) {
+        x[i] = check_random(&seed) - 0.5;
+    }
+    for (i = 0; i < K * C * PH * PW; ++i) {
+        gy[i] = check_random(&seed) - 0.5;
+    }
+    for (aligned = 0; aligned <= 1; ++aligned) {
+        for (r = 0; r < sizeof(ratios) / sizeof(ratios[0]); ++r) {
+            double lhs = 0, rhs = 0, scale = 0;
+            for (k = 0; k < K; ++k) {
+                batch[k] = k % N;
+                boxes[4 * k + 0] = random_coordinate(&seed, W / 0.7);
+                boxes[4 * k + 1] = random_coordinate(&seed, H / 0.7);
+                boxes[4 * k + 2] = random_coordinate(&seed, W / 0.7);
+                boxes[4 * k + 3] = random_coordinate(&seed, H / 0.7);
+                if (k % 5 == 0) { /* tiny box */
+                    boxes[4 * k + 2] = boxes[4 * k + 0] + 0.01;
+                }
+            }
+            pyroi_roi_align_params_init(&p);
+            p.pooled_height = PH;
+            p.pooled_width = PW;
+            p.spatial_scale_h = p.spatial_scale_w = 0.7;
+            p.sampling_ratio = ratios[r];
+            p.aligned = aligned;
+            CHECK_STATUS(pyroi_roi_align_forward_f64(x, shape, strides, boxes, K, 4, batch, y,
+                                                     out_strides, &p), PYROI_OK);
+            CHECK_STATUS(pyroi_roi_align_backward_f64(gy, out_strides, boxes, K, 4, batch, gx,
+                                                      shape, strides, &p), PYROI_OK);
+            for (i = 0; i < K * C * PH * PW; ++i) {
+                lhs += y[i] * gy[i];
+                scale += fabs(y[i] * gy[i]);
+            }
+            for (i = 0; i < N * C * H * W; ++i) {
+                rhs += x[i] * gx[i];
+            }
+            CHECK(scale > 0);
+            CHECK(fabs(lhs - rhs) <= 1e-12 * (1 + scale));
+        }
+    }
+    return check_report("test_adjoint");
+}

@@ -1,0 +1,235 @@
+/* Known answers for RoIAlign (average), forward and backward, float32 and float64.
+ * Values: SEMANTICS.md section 12 (peer test files) and section 3.6 (verified on
+ * torchvision 0.29.1 and onnxruntime 1.32). */
+#include "pyroi.h"
+#include "check.h"
+
+#include <string.h>
+
+static const int64_t contiguous_2x2[4] = {4, 4, 2, 1};
+
+/* mmcv test: X = [[1,2],[3,4]], roi (0,0,1,1), aligned, sr 2, 2x2 output, grad = ones. */
+static void test_mmcv_two_by_two(void)
+{
+    const float x[4] = {1, 2, 3, 4};
+    const int64_t shape[4] = {1, 1, 2, 2}, strides[4] = {4, 4, 2, 1};
+    const float box[4] = {0, 0, 1, 1};
+    const int64_t batch[1] = {0};
+    const float expected[4] = {1.0f, 1.25f, 1.5f, 1.75f};
+    const float ones[4] = {1, 1, 1, 1};
+    const double expected_grad[4] = {3.0625, 0.4375, 0.4375, 0.0625};
+    float y[4], gx[4];
+    pyroi_roi_align_params p;
+    int i;
+
+    pyroi_roi_align_params_init(&p);
+    p.pooled_height = p.pooled_width = 2;
+    p.sampling_ratio = 2;
+    p.aligned = 1;
+    CHECK_STATUS(pyroi_roi_align_forward_f32(x, shape, strides, box, 1, 4, batch, y,
+                                             contiguous_2x2, &p), PYROI_OK);
+    for (i = 0; i < 4; ++i) {
+        CHECK(y[i] == expected[i]);
+    }
+    CHECK_STATUS(pyroi_roi_align_backward_f32(ones, contiguous_2x2, box, 1, 4, batch, gx, shape,
+                                              strides, &p), PYROI_OK);
+    for (i = 0; i < 4; ++i) {
+        CHECK(gx[i] == (float)expected_grad[i]);
+    }
+}
+
+/* mmcv test, 4x4 map, roi (0,0,3,3): forward and gradient in float64. */
+static void test_mmcv_four_by_four(void)
+{
+    const double x[16] = {1, 2, 5, 6, 3, 4, 7, 8, 9, 10, 13, 14, 11, 12, 15, 16};
+    const int64_t shape[4] = {1, 1, 4, 4}, strides[4] = {16, 16, 4, 1};
+    const double box[4] = {0, 0, 3, 3};
+    const int64_t batch[1] = {0};
+    const double expected[4] = {1.9375, 4.75, 7.5625, 10.375};
+    const double ones[4] = {1, 1, 1, 1};
+    const double expected_grad[16] = {
+        0.47265625, 0.4296875, 0.4296875, 0.04296875, 0.4296875, 0.390625, 0.390625, 0.0390625,
+        0.4296875, 0.390625, 0.390625, 0.0390625, 0.04296875, 0.0390625, 0.0390625, 0.00390625};
+    double y[4], gx[16];
+    pyroi_roi_align_params p;
+    int i;
+
+    pyroi_roi_align_params_init(&p);
+    p.pooled_height = p.pooled_width = 2;
+    p.sampling_ratio = 2;
+    p.aligned = 1;
+    CHECK_STATUS(pyroi_roi_align_forward_f64(x, shape, strides, box, 1, 4, batch, y,
+                                             contiguous_2x2, &p), PYROI_OK);
+    for (i = 0; i < 4; ++i) {
+        CHECK_CLOSE(y[i], expected[i], 1e-15);
+    }
+    CHECK_STATUS(pyroi_roi_align_backward_f64(ones, contiguous_2x2, box, 1, 4, batch, gx, shape,
+                                              strides, &p), PYROI_OK);
+    for (i = 0; i < 16; ++i) {
+        CHECK_CLOSE(gx[i], expected_grad[i], 1e-15);
+    }
+}
+
+/* detectron2 test: arange(25) as 5x5, box (1,1,3,3), 4x4 output, adaptive, both alignments. */
+static void test_detectron2(void)
+{
+    const double legacy[16] = {7.5, 8, 8.5, 9, 10, 10.5, 11, 11.5, 12.5, 13, 13.5, 14, 15, 15.5, 16, 16.5};
+    const double half_pixel[16] = {4.5, 5, 5.5, 6, 7, 7.5, 8, 8.5, 9.5, 10, 10.5, 11, 12, 12.5, 13, 13.5};
+    const int64_t shape[4] = {1, 1, 5, 5}, strides[4] = {25, 25, 5, 1};
+    const int64_t out_strides[4] = {16, 16, 4, 1};
+    const double box[4] = {1, 1, 3, 3};
+    const double empty_box[4] = {3, 4, 5, 4};
+    const int64_t batch[1] = {0};
+    double x[25], y[49], gy[49], gx[25];
+    pyroi_roi_align_params p;
+    int i, aligned;
+
+    for (i = 0; i < 25; ++i) {
+        x[i] = i;
+    }
+    for (aligned = 0; aligned <= 1; ++aligned) {
+        const double *expected = aligned ? half_pixel : legacy;
+        pyroi_roi_align_params_init(&p);
+        p.pooled_height = p.pooled_width = 4;
+        p.sampling_ratio = 0;
+        p.aligned = aligned;
+        CHECK_STATUS(pyroi_roi_align_forward_f64(x, shape, strides, box, 1, 4, batch, y,
+                                                 out_strides, &p), PYROI_OK);
+        for (i = 0; i < 16; ++i) {
+            CHECK_CLOSE(y[i], expected[i], 1e-14);
+        }
+    }
+    /* zero-height box, aligned, adaptive: output and gradient all zero */
+    {
+        const int64_t strides7[4] = {49, 49, 7, 1};
+        pyroi_roi_align_params_init(&p);
+        p.pooled_height = p.pooled_width = 7;
+        p.sampling_ratio = 0;
+        p.aligned = 1;
+        for (i = 0; i < 49; ++i) {
+            y[i] = -1;
+            gy[i] = 1;
+        }
+        CHECK_STATUS(pyroi_roi_align_forward_f64(x, shape, strides, empty_box, 1, 4, batch, y,
+                                                 strides7, &p), PYROI_OK);
+        CHECK_STATUS(pyroi_roi_align_backward_f64(gy, strides7, empty_box, 1, 4, batch, gx,
+                                                  shape, strides, &p), PYROI_OK);
+        for (i = 0; i < 49; ++i) {
+            CHECK(y[i] == 0.0);
+        }
+        for (i = 0; i < 25; ++i) {
+            CHECK(gx[i] == 0.0);
+        }
+    }
+}
+
+/* Edge table (SEMANTICS.md 3.6): 6x7 arange map, 2x2 output. */
+static void test_edge_table(void)
+{
+    struct edge_case {
+        float box[4];
+        int sampling_ratio;
+        int aligned;
+        float expected[4];
+    };
+    static const struct edge_case cases[] = {
+        {{1, 1, 1, 4}, 0, 0, {13.5f, 14, 24, 24.5f}},
+        {{1, 1, 1, 4}, 0, 1, {0, 0, 0, 0}},
+        {{1, 1, 1, 4}, 2, 0, {13.5f, 14, 24, 24.5f}},
+        {{1, 1, 1, 4}, 2, 1, {9.25f, 9.25f, 19.75f, 19.75f}},
+        {{2, 2, 2, 2}, 2, 0, {18, 18.5f, 21.5f, 22}},
+        {{2, 2, 2, 2}, 2, 1, {12, 12, 12, 12}},
+        {{4, 4, 1, 1}, 0, 0, {34, 34.5f, 37.5f, 38}},
+        {{4, 4, 1, 1}, 0, 1, {0, 0, 0, 0}},
+        {{4, 4, 1, 1}, 2, 0, {34, 34.5f, 37.5f, 38}},
+        {{4, 4, 1, 1}, 2, 1, {22, 20.5f, 11.5f, 10}},
+        {{4, 1, 1, 4}, 0, 0, {16.5f, 17, 27, 27.5f}},
+        {{4, 1, 1, 4}, 0, 1, {0, 0, 0, 0}}, /* peers raise; pyroi defines 0 */
+        {{-20, -20, -10, -10}, 0, 0, {0, 0, 0, 0}},
+        {{-20, -20, -10, -10}, 2, 1, {0, 0, 0, 0}},
+        {{5, 4, 9, 8}, 0, 0, {39, 0, 0, 0}},
+        {{5, 4, 9, 8}, 0, 1, {37, 18.75f, 20.25f, 10.25f}},
+    };
+    const int64_t shape[4] = {1, 1, 6, 7}, strides[4] = {42, 42, 7, 1};
+    const int64_t batch[1] = {0};
+    float x[42], y[4];
+    pyroi_roi_align_params p;
+    size_t c;
+    int i;
+
+    for (i = 0; i < 42; ++i) {
+        x[i] = (float)i;
+    }
+    for (c = 0; c < sizeof(cases) / sizeof(cases[0]); ++c) {
+        pyroi_roi_align_params_init(&p);
+        p.pooled_height = p.pooled_width = 2;
+        p.sampling_ratio = cases[c].sampling_ratio;
+        p.aligned = cases[c].aligned;
+        CHECK_STATUS(pyroi_roi_align_forward_f32(x, shape, strides, cases[c].box, 1, 4, batch, y,
+                                                 contiguous_2x2, &p), PYROI_OK);
+        for (i = 0; i < 4; ++i) {
+            if (y[i] != cases[c].expected[i]) {
+                fprintf(stderr, "edge case %d: y[%d] = %.9g, expected %.9g\n", (int)c, i, y[i],
+                        cases[c].expected[i]);
+            }
+            CHECK(y[i] == cases[c].expected[i]);
+        }
+    }
+}
+
+/* An NHWC buffer described with NCHW strides gives the same result as the NCHW copy, and a
+ * non-contiguous output view is filled in place. */
+static void test_strided_layouts(void)
+{
+    enum { N = 2, C = 3, H = 5, W = 6, K = 3, PH = 2, PW = 3 };
+    const int64_t shape[4] = {N, C, H, W};
+    const int64_t nchw[4] = {C * H * W, H * W, W, 1};
+    const int64_t nhwc[4] = {H * W * C, 1, W * C, C};
+    const int64_t out_contiguous[4] = {C * PH * PW, PH * PW, PW, 1};
+    const int64_t out_transposed[4] = {1, K, K * C * PW, K * C}; /* (PH, PW, C, K) memory */
+    const float boxes[K * 5] = {-1, 0.5f, 4, 3, 0, 0, 0, 0, 0, 1.5f, 2, 6, 5, 0, 0};
+    const int64_t batch[K] = {0, 1, 1};
+    float x_nchw[N * C * H * W], x_nhwc[N * C * H * W];
+    float y_a[K * C * PH * PW], y_b[K * C * PH * PW];
+    pyroi_roi_align_params p;
+    unsigned long long seed = 7;
+    int n, c, h, w, k, ph, pw;
+
+    for (n = 0; n < N; ++n)
+        for (c = 0; c < C; ++c)
+            for (h = 0; h < H; ++h)
+                for (w = 0; w < W; ++w) {
+                    float v = (float)check_random(&seed);
+                    x_nchw[((n * C + c) * H + h) * W + w] = v;
+                    x_nhwc[((n * H + h) * W + w) * C + c] = v;
+                }
+    pyroi_roi_align_params_init(&p);
+    p.pooled_height = PH;
+    p.pooled_width = PW;
+    p.spatial_scale_h = p.spatial_scale_w = 0.8;
+    p.sampling_ratio = 2;
+    CHECK_STATUS(pyroi_roi_align_forward_f32(x_nchw, shape, nchw, boxes, K, 5, batch, y_a,
+                                             out_contiguous, &p), PYROI_OK);
+    CHECK_STATUS(pyroi_roi_align_forward_f32(x_nhwc, shape, nhwc, boxes, K, 5, batch, y_b,
+                                             out_transposed, &p), PYROI_OK);
+    for (k = 0; k < K; ++k)
+        for (c = 0; c < C; ++c)
+            for (ph = 0; ph < PH; ++ph)
+                for (pw = 0; pw < PW; ++pw) {
+                    float a = y_a[((k * C + c) * PH + ph) * PW + pw];
+                    float b = y_b[k + K * c + K * C * pw + K * C * PW * ph];
+                    CHECK(a == b);
+                }
+}
+
+int main(void)
+{
+    CHECK(pyroi_version_number() == PYROI_VERSION_NUMBER);
+    CHECK(strcmp(pyroi_version_string(), PYROI_VERSION_STRING) == 0);
+    test_mmcv_two_by_two();
+    test_mmcv_four_by_four();
+    test_detectron2();
+    test_edge_table();
+    test_strided_layouts();
+    return check_report("test_align");
+}

@@ -1,0 +1,201 @@
+/* Every status code of the RoIAlign entry points is reachable, and a failing call writes
+ * nothing. */
+#include "pyroi.h"
+#include "check.h"
+
+#include <float.h>
+#include <string.h>
+
+enum { H = 4, W = 4 };
+static float x[H * W];
+static const int64_t x_shape[4] = {1, 1, H, W};
+static const int64_t x_strides[4] = {H * W, H * W, W, 1};
+static const int64_t y_strides[4] = {4, 4, 2, 1};
+static float y[16];
+static float gx[H * W];
+
+static void default_params(pyroi_roi_align_params *p)
+{
+    pyroi_roi_align_params_init(p);
+    p->pooled_height = p->pooled_width = 2;
+    p->sampling_ratio = 2;
+}
+
+static pyroi_status forward_box(const float box[4], int64_t batch, const pyroi_roi_align_params *p)
+{
+    return pyroi_roi_align_forward_f32(x, x_shape, x_strides, box, 1, 4, &batch, y, y_strides, p);
+}
+
+static pyroi_status backward_box(const float box[4], int64_t batch, const pyroi_roi_align_params *p)
+{
+    return pyroi_roi_align_backward_f32(y, y_strides, box, 1, 4, &batch, gx, x_shape, x_strides,
+                                        p);
+}
+
+static void test_status_strings(void)
+{
+    int s, t;
+    for (s = PYROI_OK; s <= PYROI_E_NO_MEMORY; ++s) {
+        const char *text = pyroi_status_string((pyroi_status)s);
+        CHECK(text != NULL && strlen(text) > 0 && strcmp(text, "unknown status") != 0);
+        for (t = PYROI_OK; t < s; ++t) {
+            CHECK(strcmp(text, pyroi_status_string((pyroi_status)t)) != 0);
+        }
+    }
+    CHECK(strcmp(pyroi_status_string((pyroi_status)12345), "unknown status") == 0);
+}
+
+static void test_params(void)
+{
+    const float box[4] = {0, 0, 2, 2};
+    pyroi_roi_align_params p;
+
+    default_params(&p);
+    CHECK_STATUS(forward_box(box, 0, &p), PYROI_OK);
+    CHECK_STATUS(forward_box(box, 0, NULL), PYROI_E_NULL_POINTER);
+    p.pooled_height = 0;
+    CHECK_STATUS(forward_box(box, 0, &p), PYROI_E_INVALID_OUTPUT_SIZE);
+    default_params(&p);
+    p.pooled_width = -3;
+    CHECK_STATUS(backward_box(box, 0, &p), PYROI_E_INVALID_OUTPUT_SIZE);
+    default_params(&p);
+    p.spatial_scale_h = -0.5;
+    CHECK_STATUS(forward_box(box, 0, &p), PYROI_E_INVALID_SCALE);
+    p.spatial_scale_h = NAN;
+    CHECK_STATUS(forward_box(box, 0, &p), PYROI_E_INVALID_SCALE);
+    default_params(&p);
+    p.spatial_scale_w = INFINITY;
+    CHECK_STATUS(backward_box(box, 0, &p), PYROI_E_INVALID_SCALE);
+    default_params(&p);
+    p.sampling_ratio = PYROI_MAX_SAMPLING_GRID + 1;
+    CHECK_STATUS(forward_box(box, 0, &p), PYROI_E_INVALID_SAMPLING_RATIO);
+    default_params(&p);
+    p.num_threads = -1;
+    CHECK_STATUS(forward_box(box, 0, &p), PYROI_E_INVALID_NUM_THREADS);
+}
+
+static void test_tensors(void)
+{
+    const float box[4] = {0, 0, 2, 2};
+    const int64_t batch = 0;
+    int64_t shape[4], strides[4];
+    pyroi_roi_align_params p;
+
+    default_params(&p);
+    CHECK_STATUS(pyroi_roi_align_forward_f32(NULL, x_shape, x_strides, box, 1, 4, &batch, y,
+                                             y_strides, &p), PYROI_E_NULL_POINTER);
+    CHECK_STATUS(pyroi_roi_align_forward_f32(x, NULL, x_strides, box, 1, 4, &batch, y, y_strides,
+                                             &p), PYROI_E_NULL_POINTER);
+    CHECK_STATUS(pyroi_roi_align_forward_f32(x, x_shape, x_strides, NULL, 1, 4, &batch, y,
+                                             y_strides, &p), PYROI_E_NULL_POINTER);
+    CHECK_STATUS(pyroi_roi_align_forward_f32(x, x_shape, x_strides, box, 1, 4, NULL, y, y_strides,
+                                             &p), PYROI_E_NULL_POINTER);
+    CHECK_STATUS(pyroi_roi_align_forward_f32(x, x_shape, x_strides, box, 1, 4, &batch, NULL,
+                                             y_strides, &p), PYROI_E_NULL_POINTER);
+    CHECK_STATUS(pyroi_roi_align_backward_f32(y, y_strides, box, 1, 4, &batch, NULL, x_shape,
+                                              x_strides, &p), PYROI_E_NULL_POINTER);
+    /* NULL is fine where nothing is addressed: K = 0, empty input */
+    CHECK_STATUS(pyroi_roi_align_forward_f32(x, x_shape, x_strides, NULL, 0, 4, NULL, NULL,
+                                             y_strides, &p), PYROI_OK);
+    memcpy(shape, x_shape, sizeof(shape));
+    shape[1] = 0;
+    CHECK_STATUS(pyroi_roi_align_forward_f32(NULL, shape, x_strides, box, 1, 4, &batch, NULL,
+                                             y_strides, &p), PYROI_OK);
+
+    CHECK_STATUS(pyroi_roi_align_forward_f32(x, x_shape, x_strides, box, -1, 4, &batch, y,
+                                             y_strides, &p), PYROI_E_INVALID_SHAPE);
+    memcpy(shape, x_shape, sizeof(shape));
+    shape[2] = -1;
+    CHECK_STATUS(pyroi_roi_align_forward_f32(x, shape, x_strides, box, 1, 4, &batch, y, y_strides,
+                                             &p), PYROI_E_INVALID_SHAPE);
+    shape[0] = shape[1] = shape[2] = shape[3] = INT64_C(1) << 20; /* 2^80 elements */
+    CHECK_STATUS(pyroi_roi_align_forward_f32(x, shape, x_strides, box, 1, 4, &batch, y, y_strides,
+                                             &p), PYROI_E_INVALID_SHAPE);
+
+    memcpy(strides, x_strides, sizeof(strides));
+    strides[2] = INT64_MAX / 2;
+    CHECK_STATUS(pyroi_roi_align_forward_f32(x, x_shape, strides, box, 1, 4, &batch, y, y_strides,
+                                             &p), PYROI_E_INVALID_STRIDES);
+    strides[2] = INT64_MIN;
+    CHECK_STATUS(pyroi_roi_align_forward_f32(x, x_shape, strides, box, 1, 4, &batch, y, y_strides,
+                                             &p), PYROI_E_INVALID_STRIDES);
+    /* broadcast (zero-stride) input is fine, a zero-stride output is not */
+    memcpy(strides, x_strides, sizeof(strides));
+    strides[2] = 0;
+    CHECK_STATUS(pyroi_roi_align_forward_f32(x, x_shape, strides, box, 1, 4, &batch, y, y_strides,
+                                             &p), PYROI_OK);
+    {
+        const int64_t overlapping[4] = {4, 4, 0, 1};
+        const int64_t interleaved[4] = {4, 4, 1, 1};
+        const int64_t negative[4] = {4, 4, -2, -1};
+        CHECK_STATUS(pyroi_roi_align_forward_f32(x, x_shape, x_strides, box, 1, 4, &batch, y,
+                                                 overlapping, &p), PYROI_E_INVALID_STRIDES);
+        CHECK_STATUS(pyroi_roi_align_forward_f32(x, x_shape, x_strides, box, 1, 4, &batch, y,
+                                                 interleaved, &p), PYROI_E_INVALID_STRIDES);
+        CHECK_STATUS(pyroi_roi_align_backward_f32(y, y_strides, box, 1, 4, &batch, gx, x_shape,
+                                                  strides, &p), PYROI_E_INVALID_STRIDES);
+        /* negative output strides are a valid reversed view */
+        CHECK_STATUS(pyroi_roi_align_forward_f32(x, x_shape, x_strides, box, 1, 4, &batch, y + 3,
+                                                 negative, &p), PYROI_OK);
+    }
+    CHECK_STATUS(pyroi_roi_align_forward_f32(x, x_shape, x_strides, box, 2, INT64_MIN, &batch, y,
+                                             y_strides, &p), PYROI_E_INVALID_STRIDES);
+}
+
+static void test_rois(void)
+{
+    const float inside[4] = {0, 0, 2, 2};
+    const float nan_box[4] = {0, NAN, 2, 2};
+    const float inf_box[4] = {0, 0, INFINITY, 2};
+    const float overflowing[4] = {-FLT_MAX, 0, FLT_MAX, 2}; /* finite, but the size is not */
+    const float huge[4] = {0, 0, 1e30f, 2}; /* adaptive grid of 1e30 samples per bin */
+    pyroi_roi_align_params p;
+    int i;
+
+    default_params(&p);
+    CHECK_STATUS(forward_box(inside, -1, &p), PYROI_E_INVALID_BATCH_INDEX);
+    CHECK_STATUS(forward_box(inside, 1, &p), PYROI_E_INVALID_BATCH_INDEX);
+    CHECK_STATUS(backward_box(inside, 1, &p), PYROI_E_INVALID_BATCH_INDEX);
+    CHECK_STATUS(forward_box(nan_box, 0, &p), PYROI_E_INVALID_BOX);
+    CHECK_STATUS(backward_box(inf_box, 0, &p), PYROI_E_INVALID_BOX);
+    CHECK_STATUS(forward_box(overflowing, 0, &p), PYROI_E_INVALID_BOX);
+    CHECK_STATUS(forward_box(huge, 0, &p), PYROI_OK); /* a fixed ratio samples it fine */
+    p.sampling_ratio = 0;
+    CHECK_STATUS(forward_box(huge, 0, &p), PYROI_E_INVALID_BOX);
+
+    /* a failing call leaves the output untouched */
+    for (i = 0; i < 16; ++i) {
+        y[i] = 42.0f;
+    }
+    default_params(&p);
+    CHECK_STATUS(forward_box(nan_box, 0, &p), PYROI_E_INVALID_BOX);
+    for (i = 0; i < 16; ++i) {
+        CHECK(y[i] == 42.0f);
+    }
+}
+
+static void test_no_memory(void)
+{
+    /* 2^31 - 1 samples per bin on each axis, all inside the map: the tap tables would need
+     * about 100 GB, more than this library will get. */
+    const float box[4] = {0, 0, 3, 3};
+    pyroi_roi_align_params p;
+    default_params(&p);
+    p.pooled_height = p.pooled_width = 1;
+    p.sampling_ratio = PYROI_MAX_SAMPLING_GRID;
+    CHECK_STATUS(forward_box(box, 0, &p), PYROI_E_NO_MEMORY);
+}
+
+int main(void)
+{
+    int i;
+    for (i = 0; i < H * W; ++i) {
+        x[i] = (float)i;
+    }
+    test_status_strings();
+    test_params();
+    test_tensors();
+    test_rois();
+    test_no_memory();
+    return check_report("test_validation");
+}
