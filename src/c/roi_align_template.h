@@ -34,20 +34,24 @@ typedef struct PYROI_TYPED(roi_tap_tables) {
     void *block;
 } PYROI_TYPED(roi_tap_tables);
 
-/* Checks every box (finite, grid not too large) and sizes the tap tables. */
+/* Checks every box (finite, grid not too large) and sizes the tap tables; on failure
+ * *failed_roi is the index of the offending RoI. Batch indices were checked before. */
 static pyroi_status PYROI_TYPED(roi_align_scan_boxes)(
     const T *boxes, int64_t num_rois, int64_t box_row_stride, int64_t height, int64_t width,
-    const pyroi_roi_align_params *params, int64_t *max_row_taps, int64_t *max_col_taps)
+    const pyroi_roi_align_params *params, int64_t *max_row_taps, int64_t *max_col_taps,
+    int64_t *failed_roi)
 {
     int64_t k;
     *max_row_taps = 0;
     *max_col_taps = 0;
+    *failed_roi = -1;
     for (k = 0; k < num_rois; ++k) {
         PYROI_TYPED(sample_axis) rows, cols;
         int64_t n;
         pyroi_status status = PYROI_TYPED(roi_align_axes)(boxes + k * box_row_stride, params,
                                                           height, width, &rows, &cols);
         if (status != PYROI_OK) {
+            *failed_roi = k;
             return status;
         }
         n = PYROI_TYPED(pyroi_axis_tap_count)(&rows);
@@ -210,7 +214,7 @@ pyroi_status PYROI_TYPED(pyroi_roi_align_forward)(
     const pyroi_roi_align_params *params)
 {
     PYROI_TYPED(roi_tap_tables) tables;
-    int64_t max_row_taps, max_col_taps;
+    int64_t max_row_taps, max_col_taps, failed_roi;
     pyroi_status status = roi_align_check_call(
         input, input_shape, input_strides, PYROI_TENSOR_INPUT, output, output_strides,
         PYROI_TENSOR_OUTPUT, boxes, num_rois, box_row_stride, batch_indices, params);
@@ -219,7 +223,7 @@ pyroi_status PYROI_TYPED(pyroi_roi_align_forward)(
     }
     status = PYROI_TYPED(roi_align_scan_boxes)(boxes, num_rois, box_row_stride, input_shape[2],
                                                input_shape[3], params, &max_row_taps,
-                                               &max_col_taps);
+                                               &max_col_taps, &failed_roi);
     if (status != PYROI_OK || num_rois == 0 || input_shape[1] == 0) {
         return status;
     }
@@ -243,7 +247,7 @@ pyroi_status PYROI_TYPED(pyroi_roi_align_backward)(
     const pyroi_roi_align_params *params)
 {
     PYROI_TYPED(roi_tap_tables) tables;
-    int64_t max_row_taps, max_col_taps;
+    int64_t max_row_taps, max_col_taps, failed_roi;
     pyroi_status status = roi_align_check_call(
         grad_input, grad_input_shape, grad_input_strides, PYROI_TENSOR_OUTPUT, grad_output,
         grad_output_strides, PYROI_TENSOR_INPUT, boxes, num_rois, box_row_stride, batch_indices,
@@ -253,7 +257,7 @@ pyroi_status PYROI_TYPED(pyroi_roi_align_backward)(
     }
     status = PYROI_TYPED(roi_align_scan_boxes)(boxes, num_rois, box_row_stride,
                                                grad_input_shape[2], grad_input_shape[3], params,
-                                               &max_row_taps, &max_col_taps);
+                                               &max_row_taps, &max_col_taps, &failed_roi);
     if (status != PYROI_OK) {
         return status;
     }
@@ -268,4 +272,38 @@ pyroi_status PYROI_TYPED(pyroi_roi_align_backward)(
                                              &tables, 0, grad_input_shape[1]);
     free(tables.block);
     return PYROI_OK;
+}
+
+pyroi_status PYROI_TYPED(pyroi_roi_align_find_invalid_roi)(
+    const T *boxes, int64_t num_rois, int64_t box_row_stride,
+    const int64_t *batch_indices, int64_t num_images, int64_t height, int64_t width,
+    const pyroi_roi_align_params *params, int64_t *failed_roi)
+{
+    int64_t k, max_row_taps, max_col_taps;
+    pyroi_status status;
+    if (failed_roi == NULL) {
+        return PYROI_E_NULL_POINTER;
+    }
+    *failed_roi = -1;
+    status = pyroi_check_roi_align_params(params);
+    if (status != PYROI_OK) {
+        return status;
+    }
+    if (num_images < 0 || height < 0 || width < 0) {
+        return PYROI_E_INVALID_SHAPE;
+    }
+    /* num_images 0 makes every index invalid: check pointers and strides with a bound that
+     * accepts all, then test the indices here to report the first offender */
+    status = pyroi_check_rois(boxes, num_rois, box_row_stride, 4, batch_indices, INT64_MAX);
+    if (status != PYROI_OK) {
+        return status;
+    }
+    for (k = 0; k < num_rois; ++k) {
+        if (batch_indices[k] < 0 || batch_indices[k] >= num_images) {
+            *failed_roi = k;
+            return PYROI_E_INVALID_BATCH_INDEX;
+        }
+    }
+    return PYROI_TYPED(roi_align_scan_boxes)(boxes, num_rois, box_row_stride, height, width,
+                                             params, &max_row_taps, &max_col_taps, failed_roi);
 }

@@ -39,11 +39,34 @@ _STATUS_ERRORS = {
 MAX_SAMPLING_GRID = c.PYROI_MAX_SAMPLING_GRID
 
 
-cdef int check_status(c.pyroi_status status) except -1:
+cdef int check_status(c.pyroi_status status, int64_t failed_roi=-1) except -1:
     if status == c.PYROI_OK:
         return 0
     message = c.pyroi_status_string(status).decode("ascii")
+    if failed_roi >= 0:
+        message = f"boxes: RoI {failed_roi}: {message}"
     raise _STATUS_ERRORS.get(status, PyroiError)(f"pyroi: {message} (status {<int>status})")
+
+
+cdef int64_t first_invalid_roi(const real[:, :] boxes, int64_t box_row_stride,
+                               const int64_t[::1] batch_indices, int64_t num_images,
+                               int64_t height, int64_t width,
+                               const c.pyroi_roi_align_params *params) noexcept:
+    """Index of the first RoI the C core rejects, or -1 (for error messages only)."""
+    cdef int64_t failed_roi = -1
+    if real is float:
+        c.pyroi_roi_align_find_invalid_roi_f32(
+            &boxes[0, 0], boxes.shape[0], box_row_stride, &batch_indices[0], num_images,
+            height, width, params, &failed_roi)
+    else:
+        c.pyroi_roi_align_find_invalid_roi_f64(
+            &boxes[0, 0], boxes.shape[0], box_row_stride, &batch_indices[0], num_images,
+            height, width, params, &failed_roi)
+    return failed_roi
+
+
+cdef bint is_roi_status(c.pyroi_status status) noexcept:
+    return status == c.PYROI_E_INVALID_BOX or status == c.PYROI_E_INVALID_BATCH_INDEX
 
 
 def version_string():
@@ -125,6 +148,10 @@ def roi_align_forward(const real[:, :, :, :] input, const real[:, :] boxes,
             status = c.pyroi_roi_align_forward_f64(
                 &input[0, 0, 0, 0], input_shape, input_strides, &boxes[0, 0], num_rois,
                 box_row_stride, &batch_indices[0], &output[0, 0, 0, 0], output_strides, &params)
+    if is_roi_status(status):
+        check_status(status, first_invalid_roi(boxes, box_row_stride, batch_indices,
+                                               input_shape[0], input_shape[2], input_shape[3],
+                                               &params))
     check_status(status)
 
 
@@ -163,4 +190,8 @@ def roi_align_backward(const real[:, :, :, :] grad_output, const real[:, :] boxe
                 &grad_output[0, 0, 0, 0], grad_output_strides, &boxes[0, 0], num_rois,
                 box_row_stride, &batch_indices[0], &grad_input[0, 0, 0, 0], grad_input_shape,
                 grad_input_strides, &params)
+    if is_roi_status(status):
+        check_status(status, first_invalid_roi(boxes, box_row_stride, batch_indices,
+                                               grad_input_shape[0], grad_input_shape[2],
+                                               grad_input_shape[3], &params))
     check_status(status)

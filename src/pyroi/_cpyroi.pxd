@@ -51,6 +51,15 @@ cdef extern from "pyroi.h" nogil:
         double *output, const int64_t *output_strides,
         const pyroi_roi_align_params *params)
 
+    pyroi_status pyroi_roi_align_find_invalid_roi_f32(
+        const float *boxes, int64_t num_rois, int64_t box_row_stride,
+        const int64_t *batch_indices, int64_t num_images, int64_t height, int64_t width,
+        const pyroi_roi_align_params *params, int64_t *failed_roi)
+    pyroi_status pyroi_roi_align_find_invalid_roi_f64(
+        const double *boxes, int64_t num_rois, int64_t box_row_stride,
+        const int64_t *batch_indices, int64_t num_images, int64_t height, int64_t width,
+        const pyroi_roi_align_params *params, int64_t *failed_roi)
+
     pyroi_status pyroi_roi_align_backward_f32(
         const float *grad_output, const int64_t *grad_output_strides,
         const float *boxes, int64_t num_rois, int64_t box_row_stride,

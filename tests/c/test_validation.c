@@ -174,6 +174,31 @@ static void test_rois(void)
     }
 }
 
+static void test_find_invalid_roi(void)
+{
+    const float boxes[3 * 4] = {0, 0, 2, 2, 0, 0, 3, 3, 0, NAN, 1, 1};
+    const int64_t good_batch[3] = {0, 0, 0};
+    const int64_t bad_batch[3] = {0, 1, 0};
+    pyroi_roi_align_params p;
+    int64_t failed = 99;
+
+    default_params(&p);
+    CHECK_STATUS(pyroi_roi_align_find_invalid_roi_f32(boxes, 2, 4, good_batch, 1, H, W, &p,
+                                                      &failed), PYROI_OK);
+    CHECK(failed == -1);
+    CHECK_STATUS(pyroi_roi_align_find_invalid_roi_f32(boxes, 3, 4, good_batch, 1, H, W, &p,
+                                                      &failed), PYROI_E_INVALID_BOX);
+    CHECK(failed == 2);
+    CHECK_STATUS(pyroi_roi_align_find_invalid_roi_f32(boxes, 3, 4, bad_batch, 1, H, W, &p,
+                                                      &failed), PYROI_E_INVALID_BATCH_INDEX);
+    CHECK(failed == 1);
+    CHECK_STATUS(pyroi_roi_align_find_invalid_roi_f32(boxes, 3, 4, good_batch, 1, H, W, &p,
+                                                      NULL), PYROI_E_NULL_POINTER);
+    CHECK_STATUS(pyroi_roi_align_find_invalid_roi_f64(NULL, 3, 4, good_batch, 1, H, W, &p,
+                                                      &failed), PYROI_E_NULL_POINTER);
+    CHECK(failed == -1);
+}
+
 static void test_no_memory(void)
 {
     /* 2^31 - 1 samples per bin on each axis, all inside the map: the tap tables would need
@@ -196,6 +221,7 @@ int main(void)
     test_params();
     test_tensors();
     test_rois();
+    test_find_invalid_roi();
     test_no_memory();
     return check_report("test_validation");
 }

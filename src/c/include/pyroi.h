@@ -145,6 +145,22 @@ PYROI_API pyroi_status pyroi_roi_align_forward_f64(
     double *output, const int64_t output_strides[4],
     const pyroi_roi_align_params *params);
 
+/* Finds the first RoI that a forward or backward call with these arguments would reject:
+ * *failed_roi receives its index and the status says why (PYROI_E_INVALID_BATCH_INDEX or
+ * PYROI_E_INVALID_BOX); PYROI_OK with *failed_roi = -1 when every RoI is valid. Other
+ * failures (NULL pointers, bad params, bad box strides) return their status with
+ * *failed_roi = -1. Meant for error reporting: call it after a call failed with one of those
+ * two codes to name the offending RoI. height and width are the feature map's H and W.
+ * Thread-safe. */
+PYROI_API pyroi_status pyroi_roi_align_find_invalid_roi_f32(
+    const float *boxes, int64_t num_rois, int64_t box_row_stride,
+    const int64_t *batch_indices, int64_t num_images, int64_t height, int64_t width,
+    const pyroi_roi_align_params *params, int64_t *failed_roi);
+PYROI_API pyroi_status pyroi_roi_align_find_invalid_roi_f64(
+    const double *boxes, int64_t num_rois, int64_t box_row_stride,
+    const int64_t *batch_indices, int64_t num_images, int64_t height, int64_t width,
+    const pyroi_roi_align_params *params, int64_t *failed_roi);
+
 /* Backward pass: the gradient with respect to the input.
  *   grad_output     num_rois x C x pooled_height x pooled_width (C = grad_input_shape[1]),
  *                   strides grad_output_strides.

@@ -1,0 +1,423 @@
+"""Every documented error path of pyroi.roi_align / pyroi.roi_align_backward.
+
+Each test checks the exception class (which also subclasses the matching builtin) and that
+the message names the offending argument - and, for per-RoI errors, the RoI index - without
+pinning the exact wording.
+"""
+
+import re
+
+import numpy as np
+import pytest
+
+import pyroi
+
+N, C, H, W = 2, 3, 6, 7
+K = 5
+BAD_ROI = 3  # the malformed RoI in per-RoI error tests
+
+
+def make_input(dtype=np.float32):
+    return np.random.default_rng(0).standard_normal((N, C, H, W)).astype(dtype)
+
+
+def make_rois(dtype=np.float32):
+    return np.array([[0, 0, 0, 4, 4], [1, 1, 1, 5, 3], [0, 2, 1, 6, 5], [1, 0.5, 0.5, 2, 2],
+                     [0, 3, 2, 4, 5]], dtype=dtype)
+
+
+def make_grad(dtype=np.float32, num_rois=K, channels=C, pooled=(2, 2)):
+    return np.ones((num_rois, channels) + pooled, dtype=dtype)
+
+
+def message_of(excinfo):
+    return str(excinfo.value)
+
+
+def assert_names(excinfo, *names):
+    """The message mentions at least one of ``names`` as a word (case-insensitive)."""
+    message = message_of(excinfo)
+    assert any(re.search(r"(?<![A-Za-z0-9_])" + re.escape(name) + r"(?![A-Za-z0-9_])",
+                         message, re.IGNORECASE) for name in names), (names, message)
+
+
+def assert_names_roi(excinfo, index):
+    """The message identifies the RoI by its index ("RoI 3", "roi #3", "boxes[3]", ...)."""
+    message = message_of(excinfo)
+    pattern = r"(roi|box|boxes|row)\D{0,12}(?<![0-9])" + str(index) + r"(?![0-9])"
+    assert re.search(pattern, message, re.IGNORECASE), (index, message)
+
+
+# --------------------------------------------------------------------------------------
+# the hierarchy
+# --------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name, bases", [
+    ("PyroiError", (Exception,)),
+    ("DTypeError", (pyroi.PyroiError, TypeError)),
+    ("ShapeError", (pyroi.PyroiError, ValueError)),
+    ("InvalidArgumentError", (pyroi.PyroiError, ValueError)),
+    ("BatchIndexError", (pyroi.PyroiError, IndexError)),
+    ("BoxError", (pyroi.PyroiError, ValueError)),
+])
+def test_exception_hierarchy(name, bases):
+    cls = getattr(pyroi, name)
+    assert isinstance(cls, type)
+    for base in bases:
+        assert issubclass(cls, base), (name, base)
+
+
+def test_valid_arguments_do_not_raise():
+    """The fixtures below are valid, so each error test isolates one bad argument."""
+    x, rois = make_input(), make_rois()
+    out = pyroi.roi_align(x, rois, 2, 1.0, -1, False, num_threads=1)
+    assert out.shape == (K, C, 2, 2)
+    grad = pyroi.roi_align_backward(make_grad(), rois, (N, C, H, W), num_threads=1)
+    assert grad.shape == (N, C, H, W)
+
+
+# --------------------------------------------------------------------------------------
+# input
+# --------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("shape", [(C, H, W), (1, N, C, H, W), (H, W), ()],
+                         ids=["3d", "5d", "2d", "0d"])
+def test_input_wrong_rank(shape):
+    x = np.zeros(shape, np.float32)
+    with pytest.raises(pyroi.ShapeError) as excinfo:
+        pyroi.roi_align(x, make_rois(), 2)
+    assert_names(excinfo, "input")
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.int64, np.uint8, np.bool_, np.float16,
+                                   np.complex64, np.complex128],
+                         ids=lambda d: np.dtype(d).name)
+def test_input_wrong_dtype(dtype):
+    x = np.zeros((N, C, H, W), dtype)
+    with pytest.raises(pyroi.DTypeError) as excinfo:
+        pyroi.roi_align(x, make_rois(), 2)
+    assert_names(excinfo, "input")
+
+
+def test_input_object_array():
+    x = np.empty((N, C, H, W), dtype=object)
+    x[...] = 1.0
+    with pytest.raises(pyroi.DTypeError) as excinfo:
+        pyroi.roi_align(x, make_rois(np.float64), 2)
+    assert_names(excinfo, "input")
+
+
+# --------------------------------------------------------------------------------------
+# boxes
+# --------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("input_dtype, boxes_dtype", [
+    (np.float32, np.float64), (np.float64, np.float32), (np.float32, np.int64),
+    (np.float64, np.int32), (np.float32, np.float16), (np.float32, np.bool_),
+])
+def test_boxes_dtype_mismatch(input_dtype, boxes_dtype):
+    rois = make_rois(np.float64).astype(boxes_dtype)
+    with pytest.raises(pyroi.DTypeError) as excinfo:
+        pyroi.roi_align(make_input(input_dtype), rois, 2)
+    assert_names(excinfo, "boxes")
+
+
+def test_list_boxes_dtype_mismatch():
+    boxes = [np.array([[0, 0, 2, 2]], np.float32), np.array([[1, 1, 3, 3]], np.float64)]
+    with pytest.raises(pyroi.DTypeError) as excinfo:
+        pyroi.roi_align(make_input(np.float32), boxes, 2)
+    assert_names(excinfo, "boxes")
+
+
+@pytest.mark.parametrize("shape", [(K, 4), (K, 6), (5,), (1, K, 5), (0,)],
+                         ids=["K4", "K6", "1d5", "3d", "1d0"])
+def test_boxes_wrong_shape(shape):
+    rois = np.zeros(shape, np.float32)
+    with pytest.raises(pyroi.ShapeError) as excinfo:
+        pyroi.roi_align(make_input(), rois, 2)
+    assert_names(excinfo, "boxes")
+
+
+@pytest.mark.parametrize("entry_shape", [(2, 5), (2, 3), (4,), (1, 2, 4)],
+                         ids=["L5", "L3", "1d", "3d"])
+def test_list_boxes_entry_wrong_shape(entry_shape):
+    boxes = [np.zeros((1, 4), np.float32), np.zeros(entry_shape, np.float32)]
+    with pytest.raises(pyroi.ShapeError) as excinfo:
+        pyroi.roi_align(make_input(), boxes, 2)
+    assert_names(excinfo, "boxes")
+
+
+@pytest.mark.parametrize("value", [np.nan, np.inf, -np.inf], ids=["nan", "inf", "-inf"])
+@pytest.mark.parametrize("column", [1, 2, 3, 4])
+def test_nonfinite_box_coordinate(column, value):
+    rois = make_rois()
+    rois[BAD_ROI, column] = value
+    with pytest.raises(pyroi.BoxError) as excinfo:
+        pyroi.roi_align(make_input(), rois, 2)
+    assert_names(excinfo, "boxes")
+    assert_names_roi(excinfo, BAD_ROI)
+
+
+def test_nonfinite_box_in_list_form():
+    boxes = [np.array([[0, 0, 2, 2]], np.float64), np.array([[1, 1, np.nan, 3]], np.float64)]
+    with pytest.raises(pyroi.BoxError) as excinfo:
+        pyroi.roi_align(make_input(np.float64), boxes, 2)
+    assert_names(excinfo, "boxes")
+
+
+@pytest.mark.parametrize("batch_index", [0.5, -1.0, float(N), 1.25, -0.5, 1e9],
+                         ids=["0.5", "-1", "N", "1.25", "-0.5", "1e9"])
+def test_bad_batch_index(batch_index):
+    rois = make_rois()
+    rois[BAD_ROI, 0] = batch_index
+    with pytest.raises(pyroi.BatchIndexError) as excinfo:
+        pyroi.roi_align(make_input(), rois, 2)
+    assert isinstance(excinfo.value, IndexError)
+    assert_names(excinfo, "boxes", "batch", "batch_index", "batch index")
+    assert_names_roi(excinfo, BAD_ROI)
+
+
+@pytest.mark.parametrize("value", [np.nan, np.inf], ids=["nan", "inf"])
+def test_nonfinite_batch_index(value):
+    """A NaN/inf batch index is rejected (as a bad batch index or a bad box)."""
+    rois = make_rois()
+    rois[BAD_ROI, 0] = value
+    with pytest.raises(pyroi.PyroiError) as excinfo:
+        pyroi.roi_align(make_input(), rois, 2)
+    assert isinstance(excinfo.value, (pyroi.BatchIndexError, pyroi.BoxError))
+    assert_names_roi(excinfo, BAD_ROI)
+
+
+def test_list_boxes_longer_than_batch():
+    """List position is the image index: a non-empty entry at position N is out of range."""
+    boxes = [np.zeros((0, 4), np.float32)] * N + [np.array([[0, 0, 2, 2]], np.float32)]
+    with pytest.raises(pyroi.BatchIndexError):
+        pyroi.roi_align(make_input(), boxes, 2)
+
+
+def test_box_overflowing_after_scaling():
+    """float32 coordinate * spatial_scale overflows to inf: rejected like a non-finite box."""
+    rois = make_rois()
+    rois[BAD_ROI, 3] = 3e38
+    with pytest.raises(pyroi.BoxError) as excinfo:
+        pyroi.roi_align(make_input(), rois, 2, 2.0)
+    assert_names(excinfo, "boxes")
+    assert_names_roi(excinfo, BAD_ROI)
+
+
+def test_adaptive_grid_too_large():
+    """An adaptive grid beyond PYROI_MAX_SAMPLING_GRID is an error, not a hang or a crash."""
+    rois = make_rois(np.float64)
+    rois[BAD_ROI, 3] = 1e15
+    with pytest.raises(pyroi.BoxError) as excinfo:
+        pyroi.roi_align(make_input(np.float64), rois, 2, 1.0, -1)
+    assert_names(excinfo, "boxes")
+    assert_names_roi(excinfo, BAD_ROI)
+
+
+def test_bad_box_writes_nothing_to_out():
+    rois = make_rois()
+    rois[BAD_ROI, 2] = np.nan
+    out = np.full((K, C, 2, 2), 42.0, np.float32)
+    with pytest.raises(pyroi.BoxError):
+        pyroi.roi_align(make_input(), rois, 2, out=out)
+    assert np.all(out == 42.0)
+    grad_out = np.full((N, C, H, W), 42.0, np.float32)
+    with pytest.raises(pyroi.BoxError):
+        pyroi.roi_align_backward(make_grad(), rois, (N, C, H, W), out=grad_out)
+    assert np.all(grad_out == 42.0)
+
+
+# --------------------------------------------------------------------------------------
+# scalar arguments
+# --------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("output_size", [0, -1, (2, 0), (0, 2), (-3, 2), (0, 0)],
+                         ids=str)
+def test_bad_output_size(output_size):
+    with pytest.raises(pyroi.InvalidArgumentError) as excinfo:
+        pyroi.roi_align(make_input(), make_rois(), output_size)
+    assert_names(excinfo, "output_size")
+
+
+def test_output_size_three_tuple():
+    with pytest.raises(pyroi.PyroiError) as excinfo:
+        pyroi.roi_align(make_input(), make_rois(), (2, 2, 2))
+    assert isinstance(excinfo.value, ValueError)
+    assert_names(excinfo, "output_size")
+
+
+@pytest.mark.parametrize("spatial_scale", [-1.0, -1e-9, np.nan, np.inf, -np.inf], ids=str)
+def test_bad_spatial_scale(spatial_scale):
+    with pytest.raises(pyroi.InvalidArgumentError) as excinfo:
+        pyroi.roi_align(make_input(), make_rois(), 2, spatial_scale)
+    assert_names(excinfo, "spatial_scale")
+
+
+@pytest.mark.parametrize("sampling_ratio", [2**31, 2**40])
+def test_sampling_ratio_too_large(sampling_ratio):
+    """More than PYROI_MAX_SAMPLING_GRID samples per bin along an axis is rejected."""
+    with pytest.raises(pyroi.InvalidArgumentError) as excinfo:
+        pyroi.roi_align(make_input(), make_rois(), 2, 1.0, sampling_ratio)
+    assert_names(excinfo, "sampling_ratio")
+
+
+@pytest.mark.parametrize("num_threads", [0, -1])
+def test_bad_num_threads(num_threads):
+    with pytest.raises(pyroi.InvalidArgumentError) as excinfo:
+        pyroi.roi_align(make_input(), make_rois(), 2, num_threads=num_threads)
+    assert_names(excinfo, "num_threads")
+
+
+# --------------------------------------------------------------------------------------
+# out=
+# --------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("shape", [(K, C, 2, 3), (K, C, 2), (K + 1, C, 2, 2), (K, C + 1, 2, 2),
+                                   (K, C, 2, 2, 1)], ids=str)
+def test_out_wrong_shape(shape):
+    out = np.zeros(shape, np.float32)
+    with pytest.raises(pyroi.ShapeError) as excinfo:
+        pyroi.roi_align(make_input(), make_rois(), 2, out=out)
+    assert_names(excinfo, "out")
+
+
+@pytest.mark.parametrize("input_dtype, out_dtype", [(np.float32, np.float64),
+                                                    (np.float64, np.float32),
+                                                    (np.float32, np.int32)])
+def test_out_wrong_dtype(input_dtype, out_dtype):
+    out = np.zeros((K, C, 2, 2), out_dtype)
+    with pytest.raises(pyroi.DTypeError) as excinfo:
+        pyroi.roi_align(make_input(input_dtype), make_rois(input_dtype), 2, out=out)
+    assert_names(excinfo, "out")
+
+
+def test_out_read_only():
+    out = np.zeros((K, C, 2, 2), np.float32)
+    out.setflags(write=False)
+    with pytest.raises(pyroi.InvalidArgumentError) as excinfo:
+        pyroi.roi_align(make_input(), make_rois(), 2, out=out)
+    assert_names(excinfo, "out")
+    assert np.all(out == 0)
+
+
+# --------------------------------------------------------------------------------------
+# backward
+# --------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("input_shape", [(N, C, H), (N, C, H, W, 1), (), (C,)], ids=str)
+def test_backward_input_shape_wrong_length(input_shape):
+    with pytest.raises(pyroi.ShapeError) as excinfo:
+        pyroi.roi_align_backward(make_grad(), make_rois(), input_shape)
+    assert_names(excinfo, "input_shape")
+
+
+def test_backward_input_shape_channel_mismatch():
+    with pytest.raises(pyroi.ShapeError) as excinfo:
+        pyroi.roi_align_backward(make_grad(channels=C), make_rois(), (N, C + 1, H, W))
+    assert_names(excinfo, "input_shape", "grad_output")
+
+
+@pytest.mark.parametrize("input_shape", [(N, C, -1, W), (N, C, H, -2), (-1, C, H, W)],
+                         ids=str)
+def test_backward_input_shape_negative(input_shape):
+    with pytest.raises(pyroi.PyroiError) as excinfo:
+        pyroi.roi_align_backward(make_grad(), make_rois(), input_shape)
+    assert isinstance(excinfo.value, (pyroi.ShapeError, pyroi.InvalidArgumentError))
+    assert_names(excinfo, "input_shape")
+
+
+@pytest.mark.parametrize("shape", [(K, C, 2), (K, C, 2, 2, 1), (K,)], ids=str)
+def test_backward_grad_output_wrong_rank(shape):
+    with pytest.raises(pyroi.ShapeError) as excinfo:
+        pyroi.roi_align_backward(np.ones(shape, np.float32), make_rois(), (N, C, H, W))
+    assert_names(excinfo, "grad_output")
+
+
+@pytest.mark.parametrize("num_rois", [K - 1, K + 1, 0])
+def test_backward_roi_count_mismatch(num_rois):
+    with pytest.raises(pyroi.ShapeError) as excinfo:
+        pyroi.roi_align_backward(make_grad(num_rois=num_rois), make_rois(), (N, C, H, W))
+    assert_names(excinfo, "boxes", "grad_output")
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.complex64, np.float16],
+                         ids=lambda d: np.dtype(d).name)
+def test_backward_grad_output_wrong_dtype(dtype):
+    with pytest.raises(pyroi.DTypeError) as excinfo:
+        pyroi.roi_align_backward(make_grad().astype(dtype), make_rois(), (N, C, H, W))
+    assert_names(excinfo, "grad_output")
+
+
+def test_backward_boxes_dtype_mismatch():
+    with pytest.raises(pyroi.DTypeError) as excinfo:
+        pyroi.roi_align_backward(make_grad(np.float32), make_rois(np.float64), (N, C, H, W))
+    assert_names(excinfo, "boxes")
+
+
+def test_backward_boxes_wrong_shape():
+    with pytest.raises(pyroi.ShapeError) as excinfo:
+        pyroi.roi_align_backward(make_grad(), make_rois()[:, 1:], (N, C, H, W))
+    assert_names(excinfo, "boxes")
+
+
+@pytest.mark.parametrize("batch_index", [0.5, -1.0, float(N)], ids=["0.5", "-1", "N"])
+def test_backward_bad_batch_index(batch_index):
+    rois = make_rois()
+    rois[BAD_ROI, 0] = batch_index
+    with pytest.raises(pyroi.BatchIndexError) as excinfo:
+        pyroi.roi_align_backward(make_grad(), rois, (N, C, H, W))
+    assert_names_roi(excinfo, BAD_ROI)
+
+
+def test_backward_batch_index_checked_against_input_shape():
+    rois = make_rois()  # uses images 0 and 1
+    with pytest.raises(pyroi.BatchIndexError):
+        pyroi.roi_align_backward(make_grad(), rois, (1, C, H, W))
+
+
+@pytest.mark.parametrize("value", [np.nan, np.inf], ids=["nan", "inf"])
+def test_backward_nonfinite_box(value):
+    rois = make_rois()
+    rois[BAD_ROI, 3] = value
+    with pytest.raises(pyroi.BoxError) as excinfo:
+        pyroi.roi_align_backward(make_grad(), rois, (N, C, H, W))
+    assert_names(excinfo, "boxes")
+    assert_names_roi(excinfo, BAD_ROI)
+
+
+@pytest.mark.parametrize("spatial_scale", [-2.0, np.nan, np.inf], ids=str)
+def test_backward_bad_spatial_scale(spatial_scale):
+    with pytest.raises(pyroi.InvalidArgumentError) as excinfo:
+        pyroi.roi_align_backward(make_grad(), make_rois(), (N, C, H, W), spatial_scale)
+    assert_names(excinfo, "spatial_scale")
+
+
+@pytest.mark.parametrize("num_threads", [0, -1])
+def test_backward_bad_num_threads(num_threads):
+    with pytest.raises(pyroi.InvalidArgumentError) as excinfo:
+        pyroi.roi_align_backward(make_grad(), make_rois(), (N, C, H, W),
+                                 num_threads=num_threads)
+    assert_names(excinfo, "num_threads")
+
+
+def test_backward_out_wrong_shape():
+    out = np.zeros((N, C, H, W + 1), np.float32)
+    with pytest.raises(pyroi.ShapeError) as excinfo:
+        pyroi.roi_align_backward(make_grad(), make_rois(), (N, C, H, W), out=out)
+    assert_names(excinfo, "out")
+
+
+def test_backward_out_wrong_dtype():
+    out = np.zeros((N, C, H, W), np.float64)
+    with pytest.raises(pyroi.DTypeError) as excinfo:
+        pyroi.roi_align_backward(make_grad(np.float32), make_rois(), (N, C, H, W), out=out)
+    assert_names(excinfo, "out")
+
+
+def test_backward_out_read_only():
+    out = np.zeros((N, C, H, W), np.float32)
+    out.setflags(write=False)
+    with pytest.raises(pyroi.InvalidArgumentError) as excinfo:
+        pyroi.roi_align_backward(make_grad(), make_rois(), (N, C, H, W), out=out)
+    assert_names(excinfo, "out")

@@ -1,0 +1,660 @@
+"""Tests of pyroi.roi_align and pyroi.roi_align_backward.
+
+Oracles: the loop-based NumPy reference (tests/reference.py, itself validated against
+torchvision in test_reference.py), torchvision's CPU kernel when installed, the published
+known answers, the adjoint identity and finite differences.
+"""
+
+import re
+
+import numpy as np
+import pytest
+
+import pyroi
+from conftest import (CASE_CONFIGS, DTYPES, KNOWN_ANSWER_IDS, KNOWN_ANSWERS, SAMPLING_RATIOS,
+                      assert_close, assert_known, backward_params, inverted_policy,
+                      known_answer_args, pooled_shape, random_input, random_rois,
+                      reference_case, stable_seed)
+from reference import roi_align_backward_ref, roi_align_ref
+
+CONFIG_NAMES = sorted(CASE_CONFIGS)
+DTYPE_IDS = ["f32", "f64"]
+
+matrix = pytest.mark.parametrize
+random_matrix = [
+    matrix("sampling_ratio", SAMPLING_RATIOS),
+    matrix("aligned", [False, True]),
+    matrix("dtype", DTYPES, ids=DTYPE_IDS),
+    matrix("config", CONFIG_NAMES),
+]
+
+
+def with_random_matrix(func):
+    for mark in random_matrix:
+        func = mark(func)
+    return func
+
+
+def writable_copy(value):
+    """Fresh writable copies (the cached reference arrays are read-only)."""
+    if isinstance(value, list):
+        return [np.array(v, copy=True) for v in value]
+    return np.array(value, copy=True)
+
+
+def case_for(config, dtype, aligned, sampling_ratio, torchvision_safe=False):
+    inverted = inverted_policy(aligned, sampling_ratio) if torchvision_safe else "any"
+    x, boxes, rois, params, forward, grad_output, backward = reference_case(
+        config, np.dtype(dtype).name, aligned, sampling_ratio, inverted)
+    return (writable_copy(x), writable_copy(boxes), params, forward,
+            writable_copy(grad_output), backward)
+
+
+# --------------------------------------------------------------------------------------
+# against the NumPy reference
+# --------------------------------------------------------------------------------------
+
+@with_random_matrix
+def test_forward_matches_reference(config, dtype, aligned, sampling_ratio):
+    x, boxes, params, expected, _, _ = case_for(config, dtype, aligned, sampling_ratio)
+    out = pyroi.roi_align(x, boxes, **params)
+    assert isinstance(out, np.ndarray)
+    assert_close(out, expected, dtype)
+
+
+@with_random_matrix
+def test_backward_matches_reference(config, dtype, aligned, sampling_ratio):
+    x, boxes, params, _, grad_output, expected = case_for(config, dtype, aligned, sampling_ratio)
+    grad = pyroi.roi_align_backward(grad_output, boxes, x.shape, **backward_params(params))
+    assert isinstance(grad, np.ndarray)
+    assert_close(grad, expected, dtype)
+
+
+@pytest.mark.parametrize("spatial_scale", [0.0, 0.3, 1.0 / 3.0, 2.0])
+@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
+def test_unusual_spatial_scales_match_reference(spatial_scale, dtype):
+    rng = np.random.default_rng(11)
+    x = random_input(rng, (2, 3, 8, 6), dtype)
+    rois = random_rois(rng, 2, 8, 6, 14, dtype, spatial_scale=spatial_scale)
+    for aligned in (False, True):
+        for sampling_ratio in (-1, 2):
+            params = dict(output_size=(3, 2), spatial_scale=spatial_scale,
+                          sampling_ratio=sampling_ratio, aligned=aligned)
+            expected = roi_align_ref(x, rois, **params)
+            assert_close(pyroi.roi_align(x, rois, **params), expected, dtype)
+            g = random_input(rng, expected.shape, dtype)
+            assert_close(pyroi.roi_align_backward(g, rois, x.shape, **backward_params(params)),
+                         roi_align_backward_ref(g, rois, x.shape, **backward_params(params)),
+                         dtype)
+
+
+@pytest.mark.parametrize("aligned", [False, True])
+@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
+def test_dense_sampling_grids_match_reference(dtype, aligned):
+    """Large fixed sampling ratios and large adaptive grids (a whole-map RoI, 1x1 output)."""
+    rng = np.random.default_rng(67)
+    x = random_input(rng, (1, 2, 16, 16), dtype)
+    rois = np.array([[0, -0.5, -0.5, 15.5, 15.5], [0, 1.25, 2.5, 14.0, 9.75],
+                     [0, 3.3, 0.2, 4.1, 15.9]], dtype)
+    for output_size, sampling_ratio in ((1, -1), (2, 7), ((1, 3), 0), ((3, 1), 5)):
+        params = dict(output_size=output_size, spatial_scale=1.0,
+                      sampling_ratio=sampling_ratio, aligned=aligned)
+        expected = roi_align_ref(x, rois, **params)
+        assert_close(pyroi.roi_align(x, rois, **params), expected, dtype)
+        g = random_input(rng, expected.shape, dtype)
+        bparams = backward_params(params)
+        assert_close(pyroi.roi_align_backward(g, rois, x.shape, **bparams),
+                     roi_align_backward_ref(g, rois, x.shape, **bparams), dtype)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
+def test_huge_finite_box_with_fixed_sampling(dtype):
+    """A finite but enormous box samples far outside the map: zeros, no overflow trouble."""
+    x = random_input(np.random.default_rng(71), (1, 2, 6, 6), dtype)
+    big = 1e30 if dtype == np.float32 else 1e300
+    rois = np.array([[0, 0, 0, big, big], [0, -big, -big, 0, 0]], dtype)
+    for aligned in (False, True):
+        out = pyroi.roi_align(x, rois, 2, 1.0, 2, aligned)
+        assert_close(out, roi_align_ref(x, rois, 2, 1.0, 2, aligned), dtype)
+        assert np.all(np.isfinite(out))
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
+def test_defaults_are_torchvision_defaults(dtype):
+    """spatial_scale=1, sampling_ratio=-1 (adaptive), aligned=False."""
+    x, boxes, _, _, grad_output, _ = case_for("odd9x11", dtype, False, -1)
+    params = dict(output_size=(3, 2), spatial_scale=1.0, sampling_ratio=-1, aligned=False)
+    assert_close(pyroi.roi_align(x, boxes, (3, 2)), roi_align_ref(x, boxes, **params), dtype)
+    assert_close(pyroi.roi_align_backward(grad_output, boxes, x.shape),
+                 roi_align_backward_ref(grad_output, boxes, x.shape,
+                                        **backward_params(params)), dtype)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
+def test_output_size_int_means_square(dtype):
+    x, boxes, params, _, _, _ = case_for("fpn16", dtype, True, 2)
+    params = dict(params, output_size=4)
+    out_int = pyroi.roi_align(x, boxes, **params)
+    out_tuple = pyroi.roi_align(x, boxes, **dict(params, output_size=(4, 4)))
+    assert out_int.shape == (len(boxes), x.shape[1], 4, 4)
+    np.testing.assert_array_equal(out_int, out_tuple)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
+def test_list_boxes_equal_rois_form(dtype):
+    x, boxes, params, expected, grad_output, expected_grad = case_for("list7x5", dtype, False, 2)
+    assert isinstance(boxes, list)
+    rois = np.concatenate([np.concatenate([np.full((len(b), 1), i, dtype), b], axis=1)
+                           for i, b in enumerate(boxes)])
+    np.testing.assert_array_equal(pyroi.roi_align(x, boxes, **params),
+                                  pyroi.roi_align(x, rois, **params))
+    bparams = backward_params(params)
+    np.testing.assert_array_equal(pyroi.roi_align_backward(grad_output, boxes, x.shape, **bparams),
+                                  pyroi.roi_align_backward(grad_output, rois, x.shape, **bparams))
+
+
+def test_list_boxes_with_empty_entries():
+    rng = np.random.default_rng(5)
+    x = random_input(rng, (3, 2, 6, 6), np.float32)
+    boxes = [np.zeros((0, 4), np.float32), np.array([[0, 0, 4, 4], [1, 2, 5, 3]], np.float32),
+             np.zeros((0, 4), np.float32)]
+    rois = np.array([[1, 0, 0, 4, 4], [1, 1, 2, 5, 3]], np.float32)
+    out = pyroi.roi_align(x, boxes, 2, 1.0, 2, False)
+    assert_close(out, roi_align_ref(x, rois, 2, 1.0, 2, False))
+
+
+def test_batch_index_selects_the_image():
+    x = np.stack([np.full((1, 4, 4), v, np.float64) for v in (1.0, 2.0, 3.0)])
+    rois = np.array([[2, 0, 0, 3, 3], [0, 0, 0, 3, 3], [1, 1, 1, 2, 2]], np.float64)
+    out = pyroi.roi_align(x, rois, 2, 1.0, 2, True)
+    np.testing.assert_allclose(out[:, 0], np.broadcast_to(np.array([3.0, 1.0, 2.0])[:, None, None],
+                                                         (3, 2, 2)), rtol=1e-12)
+    grad = pyroi.roi_align_backward(np.ones_like(out), rois, x.shape, 1.0, 2, True)
+    np.testing.assert_allclose(grad.sum(axis=(1, 2, 3)), [4.0, 4.0, 4.0], rtol=1e-12)
+
+
+# --------------------------------------------------------------------------------------
+# against torchvision (skipped when torch/torchvision are not installed)
+# --------------------------------------------------------------------------------------
+
+@with_random_matrix
+def test_forward_matches_torchvision(tv, config, dtype, aligned, sampling_ratio):
+    x, boxes, params, _, _, _ = case_for(config, dtype, aligned, sampling_ratio,
+                                         torchvision_safe=True)
+    assert_close(pyroi.roi_align(x, boxes, **params), tv.roi_align(x, boxes, **params), dtype)
+
+
+@with_random_matrix
+def test_gradient_matches_torchvision(tv, config, dtype, aligned, sampling_ratio):
+    x, boxes, params, _, grad_output, _ = case_for(config, dtype, aligned, sampling_ratio,
+                                                   torchvision_safe=True)
+    expected = tv.roi_align_grad(x, boxes, grad_output, **params)
+    grad = pyroi.roi_align_backward(grad_output, boxes, x.shape, **backward_params(params))
+    assert_close(grad, expected, dtype)
+
+
+def test_float32_bit_exact_with_torchvision(tv):
+    """float32 results equal torchvision's CPU kernel bit for bit (same evaluation order)."""
+    checked = 0
+    for config in CONFIG_NAMES:
+        for aligned in (False, True):
+            for sampling_ratio in SAMPLING_RATIOS:
+                x, boxes, params, _, grad_output, _ = case_for(
+                    config, np.float32, aligned, sampling_ratio, torchvision_safe=True)
+                label = f"{config} aligned={aligned} sampling_ratio={sampling_ratio}"
+                np.testing.assert_array_equal(
+                    pyroi.roi_align(x, boxes, **params), tv.roi_align(x, boxes, **params),
+                    err_msg="forward " + label)
+                np.testing.assert_array_equal(
+                    pyroi.roi_align_backward(grad_output, boxes, x.shape,
+                                             **backward_params(params)),
+                    tv.roi_align_grad(x, boxes, grad_output, **params),
+                    err_msg="backward " + label)
+                checked += 1
+    assert checked == len(CONFIG_NAMES) * 2 * len(SAMPLING_RATIOS)
+
+
+# --------------------------------------------------------------------------------------
+# known answers (SEMANTICS.md 3.6, 12.2-12.5)
+# --------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
+@pytest.mark.parametrize("case", KNOWN_ANSWERS, ids=KNOWN_ANSWER_IDS)
+def test_known_answer_forward(case, dtype):
+    x, boxes, kwargs = known_answer_args(case, dtype)
+    assert_known(pyroi.roi_align(x, boxes, **kwargs), case["expected"], dtype, case["atol"])
+
+
+_GRAD_CASES = [c for c in KNOWN_ANSWERS if c["expected_grad"] is not None]
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
+@pytest.mark.parametrize("case", _GRAD_CASES, ids=[c["name"] for c in _GRAD_CASES])
+def test_known_answer_backward(case, dtype):
+    x, boxes, kwargs = known_answer_args(case, dtype)
+    kwargs.pop("output_size")
+    grad = pyroi.roi_align_backward(case["grad_output"].astype(dtype), boxes, x.shape, **kwargs)
+    assert_known(grad, case["expected_grad"], dtype, case["atol"])
+
+
+# --------------------------------------------------------------------------------------
+# adjoint identity and finite differences (float64)
+# --------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("sampling_ratio", [-1, 1, 3])
+@pytest.mark.parametrize("aligned", [False, True])
+@pytest.mark.parametrize("config", CONFIG_NAMES)
+def test_adjoint_identity(config, aligned, sampling_ratio):
+    """<roi_align(x), g> == <x, roi_align_backward(g)>: the backward is the exact adjoint."""
+    x, boxes, params, _, _, _ = case_for(config, np.float64, aligned, sampling_ratio)
+    rng = np.random.default_rng(stable_seed("adjoint", config, aligned, sampling_ratio))
+    forward = pyroi.roi_align(x, boxes, **params)
+    g = random_input(rng, forward.shape, np.float64)
+    backward = pyroi.roi_align_backward(g, boxes, x.shape, **backward_params(params))
+    lhs = np.vdot(forward, g)
+    rhs = np.vdot(x, backward)
+    magnitude = np.vdot(np.abs(forward), np.abs(g)) + np.vdot(np.abs(x), np.abs(backward))
+    assert abs(lhs - rhs) <= 1e-12 * magnitude + 1e-300, (lhs, rhs, magnitude)
+
+
+@pytest.mark.parametrize("aligned", [False, True])
+def test_backward_matches_central_differences(aligned):
+    """d<roi_align(x), g>/dx[i] by central differences equals roi_align_backward(g)[i]."""
+    rng = np.random.default_rng(17 + int(aligned))
+    shape = (2, 2, 5, 6)
+    x = random_input(rng, shape, np.float64)
+    # boxes with fractional corners away from pixel-boundary kinks
+    rois = np.array([[0, 0.3, 0.7, 4.2, 3.6], [1, 1.15, 0.4, 5.35, 4.45],
+                     [0, 2.6, 1.3, 3.9, 2.2], [1, -0.6, 2.1, 2.7, 5.3]], np.float64)
+    params = dict(output_size=(2, 3), spatial_scale=1.0, sampling_ratio=2, aligned=aligned)
+    g = random_input(rng, (len(rois), shape[1], 2, 3), np.float64)
+    grad = pyroi.roi_align_backward(g, rois, shape, **backward_params(params))
+    eps = 1e-6
+    numeric = np.zeros(shape)
+    for index in np.ndindex(*shape):
+        plus = x.copy()
+        plus[index] += eps
+        minus = x.copy()
+        minus[index] -= eps
+        numeric[index] = (np.vdot(pyroi.roi_align(plus, rois, **params), g)
+                          - np.vdot(pyroi.roi_align(minus, rois, **params), g)) / (2 * eps)
+    assert np.count_nonzero(grad) > shape[0] * shape[1] * 4
+    np.testing.assert_allclose(grad, numeric, rtol=1e-6, atol=1e-7)
+
+
+# --------------------------------------------------------------------------------------
+# memory layouts
+# --------------------------------------------------------------------------------------
+
+def _layout_case(dtype):
+    rng = np.random.default_rng(23)
+    x = random_input(rng, (2, 3, 9, 11), dtype)
+    rois = random_rois(rng, 2, 9, 11, 16, dtype, spatial_scale=0.5)
+    params = dict(output_size=(3, 4), spatial_scale=0.5, sampling_ratio=-1, aligned=True)
+    return x, rois, params
+
+
+def _transposed_from_nhwc(x):
+    return np.ascontiguousarray(x.transpose(0, 2, 3, 1)).transpose(0, 3, 1, 2)
+
+
+def _strided_slice(x):
+    n, c, h, w = x.shape
+    big = np.full((2 * n, 3 * c, 2 * h, 3 * w), np.nan, dtype=x.dtype)
+    big[::2, ::3, ::2, ::3] = x
+    return big[::2, ::3, ::2, ::3]
+
+
+def _negative_strides(x):
+    return np.ascontiguousarray(x[::-1, ::-1, ::-1, ::-1])[::-1, ::-1, ::-1, ::-1]
+
+
+def _read_only(x):
+    y = x.copy()
+    y.setflags(write=False)
+    return y
+
+
+LAYOUTS = {
+    "nhwc_transposed": _transposed_from_nhwc,
+    "sliced_steps": _strided_slice,
+    "negative_strides": _negative_strides,
+    "flipped_hw_only": lambda x: np.ascontiguousarray(x[:, :, ::-1, ::-1])[:, :, ::-1, ::-1],
+    "fortran_order": np.asfortranarray,
+    "read_only": _read_only,
+}
+
+
+@pytest.mark.parametrize("layout", sorted(LAYOUTS))
+@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
+def test_input_layouts_give_identical_forward(layout, dtype):
+    x, rois, params = _layout_case(dtype)
+    view = LAYOUTS[layout](x)
+    np.testing.assert_array_equal(view, x)  # same values, other memory layout
+    if layout != "read_only":
+        assert not view.flags.c_contiguous
+    expected = pyroi.roi_align(x, rois, **params)
+    assert np.count_nonzero(expected) > 0
+    np.testing.assert_array_equal(pyroi.roi_align(view, rois, **params), expected)
+
+
+@pytest.mark.parametrize("layout", sorted(LAYOUTS))
+@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
+def test_grad_output_layouts_give_identical_backward(layout, dtype):
+    x, rois, params = _layout_case(dtype)
+    rng = np.random.default_rng(29)
+    g = random_input(rng, (len(rois), x.shape[1]) + pooled_shape(params["output_size"]), dtype)
+    view = LAYOUTS[layout](g)
+    np.testing.assert_array_equal(view, g)
+    bparams = backward_params(params)
+    expected = pyroi.roi_align_backward(g, rois, x.shape, **bparams)
+    assert np.count_nonzero(expected) > 0
+    np.testing.assert_array_equal(pyroi.roi_align_backward(view, rois, x.shape, **bparams),
+                                  expected)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
+def test_broadcast_zero_stride_input(dtype):
+    rng = np.random.default_rng(31)
+    rois = random_rois(rng, 2, 9, 11, 16, dtype)
+    params = dict(output_size=(2, 3), spatial_scale=1.0, sampling_ratio=2, aligned=False)
+    # the same image for every batch entry and channel
+    plane = random_input(rng, (1, 1, 9, 11), dtype)
+    view = np.broadcast_to(plane, (2, 3, 9, 11))
+    assert view.strides[0] == 0 and view.strides[1] == 0
+    np.testing.assert_array_equal(pyroi.roi_align(view, rois, **params),
+                                  pyroi.roi_align(view.copy(), rois, **params))
+    # one row repeated down the map (zero stride along H)
+    row = random_input(rng, (2, 3, 1, 11), dtype)
+    view = np.broadcast_to(row, (2, 3, 9, 11))
+    assert view.strides[2] == 0
+    expected = pyroi.roi_align(view.copy(), rois, **params)
+    np.testing.assert_array_equal(pyroi.roi_align(view, rois, **params), expected)
+    assert_close(expected, roi_align_ref(view.copy(), rois, **params), dtype)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
+def test_broadcast_zero_stride_grad_output(dtype):
+    x, rois, params = _layout_case(dtype)
+    rng = np.random.default_rng(37)
+    ph, pw = pooled_shape(params["output_size"])
+    g = np.broadcast_to(random_input(rng, (1, x.shape[1], 1, pw), dtype),
+                        (len(rois), x.shape[1], ph, pw))
+    bparams = backward_params(params)
+    np.testing.assert_array_equal(pyroi.roi_align_backward(g, rois, x.shape, **bparams),
+                                  pyroi.roi_align_backward(g.copy(), rois, x.shape, **bparams))
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
+def test_box_layouts(dtype):
+    x, rois, params = _layout_case(dtype)
+    expected = pyroi.roi_align(x, rois, **params)
+    fortran = np.asfortranarray(rois)
+    np.testing.assert_array_equal(pyroi.roi_align(x, fortran, **params), expected)
+    big = np.full((2 * len(rois), 10), np.nan, dtype=dtype)
+    big[::2, ::2] = rois
+    strided = big[::2, ::2]
+    np.testing.assert_array_equal(pyroi.roi_align(x, strided, **params), expected)
+    reversed_rows = rois[::-1]
+    np.testing.assert_array_equal(pyroi.roi_align(x, reversed_rows, **params), expected[::-1])
+    read_only = _read_only(rois)
+    np.testing.assert_array_equal(pyroi.roi_align(x, read_only, **params), expected)
+    as_list = [np.asfortranarray(rois[rois[:, 0] == i, 1:]) for i in range(2)]
+    order = np.argsort(rois[:, 0], kind="stable")
+    np.testing.assert_array_equal(pyroi.roi_align(x, as_list, **params), expected[order])
+
+
+# --------------------------------------------------------------------------------------
+# out=
+# --------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
+def test_forward_out_contiguous(dtype):
+    x, rois, params = _layout_case(dtype)
+    expected = pyroi.roi_align(x, rois, **params)
+    out = np.full(expected.shape, np.nan, dtype=dtype)
+    result = pyroi.roi_align(x, rois, **params, out=out)
+    assert result is out
+    np.testing.assert_array_equal(out, expected)
+
+
+@pytest.mark.parametrize("view_kind", ["strided", "transposed", "negative"])
+@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
+def test_forward_out_non_contiguous_view(dtype, view_kind):
+    x, rois, params = _layout_case(dtype)
+    expected = pyroi.roi_align(x, rois, **params)
+    k, c, ph, pw = expected.shape
+    if view_kind == "strided":
+        buffer = np.full((k, 2 * c, ph, 2 * pw + 1), np.nan, dtype=dtype)
+        out = buffer[:, ::2, :, 1::2]
+    elif view_kind == "transposed":
+        buffer = np.full((pw, ph, c, k), np.nan, dtype=dtype)
+        out = buffer.T
+    else:
+        buffer = np.full((k, c, ph, pw), np.nan, dtype=dtype)
+        out = buffer[::-1, :, ::-1, ::-1]
+    assert out.shape == expected.shape and not out.flags.c_contiguous
+    result = pyroi.roi_align(x, rois, **params, out=out)
+    assert result is out
+    np.testing.assert_array_equal(out, expected)
+    if view_kind == "strided":
+        untouched = np.ones(buffer.shape, bool)
+        untouched[:, ::2, :, 1::2] = False
+        assert np.all(np.isnan(buffer[untouched]))
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
+def test_backward_out_overwrites_not_accumulates(dtype):
+    x, rois, params = _layout_case(dtype)
+    rng = np.random.default_rng(41)
+    g = random_input(rng, (len(rois), x.shape[1]) + pooled_shape(params["output_size"]), dtype)
+    bparams = backward_params(params)
+    expected = pyroi.roi_align_backward(g, rois, x.shape, **bparams)
+    out = np.full(x.shape, 7.0, dtype=dtype)
+    result = pyroi.roi_align_backward(g, rois, x.shape, **bparams, out=out)
+    assert result is out
+    np.testing.assert_array_equal(out, expected)
+    # a non-contiguous view of a larger buffer
+    buffer = np.full((x.shape[0], x.shape[1], x.shape[2], 2 * x.shape[3]), -3.0, dtype=dtype)
+    view = buffer[..., ::2]
+    result = pyroi.roi_align_backward(g, rois, x.shape, **bparams, out=view)
+    assert result is view
+    np.testing.assert_array_equal(view, expected)
+    assert np.all(buffer[..., 1::2] == -3.0)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
+def test_backward_out_transposed_view(dtype):
+    x, rois, params = _layout_case(dtype)
+    rng = np.random.default_rng(43)
+    g = random_input(rng, (len(rois), x.shape[1]) + pooled_shape(params["output_size"]), dtype)
+    bparams = backward_params(params)
+    expected = pyroi.roi_align_backward(g, rois, x.shape, **bparams)
+    out = np.full(x.shape[::-1], np.nan, dtype=dtype).T
+    result = pyroi.roi_align_backward(g, rois, x.shape, **bparams, out=out)
+    assert result is out
+    np.testing.assert_array_equal(out, expected)
+
+
+# --------------------------------------------------------------------------------------
+# empty shapes
+# --------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
+def test_no_rois(dtype):
+    x = random_input(np.random.default_rng(1), (2, 3, 5, 6), dtype)
+    out = pyroi.roi_align(x, np.zeros((0, 5), dtype), (2, 3))
+    assert out.shape == (0, 3, 2, 3) and out.dtype == dtype
+    out = pyroi.roi_align(x, [np.zeros((0, 4), dtype), np.zeros((0, 4), dtype)], 4)
+    assert out.shape == (0, 3, 4, 4) and out.dtype == dtype
+    grad = pyroi.roi_align_backward(np.zeros((0, 3, 2, 3), dtype), np.zeros((0, 5), dtype),
+                                    x.shape)
+    assert grad.shape == x.shape and grad.dtype == dtype and not np.any(grad)
+    prefilled = np.full(x.shape, 5.0, dtype)
+    result = pyroi.roi_align_backward(np.zeros((0, 3, 2, 3), dtype), np.zeros((0, 5), dtype),
+                                      x.shape, out=prefilled)
+    assert result is prefilled and not np.any(prefilled)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
+def test_no_images_no_rois(dtype):
+    x = np.zeros((0, 3, 5, 6), dtype)
+    out = pyroi.roi_align(x, np.zeros((0, 5), dtype), 2)
+    assert out.shape == (0, 3, 2, 2) and out.dtype == dtype
+    grad = pyroi.roi_align_backward(np.zeros((0, 3, 2, 2), dtype), np.zeros((0, 5), dtype),
+                                    (0, 3, 5, 6))
+    assert grad.shape == (0, 3, 5, 6) and grad.dtype == dtype
+
+
+@pytest.mark.parametrize("shape", [(2, 0, 5, 6), (2, 3, 0, 6), (2, 3, 5, 0), (2, 0, 0, 0)],
+                         ids=["C0", "H0", "W0", "CHW0"])
+@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
+def test_empty_map_gives_zeros(shape, dtype):
+    rois = np.array([[0, 0, 0, 3, 3], [1, -1, -1, 0.5, 0.5], [1, 2, 1, 9, 9]], dtype)
+    for aligned in (False, True):
+        out = pyroi.roi_align(np.zeros(shape, dtype), rois, (2, 3), 1.0, -1, aligned)
+        assert out.shape == (3, shape[1], 2, 3) and out.dtype == dtype
+        assert not np.any(out)
+        grad = pyroi.roi_align_backward(np.ones((3, shape[1], 2, 3), dtype), rois, shape,
+                                        1.0, -1, aligned)
+        assert grad.shape == shape and grad.dtype == dtype
+        assert not np.any(grad)
+
+
+# --------------------------------------------------------------------------------------
+# behaviour defined beyond torchvision
+# --------------------------------------------------------------------------------------
+
+OUT_OF_IMAGE_BOXES = [[0, -20, -20, -10, -10], [1, 30, 30, 40, 40], [0, -9, 2, -3, 4],
+                      [1, 2, -12, 5, -2.5], [0, 12, 1, 14, 3]]
+
+
+@pytest.mark.parametrize("sampling_ratio", [-1, 2])
+@pytest.mark.parametrize("aligned", [False, True])
+@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
+def test_nonfinite_corner_pixel_does_not_poison_out_of_image_rois(dtype, aligned,
+                                                                 sampling_ratio):
+    """Samples outside [-1, H] x [-1, W] contribute nothing (torchvision adds 0*x[b,c,0,0])."""
+    x = np.ones((2, 3, 8, 9), dtype)
+    x[0, 0, 0, 0] = np.nan
+    x[0, 1, 0, 0] = np.inf
+    x[1, 0, 0, 0] = -np.inf
+    x[1, 2, 0, 0] = np.nan
+    rois = np.array(OUT_OF_IMAGE_BOXES, dtype)
+    out = pyroi.roi_align(x, rois, (2, 3), 1.0, sampling_ratio, aligned)
+    assert out.shape == (len(rois), 3, 2, 3)
+    assert np.all(np.isfinite(out)) and not np.any(out)
+    grad = pyroi.roi_align_backward(np.ones_like(out), rois, x.shape, 1.0, sampling_ratio,
+                                    aligned)
+    assert not np.any(grad)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
+def test_nonfinite_pixel_outside_the_rois_reach_is_ignored(dtype):
+    rng = np.random.default_rng(47)
+    x = random_input(rng, (1, 2, 10, 10), dtype)
+    clean = x.copy()
+    x[0, :, 9, 9] = np.nan
+    x[0, 0, 0, 9] = np.inf
+    rois = np.array([[0, 0.5, 0.5, 5.5, 6.0], [0, 2.0, 1.0, 4.0, 7.0]], dtype)
+    for aligned in (False, True):
+        out = pyroi.roi_align(x, rois, 3, 1.0, 2, aligned)
+        assert np.all(np.isfinite(out))
+        assert_close(out, roi_align_ref(clean, rois, 3, 1.0, 2, aligned), dtype)
+
+
+@pytest.mark.parametrize("sampling_ratio", [-1, 0])
+@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
+def test_aligned_adaptive_one_axis_inverted_box_gives_zeros(dtype, sampling_ratio):
+    """torchvision raises here; pyroi defines the result as zeros (no samples on that axis)."""
+    x = np.arange(2 * 42, dtype=dtype).reshape(1, 2, 6, 7) + 1
+    rois = np.array([[0, 4, 1, 1, 4],       # inverted in x only
+                     [0, 1, 4, 4, 1],       # inverted in y only
+                     [0, 5.5, 0, 0.5, 5],   # inverted in x, large
+                     [0, 1, 1, 4, 4]],      # a normal box for contrast
+                    dtype)
+    out = pyroi.roi_align(x, rois, 2, 1.0, sampling_ratio, True)
+    assert not np.any(out[:3])
+    assert np.all(out[3] > 0)
+    g = np.ones_like(out)
+    g[3] = 0
+    grad = pyroi.roi_align_backward(g, rois, x.shape, 1.0, sampling_ratio, True)
+    assert not np.any(grad)
+
+
+# --------------------------------------------------------------------------------------
+# threads and version
+# --------------------------------------------------------------------------------------
+
+def _threads_case(dtype):
+    rng = np.random.default_rng(53)
+    x = random_input(rng, (3, 4, 16, 16), dtype)
+    rois = random_rois(rng, 3, 16, 16, 30, dtype, spatial_scale=0.5)
+    params = dict(output_size=(4, 3), spatial_scale=0.5, sampling_ratio=-1, aligned=False)
+    return x, rois, params
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
+def test_thread_count_does_not_change_forward(dtype):
+    x, rois, params = _threads_case(dtype)
+    one = pyroi.roi_align(x, rois, **params, num_threads=1)
+    assert np.count_nonzero(one) > 0
+    for threads in (2, 3, None):
+        np.testing.assert_array_equal(pyroi.roi_align(x, rois, **params, num_threads=threads),
+                                      one, err_msg=f"num_threads={threads}")
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
+def test_thread_count_does_not_change_backward(dtype):
+    x, rois, params = _threads_case(dtype)
+    rng = np.random.default_rng(59)
+    g = random_input(rng, (len(rois), x.shape[1]) + pooled_shape(params["output_size"]), dtype)
+    bparams = backward_params(params)
+    one = pyroi.roi_align_backward(g, rois, x.shape, **bparams, num_threads=1)
+    assert np.count_nonzero(one) > 0
+    for threads in (2, 3, None):
+        np.testing.assert_array_equal(
+            pyroi.roi_align_backward(g, rois, x.shape, **bparams, num_threads=threads), one,
+            err_msg=f"num_threads={threads}")
+
+
+def test_more_threads_than_work():
+    rng = np.random.default_rng(61)
+    x = random_input(rng, (1, 1, 5, 5), np.float64)
+    rois = np.array([[0, 0.5, 1.0, 3.5, 4.0]], np.float64)
+    one = pyroi.roi_align(x, rois, 2, num_threads=1)
+    np.testing.assert_array_equal(pyroi.roi_align(x, rois, 2, num_threads=16), one)
+    g = np.ones_like(one)
+    np.testing.assert_array_equal(pyroi.roi_align_backward(g, rois, x.shape, num_threads=16),
+                                  pyroi.roi_align_backward(g, rois, x.shape, num_threads=1))
+
+
+def test_concurrent_calls_from_python_threads():
+    """Calls release the GIL and share no state: concurrent results equal serial ones."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    cases = []
+    for seed in range(8):
+        rng = np.random.default_rng(100 + seed)
+        x = random_input(rng, (2, 3, 12, 12), np.float32)
+        rois = random_rois(rng, 2, 12, 12, 20, np.float32)
+        g = random_input(rng, (20, 3, 3, 3), np.float32)
+        cases.append((x, rois, g))
+
+    def run(case):
+        x, rois, g = case
+        return (pyroi.roi_align(x, rois, 3, 1.0, -1, True, num_threads=2),
+                pyroi.roi_align_backward(g, rois, x.shape, 1.0, -1, True, num_threads=2))
+
+    serial = [run(case) for case in cases]
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        concurrent = list(pool.map(run, cases * 2))
+    for index, (forward, backward) in enumerate(concurrent):
+        np.testing.assert_array_equal(forward, serial[index % len(cases)][0])
+        np.testing.assert_array_equal(backward, serial[index % len(cases)][1])
+
+
+def test_version_string():
+    version = pyroi.__version__
+    assert isinstance(version, str) and version
+    assert re.fullmatch(r"\d+\.\d+\.\d+", version), version
