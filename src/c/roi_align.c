@@ -1,5 +1,6 @@
 /* roi_align.c - RoIAlign (average mode), forward and backward, float32 and float64.
  * The kernel body is written once in roi_align_template.h. */
+#include "parallel.h"
 #include "sampling.h"
 #include "validate.h"
 

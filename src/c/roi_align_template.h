@@ -94,6 +94,34 @@ static pyroi_status PYROI_TYPED(roi_tap_tables_alloc)(PYROI_TYPED(roi_tap_tables
     return PYROI_OK;
 }
 
+/* One set of tap tables per worker; on failure nothing stays allocated. */
+static pyroi_status PYROI_TYPED(roi_tap_tables_alloc_workers)(
+    PYROI_TYPED(roi_tap_tables) *tables, int workers, int64_t pooled_height,
+    int64_t pooled_width, int64_t max_row_taps, int64_t max_col_taps)
+{
+    int i, j;
+    for (i = 0; i < workers; ++i) {
+        pyroi_status status = PYROI_TYPED(roi_tap_tables_alloc)(
+            &tables[i], pooled_height, pooled_width, max_row_taps, max_col_taps);
+        if (status != PYROI_OK) {
+            for (j = 0; j < i; ++j) {
+                free(tables[j].block);
+            }
+            return status;
+        }
+    }
+    return PYROI_OK;
+}
+
+static void PYROI_TYPED(roi_tap_tables_free_workers)(PYROI_TYPED(roi_tap_tables) *tables,
+                                                     int workers)
+{
+    int i;
+    for (i = 0; i < workers; ++i) {
+        free(tables[i].block);
+    }
+}
+
 /* Builds the tap tables of one (already validated) RoI; returns its samples per bin. */
 static int64_t PYROI_TYPED(roi_tap_tables_fill)(PYROI_TYPED(roi_tap_tables) *tables, const T *box,
                                                 const pyroi_roi_align_params *params,
@@ -206,6 +234,63 @@ static void PYROI_TYPED(roi_align_backward_channels)(
     }
 }
 
+/* Everything a worker needs; a worker only adds its own index to pick its tables. */
+typedef struct PYROI_TYPED(roi_align_job) {
+    const T *features; /* input (forward) or grad_output (backward) */
+    const int64_t *features_shape;
+    const int64_t *features_strides;
+    const T *boxes;
+    int64_t num_rois;
+    int64_t box_row_stride;
+    const int64_t *batch_indices;
+    T *result; /* output (forward) or grad_input (backward) */
+    const int64_t *result_shape;
+    const int64_t *result_strides;
+    const pyroi_roi_align_params *params;
+    PYROI_TYPED(roi_tap_tables) *tables; /* one per worker */
+} PYROI_TYPED(roi_align_job);
+
+static void PYROI_TYPED(roi_align_forward_task)(void *context, int64_t begin, int64_t end,
+                                                int worker)
+{
+    const PYROI_TYPED(roi_align_job) *job = (const PYROI_TYPED(roi_align_job) *)context;
+    PYROI_TYPED(roi_align_forward_rois)(job->features, job->features_shape,
+                                        job->features_strides, job->boxes, job->box_row_stride,
+                                        job->batch_indices, job->result, job->result_strides,
+                                        job->params, &job->tables[worker], begin, end);
+}
+
+static void PYROI_TYPED(roi_align_backward_task)(void *context, int64_t begin, int64_t end,
+                                                 int worker)
+{
+    const PYROI_TYPED(roi_align_job) *job = (const PYROI_TYPED(roi_align_job) *)context;
+    PYROI_TYPED(roi_align_backward_channels)(
+        job->features, job->features_strides, job->boxes, job->num_rois, job->box_row_stride,
+        job->batch_indices, job->result, job->result_shape, job->result_strides, job->params,
+        &job->tables[worker], begin, end);
+}
+
+/* Allocates per-worker tables, runs task over item_count items, frees. */
+static pyroi_status PYROI_TYPED(roi_align_run)(PYROI_TYPED(roi_align_job) *job,
+                                               pyroi_range_task task, int64_t item_count,
+                                               double work_per_item, int64_t max_row_taps,
+                                               int64_t max_col_taps)
+{
+    PYROI_TYPED(roi_tap_tables) tables[PYROI_PARALLEL_MAX_WORKERS];
+    const int workers = pyroi_parallel_workers(job->params->num_threads, item_count,
+                                               work_per_item);
+    pyroi_status status = PYROI_TYPED(roi_tap_tables_alloc_workers)(
+        tables, workers, job->params->pooled_height, job->params->pooled_width, max_row_taps,
+        max_col_taps);
+    if (status != PYROI_OK) {
+        return status;
+    }
+    job->tables = tables;
+    pyroi_parallel_for(workers, item_count, task, job);
+    PYROI_TYPED(roi_tap_tables_free_workers)(tables, workers);
+    return PYROI_OK;
+}
+
 pyroi_status PYROI_TYPED(pyroi_roi_align_forward)(
     const T *input, const int64_t input_shape[4], const int64_t input_strides[4],
     const T *boxes, int64_t num_rois, int64_t box_row_stride,
@@ -213,7 +298,7 @@ pyroi_status PYROI_TYPED(pyroi_roi_align_forward)(
     T *output, const int64_t output_strides[4],
     const pyroi_roi_align_params *params)
 {
-    PYROI_TYPED(roi_tap_tables) tables;
+    PYROI_TYPED(roi_align_job) job;
     int64_t max_row_taps, max_col_taps, failed_roi;
     pyroi_status status = roi_align_check_call(
         input, input_shape, input_strides, PYROI_TENSOR_INPUT, output, output_strides,
@@ -227,16 +312,22 @@ pyroi_status PYROI_TYPED(pyroi_roi_align_forward)(
     if (status != PYROI_OK || num_rois == 0 || input_shape[1] == 0) {
         return status;
     }
-    status = PYROI_TYPED(roi_tap_tables_alloc)(&tables, params->pooled_height,
-                                               params->pooled_width, max_row_taps, max_col_taps);
-    if (status != PYROI_OK) {
-        return status;
-    }
-    PYROI_TYPED(roi_align_forward_rois)(input, input_shape, input_strides, boxes, box_row_stride,
-                                        batch_indices, output, output_strides, params, &tables, 0,
-                                        num_rois);
-    free(tables.block);
-    return PYROI_OK;
+    job.features = input;
+    job.features_shape = input_shape;
+    job.features_strides = input_strides;
+    job.boxes = boxes;
+    job.num_rois = num_rois;
+    job.box_row_stride = box_row_stride;
+    job.batch_indices = batch_indices;
+    job.result = output;
+    job.result_shape = NULL;
+    job.result_strides = output_strides;
+    job.params = params;
+    /* work per RoI: every channel reads every (row tap, column tap) pair of the RoI */
+    return PYROI_TYPED(roi_align_run)(
+        &job, PYROI_TYPED(roi_align_forward_task), num_rois,
+        (double)input_shape[1] * ((double)max_row_taps * (double)max_col_taps + 1.0),
+        max_row_taps, max_col_taps);
 }
 
 pyroi_status PYROI_TYPED(pyroi_roi_align_backward)(
@@ -246,7 +337,7 @@ pyroi_status PYROI_TYPED(pyroi_roi_align_backward)(
     T *grad_input, const int64_t grad_input_shape[4], const int64_t grad_input_strides[4],
     const pyroi_roi_align_params *params)
 {
-    PYROI_TYPED(roi_tap_tables) tables;
+    PYROI_TYPED(roi_align_job) job;
     int64_t max_row_taps, max_col_taps, failed_roi;
     pyroi_status status = roi_align_check_call(
         grad_input, grad_input_shape, grad_input_strides, PYROI_TENSOR_OUTPUT, grad_output,
@@ -261,17 +352,23 @@ pyroi_status PYROI_TYPED(pyroi_roi_align_backward)(
     if (status != PYROI_OK) {
         return status;
     }
-    status = PYROI_TYPED(roi_tap_tables_alloc)(&tables, params->pooled_height,
-                                               params->pooled_width, max_row_taps, max_col_taps);
-    if (status != PYROI_OK) {
-        return status;
-    }
-    PYROI_TYPED(roi_align_backward_channels)(grad_output, grad_output_strides, boxes, num_rois,
-                                             box_row_stride, batch_indices, grad_input,
-                                             grad_input_shape, grad_input_strides, params,
-                                             &tables, 0, grad_input_shape[1]);
-    free(tables.block);
-    return PYROI_OK;
+    job.features = grad_output;
+    job.features_shape = NULL;
+    job.features_strides = grad_output_strides;
+    job.boxes = boxes;
+    job.num_rois = num_rois;
+    job.box_row_stride = box_row_stride;
+    job.batch_indices = batch_indices;
+    job.result = grad_input;
+    job.result_shape = grad_input_shape;
+    job.result_strides = grad_input_strides;
+    job.params = params;
+    /* work per channel: zero N planes, then every RoI scatters all its tap pairs */
+    return PYROI_TYPED(roi_align_run)(
+        &job, PYROI_TYPED(roi_align_backward_task), grad_input_shape[1],
+        (double)grad_input_shape[0] * (double)grad_input_shape[2] * (double)grad_input_shape[3] +
+            (double)num_rois * ((double)max_row_taps * (double)max_col_taps + 1.0),
+        max_row_taps, max_col_taps);
 }
 
 pyroi_status PYROI_TYPED(pyroi_roi_align_find_invalid_roi)(

@@ -15,6 +15,7 @@ from pyroi._errors import (
     PyroiMemoryError,
     ShapeError,
 )
+from pyroi._threads import get_num_threads, set_num_threads
 from pyroi.ops import roi_align, roi_align_backward
 
 __version__ = _core.version_string()
@@ -35,6 +36,8 @@ __all__ = [
     "PyroiMemoryError",
     "ShapeError",
     "__version__",
+    "get_num_threads",
     "roi_align",
     "roi_align_backward",
+    "set_num_threads",
 ]

@@ -46,7 +46,7 @@ def float_array(value, name: str, ndim: int) -> np.ndarray:
     return _kernel_ready(array)
 
 
-def _positive_int(value, name: str) -> int:
+def positive_int(value, name: str) -> int:
     if isinstance(value, (bool, np.bool_)):
         raise ArgumentTypeError(f"{name} must be an integer, got {value!r}")
     try:
@@ -65,8 +65,8 @@ def output_size(value) -> tuple[int, int]:
             raise InvalidArgumentError(
                 f"output_size must be an int or a pair (height, width), got {value!r}"
             )
-        return (_positive_int(value[0], "output_size[0]"), _positive_int(value[1], "output_size[1]"))
-    size = _positive_int(value, "output_size")
+        return (positive_int(value[0], "output_size[0]"), positive_int(value[1], "output_size[1]"))
+    size = positive_int(value, "output_size")
     return (size, size)
 
 
@@ -95,10 +95,12 @@ def sampling_ratio(value) -> int:
 
 
 def num_threads(value) -> int:
-    """Thread count for one call: None is the library's choice (0 for the C core)."""
+    """Thread count for one call: None means the process default (pyroi.get_num_threads)."""
     if value is None:
-        return 0
-    return _positive_int(value, "num_threads")
+        from pyroi._threads import get_num_threads
+
+        return get_num_threads()
+    return positive_int(value, "num_threads")
 
 
 def flag(value, name: str) -> bool:
