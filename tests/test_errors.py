@@ -421,3 +421,20 @@ def test_backward_out_read_only():
     with pytest.raises(pyroi.InvalidArgumentError) as excinfo:
         pyroi.roi_align_backward(make_grad(), make_rois(), (N, C, H, W), out=out)
     assert_names(excinfo, "out")
+
+
+def test_batch_indices_form_errors():
+    x = np.zeros((2, 1, 4, 4), np.float32)
+    coords = np.zeros((3, 4), np.float32)
+    with pytest.raises(pyroi.BatchIndexError, match="RoI 1"):
+        pyroi.roi_align(x, coords, 2, batch_indices=np.array([0, 2, 0]))
+    with pytest.raises(pyroi.BatchIndexError, match="RoI 2"):
+        pyroi.roi_align(x, coords, 2, batch_indices=np.array([0, 1, -1]))
+    with pytest.raises(pyroi.DTypeError, match="batch_indices"):
+        pyroi.roi_align(x, coords, 2, batch_indices=np.array([0.0, 1.0, 0.0]))
+    with pytest.raises(pyroi.ShapeError, match="batch_indices"):
+        pyroi.roi_align(x, coords, 2, batch_indices=np.array([0, 1]))
+    with pytest.raises(pyroi.ShapeError, match="boxes"):
+        pyroi.roi_align(x, np.zeros((3, 5), np.float32), 2, batch_indices=np.array([0, 1, 0]))
+    with pytest.raises(pyroi.ShapeError, match="batch_indices"):
+        pyroi.roi_align(x, coords, 2)  # (K, 4) without batch_indices, as torchvision rejects

@@ -658,3 +658,25 @@ def test_version_string():
     version = pyroi.__version__
     assert isinstance(version, str) and version
     assert re.fullmatch(r"\d+\.\d+\.\d+", version), version
+
+
+# --------------------------------------------------------------------------------------
+# (K, 4) coordinates with batch_indices= (ONNX style)
+# --------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
+@pytest.mark.parametrize("index_dtype", [np.int64, np.int32, np.uint8])
+def test_batch_indices_form_equals_rois_form(dtype, index_dtype):
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((3, 2, 9, 8)).astype(dtype)
+    coords = rng.uniform(-2, 10, (7, 4)).astype(dtype)
+    images = rng.integers(0, 3, 7)
+    rois = np.concatenate([images[:, None].astype(dtype), coords], axis=1)
+    expected = pyroi.roi_align(x, rois, (2, 3), 0.9, 2, True)
+    got = pyroi.roi_align(x, coords, (2, 3), 0.9, 2, True,
+                          batch_indices=images.astype(index_dtype))
+    np.testing.assert_array_equal(got, expected)
+    grad = rng.standard_normal(expected.shape).astype(dtype)
+    np.testing.assert_array_equal(
+        pyroi.roi_align_backward(grad, coords, x.shape, 0.9, 2, True, batch_indices=images),
+        pyroi.roi_align_backward(grad, rois, x.shape, 0.9, 2, True))

@@ -118,65 +118,107 @@ def _check_finite_coords(coords: np.ndarray, name: str) -> None:
         )
 
 
-def boxes(value, dtype: np.dtype, num_images: int, name: str = "boxes"):
-    """Normalise torchvision-style boxes to ``(coords (K,4), batch_indices (K,) int64)``.
+def boxes(value, dtype: np.dtype, num_images: int, batch_indices=None, name: str = "boxes"):
+    """Normalise boxes in every accepted form to ``(coords (K,4), batch_indices (K,) int64)``.
 
-    ``value`` is a ``(K, 5)`` array ``[batch_index, x1, y1, x2, y2]`` or a list/tuple of
-    ``(L_i, 4)`` arrays whose position is the image index. The dtype must equal ``dtype``
-    (as torchvision requires); batch indices must be integers in ``[0, num_images)``.
+    Accepted forms (the one normalisation every operator uses):
+
+    * a ``(K, 5)`` array ``[batch_index, x1, y1, x2, y2]`` (torchvision);
+    * a list/tuple of ``(L_i, 4)`` arrays, list position = image index (torchvision);
+    * a ``(K, 4)`` array ``[x1, y1, x2, y2]`` with ``batch_indices`` a ``(K,)`` integer array
+      (ONNX style).
+
+    Coordinates must have ``dtype`` (as torchvision requires) and be finite; batch indices
+    must be integers in ``[0, num_images)``. Errors name the first offending RoI.
     """
-    if isinstance(value, (list, tuple)):
-        parts = []
-        for i, part in enumerate(value):
-            array = part if isinstance(part, np.ndarray) else np.asarray(part)
-            if array.ndim != 2 or array.shape[1] != 4:
-                raise ShapeError(
-                    f"{name}[{i}] must have shape (L, 4) [x1, y1, x2, y2], got {array.shape}"
-                )
-            if array.dtype.newbyteorder("=") != dtype:
-                raise DTypeError(
-                    f"{name}[{i}] must have the input's dtype {dtype}, got {array.dtype}"
-                )
-            parts.append(array)
-        if parts and len(parts) > num_images and any(len(p) for p in parts[num_images:]):
-            first = sum(len(p) for p in parts[:num_images])
-            raise BatchIndexError(
-                f"{name}: RoI {first} belongs to image {num_images} of a list of {len(parts)} "
-                f"box arrays, but the batch has only {num_images} images"
-            )
-        coords = (
-            np.concatenate(parts).astype(dtype, copy=False)
-            if parts
-            else np.empty((0, 4), dtype=dtype)
-        )
-        batch_indices = np.repeat(
-            np.arange(len(parts), dtype=np.int64), [len(p) for p in parts]
-        ) if parts else np.empty(0, dtype=np.int64)
+    if batch_indices is not None:
+        coords, indices = _coords_with_indices(value, batch_indices, dtype, name)
+    elif isinstance(value, (list, tuple)):
+        coords, indices = _coords_from_list(value, dtype, num_images, name)
     else:
-        array = value if isinstance(value, np.ndarray) else np.asarray(value)
-        if array.ndim != 2 or array.shape[1] != 5:
-            raise ShapeError(
-                f"{name} must have shape (K, 5) [batch_index, x1, y1, x2, y2] or be a list of "
-                f"(L, 4) arrays, got shape {array.shape}"
-            )
-        if array.dtype.newbyteorder("=") != dtype:
-            raise DTypeError(f"{name} must have the input's dtype {dtype}, got {array.dtype}")
-        column = array[:, 0]
-        valid = np.isfinite(column) & (column == np.floor(column))
-        valid &= (column >= 0) & (column < num_images)
-        if not valid.all():
-            k = int(np.argmin(valid))
-            raise BatchIndexError(
-                f"{name}: RoI {k} has batch index {column[k].item()!r}; it must be an integer "
-                f"in [0, {num_images})"
-            )
-        batch_indices = column.astype(np.int64)
-        coords = array[:, 1:5]
+        coords, indices = _coords_from_rois(value, dtype, name)
+    invalid = (indices < 0) | (indices >= num_images)
+    if invalid.any():
+        k = int(np.argmax(invalid))
+        raise BatchIndexError(
+            f"{name}: RoI {k} has batch index {indices[k]}; it must be an integer in "
+            f"[0, {num_images})"
+        )
     coords = coords.astype(coords.dtype.newbyteorder("="), copy=False)
     if coords.strides[1] != coords.itemsize or not coords.flags.aligned:
         coords = np.ascontiguousarray(coords)
     _check_finite_coords(coords, name)
-    return coords, np.ascontiguousarray(batch_indices, dtype=np.int64)
+    return coords, np.ascontiguousarray(indices, dtype=np.int64)
+
+
+def _as_array(value) -> np.ndarray:
+    return value if isinstance(value, np.ndarray) else np.asarray(value)
+
+
+def _check_coords_dtype(array: np.ndarray, dtype: np.dtype, name: str) -> None:
+    if array.dtype.newbyteorder("=") != dtype:
+        raise DTypeError(f"{name} must have the input's dtype {dtype}, got {array.dtype}")
+
+
+def _coords_with_indices(value, batch_indices, dtype, name):
+    coords = _as_array(value)
+    if coords.ndim != 2 or coords.shape[1] != 4:
+        raise ShapeError(
+            f"{name} must have shape (K, 4) [x1, y1, x2, y2] when batch_indices is given, "
+            f"got shape {coords.shape}"
+        )
+    _check_coords_dtype(coords, dtype, name)
+    indices = _as_array(batch_indices)
+    if indices.dtype.kind not in "iu":
+        raise DTypeError(f"batch_indices must be an integer array, got dtype {indices.dtype}")
+    if indices.shape != (coords.shape[0],):
+        raise ShapeError(
+            f"batch_indices must have shape ({coords.shape[0]},) to match {name}, "
+            f"got {indices.shape}"
+        )
+    if indices.dtype.kind == "u" and indices.dtype.itemsize == 8 and indices.size:
+        too_big = indices > np.iinfo(np.int64).max
+        if too_big.any():
+            k = int(np.argmax(too_big))
+            raise BatchIndexError(f"{name}: RoI {k} has batch index {indices[k]}")
+    return coords, indices.astype(np.int64)
+
+
+def _coords_from_list(value, dtype, num_images, name):
+    parts = []
+    for i, part in enumerate(value):
+        array = _as_array(part)
+        if array.ndim != 2 or array.shape[1] != 4:
+            raise ShapeError(
+                f"{name}[{i}] must have shape (L, 4) [x1, y1, x2, y2], got {array.shape}"
+            )
+        _check_coords_dtype(array, dtype, f"{name}[{i}]")
+        parts.append(array)
+    if not parts:
+        return np.empty((0, 4), dtype=dtype), np.empty(0, dtype=np.int64)
+    coords = np.concatenate([p.astype(dtype, copy=False) for p in parts])
+    indices = np.repeat(np.arange(len(parts), dtype=np.int64), [len(p) for p in parts])
+    return coords, indices
+
+
+def _coords_from_rois(value, dtype, name):
+    array = _as_array(value)
+    if array.ndim != 2 or array.shape[1] != 5:
+        raise ShapeError(
+            f"{name} must have shape (K, 5) [batch_index, x1, y1, x2, y2], be a list of "
+            f"(L, 4) arrays, or have shape (K, 4) with batch_indices=; got shape {array.shape}"
+        )
+    _check_coords_dtype(array, dtype, name)
+    column = array[:, 0]
+    integral = np.isfinite(column) & (column == np.floor(column))
+    if not integral.all():
+        k = int(np.argmin(integral))
+        raise BatchIndexError(
+            f"{name}: RoI {k} has batch index {column[k].item()!r}; it must be an integer"
+        )
+    # clip before the cast so huge values stay out of range instead of wrapping
+    limit = float(np.iinfo(np.int64).max // 2)
+    return array[:, 1:5], np.clip(column, -limit, limit).astype(np.int64)
 
 
 def output_array(out, shape: tuple, dtype: np.dtype, inputs: tuple, name: str = "out"):

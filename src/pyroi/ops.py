@@ -17,6 +17,7 @@ def roi_align(
     sampling_ratio=-1,
     aligned=False,
     *,
+    batch_indices=None,
     num_threads=None,
     out=None,
 ):
@@ -29,10 +30,11 @@ def roi_align(
     ----------
     input : ndarray, shape (N, C, H, W), float32 or float64
         Feature maps. Any strides (transposed, sliced, negative, broadcast) are read in place.
-    boxes : ndarray (K, 5) or list of ndarray (L_i, 4)
-        ``[batch_index, x1, y1, x2, y2]`` rows in input-image pixels, or one ``(L_i, 4)``
-        array of ``[x1, y1, x2, y2]`` per image (list position = batch index). Same dtype
-        as ``input``. Batch indices must be integers in ``[0, N)``; coordinates finite.
+    boxes : ndarray (K, 5), list of ndarray (L_i, 4), or ndarray (K, 4)
+        ``[batch_index, x1, y1, x2, y2]`` rows in input-image pixels; or one ``(L_i, 4)``
+        array of ``[x1, y1, x2, y2]`` per image (list position = batch index); or ``(K, 4)``
+        coordinates with ``batch_indices``. Same dtype as ``input``. Batch indices must be
+        integers in ``[0, N)``; coordinates finite.
     output_size : int or (int, int)
         Output bins ``(ph, pw)``; an int ``s`` means ``(s, s)``.
     spatial_scale : float, default 1.0
@@ -43,8 +45,11 @@ def roi_align(
     aligned : bool, default False
         True shifts box corners by -0.5 pixel (the correct alignment, detectron2's
         ROIAlignV2); False is the legacy Mask R-CNN convention (RoI sizes forced to >= 1).
+    batch_indices : ndarray (K,) of int, optional
+        Image of each RoI when ``boxes`` is ``(K, 4)`` (ONNX style).
     num_threads : int, optional
-        Threads for this call (results are identical for every value).
+        Threads for this call (default :func:`pyroi.get_num_threads`); results are
+        identical for every value.
     out : ndarray (K, C, ph, pw), optional
         Array to write the result into (any strides, not overlapping the inputs).
 
@@ -75,11 +80,11 @@ def roi_align(
     ratio = _validate.sampling_ratio(sampling_ratio)
     is_aligned = _validate.flag(aligned, "aligned")
     threads = _validate.num_threads(num_threads)
-    coords, batch_indices = _validate.boxes(boxes, features.dtype, features.shape[0])
+    coords, roi_images = _validate.boxes(boxes, features.dtype, features.shape[0], batch_indices)
     shape = (coords.shape[0], features.shape[1], pooled_height, pooled_width)
     result = _validate.output_array(out, shape, features.dtype, (features, coords))
     _core.roi_align_forward(
-        features, coords, batch_indices, result, pooled_height, pooled_width,
+        features, coords, roi_images, result, pooled_height, pooled_width,
         scale, scale, ratio, is_aligned, threads,
     )
     return result
@@ -93,6 +98,7 @@ def roi_align_backward(
     sampling_ratio=-1,
     aligned=False,
     *,
+    batch_indices=None,
     num_threads=None,
     out=None,
 ):
@@ -107,11 +113,11 @@ def roi_align_backward(
     grad_output : ndarray, shape (K, C, ph, pw), float32 or float64
         Gradient of the loss with respect to the output of :func:`roi_align`; its last two
         dimensions give the output size.
-    boxes : ndarray (K, 5) or list of ndarray (L_i, 4)
+    boxes : ndarray (K, 5), list of ndarray (L_i, 4), or ndarray (K, 4)
         The boxes given to the forward (same dtype as ``grad_output``).
     input_shape : sequence of 4 ints
         ``(N, C, H, W)`` of the forward's input; ``C`` must equal ``grad_output.shape[1]``.
-    spatial_scale, sampling_ratio, aligned, num_threads
+    spatial_scale, sampling_ratio, aligned, batch_indices, num_threads
         As for :func:`roi_align`.
     out : ndarray of shape ``input_shape``, optional
         Array to write the gradient into (it is overwritten, not accumulated).
@@ -143,13 +149,13 @@ def roi_align_backward(
     ratio = _validate.sampling_ratio(sampling_ratio)
     is_aligned = _validate.flag(aligned, "aligned")
     threads = _validate.num_threads(num_threads)
-    coords, batch_indices = _validate.boxes(boxes, grad.dtype, shape[0])
+    coords, roi_images = _validate.boxes(boxes, grad.dtype, shape[0], batch_indices)
     if coords.shape[0] != grad.shape[0]:
         raise _validate.ShapeError(
             f"boxes has {coords.shape[0]} RoIs but grad_output has {grad.shape[0]}"
         )
     result = _validate.output_array(out, shape, grad.dtype, (grad, coords))
     _core.roi_align_backward(
-        grad, coords, batch_indices, result, scale, scale, ratio, is_aligned, threads
+        grad, coords, roi_images, result, scale, scale, ratio, is_aligned, threads
     )
     return result
