@@ -680,3 +680,40 @@ def test_batch_indices_form_equals_rois_form(dtype, index_dtype):
     np.testing.assert_array_equal(
         pyroi.roi_align_backward(grad, coords, x.shape, 0.9, 2, True, batch_indices=images),
         pyroi.roi_align_backward(grad, rois, x.shape, 0.9, 2, True))
+
+
+# --------------------------------------------------------------------------------------
+# both loop orders of the C core (direct: RoIs read the planes in place; blocked: channel
+# blocks copied channels-last) are exact; the core picks one from the work per map element
+# --------------------------------------------------------------------------------------
+
+def _loop_order_case(order, dtype, channels, seed):
+    rng = np.random.default_rng(seed)
+    if order == "direct":  # two small boxes on a large map: little work per map element
+        x = rng.standard_normal((2, channels, 64, 72)).astype(dtype)
+        coords = rng.uniform(0, 60, (2, 2))
+        sizes = rng.uniform(0.5, 6, (2, 2))
+        k = 2
+    else:  # many boxes on a small map: every element is sampled many times
+        x = rng.standard_normal((2, channels, 23, 29)).astype(dtype)
+        k = 60
+        coords = rng.uniform(-6, 30, (k, 2))
+        sizes = rng.uniform(0, 20, (k, 2))
+    boxes = np.concatenate([np.arange(k)[:, None] % 2, coords, coords + sizes], axis=1)
+    return x, boxes.astype(dtype)
+
+
+@pytest.mark.parametrize("order", ["direct", "blocked"])
+@pytest.mark.parametrize("channels", [5, 16, 37])
+@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
+@pytest.mark.parametrize("aligned", [False, True])
+@pytest.mark.parametrize("sampling_ratio", [0, 2, 3])
+def test_loop_orders_bit_exact_with_torchvision(tv, order, channels, dtype, aligned,
+                                                sampling_ratio):
+    x, boxes = _loop_order_case(order, dtype, channels, seed=channels)
+    args = ((3, 4), 0.8, sampling_ratio, aligned)
+    np.testing.assert_array_equal(pyroi.roi_align(x, boxes, *args), tv.roi_align(x, boxes, *args))
+    grad = np.random.default_rng(1).standard_normal(
+        (len(boxes), channels, 3, 4)).astype(dtype)
+    np.testing.assert_array_equal(pyroi.roi_align_backward(grad, boxes, x.shape, *args[1:]),
+                                  tv.roi_align_grad(x, boxes, grad, *args))

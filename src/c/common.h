@@ -12,6 +12,16 @@
 #  define PYROI_RESTRICT
 #endif
 
+/* Hot vector loops are compiled twice on x86-64 Linux with GCC or Clang, for AVX2 and for the
+ * baseline, and the loader picks one (an ifunc). Both give identical results: lanes are
+ * independent and no multiply-add is fused (-ffp-contract=off). Elsewhere: baseline only. */
+#if defined(__x86_64__) && defined(__linux__) && !defined(PYROI_NO_CLONES) && \
+    ((defined(__GNUC__) && __GNUC__ >= 6) || (defined(__clang__) && __clang_major__ >= 14))
+#  define PYROI_VECTOR_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#  define PYROI_VECTOR_CLONES
+#endif
+
 #define PYROI_CAT_(a, b) a##b
 #define PYROI_CAT(a, b) PYROI_CAT_(a, b)
 

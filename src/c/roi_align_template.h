@@ -1,9 +1,24 @@
 /* roi_align_template.h - RoIAlign (average) kernels, included by roi_align.c once per dtype
- * with T and PYROI_TYPED(name) defined. Semantics: SEMANTICS.md section 3; evaluation order
- * is torchvision's so that results match it bit for bit. */
+ * with T and PYROI_TYPED(name) defined. Semantics: SEMANTICS.md section 3; every output (and
+ * every input-gradient pixel) is accumulated in torchvision's order, so results match it bit
+ * for bit whichever loop order or thread count computes them.
+ *
+ * A call first builds a plan: the per-axis tap tables of every RoI (sampling.h), built once
+ * and shared read-only by the workers. Two loop orders then consume it:
+ *  - direct: RoI by RoI reading the input planes in place; best when the RoIs touch little
+ *    of the feature map (few or small boxes);
+ *  - blocked: for each (image, block of channels) the block is first copied channels-last
+ *    into a small scratch map (lanes of one cache line), then every RoI of that image is
+ *    sampled from it with the channel lanes as the vector axis. The input is read from
+ *    memory once instead of once per RoI, and the inner loop is unit-stride and branch-free.
+ */
 
 typedef PYROI_TYPED(pyroi_sample_axis) PYROI_TYPED(sample_axis);
 typedef PYROI_TYPED(pyroi_axis_tap) PYROI_TYPED(axis_tap);
+
+/* Channel lanes of a block: one 64-byte cache line (16 float, 8 double). */
+#define PYROI_LANE_BYTES 64
+#define PYROI_LANES ((int64_t)(PYROI_LANE_BYTES / sizeof(T)))
 
 /* The row and column sampling grids of one RoI (box = x1, y1, x2, y2). */
 static pyroi_status PYROI_TYPED(roi_align_axes)(const T *box, const pyroi_roi_align_params *params,
@@ -25,200 +40,257 @@ static pyroi_status PYROI_TYPED(roi_align_axes)(const T *box, const pyroi_roi_al
         params->sampling_ratio, width, cols);
 }
 
-/* Per-RoI scratch: the tap tables of one RoI, sized for the largest RoI of the call. */
-typedef struct PYROI_TYPED(roi_tap_tables) {
-    pyroi_tap_range *row_ranges;
-    pyroi_tap_range *col_ranges;
-    PYROI_TYPED(axis_tap) *row_taps;
-    PYROI_TYPED(axis_tap) *col_taps;
-    void *block;
-} PYROI_TYPED(roi_tap_tables);
-
-/* Checks every box (finite, grid not too large) and sizes the tap tables; on failure
- * *failed_roi is the index of the offending RoI. Batch indices were checked before. */
-static pyroi_status PYROI_TYPED(roi_align_scan_boxes)(
+/* Checks every box (finite, grid not too large). With row_taps/col_taps non-NULL also
+ * records each RoI's in-map sample count per axis. On failure *failed_roi is the index of
+ * the offending RoI. */
+static pyroi_status PYROI_TYPED(roi_align_check_boxes)(
     const T *boxes, int64_t num_rois, int64_t box_row_stride, int64_t height, int64_t width,
-    const pyroi_roi_align_params *params, int64_t *max_row_taps, int64_t *max_col_taps,
+    const pyroi_roi_align_params *params, int64_t *row_taps, int64_t *col_taps,
     int64_t *failed_roi)
 {
     int64_t k;
-    *max_row_taps = 0;
-    *max_col_taps = 0;
     *failed_roi = -1;
     for (k = 0; k < num_rois; ++k) {
         PYROI_TYPED(sample_axis) rows, cols;
-        int64_t n;
         pyroi_status status = PYROI_TYPED(roi_align_axes)(boxes + k * box_row_stride, params,
                                                           height, width, &rows, &cols);
         if (status != PYROI_OK) {
             *failed_roi = k;
             return status;
         }
-        n = PYROI_TYPED(pyroi_axis_tap_count)(&rows);
-        if (n > *max_row_taps) {
-            *max_row_taps = n;
-        }
-        n = PYROI_TYPED(pyroi_axis_tap_count)(&cols);
-        if (n > *max_col_taps) {
-            *max_col_taps = n;
+        if (row_taps != NULL) {
+            row_taps[k] = PYROI_TYPED(pyroi_axis_tap_count)(&rows);
+            col_taps[k] = PYROI_TYPED(pyroi_axis_tap_count)(&cols);
         }
     }
     return PYROI_OK;
 }
 
-static pyroi_status PYROI_TYPED(roi_tap_tables_alloc)(PYROI_TYPED(roi_tap_tables) *tables,
-                                                      int64_t pooled_height, int64_t pooled_width,
-                                                      int64_t max_row_taps, int64_t max_col_taps)
+/* The tap tables of every RoI of a call, and the RoIs grouped by image. */
+typedef struct PYROI_TYPED(roi_align_plan) {
+    int64_t num_rois;
+    int64_t bins;               /* pooled_height + pooled_width: ranges per RoI */
+    pyroi_tap_range *ranges;    /* RoI k: ranges[k*bins ..]: rows, then columns */
+    PYROI_TYPED(axis_tap) *taps; /* RoI k: row taps from taps + first_tap[k], then columns */
+    int64_t *first_tap;         /* per RoI */
+    int64_t *row_taps;          /* per RoI: in-map samples along y (over all bins) */
+    int64_t *col_taps;          /* per RoI: in-map samples along x */
+    int64_t *samples;           /* per RoI: grid_h * grid_w (the averaging count) */
+    int64_t *order;             /* RoI indices sorted by image, stable */
+    int64_t *image_start;       /* RoIs of image n: order[image_start[n] .. image_start[n+1]) */
+    double sampled_taps;        /* sum over RoIs of row_taps * col_taps: work per channel */
+    void *allocation;
+} PYROI_TYPED(roi_align_plan);
+
+static void PYROI_TYPED(roi_align_plan_free)(PYROI_TYPED(roi_align_plan) *plan)
 {
-    const size_t range_size = sizeof(pyroi_tap_range);
-    const size_t tap_size = sizeof(PYROI_TYPED(axis_tap));
-    /* every count is bounded by the validated output size or by the tap count; guard the
-     * byte arithmetic against size_t overflow on 32-bit targets all the same */
-    const uint64_t limit = (uint64_t)SIZE_MAX / 4 / (tap_size > range_size ? tap_size : range_size);
-    char *block;
-    if ((uint64_t)pooled_height > limit || (uint64_t)pooled_width > limit ||
-        (uint64_t)max_row_taps > limit || (uint64_t)max_col_taps > limit) {
+    free(plan->allocation);
+    free(plan->taps);
+    plan->allocation = NULL;
+    plan->taps = NULL;
+}
+
+/* Validates the boxes and builds the plan (batch indices were checked before). */
+static pyroi_status PYROI_TYPED(roi_align_plan_build)(
+    PYROI_TYPED(roi_align_plan) *plan, const T *boxes, int64_t num_rois, int64_t box_row_stride,
+    const int64_t *batch_indices, int64_t num_images, int64_t height, int64_t width,
+    const pyroi_roi_align_params *params)
+{
+    const int64_t bins = params->pooled_height + params->pooled_width;
+    int64_t k, n, failed_roi, total_taps = 0, per_roi_words, words;
+    pyroi_status status;
+
+    plan->num_rois = num_rois;
+    plan->bins = bins;
+    plan->allocation = NULL;
+    plan->taps = NULL;
+    /* one allocation for everything sized by the RoI count: 6 int64 per RoI, the ranges,
+     * and the image offsets (the validated output size bounds every product below) */
+    per_roi_words = 5 + 2 * bins;
+    if ((uint64_t)num_rois > (uint64_t)(SIZE_MAX / 16) / (uint64_t)per_roi_words) {
         return PYROI_E_NO_MEMORY;
     }
-    block = (char *)malloc(((size_t)pooled_height + (size_t)pooled_width) * range_size +
-                           ((size_t)max_row_taps + (size_t)max_col_taps) * tap_size + 1);
-    if (block == NULL) {
+    words = num_rois * per_roi_words + num_images + 1;
+    plan->allocation = malloc((size_t)words * sizeof(int64_t));
+    if (plan->allocation == NULL) {
         return PYROI_E_NO_MEMORY;
     }
-    tables->block = block;
-    /* taps first: their alignment is the stricter one */
-    tables->row_taps = (PYROI_TYPED(axis_tap) *)block;
-    tables->col_taps = tables->row_taps + max_row_taps;
-    tables->row_ranges = (pyroi_tap_range *)(tables->col_taps + max_col_taps);
-    tables->col_ranges = tables->row_ranges + pooled_height;
-    return PYROI_OK;
-}
+    plan->first_tap = (int64_t *)plan->allocation;
+    plan->row_taps = plan->first_tap + num_rois;
+    plan->col_taps = plan->row_taps + num_rois;
+    plan->samples = plan->col_taps + num_rois;
+    plan->order = plan->samples + num_rois;
+    plan->image_start = plan->order + num_rois;
+    plan->ranges = (pyroi_tap_range *)(plan->image_start + num_images + 1);
 
-/* One set of tap tables per worker; on failure nothing stays allocated. */
-static pyroi_status PYROI_TYPED(roi_tap_tables_alloc_workers)(
-    PYROI_TYPED(roi_tap_tables) *tables, int workers, int64_t pooled_height,
-    int64_t pooled_width, int64_t max_row_taps, int64_t max_col_taps)
-{
-    int i, j;
-    for (i = 0; i < workers; ++i) {
-        pyroi_status status = PYROI_TYPED(roi_tap_tables_alloc)(
-            &tables[i], pooled_height, pooled_width, max_row_taps, max_col_taps);
-        if (status != PYROI_OK) {
-            for (j = 0; j < i; ++j) {
-                free(tables[j].block);
-            }
-            return status;
+    status = PYROI_TYPED(roi_align_check_boxes)(boxes, num_rois, box_row_stride, height, width,
+                                                params, plan->row_taps, plan->col_taps,
+                                                &failed_roi);
+    if (status != PYROI_OK) {
+        PYROI_TYPED(roi_align_plan_free)(plan);
+        return status;
+    }
+    plan->sampled_taps = 0;
+    for (k = 0; k < num_rois; ++k) {
+        plan->first_tap[k] = total_taps;
+        if (!pyroi_add_nonneg(total_taps, plan->row_taps[k], &total_taps) ||
+            !pyroi_add_nonneg(total_taps, plan->col_taps[k], &total_taps)) {
+            PYROI_TYPED(roi_align_plan_free)(plan);
+            return PYROI_E_NO_MEMORY;
         }
+        plan->sampled_taps += (double)plan->row_taps[k] * (double)plan->col_taps[k];
     }
+    if ((uint64_t)total_taps > (uint64_t)SIZE_MAX / sizeof(PYROI_TYPED(axis_tap))) {
+        PYROI_TYPED(roi_align_plan_free)(plan);
+        return PYROI_E_NO_MEMORY;
+    }
+    plan->taps = (PYROI_TYPED(axis_tap) *)malloc(
+        (size_t)(total_taps > 0 ? total_taps : 1) * sizeof(PYROI_TYPED(axis_tap)));
+    if (plan->taps == NULL) {
+        PYROI_TYPED(roi_align_plan_free)(plan);
+        return PYROI_E_NO_MEMORY;
+    }
+    for (k = 0; k < num_rois; ++k) {
+        PYROI_TYPED(sample_axis) rows, cols;
+        PYROI_TYPED(axis_tap) *taps = plan->taps + plan->first_tap[k];
+        pyroi_tap_range *ranges = plan->ranges + k * bins;
+        (void)PYROI_TYPED(roi_align_axes)(boxes + k * box_row_stride, params, height, width,
+                                          &rows, &cols);
+        PYROI_TYPED(pyroi_axis_tap_table)(&rows, ranges, taps);
+        PYROI_TYPED(pyroi_axis_tap_table)(&cols, ranges + params->pooled_height,
+                                          taps + plan->row_taps[k]);
+        plan->samples[k] = rows.grid * cols.grid;
+    }
+    /* counting sort of the RoIs by image, keeping RoI order within an image */
+    for (n = 0; n <= num_images; ++n) {
+        plan->image_start[n] = 0;
+    }
+    for (k = 0; k < num_rois; ++k) {
+        plan->image_start[batch_indices[k] + 1] += 1;
+    }
+    for (n = 0; n < num_images; ++n) {
+        plan->image_start[n + 1] += plan->image_start[n];
+    }
+    for (k = 0; k < num_rois; ++k) {
+        plan->order[plan->image_start[batch_indices[k]]++] = k;
+    }
+    for (n = num_images; n > 0; --n) { /* undo the increments of the placement pass */
+        plan->image_start[n] = plan->image_start[n - 1];
+    }
+    plan->image_start[0] = 0;
     return PYROI_OK;
 }
 
-static void PYROI_TYPED(roi_tap_tables_free_workers)(PYROI_TYPED(roi_tap_tables) *tables,
-                                                     int workers)
-{
-    int i;
-    for (i = 0; i < workers; ++i) {
-        free(tables[i].block);
-    }
-}
+/* Everything a worker needs. */
+typedef struct PYROI_TYPED(roi_align_job) {
+    const T *features; /* input (forward) or grad_output (backward) */
+    const int64_t *features_strides;
+    const int64_t *batch_indices;
+    T *result; /* output (forward) or grad_input (backward) */
+    const int64_t *result_strides;
+    const int64_t *map_shape; /* N, C, H, W of the input */
+    const pyroi_roi_align_params *params;
+    const PYROI_TYPED(roi_align_plan) *plan;
+    T *scratch; /* blocked path: one channels-last block map per worker */
+    int64_t scratch_stride; /* elements per worker */
+} PYROI_TYPED(roi_align_job);
 
-/* Builds the tap tables of one (already validated) RoI; returns its samples per bin. */
-static int64_t PYROI_TYPED(roi_tap_tables_fill)(PYROI_TYPED(roi_tap_tables) *tables, const T *box,
-                                                const pyroi_roi_align_params *params,
-                                                int64_t height, int64_t width)
-{
-    PYROI_TYPED(sample_axis) rows, cols;
-    (void)PYROI_TYPED(roi_align_axes)(box, params, height, width, &rows, &cols);
-    PYROI_TYPED(pyroi_axis_tap_table)(&rows, tables->row_ranges, tables->row_taps);
-    PYROI_TYPED(pyroi_axis_tap_table)(&cols, tables->col_ranges, tables->col_taps);
-    return rows.grid * cols.grid;
-}
+/* ---- direct loop order ------------------------------------------------------------------ */
 
-/* Forward for RoIs [roi_begin, roi_end): every channel and bin of each. */
-static void PYROI_TYPED(roi_align_forward_rois)(
-    const T *input, const int64_t input_shape[4], const int64_t input_strides[4],
-    const T *boxes, int64_t box_row_stride, const int64_t *batch_indices,
-    T *PYROI_RESTRICT output, const int64_t output_strides[4],
-    const pyroi_roi_align_params *params, PYROI_TYPED(roi_tap_tables) *tables,
-    int64_t roi_begin, int64_t roi_end)
+/* Forward for RoIs [begin, end): every channel and bin of each, reading the input in place. */
+static void PYROI_TYPED(roi_align_forward_direct_task)(void *context, int64_t begin,
+                                                       int64_t end, int worker)
 {
-    const int64_t channels = input_shape[1];
-    const int64_t row_stride = input_strides[2], col_stride = input_strides[3];
+    const PYROI_TYPED(roi_align_job) *job = (const PYROI_TYPED(roi_align_job) *)context;
+    const PYROI_TYPED(roi_align_plan) *plan = job->plan;
+    const int64_t *in_strides = job->features_strides, *out_strides = job->result_strides;
+    const int64_t row_stride = in_strides[2], col_stride = in_strides[3];
+    const int64_t pooled_height = job->params->pooled_height;
+    const int64_t pooled_width = job->params->pooled_width;
     int64_t k, c, ph, pw, r, q;
+    (void)worker;
 
-    for (k = roi_begin; k < roi_end; ++k) {
-        const int64_t samples = PYROI_TYPED(roi_tap_tables_fill)(
-            tables, boxes + k * box_row_stride, params, input_shape[2], input_shape[3]);
-        const T count = (T)(samples > 1 ? samples : 1); /* empty grid: output 0, not NaN */
-        for (c = 0; c < channels; ++c) {
-            const T *plane = input + batch_indices[k] * input_strides[0] + c * input_strides[1];
-            T *out = output + k * output_strides[0] + c * output_strides[1];
-            for (ph = 0; ph < params->pooled_height; ++ph) {
-                const pyroi_tap_range rr = tables->row_ranges[ph];
-                for (pw = 0; pw < params->pooled_width; ++pw) {
-                    const pyroi_tap_range cr = tables->col_ranges[pw];
+    for (k = begin; k < end; ++k) {
+        const pyroi_tap_range *row_ranges = plan->ranges + k * plan->bins;
+        const pyroi_tap_range *col_ranges = row_ranges + pooled_height;
+        const PYROI_TYPED(axis_tap) *row_taps = plan->taps + plan->first_tap[k];
+        const PYROI_TYPED(axis_tap) *col_taps = row_taps + plan->row_taps[k];
+        /* empty grid: output 0, not NaN */
+        const T count = (T)(plan->samples[k] > 1 ? plan->samples[k] : 1);
+        for (c = 0; c < job->map_shape[1]; ++c) {
+            const T *plane = job->features + job->batch_indices[k] * in_strides[0] +
+                             c * in_strides[1];
+            T *out = job->result + k * out_strides[0] + c * out_strides[1];
+            for (ph = 0; ph < pooled_height; ++ph) {
+                const pyroi_tap_range rr = row_ranges[ph];
+                for (pw = 0; pw < pooled_width; ++pw) {
+                    const pyroi_tap_range cr = col_ranges[pw];
                     T sum = (T)0;
                     for (r = rr.begin; r < rr.end; ++r) {
-                        const PYROI_TYPED(axis_tap) ty = tables->row_taps[r];
+                        const PYROI_TYPED(axis_tap) ty = row_taps[r];
                         const T *row_lo = plane + ty.lo * row_stride;
                         const T *row_hi = plane + ty.hi * row_stride;
                         for (q = cr.begin; q < cr.end; ++q) {
-                            const PYROI_TYPED(axis_tap) tx = tables->col_taps[q];
+                            const PYROI_TYPED(axis_tap) tx = col_taps[q];
                             const T w1 = ty.w_lo * tx.w_lo, w2 = ty.w_lo * tx.w_hi;
                             const T w3 = ty.w_hi * tx.w_lo, w4 = ty.w_hi * tx.w_hi;
                             sum += w1 * row_lo[tx.lo * col_stride] + w2 * row_lo[tx.hi * col_stride] +
                                    w3 * row_hi[tx.lo * col_stride] + w4 * row_hi[tx.hi * col_stride];
                         }
                     }
-                    out[ph * output_strides[2] + pw * output_strides[3]] = sum / count;
+                    out[ph * out_strides[2] + pw * out_strides[3]] = sum / count;
                 }
             }
         }
     }
 }
 
-/* Backward for input channels [channel_begin, channel_end): zeroes those planes of every
- * image, then adds each RoI's contributions in torchvision's order (RoI, bin, sample, tap),
- * so the result does not depend on how channels are split between threads. */
-static void PYROI_TYPED(roi_align_backward_channels)(
-    const T *grad_output, const int64_t grad_output_strides[4],
-    const T *boxes, int64_t num_rois, int64_t box_row_stride, const int64_t *batch_indices,
-    T *PYROI_RESTRICT grad_input, const int64_t grad_input_shape[4],
-    const int64_t grad_input_strides[4], const pyroi_roi_align_params *params,
-    PYROI_TYPED(roi_tap_tables) *tables, int64_t channel_begin, int64_t channel_end)
+/* Backward for input channels [begin, end): zeroes those planes of every image, then adds
+ * each RoI's contributions in torchvision's order (RoI, bin, sample, tap). */
+static void PYROI_TYPED(roi_align_backward_direct_task)(void *context, int64_t begin,
+                                                        int64_t end, int worker)
 {
-    const int64_t row_stride = grad_input_strides[2], col_stride = grad_input_strides[3];
+    const PYROI_TYPED(roi_align_job) *job = (const PYROI_TYPED(roi_align_job) *)context;
+    const PYROI_TYPED(roi_align_plan) *plan = job->plan;
+    const int64_t *go_strides = job->features_strides, *gi_strides = job->result_strides;
+    const int64_t *shape = job->map_shape;
+    const int64_t row_stride = gi_strides[2], col_stride = gi_strides[3];
+    const int64_t pooled_height = job->params->pooled_height;
+    const int64_t pooled_width = job->params->pooled_width;
     int64_t n, k, c, h, w, ph, pw, r, q;
+    (void)worker;
 
-    for (n = 0; n < grad_input_shape[0]; ++n) {
-        for (c = channel_begin; c < channel_end; ++c) {
-            T *plane = grad_input + n * grad_input_strides[0] + c * grad_input_strides[1];
-            for (h = 0; h < grad_input_shape[2]; ++h) {
-                for (w = 0; w < grad_input_shape[3]; ++w) {
+    for (n = 0; n < shape[0]; ++n) {
+        for (c = begin; c < end; ++c) {
+            T *plane = job->result + n * gi_strides[0] + c * gi_strides[1];
+            for (h = 0; h < shape[2]; ++h) {
+                for (w = 0; w < shape[3]; ++w) {
                     plane[h * row_stride + w * col_stride] = (T)0;
                 }
             }
         }
     }
-    for (k = 0; k < num_rois; ++k) {
+    for (k = 0; k < plan->num_rois; ++k) {
+        const pyroi_tap_range *row_ranges = plan->ranges + k * plan->bins;
+        const pyroi_tap_range *col_ranges = row_ranges + pooled_height;
+        const PYROI_TYPED(axis_tap) *row_taps = plan->taps + plan->first_tap[k];
+        const PYROI_TYPED(axis_tap) *col_taps = row_taps + plan->row_taps[k];
         /* unclamped: an empty grid has no taps, so nothing divides by it */
-        const T count = (T)PYROI_TYPED(roi_tap_tables_fill)(
-            tables, boxes + k * box_row_stride, params, grad_input_shape[2], grad_input_shape[3]);
-        for (c = channel_begin; c < channel_end; ++c) {
-            T *plane = grad_input + batch_indices[k] * grad_input_strides[0] +
-                       c * grad_input_strides[1];
-            const T *grad = grad_output + k * grad_output_strides[0] + c * grad_output_strides[1];
-            for (ph = 0; ph < params->pooled_height; ++ph) {
-                const pyroi_tap_range rr = tables->row_ranges[ph];
-                for (pw = 0; pw < params->pooled_width; ++pw) {
-                    const pyroi_tap_range cr = tables->col_ranges[pw];
-                    const T g = grad[ph * grad_output_strides[2] + pw * grad_output_strides[3]];
+        const T count = (T)plan->samples[k];
+        for (c = begin; c < end; ++c) {
+            T *plane = job->result + job->batch_indices[k] * gi_strides[0] + c * gi_strides[1];
+            const T *grad = job->features + k * go_strides[0] + c * go_strides[1];
+            for (ph = 0; ph < pooled_height; ++ph) {
+                const pyroi_tap_range rr = row_ranges[ph];
+                for (pw = 0; pw < pooled_width; ++pw) {
+                    const pyroi_tap_range cr = col_ranges[pw];
+                    const T g = grad[ph * go_strides[2] + pw * go_strides[3]];
                     for (r = rr.begin; r < rr.end; ++r) {
-                        const PYROI_TYPED(axis_tap) ty = tables->row_taps[r];
+                        const PYROI_TYPED(axis_tap) ty = row_taps[r];
                         T *row_lo = plane + ty.lo * row_stride;
                         T *row_hi = plane + ty.hi * row_stride;
                         for (q = cr.begin; q < cr.end; ++q) {
-                            const PYROI_TYPED(axis_tap) tx = tables->col_taps[q];
+                            const PYROI_TYPED(axis_tap) tx = col_taps[q];
                             const T w1 = ty.w_lo * tx.w_lo, w2 = ty.w_lo * tx.w_hi;
                             const T w3 = ty.w_hi * tx.w_lo, w4 = ty.w_hi * tx.w_hi;
                             /* (g * w) / count, four separate adds even where taps coincide */
@@ -234,60 +306,307 @@ static void PYROI_TYPED(roi_align_backward_channels)(
     }
 }
 
-/* Everything a worker needs; a worker only adds its own index to pick its tables. */
-typedef struct PYROI_TYPED(roi_align_job) {
-    const T *features; /* input (forward) or grad_output (backward) */
-    const int64_t *features_shape;
-    const int64_t *features_strides;
-    const T *boxes;
-    int64_t num_rois;
-    int64_t box_row_stride;
-    const int64_t *batch_indices;
-    T *result; /* output (forward) or grad_input (backward) */
-    const int64_t *result_shape;
-    const int64_t *result_strides;
-    const pyroi_roi_align_params *params;
-    PYROI_TYPED(roi_tap_tables) *tables; /* one per worker */
-} PYROI_TYPED(roi_align_job);
+/* ---- blocked loop order ----------------------------------------------------------------- */
 
-static void PYROI_TYPED(roi_align_forward_task)(void *context, int64_t begin, int64_t end,
-                                                int worker)
+/* Copies channels [c0, c0 + lanes) of image n into block[h][w][PYROI_LANES] (unused lanes
+ * zero, so the vector loops never see garbage). The inner loop runs over the lanes of one
+ * pixel: contiguous stores, and loads the compiler can turn into a vector gather. */
+PYROI_VECTOR_CLONES
+static void PYROI_TYPED(roi_align_gather_block)(T *PYROI_RESTRICT block, const T *map,
+                                                const int64_t strides[4], int64_t height,
+                                                int64_t width, int64_t n, int64_t c0,
+                                                int64_t lanes)
 {
-    const PYROI_TYPED(roi_align_job) *job = (const PYROI_TYPED(roi_align_job) *)context;
-    PYROI_TYPED(roi_align_forward_rois)(job->features, job->features_shape,
-                                        job->features_strides, job->boxes, job->box_row_stride,
-                                        job->batch_indices, job->result, job->result_strides,
-                                        job->params, &job->tables[worker], begin, end);
-}
-
-static void PYROI_TYPED(roi_align_backward_task)(void *context, int64_t begin, int64_t end,
-                                                 int worker)
-{
-    const PYROI_TYPED(roi_align_job) *job = (const PYROI_TYPED(roi_align_job) *)context;
-    PYROI_TYPED(roi_align_backward_channels)(
-        job->features, job->features_strides, job->boxes, job->num_rois, job->box_row_stride,
-        job->batch_indices, job->result, job->result_shape, job->result_strides, job->params,
-        &job->tables[worker], begin, end);
-}
-
-/* Allocates per-worker tables, runs task over item_count items, frees. */
-static pyroi_status PYROI_TYPED(roi_align_run)(PYROI_TYPED(roi_align_job) *job,
-                                               pyroi_range_task task, int64_t item_count,
-                                               double work_per_item, int64_t max_row_taps,
-                                               int64_t max_col_taps)
-{
-    PYROI_TYPED(roi_tap_tables) tables[PYROI_PARALLEL_MAX_WORKERS];
-    const int workers = pyroi_parallel_workers(job->params->num_threads, item_count,
-                                               work_per_item);
-    pyroi_status status = PYROI_TYPED(roi_tap_tables_alloc_workers)(
-        tables, workers, job->params->pooled_height, job->params->pooled_width, max_row_taps,
-        max_col_taps);
-    if (status != PYROI_OK) {
-        return status;
+    const T *image = map + n * strides[0] + c0 * strides[1];
+    const int64_t channel_stride = strides[1];
+    int64_t h, w, j;
+    if (lanes == PYROI_LANES) {
+        for (h = 0; h < height; ++h) {
+            for (w = 0; w < width; ++w) {
+                const T *pixel = image + h * strides[2] + w * strides[3];
+                T *out = block + (h * width + w) * PYROI_LANES;
+                for (j = 0; j < PYROI_LANES; ++j) {
+                    out[j] = pixel[j * channel_stride];
+                }
+            }
+        }
+        return;
     }
-    job->tables = tables;
-    pyroi_parallel_for(workers, item_count, task, job);
-    PYROI_TYPED(roi_tap_tables_free_workers)(tables, workers);
+    for (h = 0; h < height; ++h) {
+        for (w = 0; w < width; ++w) {
+            const T *pixel = image + h * strides[2] + w * strides[3];
+            T *out = block + (h * width + w) * PYROI_LANES;
+            for (j = 0; j < PYROI_LANES; ++j) {
+                out[j] = j < lanes ? pixel[j * channel_stride] : (T)0;
+            }
+        }
+    }
+}
+
+/* The worker's scratch: the channels-last block map, then one bin tile
+ * tile[ph * pooled_width + pw][PYROI_LANES] that carries a RoI's outputs (forward) or output
+ * gradients (backward) between the lane-major kernels and the caller's layout. */
+static T *PYROI_TYPED(roi_align_bin_tile)(const PYROI_TYPED(roi_align_job) *job, T *block)
+{
+    return block + job->map_shape[2] * job->map_shape[3] * PYROI_LANES;
+}
+
+/* Work item = (image, channel block): item / blocks is the image. */
+PYROI_VECTOR_CLONES
+static void PYROI_TYPED(roi_align_forward_blocked_task)(void *context, int64_t begin,
+                                                        int64_t end, int worker)
+{
+    const PYROI_TYPED(roi_align_job) *job = (const PYROI_TYPED(roi_align_job) *)context;
+    const PYROI_TYPED(roi_align_plan) *plan = job->plan;
+    const int64_t *shape = job->map_shape, *out_strides = job->result_strides;
+    const int64_t width = shape[3];
+    const int64_t pooled_height = job->params->pooled_height;
+    const int64_t pooled_width = job->params->pooled_width;
+    const int64_t blocks = (shape[1] + PYROI_LANES - 1) / PYROI_LANES;
+    T *block = job->scratch + worker * job->scratch_stride;
+    T *tile = PYROI_TYPED(roi_align_bin_tile)(job, block);
+    int64_t item, i, ph, pw, r, q, j;
+
+    for (item = begin; item < end; ++item) {
+        const int64_t n = item / blocks;
+        const int64_t c0 = (item % blocks) * PYROI_LANES;
+        const int64_t lanes = shape[1] - c0 < PYROI_LANES ? shape[1] - c0 : PYROI_LANES;
+        if (plan->image_start[n] == plan->image_start[n + 1]) {
+            continue; /* no RoI samples this image */
+        }
+        PYROI_TYPED(roi_align_gather_block)(block, job->features, job->features_strides,
+                                            shape[2], width, n, c0, lanes);
+        for (i = plan->image_start[n]; i < plan->image_start[n + 1]; ++i) {
+            const int64_t k = plan->order[i];
+            const pyroi_tap_range *row_ranges = plan->ranges + k * plan->bins;
+            const pyroi_tap_range *col_ranges = row_ranges + pooled_height;
+            const PYROI_TYPED(axis_tap) *row_taps = plan->taps + plan->first_tap[k];
+            const PYROI_TYPED(axis_tap) *col_taps = row_taps + plan->row_taps[k];
+            const T count = (T)(plan->samples[k] > 1 ? plan->samples[k] : 1);
+            const T inverse = PYROI_TYPED(pyroi_exact_inverse)(plan->samples[k] > 1 ? plan->samples[k] : 1);
+            T *out = job->result + k * out_strides[0] + c0 * out_strides[1];
+            for (ph = 0; ph < pooled_height; ++ph) {
+                const pyroi_tap_range rr = row_ranges[ph];
+                for (pw = 0; pw < pooled_width; ++pw) {
+                    const pyroi_tap_range cr = col_ranges[pw];
+                    /* a local accumulator: the compiler can see it aliases nothing */
+                    T sum[PYROI_LANE_BYTES / sizeof(T)];
+                    T *result = tile + (ph * pooled_width + pw) * PYROI_LANES;
+                    for (j = 0; j < PYROI_LANES; ++j) {
+                        sum[j] = (T)0;
+                    }
+                    for (r = rr.begin; r < rr.end; ++r) {
+                        const PYROI_TYPED(axis_tap) ty = row_taps[r];
+                        const T *row_lo = block + ty.lo * width * PYROI_LANES;
+                        const T *row_hi = block + ty.hi * width * PYROI_LANES;
+                        for (q = cr.begin; q < cr.end; ++q) {
+                            const PYROI_TYPED(axis_tap) tx = col_taps[q];
+                            const T w1 = ty.w_lo * tx.w_lo, w2 = ty.w_lo * tx.w_hi;
+                            const T w3 = ty.w_hi * tx.w_lo, w4 = ty.w_hi * tx.w_hi;
+                            const T *p1 = row_lo + tx.lo * PYROI_LANES;
+                            const T *p2 = row_lo + tx.hi * PYROI_LANES;
+                            const T *p3 = row_hi + tx.lo * PYROI_LANES;
+                            const T *p4 = row_hi + tx.hi * PYROI_LANES;
+                            /* each lane is one channel, evaluated exactly as the scalar loop */
+                            for (j = 0; j < PYROI_LANES; ++j) {
+                                sum[j] += w1 * p1[j] + w2 * p2[j] + w3 * p3[j] + w4 * p4[j];
+                            }
+                        }
+                    }
+                    if (inverse != (T)0) { /* exact: see pyroi_exact_inverse */
+                        for (j = 0; j < PYROI_LANES; ++j) {
+                            result[j] = sum[j] * inverse;
+                        }
+                    } else {
+                        for (j = 0; j < PYROI_LANES; ++j) {
+                            result[j] = sum[j] / count;
+                        }
+                    }
+                }
+            }
+            /* tile -> output, channel by channel (contiguous for the usual layouts) */
+            for (j = 0; j < lanes; ++j) {
+                T *out_channel = out + j * out_strides[1];
+                for (ph = 0; ph < pooled_height; ++ph) {
+                    for (pw = 0; pw < pooled_width; ++pw) {
+                        out_channel[ph * out_strides[2] + pw * out_strides[3]] =
+                            tile[(ph * pooled_width + pw) * PYROI_LANES + j];
+                    }
+                }
+            }
+        }
+    }
+}
+
+PYROI_VECTOR_CLONES
+static void PYROI_TYPED(roi_align_backward_blocked_task)(void *context, int64_t begin,
+                                                         int64_t end, int worker)
+{
+    const PYROI_TYPED(roi_align_job) *job = (const PYROI_TYPED(roi_align_job) *)context;
+    const PYROI_TYPED(roi_align_plan) *plan = job->plan;
+    const int64_t *shape = job->map_shape;
+    const int64_t *go_strides = job->features_strides, *gi_strides = job->result_strides;
+    const int64_t height = shape[2], width = shape[3];
+    const int64_t pooled_height = job->params->pooled_height;
+    const int64_t pooled_width = job->params->pooled_width;
+    const int64_t blocks = (shape[1] + PYROI_LANES - 1) / PYROI_LANES;
+    T *block = job->scratch + worker * job->scratch_stride;
+    T *tile = PYROI_TYPED(roi_align_bin_tile)(job, block);
+    int64_t item, i, ph, pw, r, q, j, h, w;
+
+    for (item = begin; item < end; ++item) {
+        const int64_t n = item / blocks;
+        const int64_t c0 = (item % blocks) * PYROI_LANES;
+        const int64_t lanes = shape[1] - c0 < PYROI_LANES ? shape[1] - c0 : PYROI_LANES;
+        const int64_t pixels = height * width * PYROI_LANES;
+        for (i = 0; i < pixels; ++i) {
+            block[i] = (T)0;
+        }
+        for (i = plan->image_start[n]; i < plan->image_start[n + 1]; ++i) {
+            const int64_t k = plan->order[i];
+            const pyroi_tap_range *row_ranges = plan->ranges + k * plan->bins;
+            const pyroi_tap_range *col_ranges = row_ranges + pooled_height;
+            const PYROI_TYPED(axis_tap) *row_taps = plan->taps + plan->first_tap[k];
+            const PYROI_TYPED(axis_tap) *col_taps = row_taps + plan->row_taps[k];
+            const T count = (T)plan->samples[k];
+            const T inverse = PYROI_TYPED(pyroi_exact_inverse)(plan->samples[k]);
+            const T *grad = job->features + k * go_strides[0] + c0 * go_strides[1];
+            if (plan->row_taps[k] == 0 || plan->col_taps[k] == 0) {
+                continue; /* no sample of this RoI lands in the map */
+            }
+            /* output gradients -> tile, channel by channel; unused lanes zero */
+            for (j = 0; j < PYROI_LANES; ++j) {
+                const T *grad_channel = grad + j * go_strides[1];
+                T *lane = tile + j;
+                for (ph = 0; ph < pooled_height; ++ph) {
+                    for (pw = 0; pw < pooled_width; ++pw) {
+                        lane[(ph * pooled_width + pw) * PYROI_LANES] =
+                            j < lanes ? grad_channel[ph * go_strides[2] + pw * go_strides[3]]
+                                      : (T)0;
+                    }
+                }
+            }
+            for (ph = 0; ph < pooled_height; ++ph) {
+                const pyroi_tap_range rr = row_ranges[ph];
+                for (pw = 0; pw < pooled_width; ++pw) {
+                    const pyroi_tap_range cr = col_ranges[pw];
+                    /* a local copy: the compiler can see the block writes do not alter it */
+                    T g[PYROI_LANE_BYTES / sizeof(T)];
+                    for (j = 0; j < PYROI_LANES; ++j) {
+                        g[j] = tile[(ph * pooled_width + pw) * PYROI_LANES + j];
+                    }
+                    for (r = rr.begin; r < rr.end; ++r) {
+                        const PYROI_TYPED(axis_tap) ty = row_taps[r];
+                        T *row_lo = block + ty.lo * width * PYROI_LANES;
+                        T *row_hi = block + ty.hi * width * PYROI_LANES;
+                        for (q = cr.begin; q < cr.end; ++q) {
+                            const PYROI_TYPED(axis_tap) tx = col_taps[q];
+                            const T w1 = ty.w_lo * tx.w_lo, w2 = ty.w_lo * tx.w_hi;
+                            const T w3 = ty.w_hi * tx.w_lo, w4 = ty.w_hi * tx.w_hi;
+                            T *p1 = row_lo + tx.lo * PYROI_LANES;
+                            T *p2 = row_lo + tx.hi * PYROI_LANES;
+                            T *p3 = row_hi + tx.lo * PYROI_LANES;
+                            T *p4 = row_hi + tx.hi * PYROI_LANES;
+                            /* four separate passes: the taps may coincide at the border, and
+                             * torchvision adds them one after the other */
+                            if (inverse != (T)0) { /* exact: see pyroi_exact_inverse */
+                                for (j = 0; j < PYROI_LANES; ++j) {
+                                    p1[j] += g[j] * w1 * inverse;
+                                }
+                                for (j = 0; j < PYROI_LANES; ++j) {
+                                    p2[j] += g[j] * w2 * inverse;
+                                }
+                                for (j = 0; j < PYROI_LANES; ++j) {
+                                    p3[j] += g[j] * w3 * inverse;
+                                }
+                                for (j = 0; j < PYROI_LANES; ++j) {
+                                    p4[j] += g[j] * w4 * inverse;
+                                }
+                            } else {
+                                for (j = 0; j < PYROI_LANES; ++j) {
+                                    p1[j] += g[j] * w1 / count;
+                                }
+                                for (j = 0; j < PYROI_LANES; ++j) {
+                                    p2[j] += g[j] * w2 / count;
+                                }
+                                for (j = 0; j < PYROI_LANES; ++j) {
+                                    p3[j] += g[j] * w3 / count;
+                                }
+                                for (j = 0; j < PYROI_LANES; ++j) {
+                                    p4[j] += g[j] * w4 / count;
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        /* block -> grad_input, one plane after the other */
+        for (j = 0; j < lanes; ++j) {
+            T *plane = job->result + n * gi_strides[0] + (c0 + j) * gi_strides[1];
+            for (h = 0; h < height; ++h) {
+                const T *row = block + h * width * PYROI_LANES;
+                for (w = 0; w < width; ++w) {
+                    plane[h * gi_strides[2] + w * gi_strides[3]] = row[w * PYROI_LANES + j];
+                }
+            }
+        }
+    }
+}
+
+/* ---- driver ----------------------------------------------------------------------------- */
+
+/* Largest channels-last block map per worker; bigger feature maps take the direct path. */
+#define PYROI_BLOCK_SCRATCH_BYTES ((size_t)32 << 20)
+
+/* Runs the forward (backward = 0) or backward over the plan, choosing the loop order. */
+static pyroi_status PYROI_TYPED(roi_align_execute)(PYROI_TYPED(roi_align_job) *job, int backward)
+{
+    const int64_t *shape = job->map_shape;
+    const PYROI_TYPED(roi_align_plan) *plan = job->plan;
+    const int64_t map_pixels = shape[2] * shape[3];
+    const int64_t blocks = (shape[1] + PYROI_LANES - 1) / PYROI_LANES;
+    const double map_elements = (double)shape[0] * (double)shape[1] * (double)map_pixels;
+    const double sampled = plan->sampled_taps * (double)shape[1];
+    const int threads = job->params->num_threads;
+    /* The blocked order pays one pass over the map to gather; it wins once the RoIs sample
+     * more than about a quarter of the map's elements. */
+    const int blocked = sampled * 4.0 >= map_elements && map_pixels > 0 && blocks > 0 &&
+                        (size_t)map_pixels <= PYROI_BLOCK_SCRATCH_BYTES / 64;
+    pyroi_range_task task;
+    int64_t items;
+    double work_per_item;
+    int workers;
+
+    job->scratch = NULL;
+    job->scratch_stride = 0;
+    if (blocked) {
+        items = shape[0] * blocks;
+        work_per_item = (double)PYROI_LANES * (plan->sampled_taps / (double)shape[0] +
+                                               (double)map_pixels);
+        task = backward ? PYROI_TYPED(roi_align_backward_blocked_task)
+                        : PYROI_TYPED(roi_align_forward_blocked_task);
+    } else if (backward) {
+        items = shape[1];
+        work_per_item = (double)shape[0] * (double)map_pixels + plan->sampled_taps;
+        task = PYROI_TYPED(roi_align_backward_direct_task);
+    } else {
+        items = plan->num_rois;
+        work_per_item = (double)shape[1] * plan->sampled_taps /
+                        (double)(plan->num_rois > 0 ? plan->num_rois : 1);
+        task = PYROI_TYPED(roi_align_forward_direct_task);
+    }
+    workers = pyroi_parallel_workers(threads, items, work_per_item);
+    if (blocked) {
+        job->scratch_stride =
+            (map_pixels + job->params->pooled_height * job->params->pooled_width) * PYROI_LANES;
+        job->scratch = (T *)malloc((size_t)workers * (size_t)job->scratch_stride * sizeof(T));
+        if (job->scratch == NULL) {
+            return PYROI_E_NO_MEMORY;
+        }
+    }
+    pyroi_parallel_for(workers, items, task, job);
+    free(job->scratch);
     return PYROI_OK;
 }
 
@@ -299,35 +618,32 @@ pyroi_status PYROI_TYPED(pyroi_roi_align_forward)(
     const pyroi_roi_align_params *params)
 {
     PYROI_TYPED(roi_align_job) job;
-    int64_t max_row_taps, max_col_taps, failed_roi;
+    PYROI_TYPED(roi_align_plan) plan;
     pyroi_status status = roi_align_check_call(
         input, input_shape, input_strides, PYROI_TENSOR_INPUT, output, output_strides,
         PYROI_TENSOR_OUTPUT, boxes, num_rois, box_row_stride, batch_indices, params);
     if (status != PYROI_OK) {
         return status;
     }
-    status = PYROI_TYPED(roi_align_scan_boxes)(boxes, num_rois, box_row_stride, input_shape[2],
-                                               input_shape[3], params, &max_row_taps,
-                                               &max_col_taps, &failed_roi);
-    if (status != PYROI_OK || num_rois == 0 || input_shape[1] == 0) {
+    status = PYROI_TYPED(roi_align_plan_build)(&plan, boxes, num_rois, box_row_stride,
+                                               batch_indices, input_shape[0], input_shape[2],
+                                               input_shape[3], params);
+    if (status != PYROI_OK) {
         return status;
     }
     job.features = input;
-    job.features_shape = input_shape;
     job.features_strides = input_strides;
-    job.boxes = boxes;
-    job.num_rois = num_rois;
-    job.box_row_stride = box_row_stride;
     job.batch_indices = batch_indices;
     job.result = output;
-    job.result_shape = NULL;
     job.result_strides = output_strides;
+    job.map_shape = input_shape;
     job.params = params;
-    /* work per RoI: every channel reads every (row tap, column tap) pair of the RoI */
-    return PYROI_TYPED(roi_align_run)(
-        &job, PYROI_TYPED(roi_align_forward_task), num_rois,
-        (double)input_shape[1] * ((double)max_row_taps * (double)max_col_taps + 1.0),
-        max_row_taps, max_col_taps);
+    job.plan = &plan;
+    status = num_rois == 0 || input_shape[1] == 0
+                 ? PYROI_OK
+                 : PYROI_TYPED(roi_align_execute)(&job, 0);
+    PYROI_TYPED(roi_align_plan_free)(&plan);
+    return status;
 }
 
 pyroi_status PYROI_TYPED(pyroi_roi_align_backward)(
@@ -338,7 +654,7 @@ pyroi_status PYROI_TYPED(pyroi_roi_align_backward)(
     const pyroi_roi_align_params *params)
 {
     PYROI_TYPED(roi_align_job) job;
-    int64_t max_row_taps, max_col_taps, failed_roi;
+    PYROI_TYPED(roi_align_plan) plan;
     pyroi_status status = roi_align_check_call(
         grad_input, grad_input_shape, grad_input_strides, PYROI_TENSOR_OUTPUT, grad_output,
         grad_output_strides, PYROI_TENSOR_INPUT, boxes, num_rois, box_row_stride, batch_indices,
@@ -346,29 +662,23 @@ pyroi_status PYROI_TYPED(pyroi_roi_align_backward)(
     if (status != PYROI_OK) {
         return status;
     }
-    status = PYROI_TYPED(roi_align_scan_boxes)(boxes, num_rois, box_row_stride,
-                                               grad_input_shape[2], grad_input_shape[3], params,
-                                               &max_row_taps, &max_col_taps, &failed_roi);
+    status = PYROI_TYPED(roi_align_plan_build)(&plan, boxes, num_rois, box_row_stride,
+                                               batch_indices, grad_input_shape[0],
+                                               grad_input_shape[2], grad_input_shape[3], params);
     if (status != PYROI_OK) {
         return status;
     }
     job.features = grad_output;
-    job.features_shape = NULL;
     job.features_strides = grad_output_strides;
-    job.boxes = boxes;
-    job.num_rois = num_rois;
-    job.box_row_stride = box_row_stride;
     job.batch_indices = batch_indices;
     job.result = grad_input;
-    job.result_shape = grad_input_shape;
     job.result_strides = grad_input_strides;
+    job.map_shape = grad_input_shape;
     job.params = params;
-    /* work per channel: zero N planes, then every RoI scatters all its tap pairs */
-    return PYROI_TYPED(roi_align_run)(
-        &job, PYROI_TYPED(roi_align_backward_task), grad_input_shape[1],
-        (double)grad_input_shape[0] * (double)grad_input_shape[2] * (double)grad_input_shape[3] +
-            (double)num_rois * ((double)max_row_taps * (double)max_col_taps + 1.0),
-        max_row_taps, max_col_taps);
+    job.plan = &plan;
+    status = PYROI_TYPED(roi_align_execute)(&job, 1);
+    PYROI_TYPED(roi_align_plan_free)(&plan);
+    return status;
 }
 
 pyroi_status PYROI_TYPED(pyroi_roi_align_find_invalid_roi)(
@@ -376,7 +686,7 @@ pyroi_status PYROI_TYPED(pyroi_roi_align_find_invalid_roi)(
     const int64_t *batch_indices, int64_t num_images, int64_t height, int64_t width,
     const pyroi_roi_align_params *params, int64_t *failed_roi)
 {
-    int64_t k, max_row_taps, max_col_taps;
+    int64_t k;
     pyroi_status status;
     if (failed_roi == NULL) {
         return PYROI_E_NULL_POINTER;
@@ -389,8 +699,8 @@ pyroi_status PYROI_TYPED(pyroi_roi_align_find_invalid_roi)(
     if (num_images < 0 || height < 0 || width < 0) {
         return PYROI_E_INVALID_SHAPE;
     }
-    /* num_images 0 makes every index invalid: check pointers and strides with a bound that
-     * accepts all, then test the indices here to report the first offender */
+    /* check pointers and strides with a bound that accepts every index, then test the
+     * indices here to report the first offender */
     status = pyroi_check_rois(boxes, num_rois, box_row_stride, 4, batch_indices, INT64_MAX);
     if (status != PYROI_OK) {
         return status;
@@ -401,6 +711,9 @@ pyroi_status PYROI_TYPED(pyroi_roi_align_find_invalid_roi)(
             return PYROI_E_INVALID_BATCH_INDEX;
         }
     }
-    return PYROI_TYPED(roi_align_scan_boxes)(boxes, num_rois, box_row_stride, height, width,
-                                             params, &max_row_taps, &max_col_taps, failed_roi);
+    return PYROI_TYPED(roi_align_check_boxes)(boxes, num_rois, box_row_stride, height, width,
+                                              params, NULL, NULL, failed_roi);
 }
+
+#undef PYROI_LANES
+#undef PYROI_LANE_BYTES

@@ -35,6 +35,11 @@ static inline pyroi_status PYROI_TYPED(pyroi_sample_axis_from_edges)(
     T size = end - start;
     T bin_size;
 
+    axis->start = (T)0; /* a defined axis (no samples) even when the box is rejected */
+    axis->bin_size = (T)0;
+    axis->grid = 0;
+    axis->bins = bins;
+    axis->extent = extent;
     if (min_size_one && size < (T)1) { /* std::max(size, 1): a NaN size stays NaN */
         size = (T)1;
     }
@@ -45,8 +50,6 @@ static inline pyroi_status PYROI_TYPED(pyroi_sample_axis_from_edges)(
     }
     axis->start = start;
     axis->bin_size = bin_size;
-    axis->bins = bins;
-    axis->extent = extent;
     if (sampling_ratio > 0) {
         axis->grid = sampling_ratio;
     } else {
@@ -181,4 +184,15 @@ static inline void PYROI_TYPED(pyroi_axis_tap_table)(const PYROI_TYPED(pyroi_sam
         }
         ranges[bin].end = n;
     }
+}
+
+/* 1 / count when that is exact (count a power of two up to 2^62), else 0. Then
+ * (x * inverse) == (x / count) for every x: both round the same real number once, so a
+ * kernel may multiply instead of divide without changing a bit. */
+static inline T PYROI_TYPED(pyroi_exact_inverse)(int64_t count)
+{
+    if (count <= 0 || (count & (count - 1)) != 0 || count > (INT64_C(1) << 62)) {
+        return (T)0;
+    }
+    return (T)1 / (T)count;
 }

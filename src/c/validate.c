@@ -19,13 +19,17 @@ pyroi_status pyroi_check_tensor4(const void *data, const int64_t shape[4],
     if (shape == NULL || strides == NULL) {
         return PYROI_E_NULL_POINTER;
     }
+    int64_t nonzero_product = 1;
     for (i = 0; i < 4; ++i) {
         if (shape[i] < 0) {
             return PYROI_E_INVALID_SHAPE;
         }
-        if (!pyroi_mul_nonneg(count, shape[i], &count)) {
+        /* the product of the non-zero sizes must fit too: kernels form H * W even when N
+         * or C is 0 */
+        if (!pyroi_mul_nonneg(nonzero_product, shape[i] > 0 ? shape[i] : 1, &nonzero_product)) {
             return PYROI_E_INVALID_SHAPE;
         }
+        count = shape[i] == 0 ? 0 : count * shape[i]; /* <= nonzero_product or 0 */
     }
     if (count == 0) {
         return PYROI_OK; /* nothing is read or written; data may be NULL */
