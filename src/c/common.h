@@ -22,6 +22,13 @@
 #  define PYROI_VECTOR_CLONES
 #endif
 
+/* A hint to start loading memory that will be read soon; no effect on results. */
+#if defined(__GNUC__) || defined(__clang__)
+#  define PYROI_PREFETCH(address) __builtin_prefetch(address)
+#else
+#  define PYROI_PREFETCH(address) ((void)0)
+#endif
+
 #define PYROI_CAT_(a, b) a##b
 #define PYROI_CAT(a, b) PYROI_CAT_(a, b)
 

@@ -2,6 +2,7 @@
  * The kernel body is written once in roi_align_template.h. */
 #include "parallel.h"
 #include "sampling.h"
+#include "transpose.h"
 #include "validate.h"
 
 #include <stdlib.h>

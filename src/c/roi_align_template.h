@@ -309,37 +309,54 @@ static void PYROI_TYPED(roi_align_backward_direct_task)(void *context, int64_t b
 /* ---- blocked loop order ----------------------------------------------------------------- */
 
 /* Copies channels [c0, c0 + lanes) of image n into block[h][w][PYROI_LANES] (unused lanes
- * zero, so the vector loops never see garbage). The inner loop runs over the lanes of one
- * pixel: contiguous stores, and loads the compiler can turn into a vector gather. */
-PYROI_VECTOR_CLONES
+ * zero, so the vector loops never see garbage). */
 static void PYROI_TYPED(roi_align_gather_block)(T *PYROI_RESTRICT block, const T *map,
                                                 const int64_t strides[4], int64_t height,
                                                 int64_t width, int64_t n, int64_t c0,
                                                 int64_t lanes)
 {
     const T *image = map + n * strides[0] + c0 * strides[1];
-    const int64_t channel_stride = strides[1];
-    int64_t h, w, j;
-    if (lanes == PYROI_LANES) {
-        for (h = 0; h < height; ++h) {
-            for (w = 0; w < width; ++w) {
-                const T *pixel = image + h * strides[2] + w * strides[3];
-                T *out = block + (h * width + w) * PYROI_LANES;
-                for (j = 0; j < PYROI_LANES; ++j) {
-                    out[j] = pixel[j * channel_stride];
-                }
-            }
-        }
+    int64_t h;
+    for (h = 0; h < height; ++h) {
+        PYROI_TYPED(pyroi_channels_to_lanes)(image + h * strides[2], strides[1], strides[3],
+                                             width, lanes, block + h * width * PYROI_LANES);
+    }
+}
+
+/* Moves a RoI's bins between the caller's (K, C, PH, PW) layout (channel j of the block at
+ * base + j * strides[1]) and the tile's lane-major layout, in one run when the bins are
+ * evenly spaced, else row by row. */
+static void PYROI_TYPED(roi_align_tile_to_bins)(const T *tile, int64_t lanes,
+                                                int64_t pooled_height, int64_t pooled_width,
+                                                T *base, const int64_t strides[4])
+{
+    int64_t ph;
+    if (strides[2] == pooled_width * strides[3]) {
+        PYROI_TYPED(pyroi_lanes_to_channels)(tile, pooled_height * pooled_width, lanes, base,
+                                             strides[1], strides[3]);
         return;
     }
-    for (h = 0; h < height; ++h) {
-        for (w = 0; w < width; ++w) {
-            const T *pixel = image + h * strides[2] + w * strides[3];
-            T *out = block + (h * width + w) * PYROI_LANES;
-            for (j = 0; j < PYROI_LANES; ++j) {
-                out[j] = j < lanes ? pixel[j * channel_stride] : (T)0;
-            }
-        }
+    for (ph = 0; ph < pooled_height; ++ph) {
+        PYROI_TYPED(pyroi_lanes_to_channels)(tile + ph * pooled_width * PYROI_LANES,
+                                             pooled_width, lanes, base + ph * strides[2],
+                                             strides[1], strides[3]);
+    }
+}
+
+static void PYROI_TYPED(roi_align_bins_to_tile)(const T *base, const int64_t strides[4],
+                                                int64_t lanes, int64_t pooled_height,
+                                                int64_t pooled_width, T *tile)
+{
+    int64_t ph;
+    if (strides[2] == pooled_width * strides[3]) {
+        PYROI_TYPED(pyroi_channels_to_lanes)(base, strides[1], strides[3],
+                                             pooled_height * pooled_width, lanes, tile);
+        return;
+    }
+    for (ph = 0; ph < pooled_height; ++ph) {
+        PYROI_TYPED(pyroi_channels_to_lanes)(base + ph * strides[2], strides[1], strides[3],
+                                             pooled_width, lanes,
+                                             tile + ph * pooled_width * PYROI_LANES);
     }
 }
 
@@ -424,16 +441,8 @@ static void PYROI_TYPED(roi_align_forward_blocked_task)(void *context, int64_t b
                     }
                 }
             }
-            /* tile -> output, channel by channel (contiguous for the usual layouts) */
-            for (j = 0; j < lanes; ++j) {
-                T *out_channel = out + j * out_strides[1];
-                for (ph = 0; ph < pooled_height; ++ph) {
-                    for (pw = 0; pw < pooled_width; ++pw) {
-                        out_channel[ph * out_strides[2] + pw * out_strides[3]] =
-                            tile[(ph * pooled_width + pw) * PYROI_LANES + j];
-                    }
-                }
-            }
+            PYROI_TYPED(roi_align_tile_to_bins)(tile, lanes, pooled_height, pooled_width, out,
+                                                out_strides);
         }
     }
 }
@@ -452,7 +461,7 @@ static void PYROI_TYPED(roi_align_backward_blocked_task)(void *context, int64_t 
     const int64_t blocks = (shape[1] + PYROI_LANES - 1) / PYROI_LANES;
     T *block = job->scratch + worker * job->scratch_stride;
     T *tile = PYROI_TYPED(roi_align_bin_tile)(job, block);
-    int64_t item, i, ph, pw, r, q, j, h, w;
+    int64_t item, i, ph, pw, r, q, j, h;
 
     for (item = begin; item < end; ++item) {
         const int64_t n = item / blocks;
@@ -471,21 +480,19 @@ static void PYROI_TYPED(roi_align_backward_blocked_task)(void *context, int64_t 
             const T count = (T)plan->samples[k];
             const T inverse = PYROI_TYPED(pyroi_exact_inverse)(plan->samples[k]);
             const T *grad = job->features + k * go_strides[0] + c0 * go_strides[1];
+            if (i + 1 < plan->image_start[n + 1]) {
+                /* the next RoI's output gradients come from memory: request them now */
+                const T *next = job->features + plan->order[i + 1] * go_strides[0] +
+                                c0 * go_strides[1];
+                for (j = 0; j < lanes; ++j) {
+                    PYROI_PREFETCH(next + j * go_strides[1]);
+                }
+            }
             if (plan->row_taps[k] == 0 || plan->col_taps[k] == 0) {
                 continue; /* no sample of this RoI lands in the map */
             }
-            /* output gradients -> tile, channel by channel; unused lanes zero */
-            for (j = 0; j < PYROI_LANES; ++j) {
-                const T *grad_channel = grad + j * go_strides[1];
-                T *lane = tile + j;
-                for (ph = 0; ph < pooled_height; ++ph) {
-                    for (pw = 0; pw < pooled_width; ++pw) {
-                        lane[(ph * pooled_width + pw) * PYROI_LANES] =
-                            j < lanes ? grad_channel[ph * go_strides[2] + pw * go_strides[3]]
-                                      : (T)0;
-                    }
-                }
-            }
+            PYROI_TYPED(roi_align_bins_to_tile)(grad, go_strides, lanes, pooled_height,
+                                                pooled_width, tile);
             for (ph = 0; ph < pooled_height; ++ph) {
                 const pyroi_tap_range rr = row_ranges[ph];
                 for (pw = 0; pw < pooled_width; ++pw) {
@@ -541,15 +548,12 @@ static void PYROI_TYPED(roi_align_backward_blocked_task)(void *context, int64_t 
                 }
             }
         }
-        /* block -> grad_input, one plane after the other */
-        for (j = 0; j < lanes; ++j) {
-            T *plane = job->result + n * gi_strides[0] + (c0 + j) * gi_strides[1];
-            for (h = 0; h < height; ++h) {
-                const T *row = block + h * width * PYROI_LANES;
-                for (w = 0; w < width; ++w) {
-                    plane[h * gi_strides[2] + w * gi_strides[3]] = row[w * PYROI_LANES + j];
-                }
-            }
+        /* block -> grad_input, row by row */
+        for (h = 0; h < height; ++h) {
+            PYROI_TYPED(pyroi_lanes_to_channels)(
+                block + h * width * PYROI_LANES, width, lanes,
+                job->result + n * gi_strides[0] + c0 * gi_strides[1] + h * gi_strides[2],
+                gi_strides[1], gi_strides[3]);
         }
     }
 }

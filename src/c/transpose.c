@@ -1,0 +1,147 @@
+/* transpose.c - see transpose.h. */
+#include "transpose.h"
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && !defined(PYROI_NO_CLONES)
+#  define PYROI_HAVE_AVX2_TRANSPOSE 1
+#  include <immintrin.h>
+#endif
+
+#define PORTABLE_TRANSPOSES(T, L, SUFFIX)                                                      \
+    static void lanes_to_channels_portable_##SUFFIX(const T *src, int64_t count, int64_t lanes, \
+                                                    T *dst, int64_t dst_lane_stride,           \
+                                                    int64_t dst_stride)                        \
+    {                                                                                          \
+        int64_t i, j;                                                                          \
+        for (j = 0; j < lanes; ++j) {                                                          \
+            T *row = dst + j * dst_lane_stride;                                                \
+            for (i = 0; i < count; ++i) {                                                      \
+                row[i * dst_stride] = src[i * (L) + j];                                        \
+            }                                                                                  \
+        }                                                                                      \
+    }                                                                                          \
+    static void channels_to_lanes_portable_##SUFFIX(const T *src, int64_t src_lane_stride,      \
+                                                    int64_t src_stride, int64_t count,         \
+                                                    int64_t lanes, T *dst)                     \
+    {                                                                                          \
+        int64_t i, j;                                                                          \
+        for (i = 0; i < count; ++i) {                                                          \
+            const T *element = src + i * src_stride;                                           \
+            T *out = dst + i * (L);                                                            \
+            for (j = 0; j < (L); ++j) {                                                        \
+                out[j] = j < lanes ? element[j * src_lane_stride] : (T)0;                      \
+            }                                                                                  \
+        }                                                                                      \
+    }
+
+PORTABLE_TRANSPOSES(float, PYROI_LANE_COUNT_F32, f32)
+PORTABLE_TRANSPOSES(double, PYROI_LANE_COUNT_F64, f64)
+
+#ifdef PYROI_HAVE_AVX2_TRANSPOSE
+/* In-register transpose of the 8 x 8 floats in r[0..8). */
+__attribute__((target("avx2"), always_inline)) static inline void transpose8x8(__m256 r[8])
+{
+    __m256 t0 = _mm256_unpacklo_ps(r[0], r[1]), t1 = _mm256_unpackhi_ps(r[0], r[1]);
+    __m256 t2 = _mm256_unpacklo_ps(r[2], r[3]), t3 = _mm256_unpackhi_ps(r[2], r[3]);
+    __m256 t4 = _mm256_unpacklo_ps(r[4], r[5]), t5 = _mm256_unpackhi_ps(r[4], r[5]);
+    __m256 t6 = _mm256_unpacklo_ps(r[6], r[7]), t7 = _mm256_unpackhi_ps(r[6], r[7]);
+    __m256 s0 = _mm256_shuffle_ps(t0, t2, 0x44), s1 = _mm256_shuffle_ps(t0, t2, 0xEE);
+    __m256 s2 = _mm256_shuffle_ps(t1, t3, 0x44), s3 = _mm256_shuffle_ps(t1, t3, 0xEE);
+    __m256 s4 = _mm256_shuffle_ps(t4, t6, 0x44), s5 = _mm256_shuffle_ps(t4, t6, 0xEE);
+    __m256 s6 = _mm256_shuffle_ps(t5, t7, 0x44), s7 = _mm256_shuffle_ps(t5, t7, 0xEE);
+    r[0] = _mm256_permute2f128_ps(s0, s4, 0x20);
+    r[1] = _mm256_permute2f128_ps(s1, s5, 0x20);
+    r[2] = _mm256_permute2f128_ps(s2, s6, 0x20);
+    r[3] = _mm256_permute2f128_ps(s3, s7, 0x20);
+    r[4] = _mm256_permute2f128_ps(s0, s4, 0x31);
+    r[5] = _mm256_permute2f128_ps(s1, s5, 0x31);
+    r[6] = _mm256_permute2f128_ps(s2, s6, 0x31);
+    r[7] = _mm256_permute2f128_ps(s3, s7, 0x31);
+}
+
+/* Full 16-lane blocks, unit element stride: 8 x 8 tiles, then the portable loop for the
+ * last count % 8 elements. */
+__attribute__((target("avx2"))) static void lanes_to_channels_avx2(const float *src,
+                                                                   int64_t count, float *dst,
+                                                                   int64_t dst_lane_stride)
+{
+    const int64_t full = count - count % 8;
+    int64_t i, half, r;
+    for (i = 0; i < full; i += 8) {
+        for (half = 0; half < 16; half += 8) {
+            __m256 rows[8];
+            for (r = 0; r < 8; ++r) {
+                rows[r] = _mm256_loadu_ps(src + (i + r) * 16 + half);
+            }
+            transpose8x8(rows);
+            for (r = 0; r < 8; ++r) {
+                _mm256_storeu_ps(dst + (half + r) * dst_lane_stride + i, rows[r]);
+            }
+        }
+    }
+    lanes_to_channels_portable_f32(src + full * 16, count - full, 16, dst + full,
+                                   dst_lane_stride, 1);
+}
+
+__attribute__((target("avx2"))) static void channels_to_lanes_avx2(const float *src,
+                                                                   int64_t src_lane_stride,
+                                                                   int64_t count, float *dst)
+{
+    const int64_t full = count - count % 8;
+    int64_t i, half, r;
+    for (i = 0; i < full; i += 8) {
+        for (half = 0; half < 16; half += 8) {
+            __m256 rows[8];
+            for (r = 0; r < 8; ++r) {
+                rows[r] = _mm256_loadu_ps(src + (half + r) * src_lane_stride + i);
+            }
+            transpose8x8(rows);
+            for (r = 0; r < 8; ++r) {
+                _mm256_storeu_ps(dst + (i + r) * 16 + half, rows[r]);
+            }
+        }
+    }
+    channels_to_lanes_portable_f32(src + full, src_lane_stride, 1, count - full, 16,
+                                   dst + full * 16);
+}
+
+static int have_avx2(void)
+{
+    return __builtin_cpu_supports("avx2");
+}
+#endif
+
+void pyroi_lanes_to_channels_f32(const float *src, int64_t count, int64_t lanes, float *dst,
+                                 int64_t dst_lane_stride, int64_t dst_stride)
+{
+#ifdef PYROI_HAVE_AVX2_TRANSPOSE
+    if (lanes == 16 && dst_stride == 1 && have_avx2()) {
+        lanes_to_channels_avx2(src, count, dst, dst_lane_stride);
+        return;
+    }
+#endif
+    lanes_to_channels_portable_f32(src, count, lanes, dst, dst_lane_stride, dst_stride);
+}
+
+void pyroi_lanes_to_channels_f64(const double *src, int64_t count, int64_t lanes, double *dst,
+                                 int64_t dst_lane_stride, int64_t dst_stride)
+{
+    lanes_to_channels_portable_f64(src, count, lanes, dst, dst_lane_stride, dst_stride);
+}
+
+void pyroi_channels_to_lanes_f32(const float *src, int64_t src_lane_stride, int64_t src_stride,
+                                 int64_t count, int64_t lanes, float *dst)
+{
+#ifdef PYROI_HAVE_AVX2_TRANSPOSE
+    if (lanes == 16 && src_stride == 1 && have_avx2()) {
+        channels_to_lanes_avx2(src, src_lane_stride, count, dst);
+        return;
+    }
+#endif
+    channels_to_lanes_portable_f32(src, src_lane_stride, src_stride, count, lanes, dst);
+}
+
+void pyroi_channels_to_lanes_f64(const double *src, int64_t src_lane_stride, int64_t src_stride,
+                                 int64_t count, int64_t lanes, double *dst)
+{
+    channels_to_lanes_portable_f64(src, src_lane_stride, src_stride, count, lanes, dst);
+}
