@@ -683,28 +683,37 @@ def test_batch_indices_form_equals_rois_form(dtype, index_dtype):
 
 
 # --------------------------------------------------------------------------------------
-# both loop orders of the C core (direct: RoIs read the planes in place; blocked: channel
-# blocks copied channels-last) are exact; the core picks one from the work per map element
+# the three loop orders of the C core are exact: "direct" (RoIs read the planes in place;
+# maps over the lane-major scratch limit of 2^20 pixels), "region" (each RoI's region is
+# copied channels-last; few small RoIs) and "image" (whole images copied channels-last; many
+# RoIs). The core picks one from the shapes and the work per map element.
 # --------------------------------------------------------------------------------------
 
 def _loop_order_case(order, dtype, channels, seed):
     rng = np.random.default_rng(seed)
-    if order == "direct":  # two small boxes on a large map: little work per map element
+    if order == "direct":  # over 2^20 pixels: no lane-major scratch
+        x = rng.random((1, channels, 1030, 1024)).astype(dtype)
+        k = 3
+        coords = rng.uniform(-4, 1020, (k, 2))
+        sizes = rng.uniform(0.5, 9, (k, 2))
+    elif order == "region":  # two small boxes on a large map: little work per map element
         x = rng.standard_normal((2, channels, 64, 72)).astype(dtype)
-        coords = rng.uniform(0, 60, (2, 2))
-        sizes = rng.uniform(0.5, 6, (2, 2))
         k = 2
+        coords = rng.uniform(0, 60, (k, 2))
+        sizes = rng.uniform(0.5, 6, (k, 2))
     else:  # many boxes on a small map: every element is sampled many times
         x = rng.standard_normal((2, channels, 23, 29)).astype(dtype)
         k = 60
         coords = rng.uniform(-6, 30, (k, 2))
         sizes = rng.uniform(0, 20, (k, 2))
-    boxes = np.concatenate([np.arange(k)[:, None] % 2, coords, coords + sizes], axis=1)
+    boxes = np.concatenate([np.arange(k)[:, None] % x.shape[0], coords, coords + sizes],
+                           axis=1)
     return x, boxes.astype(dtype)
 
 
-@pytest.mark.parametrize("order", ["direct", "blocked"])
-@pytest.mark.parametrize("channels", [5, 16, 37])
+@pytest.mark.parametrize("order,channels", [("direct", 3), ("region", 5), ("region", 16),
+                                            ("region", 37), ("image", 5), ("image", 16),
+                                            ("image", 37)])
 @pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
 @pytest.mark.parametrize("aligned", [False, True])
 @pytest.mark.parametrize("sampling_ratio", [0, 2, 3])

@@ -306,21 +306,18 @@ static void PYROI_TYPED(roi_align_backward_direct_task)(void *context, int64_t b
     }
 }
 
-/* ---- blocked loop order ----------------------------------------------------------------- */
+/* ---- lane-major loop orders ------------------------------------------------------------ */
+/* The worker's scratch is a channels-last copy of (part of) one image for PYROI_LANES channels,
+ * block[h][w][lane], plus one bin tile tile[ph][pw][lane]. Lanes are the vector axis; each lane
+ * evaluates exactly the scalar expression of its channel. Two ways to fill the block:
+ *  - image blocks: work item = (image, channel block); the whole image is gathered once and
+ *    every RoI of that image reads it (many or large RoIs);
+ *  - RoI regions: work item = RoI (forward) or channel block (backward); only the pixels a RoI
+ *    touches are gathered, RoI by RoI (few, small RoIs on a large map). */
 
-/* Copies channels [c0, c0 + lanes) of image n into block[h][w][PYROI_LANES] (unused lanes
- * zero, so the vector loops never see garbage). */
-static void PYROI_TYPED(roi_align_gather_block)(T *PYROI_RESTRICT block, const T *map,
-                                                const int64_t strides[4], int64_t height,
-                                                int64_t width, int64_t n, int64_t c0,
-                                                int64_t lanes)
+static T *PYROI_TYPED(roi_align_bin_tile)(const PYROI_TYPED(roi_align_job) *job, T *block)
 {
-    const T *image = map + n * strides[0] + c0 * strides[1];
-    int64_t h;
-    for (h = 0; h < height; ++h) {
-        PYROI_TYPED(pyroi_channels_to_lanes)(image + h * strides[2], strides[1], strides[3],
-                                             width, lanes, block + h * width * PYROI_LANES);
-    }
+    return block + job->map_shape[2] * job->map_shape[3] * PYROI_LANES;
 }
 
 /* Moves a RoI's bins between the caller's (K, C, PH, PW) layout (channel j of the block at
@@ -360,29 +357,215 @@ static void PYROI_TYPED(roi_align_bins_to_tile)(const T *base, const int64_t str
     }
 }
 
-/* The worker's scratch: the channels-last block map, then one bin tile
- * tile[ph * pooled_width + pw][PYROI_LANES] that carries a RoI's outputs (forward) or output
- * gradients (backward) between the lane-major kernels and the caller's layout. */
-static T *PYROI_TYPED(roi_align_bin_tile)(const PYROI_TYPED(roi_align_job) *job, T *block)
+/* The map pixels RoI k reads: rows [*row_begin, *row_end), columns [*col_begin, *col_end);
+ * empty when no sample lands in the map. */
+static void PYROI_TYPED(roi_align_roi_extent)(const PYROI_TYPED(roi_align_plan) *plan,
+                                              int64_t k, int64_t *row_begin, int64_t *row_end,
+                                              int64_t *col_begin, int64_t *col_end)
 {
-    return block + job->map_shape[2] * job->map_shape[3] * PYROI_LANES;
+    const PYROI_TYPED(axis_tap) *taps = plan->taps + plan->first_tap[k];
+    int64_t i;
+    *row_begin = *col_begin = INT64_MAX;
+    *row_end = *col_end = 0;
+    if (plan->row_taps[k] == 0 || plan->col_taps[k] == 0) {
+        *row_begin = *col_begin = 0;
+        return;
+    }
+    for (i = 0; i < plan->row_taps[k]; ++i) { /* lo <= hi for every tap */
+        *row_begin = taps[i].lo < *row_begin ? taps[i].lo : *row_begin;
+        *row_end = taps[i].hi + 1 > *row_end ? taps[i].hi + 1 : *row_end;
+    }
+    taps += plan->row_taps[k];
+    for (i = 0; i < plan->col_taps[k]; ++i) {
+        *col_begin = taps[i].lo < *col_begin ? taps[i].lo : *col_begin;
+        *col_end = taps[i].hi + 1 > *col_end ? taps[i].hi + 1 : *col_end;
+    }
 }
 
-/* Work item = (image, channel block): item / blocks is the image. */
+/* Copies rows [row_begin, row_end) x columns [col_begin, col_end) of channels
+ * [c0, c0 + lanes) of image n between the caller's layout and the block (unused lanes 0). */
+static void PYROI_TYPED(roi_align_region_to_block)(const T *map, const int64_t strides[4],
+                                                   int64_t width, int64_t n, int64_t c0,
+                                                   int64_t lanes, int64_t row_begin,
+                                                   int64_t row_end, int64_t col_begin,
+                                                   int64_t col_end, T *block)
+{
+    const T *image = map + n * strides[0] + c0 * strides[1] + col_begin * strides[3];
+    int64_t h;
+    for (h = row_begin; h < row_end; ++h) {
+        PYROI_TYPED(pyroi_channels_to_lanes)(image + h * strides[2], strides[1], strides[3],
+                                             col_end - col_begin, lanes,
+                                             block + (h * width + col_begin) * PYROI_LANES);
+    }
+}
+
+static void PYROI_TYPED(roi_align_block_to_region)(const T *block, int64_t width, int64_t n,
+                                                   int64_t c0, int64_t lanes,
+                                                   int64_t row_begin, int64_t row_end,
+                                                   int64_t col_begin, int64_t col_end, T *map,
+                                                   const int64_t strides[4])
+{
+    T *image = map + n * strides[0] + c0 * strides[1] + col_begin * strides[3];
+    int64_t h;
+    for (h = row_begin; h < row_end; ++h) {
+        PYROI_TYPED(pyroi_lanes_to_channels)(block + (h * width + col_begin) * PYROI_LANES,
+                                             col_end - col_begin, lanes, image + h * strides[2],
+                                             strides[1], strides[3]);
+    }
+}
+
+/* Forward of RoI k on a block: tile[ph][pw][lane] = the bin averages. */
+static inline void PYROI_TYPED(roi_align_forward_roi)(const PYROI_TYPED(roi_align_plan) *plan,
+                                                      int64_t k, const T *block, int64_t width,
+                                                      int64_t pooled_height,
+                                                      int64_t pooled_width, T *tile)
+{
+    const pyroi_tap_range *row_ranges = plan->ranges + k * plan->bins;
+    const pyroi_tap_range *col_ranges = row_ranges + pooled_height;
+    const PYROI_TYPED(axis_tap) *row_taps = plan->taps + plan->first_tap[k];
+    const PYROI_TYPED(axis_tap) *col_taps = row_taps + plan->row_taps[k];
+    const int64_t samples = plan->samples[k] > 1 ? plan->samples[k] : 1; /* empty: 0, not NaN */
+    const T count = (T)samples;
+    const T inverse = PYROI_TYPED(pyroi_exact_inverse)(samples);
+    int64_t ph, pw, r, q, j;
+
+    for (ph = 0; ph < pooled_height; ++ph) {
+        const pyroi_tap_range rr = row_ranges[ph];
+        for (pw = 0; pw < pooled_width; ++pw) {
+            const pyroi_tap_range cr = col_ranges[pw];
+            /* a local accumulator: the compiler can see it aliases nothing */
+            T sum[PYROI_LANE_BYTES / sizeof(T)];
+            T *result = tile + (ph * pooled_width + pw) * PYROI_LANES;
+            for (j = 0; j < PYROI_LANES; ++j) {
+                sum[j] = (T)0;
+            }
+            for (r = rr.begin; r < rr.end; ++r) {
+                const PYROI_TYPED(axis_tap) ty = row_taps[r];
+                const T *row_lo = block + ty.lo * width * PYROI_LANES;
+                const T *row_hi = block + ty.hi * width * PYROI_LANES;
+                for (q = cr.begin; q < cr.end; ++q) {
+                    const PYROI_TYPED(axis_tap) tx = col_taps[q];
+                    const T w1 = ty.w_lo * tx.w_lo, w2 = ty.w_lo * tx.w_hi;
+                    const T w3 = ty.w_hi * tx.w_lo, w4 = ty.w_hi * tx.w_hi;
+                    const T *p1 = row_lo + tx.lo * PYROI_LANES;
+                    const T *p2 = row_lo + tx.hi * PYROI_LANES;
+                    const T *p3 = row_hi + tx.lo * PYROI_LANES;
+                    const T *p4 = row_hi + tx.hi * PYROI_LANES;
+                    /* each lane is one channel, evaluated exactly as the scalar loop */
+                    for (j = 0; j < PYROI_LANES; ++j) {
+                        sum[j] += w1 * p1[j] + w2 * p2[j] + w3 * p3[j] + w4 * p4[j];
+                    }
+                }
+            }
+            if (inverse != (T)0) { /* exact: see pyroi_exact_inverse */
+                for (j = 0; j < PYROI_LANES; ++j) {
+                    result[j] = sum[j] * inverse;
+                }
+            } else {
+                for (j = 0; j < PYROI_LANES; ++j) {
+                    result[j] = sum[j] / count;
+                }
+            }
+        }
+    }
+}
+
+/* Backward of RoI k on a block: adds the contributions of the output gradients in
+ * tile[ph][pw][lane] to the block, in torchvision's order (bin, sample, tap). */
+static inline void PYROI_TYPED(roi_align_backward_roi)(const PYROI_TYPED(roi_align_plan) *plan,
+                                                       int64_t k, T *block, int64_t width,
+                                                       int64_t pooled_height,
+                                                       int64_t pooled_width, const T *tile)
+{
+    const pyroi_tap_range *row_ranges = plan->ranges + k * plan->bins;
+    const pyroi_tap_range *col_ranges = row_ranges + pooled_height;
+    const PYROI_TYPED(axis_tap) *row_taps = plan->taps + plan->first_tap[k];
+    const PYROI_TYPED(axis_tap) *col_taps = row_taps + plan->row_taps[k];
+    const T count = (T)plan->samples[k]; /* unclamped: an empty grid has no taps */
+    const T inverse = PYROI_TYPED(pyroi_exact_inverse)(plan->samples[k]);
+    int64_t ph, pw, r, q, j;
+
+    for (ph = 0; ph < pooled_height; ++ph) {
+        const pyroi_tap_range rr = row_ranges[ph];
+        for (pw = 0; pw < pooled_width; ++pw) {
+            const pyroi_tap_range cr = col_ranges[pw];
+            /* a local copy: the compiler can see the block writes do not alter it */
+            T g[PYROI_LANE_BYTES / sizeof(T)];
+            for (j = 0; j < PYROI_LANES; ++j) {
+                g[j] = tile[(ph * pooled_width + pw) * PYROI_LANES + j];
+            }
+            for (r = rr.begin; r < rr.end; ++r) {
+                const PYROI_TYPED(axis_tap) ty = row_taps[r];
+                T *row_lo = block + ty.lo * width * PYROI_LANES;
+                T *row_hi = block + ty.hi * width * PYROI_LANES;
+                for (q = cr.begin; q < cr.end; ++q) {
+                    const PYROI_TYPED(axis_tap) tx = col_taps[q];
+                    const T w1 = ty.w_lo * tx.w_lo, w2 = ty.w_lo * tx.w_hi;
+                    const T w3 = ty.w_hi * tx.w_lo, w4 = ty.w_hi * tx.w_hi;
+                    T *p1 = row_lo + tx.lo * PYROI_LANES;
+                    T *p2 = row_lo + tx.hi * PYROI_LANES;
+                    T *p3 = row_hi + tx.lo * PYROI_LANES;
+                    T *p4 = row_hi + tx.hi * PYROI_LANES;
+                    /* four separate passes: the taps may coincide at the border, and
+                     * torchvision adds them one after the other, (g * w) / count each */
+                    if (inverse != (T)0) { /* exact: see pyroi_exact_inverse */
+                        for (j = 0; j < PYROI_LANES; ++j) {
+                            p1[j] += g[j] * w1 * inverse;
+                        }
+                        for (j = 0; j < PYROI_LANES; ++j) {
+                            p2[j] += g[j] * w2 * inverse;
+                        }
+                        for (j = 0; j < PYROI_LANES; ++j) {
+                            p3[j] += g[j] * w3 * inverse;
+                        }
+                        for (j = 0; j < PYROI_LANES; ++j) {
+                            p4[j] += g[j] * w4 * inverse;
+                        }
+                    } else {
+                        for (j = 0; j < PYROI_LANES; ++j) {
+                            p1[j] += g[j] * w1 / count;
+                        }
+                        for (j = 0; j < PYROI_LANES; ++j) {
+                            p2[j] += g[j] * w2 / count;
+                        }
+                        for (j = 0; j < PYROI_LANES; ++j) {
+                            p3[j] += g[j] * w3 / count;
+                        }
+                        for (j = 0; j < PYROI_LANES; ++j) {
+                            p4[j] += g[j] * w4 / count;
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/* Prefetches the channel rows [c0, c0 + lanes) of RoI k's bins in a (K, C, PH, PW) tensor. */
+static void PYROI_TYPED(roi_align_prefetch_bins)(const T *base, const int64_t strides[4],
+                                                 int64_t k, int64_t c0, int64_t lanes)
+{
+    const T *roi = base + k * strides[0] + c0 * strides[1];
+    int64_t j;
+    for (j = 0; j < lanes; ++j) {
+        PYROI_PREFETCH(roi + j * strides[1]);
+    }
+}
+
+/* Forward, work item = (image, channel block): item / blocks is the image. */
 PYROI_VECTOR_CLONES
-static void PYROI_TYPED(roi_align_forward_blocked_task)(void *context, int64_t begin,
-                                                        int64_t end, int worker)
+static void PYROI_TYPED(roi_align_forward_image_task)(void *context, int64_t begin,
+                                                      int64_t end, int worker)
 {
     const PYROI_TYPED(roi_align_job) *job = (const PYROI_TYPED(roi_align_job) *)context;
     const PYROI_TYPED(roi_align_plan) *plan = job->plan;
     const int64_t *shape = job->map_shape, *out_strides = job->result_strides;
-    const int64_t width = shape[3];
     const int64_t pooled_height = job->params->pooled_height;
     const int64_t pooled_width = job->params->pooled_width;
     const int64_t blocks = (shape[1] + PYROI_LANES - 1) / PYROI_LANES;
     T *block = job->scratch + worker * job->scratch_stride;
     T *tile = PYROI_TYPED(roi_align_bin_tile)(job, block);
-    int64_t item, i, ph, pw, r, q, j;
+    int64_t item, i;
 
     for (item = begin; item < end; ++item) {
         const int64_t n = item / blocks;
@@ -391,177 +574,156 @@ static void PYROI_TYPED(roi_align_forward_blocked_task)(void *context, int64_t b
         if (plan->image_start[n] == plan->image_start[n + 1]) {
             continue; /* no RoI samples this image */
         }
-        PYROI_TYPED(roi_align_gather_block)(block, job->features, job->features_strides,
-                                            shape[2], width, n, c0, lanes);
+        PYROI_TYPED(roi_align_region_to_block)(job->features, job->features_strides, shape[3],
+                                               n, c0, lanes, 0, shape[2], 0, shape[3], block);
         for (i = plan->image_start[n]; i < plan->image_start[n + 1]; ++i) {
             const int64_t k = plan->order[i];
-            const pyroi_tap_range *row_ranges = plan->ranges + k * plan->bins;
-            const pyroi_tap_range *col_ranges = row_ranges + pooled_height;
-            const PYROI_TYPED(axis_tap) *row_taps = plan->taps + plan->first_tap[k];
-            const PYROI_TYPED(axis_tap) *col_taps = row_taps + plan->row_taps[k];
-            const T count = (T)(plan->samples[k] > 1 ? plan->samples[k] : 1);
-            const T inverse = PYROI_TYPED(pyroi_exact_inverse)(plan->samples[k] > 1 ? plan->samples[k] : 1);
-            T *out = job->result + k * out_strides[0] + c0 * out_strides[1];
-            for (ph = 0; ph < pooled_height; ++ph) {
-                const pyroi_tap_range rr = row_ranges[ph];
-                for (pw = 0; pw < pooled_width; ++pw) {
-                    const pyroi_tap_range cr = col_ranges[pw];
-                    /* a local accumulator: the compiler can see it aliases nothing */
-                    T sum[PYROI_LANE_BYTES / sizeof(T)];
-                    T *result = tile + (ph * pooled_width + pw) * PYROI_LANES;
-                    for (j = 0; j < PYROI_LANES; ++j) {
-                        sum[j] = (T)0;
-                    }
-                    for (r = rr.begin; r < rr.end; ++r) {
-                        const PYROI_TYPED(axis_tap) ty = row_taps[r];
-                        const T *row_lo = block + ty.lo * width * PYROI_LANES;
-                        const T *row_hi = block + ty.hi * width * PYROI_LANES;
-                        for (q = cr.begin; q < cr.end; ++q) {
-                            const PYROI_TYPED(axis_tap) tx = col_taps[q];
-                            const T w1 = ty.w_lo * tx.w_lo, w2 = ty.w_lo * tx.w_hi;
-                            const T w3 = ty.w_hi * tx.w_lo, w4 = ty.w_hi * tx.w_hi;
-                            const T *p1 = row_lo + tx.lo * PYROI_LANES;
-                            const T *p2 = row_lo + tx.hi * PYROI_LANES;
-                            const T *p3 = row_hi + tx.lo * PYROI_LANES;
-                            const T *p4 = row_hi + tx.hi * PYROI_LANES;
-                            /* each lane is one channel, evaluated exactly as the scalar loop */
-                            for (j = 0; j < PYROI_LANES; ++j) {
-                                sum[j] += w1 * p1[j] + w2 * p2[j] + w3 * p3[j] + w4 * p4[j];
-                            }
-                        }
-                    }
-                    if (inverse != (T)0) { /* exact: see pyroi_exact_inverse */
-                        for (j = 0; j < PYROI_LANES; ++j) {
-                            result[j] = sum[j] * inverse;
-                        }
-                    } else {
-                        for (j = 0; j < PYROI_LANES; ++j) {
-                            result[j] = sum[j] / count;
-                        }
-                    }
-                }
-            }
-            PYROI_TYPED(roi_align_tile_to_bins)(tile, lanes, pooled_height, pooled_width, out,
-                                                out_strides);
+            PYROI_TYPED(roi_align_forward_roi)(plan, k, block, shape[3], pooled_height,
+                                               pooled_width, tile);
+            PYROI_TYPED(roi_align_tile_to_bins)(
+                tile, lanes, pooled_height, pooled_width,
+                job->result + k * out_strides[0] + c0 * out_strides[1], out_strides);
         }
     }
 }
 
+/* Forward, work item = RoI: each channel block of the RoI's region is gathered and pooled. */
 PYROI_VECTOR_CLONES
-static void PYROI_TYPED(roi_align_backward_blocked_task)(void *context, int64_t begin,
-                                                         int64_t end, int worker)
+static void PYROI_TYPED(roi_align_forward_region_task)(void *context, int64_t begin,
+                                                       int64_t end, int worker)
+{
+    const PYROI_TYPED(roi_align_job) *job = (const PYROI_TYPED(roi_align_job) *)context;
+    const PYROI_TYPED(roi_align_plan) *plan = job->plan;
+    const int64_t *shape = job->map_shape, *out_strides = job->result_strides;
+    const int64_t pooled_height = job->params->pooled_height;
+    const int64_t pooled_width = job->params->pooled_width;
+    T *block = job->scratch + worker * job->scratch_stride;
+    T *tile = PYROI_TYPED(roi_align_bin_tile)(job, block);
+    int64_t k, c0;
+
+    for (k = begin; k < end; ++k) {
+        int64_t row_begin, row_end, col_begin, col_end;
+        PYROI_TYPED(roi_align_roi_extent)(plan, k, &row_begin, &row_end, &col_begin, &col_end);
+        for (c0 = 0; c0 < shape[1]; c0 += PYROI_LANES) {
+            const int64_t lanes = shape[1] - c0 < PYROI_LANES ? shape[1] - c0 : PYROI_LANES;
+            PYROI_TYPED(roi_align_region_to_block)(job->features, job->features_strides,
+                                                   shape[3], job->batch_indices[k], c0, lanes,
+                                                   row_begin, row_end, col_begin, col_end,
+                                                   block);
+            PYROI_TYPED(roi_align_forward_roi)(plan, k, block, shape[3], pooled_height,
+                                               pooled_width, tile);
+            PYROI_TYPED(roi_align_tile_to_bins)(
+                tile, lanes, pooled_height, pooled_width,
+                job->result + k * out_strides[0] + c0 * out_strides[1], out_strides);
+        }
+    }
+}
+
+/* Backward, work item = (image, channel block): the block accumulates the image's
+ * gradient from zero, then is written out whole. */
+PYROI_VECTOR_CLONES
+static void PYROI_TYPED(roi_align_backward_image_task)(void *context, int64_t begin,
+                                                       int64_t end, int worker)
 {
     const PYROI_TYPED(roi_align_job) *job = (const PYROI_TYPED(roi_align_job) *)context;
     const PYROI_TYPED(roi_align_plan) *plan = job->plan;
     const int64_t *shape = job->map_shape;
-    const int64_t *go_strides = job->features_strides, *gi_strides = job->result_strides;
-    const int64_t height = shape[2], width = shape[3];
+    const int64_t *go_strides = job->features_strides;
     const int64_t pooled_height = job->params->pooled_height;
     const int64_t pooled_width = job->params->pooled_width;
     const int64_t blocks = (shape[1] + PYROI_LANES - 1) / PYROI_LANES;
+    const int64_t block_elements = shape[2] * shape[3] * PYROI_LANES;
     T *block = job->scratch + worker * job->scratch_stride;
     T *tile = PYROI_TYPED(roi_align_bin_tile)(job, block);
-    int64_t item, i, ph, pw, r, q, j, h;
+    int64_t item, i;
 
     for (item = begin; item < end; ++item) {
         const int64_t n = item / blocks;
         const int64_t c0 = (item % blocks) * PYROI_LANES;
         const int64_t lanes = shape[1] - c0 < PYROI_LANES ? shape[1] - c0 : PYROI_LANES;
-        const int64_t pixels = height * width * PYROI_LANES;
-        for (i = 0; i < pixels; ++i) {
+        for (i = 0; i < block_elements; ++i) {
             block[i] = (T)0;
         }
         for (i = plan->image_start[n]; i < plan->image_start[n + 1]; ++i) {
             const int64_t k = plan->order[i];
-            const pyroi_tap_range *row_ranges = plan->ranges + k * plan->bins;
-            const pyroi_tap_range *col_ranges = row_ranges + pooled_height;
-            const PYROI_TYPED(axis_tap) *row_taps = plan->taps + plan->first_tap[k];
-            const PYROI_TYPED(axis_tap) *col_taps = row_taps + plan->row_taps[k];
-            const T count = (T)plan->samples[k];
-            const T inverse = PYROI_TYPED(pyroi_exact_inverse)(plan->samples[k]);
-            const T *grad = job->features + k * go_strides[0] + c0 * go_strides[1];
-            if (i + 1 < plan->image_start[n + 1]) {
-                /* the next RoI's output gradients come from memory: request them now */
-                const T *next = job->features + plan->order[i + 1] * go_strides[0] +
-                                c0 * go_strides[1];
-                for (j = 0; j < lanes; ++j) {
-                    PYROI_PREFETCH(next + j * go_strides[1]);
-                }
+            if (i + 1 < plan->image_start[n + 1]) { /* the next RoI's gradients: start loading */
+                PYROI_TYPED(roi_align_prefetch_bins)(job->features, go_strides,
+                                                     plan->order[i + 1], c0, lanes);
             }
             if (plan->row_taps[k] == 0 || plan->col_taps[k] == 0) {
                 continue; /* no sample of this RoI lands in the map */
             }
-            PYROI_TYPED(roi_align_bins_to_tile)(grad, go_strides, lanes, pooled_height,
+            PYROI_TYPED(roi_align_bins_to_tile)(job->features + k * go_strides[0] +
+                                                    c0 * go_strides[1],
+                                                go_strides, lanes, pooled_height, pooled_width,
+                                                tile);
+            PYROI_TYPED(roi_align_backward_roi)(plan, k, block, shape[3], pooled_height,
                                                 pooled_width, tile);
-            for (ph = 0; ph < pooled_height; ++ph) {
-                const pyroi_tap_range rr = row_ranges[ph];
-                for (pw = 0; pw < pooled_width; ++pw) {
-                    const pyroi_tap_range cr = col_ranges[pw];
-                    /* a local copy: the compiler can see the block writes do not alter it */
-                    T g[PYROI_LANE_BYTES / sizeof(T)];
-                    for (j = 0; j < PYROI_LANES; ++j) {
-                        g[j] = tile[(ph * pooled_width + pw) * PYROI_LANES + j];
-                    }
-                    for (r = rr.begin; r < rr.end; ++r) {
-                        const PYROI_TYPED(axis_tap) ty = row_taps[r];
-                        T *row_lo = block + ty.lo * width * PYROI_LANES;
-                        T *row_hi = block + ty.hi * width * PYROI_LANES;
-                        for (q = cr.begin; q < cr.end; ++q) {
-                            const PYROI_TYPED(axis_tap) tx = col_taps[q];
-                            const T w1 = ty.w_lo * tx.w_lo, w2 = ty.w_lo * tx.w_hi;
-                            const T w3 = ty.w_hi * tx.w_lo, w4 = ty.w_hi * tx.w_hi;
-                            T *p1 = row_lo + tx.lo * PYROI_LANES;
-                            T *p2 = row_lo + tx.hi * PYROI_LANES;
-                            T *p3 = row_hi + tx.lo * PYROI_LANES;
-                            T *p4 = row_hi + tx.hi * PYROI_LANES;
-                            /* four separate passes: the taps may coincide at the border, and
-                             * torchvision adds them one after the other */
-                            if (inverse != (T)0) { /* exact: see pyroi_exact_inverse */
-                                for (j = 0; j < PYROI_LANES; ++j) {
-                                    p1[j] += g[j] * w1 * inverse;
-                                }
-                                for (j = 0; j < PYROI_LANES; ++j) {
-                                    p2[j] += g[j] * w2 * inverse;
-                                }
-                                for (j = 0; j < PYROI_LANES; ++j) {
-                                    p3[j] += g[j] * w3 * inverse;
-                                }
-                                for (j = 0; j < PYROI_LANES; ++j) {
-                                    p4[j] += g[j] * w4 * inverse;
-                                }
-                            } else {
-                                for (j = 0; j < PYROI_LANES; ++j) {
-                                    p1[j] += g[j] * w1 / count;
-                                }
-                                for (j = 0; j < PYROI_LANES; ++j) {
-                                    p2[j] += g[j] * w2 / count;
-                                }
-                                for (j = 0; j < PYROI_LANES; ++j) {
-                                    p3[j] += g[j] * w3 / count;
-                                }
-                                for (j = 0; j < PYROI_LANES; ++j) {
-                                    p4[j] += g[j] * w4 / count;
-                                }
-                            }
-                        }
+        }
+        PYROI_TYPED(roi_align_block_to_region)(block, shape[3], n, c0, lanes, 0, shape[2], 0,
+                                               shape[3], job->result, job->result_strides);
+    }
+}
+
+/* Backward, work item = channel block: the caller's gradient planes are zeroed, then each
+ * RoI (in order) loads its region of the current gradient into the block, adds its
+ * contributions and stores the region back -- so every pixel sees the same sequence of
+ * additions as in torchvision. */
+PYROI_VECTOR_CLONES
+static void PYROI_TYPED(roi_align_backward_region_task)(void *context, int64_t begin,
+                                                        int64_t end, int worker)
+{
+    const PYROI_TYPED(roi_align_job) *job = (const PYROI_TYPED(roi_align_job) *)context;
+    const PYROI_TYPED(roi_align_plan) *plan = job->plan;
+    const int64_t *shape = job->map_shape;
+    const int64_t *go_strides = job->features_strides, *gi_strides = job->result_strides;
+    const int64_t pooled_height = job->params->pooled_height;
+    const int64_t pooled_width = job->params->pooled_width;
+    T *block = job->scratch + worker * job->scratch_stride;
+    T *tile = PYROI_TYPED(roi_align_bin_tile)(job, block);
+    int64_t item, k, n, c, h, w;
+
+    for (item = begin; item < end; ++item) {
+        const int64_t c0 = item * PYROI_LANES;
+        const int64_t lanes = shape[1] - c0 < PYROI_LANES ? shape[1] - c0 : PYROI_LANES;
+        for (n = 0; n < shape[0]; ++n) {
+            for (c = c0; c < c0 + lanes; ++c) {
+                T *plane = job->result + n * gi_strides[0] + c * gi_strides[1];
+                for (h = 0; h < shape[2]; ++h) {
+                    for (w = 0; w < shape[3]; ++w) {
+                        plane[h * gi_strides[2] + w * gi_strides[3]] = (T)0;
                     }
                 }
             }
         }
-        /* block -> grad_input, row by row */
-        for (h = 0; h < height; ++h) {
-            PYROI_TYPED(pyroi_lanes_to_channels)(
-                block + h * width * PYROI_LANES, width, lanes,
-                job->result + n * gi_strides[0] + c0 * gi_strides[1] + h * gi_strides[2],
-                gi_strides[1], gi_strides[3]);
+        for (k = 0; k < plan->num_rois; ++k) {
+            int64_t row_begin, row_end, col_begin, col_end;
+            const int64_t n_k = job->batch_indices[k];
+            if (plan->row_taps[k] == 0 || plan->col_taps[k] == 0) {
+                continue;
+            }
+            PYROI_TYPED(roi_align_roi_extent)(plan, k, &row_begin, &row_end, &col_begin,
+                                              &col_end);
+            PYROI_TYPED(roi_align_region_to_block)(job->result, gi_strides, shape[3], n_k, c0,
+                                                   lanes, row_begin, row_end, col_begin,
+                                                   col_end, block);
+            PYROI_TYPED(roi_align_bins_to_tile)(job->features + k * go_strides[0] +
+                                                    c0 * go_strides[1],
+                                                go_strides, lanes, pooled_height, pooled_width,
+                                                tile);
+            PYROI_TYPED(roi_align_backward_roi)(plan, k, block, shape[3], pooled_height,
+                                                pooled_width, tile);
+            PYROI_TYPED(roi_align_block_to_region)(block, shape[3], n_k, c0, lanes, row_begin,
+                                                   row_end, col_begin, col_end, job->result,
+                                                   gi_strides);
         }
     }
 }
 
 /* ---- driver ----------------------------------------------------------------------------- */
 
-/* Largest channels-last block map per worker; bigger feature maps take the direct path. */
-#define PYROI_BLOCK_SCRATCH_BYTES ((size_t)32 << 20)
+/* Largest lane-major block per worker; bigger feature maps take the direct loop order. */
+#define PYROI_BLOCK_SCRATCH_BYTES ((size_t)64 << 20)
 
 /* Runs the forward (backward = 0) or backward over the plan, choosing the loop order. */
 static pyroi_status PYROI_TYPED(roi_align_execute)(PYROI_TYPED(roi_align_job) *job, int backward)
@@ -569,14 +731,18 @@ static pyroi_status PYROI_TYPED(roi_align_execute)(PYROI_TYPED(roi_align_job) *j
     const int64_t *shape = job->map_shape;
     const PYROI_TYPED(roi_align_plan) *plan = job->plan;
     const int64_t map_pixels = shape[2] * shape[3];
+    const int64_t tile_pixels = job->params->pooled_height * job->params->pooled_width;
     const int64_t blocks = (shape[1] + PYROI_LANES - 1) / PYROI_LANES;
     const double map_elements = (double)shape[0] * (double)shape[1] * (double)map_pixels;
     const double sampled = plan->sampled_taps * (double)shape[1];
     const int threads = job->params->num_threads;
-    /* The blocked order pays one pass over the map to gather; it wins once the RoIs sample
-     * more than about a quarter of the map's elements. */
-    const int blocked = sampled * 4.0 >= map_elements && map_pixels > 0 && blocks > 0 &&
-                        (size_t)map_pixels <= PYROI_BLOCK_SCRATCH_BYTES / 64;
+    /* lane-major orders need a block of the whole map per worker */
+    const int lane_major = map_pixels > 0 && blocks > 0 &&
+                           (double)(map_pixels + tile_pixels) * 64.0 <=
+                               (double)PYROI_BLOCK_SCRATCH_BYTES;
+    /* gathering whole images pays once the RoIs sample about a quarter of the map's elements;
+     * below that, gathering each RoI's region is cheaper */
+    const int whole_images = sampled * 4.0 >= map_elements;
     pyroi_range_task task;
     int64_t items;
     double work_per_item;
@@ -584,26 +750,33 @@ static pyroi_status PYROI_TYPED(roi_align_execute)(PYROI_TYPED(roi_align_job) *j
 
     job->scratch = NULL;
     job->scratch_stride = 0;
-    if (blocked) {
+    if (lane_major && whole_images) {
         items = shape[0] * blocks;
         work_per_item = (double)PYROI_LANES * (plan->sampled_taps / (double)shape[0] +
                                                (double)map_pixels);
-        task = backward ? PYROI_TYPED(roi_align_backward_blocked_task)
-                        : PYROI_TYPED(roi_align_forward_blocked_task);
+        task = backward ? PYROI_TYPED(roi_align_backward_image_task)
+                        : PYROI_TYPED(roi_align_forward_image_task);
+    } else if (lane_major && backward) {
+        items = blocks;
+        work_per_item = (double)PYROI_LANES * ((double)shape[0] * (double)map_pixels +
+                                               plan->sampled_taps);
+        task = PYROI_TYPED(roi_align_backward_region_task);
+    } else if (lane_major) {
+        items = plan->num_rois;
+        work_per_item = sampled / (double)(plan->num_rois > 0 ? plan->num_rois : 1);
+        task = PYROI_TYPED(roi_align_forward_region_task);
     } else if (backward) {
         items = shape[1];
         work_per_item = (double)shape[0] * (double)map_pixels + plan->sampled_taps;
         task = PYROI_TYPED(roi_align_backward_direct_task);
     } else {
         items = plan->num_rois;
-        work_per_item = (double)shape[1] * plan->sampled_taps /
-                        (double)(plan->num_rois > 0 ? plan->num_rois : 1);
+        work_per_item = sampled / (double)(plan->num_rois > 0 ? plan->num_rois : 1);
         task = PYROI_TYPED(roi_align_forward_direct_task);
     }
     workers = pyroi_parallel_workers(threads, items, work_per_item);
-    if (blocked) {
-        job->scratch_stride =
-            (map_pixels + job->params->pooled_height * job->params->pooled_width) * PYROI_LANES;
+    if (lane_major) {
+        job->scratch_stride = (map_pixels + tile_pixels) * PYROI_LANES;
         job->scratch = (T *)malloc((size_t)workers * (size_t)job->scratch_stride * sizeof(T));
         if (job->scratch == NULL) {
             return PYROI_E_NO_MEMORY;
