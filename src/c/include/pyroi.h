@@ -13,8 +13,13 @@
  *     before any tensor element is read or written; on failure nothing is written.
  *   - The library is stateless and reentrant: no handles, no globals, no printing. Calls may
  *     run concurrently from several threads on distinct outputs. Memory is owned by the
- *     caller; a call allocates only small per-call scratch tables (failure:
- *     PYROI_E_NO_MEMORY).
+ *     caller; a call allocates only scratch that it frees before returning: tap tables
+ *     proportional to the RoIs, and per worker thread a channels-last block of 64 bytes per
+ *     feature-map pixel (at most 64 MB; larger maps are read in place). Failure:
+ *     PYROI_E_NO_MEMORY.
+ *   - Threads are started and joined inside a call (no pool survives it), so a process may
+ *     fork() at any time; params.num_threads = 0 uses every online processor for large calls
+ *     and one thread for small ones. Results are bit-identical for every thread count.
  *   - A pointer may be NULL only when the tensor it addresses has no elements.
  *
  * The version macros below are the single source of the version for the C library, the
