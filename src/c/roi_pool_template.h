@@ -125,7 +125,7 @@ static void PYROI_TYPED(roi_pool_forward_rois)(
     const int64_t pooled_height = params->pooled_height, pooled_width = params->pooled_width;
     roi_pool_window *row_windows = windows;
     roi_pool_window *col_windows = windows + pooled_height;
-    int64_t k, c, ph, pw, h, w;
+    int64_t k, c, ph, pw, h;
 
     for (k = roi_begin; k < roi_end; ++k) {
         PYROI_TYPED(roi_pool_axis) rows, cols;
@@ -156,13 +156,18 @@ static void PYROI_TYPED(roi_pool_forward_rois)(
                     if (rw.end > rw.begin && cw.end > cw.begin) {
                         best = (T)-FLT_MAX;
                         for (h = rw.begin; h < rw.end; ++h) {
-                            const T *row = plane + h * row_stride;
-                            for (w = cw.begin; w < cw.end; ++w) {
-                                const T value = row[w * col_stride];
+                            /* a running pointer and in-plane index keep the loop simple
+                             * enough for the compiler to make it branch-free */
+                            const T *pixel = plane + h * row_stride + cw.begin * col_stride;
+                            const int64_t row_end = h * width + cw.end;
+                            int64_t index;
+                            for (index = h * width + cw.begin; index < row_end; ++index) {
+                                const T value = *pixel;
                                 if (value > best) {
                                     best = value;
-                                    best_index = h * width + w;
+                                    best_index = index;
                                 }
+                                pixel += col_stride;
                             }
                         }
                     }
