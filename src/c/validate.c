@@ -122,3 +122,39 @@ pyroi_status pyroi_check_roi_align_params(const pyroi_roi_align_params *params)
     }
     return PYROI_OK;
 }
+
+pyroi_status pyroi_check_batch_indices(const int64_t *batch_indices, int64_t num_rois,
+                                       int64_t num_images)
+{
+    int64_t k;
+    if (num_rois < 0) {
+        return PYROI_E_INVALID_SHAPE;
+    }
+    if (num_rois > 0 && batch_indices == NULL) {
+        return PYROI_E_NULL_POINTER;
+    }
+    for (k = 0; k < num_rois; ++k) {
+        if (batch_indices[k] < 0 || batch_indices[k] >= num_images) {
+            return PYROI_E_INVALID_BATCH_INDEX;
+        }
+    }
+    return PYROI_OK;
+}
+
+pyroi_status pyroi_check_roi_pool_params(const pyroi_roi_pool_params *params)
+{
+    if (params == NULL) {
+        return PYROI_E_NULL_POINTER;
+    }
+    if (params->pooled_height <= 0 || params->pooled_width <= 0) {
+        return PYROI_E_INVALID_OUTPUT_SIZE;
+    }
+    if (!(isfinite(params->spatial_scale_h) && params->spatial_scale_h >= 0.0) ||
+        !(isfinite(params->spatial_scale_w) && params->spatial_scale_w >= 0.0)) {
+        return PYROI_E_INVALID_SCALE;
+    }
+    if (params->num_threads < 0) {
+        return PYROI_E_INVALID_NUM_THREADS;
+    }
+    return PYROI_OK;
+}

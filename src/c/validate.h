@@ -24,4 +24,12 @@ pyroi_status pyroi_check_rois(const void *boxes, int64_t num_rois, int64_t box_r
 /* Checks the fields of RoIAlign parameters. */
 pyroi_status pyroi_check_roi_align_params(const pyroi_roi_align_params *params);
 
+/* Checks that each of num_rois batch indices lies in [0, num_images) (for entry points that
+ * take batch indices without boxes). */
+pyroi_status pyroi_check_batch_indices(const int64_t *batch_indices, int64_t num_rois,
+                                       int64_t num_images);
+
+/* Checks the fields of RoIPool parameters. */
+pyroi_status pyroi_check_roi_pool_params(const pyroi_roi_pool_params *params);
+
 #endif /* PYROI_VALIDATE_H */

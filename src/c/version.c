@@ -37,6 +37,8 @@ const char *pyroi_status_string(pyroi_status status)
         return "invalid number of threads: must be non-negative";
     case PYROI_E_NO_MEMORY:
         return "out of memory";
+    case PYROI_E_INVALID_ARGMAX:
+        return "invalid argmax: an entry is neither -1 nor a pixel index in [0, H * W)";
     }
     return "unknown status";
 }

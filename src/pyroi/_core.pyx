@@ -34,6 +34,7 @@ _STATUS_ERRORS = {
     c.PYROI_E_INVALID_BOX: BoxError,
     c.PYROI_E_INVALID_NUM_THREADS: InvalidArgumentError,
     c.PYROI_E_NO_MEMORY: PyroiMemoryError,
+    c.PYROI_E_INVALID_ARGMAX: InvalidArgumentError,
 }
 
 MAX_SAMPLING_GRID = c.PYROI_MAX_SAMPLING_GRID
@@ -194,4 +195,121 @@ def roi_align_backward(const real[:, :, :, :] grad_output, const real[:, :] boxe
         check_status(status, first_invalid_roi(boxes, box_row_stride, batch_indices,
                                                grad_input_shape[0], grad_input_shape[2],
                                                grad_input_shape[3], &params))
+    check_status(status)
+
+
+cdef int fill_roi_pool_params(c.pyroi_roi_pool_params *params, int64_t pooled_height,
+                              int64_t pooled_width, double spatial_scale_h,
+                              double spatial_scale_w, int num_threads) except -1:
+    c.pyroi_roi_pool_params_init(params)
+    params.pooled_height = pooled_height
+    params.pooled_width = pooled_width
+    params.spatial_scale_h = spatial_scale_h
+    params.spatial_scale_w = spatial_scale_w
+    params.num_threads = num_threads
+    return 0
+
+
+cdef int64_t first_invalid_pool_roi(const real[:, :] boxes, int64_t box_row_stride,
+                                    const int64_t[::1] batch_indices, int64_t num_images,
+                                    const c.pyroi_roi_pool_params *params) noexcept:
+    """Index of the first RoI the C core's RoIPool rejects, or -1 (for error messages)."""
+    cdef int64_t failed_roi = -1
+    if real is float:
+        c.pyroi_roi_pool_find_invalid_roi_f32(
+            &boxes[0, 0], boxes.shape[0], box_row_stride, &batch_indices[0], num_images,
+            params, &failed_roi)
+    else:
+        c.pyroi_roi_pool_find_invalid_roi_f64(
+            &boxes[0, 0], boxes.shape[0], box_row_stride, &batch_indices[0], num_images,
+            params, &failed_roi)
+    return failed_roi
+
+
+def roi_pool_forward(const real[:, :, :, :] input, const real[:, :] boxes,
+                     const int64_t[::1] batch_indices, real[:, :, :, :] output,
+                     int64_t[:, :, :, :] argmax, int64_t pooled_height, int64_t pooled_width,
+                     double spatial_scale_h, double spatial_scale_w, int num_threads):
+    """RoIPool forward into output (K, C, pooled_height, pooled_width) and, unless it is
+    None, argmax (same shape)."""
+    cdef c.pyroi_roi_pool_params params
+    cdef int64_t input_shape[4]
+    cdef int64_t input_strides[4]
+    cdef int64_t output_strides[4]
+    cdef int64_t argmax_strides[4]
+    cdef int64_t *argmax_data = NULL
+    cdef int64_t box_row_stride
+    cdef int64_t num_rois = boxes.shape[0]
+    cdef c.pyroi_status status
+    cdef int i
+    if batch_indices.shape[0] != num_rois:
+        raise ShapeError("pyroi: boxes and batch_indices differ in length")
+    for i in range(4):
+        input_shape[i] = input.shape[i]
+        argmax_strides[i] = 0
+    element_strides(input.strides, sizeof(real), 4, input_strides)
+    element_strides(output.strides, sizeof(real), 4, output_strides)
+    if argmax is not None:
+        for i in range(4):
+            if argmax.shape[i] != output.shape[i]:
+                raise ShapeError("pyroi: argmax and output differ in shape")
+        element_strides(argmax.strides, sizeof(int64_t), 4, argmax_strides)
+        argmax_data = &argmax[0, 0, 0, 0]
+    box_row_stride = box_rows_stride(boxes.strides, sizeof(real))
+    fill_roi_pool_params(&params, pooled_height, pooled_width, spatial_scale_h,
+                         spatial_scale_w, num_threads)
+    with nogil:
+        if real is float:
+            status = c.pyroi_roi_pool_forward_f32(
+                &input[0, 0, 0, 0], input_shape, input_strides, &boxes[0, 0], num_rois,
+                box_row_stride, &batch_indices[0], &output[0, 0, 0, 0], output_strides,
+                argmax_data, argmax_strides, &params)
+        else:
+            status = c.pyroi_roi_pool_forward_f64(
+                &input[0, 0, 0, 0], input_shape, input_strides, &boxes[0, 0], num_rois,
+                box_row_stride, &batch_indices[0], &output[0, 0, 0, 0], output_strides,
+                argmax_data, argmax_strides, &params)
+    if is_roi_status(status):
+        check_status(status, first_invalid_pool_roi(boxes, box_row_stride, batch_indices,
+                                                    input_shape[0], &params))
+    check_status(status)
+
+
+def roi_pool_backward(const real[:, :, :, :] grad_output, const int64_t[:, :, :, :] argmax,
+                      const int64_t[::1] batch_indices, real[:, :, :, :] grad_input,
+                      double spatial_scale_h, double spatial_scale_w, int num_threads):
+    """RoIPool backward: overwrite grad_input (N, C, H, W) with the input gradient."""
+    cdef c.pyroi_roi_pool_params params
+    cdef int64_t grad_input_shape[4]
+    cdef int64_t grad_input_strides[4]
+    cdef int64_t grad_output_strides[4]
+    cdef int64_t argmax_strides[4]
+    cdef int64_t num_rois = grad_output.shape[0]
+    cdef c.pyroi_status status
+    cdef int i
+    if batch_indices.shape[0] != num_rois:
+        raise ShapeError("pyroi: batch_indices and grad_output differ in length")
+    for i in range(4):
+        if argmax.shape[i] != grad_output.shape[i]:
+            raise ShapeError("pyroi: argmax and grad_output differ in shape")
+    if grad_output.shape[1] != grad_input.shape[1]:
+        raise ShapeError("pyroi: grad_output and grad_input differ in channels")
+    for i in range(4):
+        grad_input_shape[i] = grad_input.shape[i]
+    element_strides(grad_input.strides, sizeof(real), 4, grad_input_strides)
+    element_strides(grad_output.strides, sizeof(real), 4, grad_output_strides)
+    element_strides(argmax.strides, sizeof(int64_t), 4, argmax_strides)
+    fill_roi_pool_params(&params, grad_output.shape[2], grad_output.shape[3], spatial_scale_h,
+                         spatial_scale_w, num_threads)
+    with nogil:
+        if real is float:
+            status = c.pyroi_roi_pool_backward_f32(
+                &grad_output[0, 0, 0, 0], grad_output_strides, &argmax[0, 0, 0, 0],
+                argmax_strides, &batch_indices[0], num_rois, &grad_input[0, 0, 0, 0],
+                grad_input_shape, grad_input_strides, &params)
+        else:
+            status = c.pyroi_roi_pool_backward_f64(
+                &grad_output[0, 0, 0, 0], grad_output_strides, &argmax[0, 0, 0, 0],
+                argmax_strides, &batch_indices[0], num_rois, &grad_input[0, 0, 0, 0],
+                grad_input_shape, grad_input_strides, &params)
     check_status(status)

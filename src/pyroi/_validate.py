@@ -249,3 +249,38 @@ def shape4(value, name: str) -> tuple[int, int, int, int]:
     if len(dims) != 4 or any(d < 0 for d in dims):
         raise ShapeError(f"{name} must be 4 non-negative integers (N, C, H, W), got {value!r}")
     return dims
+
+
+def argmax_array(value, shape: tuple, plane_size: int, name: str = "argmax") -> np.ndarray:
+    """The argmax of a max-pooling forward as a native int64 array (any strides; copied only
+    if it is another integer type or unreadable in place).
+
+    It must have ``shape`` and hold only -1 (nothing to propagate) or pixel indices in
+    ``[0, plane_size)``; errors name the first offending element.
+    """
+    array = value if isinstance(value, np.ndarray) else np.asarray(value)
+    if array.dtype.kind not in "iu":
+        raise DTypeError(f"{name} must be an integer array, got dtype {array.dtype}")
+    if array.shape != tuple(shape):
+        raise ShapeError(f"{name} must have shape {tuple(shape)}, got {array.shape}")
+    if array.size:
+        invalid = (array < -1) | (array >= plane_size)
+        if invalid.any():
+            index = np.unravel_index(int(np.argmax(invalid)), array.shape)
+            index = tuple(int(i) for i in index)
+            raise InvalidArgumentError(
+                f"{name}[{', '.join(map(str, index))}] (RoI {index[0]}) is {array[index]}; "
+                f"it must be -1 or a pixel index in [0, {plane_size})"
+            )
+    if array.dtype.newbyteorder("=") != np.dtype(np.int64):
+        return array.astype(np.int64)
+    return _kernel_ready(array)
+
+
+def output_size_matches(output_size_hw: tuple, shape: tuple, name: str) -> None:
+    """The (height, width) of an output size equals the last two entries of ``shape``."""
+    if tuple(shape[2:]) != tuple(output_size_hw):
+        raise ShapeError(
+            f"output_size {tuple(output_size_hw)} does not match {name} of shape "
+            f"{tuple(shape)}"
+        )

@@ -82,7 +82,10 @@ typedef enum pyroi_status {
     /* num_threads is negative. */
     PYROI_E_INVALID_NUM_THREADS = 9,
     /* A scratch allocation failed. */
-    PYROI_E_NO_MEMORY = 10
+    PYROI_E_NO_MEMORY = 10,
+    /* An argmax entry given to a max-pooling backward is neither -1 nor a pixel index in
+     * [0, H * W). */
+    PYROI_E_INVALID_ARGMAX = 11
 } pyroi_status;
 
 /* The library's version as PYROI_VERSION_NUMBER; compare with the macro to detect a header
@@ -186,6 +189,107 @@ PYROI_API pyroi_status pyroi_roi_align_backward_f64(
     const int64_t *batch_indices,
     double *grad_input, const int64_t grad_input_shape[4], const int64_t grad_input_strides[4],
     const pyroi_roi_align_params *params);
+
+/* ------------------------------------------------------------------------------------------
+ * RoIPool (quantised max pooling), as torchvision.ops.roi_pool, Caffe Fast R-CNN's
+ * ROIPooling and ONNX MaxRoiPool.
+ *
+ * Box corners are scaled and rounded to whole pixels (half away from zero; the end pixel is
+ * inclusive, so a RoI spans round(x2 * s) - round(x1 * s) + 1 >= 1 pixels). Bin b of n along
+ * an axis covers pixels [floor(b * size / n), ceil((b + 1) * size / n)) from the RoI start,
+ * clipped to the map, so neighbouring bins may share pixels. A bin is the maximum of its
+ * pixels (ties: the first in row-major order; NaN is never selected); an empty bin (clipped
+ * away) is 0. A non-empty bin whose pixels are all NaN, -inf or <= -FLT_MAX is -FLT_MAX,
+ * in float64 too (as torchvision, which starts every bin at -FLT_MAX).
+ * ---------------------------------------------------------------------------------------- */
+typedef struct pyroi_roi_pool_params {
+    /* Output bins per RoI along y and x; both > 0. Default 1. */
+    int64_t pooled_height;
+    int64_t pooled_width;
+    /* Factors from box coordinates to feature-map coordinates, >= 0 and finite (converted to
+     * the tensor's dtype before use, as torchvision does). torchvision's single spatial_scale
+     * sets both; Ascend ROIPooling has one per axis. Default 1.0. */
+    double spatial_scale_h;
+    double spatial_scale_w;
+    /* Worker threads for this call; 0 lets the library choose. Results are bit-identical for
+     * every value. Default 0. */
+    int num_threads;
+} pyroi_roi_pool_params;
+
+/* Sets every field of *params to its documented default. */
+PYROI_API void pyroi_roi_pool_params_init(pyroi_roi_pool_params *params);
+
+/* Forward pass.
+ *   input           N x C x H x W tensor (input_shape, input_strides in elements).
+ *   boxes           num_rois rows of (x1, y1, x2, y2), row k at boxes + k * box_row_stride;
+ *                   finite, also after scaling.
+ *   batch_indices   num_rois int64 values in [0, N).
+ *   output          num_rois x C x pooled_height x pooled_width, strides output_strides;
+ *                   every element is written.
+ *   argmax          NULL, or a tensor of output's shape with strides argmax_strides (ignored
+ *                   when argmax is NULL) not overlapping output: receives the in-plane index
+ *                   h * W + w of each bin's maximum, or -1 when the bin is empty or holds no
+ *                   pixel above -FLT_MAX. This is what the backward needs.
+ * Results equal torchvision 0.29's CPU kernel bit for bit, output and argmax (torchvision
+ * stores argmax as int32), wherever torchvision's 32-bit integer arithmetic does not
+ * overflow. Beyond that pyroi stays defined: a rounded coordinate is clamped to
+ * [-2^53, 2^53] pixels before it becomes an integer, and all pixel arithmetic is 64-bit.
+ * Returns PYROI_OK or the first validation failure (PYROI_E_INVALID_BOX: a coordinate is
+ * not finite, or its product with the spatial scale overflows). Thread-safe. */
+PYROI_API pyroi_status pyroi_roi_pool_forward_f32(
+    const float *input, const int64_t input_shape[4], const int64_t input_strides[4],
+    const float *boxes, int64_t num_rois, int64_t box_row_stride,
+    const int64_t *batch_indices,
+    float *output, const int64_t output_strides[4],
+    int64_t *argmax, const int64_t argmax_strides[4],
+    const pyroi_roi_pool_params *params);
+PYROI_API pyroi_status pyroi_roi_pool_forward_f64(
+    const double *input, const int64_t input_shape[4], const int64_t input_strides[4],
+    const double *boxes, int64_t num_rois, int64_t box_row_stride,
+    const int64_t *batch_indices,
+    double *output, const int64_t output_strides[4],
+    int64_t *argmax, const int64_t argmax_strides[4],
+    const pyroi_roi_pool_params *params);
+
+/* Finds the first RoI that pyroi_roi_pool_forward_* with these arguments would reject:
+ * *failed_roi receives its index and the status says why (PYROI_E_INVALID_BATCH_INDEX or
+ * PYROI_E_INVALID_BOX); PYROI_OK with *failed_roi = -1 when every RoI is valid. Other
+ * failures (NULL pointers, bad params, bad box strides) return their status with
+ * *failed_roi = -1. Meant for error reporting. Thread-safe. */
+PYROI_API pyroi_status pyroi_roi_pool_find_invalid_roi_f32(
+    const float *boxes, int64_t num_rois, int64_t box_row_stride,
+    const int64_t *batch_indices, int64_t num_images,
+    const pyroi_roi_pool_params *params, int64_t *failed_roi);
+PYROI_API pyroi_status pyroi_roi_pool_find_invalid_roi_f64(
+    const double *boxes, int64_t num_rois, int64_t box_row_stride,
+    const int64_t *batch_indices, int64_t num_images,
+    const pyroi_roi_pool_params *params, int64_t *failed_roi);
+
+/* Backward pass: the gradient with respect to the input, from the forward's argmax (the
+ * boxes are not needed).
+ *   grad_output     num_rois x C x pooled_height x pooled_width (C = grad_input_shape[1]),
+ *                   strides grad_output_strides.
+ *   argmax          the forward's argmax, same shape, strides argmax_strides; every entry
+ *                   must be -1 or in [0, H * W), else PYROI_E_INVALID_ARGMAX.
+ *   batch_indices   num_rois int64 values in [0, N), as given to the forward.
+ *   grad_input      tensor of grad_input_shape (N, C, H, W) and grad_input_strides; it is
+ *                   overwritten (zeroed, then accumulated), not added to.
+ * grad_input[b, c, argmax] += grad_output for every bin whose argmax is not -1, added per
+ * input pixel in torchvision's order (RoI, bin row, bin column) whatever the thread count,
+ * so results equal torchvision's CPU autograd bit for bit. params->spatial_scale_* are
+ * validated but not used. Returns PYROI_OK or the first validation failure. Thread-safe. */
+PYROI_API pyroi_status pyroi_roi_pool_backward_f32(
+    const float *grad_output, const int64_t grad_output_strides[4],
+    const int64_t *argmax, const int64_t argmax_strides[4],
+    const int64_t *batch_indices, int64_t num_rois,
+    float *grad_input, const int64_t grad_input_shape[4], const int64_t grad_input_strides[4],
+    const pyroi_roi_pool_params *params);
+PYROI_API pyroi_status pyroi_roi_pool_backward_f64(
+    const double *grad_output, const int64_t grad_output_strides[4],
+    const int64_t *argmax, const int64_t argmax_strides[4],
+    const int64_t *batch_indices, int64_t num_rois,
+    double *grad_input, const int64_t grad_input_shape[4], const int64_t grad_input_strides[4],
+    const pyroi_roi_pool_params *params);
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,593 @@
+/* RoIPool (quantised max pooling): known answers (SEMANTICS.md 5.1, 12.3, 12.6, verified on
+ * torchvision 0.29.1), argmax, the backward, layouts, thread counts and every status code. */
+#include "pyroi.h"
+#include "check.h"
+
+#include <float.h>
+#include <string.h>
+
+static const int64_t one_bin[4] = {1, 1, 1, 1};
+
+static void init_params(pyroi_roi_pool_params *p, int64_t pooled_height, int64_t pooled_width)
+{
+    pyroi_roi_pool_params_init(p);
+    p->pooled_height = pooled_height;
+    p->pooled_width = pooled_width;
+}
+
+static void test_defaults(void)
+{
+    pyroi_roi_pool_params p;
+    memset(&p, 0x5a, sizeof(p));
+    pyroi_roi_pool_params_init(&p);
+    CHECK(p.pooled_height == 1 && p.pooled_width == 1);
+    CHECK(p.spatial_scale_h == 1.0 && p.spatial_scale_w == 1.0);
+    CHECK(p.num_threads == 0);
+    pyroi_roi_pool_params_init(NULL); /* no crash */
+    CHECK(strstr(pyroi_status_string(PYROI_E_INVALID_ARGMAX), "argmax") != NULL);
+    CHECK(strcmp(pyroi_status_string(PYROI_E_INVALID_ARGMAX),
+                 pyroi_status_string(PYROI_E_NO_MEMORY)) != 0);
+}
+
+/* SEMANTICS.md 5.1: a 2x2 RoI pooled to 3x3 on a 4x4 arange repeats pixels. */
+static void test_small_roi_repeats_pixels(void)
+{
+    const int64_t shape[4] = {1, 1, 4, 4}, strides[4] = {16, 16, 4, 1};
+    const int64_t out_strides[4] = {9, 9, 3, 1};
+    const float box[4] = {1, 1, 2, 2};
+    const int64_t batch[1] = {0};
+    const float expected[9] = {5, 6, 6, 9, 10, 10, 9, 10, 10};
+    const int64_t expected_argmax[9] = {5, 6, 6, 9, 10, 10, 9, 10, 10};
+    float x[16], y[9];
+    int64_t argmax[9];
+    pyroi_roi_pool_params p;
+    int i;
+
+    for (i = 0; i < 16; ++i) {
+        x[i] = (float)i;
+    }
+    init_params(&p, 3, 3);
+    CHECK_STATUS(pyroi_roi_pool_forward_f32(x, shape, strides, box, 1, 4, batch, y, out_strides,
+                                            argmax, out_strides, &p), PYROI_OK);
+    for (i = 0; i < 9; ++i) {
+        CHECK(y[i] == expected[i]);
+        CHECK(argmax[i] == expected_argmax[i]);
+    }
+    /* argmax is optional */
+    memset(y, 0, sizeof(y));
+    CHECK_STATUS(pyroi_roi_pool_forward_f32(x, shape, strides, box, 1, 4, batch, y, out_strides,
+                                            NULL, NULL, &p), PYROI_OK);
+    for (i = 0; i < 9; ++i) {
+        CHECK(y[i] == expected[i]);
+    }
+}
+
+/* SEMANTICS.md 12.6: arange(100) as 10x10, 1x1 output; half away from zero rounding. */
+static void test_rounding(void)
+{
+    const int64_t shape[4] = {1, 1, 10, 10}, strides[4] = {100, 100, 10, 1};
+    const int64_t out_strides[4] = {1, 1, 1, 1};
+    const double boxes[5 * 4] = {
+        2.5, 2.5, 2.5, 2.5,     /* -> pixel (3, 3) = 33 */
+        1.5, 1.5, 1.5, 1.5,     /* -> pixel (2, 2) = 22 */
+        -0.5, -0.5, -0.5, -0.5, /* -> pixel (-1, -1): empty bin */
+        0.5, 0.5, 0.5, 0.5,     /* -> pixel (1, 1) = 11 */
+        3.5, 4.5, 3.5, 4.5};    /* -> pixel (5, 4) = 54 */
+    const int64_t batch[5] = {0, 0, 0, 0, 0};
+    const double expected[5] = {33, 22, 0, 11, 54};
+    const int64_t expected_argmax[5] = {33, 22, -1, 11, 54};
+    double x[100], y[5];
+    int64_t argmax[5];
+    pyroi_roi_pool_params p;
+    int i;
+
+    for (i = 0; i < 100; ++i) {
+        x[i] = i;
+    }
+    init_params(&p, 1, 1);
+    CHECK_STATUS(pyroi_roi_pool_forward_f64(x, shape, strides, boxes, 5, 4, batch, y,
+                                            out_strides, argmax, out_strides, &p), PYROI_OK);
+    for (i = 0; i < 5; ++i) {
+        CHECK(y[i] == expected[i]);
+        CHECK(argmax[i] == expected_argmax[i]);
+    }
+}
+
+/* SEMANTICS.md 12.3 (mmcv test_roi_pool.py; torchvision gives the same): 2x2 output. */
+static void test_mmcv_cases(void)
+{
+    const int64_t out_strides[4] = {4, 4, 2, 1};
+    const int64_t batch[1] = {0};
+    pyroi_roi_pool_params p;
+    int i;
+
+    init_params(&p, 2, 2);
+    { /* one channel, roi (0,0,1,1): every pixel its own bin, gradient ones */
+        const float x[4] = {1, 2, 3, 4};
+        const int64_t shape[4] = {1, 1, 2, 2}, strides[4] = {4, 4, 2, 1};
+        const float box[4] = {0, 0, 1, 1};
+        const float ones[4] = {1, 1, 1, 1};
+        float y[4], gx[4];
+        int64_t argmax[4];
+        CHECK_STATUS(pyroi_roi_pool_forward_f32(x, shape, strides, box, 1, 4, batch, y,
+                                                out_strides, argmax, out_strides, &p), PYROI_OK);
+        for (i = 0; i < 4; ++i) {
+            CHECK(y[i] == x[i]);
+            CHECK(argmax[i] == i);
+        }
+        CHECK_STATUS(pyroi_roi_pool_backward_f32(ones, out_strides, argmax, out_strides, batch, 1,
+                                                 gx, shape, strides, &p), PYROI_OK);
+        for (i = 0; i < 4; ++i) {
+            CHECK(gx[i] == 1.0f);
+        }
+    }
+    { /* two channels */
+        const double x[8] = {1, 2, 3, 4, 4, 3, 2, 1};
+        const int64_t shape[4] = {1, 2, 2, 2}, strides[4] = {8, 4, 2, 1};
+        const int64_t strides2[4] = {8, 4, 2, 1};
+        const double box[4] = {0, 0, 1, 1};
+        const double ones[8] = {1, 1, 1, 1, 1, 1, 1, 1};
+        double y[8], gx[8];
+        int64_t argmax[8];
+        CHECK_STATUS(pyroi_roi_pool_forward_f64(x, shape, strides, box, 1, 4, batch, y, strides2,
+                                                argmax, strides2, &p), PYROI_OK);
+        for (i = 0; i < 8; ++i) {
+            CHECK(y[i] == x[i]);
+        }
+        CHECK_STATUS(pyroi_roi_pool_backward_f64(ones, strides2, argmax, strides2, batch, 1, gx,
+                                                 shape, strides, &p), PYROI_OK);
+        for (i = 0; i < 8; ++i) {
+            CHECK(gx[i] == 1.0);
+        }
+    }
+    { /* 4x4 map, roi (0,0,3,3) -> [[4,8],[12,16]], gradient 1 at (1,1),(1,3),(3,1),(3,3) */
+        const float x[16] = {1, 2, 5, 6, 3, 4, 7, 8, 9, 10, 13, 14, 11, 12, 15, 16};
+        const int64_t shape[4] = {1, 1, 4, 4}, strides[4] = {16, 16, 4, 1};
+        const float box[4] = {0, 0, 3, 3};
+        const float ones[4] = {1, 1, 1, 1};
+        const float expected[4] = {4, 8, 12, 16};
+        const float expected_grad[16] = {0, 0, 0, 0, 0, 1, 0, 1, 0, 0, 0, 0, 0, 1, 0, 1};
+        float y[4], gx[16];
+        int64_t argmax[4];
+        CHECK_STATUS(pyroi_roi_pool_forward_f32(x, shape, strides, box, 1, 4, batch, y,
+                                                out_strides, argmax, out_strides, &p), PYROI_OK);
+        for (i = 0; i < 4; ++i) {
+            CHECK(y[i] == expected[i]);
+        }
+        CHECK_STATUS(pyroi_roi_pool_backward_f32(ones, out_strides, argmax, out_strides, batch, 1,
+                                                 gx, shape, strides, &p), PYROI_OK);
+        for (i = 0; i < 16; ++i) {
+            CHECK(gx[i] == expected_grad[i]);
+        }
+    }
+}
+
+/* Ties, NaN, -inf, all-negative and below -FLT_MAX bins (verified on torchvision 0.29.1). */
+static void test_special_values(void)
+{
+    const int64_t shape[4] = {1, 1, 3, 3}, strides[4] = {9, 9, 3, 1};
+    const float box_f[4] = {0, 0, 2, 2};
+    const double box_d[4] = {0, 0, 2, 2};
+    const int64_t batch[1] = {0};
+    pyroi_roi_pool_params p;
+    float xf[9], yf;
+    double xd[9], yd;
+    int64_t a;
+    int i;
+
+    init_params(&p, 1, 1);
+    { /* ties: the first maximum in row-major order */
+        const float tie[9] = {1, 3, 3, 3, 2, 1, 0, 3, 0};
+        CHECK_STATUS(pyroi_roi_pool_forward_f32(tie, shape, strides, box_f, 1, 4, batch, &yf,
+                                                one_bin, &a, one_bin, &p), PYROI_OK);
+        CHECK(yf == 3.0f && a == 1);
+    }
+    { /* NaN never wins; all-negative values keep their maximum */
+        const float mixed[9] = {NAN, -5, -7, -3, NAN, -1, -9, -2, NAN};
+        CHECK_STATUS(pyroi_roi_pool_forward_f32(mixed, shape, strides, box_f, 1, 4, batch, &yf,
+                                                one_bin, &a, one_bin, &p), PYROI_OK);
+        CHECK(yf == -1.0f && a == 5);
+    }
+    /* only NaN and -inf: -FLT_MAX with argmax -1 */
+    for (i = 0; i < 9; ++i) {
+        xf[i] = -INFINITY;
+        xd[i] = -INFINITY;
+    }
+    xf[0] = NAN;
+    xd[4] = NAN;
+    CHECK_STATUS(pyroi_roi_pool_forward_f32(xf, shape, strides, box_f, 1, 4, batch, &yf, one_bin,
+                                            &a, one_bin, &p), PYROI_OK);
+    CHECK(yf == -FLT_MAX && a == -1);
+    CHECK_STATUS(pyroi_roi_pool_forward_f64(xd, shape, strides, box_d, 1, 4, batch, &yd, one_bin,
+                                            &a, one_bin, &p), PYROI_OK);
+    CHECK(yd == (double)-FLT_MAX && a == -1);
+    /* float32: exactly -FLT_MAX does not beat the start value */
+    for (i = 0; i < 9; ++i) {
+        xf[i] = -FLT_MAX;
+    }
+    CHECK_STATUS(pyroi_roi_pool_forward_f32(xf, shape, strides, box_f, 1, 4, batch, &yf, one_bin,
+                                            &a, one_bin, &p), PYROI_OK);
+    CHECK(yf == -FLT_MAX && a == -1);
+    /* float64 starts at -FLT_MAX too: values below it give -FLT_MAX and argmax -1 */
+    for (i = 0; i < 9; ++i) {
+        xd[i] = -1e300;
+    }
+    CHECK_STATUS(pyroi_roi_pool_forward_f64(xd, shape, strides, box_d, 1, 4, batch, &yd, one_bin,
+                                            &a, one_bin, &p), PYROI_OK);
+    CHECK(yd == (double)-FLT_MAX && a == -1);
+    xd[7] = -1e38;
+    CHECK_STATUS(pyroi_roi_pool_forward_f64(xd, shape, strides, box_d, 1, 4, batch, &yd, one_bin,
+                                            &a, one_bin, &p), PYROI_OK);
+    CHECK(yd == -1e38 && a == 7);
+    /* the backward propagates nothing from an argmax of -1 */
+    {
+        const double g = 5.0;
+        const int64_t none = -1;
+        double gx[9];
+        CHECK_STATUS(pyroi_roi_pool_backward_f64(&g, one_bin, &none, one_bin, batch, 1, gx, shape,
+                                                 strides, &p), PYROI_OK);
+        for (i = 0; i < 9; ++i) {
+            CHECK(gx[i] == 0.0);
+        }
+    }
+}
+
+/* Out-of-map and inverted RoIs, separate scales, coordinates far beyond int32. */
+static void test_geometry(void)
+{
+    const int64_t shape[4] = {1, 1, 10, 10}, strides[4] = {100, 100, 10, 1};
+    const int64_t out_strides[4] = {4, 4, 2, 1};
+    const int64_t batch[1] = {0};
+    pyroi_roi_pool_params p;
+    double x[100], y[4];
+    int64_t argmax[4];
+    int i;
+
+    for (i = 0; i < 100; ++i) {
+        x[i] = i;
+    }
+    init_params(&p, 2, 2);
+    { /* fully outside: zeros and -1 */
+        const double box[4] = {10, 10, 12, 12};
+        CHECK_STATUS(pyroi_roi_pool_forward_f64(x, shape, strides, box, 1, 4, batch, y,
+                                                out_strides, argmax, out_strides, &p), PYROI_OK);
+        for (i = 0; i < 4; ++i) {
+            CHECK(y[i] == 0.0 && argmax[i] == -1);
+        }
+    }
+    { /* inverted: one pixel at the start corner, bins [0,1) then [0,1) again (ceil(0.5)) */
+        const double box[4] = {6, 4, 2, 1};
+        CHECK_STATUS(pyroi_roi_pool_forward_f64(x, shape, strides, box, 1, 4, batch, y,
+                                                out_strides, argmax, out_strides, &p), PYROI_OK);
+        for (i = 0; i < 4; ++i) {
+            CHECK(y[i] == 46.0 && argmax[i] == 46);
+        }
+    }
+    { /* separate scales: x * 0.5, y * 0.25 */
+        const double box[4] = {4, 8, 4, 8}; /* -> pixel (2, 2) */
+        pyroi_roi_pool_params q;
+        init_params(&q, 1, 1);
+        q.spatial_scale_w = 0.5;
+        q.spatial_scale_h = 0.25;
+        CHECK_STATUS(pyroi_roi_pool_forward_f64(x, shape, strides, box, 1, 4, batch, y, one_bin,
+                                                argmax, one_bin, &q), PYROI_OK);
+        CHECK(y[0] == 22.0 && argmax[0] == 22);
+    }
+    { /* torchvision-defined large coordinates (values checked on 0.29.1) */
+        const double box[4] = {-1e9, -1e9, 1e9, 1e9};
+        const double expected[4] = {0, 9, 90, 99};
+        CHECK_STATUS(pyroi_roi_pool_forward_f64(x, shape, strides, box, 1, 4, batch, y,
+                                                out_strides, argmax, out_strides, &p), PYROI_OK);
+        for (i = 0; i < 4; ++i) {
+            CHECK(y[i] == expected[i]);
+        }
+    }
+    { /* beyond int32 and int64: defined; the rounded corners are clamped to +-2^53, so bin
+       * 0 of a huge box takes the whole map and the next bins start past it */
+        const float xf[100] = {0};
+        const float box[4] = {0, 0, 1e30f, FLT_MAX};
+        const double box2[4] = {-1e300, -1e30, 1, 1}; /* size 2^53 + 2: the last bins */
+        float yf[4];
+        CHECK_STATUS(pyroi_roi_pool_forward_f32(xf, shape, strides, box, 1, 4, batch, yf,
+                                                out_strides, argmax, out_strides, &p), PYROI_OK);
+        CHECK(argmax[0] == 0 && argmax[1] == -1 && argmax[2] == -1 && argmax[3] == -1);
+        CHECK_STATUS(pyroi_roi_pool_forward_f64(x, shape, strides, box2, 1, 4, batch, y,
+                                                out_strides, argmax, out_strides, &p), PYROI_OK);
+        CHECK(argmax[0] == -1 && argmax[1] == -1 && argmax[2] == -1 && argmax[3] == 11);
+        CHECK(y[0] == 0.0 && y[3] == 11.0);
+    }
+}
+
+/* NHWC memory described by strides, a transposed output and argmax, and thread counts. */
+static void test_layouts_and_threads(void)
+{
+    enum { N = 2, C = 16, H = 40, W = 37, K = 200, PH = 3, PW = 4 };
+    static float x_nchw[N * C * H * W], x_nhwc[N * C * H * W];
+    static float y_a[K * C * PH * PW], y_b[K * C * PH * PW], y_c[K * C * PH * PW];
+    static int64_t a_a[K * C * PH * PW], a_b[K * C * PH * PW], a_c[K * C * PH * PW];
+    static float g[K * C * PH * PW], gx_a[N * C * H * W], gx_b[N * C * H * W];
+    const int64_t shape[4] = {N, C, H, W};
+    const int64_t nchw[4] = {C * H * W, H * W, W, 1};
+    const int64_t nhwc[4] = {H * W * C, 1, W * C, C};
+    const int64_t out_contiguous[4] = {C * PH * PW, PH * PW, PW, 1};
+    const int64_t out_transposed[4] = {1, K, K * C * PW, K * C};
+    float boxes[K * 4];
+    int64_t batch[K];
+    pyroi_roi_pool_params p;
+    unsigned long long seed = 99;
+    int n, c, h, w, k, i, threads;
+
+    for (n = 0; n < N; ++n)
+        for (c = 0; c < C; ++c)
+            for (h = 0; h < H; ++h)
+                for (w = 0; w < W; ++w) {
+                    float v = (float)check_random(&seed) - 0.5f;
+                    x_nchw[((n * C + c) * H + h) * W + w] = v;
+                    x_nhwc[((n * H + h) * W + w) * C + c] = v;
+                }
+    for (k = 0; k < K; ++k) {
+        for (i = 0; i < 4; ++i) {
+            boxes[4 * k + i] = (float)(-4.0 + 52.0 * check_random(&seed));
+        }
+        batch[k] = k % N;
+    }
+    for (i = 0; i < K * C * PH * PW; ++i) {
+        g[i] = (float)check_random(&seed);
+    }
+    init_params(&p, PH, PW);
+    p.spatial_scale_h = 0.8;
+    p.spatial_scale_w = 0.7;
+    p.num_threads = 1;
+    CHECK_STATUS(pyroi_roi_pool_forward_f32(x_nchw, shape, nchw, boxes, K, 4, batch, y_a,
+                                            out_contiguous, a_a, out_contiguous, &p), PYROI_OK);
+    CHECK_STATUS(pyroi_roi_pool_forward_f32(x_nhwc, shape, nhwc, boxes, K, 4, batch, y_b,
+                                            out_transposed, a_b, out_transposed, &p), PYROI_OK);
+    for (k = 0; k < K; ++k)
+        for (c = 0; c < C; ++c)
+            for (i = 0; i < PH * PW; ++i) {
+                const int ph = i / PW, pw = i % PW;
+                const int contiguous = (k * C + c) * PH * PW + i;
+                const int transposed = k + K * c + K * C * pw + K * C * PW * ph;
+                CHECK(y_a[contiguous] == y_b[transposed]);
+                CHECK(a_a[contiguous] == a_b[transposed]);
+            }
+    CHECK_STATUS(pyroi_roi_pool_backward_f32(g, out_contiguous, a_a, out_contiguous, batch, K,
+                                             gx_a, shape, nchw, &p), PYROI_OK);
+    for (threads = 2; threads <= 4; ++threads) {
+        p.num_threads = threads;
+        CHECK_STATUS(pyroi_roi_pool_forward_f32(x_nchw, shape, nchw, boxes, K, 4, batch, y_c,
+                                                out_contiguous, a_c, out_contiguous, &p),
+                     PYROI_OK);
+        CHECK(memcmp(y_a, y_c, sizeof(y_a)) == 0);
+        CHECK(memcmp(a_a, a_c, sizeof(a_a)) == 0);
+        CHECK_STATUS(pyroi_roi_pool_backward_f32(g, out_contiguous, a_a, out_contiguous, batch,
+                                                 K, gx_b, shape, nchw, &p), PYROI_OK);
+        CHECK(memcmp(gx_a, gx_b, sizeof(gx_a)) == 0);
+    }
+    /* with argmax fixed the op is linear: <y, g> == <x, backward(g)> */
+    {
+        double lhs = 0.0, rhs = 0.0, magnitude = 0.0;
+        for (i = 0; i < K * C * PH * PW; ++i) {
+            lhs += (double)y_a[i] * (double)g[i];
+            magnitude += fabs((double)y_a[i] * (double)g[i]);
+        }
+        for (i = 0; i < N * C * H * W; ++i) {
+            rhs += (double)x_nchw[i] * (double)gx_a[i];
+        }
+        CHECK(fabs(lhs - rhs) <= 1e-5 * magnitude);
+    }
+}
+
+static void test_status_codes(void)
+{
+    enum { H = 4, W = 4 };
+    static float x[H * W], y[4], gx[H * W];
+    static int64_t argmax[4];
+    const int64_t shape[4] = {1, 1, H, W}, strides[4] = {H * W, H * W, W, 1};
+    const int64_t out_strides[4] = {4, 4, 2, 1};
+    const float box[4] = {0, 0, 2, 2};
+    const float nan_box[4] = {0, NAN, 2, 2};
+    const float inf_box[4] = {0, 0, INFINITY, 2};
+    const float big_box[4] = {0, 0, 1e30f, 2};
+    const int64_t batch = 0, bad_batch = 1;
+    int64_t bad_shape[4], bad_strides[4];
+    pyroi_roi_pool_params p;
+    int64_t failed = 7;
+    int i;
+
+    for (i = 0; i < H * W; ++i) {
+        x[i] = (float)i;
+    }
+    init_params(&p, 2, 2);
+    CHECK_STATUS(pyroi_roi_pool_forward_f32(x, shape, strides, box, 1, 4, &batch, y, out_strides,
+                                            argmax, out_strides, &p), PYROI_OK);
+    /* NULL pointers */
+    CHECK_STATUS(pyroi_roi_pool_forward_f32(x, shape, strides, box, 1, 4, &batch, y, out_strides,
+                                            argmax, out_strides, NULL), PYROI_E_NULL_POINTER);
+    CHECK_STATUS(pyroi_roi_pool_forward_f32(NULL, shape, strides, box, 1, 4, &batch, y,
+                                            out_strides, argmax, out_strides, &p),
+                 PYROI_E_NULL_POINTER);
+    CHECK_STATUS(pyroi_roi_pool_forward_f32(x, shape, strides, NULL, 1, 4, &batch, y, out_strides,
+                                            argmax, out_strides, &p), PYROI_E_NULL_POINTER);
+    CHECK_STATUS(pyroi_roi_pool_forward_f32(x, shape, strides, box, 1, 4, NULL, y, out_strides,
+                                            argmax, out_strides, &p), PYROI_E_NULL_POINTER);
+    CHECK_STATUS(pyroi_roi_pool_forward_f32(x, shape, strides, box, 1, 4, &batch, NULL,
+                                            out_strides, argmax, out_strides, &p),
+                 PYROI_E_NULL_POINTER);
+    CHECK_STATUS(pyroi_roi_pool_forward_f32(x, shape, strides, box, 1, 4, &batch, y, out_strides,
+                                            argmax, NULL, &p), PYROI_E_NULL_POINTER);
+    CHECK_STATUS(pyroi_roi_pool_backward_f32(y, out_strides, NULL, out_strides, &batch, 1, gx,
+                                             shape, strides, &p), PYROI_E_NULL_POINTER);
+    CHECK_STATUS(pyroi_roi_pool_backward_f32(y, out_strides, argmax, out_strides, NULL, 1, gx,
+                                             shape, strides, &p), PYROI_E_NULL_POINTER);
+    CHECK_STATUS(pyroi_roi_pool_backward_f32(NULL, out_strides, argmax, out_strides, &batch, 1,
+                                             gx, shape, strides, &p), PYROI_E_NULL_POINTER);
+    CHECK_STATUS(pyroi_roi_pool_backward_f64(NULL, out_strides, argmax, out_strides, &batch, 1,
+                                             NULL, shape, strides, &p), PYROI_E_NULL_POINTER);
+    /* nothing addressed: NULL is fine */
+    CHECK_STATUS(pyroi_roi_pool_forward_f32(x, shape, strides, NULL, 0, 4, NULL, NULL,
+                                            out_strides, NULL, NULL, &p), PYROI_OK);
+    CHECK_STATUS(pyroi_roi_pool_backward_f32(NULL, out_strides, NULL, out_strides, NULL, 0, gx,
+                                             shape, strides, &p), PYROI_OK);
+    /* shapes */
+    CHECK_STATUS(pyroi_roi_pool_forward_f32(x, shape, strides, box, -1, 4, &batch, y, out_strides,
+                                            argmax, out_strides, &p), PYROI_E_INVALID_SHAPE);
+    CHECK_STATUS(pyroi_roi_pool_backward_f32(y, out_strides, argmax, out_strides, &batch, -1, gx,
+                                             shape, strides, &p), PYROI_E_INVALID_SHAPE);
+    memcpy(bad_shape, shape, sizeof(bad_shape));
+    bad_shape[3] = -2;
+    CHECK_STATUS(pyroi_roi_pool_forward_f32(x, bad_shape, strides, box, 1, 4, &batch, y,
+                                            out_strides, argmax, out_strides, &p),
+                 PYROI_E_INVALID_SHAPE);
+    CHECK_STATUS(pyroi_roi_pool_backward_f32(y, out_strides, argmax, out_strides, &batch, 1, gx,
+                                             bad_shape, strides, &p), PYROI_E_INVALID_SHAPE);
+    /* strides: overflowing input, self-overlapping output / argmax / grad_input */
+    memcpy(bad_strides, strides, sizeof(bad_strides));
+    bad_strides[2] = INT64_MAX / 2;
+    CHECK_STATUS(pyroi_roi_pool_forward_f32(x, shape, bad_strides, box, 1, 4, &batch, y,
+                                            out_strides, argmax, out_strides, &p),
+                 PYROI_E_INVALID_STRIDES);
+    {
+        const int64_t overlapping[4] = {4, 4, 0, 1};
+        CHECK_STATUS(pyroi_roi_pool_forward_f32(x, shape, strides, box, 1, 4, &batch, y,
+                                                overlapping, argmax, out_strides, &p),
+                     PYROI_E_INVALID_STRIDES);
+        CHECK_STATUS(pyroi_roi_pool_forward_f32(x, shape, strides, box, 1, 4, &batch, y,
+                                                out_strides, argmax, overlapping, &p),
+                     PYROI_E_INVALID_STRIDES);
+        /* a broadcast grad_output and argmax are fine inputs */
+        argmax[0] = 5;
+        CHECK_STATUS(pyroi_roi_pool_backward_f32(y, overlapping, argmax, overlapping, &batch, 1,
+                                                 gx, shape, strides, &p), PYROI_OK);
+        bad_strides[2] = 0;
+        CHECK_STATUS(pyroi_roi_pool_backward_f32(y, out_strides, argmax, out_strides, &batch, 1,
+                                                 gx, shape, bad_strides, &p),
+                     PYROI_E_INVALID_STRIDES);
+    }
+    CHECK_STATUS(pyroi_roi_pool_forward_f32(x, shape, strides, box, 2, INT64_MIN, &batch, y,
+                                            out_strides, argmax, out_strides, &p),
+                 PYROI_E_INVALID_STRIDES);
+    /* params */
+    init_params(&p, 0, 2);
+    CHECK_STATUS(pyroi_roi_pool_forward_f32(x, shape, strides, box, 1, 4, &batch, y, out_strides,
+                                            argmax, out_strides, &p), PYROI_E_INVALID_OUTPUT_SIZE);
+    init_params(&p, 2, -1);
+    CHECK_STATUS(pyroi_roi_pool_backward_f32(y, out_strides, argmax, out_strides, &batch, 1, gx,
+                                             shape, strides, &p), PYROI_E_INVALID_OUTPUT_SIZE);
+    init_params(&p, 2, 2);
+    p.spatial_scale_h = -1.0;
+    CHECK_STATUS(pyroi_roi_pool_forward_f32(x, shape, strides, box, 1, 4, &batch, y, out_strides,
+                                            argmax, out_strides, &p), PYROI_E_INVALID_SCALE);
+    p.spatial_scale_h = 1.0;
+    p.spatial_scale_w = NAN;
+    CHECK_STATUS(pyroi_roi_pool_backward_f32(y, out_strides, argmax, out_strides, &batch, 1, gx,
+                                             shape, strides, &p), PYROI_E_INVALID_SCALE);
+    init_params(&p, 2, 2);
+    p.num_threads = -2;
+    CHECK_STATUS(pyroi_roi_pool_forward_f32(x, shape, strides, box, 1, 4, &batch, y, out_strides,
+                                            argmax, out_strides, &p), PYROI_E_INVALID_NUM_THREADS);
+    /* RoIs */
+    init_params(&p, 2, 2);
+    CHECK_STATUS(pyroi_roi_pool_forward_f32(x, shape, strides, box, 1, 4, &bad_batch, y,
+                                            out_strides, argmax, out_strides, &p),
+                 PYROI_E_INVALID_BATCH_INDEX);
+    CHECK_STATUS(pyroi_roi_pool_backward_f32(y, out_strides, argmax, out_strides, &bad_batch, 1,
+                                             gx, shape, strides, &p),
+                 PYROI_E_INVALID_BATCH_INDEX);
+    CHECK_STATUS(pyroi_roi_pool_forward_f32(x, shape, strides, nan_box, 1, 4, &batch, y,
+                                            out_strides, argmax, out_strides, &p),
+                 PYROI_E_INVALID_BOX);
+    CHECK_STATUS(pyroi_roi_pool_forward_f32(x, shape, strides, inf_box, 1, 4, &batch, y,
+                                            out_strides, argmax, out_strides, &p),
+                 PYROI_E_INVALID_BOX);
+    CHECK_STATUS(pyroi_roi_pool_forward_f32(x, shape, strides, big_box, 1, 4, &batch, y,
+                                            out_strides, argmax, out_strides, &p), PYROI_OK);
+    p.spatial_scale_w = 1e10; /* 1e30 * 1e10 overflows float */
+    CHECK_STATUS(pyroi_roi_pool_forward_f32(x, shape, strides, big_box, 1, 4, &batch, y,
+                                            out_strides, argmax, out_strides, &p),
+                 PYROI_E_INVALID_BOX);
+    p.spatial_scale_w = 1e300; /* finite as double, infinite as float */
+    CHECK_STATUS(pyroi_roi_pool_forward_f32(x, shape, strides, box, 1, 4, &batch, y, out_strides,
+                                            argmax, out_strides, &p), PYROI_E_INVALID_BOX);
+    {
+        const double box_d[4] = {0, 0, 2, 2};
+        double x_d[H * W] = {0}, y_d[4];
+        CHECK_STATUS(pyroi_roi_pool_forward_f64(x_d, shape, strides, box_d, 1, 4, &batch, y_d,
+                                                out_strides, argmax, out_strides, &p), PYROI_OK);
+    }
+    /* argmax values: -1 .. H*W-1 only */
+    init_params(&p, 2, 2);
+    argmax[0] = 0;
+    argmax[1] = -1;
+    argmax[2] = H * W - 1;
+    argmax[3] = H * W;
+    for (i = 0; i < H * W; ++i) {
+        gx[i] = 42.0f;
+    }
+    CHECK_STATUS(pyroi_roi_pool_backward_f32(y, out_strides, argmax, out_strides, &batch, 1, gx,
+                                             shape, strides, &p), PYROI_E_INVALID_ARGMAX);
+    argmax[3] = -2;
+    CHECK_STATUS(pyroi_roi_pool_backward_f32(y, out_strides, argmax, out_strides, &batch, 1, gx,
+                                             shape, strides, &p), PYROI_E_INVALID_ARGMAX);
+    for (i = 0; i < H * W; ++i) {
+        CHECK(gx[i] == 42.0f); /* a failing call writes nothing */
+    }
+    argmax[3] = 3;
+    CHECK_STATUS(pyroi_roi_pool_backward_f32(y, out_strides, argmax, out_strides, &batch, 1, gx,
+                                             shape, strides, &p), PYROI_OK);
+    /* an empty plane accepts only -1 */
+    {
+        const int64_t flat[4] = {1, 1, H * W, 0};
+        argmax[0] = argmax[1] = argmax[2] = argmax[3] = -1;
+        CHECK_STATUS(pyroi_roi_pool_backward_f32(y, out_strides, argmax, out_strides, &batch, 1,
+                                                 NULL, flat, strides, &p), PYROI_OK);
+        argmax[2] = 0;
+        CHECK_STATUS(pyroi_roi_pool_backward_f32(y, out_strides, argmax, out_strides, &batch, 1,
+                                                 NULL, flat, strides, &p),
+                     PYROI_E_INVALID_ARGMAX);
+    }
+    /* no memory: per-worker bin windows for 2^61 output rows cannot be allocated */
+    {
+        const int64_t tall[4] = {INT64_C(1) << 61, INT64_C(1) << 61, 1, 1};
+        init_params(&p, INT64_C(1) << 61, 1);
+        CHECK_STATUS(pyroi_roi_pool_forward_f32(x, shape, strides, box, 1, 4, &batch, y, tall,
+                                                NULL, NULL, &p), PYROI_E_NO_MEMORY);
+    }
+    /* find_invalid_roi names the first offender */
+    {
+        const float boxes[3 * 4] = {0, 0, 2, 2, 0, 0, 3, 3, 0, NAN, 1, 1};
+        const int64_t good[3] = {0, 0, 0}, bad[3] = {0, 1, 0};
+        init_params(&p, 2, 2);
+        CHECK_STATUS(pyroi_roi_pool_find_invalid_roi_f32(boxes, 2, 4, good, 1, &p, &failed),
+                     PYROI_OK);
+        CHECK(failed == -1);
+        CHECK_STATUS(pyroi_roi_pool_find_invalid_roi_f32(boxes, 3, 4, good, 1, &p, &failed),
+                     PYROI_E_INVALID_BOX);
+        CHECK(failed == 2);
+        CHECK_STATUS(pyroi_roi_pool_find_invalid_roi_f32(boxes, 3, 4, bad, 1, &p, &failed),
+                     PYROI_E_INVALID_BATCH_INDEX);
+        CHECK(failed == 1);
+        CHECK_STATUS(pyroi_roi_pool_find_invalid_roi_f32(boxes, 3, 4, good, 1, &p, NULL),
+                     PYROI_E_NULL_POINTER);
+        CHECK_STATUS(pyroi_roi_pool_find_invalid_roi_f64(NULL, 3, 4, good, 1, &p, &failed),
+                     PYROI_E_NULL_POINTER);
+        CHECK(failed == -1);
+        CHECK_STATUS(pyroi_roi_pool_find_invalid_roi_f32(boxes, 3, 4, good, -1, &p, &failed),
+                     PYROI_E_INVALID_SHAPE);
+        CHECK_STATUS(pyroi_roi_pool_find_invalid_roi_f32(boxes, 3, 4, good, 1, NULL, &failed),
+                     PYROI_E_NULL_POINTER);
+    }
+}
+
+int main(void)
+{
+    test_defaults();
+    test_small_roi_repeats_pixels();
+    test_rounding();
+    test_mmcv_cases();
+    test_special_values();
+    test_geometry();
+    test_layouts_and_threads();
+    test_status_codes();
+    return check_report("test_pool");
+}
