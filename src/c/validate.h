@@ -24,4 +24,10 @@ pyroi_status pyroi_check_rois(const void *boxes, int64_t num_rois, int64_t box_r
 /* Checks the fields of RoIAlign parameters. */
 pyroi_status pyroi_check_roi_align_params(const pyroi_roi_align_params *params);
 
+/* Checks the fields of position-sensitive RoIAlign parameters. */
+pyroi_status pyroi_check_ps_roi_align_params(const pyroi_ps_roi_align_params *params);
+
+/* Checks the fields of position-sensitive RoIPool parameters. */
+pyroi_status pyroi_check_ps_roi_pool_params(const pyroi_ps_roi_pool_params *params);
+
 #endif /* PYROI_VALIDATE_H */

@@ -249,3 +249,18 @@ def shape4(value, name: str) -> tuple[int, int, int, int]:
     if len(dims) != 4 or any(d < 0 for d in dims):
         raise ShapeError(f"{name} must be 4 non-negative integers (N, C, H, W), got {value!r}")
     return dims
+
+
+def ps_output_channels(channels: int, pooled: tuple[int, int], name: str = "input") -> int:
+    """Output channels ``C / (PH * PW)`` of a position-sensitive operator.
+
+    ``C`` must be a multiple of ``PH * PW`` (one input channel per output channel and bin).
+    """
+    pooled_height, pooled_width = pooled
+    group = pooled_height * pooled_width
+    if channels % group:
+        raise ShapeError(
+            f"{name} has {channels} channels, which is not a multiple of the pooled size "
+            f"output_size height * width = {pooled_height} * {pooled_width} = {group}"
+        )
+    return channels // group
