@@ -242,6 +242,25 @@ def test_ps_roi_pool_matches_torchvision(tv, config, dtype):
                         tv.grad("pool", x, boxes, grad, output_size, scale), dtype, "backward")
 
 
+@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
+def test_reference_matches_torchvision(tv, dtype):
+    """The NumPy reference itself reproduces torchvision (outside the documented +0.0)."""
+    for config in ("odd9x11", "list7x5"):
+        x, boxes, rois, grad, output_size, scale = ps_case(config, dtype)
+        for sampling_ratio in (-1, 2):
+            forward, backward = _reference("align", config, np.dtype(dtype).name,
+                                           sampling_ratio)
+            expected = tv.forward("align", x, boxes, output_size, scale, sampling_ratio)
+            empty = no_sample_rois(rois, dtype, output_size, scale, sampling_ratio)
+            np.testing.assert_array_equal(forward[~empty], expected[~empty])
+            np.testing.assert_array_equal(
+                backward, tv.grad("align", x, boxes, grad, output_size, scale, sampling_ratio))
+        forward, backward = _reference("pool", config, np.dtype(dtype).name)
+        np.testing.assert_array_equal(forward, tv.forward("pool", x, boxes, output_size, scale))
+        np.testing.assert_array_equal(backward,
+                                      tv.grad("pool", x, boxes, grad, output_size, scale))
+
+
 def _test_ops_case(dtype):
     """torchvision test/test_ops.py RoIOpTester inputs: x = rand(2, 50, 10, 10), four RoIs,
     5x5 output (50 = 2 * 5 * 5), scale 1, adaptive sampling."""
@@ -708,6 +727,22 @@ def test_empty_map_gives_zeros(shape, op, dtype):
     assert out.shape == (len(rois), c_out, 2, 3) and not np.any(out)
     grad = backward(np.ones((len(rois), c_out, 2, 3), dtype), rois, shape)
     assert grad.shape == shape and grad.dtype == dtype and not np.any(grad)
+
+
+@pytest.mark.parametrize("op", sorted(OPS))
+def test_empty_output_with_huge_output_size_is_instant(op):
+    """No channels: nothing is computed, the boxes are still validated (no walk over 2^60
+    bins)."""
+    forward, backward = OPS[op]
+    x = np.zeros((1, 0, 4, 4), np.float32)
+    rois = np.array([[0, 0, 0, 2, 2]], np.float32)
+    size = (1 << 30, 1 << 30)
+    assert forward(x, rois, output_size=size).shape == (1, 0) + size
+    grad = np.zeros((1, 0) + size, np.float32)
+    assert backward(grad, rois, x.shape).shape == x.shape
+    rois[0, 3] = np.nan
+    with pytest.raises(pyroi.BoxError):
+        forward(x, rois, output_size=size)
 
 
 # --------------------------------------------------------------------------------------

@@ -59,12 +59,14 @@ static pyroi_status PYROI_TYPED(ps_roi_align_axes)(const T *box,
         params->sampling_ratio, width, cols);
 }
 
-/* Checks every box (finite, grid not too large) and sizes the tap tables; on failure
- * *failed_roi is the offending RoI. Batch indices are checked by the caller. */
+/* Checks every box (finite, grid not too large) and, if size_tables, sizes the tap tables
+ * (a walk over every bin: skipped when nothing will be computed, so that an empty output
+ * with a huge output size costs nothing); on failure *failed_roi is the offending RoI.
+ * Batch indices are checked by the caller. */
 static pyroi_status PYROI_TYPED(ps_roi_align_scan_boxes)(
     const T *boxes, int64_t num_rois, int64_t box_row_stride, int64_t height, int64_t width,
-    const pyroi_ps_roi_align_params *params, int64_t *max_row_taps, int64_t *max_col_taps,
-    int64_t *failed_roi)
+    const pyroi_ps_roi_align_params *params, int size_tables, int64_t *max_row_taps,
+    int64_t *max_col_taps, int64_t *failed_roi)
 {
     int64_t k;
     *max_row_taps = 0;
@@ -78,6 +80,9 @@ static pyroi_status PYROI_TYPED(ps_roi_align_scan_boxes)(
         if (status != PYROI_OK) {
             *failed_roi = k;
             return status;
+        }
+        if (!size_tables) {
+            continue;
         }
         n = PYROI_TYPED(pyroi_axis_tap_count)(&rows);
         if (n > *max_row_taps) {
@@ -274,7 +279,8 @@ pyroi_status PYROI_TYPED(pyroi_ps_roi_align_forward)(
     }
     status = PYROI_TYPED(ps_roi_align_scan_boxes)(boxes, num_rois, box_row_stride,
                                                   input_shape[2], input_shape[3], params,
-                                                  &max_row_taps, &max_col_taps, &failed_roi);
+                                                  input_shape[1] != 0, &max_row_taps,
+                                                  &max_col_taps, &failed_roi);
     if (status != PYROI_OK || num_rois == 0 || input_shape[1] == 0) {
         return status;
     }
@@ -323,8 +329,8 @@ pyroi_status PYROI_TYPED(pyroi_ps_roi_align_backward)(
     }
     status = PYROI_TYPED(ps_roi_align_scan_boxes)(boxes, num_rois, box_row_stride,
                                                   grad_input_shape[2], grad_input_shape[3],
-                                                  params, &max_row_taps, &max_col_taps,
-                                                  &failed_roi);
+                                                  params, grad_input_shape[1] != 0,
+                                                  &max_row_taps, &max_col_taps, &failed_roi);
     if (status != PYROI_OK || grad_input_shape[1] == 0) {
         return status;
     }
@@ -384,7 +390,7 @@ pyroi_status PYROI_TYPED(pyroi_ps_roi_align_find_invalid_roi)(
         }
     }
     return PYROI_TYPED(ps_roi_align_scan_boxes)(boxes, num_rois, box_row_stride, height, width,
-                                                params, &max_row_taps, &max_col_taps,
+                                                params, 0, &max_row_taps, &max_col_taps,
                                                 failed_roi);
 }
 

@@ -336,7 +336,7 @@ def ps_roi_pool(
     """Position-sensitive RoIPool (R-FCN), as ``torchvision.ops.ps_roi_pool``.
 
     Box corners are scaled and rounded half away from zero to whole pixels; the RoI size is
-    ``max(end - start, 1)`` (no ``+ 1``, unlike :func:`roi_pool`-style pooling); bin
+    ``max(end - start, 1)`` (no ``+ 1``, unlike torchvision's ``roi_pool``); bin
     ``(i, j)`` covers rows ``floor(i * bin_h) ... ceil((i + 1) * bin_h)`` from the RoI start
     (columns alike) and averages input channel ``(c * ph + i) * pw + j`` over them; an empty
     bin gives 0.
