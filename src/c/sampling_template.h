@@ -196,3 +196,53 @@ static inline T PYROI_TYPED(pyroi_exact_inverse)(int64_t count)
     }
     return (T)1 / (T)count;
 }
+
+/* Sum of the bilinear values of every sample of one bin of a plane: row taps rr x column taps
+ * cr of the axis tap tables, samples row by row, each value the four weighted taps added left
+ * to right, weights formed as (row weight * column weight) - the peers' order. */
+static inline T PYROI_TYPED(pyroi_bilinear_bin_sum)(
+    const T *plane, int64_t row_stride, int64_t col_stride,
+    const PYROI_TYPED(pyroi_axis_tap) *row_taps, pyroi_tap_range rr,
+    const PYROI_TYPED(pyroi_axis_tap) *col_taps, pyroi_tap_range cr)
+{
+    T sum = (T)0;
+    int64_t r, q;
+    for (r = rr.begin; r < rr.end; ++r) {
+        const PYROI_TYPED(pyroi_axis_tap) ty = row_taps[r];
+        const T *row_lo = plane + ty.lo * row_stride;
+        const T *row_hi = plane + ty.hi * row_stride;
+        for (q = cr.begin; q < cr.end; ++q) {
+            const PYROI_TYPED(pyroi_axis_tap) tx = col_taps[q];
+            const T w1 = ty.w_lo * tx.w_lo, w2 = ty.w_lo * tx.w_hi;
+            const T w3 = ty.w_hi * tx.w_lo, w4 = ty.w_hi * tx.w_hi;
+            sum += w1 * row_lo[tx.lo * col_stride] + w2 * row_lo[tx.hi * col_stride] +
+                   w3 * row_hi[tx.lo * col_stride] + w4 * row_hi[tx.hi * col_stride];
+        }
+    }
+    return sum;
+}
+
+/* The adjoint of pyroi_bilinear_bin_sum followed by a division by count: adds
+ * (grad * weight) / count to each tap of every sample of the bin, in the same sample order,
+ * four separate additions per sample even where taps coincide (the peers' backward order). */
+static inline void PYROI_TYPED(pyroi_bilinear_bin_scatter)(
+    T *PYROI_RESTRICT plane, int64_t row_stride, int64_t col_stride,
+    const PYROI_TYPED(pyroi_axis_tap) *row_taps, pyroi_tap_range rr,
+    const PYROI_TYPED(pyroi_axis_tap) *col_taps, pyroi_tap_range cr, T grad, T count)
+{
+    int64_t r, q;
+    for (r = rr.begin; r < rr.end; ++r) {
+        const PYROI_TYPED(pyroi_axis_tap) ty = row_taps[r];
+        T *row_lo = plane + ty.lo * row_stride;
+        T *row_hi = plane + ty.hi * row_stride;
+        for (q = cr.begin; q < cr.end; ++q) {
+            const PYROI_TYPED(pyroi_axis_tap) tx = col_taps[q];
+            const T w1 = ty.w_lo * tx.w_lo, w2 = ty.w_lo * tx.w_hi;
+            const T w3 = ty.w_hi * tx.w_lo, w4 = ty.w_hi * tx.w_hi;
+            row_lo[tx.lo * col_stride] += grad * w1 / count;
+            row_lo[tx.hi * col_stride] += grad * w2 / count;
+            row_hi[tx.lo * col_stride] += grad * w3 / count;
+            row_hi[tx.hi * col_stride] += grad * w4 / count;
+        }
+    }
+}

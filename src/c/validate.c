@@ -158,3 +158,54 @@ pyroi_status pyroi_check_roi_pool_params(const pyroi_roi_pool_params *params)
     }
     return PYROI_OK;
 }
+
+/* The fields every RoI pooling parameter struct has: output size and the two scales. */
+static pyroi_status check_pooled_size_and_scales(int64_t pooled_height, int64_t pooled_width,
+                                                 double spatial_scale_h, double spatial_scale_w)
+{
+    if (pooled_height <= 0 || pooled_width <= 0) {
+        return PYROI_E_INVALID_OUTPUT_SIZE;
+    }
+    if (!(isfinite(spatial_scale_h) && spatial_scale_h >= 0.0) ||
+        !(isfinite(spatial_scale_w) && spatial_scale_w >= 0.0)) {
+        return PYROI_E_INVALID_SCALE;
+    }
+    return PYROI_OK;
+}
+
+pyroi_status pyroi_check_ps_roi_align_params(const pyroi_ps_roi_align_params *params)
+{
+    pyroi_status status;
+    if (params == NULL) {
+        return PYROI_E_NULL_POINTER;
+    }
+    status = check_pooled_size_and_scales(params->pooled_height, params->pooled_width,
+                                          params->spatial_scale_h, params->spatial_scale_w);
+    if (status != PYROI_OK) {
+        return status;
+    }
+    if (params->sampling_ratio > PYROI_MAX_SAMPLING_GRID) {
+        return PYROI_E_INVALID_SAMPLING_RATIO;
+    }
+    if (params->num_threads < 0) {
+        return PYROI_E_INVALID_NUM_THREADS;
+    }
+    return PYROI_OK;
+}
+
+pyroi_status pyroi_check_ps_roi_pool_params(const pyroi_ps_roi_pool_params *params)
+{
+    pyroi_status status;
+    if (params == NULL) {
+        return PYROI_E_NULL_POINTER;
+    }
+    status = check_pooled_size_and_scales(params->pooled_height, params->pooled_width,
+                                          params->spatial_scale_h, params->spatial_scale_w);
+    if (status != PYROI_OK) {
+        return status;
+    }
+    if (params->num_threads < 0) {
+        return PYROI_E_INVALID_NUM_THREADS;
+    }
+    return PYROI_OK;
+}

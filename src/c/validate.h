@@ -32,4 +32,10 @@ pyroi_status pyroi_check_batch_indices(const int64_t *batch_indices, int64_t num
 /* Checks the fields of RoIPool parameters. */
 pyroi_status pyroi_check_roi_pool_params(const pyroi_roi_pool_params *params);
 
+/* Checks the fields of position-sensitive RoIAlign parameters. */
+pyroi_status pyroi_check_ps_roi_align_params(const pyroi_ps_roi_align_params *params);
+
+/* Checks the fields of position-sensitive RoIPool parameters. */
+pyroi_status pyroi_check_ps_roi_pool_params(const pyroi_ps_roi_pool_params *params);
+
 #endif /* PYROI_VALIDATE_H */

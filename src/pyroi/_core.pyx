@@ -313,3 +313,236 @@ def roi_pool_backward(const real[:, :, :, :] grad_output, const int64_t[:, :, :,
                 argmax_strides, &batch_indices[0], num_rois, &grad_input[0, 0, 0, 0],
                 grad_input_shape, grad_input_strides, &params)
     check_status(status)
+
+
+# ------------------------------------------------------------------------------------------
+# position-sensitive RoIAlign and RoIPool
+
+cdef int fill_ps_roi_align_params(c.pyroi_ps_roi_align_params *params, int64_t pooled_height,
+                                  int64_t pooled_width, double spatial_scale_h,
+                                  double spatial_scale_w, int64_t sampling_ratio,
+                                  int num_threads) except -1:
+    c.pyroi_ps_roi_align_params_init(params)
+    params.pooled_height = pooled_height
+    params.pooled_width = pooled_width
+    params.spatial_scale_h = spatial_scale_h
+    params.spatial_scale_w = spatial_scale_w
+    params.sampling_ratio = sampling_ratio
+    params.num_threads = num_threads
+    return 0
+
+
+cdef int fill_ps_roi_pool_params(c.pyroi_ps_roi_pool_params *params, int64_t pooled_height,
+                                 int64_t pooled_width, double spatial_scale_h,
+                                 double spatial_scale_w, int num_threads) except -1:
+    c.pyroi_ps_roi_pool_params_init(params)
+    params.pooled_height = pooled_height
+    params.pooled_width = pooled_width
+    params.spatial_scale_h = spatial_scale_h
+    params.spatial_scale_w = spatial_scale_w
+    params.num_threads = num_threads
+    return 0
+
+
+cdef int64_t first_invalid_ps_align_roi(const real[:, :] boxes, int64_t box_row_stride,
+                                        const int64_t[::1] batch_indices, int64_t num_images,
+                                        int64_t height, int64_t width,
+                                        const c.pyroi_ps_roi_align_params *params) noexcept:
+    """Index of the first RoI ps_roi_align rejects, or -1 (for error messages only)."""
+    cdef int64_t failed_roi = -1
+    if real is float:
+        c.pyroi_ps_roi_align_find_invalid_roi_f32(
+            &boxes[0, 0], boxes.shape[0], box_row_stride, &batch_indices[0], num_images,
+            height, width, params, &failed_roi)
+    else:
+        c.pyroi_ps_roi_align_find_invalid_roi_f64(
+            &boxes[0, 0], boxes.shape[0], box_row_stride, &batch_indices[0], num_images,
+            height, width, params, &failed_roi)
+    return failed_roi
+
+
+cdef int64_t first_invalid_ps_pool_roi(const real[:, :] boxes, int64_t box_row_stride,
+                                       const int64_t[::1] batch_indices, int64_t num_images,
+                                       const c.pyroi_ps_roi_pool_params *params) noexcept:
+    """Index of the first RoI ps_roi_pool rejects, or -1 (for error messages only)."""
+    cdef int64_t failed_roi = -1
+    if real is float:
+        c.pyroi_ps_roi_pool_find_invalid_roi_f32(
+            &boxes[0, 0], boxes.shape[0], box_row_stride, &batch_indices[0], num_images,
+            params, &failed_roi)
+    else:
+        c.pyroi_ps_roi_pool_find_invalid_roi_f64(
+            &boxes[0, 0], boxes.shape[0], box_row_stride, &batch_indices[0], num_images,
+            params, &failed_roi)
+    return failed_roi
+
+
+cdef int check_ps_shapes(Py_ssize_t num_rois, Py_ssize_t batch_length, Py_ssize_t channels,
+                         const Py_ssize_t *pooled_view_shape, int64_t pooled_height,
+                         int64_t pooled_width) except -1:
+    # The C API derives the pooled tensor's shape (K, C / (PH * PW), PH, PW) from its
+    # arguments; the memoryview must have exactly that shape (Python ints: no overflow).
+    pooled_shape = tuple(pooled_view_shape[i] for i in range(4))
+    if batch_length != num_rois:
+        raise ShapeError("pyroi: boxes and batch_indices differ in length")
+    if (pooled_shape[0] != num_rois or pooled_shape[2] != pooled_height
+            or pooled_shape[3] != pooled_width
+            or pooled_shape[1] * pooled_height * pooled_width != channels):
+        raise ShapeError(
+            f"pyroi: pooled shape {pooled_shape} does not match {num_rois} RoIs, "
+            f"{channels} channels and output size ({pooled_height}, {pooled_width})")
+    return 0
+
+
+def ps_roi_align_forward(const real[:, :, :, :] input, const real[:, :] boxes,
+                         const int64_t[::1] batch_indices, real[:, :, :, :] output,
+                         int64_t pooled_height, int64_t pooled_width, double spatial_scale_h,
+                         double spatial_scale_w, int64_t sampling_ratio, int num_threads):
+    """PSRoIAlign forward into output (K, C / (PH * PW), PH, PW)."""
+    cdef c.pyroi_ps_roi_align_params params
+    cdef int64_t input_shape[4]
+    cdef int64_t input_strides[4]
+    cdef int64_t output_strides[4]
+    cdef int64_t box_row_stride
+    cdef int64_t num_rois = boxes.shape[0]
+    cdef c.pyroi_status status
+    cdef int i
+    check_ps_shapes(boxes.shape[0], batch_indices.shape[0], input.shape[1], output.shape,
+                    pooled_height, pooled_width)
+    for i in range(4):
+        input_shape[i] = input.shape[i]
+    element_strides(input.strides, sizeof(real), 4, input_strides)
+    element_strides(output.strides, sizeof(real), 4, output_strides)
+    box_row_stride = box_rows_stride(boxes.strides, sizeof(real))
+    fill_ps_roi_align_params(&params, pooled_height, pooled_width, spatial_scale_h,
+                             spatial_scale_w, sampling_ratio, num_threads)
+    with nogil:
+        if real is float:
+            status = c.pyroi_ps_roi_align_forward_f32(
+                &input[0, 0, 0, 0], input_shape, input_strides, &boxes[0, 0], num_rois,
+                box_row_stride, &batch_indices[0], &output[0, 0, 0, 0], output_strides, &params)
+        else:
+            status = c.pyroi_ps_roi_align_forward_f64(
+                &input[0, 0, 0, 0], input_shape, input_strides, &boxes[0, 0], num_rois,
+                box_row_stride, &batch_indices[0], &output[0, 0, 0, 0], output_strides, &params)
+    if is_roi_status(status):
+        check_status(status, first_invalid_ps_align_roi(boxes, box_row_stride, batch_indices,
+                                                        input_shape[0], input_shape[2],
+                                                        input_shape[3], &params))
+    check_status(status)
+
+
+def ps_roi_align_backward(const real[:, :, :, :] grad_output, const real[:, :] boxes,
+                          const int64_t[::1] batch_indices, real[:, :, :, :] grad_input,
+                          double spatial_scale_h, double spatial_scale_w,
+                          int64_t sampling_ratio, int num_threads):
+    """PSRoIAlign backward: overwrite grad_input (N, C, H, W) with the input gradient."""
+    cdef c.pyroi_ps_roi_align_params params
+    cdef int64_t grad_input_shape[4]
+    cdef int64_t grad_input_strides[4]
+    cdef int64_t grad_output_strides[4]
+    cdef int64_t box_row_stride
+    cdef int64_t num_rois = boxes.shape[0]
+    cdef c.pyroi_status status
+    cdef int i
+    check_ps_shapes(boxes.shape[0], batch_indices.shape[0], grad_input.shape[1],
+                    grad_output.shape, grad_output.shape[2], grad_output.shape[3])
+    for i in range(4):
+        grad_input_shape[i] = grad_input.shape[i]
+    element_strides(grad_input.strides, sizeof(real), 4, grad_input_strides)
+    element_strides(grad_output.strides, sizeof(real), 4, grad_output_strides)
+    box_row_stride = box_rows_stride(boxes.strides, sizeof(real))
+    fill_ps_roi_align_params(&params, grad_output.shape[2], grad_output.shape[3],
+                             spatial_scale_h, spatial_scale_w, sampling_ratio, num_threads)
+    with nogil:
+        if real is float:
+            status = c.pyroi_ps_roi_align_backward_f32(
+                &grad_output[0, 0, 0, 0], grad_output_strides, &boxes[0, 0], num_rois,
+                box_row_stride, &batch_indices[0], &grad_input[0, 0, 0, 0], grad_input_shape,
+                grad_input_strides, &params)
+        else:
+            status = c.pyroi_ps_roi_align_backward_f64(
+                &grad_output[0, 0, 0, 0], grad_output_strides, &boxes[0, 0], num_rois,
+                box_row_stride, &batch_indices[0], &grad_input[0, 0, 0, 0], grad_input_shape,
+                grad_input_strides, &params)
+    if is_roi_status(status):
+        check_status(status, first_invalid_ps_align_roi(boxes, box_row_stride, batch_indices,
+                                                        grad_input_shape[0],
+                                                        grad_input_shape[2],
+                                                        grad_input_shape[3], &params))
+    check_status(status)
+
+
+def ps_roi_pool_forward(const real[:, :, :, :] input, const real[:, :] boxes,
+                        const int64_t[::1] batch_indices, real[:, :, :, :] output,
+                        int64_t pooled_height, int64_t pooled_width, double spatial_scale_h,
+                        double spatial_scale_w, int num_threads):
+    """PSRoIPool forward into output (K, C / (PH * PW), PH, PW)."""
+    cdef c.pyroi_ps_roi_pool_params params
+    cdef int64_t input_shape[4]
+    cdef int64_t input_strides[4]
+    cdef int64_t output_strides[4]
+    cdef int64_t box_row_stride
+    cdef int64_t num_rois = boxes.shape[0]
+    cdef c.pyroi_status status
+    cdef int i
+    check_ps_shapes(boxes.shape[0], batch_indices.shape[0], input.shape[1], output.shape,
+                    pooled_height, pooled_width)
+    for i in range(4):
+        input_shape[i] = input.shape[i]
+    element_strides(input.strides, sizeof(real), 4, input_strides)
+    element_strides(output.strides, sizeof(real), 4, output_strides)
+    box_row_stride = box_rows_stride(boxes.strides, sizeof(real))
+    fill_ps_roi_pool_params(&params, pooled_height, pooled_width, spatial_scale_h,
+                            spatial_scale_w, num_threads)
+    with nogil:
+        if real is float:
+            status = c.pyroi_ps_roi_pool_forward_f32(
+                &input[0, 0, 0, 0], input_shape, input_strides, &boxes[0, 0], num_rois,
+                box_row_stride, &batch_indices[0], &output[0, 0, 0, 0], output_strides, &params)
+        else:
+            status = c.pyroi_ps_roi_pool_forward_f64(
+                &input[0, 0, 0, 0], input_shape, input_strides, &boxes[0, 0], num_rois,
+                box_row_stride, &batch_indices[0], &output[0, 0, 0, 0], output_strides, &params)
+    if is_roi_status(status):
+        check_status(status, first_invalid_ps_pool_roi(boxes, box_row_stride, batch_indices,
+                                                       input_shape[0], &params))
+    check_status(status)
+
+
+def ps_roi_pool_backward(const real[:, :, :, :] grad_output, const real[:, :] boxes,
+                         const int64_t[::1] batch_indices, real[:, :, :, :] grad_input,
+                         double spatial_scale_h, double spatial_scale_w, int num_threads):
+    """PSRoIPool backward: overwrite grad_input (N, C, H, W) with torchvision's gradient."""
+    cdef c.pyroi_ps_roi_pool_params params
+    cdef int64_t grad_input_shape[4]
+    cdef int64_t grad_input_strides[4]
+    cdef int64_t grad_output_strides[4]
+    cdef int64_t box_row_stride
+    cdef int64_t num_rois = boxes.shape[0]
+    cdef c.pyroi_status status
+    cdef int i
+    check_ps_shapes(boxes.shape[0], batch_indices.shape[0], grad_input.shape[1],
+                    grad_output.shape, grad_output.shape[2], grad_output.shape[3])
+    for i in range(4):
+        grad_input_shape[i] = grad_input.shape[i]
+    element_strides(grad_input.strides, sizeof(real), 4, grad_input_strides)
+    element_strides(grad_output.strides, sizeof(real), 4, grad_output_strides)
+    box_row_stride = box_rows_stride(boxes.strides, sizeof(real))
+    fill_ps_roi_pool_params(&params, grad_output.shape[2], grad_output.shape[3],
+                            spatial_scale_h, spatial_scale_w, num_threads)
+    with nogil:
+        if real is float:
+            status = c.pyroi_ps_roi_pool_backward_f32(
+                &grad_output[0, 0, 0, 0], grad_output_strides, &boxes[0, 0], num_rois,
+                box_row_stride, &batch_indices[0], &grad_input[0, 0, 0, 0], grad_input_shape,
+                grad_input_strides, &params)
+        else:
+            status = c.pyroi_ps_roi_pool_backward_f64(
+                &grad_output[0, 0, 0, 0], grad_output_strides, &boxes[0, 0], num_rois,
+                box_row_stride, &batch_indices[0], &grad_input[0, 0, 0, 0], grad_input_shape,
+                grad_input_strides, &params)
+    if is_roi_status(status):
+        check_status(status, first_invalid_ps_pool_roi(boxes, box_row_stride, batch_indices,
+                                                       grad_input_shape[0], &params))
+    check_status(status)

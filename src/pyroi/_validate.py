@@ -284,3 +284,18 @@ def output_size_matches(output_size_hw: tuple, shape: tuple, name: str) -> None:
             f"output_size {tuple(output_size_hw)} does not match {name} of shape "
             f"{tuple(shape)}"
         )
+
+
+def ps_output_channels(channels: int, pooled: tuple[int, int], name: str = "input") -> int:
+    """Output channels ``C / (PH * PW)`` of a position-sensitive operator.
+
+    ``C`` must be a multiple of ``PH * PW`` (one input channel per output channel and bin).
+    """
+    pooled_height, pooled_width = pooled
+    group = pooled_height * pooled_width
+    if channels % group:
+        raise ShapeError(
+            f"{name} has {channels} channels, which is not a multiple of the pooled size "
+            f"output_size height * width = {pooled_height} * {pooled_width} = {group}"
+        )
+    return channels // group

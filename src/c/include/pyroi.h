@@ -291,6 +291,176 @@ PYROI_API pyroi_status pyroi_roi_pool_backward_f64(
     double *grad_input, const int64_t grad_input_shape[4], const int64_t grad_input_strides[4],
     const pyroi_roi_pool_params *params);
 
+/* ------------------------------------------------------------------------------------------
+ * Position-sensitive RoI pooling (R-FCN's PSRoIPool, Light-Head R-CNN's PSRoIAlign), as
+ * torchvision.ops.ps_roi_pool and torchvision.ops.ps_roi_align.
+ *
+ * The input has C = C_out * pooled_height * pooled_width channels, and output bin (ph, pw) of
+ * output channel c_out reads only input channel
+ *     c_in = (c_out * pooled_height + ph) * pooled_width + pw.
+ * Outputs are num_rois x C_out x pooled_height x pooled_width; a C that is not a multiple of
+ * pooled_height * pooled_width is PYROI_E_INVALID_SHAPE. Every other convention (tensors,
+ * boxes, batch indices, validation before any access) is the one described at the top.
+ * ---------------------------------------------------------------------------------------- */
+typedef struct pyroi_ps_roi_align_params {
+    /* Output bins per RoI along y and x; both > 0. Default 1. */
+    int64_t pooled_height;
+    int64_t pooled_width;
+    /* Factors from box coordinates to feature-map coordinates, >= 0 and finite. torchvision's
+     * single spatial_scale sets both. Default 1.0. */
+    double spatial_scale_h;
+    double spatial_scale_w;
+    /* > 0: exactly that many samples per bin along each axis (at most
+     * PYROI_MAX_SAMPLING_GRID); <= 0: adaptive, ceil(roi_size / pooled_size) per axis.
+     * Default -1. */
+    int64_t sampling_ratio;
+    /* Worker threads for this call; 0 lets the library choose. Results are bit-identical for
+     * every value. Default 0. */
+    int num_threads;
+} pyroi_ps_roi_align_params;
+
+/* Sets every field of *params to its documented default. */
+PYROI_API void pyroi_ps_roi_align_params_init(pyroi_ps_roi_align_params *params);
+
+/* Position-sensitive RoIAlign forward (average), as torchvision.ops.ps_roi_align.
+ * Each bin is the mean of grid_h * grid_w bilinear samples of its input channel c_in, with
+ * the sampler and sample positions of RoIAlign in aligned mode: box corners shifted by -0.5
+ * pixel after scaling, no minimum RoI size; an inverted box with a fixed sampling_ratio walks
+ * its bins backwards (a mirrored crop).
+ *   input           N x C x H x W tensor (input_shape, input_strides in elements),
+ *                   C a multiple of pooled_height * pooled_width.
+ *   boxes           num_rois rows of (x1, y1, x2, y2), row k at boxes + k * box_row_stride.
+ *   batch_indices   num_rois int64 values in [0, N).
+ *   output          num_rois x (C / (pooled_height * pooled_width)) x pooled_height x
+ *                   pooled_width, strides output_strides; every element is written.
+ * Results equal torchvision 0.29's CPU kernel bit for bit for finite data, except where its
+ * sample count grid_h * grid_w is not positive (adaptive sampling of a box with zero size,
+ * or inverted on exactly one axis): torchvision divides an empty sum by that count and
+ * returns NaN (count 0) or -0.0 (negative count); pyroi returns +0.0 there, as for a box
+ * inverted on both axes.
+ * Returns PYROI_OK or the first validation failure (PYROI_E_INVALID_SHAPE also for the
+ * channel count). Thread-safe. */
+PYROI_API pyroi_status pyroi_ps_roi_align_forward_f32(
+    const float *input, const int64_t input_shape[4], const int64_t input_strides[4],
+    const float *boxes, int64_t num_rois, int64_t box_row_stride,
+    const int64_t *batch_indices,
+    float *output, const int64_t output_strides[4],
+    const pyroi_ps_roi_align_params *params);
+PYROI_API pyroi_status pyroi_ps_roi_align_forward_f64(
+    const double *input, const int64_t input_shape[4], const int64_t input_strides[4],
+    const double *boxes, int64_t num_rois, int64_t box_row_stride,
+    const int64_t *batch_indices,
+    double *output, const int64_t output_strides[4],
+    const pyroi_ps_roi_align_params *params);
+
+/* Position-sensitive RoIAlign backward: the gradient with respect to the input.
+ *   grad_output     num_rois x (C / (pooled_height * pooled_width)) x pooled_height x
+ *                   pooled_width (C = grad_input_shape[1]), strides grad_output_strides.
+ *   grad_input      tensor of grad_input_shape (N, C, H, W) and grad_input_strides; it is
+ *                   overwritten (zeroed, then accumulated), not added to.
+ * Each input pixel receives its contributions in torchvision's order (RoI, sample, tap), so
+ * float32 results equal torchvision's CPU autograd bit for bit for finite data; a RoI without
+ * samples contributes nothing (as in torchvision). The exact adjoint of the forward.
+ * Returns PYROI_OK or the first validation failure. Thread-safe. */
+PYROI_API pyroi_status pyroi_ps_roi_align_backward_f32(
+    const float *grad_output, const int64_t grad_output_strides[4],
+    const float *boxes, int64_t num_rois, int64_t box_row_stride,
+    const int64_t *batch_indices,
+    float *grad_input, const int64_t grad_input_shape[4], const int64_t grad_input_strides[4],
+    const pyroi_ps_roi_align_params *params);
+PYROI_API pyroi_status pyroi_ps_roi_align_backward_f64(
+    const double *grad_output, const int64_t grad_output_strides[4],
+    const double *boxes, int64_t num_rois, int64_t box_row_stride,
+    const int64_t *batch_indices,
+    double *grad_input, const int64_t grad_input_shape[4], const int64_t grad_input_strides[4],
+    const pyroi_ps_roi_align_params *params);
+
+/* As pyroi_roi_align_find_invalid_roi_*, for the ps_roi_align entry points: the first RoI
+ * they would reject (PYROI_E_INVALID_BATCH_INDEX or PYROI_E_INVALID_BOX) in *failed_roi, or
+ * PYROI_OK with *failed_roi = -1. Thread-safe. */
+PYROI_API pyroi_status pyroi_ps_roi_align_find_invalid_roi_f32(
+    const float *boxes, int64_t num_rois, int64_t box_row_stride,
+    const int64_t *batch_indices, int64_t num_images, int64_t height, int64_t width,
+    const pyroi_ps_roi_align_params *params, int64_t *failed_roi);
+PYROI_API pyroi_status pyroi_ps_roi_align_find_invalid_roi_f64(
+    const double *boxes, int64_t num_rois, int64_t box_row_stride,
+    const int64_t *batch_indices, int64_t num_images, int64_t height, int64_t width,
+    const pyroi_ps_roi_align_params *params, int64_t *failed_roi);
+
+typedef struct pyroi_ps_roi_pool_params {
+    /* Output bins per RoI along y and x; both > 0. Default 1. */
+    int64_t pooled_height;
+    int64_t pooled_width;
+    /* Factors from box coordinates to feature-map coordinates, >= 0 and finite. torchvision's
+     * single spatial_scale sets both. Default 1.0. */
+    double spatial_scale_h;
+    double spatial_scale_w;
+    /* Worker threads for this call; 0 lets the library choose. Results are bit-identical for
+     * every value. Default 0. */
+    int num_threads;
+} pyroi_ps_roi_pool_params;
+
+/* Sets every field of *params to its documented default. */
+PYROI_API void pyroi_ps_roi_pool_params_init(pyroi_ps_roi_pool_params *params);
+
+/* Position-sensitive RoIPool forward (average over quantised bins), as
+ * torchvision.ops.ps_roi_pool. Box corners are scaled in the tensor's dtype and rounded half
+ * away from zero to whole pixels (s, e); the RoI size is max(e - s, 1) (no "+ 1", unlike
+ * RoIPool); bin (ph, pw) spans rows floor(ph * bin_h) + s_y ... ceil((ph + 1) * bin_h) + s_y
+ * (columns alike), clamped to [0, H - 1] x [0, W - 1] - so the last row and column of the
+ * map are never read, as in torchvision - and averages its input channel over that window,
+ * row by row; an empty window gives 0.
+ *   input, boxes, batch_indices, output: as pyroi_ps_roi_align_forward_*.
+ * Results equal torchvision 0.29's CPU kernel bit for bit. Rounded coordinates beyond
+ * +-2^61 pixels saturate there (torchvision's 32-bit conversion overflows past 2^31).
+ * Returns PYROI_OK or the first validation failure (PYROI_E_INVALID_BOX for a coordinate
+ * that is not finite, also after scaling); never PYROI_E_NO_MEMORY. Thread-safe. */
+PYROI_API pyroi_status pyroi_ps_roi_pool_forward_f32(
+    const float *input, const int64_t input_shape[4], const int64_t input_strides[4],
+    const float *boxes, int64_t num_rois, int64_t box_row_stride,
+    const int64_t *batch_indices,
+    float *output, const int64_t output_strides[4],
+    const pyroi_ps_roi_pool_params *params);
+PYROI_API pyroi_status pyroi_ps_roi_pool_forward_f64(
+    const double *input, const int64_t input_shape[4], const int64_t input_strides[4],
+    const double *boxes, int64_t num_rois, int64_t box_row_stride,
+    const int64_t *batch_indices,
+    double *output, const int64_t output_strides[4],
+    const pyroi_ps_roi_pool_params *params);
+
+/* Position-sensitive RoIPool backward, equal to torchvision's CPU autograd (bit for bit),
+ * which is NOT the adjoint of its forward at the map's far border: each bin spreads
+ * grad / area evenly over its window clamped to [0, H] x [0, W] (the forward clamps to
+ * H - 1 and W - 1), and box corners are rounded with float32 roundf even for float64 data
+ * (the product coordinate * scale is narrowed to float first). Contributions reach each
+ * input pixel in RoI order.
+ *   grad_output, grad_input: as pyroi_ps_roi_align_backward_*; grad_input is overwritten.
+ * Returns PYROI_OK or the first validation failure; never PYROI_E_NO_MEMORY. Thread-safe. */
+PYROI_API pyroi_status pyroi_ps_roi_pool_backward_f32(
+    const float *grad_output, const int64_t grad_output_strides[4],
+    const float *boxes, int64_t num_rois, int64_t box_row_stride,
+    const int64_t *batch_indices,
+    float *grad_input, const int64_t grad_input_shape[4], const int64_t grad_input_strides[4],
+    const pyroi_ps_roi_pool_params *params);
+PYROI_API pyroi_status pyroi_ps_roi_pool_backward_f64(
+    const double *grad_output, const int64_t grad_output_strides[4],
+    const double *boxes, int64_t num_rois, int64_t box_row_stride,
+    const int64_t *batch_indices,
+    double *grad_input, const int64_t grad_input_shape[4], const int64_t grad_input_strides[4],
+    const pyroi_ps_roi_pool_params *params);
+
+/* The first RoI the ps_roi_pool entry points would reject (PYROI_E_INVALID_BATCH_INDEX or
+ * PYROI_E_INVALID_BOX) in *failed_roi, or PYROI_OK with *failed_roi = -1; other failures
+ * return their status with *failed_roi = -1. For error reporting. Thread-safe. */
+PYROI_API pyroi_status pyroi_ps_roi_pool_find_invalid_roi_f32(
+    const float *boxes, int64_t num_rois, int64_t box_row_stride,
+    const int64_t *batch_indices, int64_t num_images,
+    const pyroi_ps_roi_pool_params *params, int64_t *failed_roi);
+PYROI_API pyroi_status pyroi_ps_roi_pool_find_invalid_roi_f64(
+    const double *boxes, int64_t num_rois, int64_t box_row_stride,
+    const int64_t *batch_indices, int64_t num_images,
+    const pyroi_ps_roi_pool_params *params, int64_t *failed_roi);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,0 +1,737 @@
+/* ps_roi_template.h - position-sensitive RoIAlign and RoIPool kernels, included by ps_roi.c
+ * once per dtype with T, PYROI_TYPED(name), PYROI_FLOOR, PYROI_CEIL and PYROI_ROUND defined.
+ * Semantics: SEMANTICS.md section 6; evaluation order is torchvision's so that results match
+ * it bit for bit. Output bin (ph, pw) of output channel c_out always reads input channel
+ * (c_out * PH + ph) * PW + pw, so the backward of output channels [a, b) writes exactly input
+ * channels [a * PH * PW, b * PH * PW): the unit of deterministic parallel work. */
+
+typedef PYROI_TYPED(pyroi_sample_axis) PYROI_TYPED(ps_sample_axis);
+typedef PYROI_TYPED(pyroi_axis_tap) PYROI_TYPED(ps_axis_tap);
+
+/* ps_roi_align scratch: the tap tables of one RoI, sized for the largest RoI of the call. */
+typedef struct PYROI_TYPED(ps_tap_tables) {
+    PYROI_TYPED(ps_axis_tap) *row_taps;
+    PYROI_TYPED(ps_axis_tap) *col_taps;
+    pyroi_tap_range *row_ranges;
+    pyroi_tap_range *col_ranges;
+} PYROI_TYPED(ps_tap_tables);
+
+/* Everything a worker needs (forward or backward, align or pool). */
+typedef struct PYROI_TYPED(ps_job) {
+    const T *features; /* input (forward) or grad_output (backward) */
+    const int64_t *features_shape;
+    const int64_t *features_strides;
+    const T *boxes;
+    int64_t num_rois;
+    int64_t box_row_stride;
+    const int64_t *batch_indices;
+    T *result; /* output (forward) or grad_input (backward) */
+    const int64_t *result_shape;
+    const int64_t *result_strides;
+    int64_t pooled_height;
+    int64_t pooled_width;
+    int64_t channels_out;
+    const pyroi_ps_roi_align_params *align; /* the operator's parameters: one of the two */
+    const pyroi_ps_roi_pool_params *pool;
+    PYROI_TYPED(ps_tap_tables) *tables; /* align only: one set per worker */
+} PYROI_TYPED(ps_job);
+
+/* ==========================================================================================
+ * ps_roi_align
+ * ======================================================================================== */
+
+/* The row and column sampling grids of one RoI (box = x1, y1, x2, y2): torchvision's
+ * ps_roi_align always shifts by half a pixel and never enlarges small RoIs. */
+static pyroi_status PYROI_TYPED(ps_roi_align_axes)(const T *box,
+                                                   const pyroi_ps_roi_align_params *params,
+                                                   int64_t height, int64_t width,
+                                                   PYROI_TYPED(ps_sample_axis) *rows,
+                                                   PYROI_TYPED(ps_sample_axis) *cols)
+{
+    pyroi_status status = PYROI_TYPED(pyroi_sample_axis_from_edges)(
+        box[1], box[3], params->spatial_scale_h, (T)0.5, 0, params->pooled_height,
+        params->sampling_ratio, height, rows);
+    if (status != PYROI_OK) {
+        return status;
+    }
+    return PYROI_TYPED(pyroi_sample_axis_from_edges)(
+        box[0], box[2], params->spatial_scale_w, (T)0.5, 0, params->pooled_width,
+        params->sampling_ratio, width, cols);
+}
+
+/* Checks every box (finite, grid not too large) and, if size_tables, sizes the tap tables
+ * (a walk over every bin: skipped when nothing will be computed, so that an empty output
+ * with a huge output size costs nothing); on failure *failed_roi is the offending RoI.
+ * Batch indices are checked by the caller. */
+static pyroi_status PYROI_TYPED(ps_roi_align_scan_boxes)(
+    const T *boxes, int64_t num_rois, int64_t box_row_stride, int64_t height, int64_t width,
+    const pyroi_ps_roi_align_params *params, int size_tables, int64_t *max_row_taps,
+    int64_t *max_col_taps, int64_t *failed_roi)
+{
+    int64_t k;
+    *max_row_taps = 0;
+    *max_col_taps = 0;
+    *failed_roi = -1;
+    for (k = 0; k < num_rois; ++k) {
+        PYROI_TYPED(ps_sample_axis) rows, cols;
+        int64_t n;
+        pyroi_status status = PYROI_TYPED(ps_roi_align_axes)(boxes + k * box_row_stride, params,
+                                                             height, width, &rows, &cols);
+        if (status != PYROI_OK) {
+            *failed_roi = k;
+            return status;
+        }
+        if (!size_tables) {
+            continue;
+        }
+        n = PYROI_TYPED(pyroi_axis_tap_count)(&rows);
+        if (n > *max_row_taps) {
+            *max_row_taps = n;
+        }
+        n = PYROI_TYPED(pyroi_axis_tap_count)(&cols);
+        if (n > *max_col_taps) {
+            *max_col_taps = n;
+        }
+    }
+    return PYROI_OK;
+}
+
+/* One block holding a set of tap tables per worker; *block is what to free. */
+static pyroi_status PYROI_TYPED(ps_tap_tables_alloc)(PYROI_TYPED(ps_tap_tables) *tables,
+                                                     int workers, int64_t pooled_height,
+                                                     int64_t pooled_width, int64_t max_row_taps,
+                                                     int64_t max_col_taps, void **block)
+{
+    const size_t range_size = sizeof(pyroi_tap_range);
+    const size_t tap_size = sizeof(PYROI_TYPED(ps_axis_tap));
+    /* bounds every count so that the byte sizes below cannot overflow size_t */
+    const uint64_t limit = (uint64_t)SIZE_MAX / 8 / PYROI_PARALLEL_MAX_WORKERS /
+                           (tap_size > range_size ? tap_size : range_size);
+    size_t per_worker;
+    char *bytes;
+    int i;
+    if ((uint64_t)pooled_height > limit || (uint64_t)pooled_width > limit ||
+        (uint64_t)max_row_taps > limit || (uint64_t)max_col_taps > limit) {
+        return PYROI_E_NO_MEMORY;
+    }
+    /* taps first in each worker's part: theirs is the stricter alignment, and both sizes
+     * are multiples of 8, so every part starts aligned */
+    per_worker = ((size_t)max_row_taps + (size_t)max_col_taps) * tap_size +
+                 ((size_t)pooled_height + (size_t)pooled_width) * range_size;
+    bytes = (char *)malloc(per_worker * (size_t)workers + 1);
+    if (bytes == NULL) {
+        return PYROI_E_NO_MEMORY;
+    }
+    *block = bytes;
+    for (i = 0; i < workers; ++i) {
+        char *part = bytes + per_worker * (size_t)i;
+        tables[i].row_taps = (PYROI_TYPED(ps_axis_tap) *)part;
+        tables[i].col_taps = tables[i].row_taps + max_row_taps;
+        tables[i].row_ranges = (pyroi_tap_range *)(tables[i].col_taps + max_col_taps);
+        tables[i].col_ranges = tables[i].row_ranges + pooled_height;
+    }
+    return PYROI_OK;
+}
+
+/* Builds the tap tables of one (already validated) RoI; returns its samples per bin,
+ * grid_h * grid_w, 0 when an axis has none. */
+static int64_t PYROI_TYPED(ps_tap_tables_fill)(PYROI_TYPED(ps_tap_tables) *tables, const T *box,
+                                               const pyroi_ps_roi_align_params *params,
+                                               int64_t height, int64_t width)
+{
+    PYROI_TYPED(ps_sample_axis) rows, cols;
+    (void)PYROI_TYPED(ps_roi_align_axes)(box, params, height, width, &rows, &cols);
+    PYROI_TYPED(pyroi_axis_tap_table)(&rows, tables->row_ranges, tables->row_taps);
+    PYROI_TYPED(pyroi_axis_tap_table)(&cols, tables->col_ranges, tables->col_taps);
+    return rows.grid * cols.grid;
+}
+
+/* Forward for RoIs [roi_begin, roi_end): every output channel and bin of each. */
+static void PYROI_TYPED(ps_roi_align_forward_task)(void *context, int64_t roi_begin,
+                                                   int64_t roi_end, int worker)
+{
+    const PYROI_TYPED(ps_job) *job = (const PYROI_TYPED(ps_job) *)context;
+    PYROI_TYPED(ps_tap_tables) *tables = &job->tables[worker];
+    const int64_t *in_shape = job->features_shape, *in_strides = job->features_strides;
+    const int64_t *out_strides = job->result_strides;
+    const int64_t pooled_height = job->pooled_height, pooled_width = job->pooled_width;
+    int64_t k, c_out, ph, pw;
+
+    for (k = roi_begin; k < roi_end; ++k) {
+        const int64_t samples = PYROI_TYPED(ps_tap_tables_fill)(
+            tables, job->boxes + k * job->box_row_stride, job->align, in_shape[2], in_shape[3]);
+        /* no samples: the sum is 0 and so is the output (torchvision: 0/0 = NaN, or -0.0
+         * for the negative count of a box inverted on one axis) */
+        const T count = (T)(samples > 0 ? samples : 1);
+        const T *image = job->features + job->batch_indices[k] * in_strides[0];
+        T *PYROI_RESTRICT out_roi = job->result + k * out_strides[0];
+        for (c_out = 0; c_out < job->channels_out; ++c_out) {
+            for (ph = 0; ph < pooled_height; ++ph) {
+                const pyroi_tap_range rr = tables->row_ranges[ph];
+                for (pw = 0; pw < pooled_width; ++pw) {
+                    const int64_t c_in = (c_out * pooled_height + ph) * pooled_width + pw;
+                    const T sum = PYROI_TYPED(pyroi_bilinear_bin_sum)(
+                        image + c_in * in_strides[1], in_strides[2], in_strides[3],
+                        tables->row_taps, rr, tables->col_taps, tables->col_ranges[pw]);
+                    out_roi[c_out * out_strides[1] + ph * out_strides[2] + pw * out_strides[3]] =
+                        sum / count;
+                }
+            }
+        }
+    }
+}
+
+/* Zeroes input channels [channel_begin, channel_end) of every image of a gradient tensor. */
+static void PYROI_TYPED(ps_zero_channels)(T *PYROI_RESTRICT grad_input, const int64_t shape[4],
+                                          const int64_t strides[4], int64_t channel_begin,
+                                          int64_t channel_end)
+{
+    int64_t n, c, h, w;
+    for (n = 0; n < shape[0]; ++n) {
+        for (c = channel_begin; c < channel_end; ++c) {
+            T *plane = grad_input + n * strides[0] + c * strides[1];
+            for (h = 0; h < shape[2]; ++h) {
+                for (w = 0; w < shape[3]; ++w) {
+                    plane[h * strides[2] + w * strides[3]] = (T)0;
+                }
+            }
+        }
+    }
+}
+
+/* Backward for output channels [c_begin, c_end), i.e. input channels
+ * [c_begin * PH * PW, c_end * PH * PW): zeroes them, then adds each RoI's contributions in
+ * RoI order, as torchvision does, whatever the split between threads. */
+static void PYROI_TYPED(ps_roi_align_backward_task)(void *context, int64_t c_begin,
+                                                    int64_t c_end, int worker)
+{
+    const PYROI_TYPED(ps_job) *job = (const PYROI_TYPED(ps_job) *)context;
+    PYROI_TYPED(ps_tap_tables) *tables = &job->tables[worker];
+    const int64_t *in_shape = job->result_shape, *in_strides = job->result_strides;
+    const int64_t *g_strides = job->features_strides;
+    const int64_t pooled_height = job->pooled_height, pooled_width = job->pooled_width;
+    const int64_t group = pooled_height * pooled_width;
+    int64_t k, c_out, ph, pw;
+
+    PYROI_TYPED(ps_zero_channels)(job->result, in_shape, in_strides, c_begin * group,
+                                  c_end * group);
+    for (k = 0; k < job->num_rois; ++k) {
+        /* unclamped: a RoI without samples has no taps, so nothing divides by it */
+        const T count = (T)PYROI_TYPED(ps_tap_tables_fill)(
+            tables, job->boxes + k * job->box_row_stride, job->align, in_shape[2], in_shape[3]);
+        T *image = job->result + job->batch_indices[k] * in_strides[0];
+        const T *grad_roi = job->features + k * g_strides[0];
+        for (c_out = c_begin; c_out < c_end; ++c_out) {
+            for (ph = 0; ph < pooled_height; ++ph) {
+                const pyroi_tap_range rr = tables->row_ranges[ph];
+                for (pw = 0; pw < pooled_width; ++pw) {
+                    const int64_t c_in = (c_out * pooled_height + ph) * pooled_width + pw;
+                    const T g =
+                        grad_roi[c_out * g_strides[1] + ph * g_strides[2] + pw * g_strides[3]];
+                    PYROI_TYPED(pyroi_bilinear_bin_scatter)(
+                        image + c_in * in_strides[1], in_strides[2], in_strides[3],
+                        tables->row_taps, rr, tables->col_taps, tables->col_ranges[pw], g, count);
+                }
+            }
+        }
+    }
+}
+
+/* Allocates per-worker tap tables, runs task over item_count items, frees. */
+static pyroi_status PYROI_TYPED(ps_roi_align_run)(PYROI_TYPED(ps_job) *job, pyroi_range_task task,
+                                                  int64_t item_count, double work_per_item,
+                                                  int64_t max_row_taps, int64_t max_col_taps)
+{
+    PYROI_TYPED(ps_tap_tables) tables[PYROI_PARALLEL_MAX_WORKERS];
+    void *block = NULL;
+    const int workers = pyroi_parallel_workers(job->align->num_threads, item_count,
+                                               work_per_item);
+    pyroi_status status = PYROI_TYPED(ps_tap_tables_alloc)(
+        tables, workers, job->pooled_height, job->pooled_width, max_row_taps, max_col_taps,
+        &block);
+    if (status != PYROI_OK) {
+        return status;
+    }
+    job->tables = tables;
+    pyroi_parallel_for(workers, item_count, task, job);
+    free(block);
+    return PYROI_OK;
+}
+
+pyroi_status PYROI_TYPED(pyroi_ps_roi_align_forward)(
+    const T *input, const int64_t input_shape[4], const int64_t input_strides[4],
+    const T *boxes, int64_t num_rois, int64_t box_row_stride,
+    const int64_t *batch_indices,
+    T *output, const int64_t output_strides[4],
+    const pyroi_ps_roi_align_params *params)
+{
+    PYROI_TYPED(ps_job) job;
+    int64_t max_row_taps, max_col_taps, failed_roi;
+    pyroi_status status = pyroi_check_ps_roi_align_params(params);
+    if (status != PYROI_OK) {
+        return status;
+    }
+    status = ps_check_call(input, input_shape, input_strides, PYROI_TENSOR_INPUT, output,
+                           output_strides, PYROI_TENSOR_OUTPUT, boxes, num_rois, box_row_stride,
+                           batch_indices, params->pooled_height, params->pooled_width);
+    if (status != PYROI_OK) {
+        return status;
+    }
+    status = PYROI_TYPED(ps_roi_align_scan_boxes)(boxes, num_rois, box_row_stride,
+                                                  input_shape[2], input_shape[3], params,
+                                                  input_shape[1] != 0, &max_row_taps,
+                                                  &max_col_taps, &failed_roi);
+    if (status != PYROI_OK || num_rois == 0 || input_shape[1] == 0) {
+        return status;
+    }
+    memset(&job, 0, sizeof(job));
+    job.features = input;
+    job.features_shape = input_shape;
+    job.features_strides = input_strides;
+    job.boxes = boxes;
+    job.num_rois = num_rois;
+    job.box_row_stride = box_row_stride;
+    job.batch_indices = batch_indices;
+    job.result = output;
+    job.result_strides = output_strides;
+    job.pooled_height = params->pooled_height;
+    job.pooled_width = params->pooled_width;
+    job.channels_out = input_shape[1] / (params->pooled_height * params->pooled_width);
+    job.align = params;
+    /* work per RoI: each output channel reads every (row tap, column tap) pair once */
+    return PYROI_TYPED(ps_roi_align_run)(
+        &job, PYROI_TYPED(ps_roi_align_forward_task), num_rois,
+        (double)job.channels_out * ((double)max_row_taps * (double)max_col_taps +
+                                    (double)params->pooled_height * (double)params->pooled_width),
+        max_row_taps, max_col_taps);
+}
+
+pyroi_status PYROI_TYPED(pyroi_ps_roi_align_backward)(
+    const T *grad_output, const int64_t grad_output_strides[4],
+    const T *boxes, int64_t num_rois, int64_t box_row_stride,
+    const int64_t *batch_indices,
+    T *grad_input, const int64_t grad_input_shape[4], const int64_t grad_input_strides[4],
+    const pyroi_ps_roi_align_params *params)
+{
+    PYROI_TYPED(ps_job) job;
+    int64_t max_row_taps, max_col_taps, failed_roi;
+    double group;
+    pyroi_status status = pyroi_check_ps_roi_align_params(params);
+    if (status != PYROI_OK) {
+        return status;
+    }
+    status = ps_check_call(grad_input, grad_input_shape, grad_input_strides, PYROI_TENSOR_OUTPUT,
+                           grad_output, grad_output_strides, PYROI_TENSOR_INPUT, boxes, num_rois,
+                           box_row_stride, batch_indices, params->pooled_height,
+                           params->pooled_width);
+    if (status != PYROI_OK) {
+        return status;
+    }
+    status = PYROI_TYPED(ps_roi_align_scan_boxes)(boxes, num_rois, box_row_stride,
+                                                  grad_input_shape[2], grad_input_shape[3],
+                                                  params, grad_input_shape[1] != 0,
+                                                  &max_row_taps, &max_col_taps, &failed_roi);
+    if (status != PYROI_OK || grad_input_shape[1] == 0) {
+        return status;
+    }
+    memset(&job, 0, sizeof(job));
+    job.features = grad_output;
+    job.features_strides = grad_output_strides;
+    job.boxes = boxes;
+    job.num_rois = num_rois;
+    job.box_row_stride = box_row_stride;
+    job.batch_indices = batch_indices;
+    job.result = grad_input;
+    job.result_shape = grad_input_shape;
+    job.result_strides = grad_input_strides;
+    job.pooled_height = params->pooled_height;
+    job.pooled_width = params->pooled_width;
+    job.channels_out = grad_input_shape[1] / (params->pooled_height * params->pooled_width);
+    job.align = params;
+    group = (double)params->pooled_height * (double)params->pooled_width;
+    /* work per output channel: zero PH * PW planes of every image, then every RoI scatters
+     * all its tap pairs once */
+    return PYROI_TYPED(ps_roi_align_run)(
+        &job, PYROI_TYPED(ps_roi_align_backward_task), job.channels_out,
+        group * (double)grad_input_shape[0] * (double)grad_input_shape[2] *
+                (double)grad_input_shape[3] +
+            (double)num_rois * ((double)max_row_taps * (double)max_col_taps + group),
+        max_row_taps, max_col_taps);
+}
+
+pyroi_status PYROI_TYPED(pyroi_ps_roi_align_find_invalid_roi)(
+    const T *boxes, int64_t num_rois, int64_t box_row_stride,
+    const int64_t *batch_indices, int64_t num_images, int64_t height, int64_t width,
+    const pyroi_ps_roi_align_params *params, int64_t *failed_roi)
+{
+    int64_t k, max_row_taps, max_col_taps;
+    pyroi_status status;
+    if (failed_roi == NULL) {
+        return PYROI_E_NULL_POINTER;
+    }
+    *failed_roi = -1;
+    status = pyroi_check_ps_roi_align_params(params);
+    if (status != PYROI_OK) {
+        return status;
+    }
+    if (num_images < 0 || height < 0 || width < 0) {
+        return PYROI_E_INVALID_SHAPE;
+    }
+    /* a bound that accepts every index checks pointers and strides; the indices are tested
+     * here so that the first offender is reported */
+    status = pyroi_check_rois(boxes, num_rois, box_row_stride, 4, batch_indices, INT64_MAX);
+    if (status != PYROI_OK) {
+        return status;
+    }
+    for (k = 0; k < num_rois; ++k) {
+        if (batch_indices[k] < 0 || batch_indices[k] >= num_images) {
+            *failed_roi = k;
+            return PYROI_E_INVALID_BATCH_INDEX;
+        }
+    }
+    return PYROI_TYPED(ps_roi_align_scan_boxes)(boxes, num_rois, box_row_stride, height, width,
+                                                params, 0, &max_row_taps, &max_col_taps,
+                                                failed_roi);
+}
+
+/* ==========================================================================================
+ * ps_roi_pool
+ * ======================================================================================== */
+
+/* One RoI quantised to whole pixels: where bin 0 starts and the (real) size of a bin. */
+typedef struct PYROI_TYPED(ps_pool_roi) {
+    int64_t start_y;
+    int64_t start_x;
+    T bin_h;
+    T bin_w;
+} PYROI_TYPED(ps_pool_roi);
+
+/* A RoI is accepted when its corners are finite before and after scaling. */
+static int PYROI_TYPED(ps_pool_box_is_valid)(const T *box,
+                                             const pyroi_ps_roi_pool_params *params)
+{
+    const T scale_h = (T)params->spatial_scale_h, scale_w = (T)params->spatial_scale_w;
+    return isfinite(box[0]) && isfinite(box[1]) && isfinite(box[2]) && isfinite(box[3]) &&
+           isfinite(box[0] * scale_w) && isfinite(box[1] * scale_h) &&
+           isfinite(box[2] * scale_w) && isfinite(box[3] * scale_h);
+}
+
+/* torchvision's quantisation: corners scaled in T and rounded half away from zero (in T by
+ * the forward, in float by the backward), size max(end - start, 1) - no "+ 1" - and bins of
+ * size / pooled bins, computed in T. */
+static PYROI_TYPED(ps_pool_roi) PYROI_TYPED(ps_pool_quantise)(
+    const T *box, const pyroi_ps_roi_pool_params *params, int backward)
+{
+    const T scale_h = (T)params->spatial_scale_h, scale_w = (T)params->spatial_scale_w;
+    const T x1 = box[0] * scale_w, y1 = box[1] * scale_h;
+    const T x2 = box[2] * scale_w, y2 = box[3] * scale_h;
+    PYROI_TYPED(ps_pool_roi) roi;
+    int64_t start_x, start_y, end_x, end_y, width, height;
+    if (backward) {
+        start_x = ps_pool_round_narrowed((double)x1);
+        start_y = ps_pool_round_narrowed((double)y1);
+        end_x = ps_pool_round_narrowed((double)x2);
+        end_y = ps_pool_round_narrowed((double)y2);
+    } else {
+        start_x = ps_pool_saturate((double)PYROI_ROUND(x1));
+        start_y = ps_pool_saturate((double)PYROI_ROUND(y1));
+        end_x = ps_pool_saturate((double)PYROI_ROUND(x2));
+        end_y = ps_pool_saturate((double)PYROI_ROUND(y2));
+    }
+    width = end_x - start_x;
+    height = end_y - start_y;
+    if (width < 1) {
+        width = 1;
+    }
+    if (height < 1) {
+        height = 1;
+    }
+    roi.start_x = start_x;
+    roi.start_y = start_y;
+    roi.bin_w = (T)width / (T)params->pooled_width;
+    roi.bin_h = (T)height / (T)params->pooled_height;
+    return roi;
+}
+
+/* Pixels [*first, *end) of bin b along one axis: floor(b * bin) ... ceil((b + 1) * bin)
+ * shifted by the RoI start, each clamped to [0, limit] (limit = extent - 1 in the forward,
+ * extent in the backward: torchvision's asymmetry). */
+static void PYROI_TYPED(ps_pool_bin_window)(T bin_size, int64_t start, int64_t bin,
+                                            int64_t limit, int64_t *first, int64_t *end)
+{
+    int64_t lo = (int64_t)PYROI_FLOOR((T)bin * bin_size) + start;
+    int64_t hi = (int64_t)PYROI_CEIL((T)(bin + 1) * bin_size) + start;
+    lo = lo < 0 ? 0 : lo;
+    hi = hi < 0 ? 0 : hi;
+    *first = lo > limit ? limit : lo;
+    *end = hi > limit ? limit : hi;
+}
+
+/* Checks every box; *max_area estimates the largest window area of a RoI (for the thread
+ * heuristic only). On failure *failed_roi is the offending RoI. */
+static pyroi_status PYROI_TYPED(ps_roi_pool_scan_boxes)(
+    const T *boxes, int64_t num_rois, int64_t box_row_stride, int64_t height, int64_t width,
+    const pyroi_ps_roi_pool_params *params, double *max_area, int64_t *failed_roi)
+{
+    int64_t k;
+    *max_area = 0.0;
+    *failed_roi = -1;
+    for (k = 0; k < num_rois; ++k) {
+        const T *box = boxes + k * box_row_stride;
+        PYROI_TYPED(ps_pool_roi) roi;
+        double rows, cols;
+        if (!PYROI_TYPED(ps_pool_box_is_valid)(box, params)) {
+            *failed_roi = k;
+            return PYROI_E_INVALID_BOX;
+        }
+        roi = PYROI_TYPED(ps_pool_quantise)(box, params, 0);
+        rows = (double)roi.bin_h * (double)params->pooled_height + 1.0;
+        cols = (double)roi.bin_w * (double)params->pooled_width + 1.0;
+        rows = rows < (double)height ? rows : (double)height;
+        cols = cols < (double)width ? cols : (double)width;
+        if (rows * cols > *max_area) {
+            *max_area = rows * cols;
+        }
+    }
+    return PYROI_OK;
+}
+
+/* Forward for RoIs [roi_begin, roi_end). */
+static void PYROI_TYPED(ps_roi_pool_forward_task)(void *context, int64_t roi_begin,
+                                                  int64_t roi_end, int worker)
+{
+    const PYROI_TYPED(ps_job) *job = (const PYROI_TYPED(ps_job) *)context;
+    const int64_t *in_shape = job->features_shape, *in_strides = job->features_strides;
+    const int64_t *out_strides = job->result_strides;
+    const int64_t pooled_height = job->pooled_height, pooled_width = job->pooled_width;
+    int64_t k, c_out, ph, pw, h, w;
+    (void)worker;
+
+    for (k = roi_begin; k < roi_end; ++k) {
+        const PYROI_TYPED(ps_pool_roi) roi =
+            PYROI_TYPED(ps_pool_quantise)(job->boxes + k * job->box_row_stride, job->pool, 0);
+        const T *image = job->features + job->batch_indices[k] * in_strides[0];
+        T *PYROI_RESTRICT out_roi = job->result + k * out_strides[0];
+        for (ph = 0; ph < pooled_height; ++ph) {
+            int64_t h_first, h_end;
+            PYROI_TYPED(ps_pool_bin_window)(roi.bin_h, roi.start_y, ph, in_shape[2] - 1, &h_first,
+                                            &h_end);
+            for (pw = 0; pw < pooled_width; ++pw) {
+                int64_t w_first, w_end;
+                int empty;
+                T area;
+                PYROI_TYPED(ps_pool_bin_window)(roi.bin_w, roi.start_x, pw, in_shape[3] - 1,
+                                                &w_first, &w_end);
+                empty = h_end <= h_first || w_end <= w_first;
+                area = empty ? (T)1 : (T)((h_end - h_first) * (w_end - w_first));
+                for (c_out = 0; c_out < job->channels_out; ++c_out) {
+                    const int64_t c_in = (c_out * pooled_height + ph) * pooled_width + pw;
+                    const T *plane = image + c_in * in_strides[1];
+                    T sum = (T)0;
+                    for (h = h_first; h < h_end; ++h) {
+                        for (w = w_first; w < w_end; ++w) {
+                            sum += plane[h * in_strides[2] + w * in_strides[3]];
+                        }
+                    }
+                    out_roi[c_out * out_strides[1] + ph * out_strides[2] + pw * out_strides[3]] =
+                        empty ? (T)0 : sum / area;
+                }
+            }
+        }
+    }
+}
+
+/* Backward for output channels [c_begin, c_end): zeroes their input channels, then each RoI
+ * (in order) spreads grad / area evenly over its bins' backward windows. */
+static void PYROI_TYPED(ps_roi_pool_backward_task)(void *context, int64_t c_begin,
+                                                   int64_t c_end, int worker)
+{
+    const PYROI_TYPED(ps_job) *job = (const PYROI_TYPED(ps_job) *)context;
+    const int64_t *in_shape = job->result_shape, *in_strides = job->result_strides;
+    const int64_t *g_strides = job->features_strides;
+    const int64_t pooled_height = job->pooled_height, pooled_width = job->pooled_width;
+    const int64_t group = pooled_height * pooled_width;
+    int64_t k, c_out, ph, pw, h, w;
+    (void)worker;
+
+    PYROI_TYPED(ps_zero_channels)(job->result, in_shape, in_strides, c_begin * group,
+                                  c_end * group);
+    for (k = 0; k < job->num_rois; ++k) {
+        const PYROI_TYPED(ps_pool_roi) roi =
+            PYROI_TYPED(ps_pool_quantise)(job->boxes + k * job->box_row_stride, job->pool, 1);
+        T *image = job->result + job->batch_indices[k] * in_strides[0];
+        const T *grad_roi = job->features + k * g_strides[0];
+        for (ph = 0; ph < pooled_height; ++ph) {
+            int64_t h_first, h_end;
+            PYROI_TYPED(ps_pool_bin_window)(roi.bin_h, roi.start_y, ph, in_shape[2], &h_first,
+                                            &h_end);
+            if (h_end <= h_first) {
+                continue;
+            }
+            for (pw = 0; pw < pooled_width; ++pw) {
+                int64_t w_first, w_end;
+                T area;
+                PYROI_TYPED(ps_pool_bin_window)(roi.bin_w, roi.start_x, pw, in_shape[3],
+                                                &w_first, &w_end);
+                if (w_end <= w_first) {
+                    continue;
+                }
+                area = (T)((h_end - h_first) * (w_end - w_first));
+                for (c_out = c_begin; c_out < c_end; ++c_out) {
+                    const int64_t c_in = (c_out * pooled_height + ph) * pooled_width + pw;
+                    T *PYROI_RESTRICT plane = image + c_in * in_strides[1];
+                    const T share =
+                        grad_roi[c_out * g_strides[1] + ph * g_strides[2] + pw * g_strides[3]] /
+                        area;
+                    for (h = h_first; h < h_end; ++h) {
+                        for (w = w_first; w < w_end; ++w) {
+                            plane[h * in_strides[2] + w * in_strides[3]] += share;
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+pyroi_status PYROI_TYPED(pyroi_ps_roi_pool_forward)(
+    const T *input, const int64_t input_shape[4], const int64_t input_strides[4],
+    const T *boxes, int64_t num_rois, int64_t box_row_stride,
+    const int64_t *batch_indices,
+    T *output, const int64_t output_strides[4],
+    const pyroi_ps_roi_pool_params *params)
+{
+    PYROI_TYPED(ps_job) job;
+    int64_t failed_roi;
+    double max_area;
+    int workers;
+    pyroi_status status = pyroi_check_ps_roi_pool_params(params);
+    if (status != PYROI_OK) {
+        return status;
+    }
+    status = ps_check_call(input, input_shape, input_strides, PYROI_TENSOR_INPUT, output,
+                           output_strides, PYROI_TENSOR_OUTPUT, boxes, num_rois, box_row_stride,
+                           batch_indices, params->pooled_height, params->pooled_width);
+    if (status != PYROI_OK) {
+        return status;
+    }
+    status = PYROI_TYPED(ps_roi_pool_scan_boxes)(boxes, num_rois, box_row_stride,
+                                                 input_shape[2], input_shape[3], params,
+                                                 &max_area, &failed_roi);
+    if (status != PYROI_OK || num_rois == 0 || input_shape[1] == 0) {
+        return status;
+    }
+    memset(&job, 0, sizeof(job));
+    job.features = input;
+    job.features_shape = input_shape;
+    job.features_strides = input_strides;
+    job.boxes = boxes;
+    job.num_rois = num_rois;
+    job.box_row_stride = box_row_stride;
+    job.batch_indices = batch_indices;
+    job.result = output;
+    job.result_strides = output_strides;
+    job.pooled_height = params->pooled_height;
+    job.pooled_width = params->pooled_width;
+    job.channels_out = input_shape[1] / (params->pooled_height * params->pooled_width);
+    job.pool = params;
+    /* work per RoI: each output channel reads about the RoI's area (bins overlap a little) */
+    workers = pyroi_parallel_workers(
+        params->num_threads, num_rois,
+        (double)job.channels_out *
+            (max_area + (double)params->pooled_height * (double)params->pooled_width));
+    pyroi_parallel_for(workers, num_rois, PYROI_TYPED(ps_roi_pool_forward_task), &job);
+    return PYROI_OK;
+}
+
+pyroi_status PYROI_TYPED(pyroi_ps_roi_pool_backward)(
+    const T *grad_output, const int64_t grad_output_strides[4],
+    const T *boxes, int64_t num_rois, int64_t box_row_stride,
+    const int64_t *batch_indices,
+    T *grad_input, const int64_t grad_input_shape[4], const int64_t grad_input_strides[4],
+    const pyroi_ps_roi_pool_params *params)
+{
+    PYROI_TYPED(ps_job) job;
+    int64_t failed_roi;
+    double max_area, group;
+    int workers;
+    pyroi_status status = pyroi_check_ps_roi_pool_params(params);
+    if (status != PYROI_OK) {
+        return status;
+    }
+    status = ps_check_call(grad_input, grad_input_shape, grad_input_strides, PYROI_TENSOR_OUTPUT,
+                           grad_output, grad_output_strides, PYROI_TENSOR_INPUT, boxes, num_rois,
+                           box_row_stride, batch_indices, params->pooled_height,
+                           params->pooled_width);
+    if (status != PYROI_OK) {
+        return status;
+    }
+    status = PYROI_TYPED(ps_roi_pool_scan_boxes)(boxes, num_rois, box_row_stride,
+                                                 grad_input_shape[2], grad_input_shape[3],
+                                                 params, &max_area, &failed_roi);
+    if (status != PYROI_OK || grad_input_shape[1] == 0) {
+        return status;
+    }
+    memset(&job, 0, sizeof(job));
+    job.features = grad_output;
+    job.features_strides = grad_output_strides;
+    job.boxes = boxes;
+    job.num_rois = num_rois;
+    job.box_row_stride = box_row_stride;
+    job.batch_indices = batch_indices;
+    job.result = grad_input;
+    job.result_shape = grad_input_shape;
+    job.result_strides = grad_input_strides;
+    job.pooled_height = params->pooled_height;
+    job.pooled_width = params->pooled_width;
+    job.channels_out = grad_input_shape[1] / (params->pooled_height * params->pooled_width);
+    job.pool = params;
+    group = (double)params->pooled_height * (double)params->pooled_width;
+    /* work per output channel: zero PH * PW planes of every image, then every RoI writes
+     * about its area once */
+    workers = pyroi_parallel_workers(
+        params->num_threads, job.channels_out,
+        group * (double)grad_input_shape[0] * (double)grad_input_shape[2] *
+                (double)grad_input_shape[3] +
+            (double)num_rois * (max_area + group));
+    pyroi_parallel_for(workers, job.channels_out, PYROI_TYPED(ps_roi_pool_backward_task), &job);
+    return PYROI_OK;
+}
+
+pyroi_status PYROI_TYPED(pyroi_ps_roi_pool_find_invalid_roi)(
+    const T *boxes, int64_t num_rois, int64_t box_row_stride,
+    const int64_t *batch_indices, int64_t num_images,
+    const pyroi_ps_roi_pool_params *params, int64_t *failed_roi)
+{
+    int64_t k;
+    pyroi_status status;
+    if (failed_roi == NULL) {
+        return PYROI_E_NULL_POINTER;
+    }
+    *failed_roi = -1;
+    status = pyroi_check_ps_roi_pool_params(params);
+    if (status != PYROI_OK) {
+        return status;
+    }
+    if (num_images < 0) {
+        return PYROI_E_INVALID_SHAPE;
+    }
+    status = pyroi_check_rois(boxes, num_rois, box_row_stride, 4, batch_indices, INT64_MAX);
+    if (status != PYROI_OK) {
+        return status;
+    }
+    /* the calls test every batch index before any box: report in the same order */
+    for (k = 0; k < num_rois; ++k) {
+        if (batch_indices[k] < 0 || batch_indices[k] >= num_images) {
+            *failed_roi = k;
+            return PYROI_E_INVALID_BATCH_INDEX;
+        }
+    }
+    for (k = 0; k < num_rois; ++k) {
+        if (!PYROI_TYPED(ps_pool_box_is_valid)(boxes + k * box_row_stride, params)) {
+            *failed_roi = k;
+            return PYROI_E_INVALID_BOX;
+        }
+    }
+    return PYROI_OK;
+}
