@@ -47,3 +47,7 @@ __all__ = [
 ]
 
 __all__ += ["ps_roi_align", "ps_roi_align_backward", "ps_roi_pool", "ps_roi_pool_backward"]
+
+from pyroi.layers import MultiScaleRoIAlign  # noqa: E402
+
+__all__ += ["MultiScaleRoIAlign"]

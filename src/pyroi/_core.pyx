@@ -546,3 +546,33 @@ def ps_roi_pool_backward(const real[:, :, :, :] grad_output, const real[:, :] bo
         check_status(status, first_invalid_ps_pool_roi(boxes, box_row_stride, batch_indices,
                                                        grad_input_shape[0], &params))
     check_status(status)
+
+
+# ------------------------------------------------------------------------------------------
+# multi-scale (FPN) level assignment
+
+def fpn_levels(const real[:, :] boxes, int64_t[::1] levels, int64_t min_level,
+               int64_t max_level, double canonical_scale, double canonical_level,
+               double eps):
+    """Write the pyramid level index (or -1) of each (x1, y1, x2, y2) row into levels."""
+    cdef c.pyroi_fpn_level_params params
+    cdef int64_t box_row_stride
+    cdef int64_t num_rois = boxes.shape[0]
+    cdef c.pyroi_status status
+    if levels.shape[0] != num_rois:
+        raise ShapeError("pyroi: boxes and levels differ in length")
+    box_row_stride = box_rows_stride(boxes.strides, sizeof(real))
+    c.pyroi_fpn_level_params_init(&params)
+    params.min_level = min_level
+    params.max_level = max_level
+    params.canonical_scale = canonical_scale
+    params.canonical_level = canonical_level
+    params.eps = eps
+    with nogil:
+        if real is float:
+            status = c.pyroi_fpn_levels_f32(&boxes[0, 0], num_rois, box_row_stride, &params,
+                                            &levels[0])
+        else:
+            status = c.pyroi_fpn_levels_f64(&boxes[0, 0], num_rois, box_row_stride, &params,
+                                            &levels[0])
+    check_status(status)

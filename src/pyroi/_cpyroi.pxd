@@ -208,3 +208,18 @@ cdef extern from "pyroi.h" nogil:
         const double *boxes, int64_t num_rois, int64_t box_row_stride,
         const int64_t *batch_indices, int64_t num_images,
         const pyroi_ps_roi_pool_params *params, int64_t *failed_roi)
+
+    ctypedef struct pyroi_fpn_level_params:
+        int64_t min_level
+        int64_t max_level
+        double canonical_scale
+        double canonical_level
+        double eps
+
+    void pyroi_fpn_level_params_init(pyroi_fpn_level_params *params)
+    pyroi_status pyroi_fpn_levels_f32(const float *boxes, int64_t num_rois,
+                                      int64_t box_row_stride,
+                                      const pyroi_fpn_level_params *params, int64_t *levels)
+    pyroi_status pyroi_fpn_levels_f64(const double *boxes, int64_t num_rois,
+                                      int64_t box_row_stride,
+                                      const pyroi_fpn_level_params *params, int64_t *levels)

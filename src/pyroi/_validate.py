@@ -79,6 +79,16 @@ def spatial_scale(value, name: str = "spatial_scale") -> float:
     return scale
 
 
+def real_number(value, name: str) -> float:
+    """A finite real number (any sign)."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+        raise ArgumentTypeError(f"{name} must be a real number, got {value!r}")
+    number = float(value)
+    if not np.isfinite(number):
+        raise InvalidArgumentError(f"{name} must be finite, got {number!r}")
+    return number
+
+
 def sampling_ratio(value) -> int:
     """Samples per bin per axis; any value <= 0 means adaptive (normalised to 0)."""
     if isinstance(value, (bool, np.bool_)):

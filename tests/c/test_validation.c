@@ -199,6 +199,36 @@ static void test_find_invalid_roi(void)
     CHECK(failed == -1);
 }
 
+static void test_fpn_levels(void)
+{
+    /* SEMANTICS 8.1 boundaries (levels 2..5), zero and negative area */
+    const float boxes[8 * 4] = {0, 0, 111.9999f, 111.9999f, 0, 0, 112, 112, 0, 0, 224, 224,
+                                0, 0, 447.9f, 447.9f, 0, 0, 448, 448, 3, 3, 3, 9,
+                                5, 5, 3, 9, 0, 0, 5000, 5000};
+    const int64_t expected[8] = {0, 1, 2, 2, 3, 0, -1, 3};
+    const float nan_box[4] = {0, 0, NAN, 1};
+    int64_t levels[8];
+    pyroi_fpn_level_params p;
+    int i;
+
+    pyroi_fpn_level_params_init(&p);
+    CHECK(p.min_level == 2 && p.max_level == 5 && p.canonical_scale == 224.0);
+    CHECK_STATUS(pyroi_fpn_levels_f32(boxes, 8, 4, &p, levels), PYROI_OK);
+    for (i = 0; i < 8; ++i) {
+        CHECK(levels[i] == expected[i]);
+    }
+    CHECK_STATUS(pyroi_fpn_levels_f32(boxes, 8, 4, NULL, levels), PYROI_E_NULL_POINTER);
+    CHECK_STATUS(pyroi_fpn_levels_f32(boxes, 8, 4, &p, NULL), PYROI_E_NULL_POINTER);
+    CHECK_STATUS(pyroi_fpn_levels_f32(boxes, -1, 4, &p, levels), PYROI_E_INVALID_SHAPE);
+    CHECK_STATUS(pyroi_fpn_levels_f32(boxes, 8, INT64_MIN, &p, levels), PYROI_E_INVALID_STRIDES);
+    CHECK_STATUS(pyroi_fpn_levels_f32(nan_box, 1, 4, &p, levels), PYROI_E_INVALID_BOX);
+    p.canonical_scale = 0;
+    CHECK_STATUS(pyroi_fpn_levels_f32(boxes, 8, 4, &p, levels), PYROI_E_INVALID_SCALE);
+    pyroi_fpn_level_params_init(&p);
+    p.min_level = 6;
+    CHECK_STATUS(pyroi_fpn_levels_f64(NULL, 0, 4, &p, NULL), PYROI_E_INVALID_OUTPUT_SIZE);
+}
+
 static void test_no_memory(void)
 {
     /* 2^31 - 1 samples per bin on each axis, all inside the map: the tap tables would need
@@ -222,6 +252,7 @@ int main(void)
     test_tensors();
     test_rois();
     test_find_invalid_roi();
+    test_fpn_levels();
     test_no_memory();
     return check_report("test_validation");
 }

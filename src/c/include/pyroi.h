@@ -461,6 +461,45 @@ PYROI_API pyroi_status pyroi_ps_roi_pool_find_invalid_roi_f64(
     const int64_t *batch_indices, int64_t num_images,
     const pyroi_ps_roi_pool_params *params, int64_t *failed_roi);
 
+/* ------------------------------------------------------------------------------------------
+ * Multi-scale (FPN) level assignment, as torchvision.ops.MultiScaleRoIAlign's LevelMapper.
+ *
+ * Box k (x1, y1, x2, y2 in input-image pixels) goes to pyramid level
+ *   clamp(floor(canonical_level + log2(sqrt(area) / canonical_scale) + eps), min_level,
+ *         max_level)
+ * evaluated in the boxes' dtype, and levels[k] receives that level minus min_level. A box of
+ * negative area (inverted on one axis) has no level: levels[k] = -1 (torchvision leaves its
+ * output row at zero the same way); a zero-area box goes to min_level.
+ * ---------------------------------------------------------------------------------------- */
+typedef struct pyroi_fpn_level_params {
+    /* Levels of the first and the last feature map (k_min <= k_max); defaults 2 and 5. */
+    int64_t min_level;
+    int64_t max_level;
+    /* Box side mapped to canonical_level (> 0, finite); defaults 224 and 4 (FPN paper). */
+    double canonical_scale;
+    double canonical_level;
+    /* Added after the logarithm so that exact powers of two land on their level; 1e-6. */
+    double eps;
+} pyroi_fpn_level_params;
+
+/* Sets every field of *params to its documented default. */
+PYROI_API void pyroi_fpn_level_params_init(pyroi_fpn_level_params *params);
+
+/* Writes the level index (0 .. max_level - min_level, or -1) of num_rois boxes, row k at
+ * boxes + k * box_row_stride, into levels. Fails with PYROI_E_NULL_POINTER,
+ * PYROI_E_INVALID_SHAPE (num_rois < 0), PYROI_E_INVALID_STRIDES, PYROI_E_INVALID_SCALE
+ * (canonical_scale not positive and finite, or a non-finite level or eps),
+ * PYROI_E_INVALID_OUTPUT_SIZE (min_level > max_level) or PYROI_E_INVALID_BOX (a coordinate
+ * not finite). Thread-safe. */
+PYROI_API pyroi_status pyroi_fpn_levels_f32(const float *boxes, int64_t num_rois,
+                                            int64_t box_row_stride,
+                                            const pyroi_fpn_level_params *params,
+                                            int64_t *levels);
+PYROI_API pyroi_status pyroi_fpn_levels_f64(const double *boxes, int64_t num_rois,
+                                            int64_t box_row_stride,
+                                            const pyroi_fpn_level_params *params,
+                                            int64_t *levels);
+
 #ifdef __cplusplus
 }
 #endif
