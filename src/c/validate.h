@@ -24,4 +24,7 @@ pyroi_status pyroi_check_rois(const void *boxes, int64_t num_rois, int64_t box_r
 /* Checks the fields of RoIAlign parameters. */
 pyroi_status pyroi_check_roi_align_params(const pyroi_roi_align_params *params);
 
+/* Checks the fields of rotated RoIAlign parameters. */
+pyroi_status pyroi_check_roi_align_rotated_params(const pyroi_roi_align_rotated_params *params);
+
 #endif /* PYROI_VALIDATE_H */
