@@ -17,6 +17,7 @@ from pyroi._errors import (
 )
 from pyroi._threads import get_num_threads, set_num_threads
 from pyroi.ops import roi_align, roi_align_backward
+from pyroi.ops import roi_align_rotated, roi_align_rotated_backward
 
 __version__ = _core.version_string()
 
@@ -39,5 +40,7 @@ __all__ = [
     "get_num_threads",
     "roi_align",
     "roi_align_backward",
+    "roi_align_rotated",
+    "roi_align_rotated_backward",
     "set_num_threads",
 ]
