@@ -178,13 +178,14 @@ def test_reference_cases_exercise_data():
 @matrix("dtype", DTYPES, ids=DTYPE_IDS)
 def test_dense_grids_and_large_boxes_match_reference(dtype):
     """Grids long enough to be narrowed by bisection (many samples outside the map), bins
-    with more samples than one internal flush buffer, fixed and adaptive sampling."""
+    with more samples than one internal flush buffer, more bins than one flush holds, fixed
+    and adaptive sampling."""
     rng = np.random.default_rng(67)
     x = random_input(rng, (1, 2, 12, 13), dtype)
     rois = np.array([[0, 6, 6, 400, 300, 30], [0, -50, 20, 300, 200, -70],
                      [0, 6.3, 5.1, 60, 80, 10], [0, 3.5, 9.25, 40, 2, 123.4],
                      [0, 12.5, -0.5, 90, 90, 45], [0, 7, 7, 700, 3, -90]], dtype)
-    for output_size, sampling_ratio in ((2, 0), (1, 0), ((3, 2), 37), (1, 64)):
+    for output_size, sampling_ratio in ((2, 0), (1, 0), ((3, 2), 37), (1, 64), ((23, 17), 1)):
         for aligned in (False, True):
             params = dict(output_size=output_size, sampling_ratio=sampling_ratio,
                           aligned=aligned)

@@ -227,14 +227,20 @@ PYROI_API pyroi_status pyroi_roi_align_backward_f64(
  *     scale, h by the y scale) and its centre per axis; the peers have one scale.
  *
  * Cost: samples are not separable, so each in-map sample's taps are computed once per RoI (and
- * reused by every channel). Rows of samples whose end points show they miss the map are skipped
- * by bisection, and within a row the in-map samples are found by bisection (the sample
- * coordinates are monotone along a row and along a column, also after rounding), so a RoI costs
- * about PH * PW * log2(grid_h) + R * log2(grid_w) coordinate evaluations plus C * S tap reads,
- * where S is the number of in-map samples and R the number of sample rows whose bounding box
- * meets the map. With adaptive sampling there is about one sample per feature pixel, so S is at
- * most about (H + 2) * (W + 2): a box of 10^6 x 10^6 feature pixels costs milliseconds, not 10^12
- * samples. Scratch memory is a fixed per-worker buffer (no per-RoI allocation).
+ * reused by every channel). In each bin, the rows of samples whose two end points show that the
+ * whole row misses the map are skipped by bisection, and within the other rows the in-map
+ * samples are found by bisection (sample coordinates are monotone along a row and along a
+ * column, also after rounding; every visited sample is still tested). A RoI costs about
+ *   PH * PW * 8 * log2(grid_h) + R * 8 * log2(grid_w) coordinate evaluations + C * S * 4 reads,
+ * where S is the number of samples in [-1, H] x [-1, W] and R the number of rows whose end
+ * points' bounding box meets it. Adaptive grids space samples more than 1/2 pixel apart along
+ * an axis whose bins are a pixel or wider (one sample per bin otherwise), so S stays of the
+ * order of 4 (H + 3)(W + 3) plus the bin count whatever the box size; R is at most grid_h per
+ * bin crossing the map: small for axis-aligned boxes, about the box side in pixels for turned
+ * ones. Measured on one core: a 10^6 x 10^6-pixel box costs 0.1 ms at 0 degrees and 25-50 ms
+ * at 30-45 degrees, a 10^8 one 3.5 s at 45 degrees (instead of 10^12 and 10^16 samples); the
+ * adaptive-grid limit PYROI_MAX_SAMPLING_GRID bounds it. Scratch memory is a fixed per-worker
+ * buffer.
  * ---------------------------------------------------------------------------------------- */
 typedef struct pyroi_roi_align_rotated_params {
     /* Output bins per RoI along the RoI's height and width; both > 0. Default 1. */
