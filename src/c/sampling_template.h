@@ -246,3 +246,60 @@ static inline void PYROI_TYPED(pyroi_bilinear_bin_scatter)(
         }
     }
 }
+
+/* Sampling grid along one axis given where it starts and its (signed) size, for RoIs not
+ * described by two edges (rotated RoIs sample a frame centred on the box: start = -size / 2).
+ * Same rules as pyroi_sample_axis_from_edges once start and size are known: bin = size / bins;
+ * sampling_ratio > 0 fixes the samples per bin, otherwise ceil(size / bins), 0 when negative.
+ * Fails with PYROI_E_INVALID_BOX on non-finite values or an adaptive grid too large. */
+static inline pyroi_status PYROI_TYPED(pyroi_sample_axis_from_size)(
+    T start, T size, int64_t bins, int64_t sampling_ratio, int64_t extent,
+    PYROI_TYPED(pyroi_sample_axis) *axis)
+{
+    const T bin_size = size / (T)bins;
+    if (!(isfinite(start) && isfinite(size) && isfinite(bin_size))) {
+        return PYROI_E_INVALID_BOX;
+    }
+    axis->start = start;
+    axis->bin_size = bin_size;
+    axis->bins = bins;
+    axis->extent = extent;
+    if (sampling_ratio > 0) {
+        axis->grid = sampling_ratio;
+    } else {
+        const T samples = PYROI_CEIL(size / (T)bins);
+        if (!(samples < (T)2147483648.0)) {
+            return PYROI_E_INVALID_BOX;
+        }
+        axis->grid = samples > (T)0 ? (int64_t)samples : 0;
+    }
+    return PYROI_OK;
+}
+
+/* Whether a sample coordinate lies in the band [-1, extent] that the sampler reads (false for
+ * NaN and on an axis without pixels). */
+static inline int PYROI_TYPED(pyroi_position_in_map)(T coord, int64_t extent)
+{
+    return extent > 0 &&
+           PYROI_TYPED(pyroi_position_passes)(coord, extent, PYROI_POSITION_NOT_BELOW) &&
+           PYROI_TYPED(pyroi_position_passes)(coord, extent, PYROI_POSITION_NOT_ABOVE);
+}
+
+/* The taps of one point sample (y, x) of a height x width map, for samples that are not on a
+ * separable grid (rotated RoIs). Returns 0 when the sample contributes nothing (outside
+ * [-1, height] x [-1, width], or NaN); otherwise 1 with its row and column taps: its four
+ * bilinear weights are row.w_lo * col.w_lo, row.w_lo * col.w_hi, row.w_hi * col.w_lo and
+ * row.w_hi * col.w_hi at (row.lo, col.lo), (row.lo, col.hi), (row.hi, col.lo), (row.hi, col.hi),
+ * exactly as for a separable grid. */
+static inline int PYROI_TYPED(pyroi_point_taps)(T y, T x, int64_t height, int64_t width,
+                                                PYROI_TYPED(pyroi_axis_tap) *row,
+                                                PYROI_TYPED(pyroi_axis_tap) *col)
+{
+    if (!(PYROI_TYPED(pyroi_position_in_map)(y, height) &&
+          PYROI_TYPED(pyroi_position_in_map)(x, width))) {
+        return 0;
+    }
+    *row = PYROI_TYPED(pyroi_axis_tap_at)(y, height);
+    *col = PYROI_TYPED(pyroi_axis_tap_at)(x, width);
+    return 1;
+}

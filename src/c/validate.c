@@ -209,3 +209,24 @@ pyroi_status pyroi_check_ps_roi_pool_params(const pyroi_ps_roi_pool_params *para
     }
     return PYROI_OK;
 }
+
+pyroi_status pyroi_check_roi_align_rotated_params(const pyroi_roi_align_rotated_params *params)
+{
+    if (params == NULL) {
+        return PYROI_E_NULL_POINTER;
+    }
+    if (params->pooled_height <= 0 || params->pooled_width <= 0) {
+        return PYROI_E_INVALID_OUTPUT_SIZE;
+    }
+    if (!(isfinite(params->spatial_scale_h) && params->spatial_scale_h >= 0.0) ||
+        !(isfinite(params->spatial_scale_w) && params->spatial_scale_w >= 0.0)) {
+        return PYROI_E_INVALID_SCALE;
+    }
+    if (params->sampling_ratio > PYROI_MAX_SAMPLING_GRID) {
+        return PYROI_E_INVALID_SAMPLING_RATIO;
+    }
+    if (params->num_threads < 0) {
+        return PYROI_E_INVALID_NUM_THREADS;
+    }
+    return PYROI_OK;
+}

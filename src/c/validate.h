@@ -38,4 +38,7 @@ pyroi_status pyroi_check_ps_roi_align_params(const pyroi_ps_roi_align_params *pa
 /* Checks the fields of position-sensitive RoIPool parameters. */
 pyroi_status pyroi_check_ps_roi_pool_params(const pyroi_ps_roi_pool_params *params);
 
+/* Checks the fields of rotated RoIAlign parameters. */
+pyroi_status pyroi_check_roi_align_rotated_params(const pyroi_roi_align_rotated_params *params);
+
 #endif /* PYROI_VALIDATE_H */

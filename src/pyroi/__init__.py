@@ -18,6 +18,7 @@ from pyroi._errors import (
 from pyroi._threads import get_num_threads, set_num_threads
 from pyroi.ops import roi_align, roi_align_backward
 from pyroi.ops import roi_pool, roi_pool_backward
+from pyroi.ops import roi_align_rotated, roi_align_rotated_backward
 from pyroi.ops import ps_roi_align, ps_roi_align_backward, ps_roi_pool, ps_roi_pool_backward
 
 __version__ = _core.version_string()
@@ -50,4 +51,4 @@ __all__ += ["ps_roi_align", "ps_roi_align_backward", "ps_roi_pool", "ps_roi_pool
 
 from pyroi.layers import MultiScaleRoIAlign  # noqa: E402
 
-__all__ += ["MultiScaleRoIAlign"]
+__all__ += ["MultiScaleRoIAlign", "roi_align_rotated", "roi_align_rotated_backward"]

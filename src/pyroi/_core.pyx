@@ -40,12 +40,13 @@ _STATUS_ERRORS = {
 MAX_SAMPLING_GRID = c.PYROI_MAX_SAMPLING_GRID
 
 
-cdef int check_status(c.pyroi_status status, int64_t failed_roi=-1) except -1:
+cdef int check_status(c.pyroi_status status, int64_t failed_roi=-1,
+                      str argument="boxes") except -1:
     if status == c.PYROI_OK:
         return 0
     message = c.pyroi_status_string(status).decode("ascii")
     if failed_roi >= 0:
-        message = f"boxes: RoI {failed_roi}: {message}"
+        message = f"{argument}: RoI {failed_roi}: {message}"
     raise _STATUS_ERRORS.get(status, PyroiError)(f"pyroi: {message} (status {<int>status})")
 
 
@@ -575,4 +576,134 @@ def fpn_levels(const real[:, :] boxes, int64_t[::1] levels, int64_t min_level,
         else:
             status = c.pyroi_fpn_levels_f64(&boxes[0, 0], num_rois, box_row_stride, &params,
                                             &levels[0])
+    check_status(status)
+
+
+# --------------------------------------------------------------------------------------
+# rotated RoIAlign
+# --------------------------------------------------------------------------------------
+
+cdef int64_t first_invalid_rotated_roi(const real[:, :] boxes, int64_t box_row_stride,
+                                       const int64_t[::1] batch_indices, int64_t num_images,
+                                       int64_t height, int64_t width,
+                                       const c.pyroi_roi_align_rotated_params *params) noexcept:
+    """Index of the first rotated RoI the C core rejects, or -1 (for error messages only)."""
+    cdef int64_t failed_roi = -1
+    if real is float:
+        c.pyroi_roi_align_rotated_find_invalid_roi_f32(
+            &boxes[0, 0], boxes.shape[0], box_row_stride, &batch_indices[0], num_images,
+            height, width, params, &failed_roi)
+    else:
+        c.pyroi_roi_align_rotated_find_invalid_roi_f64(
+            &boxes[0, 0], boxes.shape[0], box_row_stride, &batch_indices[0], num_images,
+            height, width, params, &failed_roi)
+    return failed_roi
+
+
+cdef int fill_roi_align_rotated_params(c.pyroi_roi_align_rotated_params *params,
+                                       int64_t pooled_height, int64_t pooled_width,
+                                       double spatial_scale_h, double spatial_scale_w,
+                                       int64_t sampling_ratio, bint aligned, bint clockwise,
+                                       bint angle_in_degrees, int num_threads) except -1:
+    c.pyroi_roi_align_rotated_params_init(params)
+    params.pooled_height = pooled_height
+    params.pooled_width = pooled_width
+    params.spatial_scale_h = spatial_scale_h
+    params.spatial_scale_w = spatial_scale_w
+    params.sampling_ratio = sampling_ratio
+    params.aligned = aligned
+    params.clockwise = clockwise
+    params.angle_in_degrees = angle_in_degrees
+    params.num_threads = num_threads
+    return 0
+
+
+def roi_align_rotated_forward(const real[:, :, :, :] input, const real[:, :] boxes,
+                              const int64_t[::1] batch_indices, real[:, :, :, :] output,
+                              int64_t pooled_height, int64_t pooled_width,
+                              double spatial_scale_h, double spatial_scale_w,
+                              int64_t sampling_ratio, bint aligned, bint clockwise,
+                              bint angle_in_degrees, int num_threads):
+    """Rotated RoIAlign forward into output (K, C, pooled_height, pooled_width); boxes are
+    (K, 5) rows (cx, cy, w, h, angle)."""
+    cdef c.pyroi_roi_align_rotated_params params
+    cdef int64_t input_shape[4]
+    cdef int64_t input_strides[4]
+    cdef int64_t output_strides[4]
+    cdef int64_t box_row_stride
+    cdef int64_t num_rois = boxes.shape[0]
+    cdef c.pyroi_status status
+    cdef int i
+    if batch_indices.shape[0] != num_rois:
+        raise ShapeError("pyroi: boxes and batch_indices differ in length")
+    if boxes.shape[1] != 5:
+        raise ShapeError("pyroi: rotated boxes must have 5 coordinates")
+    for i in range(4):
+        input_shape[i] = input.shape[i]
+    element_strides(input.strides, sizeof(real), 4, input_strides)
+    element_strides(output.strides, sizeof(real), 4, output_strides)
+    box_row_stride = box_rows_stride(boxes.strides, sizeof(real))
+    fill_roi_align_rotated_params(&params, pooled_height, pooled_width, spatial_scale_h,
+                                  spatial_scale_w, sampling_ratio, aligned, clockwise,
+                                  angle_in_degrees, num_threads)
+    with nogil:
+        if real is float:
+            status = c.pyroi_roi_align_rotated_forward_f32(
+                &input[0, 0, 0, 0], input_shape, input_strides, &boxes[0, 0], num_rois,
+                box_row_stride, &batch_indices[0], &output[0, 0, 0, 0], output_strides, &params)
+        else:
+            status = c.pyroi_roi_align_rotated_forward_f64(
+                &input[0, 0, 0, 0], input_shape, input_strides, &boxes[0, 0], num_rois,
+                box_row_stride, &batch_indices[0], &output[0, 0, 0, 0], output_strides, &params)
+    if is_roi_status(status):
+        check_status(status, first_invalid_rotated_roi(boxes, box_row_stride, batch_indices,
+                                                       input_shape[0], input_shape[2],
+                                                       input_shape[3], &params), "rois")
+    check_status(status)
+
+
+def roi_align_rotated_backward(const real[:, :, :, :] grad_output, const real[:, :] boxes,
+                               const int64_t[::1] batch_indices, real[:, :, :, :] grad_input,
+                               double spatial_scale_h, double spatial_scale_w,
+                               int64_t sampling_ratio, bint aligned, bint clockwise,
+                               bint angle_in_degrees, int num_threads):
+    """Rotated RoIAlign backward: overwrite grad_input (N, C, H, W) with the input gradient."""
+    cdef c.pyroi_roi_align_rotated_params params
+    cdef int64_t grad_input_shape[4]
+    cdef int64_t grad_input_strides[4]
+    cdef int64_t grad_output_strides[4]
+    cdef int64_t box_row_stride
+    cdef int64_t num_rois = boxes.shape[0]
+    cdef c.pyroi_status status
+    cdef int i
+    if batch_indices.shape[0] != num_rois or grad_output.shape[0] != num_rois:
+        raise ShapeError("pyroi: boxes, batch_indices and grad_output differ in length")
+    if boxes.shape[1] != 5:
+        raise ShapeError("pyroi: rotated boxes must have 5 coordinates")
+    if grad_output.shape[1] != grad_input.shape[1]:
+        raise ShapeError("pyroi: grad_output and grad_input differ in channels")
+    for i in range(4):
+        grad_input_shape[i] = grad_input.shape[i]
+    element_strides(grad_input.strides, sizeof(real), 4, grad_input_strides)
+    element_strides(grad_output.strides, sizeof(real), 4, grad_output_strides)
+    box_row_stride = box_rows_stride(boxes.strides, sizeof(real))
+    fill_roi_align_rotated_params(&params, grad_output.shape[2], grad_output.shape[3],
+                                  spatial_scale_h, spatial_scale_w, sampling_ratio, aligned,
+                                  clockwise, angle_in_degrees, num_threads)
+    with nogil:
+        if real is float:
+            status = c.pyroi_roi_align_rotated_backward_f32(
+                &grad_output[0, 0, 0, 0], grad_output_strides, &boxes[0, 0], num_rois,
+                box_row_stride, &batch_indices[0], &grad_input[0, 0, 0, 0], grad_input_shape,
+                grad_input_strides, &params)
+        else:
+            status = c.pyroi_roi_align_rotated_backward_f64(
+                &grad_output[0, 0, 0, 0], grad_output_strides, &boxes[0, 0], num_rois,
+                box_row_stride, &batch_indices[0], &grad_input[0, 0, 0, 0], grad_input_shape,
+                grad_input_strides, &params)
+    if is_roi_status(status):
+        check_status(status, first_invalid_rotated_roi(boxes, box_row_stride, batch_indices,
+                                                       grad_input_shape[0],
+                                                       grad_input_shape[2],
+                                                       grad_input_shape[3], &params), "rois")
     check_status(status)

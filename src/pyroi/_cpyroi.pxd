@@ -223,3 +223,51 @@ cdef extern from "pyroi.h" nogil:
     pyroi_status pyroi_fpn_levels_f64(const double *boxes, int64_t num_rois,
                                       int64_t box_row_stride,
                                       const pyroi_fpn_level_params *params, int64_t *levels)
+
+    ctypedef struct pyroi_roi_align_rotated_params:
+        int64_t pooled_height
+        int64_t pooled_width
+        double spatial_scale_h
+        double spatial_scale_w
+        int64_t sampling_ratio
+        int aligned
+        int clockwise
+        int angle_in_degrees
+        int num_threads
+
+    void pyroi_roi_align_rotated_params_init(pyroi_roi_align_rotated_params *params)
+
+    pyroi_status pyroi_roi_align_rotated_forward_f32(
+        const float *input, const int64_t *input_shape, const int64_t *input_strides,
+        const float *boxes, int64_t num_rois, int64_t box_row_stride,
+        const int64_t *batch_indices,
+        float *output, const int64_t *output_strides,
+        const pyroi_roi_align_rotated_params *params)
+    pyroi_status pyroi_roi_align_rotated_forward_f64(
+        const double *input, const int64_t *input_shape, const int64_t *input_strides,
+        const double *boxes, int64_t num_rois, int64_t box_row_stride,
+        const int64_t *batch_indices,
+        double *output, const int64_t *output_strides,
+        const pyroi_roi_align_rotated_params *params)
+
+    pyroi_status pyroi_roi_align_rotated_backward_f32(
+        const float *grad_output, const int64_t *grad_output_strides,
+        const float *boxes, int64_t num_rois, int64_t box_row_stride,
+        const int64_t *batch_indices,
+        float *grad_input, const int64_t *grad_input_shape, const int64_t *grad_input_strides,
+        const pyroi_roi_align_rotated_params *params)
+    pyroi_status pyroi_roi_align_rotated_backward_f64(
+        const double *grad_output, const int64_t *grad_output_strides,
+        const double *boxes, int64_t num_rois, int64_t box_row_stride,
+        const int64_t *batch_indices,
+        double *grad_input, const int64_t *grad_input_shape, const int64_t *grad_input_strides,
+        const pyroi_roi_align_rotated_params *params)
+
+    pyroi_status pyroi_roi_align_rotated_find_invalid_roi_f32(
+        const float *boxes, int64_t num_rois, int64_t box_row_stride,
+        const int64_t *batch_indices, int64_t num_images, int64_t height, int64_t width,
+        const pyroi_roi_align_rotated_params *params, int64_t *failed_roi)
+    pyroi_status pyroi_roi_align_rotated_find_invalid_roi_f64(
+        const double *boxes, int64_t num_rois, int64_t box_row_stride,
+        const int64_t *batch_indices, int64_t num_images, int64_t height, int64_t width,
+        const pyroi_roi_align_rotated_params *params, int64_t *failed_roi)

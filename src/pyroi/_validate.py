@@ -128,7 +128,8 @@ def _check_finite_coords(coords: np.ndarray, name: str) -> None:
         )
 
 
-def boxes(value, dtype: np.dtype, num_images: int, batch_indices=None, name: str = "boxes"):
+def boxes(value, dtype: np.dtype, num_images: int, batch_indices=None, name: str = "boxes",
+          coords_per_box: int = 4):
     """Normalise boxes in every accepted form to ``(coords (K,4), batch_indices (K,) int64)``.
 
     Accepted forms (the one normalisation every operator uses):
@@ -138,15 +139,18 @@ def boxes(value, dtype: np.dtype, num_images: int, batch_indices=None, name: str
     * a ``(K, 4)`` array ``[x1, y1, x2, y2]`` with ``batch_indices`` a ``(K,)`` integer array
       (ONNX style).
 
+    ``coords_per_box`` other than 4 (rotated boxes: 5, ``[cx, cy, w, h, angle]``) widens
+    every form by that many coordinates: ``(K, 1 + n)``, ``(L_i, n)`` and ``(K, n)``.
+
     Coordinates must have ``dtype`` (as torchvision requires) and be finite; batch indices
     must be integers in ``[0, num_images)``. Errors name the first offending RoI.
     """
     if batch_indices is not None:
-        coords, indices = _coords_with_indices(value, batch_indices, dtype, name)
+        coords, indices = _coords_with_indices(value, batch_indices, dtype, name, coords_per_box)
     elif isinstance(value, (list, tuple)):
-        coords, indices = _coords_from_list(value, dtype, num_images, name)
+        coords, indices = _coords_from_list(value, dtype, num_images, name, coords_per_box)
     else:
-        coords, indices = _coords_from_rois(value, dtype, name)
+        coords, indices = _coords_from_rois(value, dtype, name, coords_per_box)
     invalid = (indices < 0) | (indices >= num_images)
     if invalid.any():
         k = int(np.argmax(invalid))
@@ -170,12 +174,20 @@ def _check_coords_dtype(array: np.ndarray, dtype: np.dtype, name: str) -> None:
         raise DTypeError(f"{name} must have the input's dtype {dtype}, got {array.dtype}")
 
 
-def _coords_with_indices(value, batch_indices, dtype, name):
+# The coordinates of a box, by count, for messages.
+_BOX_FIELDS = {4: "x1, y1, x2, y2", 5: "cx, cy, w, h, angle"}
+
+
+def _box_fields(coords_per_box):
+    return _BOX_FIELDS.get(coords_per_box, f"{coords_per_box} coordinates")
+
+
+def _coords_with_indices(value, batch_indices, dtype, name, coords_per_box=4):
     coords = _as_array(value)
-    if coords.ndim != 2 or coords.shape[1] != 4:
+    if coords.ndim != 2 or coords.shape[1] != coords_per_box:
         raise ShapeError(
-            f"{name} must have shape (K, 4) [x1, y1, x2, y2] when batch_indices is given, "
-            f"got shape {coords.shape}"
+            f"{name} must have shape (K, {coords_per_box}) [{_box_fields(coords_per_box)}] "
+            f"when batch_indices is given, got shape {coords.shape}"
         )
     _check_coords_dtype(coords, dtype, name)
     indices = _as_array(batch_indices)
@@ -194,29 +206,32 @@ def _coords_with_indices(value, batch_indices, dtype, name):
     return coords, indices.astype(np.int64)
 
 
-def _coords_from_list(value, dtype, num_images, name):
+def _coords_from_list(value, dtype, num_images, name, coords_per_box=4):
     parts = []
     for i, part in enumerate(value):
         array = _as_array(part)
-        if array.ndim != 2 or array.shape[1] != 4:
+        if array.ndim != 2 or array.shape[1] != coords_per_box:
             raise ShapeError(
-                f"{name}[{i}] must have shape (L, 4) [x1, y1, x2, y2], got {array.shape}"
+                f"{name}[{i}] must have shape (L, {coords_per_box}) "
+                f"[{_box_fields(coords_per_box)}], got {array.shape}"
             )
         _check_coords_dtype(array, dtype, f"{name}[{i}]")
         parts.append(array)
     if not parts:
-        return np.empty((0, 4), dtype=dtype), np.empty(0, dtype=np.int64)
+        return np.empty((0, coords_per_box), dtype=dtype), np.empty(0, dtype=np.int64)
     coords = np.concatenate([p.astype(dtype, copy=False) for p in parts])
     indices = np.repeat(np.arange(len(parts), dtype=np.int64), [len(p) for p in parts])
     return coords, indices
 
 
-def _coords_from_rois(value, dtype, name):
+def _coords_from_rois(value, dtype, name, coords_per_box=4):
     array = _as_array(value)
-    if array.ndim != 2 or array.shape[1] != 5:
+    if array.ndim != 2 or array.shape[1] != 1 + coords_per_box:
         raise ShapeError(
-            f"{name} must have shape (K, 5) [batch_index, x1, y1, x2, y2], be a list of "
-            f"(L, 4) arrays, or have shape (K, 4) with batch_indices=; got shape {array.shape}"
+            f"{name} must have shape (K, {1 + coords_per_box}) "
+            f"[batch_index, {_box_fields(coords_per_box)}], be a list of "
+            f"(L, {coords_per_box}) arrays, or have shape (K, {coords_per_box}) with "
+            f"batch_indices=; got shape {array.shape}"
         )
     _check_coords_dtype(array, dtype, name)
     column = array[:, 0]
@@ -228,7 +243,7 @@ def _coords_from_rois(value, dtype, name):
         )
     # clip before the cast so huge values stay out of range instead of wrapping
     limit = float(np.iinfo(np.int64).max // 2)
-    return array[:, 1:5], np.clip(column, -limit, limit).astype(np.int64)
+    return array[:, 1:1 + coords_per_box], np.clip(column, -limit, limit).astype(np.int64)
 
 
 def output_array(out, shape: tuple, dtype: np.dtype, inputs: tuple, name: str = "out"):
@@ -309,3 +324,16 @@ def ps_output_channels(channels: int, pooled: tuple[int, int], name: str = "inpu
             f"output_size height * width = {pooled_height} * {pooled_width} = {group}"
         )
     return channels // group
+
+
+ANGLE_UNITS = ("degrees", "radians")
+
+
+def angle_unit(value) -> bool:
+    """``angle=`` of the rotated operators: "degrees" (detectron2) or "radians" (mmcv).
+    Returns True for degrees."""
+    if not isinstance(value, str):
+        raise ArgumentTypeError(f"angle must be 'degrees' or 'radians', got {value!r}")
+    if value not in ANGLE_UNITS:
+        raise InvalidArgumentError(f"angle must be 'degrees' or 'radians', got {value!r}")
+    return value == "degrees"

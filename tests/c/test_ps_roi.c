@@ -444,14 +444,15 @@ static void test_status_shapes(void)
     CHECK_STATUS(align_bwd(box, 0, shape, &a), PYROI_E_INVALID_SHAPE);
     CHECK_STATUS(pool_fwd(box, 0, shape, &b), PYROI_E_INVALID_SHAPE);
     CHECK_STATUS(pool_bwd(box, 0, shape, &b), PYROI_E_INVALID_SHAPE);
-    /* PH * PW overflows int64: only C = 0 is a multiple, and then nothing is touched */
+    /* PH * PW overflows int64: only C = 0 is a multiple, and even then the output shape
+     * (K, 0, 2^40, 2^40) is rejected: the product of its non-zero sizes overflows int64 */
     b.pooled_height = b.pooled_width = INT64_C(1) << 40;
     CHECK_STATUS(pool_fwd(box, 0, s_shape, &b), PYROI_E_INVALID_SHAPE);
     shape[1] = 0;
     CHECK_STATUS(pyroi_ps_roi_pool_forward_f32(NULL, shape, s_strides, box, 1, 4, &batch, NULL,
-                                               s_y_strides, &b), PYROI_OK);
+                                               s_y_strides, &b), PYROI_E_INVALID_SHAPE);
     CHECK_STATUS(pyroi_ps_roi_pool_backward_f32(NULL, s_y_strides, box, 1, 4, &batch, NULL,
-                                                shape, s_strides, &b), PYROI_OK);
+                                                shape, s_strides, &b), PYROI_E_INVALID_SHAPE);
     pool_params(&b);
     memcpy(shape, s_shape, sizeof(shape));
     shape[3] = -1;

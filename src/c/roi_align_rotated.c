@@ -1,0 +1,103 @@
+/* roi_align_rotated.c - rotated RoIAlign (average), forward and backward, float32 and float64
+ * (detectron2 ROIAlignRotated, mmcv roi_align_rotated). The kernel body is written once in
+ * roi_align_rotated_template.h; the bilinear sampling is the shared one of sampling.h. */
+#include "parallel.h"
+#include "sampling.h"
+#include "validate.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* pi as a double constant (M_PI is not C99); rounds to the same double as M_PI, so degrees
+ * convert exactly as the peers' angle * M_PI / 180.0. */
+#define PYROI_ROTATED_PI 3.14159265358979323846
+
+/* In-map samples buffered per worker before they are applied to every channel. The buffer
+ * holds the taps of whole bins when they fit; a larger bin is split over several flushes,
+ * its running sum kept in the output element (exact: it is a T like the sum). */
+#define PYROI_ROTATED_CHUNK 512
+/* Bins (or parts of bins) per flush. */
+#define PYROI_ROTATED_SEGMENTS 256
+/* Along a row (or over the rows of a bin) with at most this many samples, every sample is
+ * visited and tested; longer ones are narrowed to the in-map ones by bisection first. */
+#define PYROI_ROTATED_BISECT_MIN 8
+
+/* The four monotone tests of a sample against the band [-1, H] x [-1, W] the sampler reads. */
+enum pyroi_rotated_bound {
+    PYROI_ROTATED_Y_NOT_BELOW = 0,
+    PYROI_ROTATED_Y_NOT_ABOVE = 1,
+    PYROI_ROTATED_X_NOT_BELOW = 2,
+    PYROI_ROTATED_X_NOT_ABOVE = 3,
+    PYROI_ROTATED_BOUNDS = 4
+};
+
+void pyroi_roi_align_rotated_params_init(pyroi_roi_align_rotated_params *params)
+{
+    if (params == NULL) {
+        return;
+    }
+    memset(params, 0, sizeof(*params));
+    params->pooled_height = 1;
+    params->pooled_width = 1;
+    params->spatial_scale_h = 1.0;
+    params->spatial_scale_w = 1.0;
+    params->sampling_ratio = 0;
+    params->aligned = 1;
+    params->clockwise = 0;
+    params->angle_in_degrees = 1;
+    params->num_threads = 0;
+}
+
+/* Validation shared by forward and backward once the dtype no longer matters. */
+static pyroi_status roi_align_rotated_check_call(
+    const void *features, const int64_t features_shape[4], const int64_t features_strides[4],
+    pyroi_tensor_role features_role, const void *pooled, const int64_t pooled_strides[4],
+    pyroi_tensor_role pooled_role, const void *boxes, int64_t num_rois, int64_t box_row_stride,
+    const int64_t *batch_indices, const pyroi_roi_align_rotated_params *params)
+{
+    int64_t pooled_shape[4];
+    pyroi_status status = pyroi_check_roi_align_rotated_params(params);
+    if (status != PYROI_OK) {
+        return status;
+    }
+    if (num_rois < 0) {
+        return PYROI_E_INVALID_SHAPE;
+    }
+    status = pyroi_check_tensor4(features, features_shape, features_strides, features_role);
+    if (status != PYROI_OK) {
+        return status;
+    }
+    pooled_shape[0] = num_rois;
+    pooled_shape[1] = features_shape[1];
+    pooled_shape[2] = params->pooled_height;
+    pooled_shape[3] = params->pooled_width;
+    status = pyroi_check_tensor4(pooled, pooled_shape, pooled_strides, pooled_role);
+    if (status != PYROI_OK) {
+        return status;
+    }
+    return pyroi_check_rois(boxes, num_rois, box_row_stride, 5, batch_indices,
+                            features_shape[0]);
+}
+
+/* One bin, or the part of a bin, whose samples are entries [begin, end) of a flush buffer. */
+typedef struct pyroi_rotated_segment {
+    int64_t bin_y;
+    int64_t bin_x;
+    int64_t begin;
+    int64_t end;
+    int continued; /* earlier samples of this bin were flushed before */
+    int complete;  /* the bin's last samples are in this flush */
+} pyroi_rotated_segment;
+
+#define T float
+#define PYROI_TYPED(name) PYROI_CAT(name, _f32)
+#include "roi_align_rotated_template.h"
+#undef PYROI_TYPED
+#undef T
+
+#define T double
+#define PYROI_TYPED(name) PYROI_CAT(name, _f64)
+#include "roi_align_rotated_template.h"
+#undef PYROI_TYPED
+#undef T
