@@ -726,3 +726,15 @@ def test_loop_orders_bit_exact_with_torchvision(tv, order, channels, dtype, alig
         (len(boxes), channels, 3, 4)).astype(dtype)
     np.testing.assert_array_equal(pyroi.roi_align_backward(grad, boxes, x.shape, *args[1:]),
                                   tv.roi_align_grad(x, boxes, grad, *args))
+
+
+def test_empty_output_with_huge_output_size_returns_at_once():
+    # C = 0: the output has no elements, so the output size must not cost anything
+    x = np.zeros((1, 0, 5, 5), np.float32)
+    boxes = np.array([[0, 0, 0, 4, 4]], np.float32)
+    out = pyroi.roi_align(x, boxes, (2**30, 2**30))
+    assert out.shape == (1, 0, 2**30, 2**30)
+    grad = np.zeros((1, 0, 2**30, 2**30), np.float32)
+    assert pyroi.roi_align_backward(grad, boxes, (1, 0, 5, 5)).shape == (1, 0, 5, 5)
+    with pytest.raises(pyroi.BoxError, match="RoI 0"):
+        pyroi.roi_align(x, np.array([[0, np.nan, 0, 4, 4]], np.float32), (2**30, 2**30))

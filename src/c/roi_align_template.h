@@ -207,7 +207,7 @@ static void PYROI_TYPED(roi_align_forward_direct_task)(void *context, int64_t be
     const int64_t row_stride = in_strides[2], col_stride = in_strides[3];
     const int64_t pooled_height = job->params->pooled_height;
     const int64_t pooled_width = job->params->pooled_width;
-    int64_t k, c, ph, pw, r, q;
+    int64_t k, c, ph, pw;
     (void)worker;
 
     for (k = begin; k < end; ++k) {
@@ -222,22 +222,10 @@ static void PYROI_TYPED(roi_align_forward_direct_task)(void *context, int64_t be
                              c * in_strides[1];
             T *out = job->result + k * out_strides[0] + c * out_strides[1];
             for (ph = 0; ph < pooled_height; ++ph) {
-                const pyroi_tap_range rr = row_ranges[ph];
                 for (pw = 0; pw < pooled_width; ++pw) {
-                    const pyroi_tap_range cr = col_ranges[pw];
-                    T sum = (T)0;
-                    for (r = rr.begin; r < rr.end; ++r) {
-                        const PYROI_TYPED(axis_tap) ty = row_taps[r];
-                        const T *row_lo = plane + ty.lo * row_stride;
-                        const T *row_hi = plane + ty.hi * row_stride;
-                        for (q = cr.begin; q < cr.end; ++q) {
-                            const PYROI_TYPED(axis_tap) tx = col_taps[q];
-                            const T w1 = ty.w_lo * tx.w_lo, w2 = ty.w_lo * tx.w_hi;
-                            const T w3 = ty.w_hi * tx.w_lo, w4 = ty.w_hi * tx.w_hi;
-                            sum += w1 * row_lo[tx.lo * col_stride] + w2 * row_lo[tx.hi * col_stride] +
-                                   w3 * row_hi[tx.lo * col_stride] + w4 * row_hi[tx.hi * col_stride];
-                        }
-                    }
+                    const T sum = PYROI_TYPED(pyroi_bilinear_bin_sum)(
+                        plane, row_stride, col_stride, row_taps, row_ranges[ph], col_taps,
+                        col_ranges[pw]);
                     out[ph * out_strides[2] + pw * out_strides[3]] = sum / count;
                 }
             }
@@ -257,7 +245,7 @@ static void PYROI_TYPED(roi_align_backward_direct_task)(void *context, int64_t b
     const int64_t row_stride = gi_strides[2], col_stride = gi_strides[3];
     const int64_t pooled_height = job->params->pooled_height;
     const int64_t pooled_width = job->params->pooled_width;
-    int64_t n, k, c, h, w, ph, pw, r, q;
+    int64_t n, k, c, h, w, ph, pw;
     (void)worker;
 
     for (n = 0; n < shape[0]; ++n) {
@@ -281,25 +269,10 @@ static void PYROI_TYPED(roi_align_backward_direct_task)(void *context, int64_t b
             T *plane = job->result + job->batch_indices[k] * gi_strides[0] + c * gi_strides[1];
             const T *grad = job->features + k * go_strides[0] + c * go_strides[1];
             for (ph = 0; ph < pooled_height; ++ph) {
-                const pyroi_tap_range rr = row_ranges[ph];
                 for (pw = 0; pw < pooled_width; ++pw) {
-                    const pyroi_tap_range cr = col_ranges[pw];
-                    const T g = grad[ph * go_strides[2] + pw * go_strides[3]];
-                    for (r = rr.begin; r < rr.end; ++r) {
-                        const PYROI_TYPED(axis_tap) ty = row_taps[r];
-                        T *row_lo = plane + ty.lo * row_stride;
-                        T *row_hi = plane + ty.hi * row_stride;
-                        for (q = cr.begin; q < cr.end; ++q) {
-                            const PYROI_TYPED(axis_tap) tx = col_taps[q];
-                            const T w1 = ty.w_lo * tx.w_lo, w2 = ty.w_lo * tx.w_hi;
-                            const T w3 = ty.w_hi * tx.w_lo, w4 = ty.w_hi * tx.w_hi;
-                            /* (g * w) / count, four separate adds even where taps coincide */
-                            row_lo[tx.lo * col_stride] += g * w1 / count;
-                            row_lo[tx.hi * col_stride] += g * w2 / count;
-                            row_hi[tx.lo * col_stride] += g * w3 / count;
-                            row_hi[tx.hi * col_stride] += g * w4 / count;
-                        }
-                    }
+                    PYROI_TYPED(pyroi_bilinear_bin_scatter)(
+                        plane, row_stride, col_stride, row_taps, row_ranges[ph], col_taps,
+                        col_ranges[pw], grad[ph * go_strides[2] + pw * go_strides[3]], count);
                 }
             }
         }
@@ -802,6 +775,12 @@ pyroi_status PYROI_TYPED(pyroi_roi_align_forward)(
     if (status != PYROI_OK) {
         return status;
     }
+    if (num_rois == 0 || input_shape[1] == 0) { /* no output: check the boxes, skip the plan */
+        int64_t failed_roi;
+        return PYROI_TYPED(roi_align_check_boxes)(boxes, num_rois, box_row_stride,
+                                                  input_shape[2], input_shape[3], params, NULL,
+                                                  NULL, &failed_roi);
+    }
     status = PYROI_TYPED(roi_align_plan_build)(&plan, boxes, num_rois, box_row_stride,
                                                batch_indices, input_shape[0], input_shape[2],
                                                input_shape[3], params);
@@ -816,9 +795,7 @@ pyroi_status PYROI_TYPED(pyroi_roi_align_forward)(
     job.map_shape = input_shape;
     job.params = params;
     job.plan = &plan;
-    status = num_rois == 0 || input_shape[1] == 0
-                 ? PYROI_OK
-                 : PYROI_TYPED(roi_align_execute)(&job, 0);
+    status = PYROI_TYPED(roi_align_execute)(&job, 0);
     PYROI_TYPED(roi_align_plan_free)(&plan);
     return status;
 }
@@ -838,6 +815,13 @@ pyroi_status PYROI_TYPED(pyroi_roi_align_backward)(
         params);
     if (status != PYROI_OK) {
         return status;
+    }
+    if (grad_input_shape[0] == 0 || grad_input_shape[1] == 0 || grad_input_shape[2] == 0 ||
+        grad_input_shape[3] == 0) { /* nothing to write: check the boxes, skip the plan */
+        int64_t failed_roi;
+        return PYROI_TYPED(roi_align_check_boxes)(boxes, num_rois, box_row_stride,
+                                                  grad_input_shape[2], grad_input_shape[3],
+                                                  params, NULL, NULL, &failed_roi);
     }
     status = PYROI_TYPED(roi_align_plan_build)(&plan, boxes, num_rois, box_row_stride,
                                                batch_indices, grad_input_shape[0],

@@ -20,11 +20,41 @@ typedef struct PYROI_TYPED(pyroi_axis_tap) {
     T w_hi;
 } PYROI_TYPED(pyroi_axis_tap);
 
-/* Sampling grid along one axis of a box with edges edge1, edge2 (input-image pixels).
- * offset is subtracted after scaling (0.5 for half-pixel conventions); min_size_one forces
- * the RoI size to >= 1 (torchvision aligned=False). sampling_ratio > 0 fixes the samples per
- * bin, otherwise they are ceil(size / bins); a negative adaptive count gives 0 samples.
- * Fails with PYROI_E_INVALID_BOX on non-finite values or an adaptive grid too large. */
+/* Sampling grid along one axis from the RoI's first edge and its size, both in feature
+ * coordinates: sampling_ratio > 0 fixes the samples per bin, otherwise they are
+ * ceil(size / bins), and a negative adaptive count gives 0 samples. The axis is defined (no
+ * samples) even on failure: PYROI_E_INVALID_BOX for non-finite values or an adaptive grid
+ * above PYROI_MAX_SAMPLING_GRID. */
+static inline pyroi_status PYROI_TYPED(pyroi_sample_axis_from_size)(
+    T start, T size, int64_t bins, int64_t sampling_ratio, int64_t extent,
+    PYROI_TYPED(pyroi_sample_axis) *axis)
+{
+    const T bin_size = size / (T)bins;
+    axis->start = (T)0;
+    axis->bin_size = (T)0;
+    axis->grid = 0;
+    axis->bins = bins;
+    axis->extent = extent;
+    if (!(isfinite(start) && isfinite(size) && isfinite(bin_size))) {
+        return PYROI_E_INVALID_BOX;
+    }
+    if (sampling_ratio <= 0) {
+        const T samples = PYROI_CEIL(size / (T)bins);
+        if (!(samples < (T)2147483648.0)) {
+            return PYROI_E_INVALID_BOX;
+        }
+        sampling_ratio = samples > (T)0 ? (int64_t)samples : 0;
+    }
+    axis->start = start;
+    axis->bin_size = bin_size;
+    axis->grid = sampling_ratio;
+    return PYROI_OK;
+}
+
+/* Sampling grid along one axis of a box with edges edge1, edge2 (input-image pixels):
+ * both are scaled, offset is subtracted (0.5 for half-pixel conventions), and min_size_one
+ * forces the RoI size to >= 1 (torchvision aligned=False); then as
+ * pyroi_sample_axis_from_size. */
 static inline pyroi_status PYROI_TYPED(pyroi_sample_axis_from_edges)(
     T edge1, T edge2, double spatial_scale, T offset, int min_size_one, int64_t bins,
     int64_t sampling_ratio, int64_t extent, PYROI_TYPED(pyroi_sample_axis) *axis)
@@ -33,33 +63,14 @@ static inline pyroi_status PYROI_TYPED(pyroi_sample_axis_from_edges)(
     const T start = edge1 * scale - offset;
     const T end = edge2 * scale - offset;
     T size = end - start;
-    T bin_size;
-
-    axis->start = (T)0; /* a defined axis (no samples) even when the box is rejected */
-    axis->bin_size = (T)0;
-    axis->grid = 0;
-    axis->bins = bins;
-    axis->extent = extent;
     if (min_size_one && size < (T)1) { /* std::max(size, 1): a NaN size stays NaN */
         size = (T)1;
     }
-    bin_size = size / (T)bins;
-    if (!(isfinite(edge1) && isfinite(edge2) && isfinite(start) && isfinite(end) &&
-          isfinite(size) && isfinite(bin_size))) {
-        return PYROI_E_INVALID_BOX;
+    if (!isfinite(end)) { /* else the clamp above could hide an end at -inf */
+        size = end;
     }
-    axis->start = start;
-    axis->bin_size = bin_size;
-    if (sampling_ratio > 0) {
-        axis->grid = sampling_ratio;
-    } else {
-        const T samples = PYROI_CEIL(size / (T)bins);
-        if (!(samples < (T)2147483648.0)) {
-            return PYROI_E_INVALID_BOX;
-        }
-        axis->grid = samples > (T)0 ? (int64_t)samples : 0;
-    }
-    return PYROI_OK;
+    return PYROI_TYPED(pyroi_sample_axis_from_size)(start, size, bins, sampling_ratio, extent,
+                                                    axis);
 }
 
 /* Coordinate of sample i of bin b: the centre of the i-th of grid equal parts of the bin,
@@ -245,35 +256,6 @@ static inline void PYROI_TYPED(pyroi_bilinear_bin_scatter)(
             row_hi[tx.hi * col_stride] += grad * w4 / count;
         }
     }
-}
-
-/* Sampling grid along one axis given where it starts and its (signed) size, for RoIs not
- * described by two edges (rotated RoIs sample a frame centred on the box: start = -size / 2).
- * Same rules as pyroi_sample_axis_from_edges once start and size are known: bin = size / bins;
- * sampling_ratio > 0 fixes the samples per bin, otherwise ceil(size / bins), 0 when negative.
- * Fails with PYROI_E_INVALID_BOX on non-finite values or an adaptive grid too large. */
-static inline pyroi_status PYROI_TYPED(pyroi_sample_axis_from_size)(
-    T start, T size, int64_t bins, int64_t sampling_ratio, int64_t extent,
-    PYROI_TYPED(pyroi_sample_axis) *axis)
-{
-    const T bin_size = size / (T)bins;
-    if (!(isfinite(start) && isfinite(size) && isfinite(bin_size))) {
-        return PYROI_E_INVALID_BOX;
-    }
-    axis->start = start;
-    axis->bin_size = bin_size;
-    axis->bins = bins;
-    axis->extent = extent;
-    if (sampling_ratio > 0) {
-        axis->grid = sampling_ratio;
-    } else {
-        const T samples = PYROI_CEIL(size / (T)bins);
-        if (!(samples < (T)2147483648.0)) {
-            return PYROI_E_INVALID_BOX;
-        }
-        axis->grid = samples > (T)0 ? (int64_t)samples : 0;
-    }
-    return PYROI_OK;
 }
 
 /* Whether a sample coordinate lies in the band [-1, extent] that the sampler reads (false for
