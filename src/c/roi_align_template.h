@@ -104,9 +104,9 @@ static pyroi_status PYROI_TYPED(roi_align_plan_build)(
     plan->bins = bins;
     plan->allocation = NULL;
     plan->taps = NULL;
-    /* one allocation for everything sized by the RoI count: 6 int64 per RoI, the ranges,
+    /* one allocation for everything sized by the RoI count: 5 int64 per RoI, the ranges,
      * and the image offsets (the validated output size bounds every product below) */
-    per_roi_words = 5 + 2 * bins;
+    per_roi_words = 5 + (int64_t)(sizeof(pyroi_tap_range) / sizeof(int64_t)) * bins;
     if ((uint64_t)num_rois > (uint64_t)(SIZE_MAX / 16) / (uint64_t)per_roi_words) {
         return PYROI_E_NO_MEMORY;
     }
@@ -838,6 +838,368 @@ pyroi_status PYROI_TYPED(pyroi_roi_align_backward)(
     job.params = params;
     job.plan = &plan;
     status = PYROI_TYPED(roi_align_execute)(&job, 1);
+    PYROI_TYPED(roi_align_plan_free)(&plan);
+    return status;
+}
+
+/* ---- max mode (mmcv's definition) ------------------------------------------------------ */
+/* A bin is the largest of its interpolated samples (each formed exactly as in avg mode),
+ * visited in row-major sample order: the first largest wins ties and the first NaN wins
+ * (NaN propagates). A sample outside the map has the value 0 and no taps, as in mmcv; among
+ * those only the first in sample order can ever win, so it stands for all of them. The
+ * winner's index iy * grid_w + ix is the bin's argmax; an empty bin gives 0 and argmax -1. */
+
+/* Sample index of the first out-of-map sample of a bin in row-major order, or -1. */
+static int64_t PYROI_TYPED(roi_align_first_outside)(pyroi_tap_range rr, pyroi_tap_range cr,
+                                                    int64_t grid_h, int64_t grid_w)
+{
+    const int64_t rows = rr.end - rr.begin, cols = cr.end - cr.begin;
+    if (rows == 0 || cols == 0 || rr.first_sample > 0 || cr.first_sample > 0) {
+        return 0;
+    }
+    if (cols < grid_w) {
+        return cols; /* row 0, first column past the map */
+    }
+    if (rows < grid_h) {
+        return rows * grid_w; /* first row past the map, column 0 */
+    }
+    return -1;
+}
+
+typedef struct PYROI_TYPED(roi_align_max_state) {
+    T best;
+    int64_t winner;
+} PYROI_TYPED(roi_align_max_state);
+
+static inline void PYROI_TYPED(roi_align_max_offer)(PYROI_TYPED(roi_align_max_state) *state,
+                                                    T value, int64_t index)
+{
+    if (state->winner < 0 || value > state->best ||
+        (value != value && state->best == state->best)) {
+        state->best = value;
+        state->winner = index;
+    }
+}
+
+static T PYROI_TYPED(roi_align_max_bin)(const T *plane, int64_t row_stride, int64_t col_stride,
+                                        const PYROI_TYPED(axis_tap) *row_taps,
+                                        pyroi_tap_range rr,
+                                        const PYROI_TYPED(axis_tap) *col_taps,
+                                        pyroi_tap_range cr, int64_t grid_h, int64_t grid_w,
+                                        int64_t *argmax)
+{
+    const int64_t outside = grid_h * grid_w > 0
+                                ? PYROI_TYPED(roi_align_first_outside)(rr, cr, grid_h, grid_w)
+                                : -1;
+    PYROI_TYPED(roi_align_max_state) state;
+    int64_t r, q;
+    int zero_offered = outside < 0;
+    state.best = (T)0;
+    state.winner = -1;
+    for (r = rr.begin; r < rr.end; ++r) {
+        const PYROI_TYPED(axis_tap) ty = row_taps[r];
+        const T *row_lo = plane + ty.lo * row_stride;
+        const T *row_hi = plane + ty.hi * row_stride;
+        const int64_t iy = rr.first_sample + (r - rr.begin);
+        for (q = cr.begin; q < cr.end; ++q) {
+            const PYROI_TYPED(axis_tap) tx = col_taps[q];
+            const int64_t index = iy * grid_w + cr.first_sample + (q - cr.begin);
+            const T w1 = ty.w_lo * tx.w_lo, w2 = ty.w_lo * tx.w_hi;
+            const T w3 = ty.w_hi * tx.w_lo, w4 = ty.w_hi * tx.w_hi;
+            const T value = w1 * row_lo[tx.lo * col_stride] + w2 * row_lo[tx.hi * col_stride] +
+                            w3 * row_hi[tx.lo * col_stride] + w4 * row_hi[tx.hi * col_stride];
+            if (!zero_offered && outside < index) {
+                PYROI_TYPED(roi_align_max_offer)(&state, (T)0, outside);
+                zero_offered = 1;
+            }
+            PYROI_TYPED(roi_align_max_offer)(&state, value, index);
+        }
+    }
+    if (!zero_offered) {
+        PYROI_TYPED(roi_align_max_offer)(&state, (T)0, outside);
+    }
+    *argmax = state.winner;
+    return state.winner < 0 ? (T)0 : state.best;
+}
+
+/* Everything the max-mode workers need besides the avg job. */
+typedef struct PYROI_TYPED(roi_align_max_job) {
+    PYROI_TYPED(roi_align_job) base;
+    int64_t *argmax;                /* forward: may be NULL */
+    const int64_t *argmax_const;    /* backward */
+    const int64_t *argmax_strides;
+    const int64_t *grid_w;          /* per RoI: samples per bin along x */
+} PYROI_TYPED(roi_align_max_job);
+
+static void PYROI_TYPED(roi_align_max_forward_task)(void *context, int64_t begin, int64_t end,
+                                                    int worker)
+{
+    const PYROI_TYPED(roi_align_max_job) *max_job =
+        (const PYROI_TYPED(roi_align_max_job) *)context;
+    const PYROI_TYPED(roi_align_job) *job = &max_job->base;
+    const PYROI_TYPED(roi_align_plan) *plan = job->plan;
+    const int64_t *in_strides = job->features_strides, *out_strides = job->result_strides;
+    const int64_t pooled_height = job->params->pooled_height;
+    const int64_t pooled_width = job->params->pooled_width;
+    int64_t k, c, ph, pw;
+    (void)worker;
+
+    for (k = begin; k < end; ++k) {
+        const pyroi_tap_range *row_ranges = plan->ranges + k * plan->bins;
+        const pyroi_tap_range *col_ranges = row_ranges + pooled_height;
+        const PYROI_TYPED(axis_tap) *row_taps = plan->taps + plan->first_tap[k];
+        const PYROI_TYPED(axis_tap) *col_taps = row_taps + plan->row_taps[k];
+        const int64_t grid_w = max_job->grid_w[k];
+        const int64_t grid_h = grid_w > 0 ? plan->samples[k] / grid_w : 0;
+        for (c = 0; c < job->map_shape[1]; ++c) {
+            const T *plane = job->features + job->batch_indices[k] * in_strides[0] +
+                             c * in_strides[1];
+            T *out = job->result + k * out_strides[0] + c * out_strides[1];
+            for (ph = 0; ph < pooled_height; ++ph) {
+                for (pw = 0; pw < pooled_width; ++pw) {
+                    int64_t winner;
+                    out[ph * out_strides[2] + pw * out_strides[3]] =
+                        PYROI_TYPED(roi_align_max_bin)(plane, in_strides[2], in_strides[3],
+                                                       row_taps, row_ranges[ph], col_taps,
+                                                       col_ranges[pw], grid_h, grid_w, &winner);
+                    if (max_job->argmax != NULL) {
+                        const int64_t *a = max_job->argmax_strides;
+                        max_job->argmax[k * a[0] + c * a[1] + ph * a[2] + pw * a[3]] = winner;
+                    }
+                }
+            }
+        }
+    }
+}
+
+/* Channels [begin, end): zero, then add g * w to the four taps of each bin's winner, RoI by
+ * RoI (mmcv's order; no division). */
+static void PYROI_TYPED(roi_align_max_backward_task)(void *context, int64_t begin, int64_t end,
+                                                     int worker)
+{
+    const PYROI_TYPED(roi_align_max_job) *max_job =
+        (const PYROI_TYPED(roi_align_max_job) *)context;
+    const PYROI_TYPED(roi_align_job) *job = &max_job->base;
+    const PYROI_TYPED(roi_align_plan) *plan = job->plan;
+    const int64_t *go_strides = job->features_strides, *gi_strides = job->result_strides;
+    const int64_t *a = max_job->argmax_strides;
+    const int64_t *shape = job->map_shape;
+    const int64_t pooled_height = job->params->pooled_height;
+    const int64_t pooled_width = job->params->pooled_width;
+    int64_t n, k, c, h, w, ph, pw;
+    (void)worker;
+
+    for (n = 0; n < shape[0]; ++n) {
+        for (c = begin; c < end; ++c) {
+            T *plane = job->result + n * gi_strides[0] + c * gi_strides[1];
+            for (h = 0; h < shape[2]; ++h) {
+                for (w = 0; w < shape[3]; ++w) {
+                    plane[h * gi_strides[2] + w * gi_strides[3]] = (T)0;
+                }
+            }
+        }
+    }
+    for (k = 0; k < plan->num_rois; ++k) {
+        const pyroi_tap_range *row_ranges = plan->ranges + k * plan->bins;
+        const pyroi_tap_range *col_ranges = row_ranges + pooled_height;
+        const PYROI_TYPED(axis_tap) *row_taps = plan->taps + plan->first_tap[k];
+        const PYROI_TYPED(axis_tap) *col_taps = row_taps + plan->row_taps[k];
+        const int64_t grid_w = max_job->grid_w[k];
+        for (c = begin; c < end; ++c) {
+            T *plane = job->result + job->batch_indices[k] * gi_strides[0] + c * gi_strides[1];
+            for (ph = 0; ph < pooled_height; ++ph) {
+                const pyroi_tap_range rr = row_ranges[ph];
+                for (pw = 0; pw < pooled_width; ++pw) {
+                    const pyroi_tap_range cr = col_ranges[pw];
+                    const int64_t winner =
+                        max_job->argmax_const[k * a[0] + c * a[1] + ph * a[2] + pw * a[3]];
+                    int64_t iy, ix;
+                    T g;
+                    if (winner < 0) {
+                        continue;
+                    }
+                    iy = winner / grid_w - rr.first_sample;
+                    ix = winner % grid_w - cr.first_sample;
+                    if (iy < 0 || iy >= rr.end - rr.begin || ix < 0 || ix >= cr.end - cr.begin) {
+                        continue; /* an out-of-map sample won: it has no taps */
+                    }
+                    g = job->features[k * go_strides[0] + c * go_strides[1] + ph * go_strides[2] +
+                                      pw * go_strides[3]];
+                    {
+                        const PYROI_TYPED(axis_tap) ty = row_taps[rr.begin + iy];
+                        const PYROI_TYPED(axis_tap) tx = col_taps[cr.begin + ix];
+                        T *row_lo = plane + ty.lo * gi_strides[2];
+                        T *row_hi = plane + ty.hi * gi_strides[2];
+                        row_lo[tx.lo * gi_strides[3]] += g * (ty.w_lo * tx.w_lo);
+                        row_lo[tx.hi * gi_strides[3]] += g * (ty.w_lo * tx.w_hi);
+                        row_hi[tx.lo * gi_strides[3]] += g * (ty.w_hi * tx.w_lo);
+                        row_hi[tx.hi * gi_strides[3]] += g * (ty.w_hi * tx.w_hi);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/* Samples per bin along x of every RoI (the plan keeps only products). */
+static pyroi_status PYROI_TYPED(roi_align_grid_widths)(const T *boxes, int64_t num_rois,
+                                                       int64_t box_row_stride, int64_t height,
+                                                       int64_t width,
+                                                       const pyroi_roi_align_params *params,
+                                                       int64_t **grid_w)
+{
+    int64_t k;
+    *grid_w = (int64_t *)malloc((size_t)(num_rois > 0 ? num_rois : 1) * sizeof(int64_t));
+    if (*grid_w == NULL) {
+        return PYROI_E_NO_MEMORY;
+    }
+    for (k = 0; k < num_rois; ++k) {
+        PYROI_TYPED(sample_axis) rows, cols;
+        (void)PYROI_TYPED(roi_align_axes)(boxes + k * box_row_stride, params, height, width,
+                                          &rows, &cols);
+        (*grid_w)[k] = cols.grid;
+    }
+    return PYROI_OK;
+}
+
+pyroi_status PYROI_TYPED(pyroi_roi_align_max_forward)(
+    const T *input, const int64_t input_shape[4], const int64_t input_strides[4],
+    const T *boxes, int64_t num_rois, int64_t box_row_stride,
+    const int64_t *batch_indices,
+    T *output, const int64_t output_strides[4],
+    int64_t *argmax, const int64_t argmax_strides[4],
+    const pyroi_roi_align_params *params)
+{
+    PYROI_TYPED(roi_align_max_job) job;
+    PYROI_TYPED(roi_align_plan) plan;
+    int64_t *grid_w = NULL;
+    int workers;
+    pyroi_status status = roi_align_check_call(
+        input, input_shape, input_strides, PYROI_TENSOR_INPUT, output, output_strides,
+        PYROI_TENSOR_OUTPUT, boxes, num_rois, box_row_stride, batch_indices, params);
+    if (status == PYROI_OK && argmax != NULL) {
+        const int64_t argmax_shape[4] = {num_rois, input_shape[1], params->pooled_height,
+                                         params->pooled_width};
+        status = pyroi_check_tensor4(argmax, argmax_shape, argmax_strides, PYROI_TENSOR_OUTPUT);
+    }
+    if (status != PYROI_OK) {
+        return status;
+    }
+    if (num_rois == 0 || input_shape[1] == 0) { /* no output: check the boxes, skip the plan */
+        int64_t failed_roi;
+        return PYROI_TYPED(roi_align_check_boxes)(boxes, num_rois, box_row_stride,
+                                                  input_shape[2], input_shape[3], params, NULL,
+                                                  NULL, &failed_roi);
+    }
+    status = PYROI_TYPED(roi_align_plan_build)(&plan, boxes, num_rois, box_row_stride,
+                                               batch_indices, input_shape[0], input_shape[2],
+                                               input_shape[3], params);
+    if (status != PYROI_OK) {
+        return status;
+    }
+    status = PYROI_TYPED(roi_align_grid_widths)(boxes, num_rois, box_row_stride, input_shape[2],
+                                                input_shape[3], params, &grid_w);
+    if (status == PYROI_OK) {
+        job.base.features = input;
+        job.base.features_strides = input_strides;
+        job.base.batch_indices = batch_indices;
+        job.base.result = output;
+        job.base.result_strides = output_strides;
+        job.base.map_shape = input_shape;
+        job.base.params = params;
+        job.base.plan = &plan;
+        job.argmax = argmax;
+        job.argmax_const = NULL;
+        job.argmax_strides = argmax_strides;
+        job.grid_w = grid_w;
+        workers = pyroi_parallel_workers(params->num_threads, num_rois,
+                                         (double)input_shape[1] * plan.sampled_taps /
+                                             (double)num_rois);
+        pyroi_parallel_for(workers, num_rois, PYROI_TYPED(roi_align_max_forward_task), &job);
+    }
+    free(grid_w);
+    PYROI_TYPED(roi_align_plan_free)(&plan);
+    return status;
+}
+
+pyroi_status PYROI_TYPED(pyroi_roi_align_max_backward)(
+    const T *grad_output, const int64_t grad_output_strides[4],
+    const int64_t *argmax, const int64_t argmax_strides[4],
+    const T *boxes, int64_t num_rois, int64_t box_row_stride,
+    const int64_t *batch_indices,
+    T *grad_input, const int64_t grad_input_shape[4], const int64_t grad_input_strides[4],
+    const pyroi_roi_align_params *params)
+{
+    PYROI_TYPED(roi_align_max_job) job;
+    PYROI_TYPED(roi_align_plan) plan;
+    int64_t *grid_w = NULL;
+    int64_t k, c, ph, pw;
+    int workers;
+    pyroi_status status = roi_align_check_call(
+        grad_input, grad_input_shape, grad_input_strides, PYROI_TENSOR_OUTPUT, grad_output,
+        grad_output_strides, PYROI_TENSOR_INPUT, boxes, num_rois, box_row_stride, batch_indices,
+        params);
+    if (status == PYROI_OK) {
+        const int64_t argmax_shape[4] = {num_rois, grad_input_shape[1], params->pooled_height,
+                                         params->pooled_width};
+        status = pyroi_check_tensor4(argmax, argmax_shape, argmax_strides, PYROI_TENSOR_INPUT);
+    }
+    if (status != PYROI_OK) {
+        return status;
+    }
+    if (grad_input_shape[0] == 0 || grad_input_shape[1] == 0 || grad_input_shape[2] == 0 ||
+        grad_input_shape[3] == 0) { /* nothing to write: check the boxes, skip the plan */
+        int64_t failed_roi;
+        return PYROI_TYPED(roi_align_check_boxes)(boxes, num_rois, box_row_stride,
+                                                  grad_input_shape[2], grad_input_shape[3],
+                                                  params, NULL, NULL, &failed_roi);
+    }
+    status = PYROI_TYPED(roi_align_plan_build)(&plan, boxes, num_rois, box_row_stride,
+                                               batch_indices, grad_input_shape[0],
+                                               grad_input_shape[2], grad_input_shape[3], params);
+    if (status != PYROI_OK) {
+        return status;
+    }
+    /* every argmax must name a sample of its bin (or be -1) before anything is written */
+    for (k = 0; k < num_rois && status == PYROI_OK; ++k) {
+        for (c = 0; c < grad_input_shape[1] && status == PYROI_OK; ++c) {
+            for (ph = 0; ph < params->pooled_height; ++ph) {
+                for (pw = 0; pw < params->pooled_width; ++pw) {
+                    const int64_t winner = argmax[k * argmax_strides[0] + c * argmax_strides[1] +
+                                                  ph * argmax_strides[2] + pw * argmax_strides[3]];
+                    if (winner < -1 || winner >= plan.samples[k]) {
+                        status = PYROI_E_INVALID_ARGMAX;
+                    }
+                }
+            }
+        }
+    }
+    if (status == PYROI_OK) {
+        status = PYROI_TYPED(roi_align_grid_widths)(boxes, num_rois, box_row_stride,
+                                                    grad_input_shape[2], grad_input_shape[3],
+                                                    params, &grid_w);
+    }
+    if (status == PYROI_OK) {
+        job.base.features = grad_output;
+        job.base.features_strides = grad_output_strides;
+        job.base.batch_indices = batch_indices;
+        job.base.result = grad_input;
+        job.base.result_strides = grad_input_strides;
+        job.base.map_shape = grad_input_shape;
+        job.base.params = params;
+        job.base.plan = &plan;
+        job.argmax = NULL;
+        job.argmax_const = argmax;
+        job.argmax_strides = argmax_strides;
+        job.grid_w = grid_w;
+        workers = pyroi_parallel_workers(
+            params->num_threads, grad_input_shape[1],
+            (double)grad_input_shape[0] * (double)grad_input_shape[2] * (double)grad_input_shape[3] +
+                (double)num_rois * (double)params->pooled_height * (double)params->pooled_width);
+        pyroi_parallel_for(workers, grad_input_shape[1], PYROI_TYPED(roi_align_max_backward_task),
+                           &job);
+    }
+    free(grid_w);
     PYROI_TYPED(roi_align_plan_free)(&plan);
     return status;
 }

@@ -19,10 +19,13 @@
 
 #include <math.h>
 
-/* The taps of bin b along one axis are entries [begin, end) of that axis's tap table. */
+/* The taps of bin b along one axis are entries [begin, end) of that axis's tap table; they
+ * belong to the bin's samples first_sample, first_sample + 1, ... (samples outside the map
+ * have no taps). */
 typedef struct pyroi_tap_range {
     int64_t begin;
     int64_t end;
+    int64_t first_sample;
 } pyroi_tap_range;
 
 /* Tests of a sample coordinate against the map [-1, extent], for bisection. */

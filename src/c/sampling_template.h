@@ -189,6 +189,7 @@ static inline void PYROI_TYPED(pyroi_axis_tap_table)(const PYROI_TYPED(pyroi_sam
         int64_t first, end;
         PYROI_TYPED(pyroi_samples_in_map)(axis, bin, &first, &end);
         ranges[bin].begin = n;
+        ranges[bin].first_sample = first;
         for (i = first; i < end; ++i) {
             taps[n++] = PYROI_TYPED(pyroi_axis_tap_at)(
                 PYROI_TYPED(pyroi_sample_position)(axis, bin, i), axis->extent);

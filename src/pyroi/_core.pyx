@@ -199,6 +199,101 @@ def roi_align_backward(const real[:, :, :, :] grad_output, const real[:, :] boxe
     check_status(status)
 
 
+
+
+def roi_align_max_forward(const real[:, :, :, :] input, const real[:, :] boxes,
+                          const int64_t[::1] batch_indices, real[:, :, :, :] output,
+                          argmax, int64_t pooled_height, int64_t pooled_width,
+                          double spatial_scale_h, double spatial_scale_w,
+                          int64_t sampling_ratio, bint aligned, int num_threads):
+    """RoIAlign max mode into output; argmax is an int64 array of the output's shape or None."""
+    cdef c.pyroi_roi_align_params params
+    cdef int64_t input_shape[4]
+    cdef int64_t input_strides[4]
+    cdef int64_t output_strides[4]
+    cdef int64_t argmax_strides[4]
+    cdef int64_t[:, :, :, :] argmax_view
+    cdef int64_t *argmax_data = NULL
+    cdef int64_t box_row_stride
+    cdef int64_t num_rois = boxes.shape[0]
+    cdef c.pyroi_status status
+    cdef int i
+    if batch_indices.shape[0] != num_rois:
+        raise ShapeError("pyroi: boxes and batch_indices differ in length")
+    for i in range(4):
+        input_shape[i] = input.shape[i]
+        argmax_strides[i] = 0
+    element_strides(input.strides, sizeof(real), 4, input_strides)
+    element_strides(output.strides, sizeof(real), 4, output_strides)
+    if argmax is not None:
+        argmax_view = argmax
+        element_strides(argmax_view.strides, sizeof(int64_t), 4, argmax_strides)
+        argmax_data = &argmax_view[0, 0, 0, 0]
+    box_row_stride = box_rows_stride(boxes.strides, sizeof(real))
+    fill_roi_align_params(&params, pooled_height, pooled_width, spatial_scale_h,
+                          spatial_scale_w, sampling_ratio, aligned, num_threads)
+    with nogil:
+        if real is float:
+            status = c.pyroi_roi_align_max_forward_f32(
+                &input[0, 0, 0, 0], input_shape, input_strides, &boxes[0, 0], num_rois,
+                box_row_stride, &batch_indices[0], &output[0, 0, 0, 0], output_strides,
+                argmax_data, argmax_strides, &params)
+        else:
+            status = c.pyroi_roi_align_max_forward_f64(
+                &input[0, 0, 0, 0], input_shape, input_strides, &boxes[0, 0], num_rois,
+                box_row_stride, &batch_indices[0], &output[0, 0, 0, 0], output_strides,
+                argmax_data, argmax_strides, &params)
+    if is_roi_status(status):
+        check_status(status, first_invalid_roi(boxes, box_row_stride, batch_indices,
+                                               input_shape[0], input_shape[2], input_shape[3],
+                                               &params))
+    check_status(status)
+
+
+def roi_align_max_backward(const real[:, :, :, :] grad_output,
+                           const int64_t[:, :, :, :] argmax, const real[:, :] boxes,
+                           const int64_t[::1] batch_indices, real[:, :, :, :] grad_input,
+                           double spatial_scale_h, double spatial_scale_w,
+                           int64_t sampling_ratio, bint aligned, int num_threads):
+    """RoIAlign max-mode backward: overwrite grad_input with the input gradient."""
+    cdef c.pyroi_roi_align_params params
+    cdef int64_t grad_input_shape[4]
+    cdef int64_t grad_input_strides[4]
+    cdef int64_t grad_output_strides[4]
+    cdef int64_t argmax_strides[4]
+    cdef int64_t box_row_stride
+    cdef int64_t num_rois = boxes.shape[0]
+    cdef c.pyroi_status status
+    cdef int i
+    if batch_indices.shape[0] != num_rois or grad_output.shape[0] != num_rois:
+        raise ShapeError("pyroi: boxes, batch_indices and grad_output differ in length")
+    for i in range(4):
+        grad_input_shape[i] = grad_input.shape[i]
+        if argmax.shape[i] != grad_output.shape[i]:
+            raise ShapeError("pyroi: argmax and grad_output differ in shape")
+    element_strides(grad_input.strides, sizeof(real), 4, grad_input_strides)
+    element_strides(grad_output.strides, sizeof(real), 4, grad_output_strides)
+    element_strides(argmax.strides, sizeof(int64_t), 4, argmax_strides)
+    box_row_stride = box_rows_stride(boxes.strides, sizeof(real))
+    fill_roi_align_params(&params, grad_output.shape[2], grad_output.shape[3], spatial_scale_h,
+                          spatial_scale_w, sampling_ratio, aligned, num_threads)
+    with nogil:
+        if real is float:
+            status = c.pyroi_roi_align_max_backward_f32(
+                &grad_output[0, 0, 0, 0], grad_output_strides, &argmax[0, 0, 0, 0],
+                argmax_strides, &boxes[0, 0], num_rois, box_row_stride, &batch_indices[0],
+                &grad_input[0, 0, 0, 0], grad_input_shape, grad_input_strides, &params)
+        else:
+            status = c.pyroi_roi_align_max_backward_f64(
+                &grad_output[0, 0, 0, 0], grad_output_strides, &argmax[0, 0, 0, 0],
+                argmax_strides, &boxes[0, 0], num_rois, box_row_stride, &batch_indices[0],
+                &grad_input[0, 0, 0, 0], grad_input_shape, grad_input_strides, &params)
+    if is_roi_status(status):
+        check_status(status, first_invalid_roi(boxes, box_row_stride, batch_indices,
+                                               grad_input_shape[0], grad_input_shape[2],
+                                               grad_input_shape[3], &params))
+    check_status(status)
+
 cdef int fill_roi_pool_params(c.pyroi_roi_pool_params *params, int64_t pooled_height,
                               int64_t pooled_width, double spatial_scale_h,
                               double spatial_scale_w, int num_threads) except -1:

@@ -337,3 +337,26 @@ def angle_unit(value) -> bool:
     if value not in ANGLE_UNITS:
         raise InvalidArgumentError(f"angle must be 'degrees' or 'radians', got {value!r}")
     return value == "degrees"
+
+
+def pooling_mode(value) -> bool:
+    """``mode=`` of RoIAlign: "avg" or "max"; returns True for max."""
+    if value not in ("avg", "max"):
+        raise InvalidArgumentError(f'mode must be "avg" or "max", got {value!r}')
+    return value == "max"
+
+
+def argmax_array(value, shape: tuple, name: str = "argmax") -> np.ndarray:
+    """An integer argmax of ``shape`` as int64 (converted if needed; values are checked in C)."""
+    if value is None:
+        raise InvalidArgumentError(
+            f'{name} is required with mode="max": pass the argmax that the forward returned '
+            "with return_argmax=True")
+    array = value if isinstance(value, np.ndarray) else np.asarray(value)
+    if array.dtype.kind not in "iu":
+        raise DTypeError(f"{name} must be an integer array, got dtype {array.dtype}")
+    if array.shape != tuple(shape):
+        raise ShapeError(f"{name} must have shape {tuple(shape)}, got {array.shape}")
+    if array.dtype != np.int64 or not array.flags.aligned:
+        array = array.astype(np.int64)
+    return array

@@ -17,14 +17,17 @@ def roi_align(
     sampling_ratio=-1,
     aligned=False,
     *,
+    mode="avg",
+    return_argmax=False,
     batch_indices=None,
     num_threads=None,
     out=None,
 ):
-    """RoIAlign (average), exactly as ``torchvision.ops.roi_align``.
+    """RoIAlign, exactly as ``torchvision.ops.roi_align`` (``mode="avg"``) or as mmcv's
+    ``roi_align(pool_mode="max")`` (``mode="max"``).
 
-    Each output bin is the mean of ``grid_h x grid_w`` bilinear samples taken at the
-    centres of a regular subdivision of the bin (Mask R-CNN's RoIAlign).
+    Each output bin reduces ``grid_h x grid_w`` bilinear samples taken at the centres of a
+    regular subdivision of the bin (Mask R-CNN's RoIAlign): their mean, or their maximum.
 
     Parameters
     ----------
@@ -45,6 +48,14 @@ def roi_align(
     aligned : bool, default False
         True shifts box corners by -0.5 pixel (the correct alignment, detectron2's
         ROIAlignV2); False is the legacy Mask R-CNN convention (RoI sizes forced to >= 1).
+    mode : {"avg", "max"}, default "avg"
+        ``"max"``: the largest interpolated sample of each bin (mmcv's definition, the one
+        RoIAlign explainers draw): ties go to the first sample in row-major order, NaN
+        propagates, a sample outside ``[-1, H] x [-1, W]`` has the value 0 (as in mmcv), an
+        empty bin gives 0 (mmcv: -10000).
+    return_argmax : bool, default False
+        With ``mode="max"``, also return the winning sample's index ``iy * grid_w + ix``
+        within each bin (int64, -1 for an empty bin); :func:`roi_align_backward` needs it.
     batch_indices : ndarray (K,) of int, optional
         Image of each RoI when ``boxes`` is ``(K, 4)`` (ONNX style).
     num_threads : int, optional
@@ -56,6 +67,7 @@ def roi_align(
     Returns
     -------
     ndarray, shape (K, C, ph, pw), dtype of ``input``
+        and, with ``return_argmax=True``, the int64 argmax of the same shape.
 
     Notes
     -----
@@ -80,14 +92,25 @@ def roi_align(
     ratio = _validate.sampling_ratio(sampling_ratio)
     is_aligned = _validate.flag(aligned, "aligned")
     threads = _validate.num_threads(num_threads)
+    is_max = _validate.pooling_mode(mode)
+    wants_argmax = _validate.flag(return_argmax, "return_argmax")
+    if wants_argmax and not is_max:
+        raise _validate.InvalidArgumentError('return_argmax=True needs mode="max"')
     coords, roi_images = _validate.boxes(boxes, features.dtype, features.shape[0], batch_indices)
     shape = (coords.shape[0], features.shape[1], pooled_height, pooled_width)
     result = _validate.output_array(out, shape, features.dtype, (features, coords))
-    _core.roi_align_forward(
-        features, coords, roi_images, result, pooled_height, pooled_width,
+    if not is_max:
+        _core.roi_align_forward(
+            features, coords, roi_images, result, pooled_height, pooled_width,
+            scale, scale, ratio, is_aligned, threads,
+        )
+        return result
+    argmax = np.empty(shape, dtype=np.int64) if wants_argmax else None
+    _core.roi_align_max_forward(
+        features, coords, roi_images, result, argmax, pooled_height, pooled_width,
         scale, scale, ratio, is_aligned, threads,
     )
-    return result
+    return (result, argmax) if wants_argmax else result
 
 
 def roi_align_backward(
@@ -98,6 +121,8 @@ def roi_align_backward(
     sampling_ratio=-1,
     aligned=False,
     *,
+    mode="avg",
+    argmax=None,
     batch_indices=None,
     num_threads=None,
     out=None,
@@ -119,6 +144,12 @@ def roi_align_backward(
         ``(N, C, H, W)`` of the forward's input; ``C`` must equal ``grad_output.shape[1]``.
     spatial_scale, sampling_ratio, aligned, batch_indices, num_threads
         As for :func:`roi_align`.
+    mode : {"avg", "max"}, default "avg"
+        ``"max"`` routes each output gradient to the four taps of its bin's winning sample
+        (``g * w`` each, no division; nothing when the winner lies outside the map), as mmcv.
+    argmax : ndarray of int, optional
+        Required with ``mode="max"``: the argmax that ``roi_align(..., mode="max",
+        return_argmax=True)`` returned, shape of ``grad_output``.
     out : ndarray of shape ``input_shape``, optional
         Array to write the gradient into (it is overwritten, not accumulated).
 
@@ -154,10 +185,20 @@ def roi_align_backward(
         raise _validate.ShapeError(
             f"boxes has {coords.shape[0]} RoIs but grad_output has {grad.shape[0]}"
         )
+    is_max = _validate.pooling_mode(mode)
+    if is_max:
+        winners = _validate.argmax_array(argmax, grad.shape)
+    elif argmax is not None:
+        raise _validate.InvalidArgumentError('argmax is only used with mode="max"')
     result = _validate.output_array(out, shape, grad.dtype, (grad, coords))
-    _core.roi_align_backward(
-        grad, coords, roi_images, result, scale, scale, ratio, is_aligned, threads
-    )
+    if is_max:
+        _core.roi_align_max_backward(
+            grad, winners, coords, roi_images, result, scale, scale, ratio, is_aligned, threads
+        )
+    else:
+        _core.roi_align_backward(
+            grad, coords, roi_images, result, scale, scale, ratio, is_aligned, threads
+        )
     return result
 
 

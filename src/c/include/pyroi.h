@@ -153,6 +153,47 @@ PYROI_API pyroi_status pyroi_roi_align_forward_f64(
     double *output, const int64_t output_strides[4],
     const pyroi_roi_align_params *params);
 
+/* RoIAlign max mode (mmcv's pool_mode="max"): each bin is the largest of its grid_h x grid_w
+ * interpolated samples (positions, weights and tap sums exactly as in avg mode), visited in
+ * row-major sample order; ties go to the first, NaN propagates (the first NaN wins). A sample
+ * outside the map has the value 0 and no taps, as in mmcv. An empty bin (zero samples) gives 0
+ * and argmax -1 (mmcv: -10000). argmax, when not NULL (strides argmax_strides, shape of the
+ * output), receives the winning sample's index iy * grid_w + ix within its bin.
+ * Returns PYROI_OK or the first validation failure. Thread-safe. */
+PYROI_API pyroi_status pyroi_roi_align_max_forward_f32(
+    const float *input, const int64_t input_shape[4], const int64_t input_strides[4],
+    const float *boxes, int64_t num_rois, int64_t box_row_stride,
+    const int64_t *batch_indices,
+    float *output, const int64_t output_strides[4],
+    int64_t *argmax, const int64_t argmax_strides[4],
+    const pyroi_roi_align_params *params);
+PYROI_API pyroi_status pyroi_roi_align_max_forward_f64(
+    const double *input, const int64_t input_shape[4], const int64_t input_strides[4],
+    const double *boxes, int64_t num_rois, int64_t box_row_stride,
+    const int64_t *batch_indices,
+    double *output, const int64_t output_strides[4],
+    int64_t *argmax, const int64_t argmax_strides[4],
+    const pyroi_roi_align_params *params);
+
+/* Backward of max mode: grad_input (overwritten) receives, for every bin whose argmax names an
+ * in-map sample, g * w at that sample's four taps (no division), RoI by RoI in order as mmcv.
+ * argmax is the forward's (each value -1 or a sample index of its bin, else
+ * PYROI_E_INVALID_ARGMAX, checked before anything is written). Thread-safe. */
+PYROI_API pyroi_status pyroi_roi_align_max_backward_f32(
+    const float *grad_output, const int64_t grad_output_strides[4],
+    const int64_t *argmax, const int64_t argmax_strides[4],
+    const float *boxes, int64_t num_rois, int64_t box_row_stride,
+    const int64_t *batch_indices,
+    float *grad_input, const int64_t grad_input_shape[4], const int64_t grad_input_strides[4],
+    const pyroi_roi_align_params *params);
+PYROI_API pyroi_status pyroi_roi_align_max_backward_f64(
+    const double *grad_output, const int64_t grad_output_strides[4],
+    const int64_t *argmax, const int64_t argmax_strides[4],
+    const double *boxes, int64_t num_rois, int64_t box_row_stride,
+    const int64_t *batch_indices,
+    double *grad_input, const int64_t grad_input_shape[4], const int64_t grad_input_strides[4],
+    const pyroi_roi_align_params *params);
+
 /* Finds the first RoI that a forward or backward call with these arguments would reject:
  * *failed_roi receives its index and the status says why (PYROI_E_INVALID_BATCH_INDEX or
  * PYROI_E_INVALID_BOX); PYROI_OK with *failed_roi = -1 when every RoI is valid. Other
