@@ -276,19 +276,22 @@ def shape4(value, name: str) -> tuple[int, int, int, int]:
     return dims
 
 
-def argmax_array(value, shape: tuple, plane_size: int, name: str = "argmax") -> np.ndarray:
+def argmax_array(value, shape: tuple, plane_size: int | None, name: str = "argmax") -> np.ndarray:
     """The argmax of a max-pooling forward as a native int64 array (any strides; copied only
     if it is another integer type or unreadable in place).
 
-    It must have ``shape`` and hold only -1 (nothing to propagate) or pixel indices in
-    ``[0, plane_size)``; errors name the first offending element.
+    It must have ``shape`` and hold only -1 (nothing to propagate) or indices in
+    ``[0, plane_size)``; errors name the first offending element. With ``plane_size=None``
+    the range is checked by the C core (it differs per RoI).
     """
+    if value is None:
+        raise InvalidArgumentError(f"{name} is required: pass the argmax the forward returned")
     array = value if isinstance(value, np.ndarray) else np.asarray(value)
     if array.dtype.kind not in "iu":
         raise DTypeError(f"{name} must be an integer array, got dtype {array.dtype}")
     if array.shape != tuple(shape):
         raise ShapeError(f"{name} must have shape {tuple(shape)}, got {array.shape}")
-    if array.size:
+    if array.size and plane_size is not None:
         invalid = (array < -1) | (array >= plane_size)
         if invalid.any():
             index = np.unravel_index(int(np.argmax(invalid)), array.shape)
@@ -344,19 +347,3 @@ def pooling_mode(value) -> bool:
     if value not in ("avg", "max"):
         raise InvalidArgumentError(f'mode must be "avg" or "max", got {value!r}')
     return value == "max"
-
-
-def argmax_array(value, shape: tuple, name: str = "argmax") -> np.ndarray:
-    """An integer argmax of ``shape`` as int64 (converted if needed; values are checked in C)."""
-    if value is None:
-        raise InvalidArgumentError(
-            f'{name} is required with mode="max": pass the argmax that the forward returned '
-            "with return_argmax=True")
-    array = value if isinstance(value, np.ndarray) else np.asarray(value)
-    if array.dtype.kind not in "iu":
-        raise DTypeError(f"{name} must be an integer array, got dtype {array.dtype}")
-    if array.shape != tuple(shape):
-        raise ShapeError(f"{name} must have shape {tuple(shape)}, got {array.shape}")
-    if array.dtype != np.int64 or not array.flags.aligned:
-        array = array.astype(np.int64)
-    return array

@@ -187,7 +187,7 @@ def roi_align_backward(
         )
     is_max = _validate.pooling_mode(mode)
     if is_max:
-        winners = _validate.argmax_array(argmax, grad.shape)
+        winners = _validate.argmax_array(argmax, grad.shape, None)
     elif argmax is not None:
         raise _validate.InvalidArgumentError('argmax is only used with mode="max"')
     result = _validate.output_array(out, shape, grad.dtype, (grad, coords))
