@@ -49,6 +49,8 @@ __all__ = [
 
 __all__ += ["ps_roi_align", "ps_roi_align_backward", "ps_roi_pool", "ps_roi_pool_backward"]
 
-from pyroi.layers import MultiScaleRoIAlign  # noqa: E402
+from pyroi.layers import (MultiScaleRoIAlign, PSRoIAlign, PSRoIPool, RoIAlign,  # noqa: E402
+                          RoIAlignRotated, RoIPool)
 
-__all__ += ["MultiScaleRoIAlign", "roi_align_rotated", "roi_align_rotated_backward"]
+__all__ += ["MultiScaleRoIAlign", "PSRoIAlign", "PSRoIPool", "RoIAlign", "RoIAlignRotated",
+            "RoIPool", "roi_align_rotated", "roi_align_rotated_backward"]

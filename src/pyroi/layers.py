@@ -7,9 +7,222 @@ import numpy as np
 
 from pyroi import _core, _validate
 from pyroi._errors import InvalidArgumentError, PyroiError, ShapeError
-from pyroi.ops import roi_align, roi_align_backward
+from pyroi.ops import (ps_roi_align, ps_roi_align_backward, ps_roi_pool, ps_roi_pool_backward,
+                       roi_align, roi_align_backward, roi_align_rotated,
+                       roi_align_rotated_backward, roi_pool, roi_pool_backward)
 
-__all__ = ["MultiScaleRoIAlign"]
+__all__ = ["MultiScaleRoIAlign", "PSRoIAlign", "PSRoIPool", "RoIAlign", "RoIAlignRotated",
+           "RoIPool"]
+
+
+def _copy_boxes(boxes):
+    """The boxes as given, copied so that later changes by the caller do not reach backward."""
+    if isinstance(boxes, (list, tuple)):
+        return [np.array(b, copy=True) for b in boxes]
+    return np.array(boxes, copy=True)
+
+
+class _RoILayer:
+    """An operator with its parameters bound, and a training mode.
+
+    ``layer(input, boxes)`` runs the forward. With ``layer.training = True`` (the default) the
+    call keeps what the backward needs (a copy of the boxes, the input shape and, for max
+    pooling, the argmax); ``layer.backward(grad_output, lda_coeff=1.0)`` then returns the
+    input gradient times ``lda_coeff`` (a loss-derivative coefficient, as in the ONNX-graph
+    training layers). With ``training = False`` nothing is kept and ``backward`` raises.
+    """
+
+    training = True
+
+    def __init__(self):
+        self.training = True
+        self._saved = None
+
+    # Each layer defines _forward(input, boxes, batch_indices, num_threads) -> (output, extra)
+    # and _backward(grad_output, (input_shape, boxes, batch_indices, extra), num_threads).
+
+    def __call__(self, input, boxes, *, batch_indices=None, num_threads=None):
+        output, saved = self._forward(input, boxes, batch_indices, num_threads)
+        self._saved = None
+        if self.training:
+            features_shape = np.shape(input)
+            self._saved = (tuple(features_shape), _copy_boxes(boxes),
+                           None if batch_indices is None else np.array(batch_indices, copy=True),
+                           saved)
+        return output
+
+    def backward(self, grad_output, lda_coeff=1.0, *, num_threads=None):
+        """Gradient of the last call's loss with respect to its input, times ``lda_coeff``.
+
+        Parameters
+        ----------
+        grad_output : ndarray
+            Gradient with respect to the last call's output (same shape and dtype).
+        lda_coeff : float, default 1.0
+            Factor applied to the gradient.
+        num_threads : int, optional
+            Threads for this call.
+
+        Returns
+        -------
+        ndarray of the last input's shape
+        """
+        if self._saved is None:
+            raise PyroiError(
+                f"{type(self).__name__}.backward needs a preceding call in training mode "
+                "(layer.training = True)")
+        coeff = _validate.real_number(lda_coeff, "lda_coeff")
+        gradient = self._backward(grad_output, self._saved, num_threads)
+        if coeff != 1.0:
+            gradient *= gradient.dtype.type(coeff)
+        return gradient
+
+
+class RoIAlign(_RoILayer):
+    """Layer form of :func:`pyroi.roi_align` (torchvision ``RoIAlign``; ``mode="max"``: mmcv's).
+
+    Examples
+    --------
+    >>> import numpy as np, pyroi
+    >>> layer = pyroi.RoIAlign(2, spatial_scale=1.0, sampling_ratio=2, aligned=True)
+    >>> x = np.arange(16, dtype=np.float32).reshape(1, 1, 4, 4)
+    >>> y = layer(x, np.array([[0, 0, 0, 4, 4]], np.float32))
+    >>> layer.backward(np.ones_like(y), lda_coeff=0.5).sum()
+    2.0
+    """
+
+    def __init__(self, output_size, spatial_scale=1.0, sampling_ratio=-1, aligned=False,
+                 mode="avg"):
+        super().__init__()
+        self.output_size = _validate.output_size(output_size)
+        self.spatial_scale = _validate.spatial_scale(spatial_scale)
+        self.sampling_ratio = _validate.sampling_ratio(sampling_ratio)
+        self.aligned = _validate.flag(aligned, "aligned")
+        self.mode = mode
+        _validate.pooling_mode(mode)
+
+    def __repr__(self) -> str:
+        return (f"RoIAlign(output_size={self.output_size}, spatial_scale={self.spatial_scale}, "
+                f"sampling_ratio={self.sampling_ratio}, aligned={self.aligned}, "
+                f"mode={self.mode!r})")
+
+    def _args(self):
+        return (self.output_size, self.spatial_scale, self.sampling_ratio, self.aligned)
+
+    def _forward(self, input, boxes, batch_indices, num_threads):
+        if self.mode == "max":
+            return roi_align(input, boxes, *self._args(), mode="max", return_argmax=True,
+                             batch_indices=batch_indices, num_threads=num_threads)
+        return roi_align(input, boxes, *self._args(), batch_indices=batch_indices,
+                         num_threads=num_threads), None
+
+    def _backward(self, grad_output, saved, num_threads):
+        shape, boxes, batch_indices, argmax = saved
+        return roi_align_backward(grad_output, boxes, shape, *self._args()[1:], mode=self.mode,
+                                  argmax=argmax, batch_indices=batch_indices,
+                                  num_threads=num_threads)
+
+
+class RoIPool(_RoILayer):
+    """Layer form of :func:`pyroi.roi_pool` (torchvision ``RoIPool``)."""
+
+    def __init__(self, output_size, spatial_scale=1.0):
+        super().__init__()
+        self.output_size = _validate.output_size(output_size)
+        self.spatial_scale = _validate.spatial_scale(spatial_scale)
+
+    def __repr__(self) -> str:
+        return f"RoIPool(output_size={self.output_size}, spatial_scale={self.spatial_scale})"
+
+    def _forward(self, input, boxes, batch_indices, num_threads):
+        return roi_pool(input, boxes, self.output_size, self.spatial_scale, return_argmax=True,
+                        batch_indices=batch_indices, num_threads=num_threads)
+
+    def _backward(self, grad_output, saved, num_threads):
+        shape, boxes, batch_indices, argmax = saved
+        return roi_pool_backward(grad_output, boxes, argmax, shape, self.output_size,
+                                 self.spatial_scale, batch_indices=batch_indices,
+                                 num_threads=num_threads)
+
+
+class PSRoIAlign(_RoILayer):
+    """Layer form of :func:`pyroi.ps_roi_align` (torchvision ``PSRoIAlign``)."""
+
+    def __init__(self, output_size, spatial_scale=1.0, sampling_ratio=-1):
+        super().__init__()
+        self.output_size = _validate.output_size(output_size)
+        self.spatial_scale = _validate.spatial_scale(spatial_scale)
+        self.sampling_ratio = _validate.sampling_ratio(sampling_ratio)
+
+    def __repr__(self) -> str:
+        return (f"PSRoIAlign(output_size={self.output_size}, "
+                f"spatial_scale={self.spatial_scale}, sampling_ratio={self.sampling_ratio})")
+
+    def _forward(self, input, boxes, batch_indices, num_threads):
+        return ps_roi_align(input, boxes, self.output_size, self.spatial_scale,
+                            self.sampling_ratio, batch_indices=batch_indices,
+                            num_threads=num_threads), None
+
+    def _backward(self, grad_output, saved, num_threads):
+        shape, boxes, batch_indices, _ = saved
+        return ps_roi_align_backward(grad_output, boxes, shape, self.spatial_scale,
+                                     self.sampling_ratio, batch_indices=batch_indices,
+                                     num_threads=num_threads)
+
+
+class PSRoIPool(_RoILayer):
+    """Layer form of :func:`pyroi.ps_roi_pool` (torchvision ``PSRoIPool``)."""
+
+    def __init__(self, output_size, spatial_scale=1.0):
+        super().__init__()
+        self.output_size = _validate.output_size(output_size)
+        self.spatial_scale = _validate.spatial_scale(spatial_scale)
+
+    def __repr__(self) -> str:
+        return f"PSRoIPool(output_size={self.output_size}, spatial_scale={self.spatial_scale})"
+
+    def _forward(self, input, boxes, batch_indices, num_threads):
+        return ps_roi_pool(input, boxes, self.output_size, self.spatial_scale,
+                           batch_indices=batch_indices, num_threads=num_threads), None
+
+    def _backward(self, grad_output, saved, num_threads):
+        shape, boxes, batch_indices, _ = saved
+        return ps_roi_pool_backward(grad_output, boxes, shape, self.spatial_scale,
+                                    batch_indices=batch_indices, num_threads=num_threads)
+
+
+class RoIAlignRotated(_RoILayer):
+    """Layer form of :func:`pyroi.roi_align_rotated` (detectron2 ``ROIAlignRotated``; mmcv's
+    ``RoIAlignRotated`` with ``angle="radians"``)."""
+
+    def __init__(self, output_size, spatial_scale=1.0, sampling_ratio=0, aligned=True,
+                 clockwise=False, *, angle="degrees"):
+        super().__init__()
+        self.output_size = _validate.output_size(output_size)
+        self.spatial_scale = _validate.spatial_scale(spatial_scale)
+        self.sampling_ratio = _validate.sampling_ratio(sampling_ratio)
+        self.aligned = _validate.flag(aligned, "aligned")
+        self.clockwise = _validate.flag(clockwise, "clockwise")
+        _validate.angle_unit(angle)
+        self.angle = angle
+
+    def __repr__(self) -> str:
+        return (f"RoIAlignRotated(output_size={self.output_size}, "
+                f"spatial_scale={self.spatial_scale}, sampling_ratio={self.sampling_ratio}, "
+                f"aligned={self.aligned}, clockwise={self.clockwise}, angle={self.angle!r})")
+
+    def _forward(self, input, rois, batch_indices, num_threads):
+        return roi_align_rotated(input, rois, self.output_size, self.spatial_scale,
+                                 self.sampling_ratio, self.aligned, self.clockwise,
+                                 angle=self.angle, batch_indices=batch_indices,
+                                 num_threads=num_threads), None
+
+    def _backward(self, grad_output, saved, num_threads):
+        shape, rois, batch_indices, _ = saved
+        return roi_align_rotated_backward(grad_output, rois, shape, self.spatial_scale,
+                                          self.sampling_ratio, self.aligned, self.clockwise,
+                                          angle=self.angle, batch_indices=batch_indices,
+                                          num_threads=num_threads)
 
 
 class MultiScaleRoIAlign:
