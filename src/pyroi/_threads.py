@@ -16,11 +16,19 @@ ENV_VARIABLE = "PYROI_NUM_THREADS"
 _default_threads: int | None = None
 
 
+_cpus_at_import: int | None = None
+
+
 def _available_cpus() -> int:
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except (AttributeError, OSError):  # not Linux
-        return max(1, os.cpu_count() or 1)
+    """CPUs this process may run on, read once (a system call per op would cost more than
+    small calls take)."""
+    global _cpus_at_import
+    if _cpus_at_import is None:
+        try:
+            _cpus_at_import = max(1, len(os.sched_getaffinity(0)))
+        except (AttributeError, OSError):  # not Linux
+            _cpus_at_import = max(1, os.cpu_count() or 1)
+    return _cpus_at_import
 
 
 def _from_environment() -> int | None:

@@ -120,6 +120,8 @@ def flag(value, name: str) -> bool:
 
 
 def _check_finite_coords(coords: np.ndarray, name: str) -> None:
+    if np.isfinite(coords).all():
+        return
     finite = np.isfinite(coords).all(axis=1)
     if not finite.all():
         k = int(np.argmin(finite))
@@ -151,8 +153,8 @@ def boxes(value, dtype: np.dtype, num_images: int, batch_indices=None, name: str
         coords, indices = _coords_from_list(value, dtype, num_images, name, coords_per_box)
     else:
         coords, indices = _coords_from_rois(value, dtype, name, coords_per_box)
-    invalid = (indices < 0) | (indices >= num_images)
-    if invalid.any():
+    if indices.size and (indices.min() < 0 or indices.max() >= num_images):
+        invalid = (indices < 0) | (indices >= num_images)
         k = int(np.argmax(invalid))
         raise BatchIndexError(
             f"{name}: RoI {k} has batch index {indices[k]}; it must be an integer in "
@@ -235,7 +237,7 @@ def _coords_from_rois(value, dtype, name, coords_per_box=4):
         )
     _check_coords_dtype(array, dtype, name)
     column = array[:, 0]
-    integral = np.isfinite(column) & (column == np.floor(column))
+    integral = column == np.floor(column)  # false for NaN; +-inf fails the range check
     if not integral.all():
         k = int(np.argmin(integral))
         raise BatchIndexError(
