@@ -738,3 +738,25 @@ def test_empty_output_with_huge_output_size_returns_at_once():
     assert pyroi.roi_align_backward(grad, boxes, (1, 0, 5, 5)).shape == (1, 0, 5, 5)
     with pytest.raises(pyroi.BoxError, match="RoI 0"):
         pyroi.roi_align(x, np.array([[0, np.nan, 0, 4, 4]], np.float32), (2**30, 2**30))
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
+@pytest.mark.parametrize("many_boxes", [False, True])
+def test_layout_nhwc_equals_nchw(dtype, many_boxes):
+    rng = np.random.default_rng(11)
+    nhwc = rng.standard_normal((2, 15, 17, 37)).astype(dtype)
+    nchw = np.ascontiguousarray(nhwc.transpose(0, 3, 1, 2))
+    k = 80 if many_boxes else 2
+    corner = rng.uniform(-2, 14, (k, 2))
+    boxes = np.concatenate([np.arange(k)[:, None] % 2, corner,
+                            corner + rng.uniform(0, 9, (k, 2))], axis=1).astype(dtype)
+    expected = pyroi.roi_align(nchw, boxes, 3, 0.9, 2, True)
+    np.testing.assert_array_equal(pyroi.roi_align(nhwc, boxes, 3, 0.9, 2, True, layout="NHWC"),
+                                  expected)
+    grad = rng.standard_normal(expected.shape).astype(dtype)
+    expected_grad = pyroi.roi_align_backward(grad, boxes, nchw.shape, 0.9, 2, True)
+    got = pyroi.roi_align_backward(grad, boxes, nhwc.shape, 0.9, 2, True, layout="NHWC")
+    assert got.shape == nhwc.shape and got.flags.c_contiguous
+    np.testing.assert_array_equal(got.transpose(0, 3, 1, 2), expected_grad)
+    with pytest.raises(pyroi.InvalidArgumentError, match="layout"):
+        pyroi.roi_align(nhwc, boxes, 3, layout="CHWN")

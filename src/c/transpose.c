@@ -1,6 +1,8 @@
 /* transpose.c - see transpose.h. */
 #include "transpose.h"
 
+#include <string.h>
+
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && !defined(PYROI_NO_CLONES)
 #  define PYROI_HAVE_AVX2_TRANSPOSE 1
 #  include <immintrin.h>
@@ -110,9 +112,38 @@ static int have_avx2(void)
 }
 #endif
 
+/* Channels-last (NHWC) data: the lanes of one element are already contiguous. */
+#define CONTIGUOUS_LANE_COPIES(T, L)                                                           \
+    static void lanes_to_contiguous_lanes_##T(const T *src, int64_t count, int64_t lanes,      \
+                                              T *dst, int64_t dst_stride)                      \
+    {                                                                                          \
+        int64_t i;                                                                             \
+        for (i = 0; i < count; ++i) {                                                          \
+            memcpy(dst + i * dst_stride, src + i * (L), (size_t)lanes * sizeof(T));            \
+        }                                                                                      \
+    }                                                                                          \
+    static void contiguous_lanes_to_lanes_##T(const T *src, int64_t src_stride, int64_t count, \
+                                              int64_t lanes, T *dst)                           \
+    {                                                                                          \
+        int64_t i, j;                                                                          \
+        for (i = 0; i < count; ++i) {                                                          \
+            memcpy(dst + i * (L), src + i * src_stride, (size_t)lanes * sizeof(T));            \
+            for (j = lanes; j < (L); ++j) {                                                    \
+                dst[i * (L) + j] = (T)0;                                                       \
+            }                                                                                  \
+        }                                                                                      \
+    }
+
+CONTIGUOUS_LANE_COPIES(float, PYROI_LANE_COUNT_F32)
+CONTIGUOUS_LANE_COPIES(double, PYROI_LANE_COUNT_F64)
+
 void pyroi_lanes_to_channels_f32(const float *src, int64_t count, int64_t lanes, float *dst,
                                  int64_t dst_lane_stride, int64_t dst_stride)
 {
+    if (dst_lane_stride == 1) {
+        lanes_to_contiguous_lanes_float(src, count, lanes, dst, dst_stride);
+        return;
+    }
 #ifdef PYROI_HAVE_AVX2_TRANSPOSE
     if (lanes == 16 && dst_stride == 1 && have_avx2()) {
         lanes_to_channels_avx2(src, count, dst, dst_lane_stride);
@@ -125,12 +156,20 @@ void pyroi_lanes_to_channels_f32(const float *src, int64_t count, int64_t lanes,
 void pyroi_lanes_to_channels_f64(const double *src, int64_t count, int64_t lanes, double *dst,
                                  int64_t dst_lane_stride, int64_t dst_stride)
 {
+    if (dst_lane_stride == 1) {
+        lanes_to_contiguous_lanes_double(src, count, lanes, dst, dst_stride);
+        return;
+    }
     lanes_to_channels_portable_f64(src, count, lanes, dst, dst_lane_stride, dst_stride);
 }
 
 void pyroi_channels_to_lanes_f32(const float *src, int64_t src_lane_stride, int64_t src_stride,
                                  int64_t count, int64_t lanes, float *dst)
 {
+    if (src_lane_stride == 1) {
+        contiguous_lanes_to_lanes_float(src, src_stride, count, lanes, dst);
+        return;
+    }
 #ifdef PYROI_HAVE_AVX2_TRANSPOSE
     if (lanes == 16 && src_stride == 1 && have_avx2()) {
         channels_to_lanes_avx2(src, src_lane_stride, count, dst);
@@ -143,5 +182,9 @@ void pyroi_channels_to_lanes_f32(const float *src, int64_t src_lane_stride, int6
 void pyroi_channels_to_lanes_f64(const double *src, int64_t src_lane_stride, int64_t src_stride,
                                  int64_t count, int64_t lanes, double *dst)
 {
+    if (src_lane_stride == 1) {
+        contiguous_lanes_to_lanes_double(src, src_stride, count, lanes, dst);
+        return;
+    }
     channels_to_lanes_portable_f64(src, src_lane_stride, src_stride, count, lanes, dst);
 }

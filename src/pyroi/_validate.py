@@ -349,3 +349,15 @@ def pooling_mode(value) -> bool:
     if value not in ("avg", "max"):
         raise InvalidArgumentError(f'mode must be "avg" or "max", got {value!r}')
     return value == "max"
+
+
+def is_channels_last(layout) -> bool:
+    """``layout=``: "NCHW" (default) or "NHWC" (channels last); returns True for NHWC."""
+    if layout not in ("NCHW", "NHWC"):
+        raise InvalidArgumentError(f'layout must be "NCHW" or "NHWC", got {layout!r}')
+    return layout == "NHWC"
+
+
+def nchw_view(features: np.ndarray, layout) -> np.ndarray:
+    """An (N, C, H, W) view of ``features`` given in ``layout`` (no copy)."""
+    return features.transpose(0, 3, 1, 2) if is_channels_last(layout) else features

@@ -20,6 +20,7 @@ def roi_align(
     mode="avg",
     return_argmax=False,
     batch_indices=None,
+    layout="NCHW",
     num_threads=None,
     out=None,
 ):
@@ -58,6 +59,10 @@ def roi_align(
         within each bin (int64, -1 for an empty bin); :func:`roi_align_backward` needs it.
     batch_indices : ndarray (K,) of int, optional
         Image of each RoI when ``boxes`` is ``(K, 4)`` (ONNX style).
+    layout : {"NCHW", "NHWC"}, default "NCHW"
+        ``"NHWC"``: ``input`` is ``(N, H, W, C)`` (channels last). It is read in place, with
+        the channels as the vector axis; the output is ``(K, C, ph, pw)`` either way. (An
+        NCHW-shaped view of channels-last memory is read in place too.)
     num_threads : int, optional
         Threads for this call (default :func:`pyroi.get_num_threads`); results are
         identical for every value.
@@ -86,7 +91,7 @@ def roi_align(
     array([[15.5, 16.5],
            [21.5, 22.5]], dtype=float32)
     """
-    features = _validate.float_array(input, "input", 4)
+    features = _validate.nchw_view(_validate.float_array(input, "input", 4), layout)
     pooled_height, pooled_width = _validate.output_size(output_size)
     scale = _validate.spatial_scale(spatial_scale)
     ratio = _validate.sampling_ratio(sampling_ratio)
@@ -124,6 +129,7 @@ def roi_align_backward(
     mode="avg",
     argmax=None,
     batch_indices=None,
+    layout="NCHW",
     num_threads=None,
     out=None,
 ):
@@ -144,6 +150,9 @@ def roi_align_backward(
         ``(N, C, H, W)`` of the forward's input; ``C`` must equal ``grad_output.shape[1]``.
     spatial_scale, sampling_ratio, aligned, batch_indices, num_threads
         As for :func:`roi_align`.
+    layout : {"NCHW", "NHWC"}, default "NCHW"
+        ``"NHWC"``: ``input_shape`` is ``(N, H, W, C)`` and the gradient (and ``out``) are
+        channels last, written in place.
     mode : {"avg", "max"}, default "avg"
         ``"max"`` routes each output gradient to the four taps of its bin's winning sample
         (``g * w`` each, no division; nothing when the winner lies outside the map), as mmcv.
@@ -167,7 +176,10 @@ def roi_align_backward(
            [0.4375, 0.0625]])
     """
     grad = _validate.float_array(grad_output, "grad_output", 4)
+    channels_last = _validate.is_channels_last(layout)
     shape = _validate.shape4(input_shape, "input_shape")
+    if channels_last:
+        shape = (shape[0], shape[3], shape[1], shape[2])
     if shape[1] != grad.shape[1]:
         raise _validate.ShapeError(
             f"input_shape has {shape[1]} channels but grad_output has {grad.shape[1]}"
@@ -190,14 +202,19 @@ def roi_align_backward(
         winners = _validate.argmax_array(argmax, grad.shape, None)
     elif argmax is not None:
         raise _validate.InvalidArgumentError('argmax is only used with mode="max"')
-    result = _validate.output_array(out, shape, grad.dtype, (grad, coords))
+    if channels_last:
+        result = _validate.output_array(out, (shape[0], shape[2], shape[3], shape[1]),
+                                        grad.dtype, (grad, coords))
+        nchw = result.transpose(0, 3, 1, 2)
+    else:
+        result = nchw = _validate.output_array(out, shape, grad.dtype, (grad, coords))
     if is_max:
         _core.roi_align_max_backward(
-            grad, winners, coords, roi_images, result, scale, scale, ratio, is_aligned, threads
+            grad, winners, coords, roi_images, nchw, scale, scale, ratio, is_aligned, threads
         )
     else:
         _core.roi_align_backward(
-            grad, coords, roi_images, result, scale, scale, ratio, is_aligned, threads
+            grad, coords, roi_images, nchw, scale, scale, ratio, is_aligned, threads
         )
     return result
 

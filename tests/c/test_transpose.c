@@ -56,11 +56,37 @@ static void test_f64(int64_t count, int64_t lanes, int64_t stride)
     }
 }
 
+static void test_lanes_adjacent_f32(int64_t count, int64_t lanes, int64_t stride)
+{
+    static float lanes_major[MAX_COUNT * LANES32], channels[MAX_COUNT * 20 + LANES32];
+    static float back[MAX_COUNT * LANES32];
+    int64_t i, j;
+    for (i = 0; i < count * LANES32; ++i) {
+        lanes_major[i] = (float)(i + 1);
+    }
+    memset(channels, 0, sizeof(channels));
+    pyroi_lanes_to_channels_f32(lanes_major, count, lanes, channels, 1, stride);
+    for (i = 0; i < count; ++i) {
+        for (j = 0; j < lanes; ++j) {
+            CHECK(channels[i * stride + j] == lanes_major[i * LANES32 + j]);
+        }
+    }
+    pyroi_channels_to_lanes_f32(channels, 1, stride, count, lanes, back);
+    for (i = 0; i < count; ++i) {
+        for (j = 0; j < LANES32; ++j) {
+            CHECK(back[i * LANES32 + j] == (j < lanes ? lanes_major[i * LANES32 + j] : 0.0f));
+        }
+    }
+}
+
 int main(void)
 {
     int64_t count, stride;
     for (count = 0; count <= MAX_COUNT; ++count) {
         for (stride = 1; stride <= 3; stride += 2) {
+            /* channels-last rows: the lanes of an element are adjacent (lane stride 1) */
+            test_lanes_adjacent_f32(count, LANES32, stride + 16);
+            test_lanes_adjacent_f32(count, 7, stride + 16);
             test_f32(count, LANES32, stride);
             test_f32(count, 5, stride);
             test_f64(count, LANES64, stride);
