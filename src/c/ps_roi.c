@@ -67,28 +67,19 @@ static pyroi_status ps_check_call(const void *features, const int64_t features_s
                                   const int64_t *batch_indices, int64_t pooled_height,
                                   int64_t pooled_width)
 {
-    int64_t pooled_shape[4];
-    pyroi_status status;
-    if (num_rois < 0) {
-        return PYROI_E_INVALID_SHAPE;
+    int64_t pooled_channels = 0;
+    pyroi_status status = PYROI_OK;
+    if (num_rois >= 0 && features_shape != NULL && features_shape[1] >= 0) {
+        status = ps_output_channels(features_shape[1], pooled_height, pooled_width,
+                                    &pooled_channels);
     }
-    status = pyroi_check_tensor4(features, features_shape, features_strides, features_role);
     if (status != PYROI_OK) {
         return status;
     }
-    status = ps_output_channels(features_shape[1], pooled_height, pooled_width,
-                                &pooled_shape[1]);
-    if (status != PYROI_OK) {
-        return status;
-    }
-    pooled_shape[0] = num_rois;
-    pooled_shape[2] = pooled_height;
-    pooled_shape[3] = pooled_width;
-    status = pyroi_check_tensor4(pooled, pooled_shape, pooled_strides, pooled_role);
-    if (status != PYROI_OK) {
-        return status;
-    }
-    return pyroi_check_rois(boxes, num_rois, box_row_stride, 4, batch_indices, features_shape[0]);
+    return pyroi_check_pooling_call(features, features_shape, features_strides, features_role,
+                                    pooled, pooled_strides, pooled_role, pooled_channels,
+                                    pooled_height, pooled_width, boxes, num_rois,
+                                    box_row_stride, 4, batch_indices);
 }
 
 /* ps_roi_pool quantises box corners to whole pixels in int64. Rounded values beyond 2^61 in

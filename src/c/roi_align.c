@@ -33,27 +33,15 @@ static pyroi_status roi_align_check_call(const void *features, const int64_t fea
                                          int64_t box_row_stride, const int64_t *batch_indices,
                                          const pyroi_roi_align_params *params)
 {
-    int64_t pooled_shape[4];
     pyroi_status status = pyroi_check_roi_align_params(params);
     if (status != PYROI_OK) {
         return status;
     }
-    if (num_rois < 0) {
-        return PYROI_E_INVALID_SHAPE;
-    }
-    status = pyroi_check_tensor4(features, features_shape, features_strides, features_role);
-    if (status != PYROI_OK) {
-        return status;
-    }
-    pooled_shape[0] = num_rois;
-    pooled_shape[1] = features_shape[1];
-    pooled_shape[2] = params->pooled_height;
-    pooled_shape[3] = params->pooled_width;
-    status = pyroi_check_tensor4(pooled, pooled_shape, pooled_strides, pooled_role);
-    if (status != PYROI_OK) {
-        return status;
-    }
-    return pyroi_check_rois(boxes, num_rois, box_row_stride, 4, batch_indices, features_shape[0]);
+    return pyroi_check_pooling_call(features, features_shape, features_strides, features_role,
+                                    pooled, pooled_strides, pooled_role,
+                                    -1, params->pooled_height,
+                                    params->pooled_width, boxes, num_rois, box_row_stride, 4,
+                                    batch_indices);
 }
 
 #define T float

@@ -44,33 +44,21 @@ static pyroi_status roi_pool_check_forward(const void *input, const int64_t inpu
                                            const int64_t argmax_strides[4],
                                            const pyroi_roi_pool_params *params)
 {
-    int64_t pooled_shape[4];
     pyroi_status status = pyroi_check_roi_pool_params(params);
     if (status != PYROI_OK) {
         return status;
     }
-    if (num_rois < 0) {
-        return PYROI_E_INVALID_SHAPE;
-    }
-    status = pyroi_check_tensor4(input, input_shape, input_strides, PYROI_TENSOR_INPUT);
-    if (status != PYROI_OK) {
-        return status;
-    }
-    pooled_shape[0] = num_rois;
-    pooled_shape[1] = input_shape[1];
-    pooled_shape[2] = params->pooled_height;
-    pooled_shape[3] = params->pooled_width;
-    status = pyroi_check_tensor4(output, pooled_shape, output_strides, PYROI_TENSOR_OUTPUT);
-    if (status != PYROI_OK) {
-        return status;
-    }
-    if (argmax != NULL) {
+    status = pyroi_check_pooling_call(input, input_shape, input_strides, PYROI_TENSOR_INPUT,
+                                      output, output_strides, PYROI_TENSOR_OUTPUT,
+                                      -1, params->pooled_height,
+                                      params->pooled_width, boxes, num_rois, box_row_stride, 4,
+                                      batch_indices);
+    if (status == PYROI_OK && argmax != NULL) {
+        const int64_t pooled_shape[4] = {num_rois, input_shape[1], params->pooled_height,
+                                         params->pooled_width};
         status = pyroi_check_tensor4(argmax, pooled_shape, argmax_strides, PYROI_TENSOR_OUTPUT);
-        if (status != PYROI_OK) {
-            return status;
-        }
     }
-    return pyroi_check_rois(boxes, num_rois, box_row_stride, 4, batch_indices, input_shape[0]);
+    return status;
 }
 
 /* Every argmax entry must be -1 (nothing to propagate) or a pixel of an H x W plane: the

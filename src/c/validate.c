@@ -230,3 +230,34 @@ pyroi_status pyroi_check_roi_align_rotated_params(const pyroi_roi_align_rotated_
     }
     return PYROI_OK;
 }
+
+pyroi_status pyroi_check_pooling_call(const void *features, const int64_t features_shape[4],
+                                      const int64_t features_strides[4],
+                                      pyroi_tensor_role features_role, const void *pooled,
+                                      const int64_t pooled_strides[4],
+                                      pyroi_tensor_role pooled_role, int64_t pooled_channels,
+                                      int64_t pooled_height, int64_t pooled_width,
+                                      const void *boxes, int64_t num_rois,
+                                      int64_t box_row_stride, int64_t coords_per_box,
+                                      const int64_t *batch_indices)
+{
+    int64_t pooled_shape[4];
+    pyroi_status status;
+    if (num_rois < 0) {
+        return PYROI_E_INVALID_SHAPE;
+    }
+    status = pyroi_check_tensor4(features, features_shape, features_strides, features_role);
+    if (status != PYROI_OK) {
+        return status;
+    }
+    pooled_shape[0] = num_rois;
+    pooled_shape[1] = pooled_channels < 0 ? features_shape[1] : pooled_channels;
+    pooled_shape[2] = pooled_height;
+    pooled_shape[3] = pooled_width;
+    status = pyroi_check_tensor4(pooled, pooled_shape, pooled_strides, pooled_role);
+    if (status != PYROI_OK) {
+        return status;
+    }
+    return pyroi_check_rois(boxes, num_rois, box_row_stride, coords_per_box, batch_indices,
+                            features_shape[0]);
+}

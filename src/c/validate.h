@@ -41,4 +41,19 @@ pyroi_status pyroi_check_ps_roi_pool_params(const pyroi_ps_roi_pool_params *para
 /* Checks the fields of rotated RoIAlign parameters. */
 pyroi_status pyroi_check_roi_align_rotated_params(const pyroi_roi_align_rotated_params *params);
 
+/* The checks every pooling entry point shares once its parameters are valid: num_rois >= 0,
+ * the feature tensor (input or grad_input), the pooled tensor (output or grad_output) of shape
+ * (num_rois, pooled_channels, pooled_height, pooled_width) (pooled_channels < 0: the
+ * features' channel count), and the RoIs (coords_per_box
+ * coordinates a row, batch indices in [0, N)). */
+pyroi_status pyroi_check_pooling_call(const void *features, const int64_t features_shape[4],
+                                      const int64_t features_strides[4],
+                                      pyroi_tensor_role features_role, const void *pooled,
+                                      const int64_t pooled_strides[4],
+                                      pyroi_tensor_role pooled_role, int64_t pooled_channels,
+                                      int64_t pooled_height, int64_t pooled_width,
+                                      const void *boxes, int64_t num_rois,
+                                      int64_t box_row_stride, int64_t coords_per_box,
+                                      const int64_t *batch_indices);
+
 #endif /* PYROI_VALIDATE_H */
