@@ -1238,5 +1238,161 @@ pyroi_status PYROI_TYPED(pyroi_roi_align_find_invalid_roi)(
                                               params, NULL, NULL, failed_roi);
 }
 
+/* ---- ONNX max mode (onnxruntime's definition, SEMANTICS.md section 4.1) ------------------ */
+/* Each sample is reduced to the largest of its four weighted taps t_k = w_k * P[tap_k] (the
+ * interpolated sum is never formed), with M(a, b) = a < b ? b : a applied left to right, and
+ * the bin to M over its samples in row-major order, starting from the first sample. An
+ * out-of-map sample has all weights 0 at pixel (0, 0) (onnxruntime's pre-computed form), so
+ * its value is z = 0 * P[0, 0]: +-0 or NaN. A fold with M keeps the first sample unless a
+ * later one is strictly larger, so among the (identical) out-of-map values only the first in
+ * sample order can matter: it stands for all of them, and a huge grid costs only its in-map
+ * samples. No division; an empty bin gives 0. */
+
+static inline T PYROI_TYPED(roi_align_onnx_max_of)(T a, T b)
+{
+    return a < b ? b : a; /* std::max: NaN in a propagates, NaN in b is skipped */
+}
+
+static T PYROI_TYPED(roi_align_onnx_max_bin)(const T *plane, int64_t row_stride,
+                                             int64_t col_stride, int64_t map_pixels,
+                                             const PYROI_TYPED(axis_tap) *row_taps,
+                                             pyroi_tap_range rr,
+                                             const PYROI_TYPED(axis_tap) *col_taps,
+                                             pyroi_tap_range cr, int64_t grid_h, int64_t grid_w)
+{
+    const int64_t outside = grid_h * grid_w > 0
+                                ? PYROI_TYPED(roi_align_first_outside)(rr, cr, grid_h, grid_w)
+                                : -1;
+    /* z: the value of every out-of-map sample (a map without pixels has nothing to read) */
+    const T zero_tap = map_pixels > 0 ? (T)0 * plane[0] : (T)0;
+    T best = (T)0;
+    int have = 0, zero_offered = outside < 0;
+    int64_t r, q;
+    if (grid_h * grid_w <= 0) {
+        return (T)0;
+    }
+    for (r = rr.begin; r < rr.end; ++r) {
+        const PYROI_TYPED(axis_tap) ty = row_taps[r];
+        const T *row_lo = plane + ty.lo * row_stride;
+        const T *row_hi = plane + ty.hi * row_stride;
+        const int64_t iy = rr.first_sample + (r - rr.begin);
+        for (q = cr.begin; q < cr.end; ++q) {
+            const PYROI_TYPED(axis_tap) tx = col_taps[q];
+            const int64_t index = iy * grid_w + cr.first_sample + (q - cr.begin);
+            const T w1 = ty.w_lo * tx.w_lo, w2 = ty.w_lo * tx.w_hi;
+            const T w3 = ty.w_hi * tx.w_lo, w4 = ty.w_hi * tx.w_hi;
+            const T value = PYROI_TYPED(roi_align_onnx_max_of)(
+                PYROI_TYPED(roi_align_onnx_max_of)(
+                    PYROI_TYPED(roi_align_onnx_max_of)(w1 * row_lo[tx.lo * col_stride],
+                                                       w2 * row_lo[tx.hi * col_stride]),
+                    w3 * row_hi[tx.lo * col_stride]),
+                w4 * row_hi[tx.hi * col_stride]);
+            if (!zero_offered && outside < index) {
+                best = have ? PYROI_TYPED(roi_align_onnx_max_of)(best, zero_tap) : zero_tap;
+                have = 1;
+                zero_offered = 1;
+            }
+            best = have ? PYROI_TYPED(roi_align_onnx_max_of)(best, value) : value;
+            have = 1;
+        }
+    }
+    if (!zero_offered) {
+        best = have ? PYROI_TYPED(roi_align_onnx_max_of)(best, zero_tap) : zero_tap;
+    }
+    return best;
+}
+
+static void PYROI_TYPED(roi_align_onnx_max_forward_task)(void *context, int64_t begin,
+                                                         int64_t end, int worker)
+{
+    const PYROI_TYPED(roi_align_max_job) *max_job =
+        (const PYROI_TYPED(roi_align_max_job) *)context;
+    const PYROI_TYPED(roi_align_job) *job = &max_job->base;
+    const PYROI_TYPED(roi_align_plan) *plan = job->plan;
+    const int64_t *in_strides = job->features_strides, *out_strides = job->result_strides;
+    const int64_t pooled_height = job->params->pooled_height;
+    const int64_t pooled_width = job->params->pooled_width;
+    const int64_t map_pixels = job->map_shape[2] * job->map_shape[3];
+    int64_t k, c, ph, pw;
+    (void)worker;
+
+    for (k = begin; k < end; ++k) {
+        const pyroi_tap_range *row_ranges = plan->ranges + k * plan->bins;
+        const pyroi_tap_range *col_ranges = row_ranges + pooled_height;
+        const PYROI_TYPED(axis_tap) *row_taps = plan->taps + plan->first_tap[k];
+        const PYROI_TYPED(axis_tap) *col_taps = row_taps + plan->row_taps[k];
+        const int64_t grid_w = max_job->grid_w[k];
+        const int64_t grid_h = grid_w > 0 ? plan->samples[k] / grid_w : 0;
+        for (c = 0; c < job->map_shape[1]; ++c) {
+            const T *plane = job->features + job->batch_indices[k] * in_strides[0] +
+                             c * in_strides[1];
+            T *out = job->result + k * out_strides[0] + c * out_strides[1];
+            for (ph = 0; ph < pooled_height; ++ph) {
+                for (pw = 0; pw < pooled_width; ++pw) {
+                    out[ph * out_strides[2] + pw * out_strides[3]] =
+                        PYROI_TYPED(roi_align_onnx_max_bin)(
+                            plane, in_strides[2], in_strides[3], map_pixels, row_taps,
+                            row_ranges[ph], col_taps, col_ranges[pw], grid_h, grid_w);
+                }
+            }
+        }
+    }
+}
+
+pyroi_status PYROI_TYPED(pyroi_roi_align_onnx_max_forward)(
+    const T *input, const int64_t input_shape[4], const int64_t input_strides[4],
+    const T *boxes, int64_t num_rois, int64_t box_row_stride,
+    const int64_t *batch_indices,
+    T *output, const int64_t output_strides[4],
+    const pyroi_roi_align_params *params)
+{
+    PYROI_TYPED(roi_align_max_job) job;
+    PYROI_TYPED(roi_align_plan) plan;
+    int64_t *grid_w = NULL;
+    int workers;
+    pyroi_status status = roi_align_check_call(
+        input, input_shape, input_strides, PYROI_TENSOR_INPUT, output, output_strides,
+        PYROI_TENSOR_OUTPUT, boxes, num_rois, box_row_stride, batch_indices, params);
+    if (status != PYROI_OK) {
+        return status;
+    }
+    if (num_rois == 0 || input_shape[1] == 0) { /* no output: check the boxes, skip the plan */
+        int64_t failed_roi;
+        return PYROI_TYPED(roi_align_check_boxes)(boxes, num_rois, box_row_stride,
+                                                  input_shape[2], input_shape[3], params, NULL,
+                                                  NULL, &failed_roi);
+    }
+    status = PYROI_TYPED(roi_align_plan_build)(&plan, boxes, num_rois, box_row_stride,
+                                               batch_indices, input_shape[0], input_shape[2],
+                                               input_shape[3], params);
+    if (status != PYROI_OK) {
+        return status;
+    }
+    status = PYROI_TYPED(roi_align_grid_widths)(boxes, num_rois, box_row_stride, input_shape[2],
+                                                input_shape[3], params, &grid_w);
+    if (status == PYROI_OK) {
+        job.base.features = input;
+        job.base.features_strides = input_strides;
+        job.base.batch_indices = batch_indices;
+        job.base.result = output;
+        job.base.result_strides = output_strides;
+        job.base.map_shape = input_shape;
+        job.base.params = params;
+        job.base.plan = &plan;
+        job.argmax = NULL;
+        job.argmax_const = NULL;
+        job.argmax_strides = NULL;
+        job.grid_w = grid_w;
+        workers = pyroi_parallel_workers(params->num_threads, num_rois,
+                                         (double)input_shape[1] * plan.sampled_taps /
+                                             (double)num_rois);
+        pyroi_parallel_for(workers, num_rois, PYROI_TYPED(roi_align_onnx_max_forward_task),
+                           &job);
+    }
+    free(grid_w);
+    PYROI_TYPED(roi_align_plan_free)(&plan);
+    return status;
+}
+
 #undef PYROI_LANES
 #undef PYROI_LANE_BYTES

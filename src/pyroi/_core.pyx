@@ -802,3 +802,45 @@ def roi_align_rotated_backward(const real[:, :, :, :] grad_output, const real[:,
                                                        grad_input_shape[2],
                                                        grad_input_shape[3], &params), "rois")
     check_status(status)
+
+
+# ------------------------------------------------------------------------------------------
+# compatibility front-ends
+
+def roi_align_onnx_max_forward(const real[:, :, :, :] input, const real[:, :] boxes,
+                               const int64_t[::1] batch_indices, real[:, :, :, :] output,
+                               int64_t pooled_height, int64_t pooled_width,
+                               double spatial_scale_h, double spatial_scale_w,
+                               int64_t sampling_ratio, bint aligned, int num_threads):
+    """ONNX RoiAlign mode="max" (onnxruntime's max over weighted taps) into output."""
+    cdef c.pyroi_roi_align_params params
+    cdef int64_t input_shape[4]
+    cdef int64_t input_strides[4]
+    cdef int64_t output_strides[4]
+    cdef int64_t box_row_stride
+    cdef int64_t num_rois = boxes.shape[0]
+    cdef c.pyroi_status status
+    cdef int i
+    if batch_indices.shape[0] != num_rois:
+        raise ShapeError("pyroi: boxes and batch_indices differ in length")
+    for i in range(4):
+        input_shape[i] = input.shape[i]
+    element_strides(input.strides, sizeof(real), 4, input_strides)
+    element_strides(output.strides, sizeof(real), 4, output_strides)
+    box_row_stride = box_rows_stride(boxes.strides, sizeof(real))
+    fill_roi_align_params(&params, pooled_height, pooled_width, spatial_scale_h,
+                          spatial_scale_w, sampling_ratio, aligned, num_threads)
+    with nogil:
+        if real is float:
+            status = c.pyroi_roi_align_onnx_max_forward_f32(
+                &input[0, 0, 0, 0], input_shape, input_strides, &boxes[0, 0], num_rois,
+                box_row_stride, &batch_indices[0], &output[0, 0, 0, 0], output_strides, &params)
+        else:
+            status = c.pyroi_roi_align_onnx_max_forward_f64(
+                &input[0, 0, 0, 0], input_shape, input_strides, &boxes[0, 0], num_rois,
+                box_row_stride, &batch_indices[0], &output[0, 0, 0, 0], output_strides, &params)
+    if is_roi_status(status):
+        check_status(status, first_invalid_roi(boxes, box_row_stride, batch_indices,
+                                               input_shape[0], input_shape[2], input_shape[3],
+                                               &params), "rois")
+    check_status(status)

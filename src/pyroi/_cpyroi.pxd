@@ -300,3 +300,16 @@ cdef extern from "pyroi.h" nogil:
         const double *boxes, int64_t num_rois, int64_t box_row_stride,
         const int64_t *batch_indices, int64_t num_images, int64_t height, int64_t width,
         const pyroi_roi_align_rotated_params *params, int64_t *failed_roi)
+
+    pyroi_status pyroi_roi_align_onnx_max_forward_f32(
+        const float *input, const int64_t *input_shape, const int64_t *input_strides,
+        const float *boxes, int64_t num_rois, int64_t box_row_stride,
+        const int64_t *batch_indices,
+        float *output, const int64_t *output_strides,
+        const pyroi_roi_align_params *params)
+    pyroi_status pyroi_roi_align_onnx_max_forward_f64(
+        const double *input, const int64_t *input_shape, const int64_t *input_strides,
+        const double *boxes, int64_t num_rois, int64_t box_row_stride,
+        const int64_t *batch_indices,
+        double *output, const int64_t *output_strides,
+        const pyroi_roi_align_params *params)

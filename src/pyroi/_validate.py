@@ -347,3 +347,96 @@ def pooling_mode(value) -> bool:
     if value not in ("avg", "max"):
         raise InvalidArgumentError(f'mode must be "avg" or "max", got {value!r}')
     return value == "max"
+
+
+# ------------------------------------------------------------------------------------------
+# compatibility front-ends (pyroi.onnx, pyroi.ascend)
+
+def onnx_float_attribute(value, name: str) -> float:
+    """An ONNX FLOAT attribute: stored as float32, so the value is rounded to float32 (and
+    widened back to a Python float, as onnxruntime's double kernel widens it)."""
+    number = spatial_scale(value, name)
+    with np.errstate(over="ignore"):
+        narrowed = float(np.float32(number))
+    if not np.isfinite(narrowed):
+        raise InvalidArgumentError(f"{name} overflows float32, got {number!r}")
+    return narrowed
+
+
+def non_negative_int(value, name: str) -> int:
+    if isinstance(value, (bool, np.bool_)):
+        raise ArgumentTypeError(f"{name} must be an integer, got {value!r}")
+    try:
+        number = operator.index(value)
+    except TypeError:
+        raise ArgumentTypeError(f"{name} must be an integer, got {value!r}") from None
+    if number < 0:
+        raise InvalidArgumentError(f"{name} must be >= 0, got {number}")
+    return number
+
+
+ONNX_ROI_ALIGN_MODES = ("avg", "max")
+ONNX_COORDINATE_MODES = ("half_pixel", "output_half_pixel")
+
+
+def onnx_mode(value) -> bool:
+    """ONNX RoiAlign ``mode`` ("avg" or "max", compared case-insensitively as onnxruntime
+    does); returns True for max."""
+    if isinstance(value, bytes):
+        value = value.decode("utf-8", "replace")
+    if not isinstance(value, str) or value.lower() not in ONNX_ROI_ALIGN_MODES:
+        raise InvalidArgumentError(f'mode must be "avg" or "max", got {value!r}')
+    return value.lower() == "max"
+
+
+def onnx_opset(value) -> int:
+    if isinstance(value, (bool, np.bool_)):
+        raise ArgumentTypeError(f"opset must be an integer, got {value!r}")
+    try:
+        number = operator.index(value)
+    except TypeError:
+        raise ArgumentTypeError(f"opset must be an integer, got {value!r}") from None
+    if number < 10:
+        raise InvalidArgumentError(f"RoiAlign exists from opset 10 on, got opset {number}")
+    return number
+
+
+def onnx_aligned(mode, opset: int) -> bool:
+    """Whether an ONNX RoiAlign shifts by half a pixel: ``coordinate_transformation_mode``
+    (None = attribute absent) under ``opset``. RoiAlign-10 (opsets 10-15) has no attribute and
+    never shifts; from 16 on the default is "half_pixel". onnxruntime treats every string other
+    than "half_pixel" as "output_half_pixel"; pyroi rejects unknown strings instead."""
+    if isinstance(mode, bytes):
+        mode = mode.decode("utf-8", "replace")
+    if mode is None:
+        return opset >= 16
+    if opset < 16:
+        raise InvalidArgumentError(
+            f"coordinate_transformation_mode={mode!r} does not exist in RoiAlign before opset "
+            f"16 (opset {opset}); leave it None (RoiAlign-10 never shifts)"
+        )
+    if not isinstance(mode, str) or mode not in ONNX_COORDINATE_MODES:
+        raise InvalidArgumentError(
+            f'coordinate_transformation_mode must be "half_pixel" or "output_half_pixel", '
+            f"got {mode!r} (onnxruntime silently treats unknown strings as output_half_pixel)"
+        )
+    return mode == "half_pixel"
+
+
+def int64_indices(value, name: str = "batch_indices") -> np.ndarray:
+    """An int64 index array (ONNX tensor(int64)); other dtypes are rejected."""
+    array = _as_array(value)
+    if array.dtype.newbyteorder("=") != np.dtype(np.int64):
+        raise DTypeError(f"{name} must be an int64 array, got dtype {array.dtype}")
+    return array
+
+
+def int_pair(value, name: str) -> tuple[int, int]:
+    """A pair of positive integers (an ONNX INTS attribute of length 2)."""
+    try:
+        items = list(value)
+    except TypeError:
+        raise ArgumentTypeError(f"{name} must be a pair of integers, got {value!r}") from None
+    if len(items) != 2:
+        raise InvalidArgumentError(f"{name} must have 2 entries (height, width), got {value!r}")
+    return (positive_int(items[0], f"{name}[0]"), positive_int(items[1], f"{name}[1]"))

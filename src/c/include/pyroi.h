@@ -686,6 +686,44 @@ PYROI_API pyroi_status pyroi_roi_align_rotated_find_invalid_roi_f64(
     const int64_t *batch_indices, int64_t num_images, int64_t height, int64_t width,
     const pyroi_roi_align_rotated_params *params, int64_t *failed_roi);
 
+/* ------------------------------------------------------------------------------------------
+ * Compatibility front-ends (ONNX RoiAlign mode="max"; Ascend aclnnRoiAlignV2Backward
+ * workspace form). Other front-ends (ONNX RoiAlign avg, ONNX MaxRoiPool, Ascend ROIPooling)
+ * need no entry point of their own: they are pyroi_roi_align_forward_* and
+ * pyroi_roi_pool_forward_* with the front-end's conventions (see the Python package).
+ * ---------------------------------------------------------------------------------------- */
+
+/* ONNX RoiAlign mode="max", exactly as onnxruntime 1.32 computes it (bit for bit, float32 and
+ * float64): geometry, sampling grid and sample positions as pyroi_roi_align_forward_*
+ * (params->aligned = 1 is ONNX "half_pixel", 0 is "output_half_pixel" / RoiAlign-10), but each
+ * bin is a maximum over *weighted taps*, never over interpolated values:
+ *   per sample:  t_k = w_k * P[tap_k] (k = 1..4, the bilinear weights and pixels of the
+ *                sampler), v = M(M(M(t1, t2), t3), t4) with M(a, b) = a < b ? b : a;
+ *                a sample outside [-1, H] x [-1, W] has v = 0 * P[0, 0] (onnxruntime stores
+ *                its four weights as 0 at pixel 0): +-0, or NaN when P[0, 0] is not finite;
+ *   per bin:     out = v of the first sample, then out = M(out, v) over the others in
+ *                row-major sample order; no division; a bin with no samples is 0.
+ * So the result is at most the interpolated maximum (a sample midway between four pixels
+ * gives a quarter of the local peak) and, for negative data, a sample exactly on a pixel
+ * yields -0.0, which beats every negative tap. These are onnxruntime's quirks, reproduced on
+ * purpose (SEMANTICS.md 4.1). Deviations: onnxruntime raises for an aligned RoI inverted on
+ * exactly one axis with adaptive sampling (pyroi gives 0, as avg mode) and reads out of
+ * bounds on an empty map (pyroi uses z = 0 when H * W = 0).
+ * Arguments as pyroi_roi_align_forward_*. Returns PYROI_OK or the first validation failure.
+ * Thread-safe; bit-identical for every thread count. */
+PYROI_API pyroi_status pyroi_roi_align_onnx_max_forward_f32(
+    const float *input, const int64_t input_shape[4], const int64_t input_strides[4],
+    const float *boxes, int64_t num_rois, int64_t box_row_stride,
+    const int64_t *batch_indices,
+    float *output, const int64_t output_strides[4],
+    const pyroi_roi_align_params *params);
+PYROI_API pyroi_status pyroi_roi_align_onnx_max_forward_f64(
+    const double *input, const int64_t input_shape[4], const int64_t input_strides[4],
+    const double *boxes, int64_t num_rois, int64_t box_row_stride,
+    const int64_t *batch_indices,
+    double *output, const int64_t output_strides[4],
+    const pyroi_roi_align_params *params);
+
 #ifdef __cplusplus
 }
 #endif
