@@ -60,3 +60,8 @@ __all__ += ["MultiScaleRoIAlign", "PSRoIAlign", "PSRoIPool", "RoIAlign", "RoIAli
 from pyroi import onnx  # noqa: E402
 
 __all__ += ["onnx"]
+
+# pyroi.ascend: Ascend ROIPooling layout / limits and aclnnRoiAlignV2Backward's signature.
+from pyroi import ascend  # noqa: E402
+
+__all__ += ["ascend"]

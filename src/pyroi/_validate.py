@@ -440,3 +440,118 @@ def int_pair(value, name: str) -> tuple[int, int]:
     if len(items) != 2:
         raise InvalidArgumentError(f"{name} must have 2 entries (height, width), got {value!r}")
     return (positive_int(items[0], f"{name}[0]"), positive_int(items[1], f"{name}[1]"))
+
+
+ASCEND_POOLED_RANGE = (2, 20)
+ASCEND_MAX_ROIS = 6000
+ASCEND_ROI_ALIGN = 16
+
+
+def ascend_pooled(value, name: str, strict: bool) -> int:
+    """pooled_h / pooled_w of Ascend ROIPooling: in [2, 20] (the documented hardware table)
+    when strict, else any positive integer."""
+    size = positive_int(value, name)
+    low, high = ASCEND_POOLED_RANGE
+    if strict and not low <= size <= high:
+        raise InvalidArgumentError(
+            f"{name} must be in [{low}, {high}] (Ascend ROIPooling limit; strict=False lifts "
+            f"it), got {size}"
+        )
+    return size
+
+
+def ascend_roi_count(count: int, strict: bool, name: str = "rois") -> None:
+    """The padded RoI count N of Ascend ROIPooling: a multiple of 16, at most 6000."""
+    if strict and (count % ASCEND_ROI_ALIGN or count > ASCEND_MAX_ROIS):
+        raise ShapeError(
+            f"{name} must hold N RoIs per image with N a multiple of {ASCEND_ROI_ALIGN} and at "
+            f"most {ASCEND_MAX_ROIS} (Ascend ROIPooling limit; strict=False lifts it), got "
+            f"N = {count}"
+        )
+
+
+def ascend_scales(scale, scale_h, scale_w) -> tuple[float, float]:
+    """(scale_h, scale_w) of Ascend ROIPooling: ``spatial_scale`` (``scale``) when given sets
+    both, else ``spatial_scale_h`` and ``spatial_scale_w``."""
+    if scale is not None:
+        both = spatial_scale(scale)
+        return both, both
+    return (spatial_scale(scale_h, "spatial_scale_h"), spatial_scale(scale_w, "spatial_scale_w"))
+
+
+def ascend_actual_counts(value, batch: int, count: int, strict: bool) -> np.ndarray:
+    """Column 0 of roi_actual_num [batch, 8] (int32 when strict) as int64 counts in [0, N];
+    None means every one of the N RoIs of each image is real."""
+    if value is None:
+        return np.full(batch, count, dtype=np.int64)
+    array = _as_array(value)
+    if array.dtype.kind not in "iu" or (strict and array.dtype != np.int32):
+        raise DTypeError(
+            f"roi_actual_num must be an int32 array{'' if strict else ' (or any integers)'}, "
+            f"got dtype {array.dtype}"
+        )
+    if array.ndim != 2 or array.shape[0] != batch or array.shape[1] < 1 or (
+            strict and array.shape[1] != 8):
+        raise ShapeError(
+            f"roi_actual_num must have shape ({batch}, 8), got {array.shape}"
+        )
+    counts = array[:, 0].astype(np.int64)
+    invalid = (counts < 0) | (counts > count)
+    if invalid.any():
+        b = int(np.argmax(invalid))
+        raise InvalidArgumentError(
+            f"roi_actual_num[{b}, 0] is {counts[b]}; it must be in [0, {count}] (N)"
+        )
+    return counts
+
+
+def strictly_positive_scale(value, name: str = "spatial_scale") -> float:
+    scale = spatial_scale(value, name)
+    if not scale > 0:
+        raise InvalidArgumentError(f"{name} must be > 0, got {scale!r}")
+    return scale
+
+
+def ascend_v2_boxes(value, dtype: np.dtype, input_shape: tuple, scale: float):
+    """Boxes of aclnnRoiAlignV2Backward: (K, 5) ``(image_id, x1, y1, x2, y2)`` of ``dtype``;
+    image_id floored and in [0, B); 0 <= x1 <= x2 <= W / scale and 0 <= y1 <= y2 <= H / scale
+    (bounds formed in float64). Returns (coords (K, 4), image ids (K,) int64)."""
+    array = _as_array(value)
+    if array.ndim != 2 or array.shape[1] != 5:
+        raise ShapeError(
+            f"boxes must have shape (K, 5) [image_id, x1, y1, x2, y2], got {array.shape}"
+        )
+    _check_coords_dtype(array, dtype, "boxes")
+    num_images, _, height, width = input_shape
+    column = array[:, 0].astype(np.float64)
+    finite = np.isfinite(column)
+    if not finite.all():
+        k = int(np.argmin(finite))
+        raise BatchIndexError(f"boxes: RoI {k} has image_id {column[k]!r}; it must be finite")
+    image = np.floor(column)
+    invalid = (image < 0) | (image >= num_images)
+    if invalid.any():
+        k = int(np.argmax(invalid))
+        raise BatchIndexError(
+            f"boxes: RoI {k} has image_id {column[k]!r} (floored: {image[k]:g}); it must be in "
+            f"[0, {num_images})"
+        )
+    coords = np.ascontiguousarray(array[:, 1:], dtype=array.dtype.newbyteorder("="))
+    _check_finite_coords(coords, "boxes")
+    wide = coords.astype(np.float64)
+    limits = {"x": width / scale, "y": height / scale}
+    for axis, (first, second) in (("x", (0, 2)), ("y", (1, 3))):
+        low, high = wide[:, first], wide[:, second]
+        for bad, rule in (
+            (low < 0, f"0 <= {axis}1"),
+            (low > high, f"{axis}1 <= {axis}2"),
+            (high > limits[axis], f"{axis}2 <= {'W' if axis == 'x' else 'H'} / spatial_scale "
+                                  f"= {limits[axis]:g}"),
+        ):
+            if bad.any():
+                k = int(np.argmax(bad))
+                raise BoxError(
+                    f"boxes: RoI {k} = {array[k].tolist()} violates {rule} "
+                    f"(aclnnRoiAlignV2Backward constraint)"
+                )
+    return coords, image.astype(np.int64)
