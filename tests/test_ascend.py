@@ -295,3 +295,43 @@ def test_v2_backward_argument_errors():
         call(grad, boxes.astype(np.float64), shape, 2, 3, scale, 0, True)
     with pytest.raises(pyroi.ArgumentTypeError, match="aligned"):
         call(grad, boxes, shape, 2, 3, scale, 0, "yes")
+
+
+def test_v2_backward_two_phase_workspace():
+    grad, boxes, shape, scale = _v2_case(np.float32, seed=6, k=30, shape=(2, 20, 15, 13))
+    args = (2, 3, scale, 0, True)
+    expected = ascend.roi_align_v2_backward(grad, boxes, shape, *args)
+    size = ascend.roi_align_v2_backward_workspace_size(boxes, shape, *args)
+    assert size > 0
+    workspace = np.full(size, 0xAB, np.uint8)
+    np.testing.assert_array_equal(
+        ascend.roi_align_v2_backward(grad, boxes, shape, *args, workspace=workspace), expected)
+    assert (workspace != 0xAB).any()  # the call really used it
+    smaller = size
+    failed = False
+    while smaller > 16:
+        smaller //= 2
+        try:
+            result = ascend.roi_align_v2_backward(grad, boxes, shape, *args,
+                                                  workspace=np.empty(smaller, np.uint8))
+        except pyroi.PyroiMemoryError:
+            failed = True
+            break
+        np.testing.assert_array_equal(result, expected)
+    assert failed  # too small for the tap tables: a clean error
+    with pytest.raises(pyroi.DTypeError, match="workspace"):
+        ascend.roi_align_v2_backward(grad, boxes, shape, *args,
+                                     workspace=np.empty(size, np.int8))
+    with pytest.raises(pyroi.InvalidArgumentError, match="contiguous"):
+        ascend.roi_align_v2_backward(grad, boxes, shape, *args,
+                                     workspace=np.empty(2 * size, np.uint8)[::2])
+    with pytest.raises(pyroi.ArgumentTypeError, match="workspace"):
+        ascend.roi_align_v2_backward(grad, boxes, shape, *args, workspace=bytearray(size))
+    # nothing to write: no workspace at all
+    empty = ascend.roi_align_v2_backward_workspace_size(boxes, (2, 20, 15, 13)[:1] + (0, 15, 13),
+                                                        *args)
+    assert empty == 0
+    with pytest.raises(pyroi.InvalidArgumentError, match="sampling_ratio"):
+        ascend.roi_align_v2_backward_workspace_size(boxes, shape, 2, 3, scale, -2, True)
+    with pytest.raises(pyroi.DTypeError, match="boxes"):
+        ascend.roi_align_v2_backward_workspace_size(boxes.astype(np.int32), shape, *args)

@@ -313,3 +313,24 @@ cdef extern from "pyroi.h" nogil:
         const int64_t *batch_indices,
         double *output, const int64_t *output_strides,
         const pyroi_roi_align_params *params)
+
+    pyroi_status pyroi_roi_align_backward_workspace_size_f32(
+        const float *boxes, int64_t num_rois, int64_t box_row_stride,
+        const int64_t *batch_indices, const int64_t *grad_input_shape,
+        const pyroi_roi_align_params *params, size_t *workspace_size)
+    pyroi_status pyroi_roi_align_backward_workspace_size_f64(
+        const double *boxes, int64_t num_rois, int64_t box_row_stride,
+        const int64_t *batch_indices, const int64_t *grad_input_shape,
+        const pyroi_roi_align_params *params, size_t *workspace_size)
+    pyroi_status pyroi_roi_align_backward_with_workspace_f32(
+        const float *grad_output, const int64_t *grad_output_strides,
+        const float *boxes, int64_t num_rois, int64_t box_row_stride,
+        const int64_t *batch_indices,
+        float *grad_input, const int64_t *grad_input_shape, const int64_t *grad_input_strides,
+        const pyroi_roi_align_params *params, void *workspace, size_t workspace_size)
+    pyroi_status pyroi_roi_align_backward_with_workspace_f64(
+        const double *grad_output, const int64_t *grad_output_strides,
+        const double *boxes, int64_t num_rois, int64_t box_row_stride,
+        const int64_t *batch_indices,
+        double *grad_input, const int64_t *grad_input_shape, const int64_t *grad_input_strides,
+        const pyroi_roi_align_params *params, void *workspace, size_t workspace_size)

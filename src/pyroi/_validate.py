@@ -555,3 +555,18 @@ def ascend_v2_boxes(value, dtype: np.dtype, input_shape: tuple, scale: float):
                     f"(aclnnRoiAlignV2Backward constraint)"
                 )
     return coords, image.astype(np.int64)
+
+
+def workspace_array(value, inputs: tuple, name: str = "workspace") -> np.ndarray:
+    """A caller's scratch buffer: a writeable, contiguous 1-D uint8 array not overlapping
+    ``inputs``."""
+    if not isinstance(value, np.ndarray):
+        raise ArgumentTypeError(f"{name} must be a NumPy uint8 array, got {type(value).__name__}")
+    if value.dtype != np.uint8 or value.ndim != 1:
+        raise DTypeError(f"{name} must be a 1-D uint8 array, got {value.dtype} {value.shape}")
+    if not value.flags.c_contiguous or not value.flags.writeable:
+        raise InvalidArgumentError(f"{name} must be contiguous and writeable")
+    for array in inputs:
+        if np.may_share_memory(value, array):
+            raise InvalidArgumentError(f"{name} must not share memory with the other arrays")
+    return value

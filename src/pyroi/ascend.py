@@ -14,7 +14,8 @@ import numpy as np
 
 from pyroi import _core, _validate
 
-__all__ = ["pack_rois", "roi_align_v2_backward", "roi_pooling"]
+__all__ = ["pack_rois", "roi_align_v2_backward", "roi_align_v2_backward_workspace_size",
+           "roi_pooling"]
 
 
 def roi_pooling(
@@ -193,6 +194,7 @@ def roi_align_v2_backward(
     sampling_ratio,
     aligned,
     *,
+    workspace=None,
     num_threads=None,
     out=None,
 ):
@@ -218,6 +220,11 @@ def roi_align_v2_backward(
     aligned : bool
         True shifts box corners by -0.5 pixel (RoIAlign V2); False is the legacy convention
         (sizes forced to >= 1).
+    workspace : ndarray of uint8, 1-D, contiguous, optional
+        Scratch memory for the call (the aclnn two-phase shape): size it with
+        :func:`roi_align_v2_backward_workspace_size`. A smaller one still works if it holds
+        the RoIs' tap tables (fewer workers; same results), else :class:`pyroi.PyroiMemoryError`.
+        None: allocated here with the queried size.
     num_threads : int, optional
         Threads for this call.
     out : ndarray of shape ``input_shape``, optional
@@ -257,6 +264,25 @@ def roi_align_v2_backward(
             f"pooled_height, pooled_width = {pooled} do not match grad_output of shape "
             f"{grad.shape}"
         )
+    coords, roi_images, scale, ratio, is_aligned, threads = _v2_arguments(
+        boxes, grad.dtype, shape, spatial_scale, sampling_ratio, aligned, num_threads)
+    if coords.shape[0] != grad.shape[0]:
+        raise _validate.ShapeError(
+            f"boxes has {coords.shape[0]} RoIs but grad_output has {grad.shape[0]} (K must match)"
+        )
+    result = _validate.output_array(out, shape, grad.dtype, (grad, coords))
+    if workspace is None:
+        workspace = np.empty(_core.roi_align_backward_workspace_size(
+            coords, roi_images, shape, pooled[0], pooled[1], scale, scale, ratio, is_aligned,
+            threads), dtype=np.uint8)
+    else:
+        workspace = _validate.workspace_array(workspace, (grad, coords, result))
+    _core.roi_align_backward_with_workspace(grad, coords, roi_images, result, scale, scale,
+                                            ratio, is_aligned, threads, workspace)
+    return result
+
+
+def _v2_arguments(boxes, dtype, shape, spatial_scale, sampling_ratio, aligned, num_threads):
     scale = _validate.onnx_float_attribute(spatial_scale, "spatial_scale")
     if not scale > 0:
         raise _validate.InvalidArgumentError(f"spatial_scale must be > 0, got {spatial_scale!r}")
@@ -267,12 +293,38 @@ def roi_align_v2_backward(
         )
     is_aligned = _validate.flag(aligned, "aligned")
     threads = _validate.num_threads(num_threads)
-    coords, roi_images = _validate.ascend_v2_boxes(boxes, grad.dtype, shape, scale)
-    if coords.shape[0] != grad.shape[0]:
-        raise _validate.ShapeError(
-            f"boxes has {coords.shape[0]} RoIs but grad_output has {grad.shape[0]} (K must match)"
-        )
-    result = _validate.output_array(out, shape, grad.dtype, (grad, coords))
-    _core.roi_align_backward(grad, coords, roi_images, result, scale, scale, ratio, is_aligned,
-                             threads)
-    return result
+    coords, roi_images = _validate.ascend_v2_boxes(boxes, dtype, shape, scale)
+    return coords, roi_images, scale, ratio, is_aligned, threads
+
+
+def roi_align_v2_backward_workspace_size(boxes, input_shape, pooled_height, pooled_width,
+                                         spatial_scale, sampling_ratio, aligned, *,
+                                         num_threads=None):
+    """Bytes of workspace :func:`roi_align_v2_backward` uses with these arguments -- the first
+    phase of the aclnn call (``aclnnRoiAlignV2BackwardGetWorkspaceSize``).
+
+    Arguments and checks as :func:`roi_align_v2_backward` (``boxes`` fixes the dtype). The
+    answer is ``pyroi_roi_align_backward_workspace_size_*`` of the C API: the RoIs' tap tables
+    plus the scratch of the loop order and worker count the call will choose. A smaller
+    workspace that still holds the tap tables works too (fewer workers, same results).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from pyroi import ascend
+    >>> boxes = np.array([[0, 0, 0, 1, 1]], np.float32)
+    >>> ascend.roi_align_v2_backward_workspace_size(boxes, (1, 1, 2, 2), 2, 2, 1.0, 2, True) > 0
+    True
+    """
+    array = boxes if isinstance(boxes, np.ndarray) else np.asarray(boxes)
+    dtype = array.dtype.newbyteorder("=")
+    if dtype not in _validate.FLOAT_DTYPES:
+        raise _validate.DTypeError(f"boxes must be float32 or float64, got dtype {array.dtype}")
+    shape = _validate.shape4(input_shape, "input_shape")
+    pooled = (_validate.positive_int(pooled_height, "pooled_height"),
+              _validate.positive_int(pooled_width, "pooled_width"))
+    coords, roi_images, scale, ratio, is_aligned, threads = _v2_arguments(
+        array, dtype, shape, spatial_scale, sampling_ratio, aligned, num_threads)
+    return int(_core.roi_align_backward_workspace_size(
+        coords, roi_images, shape, pooled[0], pooled[1], scale, scale, ratio, is_aligned,
+        threads))

@@ -112,10 +112,159 @@ static void test_onnx_max_statuses(void)
     CHECK(y == 7.0f);
 }
 
+
+/* The two-phase backward: the queried workspace reproduces pyroi_roi_align_backward bit for
+ * bit, at any alignment, with fewer bytes (fewer workers / direct order), and fails cleanly
+ * when even the tap tables do not fit. */
+#define WS_N 2
+#define WS_C 20
+#define WS_H 13
+#define WS_W 17
+#define WS_K 9
+static void test_backward_workspace(void)
+{
+    static float grad_output[WS_K * WS_C * 2 * 3], expected[WS_N * WS_C * WS_H * WS_W];
+    static float actual[WS_N * WS_C * WS_H * WS_W];
+    static unsigned char workspace[1 << 20];
+    const int64_t shape[4] = {WS_N, WS_C, WS_H, WS_W};
+    const int64_t strides[4] = {WS_C * WS_H * WS_W, WS_H * WS_W, WS_W, 1};
+    const int64_t go_strides[4] = {WS_C * 6, 6, 3, 1};
+    const int64_t empty_shape[4] = {WS_N, WS_C, 0, WS_W};
+    const int64_t bad_shape[4] = {WS_N, -1, WS_H, WS_W};
+    float boxes[WS_K * 4];
+    int64_t batch[WS_K], bad_batch[WS_K];
+    unsigned long long state = 7;
+    pyroi_roi_align_params p;
+    size_t size = 0, trial, tiny = 0;
+    int threads, i, k, aligned;
+
+    for (i = 0; i < WS_K * WS_C * 6; ++i) {
+        grad_output[i] = (float)(check_random(&state) - 0.5);
+    }
+    for (k = 0; k < WS_K; ++k) {
+        const float x1 = (float)(check_random(&state) * 40.0 - 4.0);
+        const float y1 = (float)(check_random(&state) * 30.0 - 4.0);
+        boxes[4 * k] = x1;
+        boxes[4 * k + 1] = y1;
+        boxes[4 * k + 2] = x1 + (float)(check_random(&state) * 20.0);
+        boxes[4 * k + 3] = y1 + (float)(check_random(&state) * 20.0);
+        batch[k] = k % WS_N;
+        bad_batch[k] = k == 3 ? WS_N : batch[k];
+    }
+    pyroi_roi_align_params_init(&p);
+    p.pooled_height = 2;
+    p.pooled_width = 3;
+    p.spatial_scale_h = p.spatial_scale_w = 0.5;
+    for (aligned = 0; aligned < 2; ++aligned) {
+        for (threads = 1; threads <= 3; ++threads) {
+            p.aligned = aligned;
+            p.num_threads = threads;
+            CHECK_STATUS(pyroi_roi_align_backward_f32(grad_output, go_strides, boxes, WS_K, 4,
+                                                      batch, expected, shape, strides, &p),
+                         PYROI_OK);
+            CHECK_STATUS(pyroi_roi_align_backward_workspace_size_f32(boxes, WS_K, 4, batch, shape,
+                                                                     &p, &size), PYROI_OK);
+            CHECK(size > 0 && size < sizeof(workspace) - 1);
+            /* the queried size, then misaligned, then ever smaller */
+            for (trial = size; trial >= 64; trial = trial * 2 / 3) {
+                pyroi_status status;
+                memset(actual, 0x7f, sizeof(actual));
+                status = pyroi_roi_align_backward_with_workspace_f32(
+                    grad_output, go_strides, boxes, WS_K, 4, batch, actual, shape, strides, &p,
+                    workspace + (trial == size ? 0 : 1), trial);
+                if (trial == size) {
+                    CHECK(status == PYROI_OK);
+                }
+                if (status == PYROI_OK) {
+                    CHECK(memcmp(actual, expected, sizeof(actual)) == 0);
+                } else {
+                    CHECK(status == PYROI_E_NO_MEMORY);
+                    CHECK(((const unsigned char *)actual)[0] == 0x7f); /* nothing written */
+                    tiny = trial;
+                }
+            }
+        }
+    }
+    CHECK(tiny > 0); /* the loop reached a workspace too small for the tap tables */
+    /* statuses */
+    CHECK_STATUS(pyroi_roi_align_backward_workspace_size_f32(boxes, WS_K, 4, batch, shape, &p,
+                                                             NULL), PYROI_E_NULL_POINTER);
+    CHECK_STATUS(pyroi_roi_align_backward_workspace_size_f32(boxes, WS_K, 4, batch, bad_shape,
+                                                             &p, &size), PYROI_E_INVALID_SHAPE);
+    CHECK(size == 0);
+    CHECK_STATUS(pyroi_roi_align_backward_workspace_size_f32(boxes, WS_K, 4, bad_batch, shape,
+                                                             &p, &size),
+                 PYROI_E_INVALID_BATCH_INDEX);
+    CHECK_STATUS(pyroi_roi_align_backward_workspace_size_f32(boxes, -1, 4, batch, shape, &p,
+                                                             &size), PYROI_E_INVALID_SHAPE);
+    boxes[5] = NAN;
+    CHECK_STATUS(pyroi_roi_align_backward_workspace_size_f32(boxes, WS_K, 4, batch, shape, &p,
+                                                             &size), PYROI_E_INVALID_BOX);
+    CHECK_STATUS(pyroi_roi_align_backward_with_workspace_f32(grad_output, go_strides, boxes,
+                                                             WS_K, 4, batch, actual, shape,
+                                                             strides, &p, workspace,
+                                                             sizeof(workspace)),
+                 PYROI_E_INVALID_BOX);
+    boxes[5] = 1.0f;
+    CHECK_STATUS(pyroi_roi_align_backward_with_workspace_f32(grad_output, go_strides, boxes,
+                                                             WS_K, 4, batch, actual, shape,
+                                                             strides, &p, NULL, 16),
+                 PYROI_E_NULL_POINTER);
+    CHECK_STATUS(pyroi_roi_align_backward_with_workspace_f32(grad_output, go_strides, boxes,
+                                                             WS_K, 4, batch, actual, shape,
+                                                             strides, &p, NULL, 0),
+                 PYROI_E_NO_MEMORY);
+    p.pooled_width = 0;
+    CHECK_STATUS(pyroi_roi_align_backward_workspace_size_f32(boxes, WS_K, 4, batch, shape, &p,
+                                                             &size),
+                 PYROI_E_INVALID_OUTPUT_SIZE);
+    p.pooled_width = 3;
+    /* nothing to write: no workspace needed */
+    CHECK_STATUS(pyroi_roi_align_backward_workspace_size_f32(boxes, WS_K, 4, batch, empty_shape,
+                                                             &p, &size), PYROI_OK);
+    CHECK(size == 0);
+    CHECK_STATUS(pyroi_roi_align_backward_with_workspace_f32(grad_output, go_strides, boxes,
+                                                             WS_K, 4, batch, actual,
+                                                             empty_shape, strides, &p, NULL, 0),
+                 PYROI_OK);
+}
+
+/* float64: the queried workspace gives the malloc backward's result. */
+static void test_backward_workspace_f64(void)
+{
+    static double grad_output[3 * 2 * 4], expected[2 * 2 * 6 * 7], actual[2 * 2 * 6 * 7];
+    static unsigned char workspace[1 << 16];
+    const int64_t shape[4] = {2, 2, 6, 7}, strides[4] = {84, 42, 7, 1};
+    const int64_t go_strides[4] = {8, 4, 2, 1};
+    const double boxes[12] = {0.5, 1, 5, 4.5, -1, -2, 3, 8, 2, 2, 2, 2};
+    const int64_t batch[3] = {1, 0, 1};
+    pyroi_roi_align_params p;
+    size_t size = 0;
+    int i;
+    for (i = 0; i < 24; ++i) {
+        grad_output[i] = 0.25 * i - 2.0;
+    }
+    pyroi_roi_align_params_init(&p);
+    p.pooled_height = p.pooled_width = 2;
+    p.aligned = 1;
+    p.sampling_ratio = 2;
+    CHECK_STATUS(pyroi_roi_align_backward_f64(grad_output, go_strides, boxes, 3, 4, batch,
+                                              expected, shape, strides, &p), PYROI_OK);
+    CHECK_STATUS(pyroi_roi_align_backward_workspace_size_f64(boxes, 3, 4, batch, shape, &p,
+                                                             &size), PYROI_OK);
+    CHECK(size > 0 && size <= sizeof(workspace));
+    CHECK_STATUS(pyroi_roi_align_backward_with_workspace_f64(grad_output, go_strides, boxes, 3,
+                                                             4, batch, actual, shape, strides,
+                                                             &p, workspace, size), PYROI_OK);
+    CHECK(memcmp(actual, expected, sizeof(actual)) == 0);
+}
+
 int main(void)
 {
     test_onnx_max_quirks();
     test_onnx_max_outside();
     test_onnx_max_statuses();
+    test_backward_workspace();
+    test_backward_workspace_f64();
     return check_report("test_frontends");
 }

@@ -724,6 +724,47 @@ PYROI_API pyroi_status pyroi_roi_align_onnx_max_forward_f64(
     double *output, const int64_t output_strides[4],
     const pyroi_roi_align_params *params);
 
+/* RoIAlign backward in the two-phase shape of aclnnRoiAlignV2Backward (query the workspace,
+ * then call with it), for callers that manage memory themselves.
+ *
+ * pyroi_roi_align_backward_workspace_size_*: *workspace_size receives the bytes that
+ * pyroi_roi_align_backward_with_workspace_* uses with the same boxes, batch indices,
+ * grad_input_shape and params (the RoI tap tables, and the per-worker scratch blocks of the
+ * loop order and worker count the call will choose; 0 when grad_input has no elements). The
+ * arguments are validated as by the backward (boxes, batch indices, params, shape); on failure
+ * *workspace_size is 0. Thread-safe.
+ *
+ * pyroi_roi_align_backward_with_workspace_*: exactly pyroi_roi_align_backward_* (same
+ * arguments, validation, statuses and results, bit for bit), but every scratch byte comes from
+ * workspace (any alignment; NULL only with workspace_size 0): it calls no allocator. A
+ * workspace smaller than the query's answer still works as long as it holds the tap tables:
+ * the call then uses fewer workers, or the direct loop order that needs no scratch (results are
+ * the same for every loop order and thread count); if even the tap tables do not fit it
+ * returns PYROI_E_NO_MEMORY before writing anything. With params->num_threads = 0 the worker
+ * count follows the online processors at each call, so query again if that may change (a
+ * stale, smaller answer only costs speed). The workspace must not be shared by concurrent
+ * calls. Thread-safe otherwise. */
+PYROI_API pyroi_status pyroi_roi_align_backward_workspace_size_f32(
+    const float *boxes, int64_t num_rois, int64_t box_row_stride,
+    const int64_t *batch_indices, const int64_t grad_input_shape[4],
+    const pyroi_roi_align_params *params, size_t *workspace_size);
+PYROI_API pyroi_status pyroi_roi_align_backward_workspace_size_f64(
+    const double *boxes, int64_t num_rois, int64_t box_row_stride,
+    const int64_t *batch_indices, const int64_t grad_input_shape[4],
+    const pyroi_roi_align_params *params, size_t *workspace_size);
+PYROI_API pyroi_status pyroi_roi_align_backward_with_workspace_f32(
+    const float *grad_output, const int64_t grad_output_strides[4],
+    const float *boxes, int64_t num_rois, int64_t box_row_stride,
+    const int64_t *batch_indices,
+    float *grad_input, const int64_t grad_input_shape[4], const int64_t grad_input_strides[4],
+    const pyroi_roi_align_params *params, void *workspace, size_t workspace_size);
+PYROI_API pyroi_status pyroi_roi_align_backward_with_workspace_f64(
+    const double *grad_output, const int64_t grad_output_strides[4],
+    const double *boxes, int64_t num_rois, int64_t box_row_stride,
+    const int64_t *batch_indices,
+    double *grad_input, const int64_t grad_input_shape[4], const int64_t grad_input_strides[4],
+    const pyroi_roi_align_params *params, void *workspace, size_t workspace_size);
+
 #ifdef __cplusplus
 }
 #endif
