@@ -131,7 +131,8 @@ def pack_rois(boxes, *, dtype=None, strict=True):
     boxes : list of array_like, each (L_i, 4)
         ``[x1, y1, x2, y2]`` rows of image ``i`` (list position = image index).
     dtype : dtype, optional
-        dtype of ``rois`` (default: the boxes' common float dtype, float32 for none).
+        dtype of ``rois``: float16, float32 or float64 (default: the boxes' common float
+        dtype, float32 for none).
     strict : bool, default True
         Raise if the padded count would exceed 6000 (the Ascend limit).
 
@@ -169,8 +170,8 @@ def pack_rois(boxes, *, dtype=None, strict=True):
         floats = [a.dtype for a in arrays if a.dtype.kind == "f"]
         dtype = np.result_type(*floats) if floats else np.float32
     dtype = np.dtype(dtype)
-    if dtype not in _validate.FLOAT_DTYPES:
-        raise _validate.DTypeError(f"dtype must be float32 or float64, got {dtype}")
+    if dtype not in _validate.FLOAT_DTYPES + (np.dtype(np.float16),):
+        raise _validate.DTypeError(f"dtype must be float16, float32 or float64, got {dtype}")
     largest = max((a.shape[0] for a in arrays), default=0)
     align = _validate.ASCEND_ROI_ALIGN
     count = max(align, -(-largest // align) * align)
@@ -317,6 +318,8 @@ def roi_align_v2_backward_workspace_size(boxes, input_shape, pooled_height, pool
     True
     """
     array = boxes if isinstance(boxes, np.ndarray) else np.asarray(boxes)
+    if array.dtype == np.float16:  # a float16 call runs in float32 (see pyroi._half)
+        array = array.astype(np.float32)
     dtype = array.dtype.newbyteorder("=")
     if dtype not in _validate.FLOAT_DTYPES:
         raise _validate.DTypeError(f"boxes must be float32 or float64, got dtype {array.dtype}")
@@ -328,3 +331,10 @@ def roi_align_v2_backward_workspace_size(boxes, input_shape, pooled_height, pool
     return int(_core.roi_align_backward_workspace_size(
         coords, roi_images, shape, pooled[0], pooled[1], scale, scale, ratio, is_aligned,
         threads))
+
+
+# float16 (Ascend's native type): computed in float32, rounded once (_half.py)
+from pyroi._half import float16_support as _float16_support  # noqa: E402
+
+roi_pooling = _float16_support("x", boxes=("rois",))(roi_pooling)
+roi_align_v2_backward = _float16_support("grad_output")(roi_align_v2_backward)

@@ -267,3 +267,10 @@ def run_node(node, X, rois, batch_indices=None, *, opset=16, num_threads=None):
     raise _validate.InvalidArgumentError(
         f'node.op_type must be "RoiAlign" or "MaxRoiPool", got {op_type!r}'
     )
+
+
+# float16 (ONNX T1 includes tensor(float16)): computed in float32, rounded once (_half.py)
+from pyroi._half import float16_support as _float16_support  # noqa: E402
+
+roi_align = _float16_support("X", boxes=("rois",))(roi_align)
+max_roi_pool = _float16_support("X", boxes=("rois",))(max_roi_pool)
