@@ -515,3 +515,38 @@ def test_run_node_errors(onnx_mod):
         ponnx.run_node(make("MaxRoiPool", ["X", "r"], ["Y"]), x, rois)
     with pytest.raises(pyroi.ArgumentTypeError, match="NodeProto"):
         ponnx.run_node("RoiAlign", x, rois, batch)
+
+
+# ---- RoIs inverted on one axis (half_pixel, adaptive): onnxruntime's error -----------------
+
+INVERSION_ROIS = {
+    "x_inverted": ([6, 1, 2, 5], True),     # grid_w = ceil(-4 / 2) = -2, grid_h > 0: error
+    "y_inverted": ([1, 6, 5, 2], True),
+    "both_inverted": ([6, 6, 2, 2], False),  # product >= 0: pools 0
+    "x_slightly": ([3, 1, 2, 5], False),     # ceil(-1 / 2) = 0: no samples, pools 0
+}
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("case", sorted(INVERSION_ROIS))
+def test_one_axis_inverted_like_onnxruntime(onnx_mod, ort, dtype, case):
+    box, raises = INVERSION_ROIS[case]
+    x = np.arange(64, dtype=dtype).reshape(1, 1, 8, 8)
+    rois = np.array([[0, 0, 4, 4], box], dtype=dtype)
+    batch = np.zeros(2, np.int64)
+    attributes = dict(output_height=2, output_width=2, sampling_ratio=0)
+    if raises:
+        with pytest.raises(Exception):
+            ort_roi_align(onnx_mod, ort, x, rois, batch, 16, **attributes)
+        with pytest.raises(pyroi.BoxError, match="RoI 1"):
+            ponnx.roi_align(x, rois, batch, **attributes)
+        # legacy mode and fixed sampling are fine
+        ponnx.roi_align(x, rois, batch, coordinate_transformation_mode="output_half_pixel",
+                        **attributes)
+        ponnx.roi_align(x, rois, batch, **{**attributes, "sampling_ratio": 2})
+    else:
+        for mode in ("avg", "max"):
+            expected = ort_roi_align(onnx_mod, ort, x, rois, batch, 16, mode=mode,
+                                     **attributes)
+            assert_bits_equal(ponnx.roi_align(x, rois, batch, mode=mode, **attributes),
+                              expected)

@@ -570,3 +570,29 @@ def workspace_array(value, inputs: tuple, name: str = "workspace") -> np.ndarray
         if np.may_share_memory(value, array):
             raise InvalidArgumentError(f"{name} must not share memory with the other arrays")
     return value
+
+
+def onnx_negative_grid(coords: np.ndarray, scale: float, pooled: tuple[int, int],
+                       name: str = "rois") -> None:
+    """onnxruntime's rejection of half_pixel RoIs with adaptive sampling whose grid is
+    negative on exactly one axis (its buffer size grid_h * grid_w * ... becomes negative: a
+    SafeInt "Integer overflow" error). The grid is ceil(size / pooled) with the size formed as
+    the kernel forms it, in the coordinates' dtype: (x2 * s - 0.5) - (x1 * s - 0.5)."""
+    if coords.shape[0] == 0:
+        return
+    T = coords.dtype.type
+    s, half = T(scale), T(0.5)
+    with np.errstate(over="ignore", invalid="ignore"):
+        width = (coords[:, 2] * s - half) - (coords[:, 0] * s - half)
+        height = (coords[:, 3] * s - half) - (coords[:, 1] * s - half)
+        grid_w = np.ceil(width / T(pooled[1]))
+        grid_h = np.ceil(height / T(pooled[0]))
+    bad = ((grid_w < 0) & (grid_h > 0)) | ((grid_w > 0) & (grid_h < 0))
+    if bad.any():
+        k = int(np.argmax(bad))
+        raise BoxError(
+            f"{name}: RoI {k} = {coords[k].tolist()} is inverted on exactly one axis, which "
+            f"onnxruntime rejects with half_pixel and adaptive sampling (sampling_ratio=0) "
+            f"(its sample count grid_h * grid_w = {int(grid_h[k])} * {int(grid_w[k])} is "
+            f"negative)"
+        )

@@ -90,11 +90,14 @@ def roi_align(
     every negative tap; a sample outside ``[-1, H] x [-1, W]`` contributes ``0 * X[b, c, 0, 0]``
     (NaN when that pixel is not finite).
 
+    As in onnxruntime, a ``half_pixel`` RoI inverted on exactly one axis with adaptive sampling
+    (a negative sample grid on one axis) is an error (:class:`pyroi.BoxError`; onnxruntime
+    raises an integer-overflow error); inverted on both axes it pools 0.
+
     Differences from onnxruntime: unknown ``coordinate_transformation_mode`` strings raise;
     float64 and float32 are both accepted in every mode; in avg mode a sample outside the map
     contributes exactly 0 (onnxruntime adds ``0 * X[b, c, 0, 0]``, which differs only when
-    that pixel is not finite); an aligned RoI inverted on exactly one axis with adaptive
-    sampling gives zeros (onnxruntime raises an integer-overflow error).
+    that pixel is not finite).
 
     Examples
     --------
@@ -126,6 +129,8 @@ def roi_align(
     coords, roi_images = _validate.boxes(
         rois, features.dtype, features.shape[0], indices, name="rois"
     )
+    if aligned and ratio == 0:
+        _validate.onnx_negative_grid(coords, scale, (pooled_height, pooled_width))
     shape = (coords.shape[0], features.shape[1], pooled_height, pooled_width)
     result = _validate.output_array(out, shape, features.dtype, (features, coords))
     forward = _core.roi_align_onnx_max_forward if is_max else _core.roi_align_forward
