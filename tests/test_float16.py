@@ -170,3 +170,22 @@ def test_ascend_float16():
     assert ascend.roi_align_v2_backward_workspace_size(v2, x.shape, 2, 2, 1 / 16, 2, True) == \
         ascend.roi_align_v2_backward_workspace_size(v2.astype(np.float32), x.shape, 2, 2,
                                                     1 / 16, 2, True)
+
+
+def test_multiscale_float16():
+    rng = np.random.default_rng(8)
+    x = {"a": rng.random((1, 2, 32, 32)).astype(np.float16),
+         "b": rng.random((1, 2, 16, 16)).astype(np.float16)}
+    boxes = [np.array([[0, 0, 50, 60], [10, 10, 100, 120], [1, 2, 3, 4]], np.float16)]
+    half = pyroi.MultiScaleRoIAlign(["a", "b"], 3, 2)
+    single = pyroi.MultiScaleRoIAlign(["a", "b"], 3, 2)
+    y16 = half(x, boxes, [(128, 128)])
+    y32 = single({k: v.astype(np.float32) for k, v in x.items()},
+                 [boxes[0].astype(np.float32)], [(128, 128)])
+    assert y16.dtype == np.float16
+    np.testing.assert_array_equal(y16, y32.astype(np.float16))
+    g16 = half.backward(np.ones_like(y16))
+    g32 = single.backward(np.ones(y32.shape, np.float32))
+    for name in ("a", "b"):
+        assert g16[name].dtype == np.float16
+        np.testing.assert_array_equal(g16[name], g32[name].astype(np.float16))
