@@ -133,8 +133,12 @@ def test_roi_pooling_errors():
         ascend.roi_pooling(x, rois, bad, **kw)
     wrong_image = rois.copy()
     wrong_image[1, 0, 0] = 2
-    with pytest.raises(pyroi.BatchIndexError, match="RoI 3"):
+    with pytest.raises(pyroi.BatchIndexError, match=r"rois\[1\] \(columns are RoIs\): RoI 0 "):
         ascend.roi_pooling(x, wrong_image, actual, **kw)
+    nan_box = rois.copy()
+    nan_box[0, 2, 2] = np.nan
+    with pytest.raises(pyroi.BoxError, match=r"rois\[0\] \(columns are RoIs\): RoI 2 "):
+        ascend.roi_pooling(x, nan_box, actual, **kw)
     with pytest.raises(pyroi.DTypeError, match="rois"):
         ascend.roi_pooling(x, rois.astype(np.float64), actual, **kw)
     with pytest.raises(pyroi.InvalidArgumentError, match="spatial_scale_w"):

@@ -104,22 +104,19 @@ def roi_pooling(
     count = table.shape[2]
     _validate.ascend_roi_count(count, is_strict)
     counts = _validate.ascend_actual_counts(roi_actual_num, batch, count, is_strict)
-    # the real columns as (K, 5) rows, image by image (validated as one set of boxes)
-    real = np.concatenate([table[b, :, :counts[b]].T for b in range(batch)]) if batch else (
-        np.zeros((0, 5), dtype=table.dtype))
-    coords, roi_images = _validate.boxes(real, features.dtype, batch, name="rois")
+    # the real columns of each image as (count, 5) rows; errors name rois[b] and the column
+    per_image = [_validate.boxes(table[b, :, :counts[b]].T, features.dtype, batch,
+                                 name=f"rois[{b}] (columns are RoIs)") for b in range(batch)]
     shape = (batch * count, channels, pooled_height, pooled_width)
     result = _validate.output_array(out, shape, features.dtype, (features, table))
-    start = 0
-    for b in range(batch):
+    for b, (coords, roi_images) in enumerate(per_image):
         rows = result[b * count:(b + 1) * count]
         rows[counts[b]:] = 0
         if counts[b]:
             _core.roi_pool_forward(
-                features, coords[start:start + counts[b]], roi_images[start:start + counts[b]],
-                rows[:counts[b]], None, pooled_height, pooled_width, scale_h, scale_w, threads,
+                features, coords, roi_images, rows[:counts[b]], None, pooled_height,
+                pooled_width, scale_h, scale_w, threads,
             )
-        start += counts[b]
     return result
 
 
