@@ -2,6 +2,7 @@
  * over weighted taps; SEMANTICS.md 4.1 and 12.6, verified on onnxruntime 1.32). */
 #include "pyroi.h"
 #include "check.h"
+#include "half.h"
 
 #include <math.h>
 #include <string.h>
@@ -259,6 +260,114 @@ static void test_backward_workspace_f64(void)
     CHECK(memcmp(actual, expected, sizeof(actual)) == 0);
 }
 
+/* binary16 conversion: exhaustive round trip, ties to even at every midpoint, overflow. */
+static void test_half_conversion(void)
+{
+    uint32_t h;
+    int round_trip_ok = 1, ties_ok = 1;
+    for (h = 0; h < 0x10000u; ++h) {
+        const float value = pyroi_half_to_float((uint16_t)h);
+        if ((h & 0x7c00u) == 0x7c00u && (h & 0x3ffu) != 0) {
+            round_trip_ok &= isnan(value) && (pyroi_float_to_half(value) & 0x7c00u) == 0x7c00u &&
+                             (pyroi_float_to_half(value) & 0x3ffu) != 0;
+            continue;
+        }
+        round_trip_ok &= pyroi_float_to_half(value) == (uint16_t)h;
+        /* between h and the next larger magnitude (both finite): the midpoint is exact in
+         * float and rounds to the even one; one float ulp either side rounds to the nearer */
+        if ((h & 0x7fffu) < 0x7bffu) {
+            const uint16_t next = (uint16_t)(h + 1u);
+            const float mid = (float)(((double)value + (double)pyroi_half_to_float(next)) / 2.0);
+            const uint16_t even = (h & 1u) ? next : (uint16_t)h;
+            ties_ok &= pyroi_float_to_half(mid) == even;
+            ties_ok &= pyroi_float_to_half(nextafterf(mid, value)) == (uint16_t)h;
+            ties_ok &= pyroi_float_to_half(nextafterf(mid, 2.0f * mid)) == next ||
+                       mid == 0.0f;
+        }
+    }
+    CHECK(round_trip_ok);
+    CHECK(ties_ok);
+    CHECK(pyroi_float_to_half(65504.0f) == 0x7bffu);
+    CHECK(pyroi_float_to_half(65519.99f) == 0x7bffu);
+    CHECK(pyroi_float_to_half(65520.0f) == 0x7c00u);
+    CHECK(pyroi_float_to_half(-1e30f) == 0xfc00u);
+    CHECK(pyroi_float_to_half(1e-30f) == 0x0000u);
+    CHECK(pyroi_float_to_half(-1e-30f) == 0x8000u);
+    CHECK(pyroi_float_to_half(5.9604644775390625e-8f) == 0x0001u);  /* 2^-24 */
+    CHECK(pyroi_float_to_half(2.98023223876953125e-8f) == 0x0000u); /* 2^-25: tie to 0 */
+    CHECK(pyroi_float_to_half(3.0e-8f) == 0x0001u);
+    CHECK(pyroi_half_to_float(0x3c00u) == 1.0f && pyroi_half_to_float(0xc000u) == -2.0f);
+    CHECK(isnan(pyroi_half_to_float(pyroi_float_to_half(NAN))));
+}
+
+/* float16 entry points = float32 calls on the widened data, rounded once. */
+static void test_roi_align_f16(void)
+{
+    static uint16_t x16[2 * 3 * 7 * 9], y16[4 * 3 * 2 * 2], g16[2 * 3 * 7 * 9];
+    static float x32[2 * 3 * 7 * 9], y32[4 * 3 * 2 * 2], g32[2 * 3 * 7 * 9];
+    static uint16_t go16[4 * 3 * 2 * 2];
+    static float go32[4 * 3 * 2 * 2];
+    const int64_t shape[4] = {2, 3, 7, 9}, strides[4] = {189, 63, 9, 1};
+    const int64_t t_strides[4] = {189, 1, 27, 3}; /* channels-last: any strides */
+    const int64_t out_strides[4] = {12, 4, 2, 1};
+    float boxes[16] = {0.5f, 1, 6, 5.5f, -2, -1, 3, 9, 4, 4, 4, 4, 8, 0, 2, 6};
+    const int64_t batch[4] = {0, 1, 1, 0}, bad_batch[4] = {0, 2, 1, 0};
+    unsigned long long state = 3;
+    pyroi_roi_align_params p;
+    int i, same = 1, aligned;
+    for (i = 0; i < 2 * 3 * 7 * 9; ++i) {
+        x16[i] = pyroi_float_to_half((float)(check_random(&state) * 8.0 - 4.0));
+    }
+    for (i = 0; i < 4 * 3 * 2 * 2; ++i) {
+        go16[i] = pyroi_float_to_half((float)(check_random(&state) - 0.5));
+        go32[i] = pyroi_half_to_float(go16[i]);
+    }
+    pyroi_roi_align_params_init(&p);
+    p.pooled_height = p.pooled_width = 2;
+    p.spatial_scale_h = p.spatial_scale_w = 0.75;
+    for (aligned = 0; aligned < 2; ++aligned) {
+        p.aligned = aligned;
+        /* x16 read as channels-last: widen the same element order for the reference */
+        for (i = 0; i < 2 * 3 * 7 * 9; ++i) {
+            x32[i] = pyroi_half_to_float(x16[i]);
+        }
+        CHECK_STATUS(pyroi_roi_align_forward_f16(x16, shape, t_strides, boxes, 4, 4, batch, y16,
+                                                 out_strides, &p), PYROI_OK);
+        CHECK_STATUS(pyroi_roi_align_forward_f32(x32, shape, t_strides, boxes, 4, 4, batch, y32,
+                                                 out_strides, &p), PYROI_OK);
+        for (i = 0; i < 4 * 3 * 2 * 2; ++i) {
+            same &= y16[i] == pyroi_float_to_half(y32[i]);
+        }
+        CHECK_STATUS(pyroi_roi_align_backward_f16(go16, out_strides, boxes, 4, 4, batch, g16,
+                                                  shape, strides, &p), PYROI_OK);
+        CHECK_STATUS(pyroi_roi_align_backward_f32(go32, out_strides, boxes, 4, 4, batch, g32,
+                                                  shape, strides, &p), PYROI_OK);
+        for (i = 0; i < 2 * 3 * 7 * 9; ++i) {
+            same &= g16[i] == pyroi_float_to_half(g32[i]);
+        }
+    }
+    CHECK(same);
+    /* statuses: validated before anything is written */
+    memset(y16, 0, sizeof(y16));
+    CHECK_STATUS(pyroi_roi_align_forward_f16(x16, shape, strides, boxes, 4, 4, bad_batch, y16,
+                                             out_strides, &p), PYROI_E_INVALID_BATCH_INDEX);
+    boxes[2] = NAN;
+    CHECK_STATUS(pyroi_roi_align_forward_f16(x16, shape, strides, boxes, 4, 4, batch, y16,
+                                             out_strides, &p), PYROI_E_INVALID_BOX);
+    CHECK_STATUS(pyroi_roi_align_backward_f16(go16, out_strides, boxes, 4, 4, batch, g16, shape,
+                                              strides, &p), PYROI_E_INVALID_BOX);
+    boxes[2] = 6;
+    CHECK_STATUS(pyroi_roi_align_forward_f16(NULL, shape, strides, boxes, 4, 4, batch, y16,
+                                             out_strides, &p), PYROI_E_NULL_POINTER);
+    CHECK_STATUS(pyroi_roi_align_forward_f16(x16, shape, strides, boxes, 4, 4, batch, y16,
+                                             out_strides, NULL), PYROI_E_NULL_POINTER);
+    for (i = 0; i < 4 * 3 * 2 * 2; ++i) {
+        CHECK(y16[i] == 0);
+    }
+    CHECK_STATUS(pyroi_roi_align_forward_f16(x16, shape, strides, boxes, 0, 4, batch, y16,
+                                             out_strides, &p), PYROI_OK); /* K = 0 */
+}
+
 int main(void)
 {
     test_onnx_max_quirks();
@@ -266,5 +375,7 @@ int main(void)
     test_onnx_max_statuses();
     test_backward_workspace();
     test_backward_workspace_f64();
+    test_half_conversion();
+    test_roi_align_f16();
     return check_report("test_frontends");
 }

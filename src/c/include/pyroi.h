@@ -765,6 +765,34 @@ PYROI_API pyroi_status pyroi_roi_align_backward_with_workspace_f64(
     double *grad_input, const int64_t grad_input_shape[4], const int64_t grad_input_strides[4],
     const pyroi_roi_align_params *params, void *workspace, size_t workspace_size);
 
+/* ------------------------------------------------------------------------------------------
+ * float16 (IEEE 754 binary16, passed as uint16_t bit patterns: C99 has no half type).
+ *
+ * pyroi_roi_align_forward_f16 / pyroi_roi_align_backward_f16 are pyroi_roi_align_forward_f32 /
+ * pyroi_roi_align_backward_f32 on float16 tensors: the float16 input (or grad_output) is
+ * widened exactly into float32 scratch, the float32 kernel runs -- every sum is accumulated in
+ * float32, never in half -- and each result element is rounded once to float16 (to nearest,
+ * ties to even; overflow gives infinity). So a result equals the float32 call's on the widened
+ * data up to float16 rounding. Boxes are float32 (widen float16 boxes first: exact).
+ * Arguments, validation (complete before any element is read) and statuses are those of the
+ * float32 calls. Memory: float32 copies of both tensors for the duration of the call
+ * (PYROI_E_NO_MEMORY if they cannot be allocated), besides the float32 call's own scratch.
+ * Thread-safe; bit-identical for every thread count. (The Python package widens float16 in
+ * NumPy for every operator, with the same results.)
+ * ---------------------------------------------------------------------------------------- */
+PYROI_API pyroi_status pyroi_roi_align_forward_f16(
+    const uint16_t *input, const int64_t input_shape[4], const int64_t input_strides[4],
+    const float *boxes, int64_t num_rois, int64_t box_row_stride,
+    const int64_t *batch_indices,
+    uint16_t *output, const int64_t output_strides[4],
+    const pyroi_roi_align_params *params);
+PYROI_API pyroi_status pyroi_roi_align_backward_f16(
+    const uint16_t *grad_output, const int64_t grad_output_strides[4],
+    const float *boxes, int64_t num_rois, int64_t box_row_stride,
+    const int64_t *batch_indices,
+    uint16_t *grad_input, const int64_t grad_input_shape[4],
+    const int64_t grad_input_strides[4], const pyroi_roi_align_params *params);
+
 #ifdef __cplusplus
 }
 #endif
