@@ -3,7 +3,8 @@
 A float16 feature map (or output gradient) is converted to float32 (exactly: every float16
 is a float32), the float32 operator runs -- so every sum and product is accumulated in float32,
 never in half -- and the result is rounded once to float16 (round to nearest even). The
-result is therefore the float32 result within float16 rounding (half an ulp of float16).
+result is therefore the float32 result within float16 rounding (half an ulp of float16); beyond the
+float16 range it is infinity (silently, as the C entry points).
 
 Why here and not in C: C99 has no half type (``_Float16`` is an optional C23 / compiler
 extension), so C entry points would take ``uint16_t`` storage and convert anyway; converting
@@ -53,7 +54,8 @@ def _narrow(result, out):
     """The float32 result as float16, in ``out`` when given (checked like any ``out=``)."""
     from pyroi import _validate
 
-    half = result.astype(np.float16)
+    with np.errstate(over="ignore"):  # beyond 65504: infinity, as documented
+        half = result.astype(np.float16)
     if out is None:
         return half
     target = _validate.output_array(out, half.shape, _HALF, ())
