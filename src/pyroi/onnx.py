@@ -106,7 +106,8 @@ def roi_align(
     >>> X = np.array([[[[1, 2], [3, 4]]]], np.float32)
     >>> rois = np.array([[0, 0, 1, 1]], np.float32)
     >>> b = np.zeros(1, np.int64)
-    >>> ponnx.roi_align(X, rois, b, sampling_ratio=1, coordinate_transformation_mode="output_half_pixel")
+    >>> ponnx.roi_align(X, rois, b, sampling_ratio=1,
+    ...                 coordinate_transformation_mode="output_half_pixel")
     array([[[[2.5]]]], dtype=float32)
     >>> ponnx.roi_align(X, rois, b, mode="max", sampling_ratio=1,
     ...                 coordinate_transformation_mode="output_half_pixel")
