@@ -11,14 +11,22 @@ from pyroi import onnx as ponnx
 from reference_onnx import onnx_roi_align_max_ref
 
 
+def _optional(name):
+    """Import an optional oracle or skip (any ImportError: also a broken install)."""
+    try:
+        return __import__(name)
+    except ImportError as exc:
+        pytest.skip(f"{name} not available: {exc}")
+
+
 @pytest.fixture
 def onnx_mod():
-    return pytest.importorskip("onnx")
+    return _optional("onnx")
 
 
 @pytest.fixture
 def ort(onnx_mod):
-    return pytest.importorskip("onnxruntime")
+    return _optional("onnxruntime")
 
 
 def assert_bits_equal(actual, expected):
