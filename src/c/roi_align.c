@@ -44,6 +44,60 @@ static pyroi_status roi_align_check_call(const void *features, const int64_t fea
                                     batch_indices);
 }
 
+/* A caller's workspace handed out in 64-byte aligned pieces (the aclnn-style two-phase
+ * backward); a NULL arena means malloc. */
+typedef struct roi_align_arena {
+    unsigned char *base;
+    size_t size;
+    size_t used;
+} roi_align_arena;
+
+#define ROI_ALIGN_ARENA_ALIGNMENT 64
+
+static size_t roi_align_arena_padding(const roi_align_arena *arena)
+{
+    const uintptr_t address = (uintptr_t)(arena->base + arena->used);
+    return (size_t)((ROI_ALIGN_ARENA_ALIGNMENT - address % ROI_ALIGN_ARENA_ALIGNMENT) %
+                    ROI_ALIGN_ARENA_ALIGNMENT);
+}
+
+/* Bytes a next piece may have (after its alignment padding). */
+static size_t roi_align_arena_available(const roi_align_arena *arena)
+{
+    const size_t padding = roi_align_arena_padding(arena);
+    if (arena->base == NULL || arena->size - arena->used < padding) {
+        return 0;
+    }
+    return arena->size - arena->used - padding;
+}
+
+static void *roi_align_arena_alloc(roi_align_arena *arena, size_t bytes)
+{
+    size_t padding;
+    void *piece;
+    if (arena == NULL) {
+        return malloc(bytes);
+    }
+    if (bytes > roi_align_arena_available(arena)) {
+        return NULL;
+    }
+    padding = roi_align_arena_padding(arena);
+    piece = arena->base + arena->used + padding;
+    arena->used += padding + bytes;
+    return piece;
+}
+
+/* Workspace bytes of one piece: its size plus the worst alignment padding. */
+static int roi_align_workspace_add(size_t *total, size_t bytes)
+{
+    const size_t piece = bytes + (ROI_ALIGN_ARENA_ALIGNMENT - 1);
+    if (bytes > SIZE_MAX / 4 || piece > SIZE_MAX / 4 - *total) {
+        return 0;
+    }
+    *total += piece;
+    return 1;
+}
+
 #define T float
 #define PYROI_TYPED(name) PYROI_CAT(name, _f32)
 #include "roi_align_template.h"

@@ -80,21 +80,25 @@ typedef struct PYROI_TYPED(roi_align_plan) {
     int64_t *image_start;       /* RoIs of image n: order[image_start[n] .. image_start[n+1]) */
     double sampled_taps;        /* sum over RoIs of row_taps * col_taps: work per channel */
     void *allocation;
+    int borrowed;               /* memory from a caller's workspace: not freed */
 } PYROI_TYPED(roi_align_plan);
 
 static void PYROI_TYPED(roi_align_plan_free)(PYROI_TYPED(roi_align_plan) *plan)
 {
-    free(plan->allocation);
-    free(plan->taps);
+    if (!plan->borrowed) {
+        free(plan->allocation);
+        free(plan->taps);
+    }
     plan->allocation = NULL;
     plan->taps = NULL;
 }
 
-/* Validates the boxes and builds the plan (batch indices were checked before). */
-static pyroi_status PYROI_TYPED(roi_align_plan_build)(
+/* Validates the boxes and builds the plan (batch indices were checked before); its memory
+ * comes from arena (a caller's workspace) or, when arena is NULL, from malloc. */
+static pyroi_status PYROI_TYPED(roi_align_plan_build_in)(
     PYROI_TYPED(roi_align_plan) *plan, const T *boxes, int64_t num_rois, int64_t box_row_stride,
     const int64_t *batch_indices, int64_t num_images, int64_t height, int64_t width,
-    const pyroi_roi_align_params *params)
+    const pyroi_roi_align_params *params, roi_align_arena *arena)
 {
     const int64_t bins = params->pooled_height + params->pooled_width;
     int64_t k, n, failed_roi, total_taps = 0, per_roi_words, words;
@@ -104,6 +108,7 @@ static pyroi_status PYROI_TYPED(roi_align_plan_build)(
     plan->bins = bins;
     plan->allocation = NULL;
     plan->taps = NULL;
+    plan->borrowed = arena != NULL;
     /* one allocation for everything sized by the RoI count: 5 int64 per RoI, the ranges,
      * and the image offsets (the validated output size bounds every product below) */
     per_roi_words = 5 + (int64_t)(sizeof(pyroi_tap_range) / sizeof(int64_t)) * bins;
@@ -111,7 +116,7 @@ static pyroi_status PYROI_TYPED(roi_align_plan_build)(
         return PYROI_E_NO_MEMORY;
     }
     words = num_rois * per_roi_words + num_images + 1;
-    plan->allocation = malloc((size_t)words * sizeof(int64_t));
+    plan->allocation = roi_align_arena_alloc(arena, (size_t)words * sizeof(int64_t));
     if (plan->allocation == NULL) {
         return PYROI_E_NO_MEMORY;
     }
@@ -144,8 +149,8 @@ static pyroi_status PYROI_TYPED(roi_align_plan_build)(
         PYROI_TYPED(roi_align_plan_free)(plan);
         return PYROI_E_NO_MEMORY;
     }
-    plan->taps = (PYROI_TYPED(axis_tap) *)malloc(
-        (size_t)(total_taps > 0 ? total_taps : 1) * sizeof(PYROI_TYPED(axis_tap)));
+    plan->taps = (PYROI_TYPED(axis_tap) *)roi_align_arena_alloc(
+        arena, (size_t)(total_taps > 0 ? total_taps : 1) * sizeof(PYROI_TYPED(axis_tap)));
     if (plan->taps == NULL) {
         PYROI_TYPED(roi_align_plan_free)(plan);
         return PYROI_E_NO_MEMORY;
@@ -181,6 +186,16 @@ static pyroi_status PYROI_TYPED(roi_align_plan_build)(
     return PYROI_OK;
 }
 
+static pyroi_status PYROI_TYPED(roi_align_plan_build)(
+    PYROI_TYPED(roi_align_plan) *plan, const T *boxes, int64_t num_rois, int64_t box_row_stride,
+    const int64_t *batch_indices, int64_t num_images, int64_t height, int64_t width,
+    const pyroi_roi_align_params *params)
+{
+    return PYROI_TYPED(roi_align_plan_build_in)(plan, boxes, num_rois, box_row_stride,
+                                                batch_indices, num_images, height, width,
+                                                params, NULL);
+}
+
 /* Everything a worker needs. */
 typedef struct PYROI_TYPED(roi_align_job) {
     const T *features; /* input (forward) or grad_output (backward) */
@@ -193,6 +208,7 @@ typedef struct PYROI_TYPED(roi_align_job) {
     const PYROI_TYPED(roi_align_plan) *plan;
     T *scratch; /* blocked path: one channels-last block map per worker */
     int64_t scratch_stride; /* elements per worker */
+    roi_align_arena *arena; /* caller's workspace for the scratch, or NULL: malloc */
 } PYROI_TYPED(roi_align_job);
 
 /* ---- direct loop order ------------------------------------------------------------------ */
@@ -698,65 +714,103 @@ static void PYROI_TYPED(roi_align_backward_region_task)(void *context, int64_t b
 /* Largest lane-major block per worker; bigger feature maps take the direct loop order. */
 #define PYROI_BLOCK_SCRATCH_BYTES ((size_t)64 << 20)
 
-/* Runs the forward (backward = 0) or backward over the plan, choosing the loop order. */
-static pyroi_status PYROI_TYPED(roi_align_execute)(PYROI_TYPED(roi_align_job) *job, int backward)
+/* The loop order of a call: the task, its work items and workers, and the scratch elements
+ * per worker (0 for the direct orders). allow_lane_major = 0 forces a direct order. Depends
+ * only on the shapes, the params and the plan's num_rois and sampled_taps. */
+typedef struct PYROI_TYPED(roi_align_schedule) {
+    pyroi_range_task task;
+    int64_t items;
+    int workers;
+    int64_t scratch_stride;
+} PYROI_TYPED(roi_align_schedule);
+
+static PYROI_TYPED(roi_align_schedule) PYROI_TYPED(roi_align_plan_schedule)(
+    const int64_t shape[4], const pyroi_roi_align_params *params,
+    const PYROI_TYPED(roi_align_plan) *plan, int backward, int allow_lane_major)
 {
-    const int64_t *shape = job->map_shape;
-    const PYROI_TYPED(roi_align_plan) *plan = job->plan;
     const int64_t map_pixels = shape[2] * shape[3];
-    const int64_t tile_pixels = job->params->pooled_height * job->params->pooled_width;
+    const int64_t tile_pixels = params->pooled_height * params->pooled_width;
     const int64_t blocks = (shape[1] + PYROI_LANES - 1) / PYROI_LANES;
     const double map_elements = (double)shape[0] * (double)shape[1] * (double)map_pixels;
     const double sampled = plan->sampled_taps * (double)shape[1];
-    const int threads = job->params->num_threads;
     /* lane-major orders need a block of the whole map per worker */
-    const int lane_major = map_pixels > 0 && blocks > 0 &&
+    const int lane_major = allow_lane_major && map_pixels > 0 && blocks > 0 &&
                            (double)(map_pixels + tile_pixels) * 64.0 <=
                                (double)PYROI_BLOCK_SCRATCH_BYTES;
     /* gathering whole images pays once the RoIs sample about a quarter of the map's elements;
      * below that, gathering each RoI's region is cheaper */
     const int whole_images = sampled * 4.0 >= map_elements;
-    pyroi_range_task task;
-    int64_t items;
+    PYROI_TYPED(roi_align_schedule) schedule;
     double work_per_item;
-    int workers;
 
-    job->scratch = NULL;
-    job->scratch_stride = 0;
+    schedule.scratch_stride = 0;
     if (lane_major && whole_images) {
-        items = shape[0] * blocks;
+        schedule.items = shape[0] * blocks;
         work_per_item = (double)PYROI_LANES * (plan->sampled_taps / (double)shape[0] +
                                                (double)map_pixels);
-        task = backward ? PYROI_TYPED(roi_align_backward_image_task)
-                        : PYROI_TYPED(roi_align_forward_image_task);
+        schedule.task = backward ? PYROI_TYPED(roi_align_backward_image_task)
+                                 : PYROI_TYPED(roi_align_forward_image_task);
     } else if (lane_major && backward) {
-        items = blocks;
+        schedule.items = blocks;
         work_per_item = (double)PYROI_LANES * ((double)shape[0] * (double)map_pixels +
                                                plan->sampled_taps);
-        task = PYROI_TYPED(roi_align_backward_region_task);
+        schedule.task = PYROI_TYPED(roi_align_backward_region_task);
     } else if (lane_major) {
-        items = plan->num_rois;
+        schedule.items = plan->num_rois;
         work_per_item = sampled / (double)(plan->num_rois > 0 ? plan->num_rois : 1);
-        task = PYROI_TYPED(roi_align_forward_region_task);
+        schedule.task = PYROI_TYPED(roi_align_forward_region_task);
     } else if (backward) {
-        items = shape[1];
+        schedule.items = shape[1];
         work_per_item = (double)shape[0] * (double)map_pixels + plan->sampled_taps;
-        task = PYROI_TYPED(roi_align_backward_direct_task);
+        schedule.task = PYROI_TYPED(roi_align_backward_direct_task);
     } else {
-        items = plan->num_rois;
+        schedule.items = plan->num_rois;
         work_per_item = sampled / (double)(plan->num_rois > 0 ? plan->num_rois : 1);
-        task = PYROI_TYPED(roi_align_forward_direct_task);
+        schedule.task = PYROI_TYPED(roi_align_forward_direct_task);
     }
-    workers = pyroi_parallel_workers(threads, items, work_per_item);
+    schedule.workers = pyroi_parallel_workers(params->num_threads, schedule.items,
+                                              work_per_item);
     if (lane_major) {
-        job->scratch_stride = (map_pixels + tile_pixels) * PYROI_LANES;
-        job->scratch = (T *)malloc((size_t)workers * (size_t)job->scratch_stride * sizeof(T));
+        schedule.scratch_stride = (map_pixels + tile_pixels) * PYROI_LANES;
+    }
+    return schedule;
+}
+
+/* Runs the forward (backward = 0) or backward over the plan, choosing the loop order. With a
+ * caller's workspace (job->arena), the scratch comes from what is left of it: fewer workers
+ * when it holds fewer blocks, the direct order when it holds none (same results). */
+static pyroi_status PYROI_TYPED(roi_align_execute)(PYROI_TYPED(roi_align_job) *job, int backward)
+{
+    PYROI_TYPED(roi_align_schedule) schedule = PYROI_TYPED(roi_align_plan_schedule)(
+        job->map_shape, job->params, job->plan, backward, 1);
+
+    job->scratch = NULL;
+    job->scratch_stride = schedule.scratch_stride;
+    if (schedule.scratch_stride > 0 && job->arena != NULL) {
+        const size_t block_bytes = (size_t)schedule.scratch_stride * sizeof(T);
+        const size_t fit = roi_align_arena_available(job->arena) / block_bytes;
+        if (fit == 0) {
+            schedule = PYROI_TYPED(roi_align_plan_schedule)(job->map_shape, job->params,
+                                                            job->plan, backward, 0);
+            job->scratch_stride = 0;
+        } else {
+            if ((size_t)schedule.workers > fit) {
+                schedule.workers = (int)fit;
+            }
+            job->scratch = (T *)roi_align_arena_alloc(job->arena,
+                                                      (size_t)schedule.workers * block_bytes);
+        }
+    } else if (schedule.scratch_stride > 0) {
+        job->scratch = (T *)malloc((size_t)schedule.workers * (size_t)schedule.scratch_stride *
+                                   sizeof(T));
         if (job->scratch == NULL) {
             return PYROI_E_NO_MEMORY;
         }
     }
-    pyroi_parallel_for(workers, items, task, job);
-    free(job->scratch);
+    pyroi_parallel_for(schedule.workers, schedule.items, schedule.task, job);
+    if (job->arena == NULL) {
+        free(job->scratch);
+    }
     return PYROI_OK;
 }
 
@@ -795,6 +849,7 @@ pyroi_status PYROI_TYPED(pyroi_roi_align_forward)(
     job.map_shape = input_shape;
     job.params = params;
     job.plan = &plan;
+    job.arena = NULL;
     status = PYROI_TYPED(roi_align_execute)(&job, 0);
     PYROI_TYPED(roi_align_plan_free)(&plan);
     return status;
@@ -837,6 +892,7 @@ pyroi_status PYROI_TYPED(pyroi_roi_align_backward)(
     job.map_shape = grad_input_shape;
     job.params = params;
     job.plan = &plan;
+    job.arena = NULL;
     status = PYROI_TYPED(roi_align_execute)(&job, 1);
     PYROI_TYPED(roi_align_plan_free)(&plan);
     return status;
@@ -1236,6 +1292,298 @@ pyroi_status PYROI_TYPED(pyroi_roi_align_find_invalid_roi)(
     }
     return PYROI_TYPED(roi_align_check_boxes)(boxes, num_rois, box_row_stride, height, width,
                                               params, NULL, NULL, failed_roi);
+}
+
+/* ---- ONNX max mode (onnxruntime's definition, SEMANTICS.md section 4.1) ------------------ */
+/* Each sample is reduced to the largest of its four weighted taps t_k = w_k * P[tap_k] (the
+ * interpolated sum is never formed), with M(a, b) = a < b ? b : a applied left to right, and
+ * the bin to M over its samples in row-major order, starting from the first sample. An
+ * out-of-map sample has all weights 0 at pixel (0, 0) (onnxruntime's pre-computed form), so
+ * its value is z = 0 * P[0, 0]: +-0 or NaN. A fold with M keeps the first sample unless a
+ * later one is strictly larger, so among the (identical) out-of-map values only the first in
+ * sample order can matter: it stands for all of them, and a huge grid costs only its in-map
+ * samples. No division; an empty bin gives 0. */
+
+static inline T PYROI_TYPED(roi_align_onnx_max_of)(T a, T b)
+{
+    return a < b ? b : a; /* std::max: NaN in a propagates, NaN in b is skipped */
+}
+
+static T PYROI_TYPED(roi_align_onnx_max_bin)(const T *plane, int64_t row_stride,
+                                             int64_t col_stride, int64_t map_pixels,
+                                             const PYROI_TYPED(axis_tap) *row_taps,
+                                             pyroi_tap_range rr,
+                                             const PYROI_TYPED(axis_tap) *col_taps,
+                                             pyroi_tap_range cr, int64_t grid_h, int64_t grid_w)
+{
+    const int64_t outside = grid_h * grid_w > 0
+                                ? PYROI_TYPED(roi_align_first_outside)(rr, cr, grid_h, grid_w)
+                                : -1;
+    /* z: the value of every out-of-map sample (a map without pixels has nothing to read) */
+    const T zero_tap = map_pixels > 0 ? (T)0 * plane[0] : (T)0;
+    T best = (T)0;
+    int have = 0, zero_offered = outside < 0;
+    int64_t r, q;
+    if (grid_h * grid_w <= 0) {
+        return (T)0;
+    }
+    for (r = rr.begin; r < rr.end; ++r) {
+        const PYROI_TYPED(axis_tap) ty = row_taps[r];
+        const T *row_lo = plane + ty.lo * row_stride;
+        const T *row_hi = plane + ty.hi * row_stride;
+        const int64_t iy = rr.first_sample + (r - rr.begin);
+        for (q = cr.begin; q < cr.end; ++q) {
+            const PYROI_TYPED(axis_tap) tx = col_taps[q];
+            const int64_t index = iy * grid_w + cr.first_sample + (q - cr.begin);
+            const T w1 = ty.w_lo * tx.w_lo, w2 = ty.w_lo * tx.w_hi;
+            const T w3 = ty.w_hi * tx.w_lo, w4 = ty.w_hi * tx.w_hi;
+            const T value = PYROI_TYPED(roi_align_onnx_max_of)(
+                PYROI_TYPED(roi_align_onnx_max_of)(
+                    PYROI_TYPED(roi_align_onnx_max_of)(w1 * row_lo[tx.lo * col_stride],
+                                                       w2 * row_lo[tx.hi * col_stride]),
+                    w3 * row_hi[tx.lo * col_stride]),
+                w4 * row_hi[tx.hi * col_stride]);
+            if (!zero_offered && outside < index) {
+                best = have ? PYROI_TYPED(roi_align_onnx_max_of)(best, zero_tap) : zero_tap;
+                have = 1;
+                zero_offered = 1;
+            }
+            best = have ? PYROI_TYPED(roi_align_onnx_max_of)(best, value) : value;
+            have = 1;
+        }
+    }
+    if (!zero_offered) {
+        best = have ? PYROI_TYPED(roi_align_onnx_max_of)(best, zero_tap) : zero_tap;
+    }
+    return best;
+}
+
+static void PYROI_TYPED(roi_align_onnx_max_forward_task)(void *context, int64_t begin,
+                                                         int64_t end, int worker)
+{
+    const PYROI_TYPED(roi_align_max_job) *max_job =
+        (const PYROI_TYPED(roi_align_max_job) *)context;
+    const PYROI_TYPED(roi_align_job) *job = &max_job->base;
+    const PYROI_TYPED(roi_align_plan) *plan = job->plan;
+    const int64_t *in_strides = job->features_strides, *out_strides = job->result_strides;
+    const int64_t pooled_height = job->params->pooled_height;
+    const int64_t pooled_width = job->params->pooled_width;
+    const int64_t map_pixels = job->map_shape[2] * job->map_shape[3];
+    int64_t k, c, ph, pw;
+    (void)worker;
+
+    for (k = begin; k < end; ++k) {
+        const pyroi_tap_range *row_ranges = plan->ranges + k * plan->bins;
+        const pyroi_tap_range *col_ranges = row_ranges + pooled_height;
+        const PYROI_TYPED(axis_tap) *row_taps = plan->taps + plan->first_tap[k];
+        const PYROI_TYPED(axis_tap) *col_taps = row_taps + plan->row_taps[k];
+        const int64_t grid_w = max_job->grid_w[k];
+        const int64_t grid_h = grid_w > 0 ? plan->samples[k] / grid_w : 0;
+        for (c = 0; c < job->map_shape[1]; ++c) {
+            const T *plane = job->features + job->batch_indices[k] * in_strides[0] +
+                             c * in_strides[1];
+            T *out = job->result + k * out_strides[0] + c * out_strides[1];
+            for (ph = 0; ph < pooled_height; ++ph) {
+                for (pw = 0; pw < pooled_width; ++pw) {
+                    out[ph * out_strides[2] + pw * out_strides[3]] =
+                        PYROI_TYPED(roi_align_onnx_max_bin)(
+                            plane, in_strides[2], in_strides[3], map_pixels, row_taps,
+                            row_ranges[ph], col_taps, col_ranges[pw], grid_h, grid_w);
+                }
+            }
+        }
+    }
+}
+
+pyroi_status PYROI_TYPED(pyroi_roi_align_onnx_max_forward)(
+    const T *input, const int64_t input_shape[4], const int64_t input_strides[4],
+    const T *boxes, int64_t num_rois, int64_t box_row_stride,
+    const int64_t *batch_indices,
+    T *output, const int64_t output_strides[4],
+    const pyroi_roi_align_params *params)
+{
+    PYROI_TYPED(roi_align_max_job) job;
+    PYROI_TYPED(roi_align_plan) plan;
+    int64_t *grid_w = NULL;
+    int workers;
+    pyroi_status status = roi_align_check_call(
+        input, input_shape, input_strides, PYROI_TENSOR_INPUT, output, output_strides,
+        PYROI_TENSOR_OUTPUT, boxes, num_rois, box_row_stride, batch_indices, params);
+    if (status != PYROI_OK) {
+        return status;
+    }
+    if (num_rois == 0 || input_shape[1] == 0) { /* no output: check the boxes, skip the plan */
+        int64_t failed_roi;
+        return PYROI_TYPED(roi_align_check_boxes)(boxes, num_rois, box_row_stride,
+                                                  input_shape[2], input_shape[3], params, NULL,
+                                                  NULL, &failed_roi);
+    }
+    status = PYROI_TYPED(roi_align_plan_build)(&plan, boxes, num_rois, box_row_stride,
+                                               batch_indices, input_shape[0], input_shape[2],
+                                               input_shape[3], params);
+    if (status != PYROI_OK) {
+        return status;
+    }
+    status = PYROI_TYPED(roi_align_grid_widths)(boxes, num_rois, box_row_stride, input_shape[2],
+                                                input_shape[3], params, &grid_w);
+    if (status == PYROI_OK) {
+        job.base.features = input;
+        job.base.features_strides = input_strides;
+        job.base.batch_indices = batch_indices;
+        job.base.result = output;
+        job.base.result_strides = output_strides;
+        job.base.map_shape = input_shape;
+        job.base.params = params;
+        job.base.plan = &plan;
+        job.argmax = NULL;
+        job.argmax_const = NULL;
+        job.argmax_strides = NULL;
+        job.grid_w = grid_w;
+        workers = pyroi_parallel_workers(params->num_threads, num_rois,
+                                         (double)input_shape[1] * plan.sampled_taps /
+                                             (double)num_rois);
+        pyroi_parallel_for(workers, num_rois, PYROI_TYPED(roi_align_onnx_max_forward_task),
+                           &job);
+    }
+    free(grid_w);
+    PYROI_TYPED(roi_align_plan_free)(&plan);
+    return status;
+}
+
+/* ---- backward with a caller's workspace (aclnn two-phase shape) ------------------------- */
+
+pyroi_status PYROI_TYPED(pyroi_roi_align_backward_workspace_size)(
+    const T *boxes, int64_t num_rois, int64_t box_row_stride,
+    const int64_t *batch_indices, const int64_t grad_input_shape[4],
+    const pyroi_roi_align_params *params, size_t *workspace_size)
+{
+    static const int64_t broadcast[4] = {0, 0, 0, 0};
+    static const unsigned char dummy = 0;
+    PYROI_TYPED(roi_align_plan) counts; /* only num_rois and sampled_taps */
+    PYROI_TYPED(roi_align_schedule) schedule;
+    int64_t k, total_taps = 0, per_roi_words, words;
+    size_t total = 0;
+    pyroi_status status;
+    if (workspace_size == NULL) {
+        return PYROI_E_NULL_POINTER;
+    }
+    *workspace_size = 0;
+    status = pyroi_check_roi_align_params(params);
+    if (status != PYROI_OK) {
+        return status;
+    }
+    if (num_rois < 0 || grad_input_shape == NULL) {
+        return num_rois < 0 ? PYROI_E_INVALID_SHAPE : PYROI_E_NULL_POINTER;
+    }
+    /* the shape alone (no data yet): element count within int64 */
+    status = pyroi_check_tensor4(&dummy, grad_input_shape, broadcast, PYROI_TENSOR_INPUT);
+    if (status != PYROI_OK) {
+        return status;
+    }
+    status = pyroi_check_rois(boxes, num_rois, box_row_stride, 4, batch_indices,
+                              grad_input_shape[0]);
+    if (status != PYROI_OK) {
+        return status;
+    }
+    counts.num_rois = num_rois;
+    counts.sampled_taps = 0;
+    for (k = 0; k < num_rois; ++k) {
+        PYROI_TYPED(sample_axis) rows, cols;
+        int64_t row_taps, col_taps;
+        status = PYROI_TYPED(roi_align_axes)(boxes + k * box_row_stride, params,
+                                             grad_input_shape[2], grad_input_shape[3], &rows,
+                                             &cols);
+        if (status != PYROI_OK) {
+            return status;
+        }
+        row_taps = PYROI_TYPED(pyroi_axis_tap_count)(&rows);
+        col_taps = PYROI_TYPED(pyroi_axis_tap_count)(&cols);
+        if (!pyroi_add_nonneg(total_taps, row_taps, &total_taps) ||
+            !pyroi_add_nonneg(total_taps, col_taps, &total_taps)) {
+            return PYROI_E_NO_MEMORY;
+        }
+        counts.sampled_taps += (double)row_taps * (double)col_taps;
+    }
+    if (grad_input_shape[0] == 0 || grad_input_shape[1] == 0 || grad_input_shape[2] == 0 ||
+        grad_input_shape[3] == 0) {
+        return PYROI_OK; /* the call writes nothing and needs no memory */
+    }
+    /* the plan, exactly as roi_align_plan_build_in sizes it */
+    per_roi_words = 5 + (int64_t)(sizeof(pyroi_tap_range) / sizeof(int64_t)) *
+                            (params->pooled_height + params->pooled_width);
+    if ((uint64_t)num_rois > (uint64_t)(SIZE_MAX / 16) / (uint64_t)per_roi_words ||
+        (uint64_t)total_taps > (uint64_t)SIZE_MAX / sizeof(PYROI_TYPED(axis_tap))) {
+        return PYROI_E_NO_MEMORY;
+    }
+    words = num_rois * per_roi_words + grad_input_shape[0] + 1;
+    if (!roi_align_workspace_add(&total, (size_t)words * sizeof(int64_t)) ||
+        !roi_align_workspace_add(&total, (size_t)(total_taps > 0 ? total_taps : 1) *
+                                             sizeof(PYROI_TYPED(axis_tap)))) {
+        return PYROI_E_NO_MEMORY;
+    }
+    /* the scratch blocks of the loop order the call will choose */
+    schedule = PYROI_TYPED(roi_align_plan_schedule)(grad_input_shape, params, &counts, 1, 1);
+    if (schedule.scratch_stride > 0) {
+        const size_t block_bytes = (size_t)schedule.scratch_stride * sizeof(T);
+        if ((size_t)schedule.workers > SIZE_MAX / 4 / block_bytes ||
+            !roi_align_workspace_add(&total, (size_t)schedule.workers * block_bytes)) {
+            return PYROI_E_NO_MEMORY;
+        }
+    }
+    *workspace_size = total;
+    return PYROI_OK;
+}
+
+pyroi_status PYROI_TYPED(pyroi_roi_align_backward_with_workspace)(
+    const T *grad_output, const int64_t grad_output_strides[4],
+    const T *boxes, int64_t num_rois, int64_t box_row_stride,
+    const int64_t *batch_indices,
+    T *grad_input, const int64_t grad_input_shape[4], const int64_t grad_input_strides[4],
+    const pyroi_roi_align_params *params, void *workspace, size_t workspace_size)
+{
+    PYROI_TYPED(roi_align_job) job;
+    PYROI_TYPED(roi_align_plan) plan;
+    roi_align_arena arena;
+    pyroi_status status;
+    if (workspace == NULL && workspace_size > 0) {
+        return PYROI_E_NULL_POINTER;
+    }
+    status = roi_align_check_call(
+        grad_input, grad_input_shape, grad_input_strides, PYROI_TENSOR_OUTPUT, grad_output,
+        grad_output_strides, PYROI_TENSOR_INPUT, boxes, num_rois, box_row_stride, batch_indices,
+        params);
+    if (status != PYROI_OK) {
+        return status;
+    }
+    if (grad_input_shape[0] == 0 || grad_input_shape[1] == 0 || grad_input_shape[2] == 0 ||
+        grad_input_shape[3] == 0) { /* nothing to write: check the boxes, skip the plan */
+        int64_t failed_roi;
+        return PYROI_TYPED(roi_align_check_boxes)(boxes, num_rois, box_row_stride,
+                                                  grad_input_shape[2], grad_input_shape[3],
+                                                  params, NULL, NULL, &failed_roi);
+    }
+    arena.base = (unsigned char *)workspace;
+    arena.size = workspace == NULL ? 0 : workspace_size;
+    arena.used = 0;
+    status = PYROI_TYPED(roi_align_plan_build_in)(&plan, boxes, num_rois, box_row_stride,
+                                                  batch_indices, grad_input_shape[0],
+                                                  grad_input_shape[2], grad_input_shape[3],
+                                                  params, &arena);
+    if (status != PYROI_OK) {
+        return status;
+    }
+    job.features = grad_output;
+    job.features_strides = grad_output_strides;
+    job.batch_indices = batch_indices;
+    job.result = grad_input;
+    job.result_strides = grad_input_strides;
+    job.map_shape = grad_input_shape;
+    job.params = params;
+    job.plan = &plan;
+    job.arena = &arena;
+    status = PYROI_TYPED(roi_align_execute)(&job, 1);
+    PYROI_TYPED(roi_align_plan_free)(&plan);
+    return status;
 }
 
 #undef PYROI_LANES

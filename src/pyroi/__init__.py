@@ -54,3 +54,14 @@ from pyroi.layers import (MultiScaleRoIAlign, PSRoIAlign, PSRoIPool, RoIAlign,  
 
 __all__ += ["MultiScaleRoIAlign", "PSRoIAlign", "PSRoIPool", "RoIAlign", "RoIAlignRotated",
             "RoIPool", "roi_align_rotated", "roi_align_rotated_backward"]
+
+# Compatibility front-ends, as submodules: pyroi.onnx (ONNX RoiAlign / MaxRoiPool as
+# onnxruntime computes them; the onnx package is needed only by pyroi.onnx.run_node).
+from pyroi import onnx  # noqa: E402
+
+__all__ += ["onnx"]
+
+# pyroi.ascend: Ascend ROIPooling layout / limits and aclnnRoiAlignV2Backward's signature.
+from pyroi import ascend  # noqa: E402
+
+__all__ += ["ascend"]

@@ -5,7 +5,7 @@ Each function marshals already-validated NumPy arrays into pointers, shapes and 
 strides, calls C without the GIL and turns a non-OK status into its exception class. No
 arithmetic on data happens here; argument checking with good messages is in _validate.py.
 """
-from libc.stdint cimport int64_t
+from libc.stdint cimport int64_t, uint16_t
 
 from pyroi cimport _cpyroi as c
 
@@ -801,4 +801,191 @@ def roi_align_rotated_backward(const real[:, :, :, :] grad_output, const real[:,
                                                        grad_input_shape[0],
                                                        grad_input_shape[2],
                                                        grad_input_shape[3], &params), "rois")
+    check_status(status)
+
+
+# ------------------------------------------------------------------------------------------
+# compatibility front-ends
+
+def roi_align_onnx_max_forward(const real[:, :, :, :] input, const real[:, :] boxes,
+                               const int64_t[::1] batch_indices, real[:, :, :, :] output,
+                               int64_t pooled_height, int64_t pooled_width,
+                               double spatial_scale_h, double spatial_scale_w,
+                               int64_t sampling_ratio, bint aligned, int num_threads):
+    """ONNX RoiAlign mode="max" (onnxruntime's max over weighted taps) into output."""
+    cdef c.pyroi_roi_align_params params
+    cdef int64_t input_shape[4]
+    cdef int64_t input_strides[4]
+    cdef int64_t output_strides[4]
+    cdef int64_t box_row_stride
+    cdef int64_t num_rois = boxes.shape[0]
+    cdef c.pyroi_status status
+    cdef int i
+    if batch_indices.shape[0] != num_rois:
+        raise ShapeError("pyroi: boxes and batch_indices differ in length")
+    for i in range(4):
+        input_shape[i] = input.shape[i]
+    element_strides(input.strides, sizeof(real), 4, input_strides)
+    element_strides(output.strides, sizeof(real), 4, output_strides)
+    box_row_stride = box_rows_stride(boxes.strides, sizeof(real))
+    fill_roi_align_params(&params, pooled_height, pooled_width, spatial_scale_h,
+                          spatial_scale_w, sampling_ratio, aligned, num_threads)
+    with nogil:
+        if real is float:
+            status = c.pyroi_roi_align_onnx_max_forward_f32(
+                &input[0, 0, 0, 0], input_shape, input_strides, &boxes[0, 0], num_rois,
+                box_row_stride, &batch_indices[0], &output[0, 0, 0, 0], output_strides, &params)
+        else:
+            status = c.pyroi_roi_align_onnx_max_forward_f64(
+                &input[0, 0, 0, 0], input_shape, input_strides, &boxes[0, 0], num_rois,
+                box_row_stride, &batch_indices[0], &output[0, 0, 0, 0], output_strides, &params)
+    if is_roi_status(status):
+        check_status(status, first_invalid_roi(boxes, box_row_stride, batch_indices,
+                                               input_shape[0], input_shape[2], input_shape[3],
+                                               &params), "rois")
+    check_status(status)
+
+
+def roi_align_backward_workspace_size(const real[:, :] boxes, const int64_t[::1] batch_indices,
+                                      grad_input_shape, int64_t pooled_height,
+                                      int64_t pooled_width, double spatial_scale_h,
+                                      double spatial_scale_w, int64_t sampling_ratio,
+                                      bint aligned, int num_threads):
+    """Bytes of workspace roi_align_backward_with_workspace uses (the aclnn-style query)."""
+    cdef c.pyroi_roi_align_params params
+    cdef int64_t shape[4]
+    cdef int64_t box_row_stride
+    cdef int64_t num_rois = boxes.shape[0]
+    cdef size_t size = 0
+    cdef c.pyroi_status status
+    cdef int i
+    if batch_indices.shape[0] != num_rois:
+        raise ShapeError("pyroi: boxes and batch_indices differ in length")
+    for i in range(4):
+        shape[i] = grad_input_shape[i]
+    box_row_stride = box_rows_stride(boxes.strides, sizeof(real))
+    fill_roi_align_params(&params, pooled_height, pooled_width, spatial_scale_h,
+                          spatial_scale_w, sampling_ratio, aligned, num_threads)
+    with nogil:
+        if real is float:
+            status = c.pyroi_roi_align_backward_workspace_size_f32(
+                &boxes[0, 0], num_rois, box_row_stride, &batch_indices[0], shape, &params,
+                &size)
+        else:
+            status = c.pyroi_roi_align_backward_workspace_size_f64(
+                &boxes[0, 0], num_rois, box_row_stride, &batch_indices[0], shape, &params,
+                &size)
+    if is_roi_status(status):
+        check_status(status, first_invalid_roi(boxes, box_row_stride, batch_indices, shape[0],
+                                               shape[2], shape[3], &params))
+    check_status(status)
+    return size
+
+
+def roi_align_backward_with_workspace(const real[:, :, :, :] grad_output,
+                                      const real[:, :] boxes,
+                                      const int64_t[::1] batch_indices,
+                                      real[:, :, :, :] grad_input, double spatial_scale_h,
+                                      double spatial_scale_w, int64_t sampling_ratio,
+                                      bint aligned, int num_threads,
+                                      unsigned char[::1] workspace):
+    """RoIAlign backward with every scratch byte taken from workspace (uint8, any size)."""
+    cdef c.pyroi_roi_align_params params
+    cdef int64_t grad_input_shape[4]
+    cdef int64_t grad_input_strides[4]
+    cdef int64_t grad_output_strides[4]
+    cdef int64_t box_row_stride
+    cdef int64_t num_rois = boxes.shape[0]
+    cdef void *workspace_data = NULL
+    cdef size_t workspace_size = workspace.shape[0]
+    cdef c.pyroi_status status
+    cdef int i
+    if batch_indices.shape[0] != num_rois or grad_output.shape[0] != num_rois:
+        raise ShapeError("pyroi: boxes, batch_indices and grad_output differ in length")
+    if grad_output.shape[1] != grad_input.shape[1]:
+        raise ShapeError("pyroi: grad_output and grad_input differ in channels")
+    if workspace_size > 0:
+        workspace_data = &workspace[0]
+    for i in range(4):
+        grad_input_shape[i] = grad_input.shape[i]
+    element_strides(grad_input.strides, sizeof(real), 4, grad_input_strides)
+    element_strides(grad_output.strides, sizeof(real), 4, grad_output_strides)
+    box_row_stride = box_rows_stride(boxes.strides, sizeof(real))
+    fill_roi_align_params(&params, grad_output.shape[2], grad_output.shape[3], spatial_scale_h,
+                          spatial_scale_w, sampling_ratio, aligned, num_threads)
+    with nogil:
+        if real is float:
+            status = c.pyroi_roi_align_backward_with_workspace_f32(
+                &grad_output[0, 0, 0, 0], grad_output_strides, &boxes[0, 0], num_rois,
+                box_row_stride, &batch_indices[0], &grad_input[0, 0, 0, 0], grad_input_shape,
+                grad_input_strides, &params, workspace_data, workspace_size)
+        else:
+            status = c.pyroi_roi_align_backward_with_workspace_f64(
+                &grad_output[0, 0, 0, 0], grad_output_strides, &boxes[0, 0], num_rois,
+                box_row_stride, &batch_indices[0], &grad_input[0, 0, 0, 0], grad_input_shape,
+                grad_input_strides, &params, workspace_data, workspace_size)
+    if is_roi_status(status):
+        check_status(status, first_invalid_roi(boxes, box_row_stride, batch_indices,
+                                               grad_input_shape[0], grad_input_shape[2],
+                                               grad_input_shape[3], &params))
+    check_status(status)
+
+
+def roi_align_forward_f16(const uint16_t[:, :, :, :] input, const float[:, :] boxes,
+                          const int64_t[::1] batch_indices, uint16_t[:, :, :, :] output,
+                          int64_t pooled_height, int64_t pooled_width, double spatial_scale_h,
+                          double spatial_scale_w, int64_t sampling_ratio, bint aligned,
+                          int num_threads):
+    """RoIAlign forward on float16 bit patterns (uint16 views) with float32 boxes."""
+    cdef c.pyroi_roi_align_params params
+    cdef int64_t input_shape[4]
+    cdef int64_t input_strides[4]
+    cdef int64_t output_strides[4]
+    cdef int64_t box_row_stride
+    cdef int64_t num_rois = boxes.shape[0]
+    cdef c.pyroi_status status
+    cdef int i
+    if batch_indices.shape[0] != num_rois:
+        raise ShapeError("pyroi: boxes and batch_indices differ in length")
+    for i in range(4):
+        input_shape[i] = input.shape[i]
+    element_strides(input.strides, sizeof(uint16_t), 4, input_strides)
+    element_strides(output.strides, sizeof(uint16_t), 4, output_strides)
+    box_row_stride = box_rows_stride(boxes.strides, sizeof(float))
+    fill_roi_align_params(&params, pooled_height, pooled_width, spatial_scale_h,
+                          spatial_scale_w, sampling_ratio, aligned, num_threads)
+    with nogil:
+        status = c.pyroi_roi_align_forward_f16(
+            &input[0, 0, 0, 0], input_shape, input_strides, &boxes[0, 0], num_rois,
+            box_row_stride, &batch_indices[0], &output[0, 0, 0, 0], output_strides, &params)
+    check_status(status)
+
+
+def roi_align_backward_f16(const uint16_t[:, :, :, :] grad_output, const float[:, :] boxes,
+                           const int64_t[::1] batch_indices, uint16_t[:, :, :, :] grad_input,
+                           double spatial_scale_h, double spatial_scale_w,
+                           int64_t sampling_ratio, bint aligned, int num_threads):
+    """RoIAlign backward on float16 bit patterns (uint16 views) with float32 boxes."""
+    cdef c.pyroi_roi_align_params params
+    cdef int64_t grad_input_shape[4]
+    cdef int64_t grad_input_strides[4]
+    cdef int64_t grad_output_strides[4]
+    cdef int64_t box_row_stride
+    cdef int64_t num_rois = boxes.shape[0]
+    cdef c.pyroi_status status
+    cdef int i
+    if batch_indices.shape[0] != num_rois or grad_output.shape[0] != num_rois:
+        raise ShapeError("pyroi: boxes, batch_indices and grad_output differ in length")
+    for i in range(4):
+        grad_input_shape[i] = grad_input.shape[i]
+    element_strides(grad_input.strides, sizeof(uint16_t), 4, grad_input_strides)
+    element_strides(grad_output.strides, sizeof(uint16_t), 4, grad_output_strides)
+    box_row_stride = box_rows_stride(boxes.strides, sizeof(float))
+    fill_roi_align_params(&params, grad_output.shape[2], grad_output.shape[3], spatial_scale_h,
+                          spatial_scale_w, sampling_ratio, aligned, num_threads)
+    with nogil:
+        status = c.pyroi_roi_align_backward_f16(
+            &grad_output[0, 0, 0, 0], grad_output_strides, &boxes[0, 0], num_rois,
+            box_row_stride, &batch_indices[0], &grad_input[0, 0, 0, 0], grad_input_shape,
+            grad_input_strides, &params)
     check_status(status)

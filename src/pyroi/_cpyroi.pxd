@@ -1,5 +1,5 @@
 # Mirror of src/c/include/pyroi.h for Cython, and nothing else.
-from libc.stdint cimport int64_t
+from libc.stdint cimport int64_t, uint16_t
 
 
 cdef extern from "pyroi.h" nogil:
@@ -300,3 +300,50 @@ cdef extern from "pyroi.h" nogil:
         const double *boxes, int64_t num_rois, int64_t box_row_stride,
         const int64_t *batch_indices, int64_t num_images, int64_t height, int64_t width,
         const pyroi_roi_align_rotated_params *params, int64_t *failed_roi)
+
+    pyroi_status pyroi_roi_align_onnx_max_forward_f32(
+        const float *input, const int64_t *input_shape, const int64_t *input_strides,
+        const float *boxes, int64_t num_rois, int64_t box_row_stride,
+        const int64_t *batch_indices,
+        float *output, const int64_t *output_strides,
+        const pyroi_roi_align_params *params)
+    pyroi_status pyroi_roi_align_onnx_max_forward_f64(
+        const double *input, const int64_t *input_shape, const int64_t *input_strides,
+        const double *boxes, int64_t num_rois, int64_t box_row_stride,
+        const int64_t *batch_indices,
+        double *output, const int64_t *output_strides,
+        const pyroi_roi_align_params *params)
+
+    pyroi_status pyroi_roi_align_backward_workspace_size_f32(
+        const float *boxes, int64_t num_rois, int64_t box_row_stride,
+        const int64_t *batch_indices, const int64_t *grad_input_shape,
+        const pyroi_roi_align_params *params, size_t *workspace_size)
+    pyroi_status pyroi_roi_align_backward_workspace_size_f64(
+        const double *boxes, int64_t num_rois, int64_t box_row_stride,
+        const int64_t *batch_indices, const int64_t *grad_input_shape,
+        const pyroi_roi_align_params *params, size_t *workspace_size)
+    pyroi_status pyroi_roi_align_backward_with_workspace_f32(
+        const float *grad_output, const int64_t *grad_output_strides,
+        const float *boxes, int64_t num_rois, int64_t box_row_stride,
+        const int64_t *batch_indices,
+        float *grad_input, const int64_t *grad_input_shape, const int64_t *grad_input_strides,
+        const pyroi_roi_align_params *params, void *workspace, size_t workspace_size)
+    pyroi_status pyroi_roi_align_backward_with_workspace_f64(
+        const double *grad_output, const int64_t *grad_output_strides,
+        const double *boxes, int64_t num_rois, int64_t box_row_stride,
+        const int64_t *batch_indices,
+        double *grad_input, const int64_t *grad_input_shape, const int64_t *grad_input_strides,
+        const pyroi_roi_align_params *params, void *workspace, size_t workspace_size)
+
+    pyroi_status pyroi_roi_align_forward_f16(
+        const uint16_t *input, const int64_t *input_shape, const int64_t *input_strides,
+        const float *boxes, int64_t num_rois, int64_t box_row_stride,
+        const int64_t *batch_indices,
+        uint16_t *output, const int64_t *output_strides,
+        const pyroi_roi_align_params *params)
+    pyroi_status pyroi_roi_align_backward_f16(
+        const uint16_t *grad_output, const int64_t *grad_output_strides,
+        const float *boxes, int64_t num_rois, int64_t box_row_stride,
+        const int64_t *batch_indices,
+        uint16_t *grad_input, const int64_t *grad_input_shape,
+        const int64_t *grad_input_strides, const pyroi_roi_align_params *params)

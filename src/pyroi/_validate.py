@@ -361,3 +361,252 @@ def is_channels_last(layout) -> bool:
 def nchw_view(features: np.ndarray, layout) -> np.ndarray:
     """An (N, C, H, W) view of ``features`` given in ``layout`` (no copy)."""
     return features.transpose(0, 3, 1, 2) if is_channels_last(layout) else features
+
+
+# ------------------------------------------------------------------------------------------
+# compatibility front-ends (pyroi.onnx, pyroi.ascend)
+
+def onnx_float_attribute(value, name: str) -> float:
+    """An ONNX FLOAT attribute: stored as float32, so the value is rounded to float32 (and
+    widened back to a Python float, as onnxruntime's double kernel widens it)."""
+    number = spatial_scale(value, name)
+    with np.errstate(over="ignore"):
+        narrowed = float(np.float32(number))
+    if not np.isfinite(narrowed):
+        raise InvalidArgumentError(f"{name} overflows float32, got {number!r}")
+    return narrowed
+
+
+def non_negative_int(value, name: str) -> int:
+    if isinstance(value, (bool, np.bool_)):
+        raise ArgumentTypeError(f"{name} must be an integer, got {value!r}")
+    try:
+        number = operator.index(value)
+    except TypeError:
+        raise ArgumentTypeError(f"{name} must be an integer, got {value!r}") from None
+    if number < 0:
+        raise InvalidArgumentError(f"{name} must be >= 0, got {number}")
+    return number
+
+
+ONNX_ROI_ALIGN_MODES = ("avg", "max")
+ONNX_COORDINATE_MODES = ("half_pixel", "output_half_pixel")
+
+
+def onnx_mode(value) -> bool:
+    """ONNX RoiAlign ``mode`` ("avg" or "max", compared case-insensitively as onnxruntime
+    does); returns True for max."""
+    if isinstance(value, bytes):
+        value = value.decode("utf-8", "replace")
+    if not isinstance(value, str) or value.lower() not in ONNX_ROI_ALIGN_MODES:
+        raise InvalidArgumentError(f'mode must be "avg" or "max", got {value!r}')
+    return value.lower() == "max"
+
+
+def onnx_opset(value) -> int:
+    if isinstance(value, (bool, np.bool_)):
+        raise ArgumentTypeError(f"opset must be an integer, got {value!r}")
+    try:
+        number = operator.index(value)
+    except TypeError:
+        raise ArgumentTypeError(f"opset must be an integer, got {value!r}") from None
+    if number < 10:
+        raise InvalidArgumentError(f"RoiAlign exists from opset 10 on, got opset {number}")
+    return number
+
+
+def onnx_aligned(mode, opset: int) -> bool:
+    """Whether an ONNX RoiAlign shifts by half a pixel: ``coordinate_transformation_mode``
+    (None = attribute absent) under ``opset``. RoiAlign-10 (opsets 10-15) has no attribute and
+    never shifts; from 16 on the default is "half_pixel". onnxruntime treats every string other
+    than "half_pixel" as "output_half_pixel"; pyroi rejects unknown strings instead."""
+    if isinstance(mode, bytes):
+        mode = mode.decode("utf-8", "replace")
+    if mode is None:
+        return opset >= 16
+    if opset < 16:
+        raise InvalidArgumentError(
+            f"coordinate_transformation_mode={mode!r} does not exist in RoiAlign before opset "
+            f"16 (opset {opset}); leave it None (RoiAlign-10 never shifts)"
+        )
+    if not isinstance(mode, str) or mode not in ONNX_COORDINATE_MODES:
+        raise InvalidArgumentError(
+            f'coordinate_transformation_mode must be "half_pixel" or "output_half_pixel", '
+            f"got {mode!r} (onnxruntime silently treats unknown strings as output_half_pixel)"
+        )
+    return mode == "half_pixel"
+
+
+def int64_indices(value, name: str = "batch_indices") -> np.ndarray:
+    """An int64 index array (ONNX tensor(int64)); other dtypes are rejected."""
+    array = _as_array(value)
+    if array.dtype.newbyteorder("=") != np.dtype(np.int64):
+        raise DTypeError(f"{name} must be an int64 array, got dtype {array.dtype}")
+    return array
+
+
+def int_pair(value, name: str) -> tuple[int, int]:
+    """A pair of positive integers (an ONNX INTS attribute of length 2)."""
+    try:
+        items = list(value)
+    except TypeError:
+        raise ArgumentTypeError(f"{name} must be a pair of integers, got {value!r}") from None
+    if len(items) != 2:
+        raise InvalidArgumentError(f"{name} must have 2 entries (height, width), got {value!r}")
+    return (positive_int(items[0], f"{name}[0]"), positive_int(items[1], f"{name}[1]"))
+
+
+ASCEND_POOLED_RANGE = (2, 20)
+ASCEND_MAX_ROIS = 6000
+ASCEND_ROI_ALIGN = 16
+
+
+def ascend_pooled(value, name: str, strict: bool) -> int:
+    """pooled_h / pooled_w of Ascend ROIPooling: in [2, 20] (the documented hardware table)
+    when strict, else any positive integer."""
+    size = positive_int(value, name)
+    low, high = ASCEND_POOLED_RANGE
+    if strict and not low <= size <= high:
+        raise InvalidArgumentError(
+            f"{name} must be in [{low}, {high}] (Ascend ROIPooling limit; strict=False lifts "
+            f"it), got {size}"
+        )
+    return size
+
+
+def ascend_roi_count(count: int, strict: bool, name: str = "rois") -> None:
+    """The padded RoI count N of Ascend ROIPooling: a multiple of 16, at most 6000."""
+    if strict and (count % ASCEND_ROI_ALIGN or count > ASCEND_MAX_ROIS):
+        raise ShapeError(
+            f"{name} must hold N RoIs per image with N a multiple of {ASCEND_ROI_ALIGN} and at "
+            f"most {ASCEND_MAX_ROIS} (Ascend ROIPooling limit; strict=False lifts it), got "
+            f"N = {count}"
+        )
+
+
+def ascend_scales(scale, scale_h, scale_w) -> tuple[float, float]:
+    """(scale_h, scale_w) of Ascend ROIPooling: ``spatial_scale`` (``scale``) when given sets
+    both, else ``spatial_scale_h`` and ``spatial_scale_w``."""
+    if scale is not None:
+        both = spatial_scale(scale)
+        return both, both
+    return (spatial_scale(scale_h, "spatial_scale_h"), spatial_scale(scale_w, "spatial_scale_w"))
+
+
+def ascend_actual_counts(value, batch: int, count: int, strict: bool) -> np.ndarray:
+    """Column 0 of roi_actual_num [batch, 8] (int32 when strict) as int64 counts in [0, N];
+    None means every one of the N RoIs of each image is real."""
+    if value is None:
+        return np.full(batch, count, dtype=np.int64)
+    array = _as_array(value)
+    if array.dtype.kind not in "iu" or (strict and array.dtype != np.int32):
+        raise DTypeError(
+            f"roi_actual_num must be an int32 array{'' if strict else ' (or any integers)'}, "
+            f"got dtype {array.dtype}"
+        )
+    if array.ndim != 2 or array.shape[0] != batch or array.shape[1] < 1 or (
+            strict and array.shape[1] != 8):
+        raise ShapeError(
+            f"roi_actual_num must have shape ({batch}, 8), got {array.shape}"
+        )
+    counts = array[:, 0].astype(np.int64)
+    invalid = (counts < 0) | (counts > count)
+    if invalid.any():
+        b = int(np.argmax(invalid))
+        raise InvalidArgumentError(
+            f"roi_actual_num[{b}, 0] is {counts[b]}; it must be in [0, {count}] (N)"
+        )
+    return counts
+
+
+def strictly_positive_scale(value, name: str = "spatial_scale") -> float:
+    scale = spatial_scale(value, name)
+    if not scale > 0:
+        raise InvalidArgumentError(f"{name} must be > 0, got {scale!r}")
+    return scale
+
+
+def ascend_v2_boxes(value, dtype: np.dtype, input_shape: tuple, scale: float):
+    """Boxes of aclnnRoiAlignV2Backward: (K, 5) ``(image_id, x1, y1, x2, y2)`` of ``dtype``;
+    image_id floored and in [0, B); 0 <= x1 <= x2 <= W / scale and 0 <= y1 <= y2 <= H / scale
+    (bounds formed in float64). Returns (coords (K, 4), image ids (K,) int64)."""
+    array = _as_array(value)
+    if array.ndim != 2 or array.shape[1] != 5:
+        raise ShapeError(
+            f"boxes must have shape (K, 5) [image_id, x1, y1, x2, y2], got {array.shape}"
+        )
+    _check_coords_dtype(array, dtype, "boxes")
+    num_images, _, height, width = input_shape
+    column = array[:, 0].astype(np.float64)
+    finite = np.isfinite(column)
+    if not finite.all():
+        k = int(np.argmin(finite))
+        raise BatchIndexError(f"boxes: RoI {k} has image_id {column[k]!r}; it must be finite")
+    image = np.floor(column)
+    invalid = (image < 0) | (image >= num_images)
+    if invalid.any():
+        k = int(np.argmax(invalid))
+        raise BatchIndexError(
+            f"boxes: RoI {k} has image_id {column[k]!r} (floored: {image[k]:g}); it must be in "
+            f"[0, {num_images})"
+        )
+    coords = np.ascontiguousarray(array[:, 1:], dtype=array.dtype.newbyteorder("="))
+    _check_finite_coords(coords, "boxes")
+    wide = coords.astype(np.float64)
+    limits = {"x": width / scale, "y": height / scale}
+    for axis, (first, second) in (("x", (0, 2)), ("y", (1, 3))):
+        low, high = wide[:, first], wide[:, second]
+        for bad, rule in (
+            (low < 0, f"0 <= {axis}1"),
+            (low > high, f"{axis}1 <= {axis}2"),
+            (high > limits[axis], f"{axis}2 <= {'W' if axis == 'x' else 'H'} / spatial_scale "
+                                  f"= {limits[axis]:g}"),
+        ):
+            if bad.any():
+                k = int(np.argmax(bad))
+                raise BoxError(
+                    f"boxes: RoI {k} = {array[k].tolist()} violates {rule} "
+                    f"(aclnnRoiAlignV2Backward constraint)"
+                )
+    return coords, image.astype(np.int64)
+
+
+def workspace_array(value, inputs: tuple, name: str = "workspace") -> np.ndarray:
+    """A caller's scratch buffer: a writeable, contiguous 1-D uint8 array not overlapping
+    ``inputs``."""
+    if not isinstance(value, np.ndarray):
+        raise ArgumentTypeError(f"{name} must be a NumPy uint8 array, got {type(value).__name__}")
+    if value.dtype != np.uint8 or value.ndim != 1:
+        raise DTypeError(f"{name} must be a 1-D uint8 array, got {value.dtype} {value.shape}")
+    if not value.flags.c_contiguous or not value.flags.writeable:
+        raise InvalidArgumentError(f"{name} must be contiguous and writeable")
+    for array in inputs:
+        if np.may_share_memory(value, array):
+            raise InvalidArgumentError(f"{name} must not share memory with the other arrays")
+    return value
+
+
+def onnx_negative_grid(coords: np.ndarray, scale: float, pooled: tuple[int, int],
+                       name: str = "rois") -> None:
+    """onnxruntime's rejection of half_pixel RoIs with adaptive sampling whose grid is
+    negative on exactly one axis (its buffer size grid_h * grid_w * ... becomes negative: a
+    SafeInt "Integer overflow" error). The grid is ceil(size / pooled) with the size formed as
+    the kernel forms it, in the coordinates' dtype: (x2 * s - 0.5) - (x1 * s - 0.5)."""
+    if coords.shape[0] == 0:
+        return
+    T = coords.dtype.type
+    s, half = T(scale), T(0.5)
+    with np.errstate(over="ignore", invalid="ignore"):
+        width = (coords[:, 2] * s - half) - (coords[:, 0] * s - half)
+        height = (coords[:, 3] * s - half) - (coords[:, 1] * s - half)
+        grid_w = np.ceil(width / T(pooled[1]))
+        grid_h = np.ceil(height / T(pooled[0]))
+    bad = ((grid_w < 0) & (grid_h > 0)) | ((grid_w > 0) & (grid_h < 0))
+    if bad.any():
+        k = int(np.argmax(bad))
+        raise BoxError(
+            f"{name}: RoI {k} = {coords[k].tolist()} is inverted on exactly one axis, which "
+            f"onnxruntime rejects with half_pixel and adaptive sampling (sampling_ratio=0) "
+            f"(its sample count grid_h * grid_w = {int(grid_h[k])} * {int(grid_w[k])} is "
+            f"negative)"
+        )

@@ -393,3 +393,39 @@ class MultiScaleRoIAlign:
             if coeff != 1.0:
                 gradients[name] *= gradients[name].dtype.type(coeff)
         return gradients
+
+
+# float16 for MultiScaleRoIAlign (the other layers call the float16-capable operators): a
+# float16 pyramid and boxes are widened to float32, pooled (levels assigned in float32) and the
+# output and gradients rounded once to float16 -- see pyroi/_half.py.
+from pyroi._half import _is_half, _widen_boxes  # noqa: E402
+
+_multiscale_call = MultiScaleRoIAlign.__call__
+_multiscale_backward = MultiScaleRoIAlign.backward
+MultiScaleRoIAlign._float16 = False
+
+
+def _multiscale_call_float16(self, x, boxes, image_shapes, *, num_threads=None):
+    self._float16 = isinstance(x, dict) and any(
+        _is_half(v) for k, v in x.items() if k in self.featmap_names)
+    if not self._float16:
+        return _multiscale_call(self, x, boxes, image_shapes, num_threads=num_threads)
+    x = {k: np.asarray(v).astype(np.float32) if _is_half(v) else v for k, v in x.items()}
+    if isinstance(boxes, (list, tuple)):
+        boxes = _widen_boxes(list(boxes), "boxes")
+    result = _multiscale_call(self, x, boxes, image_shapes, num_threads=num_threads)
+    return result.astype(np.float16)
+
+
+def _multiscale_backward_float16(self, grad_output, lda_coeff=1.0, *, num_threads=None):
+    if not (self._float16 and _is_half(grad_output)):
+        return _multiscale_backward(self, grad_output, lda_coeff, num_threads=num_threads)
+    gradients = _multiscale_backward(self, np.asarray(grad_output).astype(np.float32),
+                                     lda_coeff, num_threads=num_threads)
+    return {name: gradient.astype(np.float16) for name, gradient in gradients.items()}
+
+
+_multiscale_call_float16.__doc__ = _multiscale_call.__doc__
+_multiscale_backward_float16.__doc__ = _multiscale_backward.__doc__
+MultiScaleRoIAlign.__call__ = _multiscale_call_float16
+MultiScaleRoIAlign.backward = _multiscale_backward_float16

@@ -871,3 +871,19 @@ def roi_align_rotated_backward(
         in_degrees, threads,
     )
     return result
+
+
+# float16: every operator above also takes float16 data, computed in float32 (see _half.py)
+from pyroi._half import float16_support as _float16_support  # noqa: E402
+
+roi_align = _float16_support("input")(roi_align)
+roi_align_backward = _float16_support("grad_output")(roi_align_backward)
+roi_pool = _float16_support("input")(roi_pool)
+roi_pool_backward = _float16_support("grad_output")(roi_pool_backward)
+ps_roi_align = _float16_support("input")(ps_roi_align)
+ps_roi_align_backward = _float16_support("grad_output")(ps_roi_align_backward)
+ps_roi_pool = _float16_support("input")(ps_roi_pool)
+ps_roi_pool_backward = _float16_support("grad_output")(ps_roi_pool_backward)
+roi_align_rotated = _float16_support("input", boxes=("rois",))(roi_align_rotated)
+roi_align_rotated_backward = _float16_support("grad_output", boxes=("rois",))(
+    roi_align_rotated_backward)

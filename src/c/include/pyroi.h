@@ -686,6 +686,113 @@ PYROI_API pyroi_status pyroi_roi_align_rotated_find_invalid_roi_f64(
     const int64_t *batch_indices, int64_t num_images, int64_t height, int64_t width,
     const pyroi_roi_align_rotated_params *params, int64_t *failed_roi);
 
+/* ------------------------------------------------------------------------------------------
+ * Compatibility front-ends (ONNX RoiAlign mode="max"; Ascend aclnnRoiAlignV2Backward
+ * workspace form). Other front-ends (ONNX RoiAlign avg, ONNX MaxRoiPool, Ascend ROIPooling)
+ * need no entry point of their own: they are pyroi_roi_align_forward_* and
+ * pyroi_roi_pool_forward_* with the front-end's conventions (see the Python package).
+ * ---------------------------------------------------------------------------------------- */
+
+/* ONNX RoiAlign mode="max", exactly as onnxruntime 1.32 computes it (bit for bit, float32 and
+ * float64): geometry, sampling grid and sample positions as pyroi_roi_align_forward_*
+ * (params->aligned = 1 is ONNX "half_pixel", 0 is "output_half_pixel" / RoiAlign-10), but each
+ * bin is a maximum over *weighted taps*, never over interpolated values:
+ *   per sample:  t_k = w_k * P[tap_k] (k = 1..4, the bilinear weights and pixels of the
+ *                sampler), v = M(M(M(t1, t2), t3), t4) with M(a, b) = a < b ? b : a;
+ *                a sample outside [-1, H] x [-1, W] has v = 0 * P[0, 0] (onnxruntime stores
+ *                its four weights as 0 at pixel 0): +-0, or NaN when P[0, 0] is not finite;
+ *   per bin:     out = v of the first sample, then out = M(out, v) over the others in
+ *                row-major sample order; no division; a bin with no samples is 0.
+ * So the result is at most the interpolated maximum (a sample midway between four pixels
+ * gives a quarter of the local peak) and, for negative data, a sample exactly on a pixel
+ * yields -0.0, which beats every negative tap. These are onnxruntime's quirks, reproduced on
+ * purpose (SEMANTICS.md 4.1). Deviations: onnxruntime raises for an aligned RoI inverted on
+ * exactly one axis with adaptive sampling (pyroi gives 0, as avg mode) and reads out of
+ * bounds on an empty map (pyroi uses z = 0 when H * W = 0).
+ * Arguments as pyroi_roi_align_forward_*. Returns PYROI_OK or the first validation failure.
+ * Thread-safe; bit-identical for every thread count. */
+PYROI_API pyroi_status pyroi_roi_align_onnx_max_forward_f32(
+    const float *input, const int64_t input_shape[4], const int64_t input_strides[4],
+    const float *boxes, int64_t num_rois, int64_t box_row_stride,
+    const int64_t *batch_indices,
+    float *output, const int64_t output_strides[4],
+    const pyroi_roi_align_params *params);
+PYROI_API pyroi_status pyroi_roi_align_onnx_max_forward_f64(
+    const double *input, const int64_t input_shape[4], const int64_t input_strides[4],
+    const double *boxes, int64_t num_rois, int64_t box_row_stride,
+    const int64_t *batch_indices,
+    double *output, const int64_t output_strides[4],
+    const pyroi_roi_align_params *params);
+
+/* RoIAlign backward in the two-phase shape of aclnnRoiAlignV2Backward (query the workspace,
+ * then call with it), for callers that manage memory themselves.
+ *
+ * pyroi_roi_align_backward_workspace_size_*: *workspace_size receives the bytes that
+ * pyroi_roi_align_backward_with_workspace_* uses with the same boxes, batch indices,
+ * grad_input_shape and params (the RoI tap tables, and the per-worker scratch blocks of the
+ * loop order and worker count the call will choose; 0 when grad_input has no elements). The
+ * arguments are validated as by the backward (boxes, batch indices, params, shape); on failure
+ * *workspace_size is 0. Thread-safe.
+ *
+ * pyroi_roi_align_backward_with_workspace_*: exactly pyroi_roi_align_backward_* (same
+ * arguments, validation, statuses and results, bit for bit), but every scratch byte comes from
+ * workspace (any alignment; NULL only with workspace_size 0): it calls no allocator. A
+ * workspace smaller than the query's answer still works as long as it holds the tap tables:
+ * the call then uses fewer workers, or the direct loop order that needs no scratch (results are
+ * the same for every loop order and thread count); if even the tap tables do not fit it
+ * returns PYROI_E_NO_MEMORY before writing anything. With params->num_threads = 0 the worker
+ * count follows the online processors at each call, so query again if that may change (a
+ * stale, smaller answer only costs speed). The workspace must not be shared by concurrent
+ * calls. Thread-safe otherwise. */
+PYROI_API pyroi_status pyroi_roi_align_backward_workspace_size_f32(
+    const float *boxes, int64_t num_rois, int64_t box_row_stride,
+    const int64_t *batch_indices, const int64_t grad_input_shape[4],
+    const pyroi_roi_align_params *params, size_t *workspace_size);
+PYROI_API pyroi_status pyroi_roi_align_backward_workspace_size_f64(
+    const double *boxes, int64_t num_rois, int64_t box_row_stride,
+    const int64_t *batch_indices, const int64_t grad_input_shape[4],
+    const pyroi_roi_align_params *params, size_t *workspace_size);
+PYROI_API pyroi_status pyroi_roi_align_backward_with_workspace_f32(
+    const float *grad_output, const int64_t grad_output_strides[4],
+    const float *boxes, int64_t num_rois, int64_t box_row_stride,
+    const int64_t *batch_indices,
+    float *grad_input, const int64_t grad_input_shape[4], const int64_t grad_input_strides[4],
+    const pyroi_roi_align_params *params, void *workspace, size_t workspace_size);
+PYROI_API pyroi_status pyroi_roi_align_backward_with_workspace_f64(
+    const double *grad_output, const int64_t grad_output_strides[4],
+    const double *boxes, int64_t num_rois, int64_t box_row_stride,
+    const int64_t *batch_indices,
+    double *grad_input, const int64_t grad_input_shape[4], const int64_t grad_input_strides[4],
+    const pyroi_roi_align_params *params, void *workspace, size_t workspace_size);
+
+/* ------------------------------------------------------------------------------------------
+ * float16 (IEEE 754 binary16, passed as uint16_t bit patterns: C99 has no half type).
+ *
+ * pyroi_roi_align_forward_f16 / pyroi_roi_align_backward_f16 are pyroi_roi_align_forward_f32 /
+ * pyroi_roi_align_backward_f32 on float16 tensors: the float16 input (or grad_output) is
+ * widened exactly into float32 scratch, the float32 kernel runs -- every sum is accumulated in
+ * float32, never in half -- and each result element is rounded once to float16 (to nearest,
+ * ties to even; overflow gives infinity). So a result equals the float32 call's on the widened
+ * data up to float16 rounding. Boxes are float32 (widen float16 boxes first: exact).
+ * Arguments, validation (complete before any element is read) and statuses are those of the
+ * float32 calls. Memory: float32 copies of both tensors for the duration of the call
+ * (PYROI_E_NO_MEMORY if they cannot be allocated), besides the float32 call's own scratch.
+ * Thread-safe; bit-identical for every thread count. (The Python package widens float16 in
+ * NumPy for every operator, with the same results.)
+ * ---------------------------------------------------------------------------------------- */
+PYROI_API pyroi_status pyroi_roi_align_forward_f16(
+    const uint16_t *input, const int64_t input_shape[4], const int64_t input_strides[4],
+    const float *boxes, int64_t num_rois, int64_t box_row_stride,
+    const int64_t *batch_indices,
+    uint16_t *output, const int64_t output_strides[4],
+    const pyroi_roi_align_params *params);
+PYROI_API pyroi_status pyroi_roi_align_backward_f16(
+    const uint16_t *grad_output, const int64_t grad_output_strides[4],
+    const float *boxes, int64_t num_rois, int64_t box_row_stride,
+    const int64_t *batch_indices,
+    uint16_t *grad_input, const int64_t grad_input_shape[4],
+    const int64_t grad_input_strides[4], const pyroi_roi_align_params *params);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,0 +1,174 @@
+/* half.c - float16 entry points of RoIAlign: the float16 tensors are widened (exactly) into
+ * float32 scratch, the float32 kernels run (so every sum is accumulated in float32), and the
+ * result is rounded once to float16. */
+#include "half.h"
+#include "validate.h"
+
+#include <stdlib.h>
+
+/* Elements of a 4-d shape already checked by pyroi_check_tensor4 (no overflow). */
+static int64_t half_count(const int64_t shape[4])
+{
+    return shape[0] * shape[1] * shape[2] * shape[3];
+}
+
+static void half_contiguous_strides(const int64_t shape[4], int64_t strides[4])
+{
+    strides[3] = 1;
+    strides[2] = shape[3];
+    strides[1] = shape[2] * shape[3];
+    strides[0] = shape[1] * shape[2] * shape[3];
+}
+
+/* float32 scratch of count elements (at least one), or NULL. */
+static float *half_scratch(int64_t count)
+{
+    if ((uint64_t)count > (uint64_t)(SIZE_MAX / sizeof(float))) {
+        return NULL;
+    }
+    return (float *)malloc((size_t)(count > 0 ? count : 1) * sizeof(float));
+}
+
+static void half_widen(const uint16_t *source, const int64_t shape[4], const int64_t strides[4],
+                       float *PYROI_RESTRICT target)
+{
+    int64_t n, c, h, w, i = 0;
+    for (n = 0; n < shape[0]; ++n) {
+        for (c = 0; c < shape[1]; ++c) {
+            for (h = 0; h < shape[2]; ++h) {
+                const uint16_t *row = source + n * strides[0] + c * strides[1] + h * strides[2];
+                for (w = 0; w < shape[3]; ++w) {
+                    target[i++] = pyroi_half_to_float(row[w * strides[3]]);
+                }
+            }
+        }
+    }
+}
+
+static void half_narrow(const float *source, const int64_t shape[4],
+                        uint16_t *PYROI_RESTRICT target, const int64_t strides[4])
+{
+    int64_t n, c, h, w, i = 0;
+    for (n = 0; n < shape[0]; ++n) {
+        for (c = 0; c < shape[1]; ++c) {
+            for (h = 0; h < shape[2]; ++h) {
+                uint16_t *row = target + n * strides[0] + c * strides[1] + h * strides[2];
+                for (w = 0; w < shape[3]; ++w) {
+                    row[w * strides[3]] = pyroi_float_to_half(source[i++]);
+                }
+            }
+        }
+    }
+}
+
+/* Every check of the float32 call, done before any element is read or written. */
+static pyroi_status half_check(const void *map, const int64_t map_shape[4],
+                               const int64_t map_strides[4], pyroi_tensor_role map_role,
+                               const void *pooled, const int64_t pooled_strides[4],
+                               pyroi_tensor_role pooled_role, const float *boxes,
+                               int64_t num_rois, int64_t box_row_stride,
+                               const int64_t *batch_indices,
+                               const pyroi_roi_align_params *params, int64_t pooled_shape[4])
+{
+    int64_t failed_roi;
+    pyroi_status status = pyroi_check_roi_align_params(params);
+    if (status != PYROI_OK) {
+        return status;
+    }
+    if (num_rois < 0) {
+        return PYROI_E_INVALID_SHAPE;
+    }
+    status = pyroi_check_tensor4(map, map_shape, map_strides, map_role);
+    if (status != PYROI_OK) {
+        return status;
+    }
+    pooled_shape[0] = num_rois;
+    pooled_shape[1] = map_shape[1];
+    pooled_shape[2] = params->pooled_height;
+    pooled_shape[3] = params->pooled_width;
+    status = pyroi_check_tensor4(pooled, pooled_shape, pooled_strides, pooled_role);
+    if (status != PYROI_OK) {
+        return status;
+    }
+    status = pyroi_check_rois(boxes, num_rois, box_row_stride, 4, batch_indices, map_shape[0]);
+    if (status != PYROI_OK) {
+        return status;
+    }
+    return pyroi_roi_align_find_invalid_roi_f32(boxes, num_rois, box_row_stride, batch_indices,
+                                                map_shape[0], map_shape[2], map_shape[3],
+                                                params, &failed_roi);
+}
+
+pyroi_status pyroi_roi_align_forward_f16(
+    const uint16_t *input, const int64_t input_shape[4], const int64_t input_strides[4],
+    const float *boxes, int64_t num_rois, int64_t box_row_stride,
+    const int64_t *batch_indices,
+    uint16_t *output, const int64_t output_strides[4],
+    const pyroi_roi_align_params *params)
+{
+    int64_t output_shape[4], input_contiguous[4], output_contiguous[4];
+    float *wide_input, *wide_output;
+    pyroi_status status = half_check(input, input_shape, input_strides, PYROI_TENSOR_INPUT,
+                                     output, output_strides, PYROI_TENSOR_OUTPUT, boxes,
+                                     num_rois, box_row_stride, batch_indices, params,
+                                     output_shape);
+    if (status != PYROI_OK || half_count(output_shape) == 0) {
+        return status;
+    }
+    wide_input = half_scratch(half_count(input_shape));
+    wide_output = half_scratch(half_count(output_shape));
+    if (wide_input == NULL || wide_output == NULL) {
+        free(wide_input);
+        free(wide_output);
+        return PYROI_E_NO_MEMORY;
+    }
+    half_contiguous_strides(input_shape, input_contiguous);
+    half_contiguous_strides(output_shape, output_contiguous);
+    half_widen(input, input_shape, input_strides, wide_input);
+    status = pyroi_roi_align_forward_f32(wide_input, input_shape, input_contiguous, boxes,
+                                         num_rois, box_row_stride, batch_indices, wide_output,
+                                         output_contiguous, params);
+    if (status == PYROI_OK) {
+        half_narrow(wide_output, output_shape, output, output_strides);
+    }
+    free(wide_input);
+    free(wide_output);
+    return status;
+}
+
+pyroi_status pyroi_roi_align_backward_f16(
+    const uint16_t *grad_output, const int64_t grad_output_strides[4],
+    const float *boxes, int64_t num_rois, int64_t box_row_stride,
+    const int64_t *batch_indices,
+    uint16_t *grad_input, const int64_t grad_input_shape[4],
+    const int64_t grad_input_strides[4], const pyroi_roi_align_params *params)
+{
+    int64_t grad_output_shape[4], go_contiguous[4], gi_contiguous[4];
+    float *wide_grad_output, *wide_grad_input;
+    pyroi_status status = half_check(grad_input, grad_input_shape, grad_input_strides,
+                                     PYROI_TENSOR_OUTPUT, grad_output, grad_output_strides,
+                                     PYROI_TENSOR_INPUT, boxes, num_rois, box_row_stride,
+                                     batch_indices, params, grad_output_shape);
+    if (status != PYROI_OK || half_count(grad_input_shape) == 0) {
+        return status;
+    }
+    wide_grad_output = half_scratch(half_count(grad_output_shape));
+    wide_grad_input = half_scratch(half_count(grad_input_shape));
+    if (wide_grad_output == NULL || wide_grad_input == NULL) {
+        free(wide_grad_output);
+        free(wide_grad_input);
+        return PYROI_E_NO_MEMORY;
+    }
+    half_contiguous_strides(grad_output_shape, go_contiguous);
+    half_contiguous_strides(grad_input_shape, gi_contiguous);
+    half_widen(grad_output, grad_output_shape, grad_output_strides, wide_grad_output);
+    status = pyroi_roi_align_backward_f32(wide_grad_output, go_contiguous, boxes, num_rois,
+                                          box_row_stride, batch_indices, wide_grad_input,
+                                          grad_input_shape, gi_contiguous, params);
+    if (status == PYROI_OK) {
+        half_narrow(wide_grad_input, grad_input_shape, grad_input, grad_input_strides);
+    }
+    free(wide_grad_output);
+    free(wide_grad_input);
+    return status;
+}

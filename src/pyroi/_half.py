@@ -1,0 +1,97 @@
+"""float16 support for the public operators, by widening to float32.
+
+A float16 feature map (or output gradient) is converted to float32 (exactly: every float16
+is a float32), the float32 operator runs -- so every sum and product is accumulated in float32,
+never in half -- and the result is rounded once to float16 (round to nearest even). The
+result is therefore the float32 result within float16 rounding (half an ulp of float16); beyond the
+float16 range it is infinity (silently, as the C entry points).
+
+Why here and not in C: C99 has no half type (``_Float16`` is an optional C23 / compiler
+extension), so C entry points would take ``uint16_t`` storage and convert anyway; converting
+once per call in NumPy costs the same single pass over the data, keeps one kernel per
+operator, and reuses the float32 kernels' validation and bit-exactness unchanged. The price
+is a float32 copy of the float16 arrays for the duration of the call. (C entry points
+``*_f16`` converting per plane into float32 scratch are the planned next step.)
+
+Boxes may be float16 or float32 with float16 data (float64 boxes are rejected, as any dtype
+mismatch is); ``out=`` must be float16. Integer arrays (argmax, batch indices) pass through.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+
+import numpy as np
+
+from pyroi._errors import DTypeError
+
+_HALF = np.dtype(np.float16)
+
+
+def _is_half(value) -> bool:
+    if isinstance(value, np.ndarray):
+        return value.dtype == _HALF
+    if value is None or isinstance(value, (list, tuple, dict, str, bytes)):
+        return False
+    dtype = getattr(value, "dtype", None)
+    return dtype is not None and np.dtype(dtype) == _HALF
+
+
+def _widen_boxes(value, name: str):
+    """float16 / float32 boxes (array or list of arrays) as float32."""
+    if isinstance(value, (list, tuple)):
+        return [_widen_boxes(part, f"{name}[{i}]") for i, part in enumerate(value)]
+    array = value if isinstance(value, np.ndarray) else np.asarray(value)
+    if array.dtype.kind == "f" and array.dtype.itemsize <= 4:
+        return array.astype(np.float32)
+    raise DTypeError(
+        f"{name} must be float16 or float32 when the data is float16, got dtype {array.dtype}"
+    )
+
+
+def _narrow(result, out):
+    """The float32 result as float16, in ``out`` when given (checked like any ``out=``)."""
+    from pyroi import _validate
+
+    with np.errstate(over="ignore"):  # beyond 65504: infinity, as documented
+        half = result.astype(np.float16)
+    if out is None:
+        return half
+    target = _validate.output_array(out, half.shape, _HALF, ())
+    target[...] = half
+    return target
+
+
+def float16_support(data: str, boxes: tuple = ("boxes",)):
+    """Decorator: ``function`` also accepts float16 for its argument ``data`` (the feature map
+    or output gradient), widening it and the ``boxes`` arguments to float32 and rounding the
+    first result back to float16."""
+
+    def decorate(function):
+        signature = inspect.signature(function)
+        for name in (data, *boxes):
+            if name not in signature.parameters:  # a misnamed decoration fails at import
+                raise TypeError(f"{function.__name__} has no parameter {name!r}")
+
+        @functools.wraps(function)
+        def wrapper(*args, **kwargs):
+            try:
+                bound = signature.bind(*args, **kwargs)
+            except TypeError:
+                return function(*args, **kwargs)  # let the function report it
+            if not _is_half(bound.arguments.get(data)):
+                return function(*args, **kwargs)
+            bound.arguments[data] = np.asarray(bound.arguments[data]).astype(np.float32)
+            for name in boxes:
+                if bound.arguments.get(name) is not None:
+                    bound.arguments[name] = _widen_boxes(bound.arguments[name], name)
+            out = bound.arguments.pop("out", None)
+            result = function(*bound.args, **bound.kwargs)
+            if isinstance(result, tuple):
+                return (_narrow(result[0], out),) + result[1:]
+            return _narrow(result, out)
+
+        return wrapper
+
+    return decorate

@@ -1,0 +1,97 @@
+"""Slow scalar reference of ONNX RoiAlign ``mode="max"`` as onnxruntime computes it, written
+from SEMANTICS.md sections 2, 3.2, 3.3 and 4.1 (not from the C kernel).
+
+Every operation is one NumPy scalar operation in the working type (NumPy >= 2 keeps float32
+scalars in float32), so results are bit-exact where the C kernel is.
+"""
+
+import math
+
+import numpy as np
+
+
+def _max(a, b):
+    """std::max(a, b): a < b ? b : a (NaN in a propagates, NaN in b is dropped)."""
+    return b if a < b else a
+
+
+def _taps(plane, y, x):
+    """The four weighted taps w_k * P[tap_k] of a sample (SEMANTICS.md 2, 4.1)."""
+    T = plane.dtype.type
+    height, width = plane.shape
+    if not (y >= -1 and y <= height and x >= -1 and x <= width):
+        # onnxruntime's pre-computed form: weights 0 at position 0
+        zero = T(0) * plane[0, 0] if plane.size else T(0)
+        return [zero, zero, zero, zero]
+    if y <= 0:
+        y = T(0)
+    if x <= 0:
+        x = T(0)
+    y_low, x_low = int(y), int(x)
+    if y_low >= height - 1:
+        y_low = y_high = height - 1
+        y = T(y_low)
+    else:
+        y_high = y_low + 1
+    if x_low >= width - 1:
+        x_low = x_high = width - 1
+        x = T(x_low)
+    else:
+        x_high = x_low + 1
+    ly = y - T(y_low)
+    lx = x - T(x_low)
+    hy = T(1.0 - float(ly))
+    hx = T(1.0 - float(lx))
+    w1, w2, w3, w4 = hy * hx, hy * lx, ly * hx, ly * lx
+    return [w1 * plane[y_low, x_low], w2 * plane[y_low, x_high],
+            w3 * plane[y_high, x_low], w4 * plane[y_high, x_high]]
+
+
+def onnx_roi_align_max_ref(x, rois, batch_indices, output_height, output_width,
+                           sampling_ratio, spatial_scale, aligned):
+    """(K, C, output_height, output_width) in x.dtype."""
+    with np.errstate(invalid="ignore", over="ignore"):  # 0 * inf is part of the semantics
+        return _onnx_roi_align_max_ref(x, rois, batch_indices, output_height, output_width,
+                                       sampling_ratio, spatial_scale, aligned)
+
+
+def _onnx_roi_align_max_ref(x, rois, batch_indices, output_height, output_width,
+                            sampling_ratio, spatial_scale, aligned):
+    T = x.dtype.type
+    num_rois = rois.shape[0]
+    channels = x.shape[1]
+    out = np.zeros((num_rois, channels, output_height, output_width), dtype=x.dtype)
+    scale = T(np.float32(spatial_scale))
+    offset = T(0.5) if aligned else T(0)
+    for k in range(num_rois):
+        x1, y1, x2, y2 = (T(v) for v in rois[k])
+        start_x = x1 * scale - offset
+        start_y = y1 * scale - offset
+        end_x = x2 * scale - offset
+        end_y = y2 * scale - offset
+        roi_w = end_x - start_x
+        roi_h = end_y - start_y
+        if not aligned:
+            roi_w = _max(roi_w, T(1))
+            roi_h = _max(roi_h, T(1))
+        bin_h = roi_h / T(output_height)
+        bin_w = roi_w / T(output_width)
+        if sampling_ratio > 0:
+            grid_h = grid_w = sampling_ratio
+        else:
+            grid_h = int(math.ceil(roi_h / T(output_height)))
+            grid_w = int(math.ceil(roi_w / T(output_width)))
+        for c in range(channels):
+            plane = x[int(batch_indices[k]), c]
+            for ph in range(output_height):
+                for pw in range(output_width):
+                    result = None
+                    for iy in range(max(grid_h, 0)):
+                        y = (start_y + T(ph) * bin_h) + (T(iy + 0.5) * bin_h) / T(grid_h)
+                        for ix in range(max(grid_w, 0)):
+                            xx = (start_x + T(pw) * bin_w) + (T(ix + 0.5) * bin_w) / T(grid_w)
+                            t = _taps(plane, y, xx)
+                            value = _max(_max(_max(t[0], t[1]), t[2]), t[3])
+                            result = value if result is None else _max(result, value)
+                    out[k, c, ph, pw] = T(0) if result is None else result
+    return out

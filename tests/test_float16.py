@@ -1,0 +1,219 @@
+"""float16: every operator takes float16 data (boxes float16 or float32), computes in float32
+and rounds the result once -- so it equals the float32 operator on the widened arrays, rounded
+to float16 (within float16 rounding of the float32 result)."""
+
+import numpy as np
+import pytest
+
+import pyroi
+from conftest import random_rois
+from pyroi import ascend
+from pyroi import onnx as ponnx
+
+
+def _case(seed=0, channels=4, k=9, rotated=False):
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((2, channels, 9, 11)).astype(np.float16)
+    rois = random_rois(rng, 2, 9, 11, k, np.float64, spatial_scale=0.5, inverted="both")
+    if rotated:
+        centre = (rois[:, 1:3] + rois[:, 3:5]) / 2
+        size = np.abs(rois[:, 3:5] - rois[:, 1:3])
+        angle = rng.uniform(-90, 90, (k, 1))
+        rois = np.concatenate([rois[:, :1], centre, size, angle], axis=1)
+    return x, rois.astype(np.float16)
+
+
+def _widened(value):
+    if isinstance(value, np.ndarray) and value.dtype == np.float16:
+        return value.astype(np.float32)
+    return value
+
+
+FORWARD = {
+    "roi_align": lambda x, b: pyroi.roi_align(x, b, (2, 3), 0.5, 2, True),
+    "roi_align_max": lambda x, b: pyroi.roi_align(x, b, (2, 3), 0.5, 0, False, mode="max",
+                                                  return_argmax=True),
+    "roi_pool": lambda x, b: pyroi.roi_pool(x, b, (3, 2), 0.5, return_argmax=True),
+    "ps_roi_align": lambda x, b: pyroi.ps_roi_align(x, b, 2, 0.5, 2),
+    "ps_roi_pool": lambda x, b: pyroi.ps_roi_pool(x, b, 2, 0.5),
+}
+
+
+@pytest.mark.parametrize("name", sorted(FORWARD))
+@pytest.mark.parametrize("boxes_dtype", [np.float16, np.float32])
+def test_forward_is_rounded_float32(name, boxes_dtype):
+    x, rois = _case(1)
+    rois = rois.astype(boxes_dtype)
+    half = FORWARD[name](x, rois)
+    single = FORWARD[name](x.astype(np.float32), rois.astype(np.float32))
+    if isinstance(half, tuple):
+        np.testing.assert_array_equal(half[1], single[1])  # argmax unchanged
+        half, single = half[0], single[0]
+    assert half.dtype == np.float16
+    np.testing.assert_array_equal(half, single.astype(np.float16))
+    # within float16 rounding of the float32 result
+    assert np.all(np.abs(half.astype(np.float32) - single) <=
+                  np.spacing(np.abs(single).astype(np.float16)).astype(np.float32) / 2)
+
+
+def test_rotated_forward_and_backward():
+    x, rois = _case(2, rotated=True)
+    half = pyroi.roi_align_rotated(x, rois, 2, 0.5, 2)
+    single = pyroi.roi_align_rotated(x.astype(np.float32), rois.astype(np.float32), 2, 0.5, 2)
+    np.testing.assert_array_equal(half, single.astype(np.float16))
+    grad = np.ones_like(half)
+    g16 = pyroi.roi_align_rotated_backward(grad, rois, x.shape, 0.5, 2)
+    g32 = pyroi.roi_align_rotated_backward(grad.astype(np.float32), rois.astype(np.float32),
+                                           x.shape, 0.5, 2)
+    assert g16.dtype == np.float16
+    np.testing.assert_array_equal(g16, g32.astype(np.float16))
+
+
+def test_backward_ops():
+    x, rois = _case(3)
+    r32 = rois.astype(np.float32)
+    grad = np.random.default_rng(0).standard_normal((rois.shape[0], 4, 2, 2)).astype(np.float16)
+    g32 = grad.astype(np.float32)
+    pairs = [
+        (pyroi.roi_align_backward(grad, rois, x.shape, 0.5, 2, True),
+         pyroi.roi_align_backward(g32, r32, x.shape, 0.5, 2, True)),
+        (pyroi.ps_roi_align_backward(grad[:, :1], rois, x.shape, 0.5, 2),
+         pyroi.ps_roi_align_backward(g32[:, :1], r32, x.shape, 0.5, 2)),
+        (pyroi.ps_roi_pool_backward(grad[:, :1], rois, x.shape, 0.5),
+         pyroi.ps_roi_pool_backward(g32[:, :1], r32, x.shape, 0.5)),
+    ]
+    _, argmax = pyroi.roi_pool(x, rois, 2, 0.5, return_argmax=True)
+    pairs.append((pyroi.roi_pool_backward(grad, rois, argmax, x.shape, 2, 0.5),
+                  pyroi.roi_pool_backward(g32, r32, argmax, x.shape, 2, 0.5)))
+    _, winners = pyroi.roi_align(x, rois, 2, 0.5, mode="max", return_argmax=True)
+    pairs.append((pyroi.roi_align_backward(grad, rois, x.shape, 0.5, mode="max",
+                                           argmax=winners),
+                  pyroi.roi_align_backward(g32, r32, x.shape, 0.5, mode="max",
+                                           argmax=winners)))
+    for half, single in pairs:
+        assert half.dtype == np.float16
+        np.testing.assert_array_equal(half, single.astype(np.float16))
+
+
+def test_accumulates_in_float32():
+    """16 samples exactly on pixels [2048, 1, 1, 2] per row: the float32 mean is 8208 / 16 =
+    513; accumulating in float16 (spacing 2 at 2048) would drop the ones and give 512.5."""
+    x = np.tile(np.array([2048, 1, 1, 2], np.float16), (4, 1)).reshape(1, 1, 4, 4)
+    rois = np.array([[0, 0, 0, 4, 4]], np.float16)
+    y = pyroi.roi_align(x, rois, 1, 1.0, 4, True)
+    assert y.dtype == np.float16 and y[0, 0, 0, 0] == 513.0
+
+
+def test_list_boxes_out_and_errors():
+    x, rois = _case(4)
+    parts = [rois[rois[:, 0] == i, 1:] for i in range(2)]
+    ordered = np.concatenate([rois[rois[:, 0] == i] for i in range(2)])
+    np.testing.assert_array_equal(pyroi.roi_align(x, parts, 2, 0.5),
+                                  pyroi.roi_align(x, ordered, 2, 0.5))
+    out = np.zeros((rois.shape[0], 4, 2, 2), np.float16)
+    assert pyroi.roi_align(x, rois, 2, 0.5, out=out) is out
+    np.testing.assert_array_equal(out, pyroi.roi_align(x, rois, 2, 0.5))
+    with pytest.raises(pyroi.DTypeError, match="out"):
+        pyroi.roi_align(x, rois, 2, 0.5, out=np.zeros((rois.shape[0], 4, 2, 2), np.float32))
+    with pytest.raises(pyroi.DTypeError, match="boxes"):
+        pyroi.roi_align(x, rois.astype(np.float64), 2)
+    with pytest.raises(pyroi.DTypeError, match="boxes"):
+        pyroi.roi_align(x.astype(np.float32), rois, 2)  # float32 data needs float32 boxes
+
+
+def test_layer_float16():
+    x, rois = _case(5)
+    layer = pyroi.RoIAlign(2, 0.5, 2, aligned=True)
+    y = layer(x, rois)
+    assert y.dtype == np.float16
+    g = layer.backward(np.ones_like(y), lda_coeff=2.0)
+    assert g.dtype == np.float16
+    expected = 2 * pyroi.roi_align_backward(np.ones(y.shape, np.float32),
+                                            rois.astype(np.float32), x.shape, 0.5, 2, True)
+    np.testing.assert_allclose(g.astype(np.float32), expected, rtol=2e-3, atol=2e-3)
+
+
+@pytest.mark.parametrize("mode", ["avg", "max"])
+def test_onnx_float16(mode):
+    x, rois = _case(6)
+    batch = rois[:, 0].astype(np.int64)
+    coords = np.ascontiguousarray(rois[:, 1:])
+    half = ponnx.roi_align(x, coords, batch, mode=mode, output_height=2, output_width=2,
+                           sampling_ratio=2, spatial_scale=0.5)
+    single = ponnx.roi_align(x.astype(np.float32), coords.astype(np.float32), batch, mode=mode,
+                             output_height=2, output_width=2, sampling_ratio=2,
+                             spatial_scale=0.5)
+    assert half.dtype == np.float16
+    np.testing.assert_array_equal(half, single.astype(np.float16))
+    pooled = ponnx.max_roi_pool(x, rois, (2, 2), 0.5)
+    np.testing.assert_array_equal(pooled, ponnx.max_roi_pool(
+        x.astype(np.float32), rois.astype(np.float32), (2, 2), 0.5).astype(np.float16))
+
+
+def test_ascend_float16():
+    x = np.abs(np.random.default_rng(7).standard_normal((2, 3, 10, 12))).astype(np.float16)
+    boxes = [np.array([[0, 0, 100, 80], [16, 16, 64, 64]], np.float16),
+             np.array([[8, 0, 180, 150]], np.float16)]
+    rois, counts = ascend.pack_rois(boxes)
+    assert rois.dtype == np.float16
+    half = ascend.roi_pooling(x, rois, counts, pooled_h=3, pooled_w=3)
+    single = ascend.roi_pooling(x.astype(np.float32), rois.astype(np.float32), counts,
+                                pooled_h=3, pooled_w=3)
+    assert half.dtype == np.float16
+    np.testing.assert_array_equal(half, single.astype(np.float16))
+    v2 = np.array([[0, 0, 0, 100, 80], [1.5, 16, 16, 64, 64]], np.float16)
+    grad = np.ones((2, 3, 2, 2), np.float16)
+    g16 = ascend.roi_align_v2_backward(grad, v2, x.shape, 2, 2, 1 / 16, 2, True)
+    g32 = ascend.roi_align_v2_backward(grad.astype(np.float32), v2.astype(np.float32), x.shape,
+                                       2, 2, 1 / 16, 2, True)
+    np.testing.assert_array_equal(g16, g32.astype(np.float16))
+    assert ascend.roi_align_v2_backward_workspace_size(v2, x.shape, 2, 2, 1 / 16, 2, True) == \
+        ascend.roi_align_v2_backward_workspace_size(v2.astype(np.float32), x.shape, 2, 2,
+                                                    1 / 16, 2, True)
+
+
+def test_multiscale_float16():
+    rng = np.random.default_rng(8)
+    x = {"a": rng.random((1, 2, 32, 32)).astype(np.float16),
+         "b": rng.random((1, 2, 16, 16)).astype(np.float16)}
+    boxes = [np.array([[0, 0, 50, 60], [10, 10, 100, 120], [1, 2, 3, 4]], np.float16)]
+    half = pyroi.MultiScaleRoIAlign(["a", "b"], 3, 2)
+    single = pyroi.MultiScaleRoIAlign(["a", "b"], 3, 2)
+    y16 = half(x, boxes, [(128, 128)])
+    y32 = single({k: v.astype(np.float32) for k, v in x.items()},
+                 [boxes[0].astype(np.float32)], [(128, 128)])
+    assert y16.dtype == np.float16
+    np.testing.assert_array_equal(y16, y32.astype(np.float16))
+    g16 = half.backward(np.ones_like(y16))
+    g32 = single.backward(np.ones(y32.shape, np.float32))
+    for name in ("a", "b"):
+        assert g16[name].dtype == np.float16
+        np.testing.assert_array_equal(g16[name], g32[name].astype(np.float16))
+
+
+@pytest.mark.parametrize("aligned", [False, True])
+def test_c_float16_entry_points_match(aligned):
+    """pyroi_roi_align_forward_f16 / _backward_f16 (C widening and rounding) give the same
+    bits as the NumPy float16 path (NumPy's astype rounding), on data with subnormals, huge
+    values (overflow to inf on output) and ties."""
+    from pyroi import _core
+
+    rng = np.random.default_rng(9)
+    x = rng.standard_normal((2, 5, 9, 11)) * np.exp2(rng.integers(-26, 16, (2, 5, 9, 11)))
+    with np.errstate(over="ignore"):
+        x = x.astype(np.float16)
+    rois = random_rois(rng, 2, 9, 11, 12, np.float32, spatial_scale=0.5, inverted="both")
+    coords = np.ascontiguousarray(rois[:, 1:])
+    batch = rois[:, 0].astype(np.int64)
+    expected = pyroi.roi_align(x, rois, (2, 3), 0.5, 2, aligned)
+    out = np.empty(expected.shape, np.float16)
+    _core.roi_align_forward_f16(x.view(np.uint16), coords, batch, out.view(np.uint16), 2, 3,
+                                0.5, 0.5, 2, aligned, 1)
+    np.testing.assert_array_equal(out.view(np.uint16), expected.view(np.uint16))
+    grad = np.clip(rng.standard_normal(expected.shape) * 3e4, -6e4, 6e4).astype(np.float16)
+    expected_grad = pyroi.roi_align_backward(grad, rois, x.shape, 0.5, 2, aligned)
+    grad_input = np.empty(x.shape, np.float16)
+    _core.roi_align_backward_f16(grad.view(np.uint16), coords, batch,
+                                 grad_input.view(np.uint16), 0.5, 0.5, 2, aligned, 2)
+    np.testing.assert_array_equal(grad_input.view(np.uint16), expected_grad.view(np.uint16))
+    assert np.isinf(expected_grad).any() or np.abs(expected_grad).max() > 1e4
