@@ -38,7 +38,9 @@
  *      indices, PYROI_E_INVALID_BATCH_INDEX, then PYROI_E_INVALID_BOX (non-finite coordinate,
  *      adaptive grid above PYROI_MAX_SAMPLING_GRID) and, for max-pooling backward passes,
  *      PYROI_E_INVALID_ARGMAX;
- *   4. scratch memory: PYROI_E_NO_MEMORY (never before every check above has passed).
+ *   4. scratch memory: PYROI_E_NO_MEMORY. It can come before the box and argmax checks of
+ *      step 3 (some ops check box geometry while filling their first scratch table), never
+ *      before the checks of steps 1-2 and the batch indices. Nothing is written either way.
  * A function's comment names the codes that differ from this list or are specific to it.
  * Every code is reachable; the C tests in tests/c/ trigger each one.
  *
@@ -48,9 +50,10 @@
  * result is the same).
  *
  * Linking: CMake users write find_package(pyroi) and link pyroi::pyroi (shared, or static
- * when only the static library is installed) or pyroi::pyroi_static; others use pkg-config
- * (pkg-config --cflags --libs pyroi; add --static for the static library). On Windows define
- * PYROI_STATIC when linking the static library (pyroi::pyroi_static does it).
+ * when only the static library is installed) or pyroi::pyroi_static; others use
+ * `pkg-config --cflags --libs pyroi` (the shared library, or the static one and its
+ * dependencies when only that is installed). On Windows define PYROI_STATIC when linking the
+ * static library (pyroi::pyroi_static and the static-only pyroi.pc do it).
  *
  * The version macros below are the single source of the version for the C library, the
  * CMake package and the Python package.
