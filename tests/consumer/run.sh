@@ -73,7 +73,8 @@ step "find_package(pyroi): pyroi::pyroi, pyroi::pyroi_static, examples/roi_align
 build_consumer "$prefix" "$work/consumer"
 expect_link shared "$work/consumer/consumer"
 expect_link static "$work/consumer/consumer_static"
-"$work/consumer/roi_align_example"
+"$work/consumer/roi_align_example" | tee "$work/example.txt"
+grep -q "box 0 (1, 1, 3, 3): 11 12 / 21 22" "$work/example.txt"
 
 step "pkg-config: cc \$(pkg-config --cflags --libs pyroi)"
 export PKG_CONFIG_PATH="$prefix/lib/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
