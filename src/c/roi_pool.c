@@ -2,6 +2,7 @@
  * backward, float32 and float64. The kernel body is written once in roi_pool_template.h.
  * Semantics: SEMANTICS.md section 5.1 (torchvision.ops.roi_pool). */
 #include "parallel.h"
+#include "transpose.h"
 #include "validate.h"
 
 #include <float.h>
@@ -162,6 +163,123 @@ static int64_t roi_pool_clamp(int64_t value, int64_t extent)
 {
     return value < 0 ? 0 : (value > extent ? extent : value);
 }
+
+/* ---- plan of the lane-major loop orders (see roi_pool_template.h) --------------------- */
+
+/* Largest lane-major scratch per worker (one 64-byte lane group per block pixel and per bin
+ * of the two tiles); larger maps or bin grids take the direct loop order. It also keeps every
+ * in-plane index below 2^20, so a float holds it exactly. */
+#define ROI_POOL_SCRATCH_BYTES ((size_t)64 << 20)
+#define ROI_POOL_LANE_BYTES 64
+
+/* Forward outputs of at least this size are written with streaming stores. */
+#define ROI_POOL_STREAM_BYTES ((double)(8 << 20))
+
+/* The bin windows of every RoI of a call, and the RoIs grouped by image. */
+typedef struct roi_pool_plan {
+    int64_t bins;             /* pooled_height + pooled_width: windows per RoI */
+    roi_pool_window *windows; /* RoI k: windows + k * bins: rows, then columns (forward) */
+    int64_t *order;           /* RoI indices sorted by image, stable */
+    int64_t *image_start;     /* RoIs of image n: order[image_start[n] .. image_start[n + 1]) */
+    double visits;            /* sum over RoIs and bins of the pixels in the window */
+    double area;              /* sum over RoIs of the map pixels a RoI covers */
+    int64_t max_area;         /* the largest of those */
+    int64_t images_used;      /* images with at least one RoI */
+    void *allocation;
+} roi_pool_plan;
+
+/* Allocates the plan of num_rois RoIs on num_images images, with bins windows per RoI
+ * (0: no windows, for the backward), and groups the RoIs by image (counting sort, RoI order
+ * kept within an image). */
+static pyroi_status roi_pool_plan_init(roi_pool_plan *plan, const int64_t *batch_indices,
+                                       int64_t num_rois, int64_t num_images, int64_t bins)
+{
+    const uint64_t per_roi_bytes = (uint64_t)bins * sizeof(roi_pool_window) + sizeof(int64_t);
+    uint64_t bytes;
+    int64_t k, n;
+    memset(plan, 0, sizeof(*plan));
+    plan->bins = bins;
+    /* bins <= 2 * (output elements per channel): the caller's output bounds the plan */
+    if ((uint64_t)bins > (uint64_t)SIZE_MAX / 64 ||
+        (uint64_t)num_rois > (uint64_t)(SIZE_MAX / 4) / per_roi_bytes ||
+        (uint64_t)num_images >= (uint64_t)(SIZE_MAX / 4) / sizeof(int64_t)) {
+        return PYROI_E_NO_MEMORY;
+    }
+    bytes = (uint64_t)num_rois * per_roi_bytes + ((uint64_t)num_images + 1) * sizeof(int64_t);
+    plan->allocation = malloc((size_t)bytes);
+    if (plan->allocation == NULL) {
+        return PYROI_E_NO_MEMORY;
+    }
+    plan->windows = (roi_pool_window *)plan->allocation; /* int64 pairs come first */
+    plan->order = (int64_t *)(plan->windows + num_rois * bins);
+    plan->image_start = plan->order + num_rois;
+    for (n = 0; n <= num_images; ++n) {
+        plan->image_start[n] = 0;
+    }
+    for (k = 0; k < num_rois; ++k) {
+        plan->image_start[batch_indices[k] + 1] += 1;
+    }
+    for (n = 0; n < num_images; ++n) {
+        plan->images_used += plan->image_start[n + 1] > 0;
+        plan->image_start[n + 1] += plan->image_start[n];
+    }
+    for (k = 0; k < num_rois; ++k) {
+        plan->order[plan->image_start[batch_indices[k]]++] = k;
+    }
+    for (n = num_images; n > 0; --n) { /* undo the increments of the placement pass */
+        plan->image_start[n] = plan->image_start[n - 1];
+    }
+    plan->image_start[0] = 0;
+    return PYROI_OK;
+}
+
+static void roi_pool_plan_free(roi_pool_plan *plan)
+{
+    free(plan->allocation);
+    plan->allocation = NULL;
+}
+
+/* The map pixels the non-empty bins of one axis cover: [*begin, *end), empty (0, 0) when
+ * every bin is clipped away. */
+static void roi_pool_axis_extent(const roi_pool_window *windows, int64_t bins, int64_t *begin,
+                                 int64_t *end)
+{
+    int64_t b;
+    *begin = INT64_MAX;
+    *end = 0;
+    for (b = 0; b < bins; ++b) {
+        if (windows[b].end > windows[b].begin) {
+            *begin = windows[b].begin < *begin ? windows[b].begin : *begin;
+            *end = windows[b].end > *end ? windows[b].end : *end;
+        }
+    }
+    if (*end == 0) {
+        *begin = 0;
+    }
+}
+
+/* The region RoI k of a forward plan reads: rows [region[0], region[1]) x columns
+ * [region[2], region[3]); empty in both axes when any axis has no pixel. */
+static void roi_pool_region(const roi_pool_plan *plan, int64_t k, int64_t pooled_height,
+                            int64_t region[4])
+{
+    const roi_pool_window *windows = plan->windows + k * plan->bins;
+    roi_pool_axis_extent(windows, pooled_height, &region[0], &region[1]);
+    roi_pool_axis_extent(windows + pooled_height, plan->bins - pooled_height, &region[2],
+                         &region[3]);
+    if (region[1] == region[0] || region[3] == region[2]) {
+        region[0] = region[1] = region[2] = region[3] = 0;
+    }
+}
+
+/* The lane-major kernels use GCC/Clang generic vectors of half a lane group (one AVX2
+ * register), which compile to clean compare-and-blend code on every target; elsewhere, and
+ * in portable-only builds, a plain per-lane loop with the same comparisons. */
+#if (defined(__GNUC__) || defined(__clang__)) && !defined(PYROI_NO_CLONES)
+#  define ROI_POOL_VECTORS 1
+#endif
+typedef int32_t roi_pool_mask_int_f32; /* a comparison lane of float vectors */
+typedef int64_t roi_pool_mask_int_f64;
 
 #define T float
 #define PYROI_TYPED(name) PYROI_CAT(name, _f32)

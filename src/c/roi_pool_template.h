@@ -215,10 +215,14 @@ static void PYROI_TYPED(roi_pool_backward_channels)(
             for (ph = 0; ph < params->pooled_height; ++ph) {
                 for (pw = 0; pw < params->pooled_width; ++pw) {
                     const int64_t a = winners[ph * argmax_strides[2] + pw * argmax_strides[3]];
-                    if (a >= 0) { /* validated: -1 or a pixel of the plane */
-                        plane[(a / width) * row_stride + (a % width) * col_stride] +=
-                            grad[ph * grad_output_strides[2] + pw * grad_output_strides[3]];
+                    if (a < 0) { /* validated: -1 or a pixel of the plane */
+                        continue;
                     }
+                    /* rows evenly spaced: the pixel's offset needs no division */
+                    plane[row_stride == width * col_stride
+                              ? a * col_stride
+                              : (a / width) * row_stride + (a % width) * col_stride] +=
+                        grad[ph * grad_output_strides[2] + pw * grad_output_strides[3]];
                 }
             }
         }
@@ -242,6 +246,10 @@ typedef struct PYROI_TYPED(roi_pool_job) {
     const int64_t *argmax_strides;
     const pyroi_roi_pool_params *params;
     roi_pool_window *windows; /* forward: pooled_height + pooled_width per worker */
+    const roi_pool_plan *plan; /* lane-major orders */
+    T *scratch;                /* lane-major orders: one block and two tiles per worker */
+    int64_t scratch_stride;    /* elements per worker */
+    int stream;                /* forward: stream the outputs past the caches (large calls) */
 } PYROI_TYPED(roi_pool_job);
 
 static void PYROI_TYPED(roi_pool_forward_task)(void *context, int64_t begin, int64_t end,
@@ -265,6 +273,487 @@ static void PYROI_TYPED(roi_pool_backward_task)(void *context, int64_t begin, in
         job->features, job->features_strides, job->argmax_in, job->argmax_strides,
         job->batch_indices, job->num_rois, job->result, job->result_shape,
         job->result_strides, job->params, begin, end);
+}
+
+/* ---- lane-major loop orders ------------------------------------------------------------ */
+/* The direct order above is torchvision's: RoI by RoI, each channel plane read in place, so
+ * a plane is read again from memory for every RoI, one scalar comparison at a time. The
+ * lane-major orders instead copy PYROI_LANES channels (one 64-byte line) channels-last into a
+ * per-worker block, block[h][w][lane], and pool every RoI from it with the channel lanes as
+ * the vector axis:
+ *  - image blocks: work item = (image, channel block); the whole image is gathered once and
+ *    every RoI of that image reads it (many or large RoIs);
+ *  - RoI regions: work item = RoI; for each channel block only the pixels the RoI's bins
+ *    cover are gathered (few RoIs on a large map).
+ * Each lane performs exactly the scalar kernel's comparisons in the same order (strict >,
+ * first maximum wins, NaN never wins, start at -FLT_MAX), so results are identical; the
+ * backward's image blocks add each RoI's gradients in torchvision's order. */
+
+#define ROI_POOL_LANES ((int64_t)(ROI_POOL_LANE_BYTES / sizeof(T)))
+
+/* Fills the plan's bin windows (boxes validated before) and its work statistics. */
+static void PYROI_TYPED(roi_pool_plan_windows)(roi_pool_plan *plan, const T *boxes,
+                                               int64_t num_rois, int64_t box_row_stride,
+                                               int64_t height, int64_t width,
+                                               const pyroi_roi_pool_params *params)
+{
+    const int64_t pooled_height = params->pooled_height, pooled_width = params->pooled_width;
+    int64_t k, b;
+    for (k = 0; k < num_rois; ++k) {
+        PYROI_TYPED(roi_pool_axis) rows, cols;
+        roi_pool_window *windows = plan->windows + k * plan->bins;
+        double row_pixels = 0.0, col_pixels = 0.0;
+        int64_t region[4], area;
+        (void)PYROI_TYPED(roi_pool_axes)(boxes + k * box_row_stride, params, height, width,
+                                         &rows, &cols);
+        for (b = 0; b < pooled_height; ++b) {
+            windows[b] = PYROI_TYPED(roi_pool_bin_window)(&rows, b);
+            row_pixels += (double)(windows[b].end > windows[b].begin
+                                       ? windows[b].end - windows[b].begin : 0);
+        }
+        for (b = 0; b < pooled_width; ++b) {
+            windows[pooled_height + b] = PYROI_TYPED(roi_pool_bin_window)(&cols, b);
+            col_pixels += (double)(windows[pooled_height + b].end >
+                                           windows[pooled_height + b].begin
+                                       ? windows[pooled_height + b].end -
+                                             windows[pooled_height + b].begin
+                                       : 0);
+        }
+        plan->visits += row_pixels * col_pixels;
+        roi_pool_region(plan, k, pooled_height, region);
+        area = (region[1] - region[0]) * (region[3] - region[2]);
+        plan->area += (double)area;
+        plan->max_area = area > plan->max_area ? area : plan->max_area;
+    }
+}
+
+/* Copies rows [region[0], region[1]) x columns [region[2], region[3]) of channels
+ * [c0, c0 + lanes) of image n into the block, packed with region[3] - region[2] pixels per
+ * row (unused lanes 0). */
+static void PYROI_TYPED(roi_pool_region_to_block)(const T *map, const int64_t strides[4],
+                                                  int64_t n, int64_t c0, int64_t lanes,
+                                                  const int64_t region[4], T *block)
+{
+    const int64_t pitch = region[3] - region[2];
+    const T *image = map + n * strides[0] + c0 * strides[1] + region[2] * strides[3];
+    int64_t h;
+    for (h = region[0]; h < region[1]; ++h) {
+        PYROI_TYPED(pyroi_channels_to_lanes)(image + h * strides[2], strides[1], strides[3],
+                                             pitch, lanes,
+                                             block + (h - region[0]) * pitch * ROI_POOL_LANES);
+    }
+}
+
+/* result[j] = the maximum of lane j over the window (rw x cw, non-empty) and, unless
+ * winners is NULL, winners[j] = the in-plane index h * width + w where it was found (as T:
+ * exact, every index is below 2^20) or -1. first points at the window's top-left pixel in a
+ * block of pitch pixels per row. Per lane this is the scalar kernel's
+ *     if (value > best) { best = value; best_index = index; }
+ * in the same order, written branch-free. */
+#if defined(ROI_POOL_VECTORS)
+typedef T PYROI_TYPED(roi_pool_half) __attribute__((vector_size(ROI_POOL_LANE_BYTES / 2)));
+typedef PYROI_TYPED(roi_pool_mask_int)
+    PYROI_TYPED(roi_pool_half_mask) __attribute__((vector_size(ROI_POOL_LANE_BYTES / 2)));
+
+/* mask ? a : b, lane by lane (mask lanes are all ones or all zeros) */
+#define ROI_POOL_SELECT(mask, a, b)                                                            \
+    ((PYROI_TYPED(roi_pool_half))(((PYROI_TYPED(roi_pool_half_mask))(a) & (mask)) |           \
+                                  ((PYROI_TYPED(roi_pool_half_mask))(b) & ~(mask))))
+
+static inline void PYROI_TYPED(roi_pool_bin_max)(const T *first, int64_t pitch, int64_t width,
+                                                 roi_pool_window rw, roi_pool_window cw,
+                                                 T *PYROI_RESTRICT result,
+                                                 T *PYROI_RESTRICT winners)
+{
+    /* one lane group is two half vectors (one AVX2 register each) */
+    const PYROI_TYPED(roi_pool_half) zero = {0};
+    PYROI_TYPED(roi_pool_half) best_lo = zero - (T)FLT_MAX, best_hi = best_lo;
+    PYROI_TYPED(roi_pool_half) index_lo = zero - (T)1, index_hi = index_lo;
+    const int64_t half = ROI_POOL_LANES / 2;
+    int64_t h, w;
+    for (h = rw.begin; h < rw.end; ++h) {
+        const T *pixel = first + (h - rw.begin) * pitch * ROI_POOL_LANES;
+        if (winners == NULL) {
+            for (w = cw.begin; w < cw.end; ++w) {
+                PYROI_TYPED(roi_pool_half) lo, hi;
+                memcpy(&lo, pixel, sizeof(lo));
+                memcpy(&hi, pixel + half, sizeof(hi));
+                best_lo = ROI_POOL_SELECT(lo > best_lo, lo, best_lo);
+                best_hi = ROI_POOL_SELECT(hi > best_hi, hi, best_hi);
+                pixel += ROI_POOL_LANES;
+            }
+        } else {
+            T index = (T)(h * width + cw.begin);
+            for (w = cw.begin; w < cw.end; ++w) {
+                PYROI_TYPED(roi_pool_half) lo, hi;
+                PYROI_TYPED(roi_pool_half_mask) larger_lo, larger_hi;
+                memcpy(&lo, pixel, sizeof(lo));
+                memcpy(&hi, pixel + half, sizeof(hi));
+                larger_lo = lo > best_lo;
+                larger_hi = hi > best_hi;
+                best_lo = ROI_POOL_SELECT(larger_lo, lo, best_lo);
+                best_hi = ROI_POOL_SELECT(larger_hi, hi, best_hi);
+                index_lo = ROI_POOL_SELECT(larger_lo, zero + index, index_lo);
+                index_hi = ROI_POOL_SELECT(larger_hi, zero + index, index_hi);
+                pixel += ROI_POOL_LANES;
+                index += (T)1;
+            }
+        }
+    }
+    memcpy(result, &best_lo, sizeof(best_lo));
+    memcpy(result + half, &best_hi, sizeof(best_hi));
+    if (winners != NULL) {
+        memcpy(winners, &index_lo, sizeof(index_lo));
+        memcpy(winners + half, &index_hi, sizeof(index_hi));
+    }
+}
+
+#undef ROI_POOL_SELECT
+#else
+/* portable: the same per-lane rule (compilers without GCC vector extensions) */
+static inline void PYROI_TYPED(roi_pool_bin_max)(const T *first, int64_t pitch, int64_t width,
+                                                 roi_pool_window rw, roi_pool_window cw,
+                                                 T *PYROI_RESTRICT result,
+                                                 T *PYROI_RESTRICT winners)
+{
+    T best[ROI_POOL_LANE_BYTES / sizeof(T)];
+    T best_index[ROI_POOL_LANE_BYTES / sizeof(T)];
+    int64_t h, w, j;
+    for (j = 0; j < ROI_POOL_LANES; ++j) {
+        best[j] = (T)-FLT_MAX;
+        best_index[j] = (T)-1;
+    }
+    for (h = rw.begin; h < rw.end; ++h) {
+        const T *pixel = first + (h - rw.begin) * pitch * ROI_POOL_LANES;
+        T index = (T)(h * width + cw.begin);
+        for (w = cw.begin; w < cw.end; ++w) {
+            for (j = 0; j < ROI_POOL_LANES; ++j) {
+                if (pixel[j] > best[j]) {
+                    best[j] = pixel[j];
+                    best_index[j] = index;
+                }
+            }
+            pixel += ROI_POOL_LANES;
+            index += (T)1;
+        }
+    }
+    for (j = 0; j < ROI_POOL_LANES; ++j) {
+        result[j] = best[j];
+        if (winners != NULL) {
+            winners[j] = best_index[j];
+        }
+    }
+}
+#endif
+
+/* Pools RoI k from a block holding rows from row0 and columns from col0 of the map, pitch
+ * pixels per row: values[ph][pw][lane] and, unless winners is NULL, winners[ph][pw][lane]. */
+static inline void PYROI_TYPED(roi_pool_roi_lanes)(const roi_pool_plan *plan, int64_t k,
+                                                   const T *block, int64_t pitch, int64_t row0,
+                                                   int64_t col0, int64_t width,
+                                                   int64_t pooled_height, int64_t pooled_width,
+                                                   T *PYROI_RESTRICT values,
+                                                   T *PYROI_RESTRICT winners)
+{
+    const roi_pool_window *row_windows = plan->windows + k * plan->bins;
+    const roi_pool_window *col_windows = row_windows + pooled_height;
+    int64_t ph, pw, j;
+    for (ph = 0; ph < pooled_height; ++ph) {
+        const roi_pool_window rw = row_windows[ph];
+        for (pw = 0; pw < pooled_width; ++pw) {
+            const roi_pool_window cw = col_windows[pw];
+            const int64_t bin = (ph * pooled_width + pw) * ROI_POOL_LANES;
+            if (rw.end <= rw.begin || cw.end <= cw.begin) { /* clipped away: 0, argmax -1 */
+                for (j = 0; j < ROI_POOL_LANES; ++j) {
+                    values[bin + j] = (T)0;
+                }
+                if (winners != NULL) {
+                    for (j = 0; j < ROI_POOL_LANES; ++j) {
+                        winners[bin + j] = (T)-1;
+                    }
+                }
+            } else {
+                /* the window lies inside the block's rows and columns */
+                const T *first =
+                    block + ((rw.begin - row0) * pitch + cw.begin - col0) * ROI_POOL_LANES;
+                PYROI_TYPED(roi_pool_bin_max)(first, pitch, width, rw, cw, values + bin,
+                                              winners == NULL ? NULL : winners + bin);
+            }
+        }
+    }
+}
+
+/* A worker's part of the lane-major scratch. */
+typedef struct PYROI_TYPED(roi_pool_scratch) {
+    T *block;            /* block[pixel][lane] */
+    T *values;           /* values[bin][lane] */
+    T *winners;          /* winners[bin][lane]; NULL when no argmax is wanted */
+    T *staging;          /* staging[lane][bin]: a RoI's outputs as the caller lays them out */
+    int64_t *staging_index; /* the same for argmax */
+} PYROI_TYPED(roi_pool_scratch);
+
+/* Scratch elements (of T) per worker for a block of block_pixels and tile_bins bins: the
+ * block, three tiles of T and one of int64 (counted as 8 / sizeof(T) tiles), every part a
+ * whole number of 64-byte lane groups. */
+static int64_t PYROI_TYPED(roi_pool_scratch_elements)(int64_t block_pixels, int64_t tile_bins)
+{
+    return (block_pixels + (3 + (int64_t)(8 / sizeof(T))) * tile_bins) * ROI_POOL_LANES;
+}
+
+static PYROI_TYPED(roi_pool_scratch) PYROI_TYPED(roi_pool_scratch_of)(
+    const PYROI_TYPED(roi_pool_job) *job, int worker, int64_t block_pixels)
+{
+    PYROI_TYPED(roi_pool_scratch) scratch;
+    const int64_t tile = job->params->pooled_height * job->params->pooled_width * ROI_POOL_LANES;
+    scratch.block = job->scratch + worker * job->scratch_stride;
+    scratch.values = scratch.block + block_pixels * ROI_POOL_LANES;
+    scratch.winners = job->argmax_out == NULL ? NULL : scratch.values + tile;
+    scratch.staging = scratch.values + 2 * tile;
+    /* 64-byte aligned: every part before it is */
+    scratch.staging_index = (int64_t *)(void *)(scratch.staging + tile);
+    return scratch;
+}
+
+/* Whether the bins of channels [c0, c0 + lanes) of a RoI form one run of memory, channel
+ * after channel (the C-contiguous layout), so they can be written as one stream. */
+static int PYROI_TYPED(roi_pool_bins_contiguous)(const int64_t strides[4],
+                                                 int64_t pooled_height, int64_t pooled_width)
+{
+    return strides[3] == 1 && strides[2] == pooled_width &&
+           strides[1] == pooled_height * pooled_width;
+}
+
+/* Writes the tiles of RoI k, channels [c0, c0 + lanes), to output and (if any) argmax. */
+static void PYROI_TYPED(roi_pool_tiles_to_bins)(const PYROI_TYPED(roi_pool_job) *job, int64_t k,
+                                                int64_t c0, int64_t lanes,
+                                                const PYROI_TYPED(roi_pool_scratch) *scratch)
+{
+    const int64_t pooled_height = job->params->pooled_height;
+    const int64_t pooled_width = job->params->pooled_width;
+    const int64_t bins = pooled_height * pooled_width;
+    const int64_t *strides = job->result_strides;
+    const T *values = scratch->values, *winners = scratch->winners;
+    T *base = job->result + k * strides[0] + c0 * strides[1];
+    int64_t ph, pw, j, i;
+    if (job->stream && PYROI_TYPED(roi_pool_bins_contiguous)(strides, pooled_height,
+                                                             pooled_width)) {
+        /* large outputs: lay the run out in the scratch, then stream it past the caches */
+        PYROI_TYPED(pyroi_lanes_to_channels)(values, bins, lanes, scratch->staging, bins, 1);
+        PYROI_TYPED(pyroi_stream_copy)(base, scratch->staging, lanes * bins);
+    } else if (strides[2] == pooled_width * strides[3]) { /* a channel's bins evenly spaced */
+        PYROI_TYPED(pyroi_lanes_to_channels)(values, bins, lanes, base, strides[1], strides[3]);
+    } else {
+        for (ph = 0; ph < pooled_height; ++ph) {
+            PYROI_TYPED(pyroi_lanes_to_channels)(values + ph * pooled_width * ROI_POOL_LANES,
+                                                 pooled_width, lanes, base + ph * strides[2],
+                                                 strides[1], strides[3]);
+        }
+    }
+    if (winners != NULL) {
+        const int64_t *a_strides = job->argmax_strides;
+        int64_t *a_base = job->argmax_out + k * a_strides[0] + c0 * a_strides[1];
+        if (job->stream && PYROI_TYPED(roi_pool_bins_contiguous)(a_strides, pooled_height,
+                                                                 pooled_width)) {
+            for (j = 0; j < lanes; ++j) {
+                for (i = 0; i < bins; ++i) {
+                    scratch->staging_index[j * bins + i] =
+                        (int64_t)winners[i * ROI_POOL_LANES + j];
+                }
+            }
+            pyroi_stream_copy_i64(a_base, scratch->staging_index, lanes * bins);
+            return;
+        }
+        for (j = 0; j < lanes; ++j) {
+            int64_t *out = a_base + j * a_strides[1];
+            for (ph = 0; ph < pooled_height; ++ph) {
+                for (pw = 0; pw < pooled_width; ++pw) {
+                    out[ph * a_strides[2] + pw * a_strides[3]] =
+                        (int64_t)winners[(ph * pooled_width + pw) * ROI_POOL_LANES + j];
+                }
+            }
+        }
+    }
+}
+
+/* Forward, work item = (image, channel block): item / blocks is the image. */
+PYROI_VECTOR_CLONES
+static void PYROI_TYPED(roi_pool_forward_image_task)(void *context, int64_t begin, int64_t end,
+                                                     int worker)
+{
+    const PYROI_TYPED(roi_pool_job) *job = (const PYROI_TYPED(roi_pool_job) *)context;
+    const roi_pool_plan *plan = job->plan;
+    const int64_t *shape = job->features_shape;
+    const int64_t pooled_height = job->params->pooled_height;
+    const int64_t pooled_width = job->params->pooled_width;
+    const int64_t blocks = (shape[1] + ROI_POOL_LANES - 1) / ROI_POOL_LANES;
+    const PYROI_TYPED(roi_pool_scratch) scratch =
+        PYROI_TYPED(roi_pool_scratch_of)(job, worker, shape[2] * shape[3]);
+    int64_t item, i;
+
+    for (item = begin; item < end; ++item) {
+        const int64_t n = item / blocks;
+        const int64_t c0 = (item % blocks) * ROI_POOL_LANES;
+        const int64_t lanes = shape[1] - c0 < ROI_POOL_LANES ? shape[1] - c0 : ROI_POOL_LANES;
+        const int64_t whole[4] = {0, shape[2], 0, shape[3]};
+        if (plan->image_start[n] == plan->image_start[n + 1]) {
+            continue; /* no RoI on this image */
+        }
+        PYROI_TYPED(roi_pool_region_to_block)(job->features, job->features_strides, n, c0,
+                                              lanes, whole, scratch.block);
+        for (i = plan->image_start[n]; i < plan->image_start[n + 1]; ++i) {
+            const int64_t k = plan->order[i];
+            PYROI_TYPED(roi_pool_roi_lanes)(plan, k, scratch.block, shape[3], 0, 0, shape[3],
+                                            pooled_height, pooled_width, scratch.values,
+                                            scratch.winners);
+            PYROI_TYPED(roi_pool_tiles_to_bins)(job, k, c0, lanes, &scratch);
+        }
+    }
+    pyroi_stream_fence();
+}
+
+/* Forward, work item = RoI: for each channel block only the RoI's region is gathered. */
+PYROI_VECTOR_CLONES
+static void PYROI_TYPED(roi_pool_forward_region_task)(void *context, int64_t begin, int64_t end,
+                                                      int worker)
+{
+    const PYROI_TYPED(roi_pool_job) *job = (const PYROI_TYPED(roi_pool_job) *)context;
+    const roi_pool_plan *plan = job->plan;
+    const int64_t *shape = job->features_shape;
+    const int64_t pooled_height = job->params->pooled_height;
+    const int64_t pooled_width = job->params->pooled_width;
+    const PYROI_TYPED(roi_pool_scratch) scratch =
+        PYROI_TYPED(roi_pool_scratch_of)(job, worker, plan->max_area);
+    int64_t k, c0;
+
+    for (k = begin; k < end; ++k) {
+        int64_t region[4];
+        roi_pool_region(plan, k, pooled_height, region);
+        for (c0 = 0; c0 < shape[1]; c0 += ROI_POOL_LANES) {
+            const int64_t lanes = shape[1] - c0 < ROI_POOL_LANES ? shape[1] - c0 : ROI_POOL_LANES;
+            PYROI_TYPED(roi_pool_region_to_block)(job->features, job->features_strides,
+                                                  job->batch_indices[k], c0, lanes, region,
+                                                  scratch.block);
+            PYROI_TYPED(roi_pool_roi_lanes)(plan, k, scratch.block, region[3] - region[2],
+                                            region[0], region[2], shape[3], pooled_height,
+                                            pooled_width, scratch.values, scratch.winners);
+            PYROI_TYPED(roi_pool_tiles_to_bins)(job, k, c0, lanes, &scratch);
+        }
+    }
+    pyroi_stream_fence();
+}
+
+/* Backward, work item = (image, channel block): the block accumulates the image's gradient
+ * from zero, RoI by RoI in order (each pixel sees torchvision's sequence of additions), and
+ * is then written out whole. */
+PYROI_VECTOR_CLONES
+static void PYROI_TYPED(roi_pool_backward_image_task)(void *context, int64_t begin, int64_t end,
+                                                      int worker)
+{
+    const PYROI_TYPED(roi_pool_job) *job = (const PYROI_TYPED(roi_pool_job) *)context;
+    const roi_pool_plan *plan = job->plan;
+    const int64_t *shape = job->result_shape;
+    const int64_t *g_strides = job->features_strides, *a_strides = job->argmax_strides;
+    const int64_t *gi_strides = job->result_strides;
+    const int64_t pooled_height = job->params->pooled_height;
+    const int64_t pooled_width = job->params->pooled_width;
+    const int64_t blocks = (shape[1] + ROI_POOL_LANES - 1) / ROI_POOL_LANES;
+    const int64_t block_elements = shape[2] * shape[3] * ROI_POOL_LANES;
+    T *block = job->scratch + worker * job->scratch_stride;
+    int64_t item, i, j, h, ph, pw;
+
+    for (item = begin; item < end; ++item) {
+        const int64_t n = item / blocks;
+        const int64_t c0 = (item % blocks) * ROI_POOL_LANES;
+        const int64_t lanes = shape[1] - c0 < ROI_POOL_LANES ? shape[1] - c0 : ROI_POOL_LANES;
+        T *image = job->result + n * gi_strides[0] + c0 * gi_strides[1];
+        for (i = 0; i < block_elements; ++i) {
+            block[i] = (T)0;
+        }
+        for (i = plan->image_start[n]; i < plan->image_start[n + 1]; ++i) {
+            const int64_t k = plan->order[i];
+            for (j = 0; j < lanes; ++j) {
+                const T *grad = job->features + k * g_strides[0] + (c0 + j) * g_strides[1];
+                const int64_t *winners = job->argmax_in + k * a_strides[0] +
+                                         (c0 + j) * a_strides[1];
+                T *lane = block + j;
+                for (ph = 0; ph < pooled_height; ++ph) {
+                    for (pw = 0; pw < pooled_width; ++pw) {
+                        const int64_t a = winners[ph * a_strides[2] + pw * a_strides[3]];
+                        if (a >= 0) { /* validated: -1 or a pixel of the plane */
+                            lane[a * ROI_POOL_LANES] += grad[ph * g_strides[2] + pw * g_strides[3]];
+                        }
+                    }
+                }
+            }
+        }
+        for (h = 0; h < shape[2]; ++h) {
+            PYROI_TYPED(pyroi_lanes_to_channels)(block + h * shape[3] * ROI_POOL_LANES, shape[3],
+                                                 lanes, image + h * gi_strides[2],
+                                                 gi_strides[1], gi_strides[3]);
+        }
+    }
+}
+
+/* Whether a lane-major order fits the scratch limit: a block of block_pixels and at most five
+ * bin tiles per worker (roi_pool_scratch_elements), 64 bytes per pixel or bin. */
+static int PYROI_TYPED(roi_pool_scratch_fits)(int64_t block_pixels, int64_t tile_bins)
+{
+    return (double)block_pixels > 0.0 &&
+           ((double)block_pixels + 5.0 * (double)tile_bins) * (double)ROI_POOL_LANE_BYTES <=
+               (double)ROI_POOL_SCRATCH_BYTES;
+}
+
+/* Runs a lane-major order: allocates the workers' scratch (scratch_elements each), runs task
+ * over items and frees the scratch. */
+static pyroi_status PYROI_TYPED(roi_pool_run_lanes)(PYROI_TYPED(roi_pool_job) *job,
+                                                    pyroi_range_task task, int64_t items,
+                                                    double work_per_item,
+                                                    int64_t scratch_elements)
+{
+    const int workers = pyroi_parallel_workers(job->params->num_threads, items, work_per_item);
+    job->scratch_stride = scratch_elements;
+    job->scratch = (T *)malloc((size_t)workers * (size_t)scratch_elements * sizeof(T));
+    if (job->scratch == NULL) {
+        return PYROI_E_NO_MEMORY;
+    }
+    pyroi_parallel_for(workers, items, task, job);
+    free(job->scratch);
+    job->scratch = NULL;
+    return PYROI_OK;
+}
+
+/* Forward in a lane-major order (the caller checked roi_pool_scratch_fits for the map). */
+static pyroi_status PYROI_TYPED(roi_pool_forward_lanes)(PYROI_TYPED(roi_pool_job) *job)
+{
+    const int64_t *shape = job->features_shape;
+    const int64_t tile = job->params->pooled_height * job->params->pooled_width;
+    const int64_t map_pixels = shape[2] * shape[3];
+    const int64_t blocks = (shape[1] + ROI_POOL_LANES - 1) / ROI_POOL_LANES;
+    roi_pool_plan plan;
+    pyroi_status status = roi_pool_plan_init(
+        &plan, job->batch_indices, job->num_rois, shape[0],
+        job->params->pooled_height + job->params->pooled_width);
+    if (status != PYROI_OK) {
+        return status;
+    }
+    PYROI_TYPED(roi_pool_plan_windows)(&plan, job->boxes, job->num_rois, job->box_row_stride,
+                                       shape[2], shape[3], job->params);
+    job->plan = &plan;
+    /* gathering whole images pays once the RoIs cover about half the pixels of the images
+     * they are on; below that, gathering each RoI's region reads less */
+    if (plan.area * 2.0 >= (double)plan.images_used * (double)map_pixels) {
+        status = PYROI_TYPED(roi_pool_run_lanes)(
+            job, PYROI_TYPED(roi_pool_forward_image_task), shape[0] * blocks,
+            (double)ROI_POOL_LANES * (plan.visits / (double)shape[0] + (double)map_pixels),
+            PYROI_TYPED(roi_pool_scratch_elements)(map_pixels, tile));
+    } else {
+        status = PYROI_TYPED(roi_pool_run_lanes)(
+            job, PYROI_TYPED(roi_pool_forward_region_task), job->num_rois,
+            (double)shape[1] * (plan.visits + plan.area) / (double)job->num_rois,
+            PYROI_TYPED(roi_pool_scratch_elements)(plan.max_area, tile));
+    }
+    roi_pool_plan_free(&plan);
+    return status;
 }
 
 pyroi_status PYROI_TYPED(pyroi_roi_pool_forward)(
@@ -291,16 +780,6 @@ pyroi_status PYROI_TYPED(pyroi_roi_pool_forward)(
     if (status != PYROI_OK || num_rois == 0 || input_shape[1] == 0) {
         return status;
     }
-    /* work per RoI: every channel reads the pixels of every bin (bins overlap little) */
-    workers = pyroi_parallel_workers(
-        params->num_threads, num_rois,
-        (double)input_shape[1] *
-            ((double)params->pooled_height * (double)params->pooled_width + max_area));
-    status = roi_pool_windows_alloc(&job.windows, workers, params->pooled_height,
-                                    params->pooled_width);
-    if (status != PYROI_OK) {
-        return status;
-    }
     job.features = input;
     job.features_shape = input_shape;
     job.features_strides = input_strides;
@@ -315,6 +794,29 @@ pyroi_status PYROI_TYPED(pyroi_roi_pool_forward)(
     job.argmax_in = NULL;
     job.argmax_strides = argmax_strides;
     job.params = params;
+    job.windows = NULL;
+    job.plan = NULL;
+    job.scratch = NULL;
+    job.scratch_stride = 0;
+    /* an output much larger than a core's caches is not read back soon: stream it */
+    job.stream = (double)num_rois * (double)input_shape[1] * (double)params->pooled_height *
+                     (double)params->pooled_width * (double)sizeof(T) >=
+                 (double)ROI_POOL_STREAM_BYTES;
+    if (PYROI_TYPED(roi_pool_scratch_fits)(input_shape[2] * input_shape[3],
+                                           params->pooled_height * params->pooled_width)) {
+        return PYROI_TYPED(roi_pool_forward_lanes)(&job);
+    }
+    /* direct order. Work per RoI: every channel reads the pixels of every bin (bins overlap
+     * little) */
+    workers = pyroi_parallel_workers(
+        params->num_threads, num_rois,
+        (double)input_shape[1] *
+            ((double)params->pooled_height * (double)params->pooled_width + max_area));
+    status = roi_pool_windows_alloc(&job.windows, workers, params->pooled_height,
+                                    params->pooled_width);
+    if (status != PYROI_OK) {
+        return status;
+    }
     pyroi_parallel_for(workers, num_rois, PYROI_TYPED(roi_pool_forward_task), &job);
     free(job.windows);
     return PYROI_OK;
@@ -364,6 +866,8 @@ pyroi_status PYROI_TYPED(pyroi_roi_pool_backward)(
     const pyroi_roi_pool_params *params)
 {
     PYROI_TYPED(roi_pool_job) job;
+    int64_t map_pixels;
+    double bins;
     int workers;
     pyroi_status status = roi_pool_check_backward(
         grad_output, grad_output_strides, argmax, argmax_strides, batch_indices, num_rois,
@@ -389,7 +893,32 @@ pyroi_status PYROI_TYPED(pyroi_roi_pool_backward)(
     job.argmax_strides = argmax_strides;
     job.params = params;
     job.windows = NULL;
-    /* work per channel: zero N planes, then one add per bin of every RoI */
+    job.plan = NULL;
+    job.scratch = NULL;
+    job.scratch_stride = 0;
+    job.stream = 0;
+    map_pixels = grad_input_shape[2] * grad_input_shape[3];
+    bins = (double)num_rois * (double)params->pooled_height * (double)params->pooled_width;
+    /* image blocks once the RoIs' bins are not few next to the map pixels: the block turns
+     * every add into a unit-stride-free, division-free scalar add in a cache-resident block */
+    if (grad_input_shape[0] > 0 && PYROI_TYPED(roi_pool_scratch_fits)(map_pixels, 0) &&
+        bins * 4.0 >= (double)grad_input_shape[0] * (double)map_pixels) {
+        const int64_t blocks = (grad_input_shape[1] + ROI_POOL_LANES - 1) / ROI_POOL_LANES;
+        roi_pool_plan plan;
+        status = roi_pool_plan_init(&plan, batch_indices, num_rois, grad_input_shape[0], 0);
+        if (status != PYROI_OK) {
+            return status;
+        }
+        job.plan = &plan;
+        status = PYROI_TYPED(roi_pool_run_lanes)(
+            &job, PYROI_TYPED(roi_pool_backward_image_task), grad_input_shape[0] * blocks,
+            (double)ROI_POOL_LANES *
+                (2.0 * (double)map_pixels + bins / (double)grad_input_shape[0]),
+            map_pixels * ROI_POOL_LANES);
+        roi_pool_plan_free(&plan);
+        return status;
+    }
+    /* direct order. Work per channel: zero N planes, then one add per bin of every RoI */
     workers = pyroi_parallel_workers(
         params->num_threads, grad_input_shape[1],
         (double)grad_input_shape[0] * (double)grad_input_shape[2] * (double)grad_input_shape[3] +
@@ -397,3 +926,5 @@ pyroi_status PYROI_TYPED(pyroi_roi_pool_backward)(
     pyroi_parallel_for(workers, grad_input_shape[1], PYROI_TYPED(roi_pool_backward_task), &job);
     return PYROI_OK;
 }
+
+#undef ROI_POOL_LANES

@@ -6,6 +6,14 @@
 #  include <immintrin.h>
 #endif
 
+/* Non-temporal stores: SSE2, part of every x86-64 CPU. */
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && !defined(PYROI_NO_CLONES)
+#  define PYROI_HAVE_STREAM_STORES 1
+#  include <emmintrin.h>
+#endif
+
+#include <string.h>
+
 #define PORTABLE_TRANSPOSES(T, L, SUFFIX)                                                      \
     static void lanes_to_channels_portable_##SUFFIX(const T *src, int64_t count, int64_t lanes, \
                                                     T *dst, int64_t dst_lane_stride,           \
@@ -144,4 +152,68 @@ void pyroi_channels_to_lanes_f64(const double *src, int64_t src_lane_stride, int
                                  int64_t count, int64_t lanes, double *dst)
 {
     channels_to_lanes_portable_f64(src, src_lane_stride, src_stride, count, lanes, dst);
+}
+
+/* Streaming copies: plain stores up to the first 16-byte boundary of dst, non-temporal
+ * 16-byte stores, plain stores for the rest. */
+void pyroi_stream_copy_f32(float *dst, const float *src, int64_t count)
+{
+#ifdef PYROI_HAVE_STREAM_STORES
+    int64_t i = 0;
+    for (; i < count && ((uintptr_t)(dst + i) & 15) != 0; ++i) {
+        dst[i] = src[i];
+    }
+    for (; i + 4 <= count; i += 4) {
+        _mm_stream_ps(dst + i, _mm_loadu_ps(src + i));
+    }
+    for (; i < count; ++i) {
+        dst[i] = src[i];
+    }
+#else
+    memcpy(dst, src, (size_t)count * sizeof(*dst));
+#endif
+}
+
+void pyroi_stream_copy_f64(double *dst, const double *src, int64_t count)
+{
+#ifdef PYROI_HAVE_STREAM_STORES
+    int64_t i = 0;
+    for (; i < count && ((uintptr_t)(dst + i) & 15) != 0; ++i) {
+        dst[i] = src[i];
+    }
+    for (; i + 2 <= count; i += 2) {
+        _mm_stream_pd(dst + i, _mm_loadu_pd(src + i));
+    }
+    for (; i < count; ++i) {
+        dst[i] = src[i];
+    }
+#else
+    memcpy(dst, src, (size_t)count * sizeof(*dst));
+#endif
+}
+
+void pyroi_stream_copy_i64(int64_t *dst, const int64_t *src, int64_t count)
+{
+#ifdef PYROI_HAVE_STREAM_STORES
+    int64_t i = 0;
+    for (; i < count && ((uintptr_t)(dst + i) & 15) != 0; ++i) {
+        dst[i] = src[i];
+    }
+    for (; i + 2 <= count; i += 2) {
+        _mm_stream_si128((__m128i *)(void *)(dst + i),
+                         _mm_loadu_si128((const __m128i *)(const void *)(src + i)));
+    }
+    for (; i < count; ++i) {
+        dst[i] = src[i];
+    }
+#else
+    memcpy(dst, src, (size_t)count * sizeof(*dst));
+#endif
+}
+
+void pyroi_stream_fence(void)
+{
+#ifdef PYROI_HAVE_STREAM_STORES
+    _mm_sfence();
+#endif
 }

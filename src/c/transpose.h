@@ -25,4 +25,13 @@ void pyroi_channels_to_lanes_f32(const float *src, int64_t src_lane_stride, int6
 void pyroi_channels_to_lanes_f64(const double *src, int64_t src_lane_stride, int64_t src_stride,
                                  int64_t count, int64_t lanes, double *dst);
 
+/* dst[i] = src[i] for i < count, written around the caches where the platform allows it
+ * (x86-64: non-temporal stores), for large outputs that will not be read again soon: no
+ * read-for-ownership of the destination lines. Pure data movement. Before another thread
+ * reads dst, the writing thread calls pyroi_stream_fence(). */
+void pyroi_stream_copy_f32(float *dst, const float *src, int64_t count);
+void pyroi_stream_copy_f64(double *dst, const double *src, int64_t count);
+void pyroi_stream_copy_i64(int64_t *dst, const int64_t *src, int64_t count);
+void pyroi_stream_fence(void);
+
 #endif /* PYROI_TRANSPOSE_H */
