@@ -171,6 +171,8 @@ static int64_t roi_pool_clamp(int64_t value, int64_t extent)
  * in-plane index below 2^20, so a float holds it exactly. */
 #define ROI_POOL_SCRATCH_BYTES ((size_t)64 << 20)
 #define ROI_POOL_LANE_BYTES 64
+/* Lane lines pooled together by the forward: more independent work per pixel read. */
+#define ROI_POOL_GROUP 2
 
 /* Forward outputs of at least this size are written with streaming stores. */
 #define ROI_POOL_STREAM_BYTES ((double)(8 << 20))
@@ -272,11 +274,18 @@ static void roi_pool_region(const roi_pool_plan *plan, int64_t k, int64_t pooled
     }
 }
 
-/* The lane-major kernels use GCC/Clang generic vectors of half a lane group (one AVX2
- * register), which compile to clean compare-and-blend code on every target; elsewhere, and
- * in portable-only builds, a plain per-lane loop with the same comparisons. */
+/* The argmax kernel uses GCC/Clang generic vectors of half a lane group (one AVX2
+ * register) for clean compare-and-blend code; elsewhere, and in portable-only builds, a
+ * plain per-lane loop with the same comparisons. */
 #if (defined(__GNUC__) || defined(__clang__)) && !defined(PYROI_NO_CLONES)
 #  define ROI_POOL_VECTORS 1
+#endif
+/* Keeps a short fixed-count loop rolled so that GCC's loop vectoriser, not its weaker
+ * straight-line vectoriser, sees it. */
+#if defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 8
+#  define ROI_POOL_NO_UNROLL _Pragma("GCC unroll 1")
+#else
+#  define ROI_POOL_NO_UNROLL
 #endif
 typedef int32_t roi_pool_mask_int_f32; /* a comparison lane of float vectors */
 typedef int64_t roi_pool_mask_int_f64;

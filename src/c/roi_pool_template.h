@@ -278,18 +278,21 @@ static void PYROI_TYPED(roi_pool_backward_task)(void *context, int64_t begin, in
 /* ---- lane-major loop orders ------------------------------------------------------------ */
 /* The direct order above is torchvision's: RoI by RoI, each channel plane read in place, so
  * a plane is read again from memory for every RoI, one scalar comparison at a time. The
- * lane-major orders instead copy PYROI_LANES channels (one 64-byte line) channels-last into a
- * per-worker block, block[h][w][lane], and pool every RoI from it with the channel lanes as
- * the vector axis:
- *  - image blocks: work item = (image, channel block); the whole image is gathered once and
+ * lane-major orders instead copy a group of channels channels-last into a per-worker block
+ * and pool every RoI from it with the channels as the vector axis. A group is
+ * ROI_POOL_GROUP sub-blocks of ROI_POOL_LANES channels (one 64-byte line, the layout of
+ * transpose.h): block[s][h][w][lane] is channel c0 + s * ROI_POOL_LANES + lane. Two ways to
+ * fill the block:
+ *  - image blocks: work item = (image, channel group); the whole image is gathered once and
  *    every RoI of that image reads it (many or large RoIs);
- *  - RoI regions: work item = RoI; for each channel block only the pixels the RoI's bins
+ *  - RoI regions: work item = RoI; for each channel group only the pixels the RoI's bins
  *    cover are gathered (few RoIs on a large map).
  * Each lane performs exactly the scalar kernel's comparisons in the same order (strict >,
- * first maximum wins, NaN never wins, start at -FLT_MAX), so results are identical; the
- * backward's image blocks add each RoI's gradients in torchvision's order. */
+ * first maximum wins, NaN never wins, start at -FLT_MAX), so results are identical. The
+ * backward's image blocks (one sub-block) add each RoI's gradients in torchvision's order. */
 
 #define ROI_POOL_LANES ((int64_t)(ROI_POOL_LANE_BYTES / sizeof(T)))
+#define ROI_POOL_GROUP_LANES (ROI_POOL_GROUP * ROI_POOL_LANES)
 
 /* Fills the plan's bin windows (boxes validated before) and its work statistics. */
 static void PYROI_TYPED(roi_pool_plan_windows)(roi_pool_plan *plan, const T *boxes,
@@ -306,18 +309,14 @@ static void PYROI_TYPED(roi_pool_plan_windows)(roi_pool_plan *plan, const T *box
         int64_t region[4], area;
         (void)PYROI_TYPED(roi_pool_axes)(boxes + k * box_row_stride, params, height, width,
                                          &rows, &cols);
-        for (b = 0; b < pooled_height; ++b) {
-            windows[b] = PYROI_TYPED(roi_pool_bin_window)(&rows, b);
-            row_pixels += (double)(windows[b].end > windows[b].begin
-                                       ? windows[b].end - windows[b].begin : 0);
-        }
-        for (b = 0; b < pooled_width; ++b) {
-            windows[pooled_height + b] = PYROI_TYPED(roi_pool_bin_window)(&cols, b);
-            col_pixels += (double)(windows[pooled_height + b].end >
-                                           windows[pooled_height + b].begin
-                                       ? windows[pooled_height + b].end -
-                                             windows[pooled_height + b].begin
-                                       : 0);
+        for (b = 0; b < pooled_height + pooled_width; ++b) {
+            windows[b] = b < pooled_height
+                             ? PYROI_TYPED(roi_pool_bin_window)(&rows, b)
+                             : PYROI_TYPED(roi_pool_bin_window)(&cols, b - pooled_height);
+            if (windows[b].end > windows[b].begin) {
+                *(b < pooled_height ? &row_pixels : &col_pixels) +=
+                    (double)(windows[b].end - windows[b].begin);
+            }
         }
         plan->visits += row_pixels * col_pixels;
         roi_pool_region(plan, k, pooled_height, region);
@@ -327,195 +326,299 @@ static void PYROI_TYPED(roi_pool_plan_windows)(roi_pool_plan *plan, const T *box
     }
 }
 
-/* Copies rows [region[0], region[1]) x columns [region[2], region[3]) of channels
- * [c0, c0 + lanes) of image n into the block, packed with region[3] - region[2] pixels per
- * row (unused lanes 0). */
-static void PYROI_TYPED(roi_pool_region_to_block)(const T *map, const int64_t strides[4],
-                                                  int64_t n, int64_t c0, int64_t lanes,
-                                                  const int64_t region[4], T *block)
+/* Channels of the group at c0 that sub-block s holds (0 when it is past the last channel). */
+static int64_t PYROI_TYPED(roi_pool_sub_lanes)(int64_t channels, int64_t c0, int64_t s)
+{
+    const int64_t first = c0 + s * ROI_POOL_LANES;
+    return channels <= first ? 0
+                             : (channels - first < ROI_POOL_LANES ? channels - first
+                                                                  : ROI_POOL_LANES);
+}
+
+/* Copies rows [region[0], region[1]) x columns [region[2], region[3]) of the channel group
+ * at c0 of image n into the block, packed with region[3] - region[2] pixels per row, sub-block
+ * s at block + s * sub_stride (lanes past the last channel 0). */
+static void PYROI_TYPED(roi_pool_region_to_block)(const T *map, const int64_t shape[4],
+                                                  const int64_t strides[4], int64_t n,
+                                                  int64_t c0, const int64_t region[4],
+                                                  T *block, int64_t sub_stride)
 {
     const int64_t pitch = region[3] - region[2];
-    const T *image = map + n * strides[0] + c0 * strides[1] + region[2] * strides[3];
-    int64_t h;
-    for (h = region[0]; h < region[1]; ++h) {
-        PYROI_TYPED(pyroi_channels_to_lanes)(image + h * strides[2], strides[1], strides[3],
-                                             pitch, lanes,
-                                             block + (h - region[0]) * pitch * ROI_POOL_LANES);
+    int64_t s, h;
+    for (s = 0; s < ROI_POOL_GROUP; ++s) {
+        const int64_t lanes = PYROI_TYPED(roi_pool_sub_lanes)(shape[1], c0, s);
+        T *sub = block + s * sub_stride;
+        if (lanes == 0) {
+            memset(sub, 0, (size_t)((region[1] - region[0]) * pitch * ROI_POOL_LANES) *
+                               sizeof(T));
+            continue;
+        }
+        for (h = region[0]; h < region[1]; ++h) {
+            PYROI_TYPED(pyroi_channels_to_lanes)(
+                map + n * strides[0] + (c0 + s * ROI_POOL_LANES) * strides[1] +
+                    h * strides[2] + region[2] * strides[3],
+                strides[1], strides[3], pitch, lanes,
+                sub + (h - region[0]) * pitch * ROI_POOL_LANES);
+        }
     }
 }
 
-/* result[j] = the maximum of lane j over the window (rw x cw, non-empty) and, unless
- * winners is NULL, winners[j] = the in-plane index h * width + w where it was found (as T:
- * exact, every index is below 2^20) or -1. first points at the window's top-left pixel in a
- * block of pitch pixels per row. Per lane this is the scalar kernel's
+/* The bin kernels. first points at the window's (rw x cw, non-empty) top-left pixel in
+ * sub-block 0 of a block of pitch pixels per row; sub-block s is s * sub_stride further.
+ * Per lane they perform the scalar kernel's
  *     if (value > best) { best = value; best_index = index; }
- * in the same order, written branch-free. */
+ * over the window in row-major order, starting from best = -FLT_MAX, best_index = -1.
+ * Results go to result[s * result_sub_stride + lane]. */
+
+/* The maxima alone. value > best ? value : best is exactly the x86 max instruction (NaN or
+ * equal keep best), so compilers turn each lane loop into one max per vector. */
+static inline void PYROI_TYPED(roi_pool_bin_max)(const T *first, int64_t sub_stride,
+                                                 int64_t pitch, roi_pool_window rw,
+                                                 roi_pool_window cw, T *PYROI_RESTRICT result,
+                                                 int64_t result_sub_stride)
+{
+    T best0[ROI_POOL_LANE_BYTES / sizeof(T)], best1[ROI_POOL_LANE_BYTES / sizeof(T)];
+    int64_t h, w, j;
+    for (j = 0; j < ROI_POOL_LANES; ++j) {
+        best0[j] = (T)-FLT_MAX;
+        best1[j] = (T)-FLT_MAX;
+    }
+    for (h = rw.begin; h < rw.end; ++h) {
+        const T *pixel = first + (h - rw.begin) * pitch * ROI_POOL_LANES;
+        for (w = cw.begin; w < cw.end; ++w) {
+            /* kept loops: fully unrolled, GCC no longer vectorises them */
+            ROI_POOL_NO_UNROLL
+            for (j = 0; j < ROI_POOL_LANES; ++j) {
+                best0[j] = pixel[j] > best0[j] ? pixel[j] : best0[j];
+            }
+            ROI_POOL_NO_UNROLL
+            for (j = 0; j < ROI_POOL_LANES; ++j) {
+                best1[j] = pixel[sub_stride + j] > best1[j] ? pixel[sub_stride + j] : best1[j];
+            }
+            pixel += ROI_POOL_LANES;
+        }
+    }
+    for (j = 0; j < ROI_POOL_LANES; ++j) {
+        result[j] = best0[j];
+    }
+    for (j = 0; j < ROI_POOL_LANES; ++j) {
+        result[result_sub_stride + j] = best1[j];
+    }
+}
+
+/* The maxima and, in winners, the in-plane index h * width + w where each was found (as T:
+ * exact, every index is below 2^20), or -1. */
 #if defined(ROI_POOL_VECTORS)
+/* GCC turns the scalar form of the index update into masked stores; generic vectors of half
+ * a lane line (one AVX2 register) give plain compare-and-blend code. */
 typedef T PYROI_TYPED(roi_pool_half) __attribute__((vector_size(ROI_POOL_LANE_BYTES / 2)));
 typedef PYROI_TYPED(roi_pool_mask_int)
     PYROI_TYPED(roi_pool_half_mask) __attribute__((vector_size(ROI_POOL_LANE_BYTES / 2)));
 
-/* mask ? a : b, lane by lane (mask lanes are all ones or all zeros) */
-#define ROI_POOL_SELECT(mask, a, b)                                                            \
-    ((PYROI_TYPED(roi_pool_half))(((PYROI_TYPED(roi_pool_half_mask))(a) & (mask)) |           \
-                                  ((PYROI_TYPED(roi_pool_half_mask))(b) & ~(mask))))
+/* One running (maximum, index) pair of half a lane line: its update with value at index. */
+#define ROI_POOL_UPDATE(best, best_index, address, index)                                     \
+    do {                                                                                       \
+        PYROI_TYPED(roi_pool_half) value_;                                                     \
+        PYROI_TYPED(roi_pool_half_mask) larger_;                                               \
+        memcpy(&value_, (address), sizeof(value_));                                            \
+        larger_ = value_ > (best);                                                             \
+        (best) = (PYROI_TYPED(roi_pool_half))(((PYROI_TYPED(roi_pool_half_mask))value_ &       \
+                                               larger_) |                                      \
+                                              ((PYROI_TYPED(roi_pool_half_mask))(best) &       \
+                                               ~larger_));                                     \
+        (best_index) = (PYROI_TYPED(roi_pool_half))(((PYROI_TYPED(roi_pool_half_mask))(index) & \
+                                                     larger_) |                                \
+                                                    ((PYROI_TYPED(roi_pool_half_mask))(        \
+                                                         best_index) &                         \
+                                                     ~larger_));                               \
+    } while (0)
 
-static inline void PYROI_TYPED(roi_pool_bin_max)(const T *first, int64_t pitch, int64_t width,
-                                                 roi_pool_window rw, roi_pool_window cw,
-                                                 T *PYROI_RESTRICT result,
-                                                 T *PYROI_RESTRICT winners)
+static inline void PYROI_TYPED(roi_pool_bin_argmax)(const T *first, int64_t sub_stride,
+                                                    int64_t pitch, int64_t width,
+                                                    roi_pool_window rw, roi_pool_window cw,
+                                                    T *PYROI_RESTRICT result,
+                                                    T *PYROI_RESTRICT winners,
+                                                    int64_t result_sub_stride)
 {
-    /* one lane group is two half vectors (one AVX2 register each) */
     const PYROI_TYPED(roi_pool_half) zero = {0};
-    PYROI_TYPED(roi_pool_half) best_lo = zero - (T)FLT_MAX, best_hi = best_lo;
-    PYROI_TYPED(roi_pool_half) index_lo = zero - (T)1, index_hi = index_lo;
     const int64_t half = ROI_POOL_LANES / 2;
-    int64_t h, w;
-    for (h = rw.begin; h < rw.end; ++h) {
-        const T *pixel = first + (h - rw.begin) * pitch * ROI_POOL_LANES;
-        if (winners == NULL) {
-            for (w = cw.begin; w < cw.end; ++w) {
-                PYROI_TYPED(roi_pool_half) lo, hi;
-                memcpy(&lo, pixel, sizeof(lo));
-                memcpy(&hi, pixel + half, sizeof(hi));
-                best_lo = ROI_POOL_SELECT(lo > best_lo, lo, best_lo);
-                best_hi = ROI_POOL_SELECT(hi > best_hi, hi, best_hi);
-                pixel += ROI_POOL_LANES;
-            }
-        } else {
-            T index = (T)(h * width + cw.begin);
-            for (w = cw.begin; w < cw.end; ++w) {
-                PYROI_TYPED(roi_pool_half) lo, hi;
-                PYROI_TYPED(roi_pool_half_mask) larger_lo, larger_hi;
-                memcpy(&lo, pixel, sizeof(lo));
-                memcpy(&hi, pixel + half, sizeof(hi));
-                larger_lo = lo > best_lo;
-                larger_hi = hi > best_hi;
-                best_lo = ROI_POOL_SELECT(larger_lo, lo, best_lo);
-                best_hi = ROI_POOL_SELECT(larger_hi, hi, best_hi);
-                index_lo = ROI_POOL_SELECT(larger_lo, zero + index, index_lo);
-                index_hi = ROI_POOL_SELECT(larger_hi, zero + index, index_hi);
-                pixel += ROI_POOL_LANES;
-                index += (T)1;
-            }
-        }
-    }
-    memcpy(result, &best_lo, sizeof(best_lo));
-    memcpy(result + half, &best_hi, sizeof(best_hi));
-    if (winners != NULL) {
-        memcpy(winners, &index_lo, sizeof(index_lo));
-        memcpy(winners + half, &index_hi, sizeof(index_hi));
-    }
-}
-
-#undef ROI_POOL_SELECT
-#else
-/* portable: the same per-lane rule (compilers without GCC vector extensions) */
-static inline void PYROI_TYPED(roi_pool_bin_max)(const T *first, int64_t pitch, int64_t width,
-                                                 roi_pool_window rw, roi_pool_window cw,
-                                                 T *PYROI_RESTRICT result,
-                                                 T *PYROI_RESTRICT winners)
-{
-    T best[ROI_POOL_LANE_BYTES / sizeof(T)];
-    T best_index[ROI_POOL_LANE_BYTES / sizeof(T)];
-    int64_t h, w, j;
-    for (j = 0; j < ROI_POOL_LANES; ++j) {
-        best[j] = (T)-FLT_MAX;
-        best_index[j] = (T)-1;
+    PYROI_TYPED(roi_pool_half) best[4], best_index[4];
+    int64_t h, w, q;
+    for (q = 0; q < 4; ++q) {
+        best[q] = zero - (T)FLT_MAX;
+        best_index[q] = zero - (T)1;
     }
     for (h = rw.begin; h < rw.end; ++h) {
         const T *pixel = first + (h - rw.begin) * pitch * ROI_POOL_LANES;
         T index = (T)(h * width + cw.begin);
         for (w = cw.begin; w < cw.end; ++w) {
-            for (j = 0; j < ROI_POOL_LANES; ++j) {
-                if (pixel[j] > best[j]) {
-                    best[j] = pixel[j];
-                    best_index[j] = index;
-                }
-            }
+            const PYROI_TYPED(roi_pool_half) at = zero + index;
+            ROI_POOL_UPDATE(best[0], best_index[0], pixel, at);
+            ROI_POOL_UPDATE(best[1], best_index[1], pixel + half, at);
+            ROI_POOL_UPDATE(best[2], best_index[2], pixel + sub_stride, at);
+            ROI_POOL_UPDATE(best[3], best_index[3], pixel + sub_stride + half, at);
             pixel += ROI_POOL_LANES;
             index += (T)1;
         }
     }
-    for (j = 0; j < ROI_POOL_LANES; ++j) {
-        result[j] = best[j];
-        if (winners != NULL) {
-            winners[j] = best_index[j];
+    for (q = 0; q < 4; ++q) {
+        const int64_t offset = (q / 2) * result_sub_stride + (q % 2) * half;
+        memcpy(result + offset, &best[q], sizeof(best[q]));
+        memcpy(winners + offset, &best_index[q], sizeof(best_index[q]));
+    }
+}
+
+#undef ROI_POOL_UPDATE
+#else
+static inline void PYROI_TYPED(roi_pool_bin_argmax)(const T *first, int64_t sub_stride,
+                                                    int64_t pitch, int64_t width,
+                                                    roi_pool_window rw, roi_pool_window cw,
+                                                    T *PYROI_RESTRICT result,
+                                                    T *PYROI_RESTRICT winners,
+                                                    int64_t result_sub_stride)
+{
+    T best[ROI_POOL_LANE_BYTES / sizeof(T)];
+    T best_index[ROI_POOL_LANE_BYTES / sizeof(T)];
+    int64_t s, h, w, j;
+    for (s = 0; s < ROI_POOL_GROUP; ++s) {
+        for (j = 0; j < ROI_POOL_LANES; ++j) {
+            best[j] = (T)-FLT_MAX;
+            best_index[j] = (T)-1;
+        }
+        for (h = rw.begin; h < rw.end; ++h) {
+            const T *pixel = first + s * sub_stride + (h - rw.begin) * pitch * ROI_POOL_LANES;
+            T index = (T)(h * width + cw.begin);
+            for (w = cw.begin; w < cw.end; ++w) {
+                for (j = 0; j < ROI_POOL_LANES; ++j) {
+                    if (pixel[j] > best[j]) {
+                        best[j] = pixel[j];
+                        best_index[j] = index;
+                    }
+                }
+                pixel += ROI_POOL_LANES;
+                index += (T)1;
+            }
+        }
+        for (j = 0; j < ROI_POOL_LANES; ++j) {
+            result[s * result_sub_stride + j] = best[j];
+            winners[s * result_sub_stride + j] = best_index[j];
         }
     }
 }
 #endif
 
+/* The output runs of a worker, streamed out behind the pooling of the next tile. */
+typedef struct PYROI_TYPED(roi_pool_writer) {
+    pyroi_row_stream run; /* the run being written (finished when run.done == run.total) */
+    int64_t per_row;      /* elements of it to write per row of bins pooled */
+} PYROI_TYPED(roi_pool_writer);
+
 /* Pools RoI k from a block holding rows from row0 and columns from col0 of the map, pitch
- * pixels per row: values[ph][pw][lane] and, unless winners is NULL, winners[ph][pw][lane]. */
+ * pixels per row: values[s][ph][pw][lane] and, unless winners is NULL, winners likewise.
+ * A writer (may be NULL) streams out part of the previous tile after each row of bins. */
 static inline void PYROI_TYPED(roi_pool_roi_lanes)(const roi_pool_plan *plan, int64_t k,
-                                                   const T *block, int64_t pitch, int64_t row0,
-                                                   int64_t col0, int64_t width,
-                                                   int64_t pooled_height, int64_t pooled_width,
+                                                   const T *block, int64_t sub_stride,
+                                                   int64_t pitch, int64_t row0, int64_t col0,
+                                                   int64_t width, int64_t pooled_height,
+                                                   int64_t pooled_width,
                                                    T *PYROI_RESTRICT values,
-                                                   T *PYROI_RESTRICT winners)
+                                                   T *PYROI_RESTRICT winners,
+                                                   PYROI_TYPED(roi_pool_writer) *writer)
 {
     const roi_pool_window *row_windows = plan->windows + k * plan->bins;
     const roi_pool_window *col_windows = row_windows + pooled_height;
-    int64_t ph, pw, j;
+    const int64_t tile_sub_stride = pooled_height * pooled_width * ROI_POOL_LANES;
+    int64_t ph, pw, s, j;
     for (ph = 0; ph < pooled_height; ++ph) {
         const roi_pool_window rw = row_windows[ph];
         for (pw = 0; pw < pooled_width; ++pw) {
             const roi_pool_window cw = col_windows[pw];
             const int64_t bin = (ph * pooled_width + pw) * ROI_POOL_LANES;
             if (rw.end <= rw.begin || cw.end <= cw.begin) { /* clipped away: 0, argmax -1 */
-                for (j = 0; j < ROI_POOL_LANES; ++j) {
-                    values[bin + j] = (T)0;
-                }
-                if (winners != NULL) {
+                for (s = 0; s < ROI_POOL_GROUP; ++s) {
                     for (j = 0; j < ROI_POOL_LANES; ++j) {
-                        winners[bin + j] = (T)-1;
+                        values[s * tile_sub_stride + bin + j] = (T)0;
+                        if (winners != NULL) {
+                            winners[s * tile_sub_stride + bin + j] = (T)-1;
+                        }
                     }
                 }
             } else {
                 /* the window lies inside the block's rows and columns */
                 const T *first =
                     block + ((rw.begin - row0) * pitch + cw.begin - col0) * ROI_POOL_LANES;
-                PYROI_TYPED(roi_pool_bin_max)(first, pitch, width, rw, cw, values + bin,
-                                              winners == NULL ? NULL : winners + bin);
+                if (winners == NULL) {
+                    PYROI_TYPED(roi_pool_bin_max)(first, sub_stride, pitch, rw, cw,
+                                                  values + bin, tile_sub_stride);
+                } else {
+                    PYROI_TYPED(roi_pool_bin_argmax)(first, sub_stride, pitch, width, rw, cw,
+                                                     values + bin, winners + bin,
+                                                     tile_sub_stride);
+                }
             }
+        }
+        if (writer != NULL) { /* a share of the previous tile's stores per row of bins */
+            PYROI_TYPED(pyroi_row_stream_advance)(&writer->run, writer->per_row);
         }
     }
 }
 
-/* A worker's part of the lane-major scratch. */
+/* A worker's part of the lane-major scratch; every part starts on a 64-byte boundary. */
 typedef struct PYROI_TYPED(roi_pool_scratch) {
-    T *block;            /* block[pixel][lane] */
-    T *values;           /* values[bin][lane] */
-    T *winners;          /* winners[bin][lane]; NULL when no argmax is wanted */
-    T *staging;          /* staging[lane][bin]: a RoI's outputs as the caller lays them out */
-    int64_t *staging_index; /* the same for argmax */
+    T *block;               /* block[s][pixel][lane], sub-blocks sub_stride apart */
+    int64_t sub_stride;
+    T *values;              /* values[s][bin][lane] */
+    T *winners;             /* winners[s][bin][lane]; NULL when no argmax is wanted */
+    T *staging;             /* staging[channel][bin], channel rows staging_stride apart */
+    int64_t staging_stride;
+    int64_t *staging_index; /* staging_index[channel][bin], packed */
 } PYROI_TYPED(roi_pool_scratch);
 
-/* Scratch elements (of T) per worker for a block of block_pixels and tile_bins bins: the
- * block, three tiles of T and one of int64 (counted as 8 / sizeof(T) tiles), every part a
- * whole number of 64-byte lane groups. */
-static int64_t PYROI_TYPED(roi_pool_scratch_elements)(int64_t block_pixels, int64_t tile_bins)
+/* Elements per staging row: the bins, padded so that the transposes store whole aligned
+ * vectors (no store straddles a cache line) with the room pyroi_row_stream needs. */
+static int64_t PYROI_TYPED(roi_pool_staging_stride)(int64_t bins)
 {
-    return (block_pixels + (3 + (int64_t)(8 / sizeof(T))) * tile_bins) * ROI_POOL_LANES;
+    const int64_t vector = ROI_POOL_LANES / 2; /* one AVX2 register */
+    return bins < vector ? bins : (bins + 3 + vector - 1) / vector * vector;
+}
+
+/* Scratch elements (of T) per worker for blocks of block_pixels and tiles of bins bins. */
+static int64_t PYROI_TYPED(roi_pool_scratch_elements)(int64_t block_pixels, int64_t bins)
+{
+    return ROI_POOL_GROUP_LANES *
+           (block_pixels + 2 * bins + PYROI_TYPED(roi_pool_staging_stride)(bins) +
+            bins * (int64_t)(sizeof(int64_t) / sizeof(T)));
+}
+
+/* Whether the lane-major scratch of blocks of block_pixels and tiles of bins bins is within
+ * the limit (at most 5 * bins + 16 lane lines besides the block). */
+static int PYROI_TYPED(roi_pool_scratch_fits)(int64_t block_pixels, int64_t bins)
+{
+    return (double)block_pixels > 0.0 &&
+           ((double)block_pixels + 5.0 * (double)bins + 16.0) * ROI_POOL_GROUP *
+                   (double)ROI_POOL_LANE_BYTES <=
+               (double)ROI_POOL_SCRATCH_BYTES;
 }
 
 static PYROI_TYPED(roi_pool_scratch) PYROI_TYPED(roi_pool_scratch_of)(
     const PYROI_TYPED(roi_pool_job) *job, int worker, int64_t block_pixels)
 {
     PYROI_TYPED(roi_pool_scratch) scratch;
-    const int64_t tile = job->params->pooled_height * job->params->pooled_width * ROI_POOL_LANES;
+    const int64_t bins = job->params->pooled_height * job->params->pooled_width;
     scratch.block = job->scratch + worker * job->scratch_stride;
-    scratch.values = scratch.block + block_pixels * ROI_POOL_LANES;
-    scratch.winners = job->argmax_out == NULL ? NULL : scratch.values + tile;
-    scratch.staging = scratch.values + 2 * tile;
-    /* 64-byte aligned: every part before it is */
-    scratch.staging_index = (int64_t *)(void *)(scratch.staging + tile);
+    scratch.sub_stride = block_pixels * ROI_POOL_LANES;
+    scratch.values = scratch.block + ROI_POOL_GROUP * scratch.sub_stride;
+    scratch.winners =
+        job->argmax_out == NULL ? NULL : scratch.values + ROI_POOL_GROUP_LANES * bins;
+    scratch.staging = scratch.values + 2 * ROI_POOL_GROUP_LANES * bins;
+    scratch.staging_stride = PYROI_TYPED(roi_pool_staging_stride)(bins);
+    scratch.staging_index = (int64_t *)(void *)(scratch.staging + ROI_POOL_GROUP_LANES *
+                                                                      scratch.staging_stride);
     return scratch;
 }
 
-/* Whether the bins of channels [c0, c0 + lanes) of a RoI form one run of memory, channel
- * after channel (the C-contiguous layout), so they can be written as one stream. */
+/* Whether the bins of consecutive channels of a RoI form one run of memory, channel after
+ * channel (the C-contiguous layout), so that a group's outputs can be streamed as one. */
 static int PYROI_TYPED(roi_pool_bins_contiguous)(const int64_t strides[4],
                                                  int64_t pooled_height, int64_t pooled_width)
 {
@@ -523,59 +626,107 @@ static int PYROI_TYPED(roi_pool_bins_contiguous)(const int64_t strides[4],
            strides[1] == pooled_height * pooled_width;
 }
 
-/* Writes the tiles of RoI k, channels [c0, c0 + lanes), to output and (if any) argmax. */
+/* The task's writer when outputs are streamed (large, C-contiguous outputs), else NULL. */
+static PYROI_TYPED(roi_pool_writer) *PYROI_TYPED(roi_pool_writer_of)(
+    const PYROI_TYPED(roi_pool_job) *job, PYROI_TYPED(roi_pool_writer) *writer)
+{
+    if (!job->stream || !PYROI_TYPED(roi_pool_bins_contiguous)(job->result_strides,
+                                                               job->params->pooled_height,
+                                                               job->params->pooled_width)) {
+        return NULL;
+    }
+    pyroi_row_stream_init(&writer->run, NULL, NULL, 0, 0, 0);
+    writer->per_row = 0;
+    return writer;
+}
+
+/* Finishes the writer's last run and makes the task's streamed stores visible to the thread
+ * that joins it. */
+static void PYROI_TYPED(roi_pool_writer_finish)(PYROI_TYPED(roi_pool_writer) *writer)
+{
+    if (writer != NULL) {
+        PYROI_TYPED(pyroi_row_stream_advance)(&writer->run, INT64_MAX);
+    }
+    pyroi_stream_fence();
+}
+
+/* Writes the tiles of RoI k for the channel group at c0 to output and (if any) argmax;
+ * through the writer when there is one. */
 static void PYROI_TYPED(roi_pool_tiles_to_bins)(const PYROI_TYPED(roi_pool_job) *job, int64_t k,
-                                                int64_t c0, int64_t lanes,
-                                                const PYROI_TYPED(roi_pool_scratch) *scratch)
+                                                int64_t c0,
+                                                const PYROI_TYPED(roi_pool_scratch) *scratch,
+                                                PYROI_TYPED(roi_pool_writer) *writer)
 {
     const int64_t pooled_height = job->params->pooled_height;
     const int64_t pooled_width = job->params->pooled_width;
     const int64_t bins = pooled_height * pooled_width;
-    const int64_t *strides = job->result_strides;
-    const T *values = scratch->values, *winners = scratch->winners;
-    T *base = job->result + k * strides[0] + c0 * strides[1];
-    int64_t ph, pw, j, i;
-    if (job->stream && PYROI_TYPED(roi_pool_bins_contiguous)(strides, pooled_height,
-                                                             pooled_width)) {
-        /* large outputs: lay the run out in the scratch, then stream it past the caches */
-        PYROI_TYPED(pyroi_lanes_to_channels)(values, bins, lanes, scratch->staging, bins, 1);
-        PYROI_TYPED(pyroi_stream_copy)(base, scratch->staging, lanes * bins);
-    } else if (strides[2] == pooled_width * strides[3]) { /* a channel's bins evenly spaced */
-        PYROI_TYPED(pyroi_lanes_to_channels)(values, bins, lanes, base, strides[1], strides[3]);
+    const int64_t channels = job->features_shape[1];
+    const int64_t *strides = job->result_strides, *a_strides = job->argmax_strides;
+    const int64_t group_lanes =
+        channels - c0 < ROI_POOL_GROUP_LANES ? channels - c0 : ROI_POOL_GROUP_LANES;
+    int64_t s, ph, pw, j, i;
+    if (writer != NULL) {
+        /* large outputs: lay the group's run out in the scratch and stream it out past the
+         * caches while the next tile is pooled (roi_pool_roi_lanes advances it) */
+        PYROI_TYPED(pyroi_row_stream_advance)(&writer->run, INT64_MAX); /* the previous run */
+        for (s = 0; s * ROI_POOL_LANES < group_lanes; ++s) {
+            PYROI_TYPED(pyroi_lanes_to_channels)(
+                scratch->values + s * bins * ROI_POOL_LANES, bins,
+                PYROI_TYPED(roi_pool_sub_lanes)(channels, c0, s),
+                scratch->staging + s * ROI_POOL_LANES * scratch->staging_stride,
+                scratch->staging_stride, 1);
+        }
+        pyroi_row_stream_init(&writer->run, job->result + k * strides[0] + c0 * strides[1],
+                              scratch->staging, group_lanes, bins, scratch->staging_stride);
+        writer->per_row = (group_lanes * bins + pooled_height - 1) / pooled_height;
     } else {
-        for (ph = 0; ph < pooled_height; ++ph) {
-            PYROI_TYPED(pyroi_lanes_to_channels)(values + ph * pooled_width * ROI_POOL_LANES,
-                                                 pooled_width, lanes, base + ph * strides[2],
-                                                 strides[1], strides[3]);
+        for (s = 0; s * ROI_POOL_LANES < group_lanes; ++s) {
+            const int64_t lanes = PYROI_TYPED(roi_pool_sub_lanes)(channels, c0, s);
+            const T *values = scratch->values + s * bins * ROI_POOL_LANES;
+            T *base = job->result + k * strides[0] + (c0 + s * ROI_POOL_LANES) * strides[1];
+            if (strides[2] == pooled_width * strides[3]) { /* a channel's bins evenly spaced */
+                PYROI_TYPED(pyroi_lanes_to_channels)(values, bins, lanes, base, strides[1],
+                                                     strides[3]);
+                continue;
+            }
+            for (ph = 0; ph < pooled_height; ++ph) {
+                PYROI_TYPED(pyroi_lanes_to_channels)(values + ph * pooled_width * ROI_POOL_LANES,
+                                                     pooled_width, lanes,
+                                                     base + ph * strides[2], strides[1],
+                                                     strides[3]);
+            }
         }
     }
-    if (winners != NULL) {
-        const int64_t *a_strides = job->argmax_strides;
-        int64_t *a_base = job->argmax_out + k * a_strides[0] + c0 * a_strides[1];
-        if (job->stream && PYROI_TYPED(roi_pool_bins_contiguous)(a_strides, pooled_height,
-                                                                 pooled_width)) {
-            for (j = 0; j < lanes; ++j) {
-                for (i = 0; i < bins; ++i) {
-                    scratch->staging_index[j * bins + i] =
-                        (int64_t)winners[i * ROI_POOL_LANES + j];
-                }
+    if (scratch->winners == NULL) {
+        return;
+    }
+    if (writer != NULL && PYROI_TYPED(roi_pool_bins_contiguous)(a_strides, pooled_height,
+                                                                pooled_width)) {
+        for (j = 0; j < group_lanes; ++j) {
+            const T *winners = scratch->winners + (j / ROI_POOL_LANES) * bins * ROI_POOL_LANES +
+                               j % ROI_POOL_LANES;
+            for (i = 0; i < bins; ++i) {
+                scratch->staging_index[j * bins + i] = (int64_t)winners[i * ROI_POOL_LANES];
             }
-            pyroi_stream_copy_i64(a_base, scratch->staging_index, lanes * bins);
-            return;
         }
-        for (j = 0; j < lanes; ++j) {
-            int64_t *out = a_base + j * a_strides[1];
-            for (ph = 0; ph < pooled_height; ++ph) {
-                for (pw = 0; pw < pooled_width; ++pw) {
-                    out[ph * a_strides[2] + pw * a_strides[3]] =
-                        (int64_t)winners[(ph * pooled_width + pw) * ROI_POOL_LANES + j];
-                }
+        pyroi_stream_copy_i64(job->argmax_out + k * a_strides[0] + c0 * a_strides[1],
+                              scratch->staging_index, group_lanes * bins);
+        return;
+    }
+    for (j = 0; j < group_lanes; ++j) {
+        const T *winners = scratch->winners + (j / ROI_POOL_LANES) * bins * ROI_POOL_LANES +
+                           j % ROI_POOL_LANES;
+        int64_t *out = job->argmax_out + k * a_strides[0] + (c0 + j) * a_strides[1];
+        for (ph = 0; ph < pooled_height; ++ph) {
+            for (pw = 0; pw < pooled_width; ++pw) {
+                out[ph * a_strides[2] + pw * a_strides[3]] =
+                    (int64_t)winners[(ph * pooled_width + pw) * ROI_POOL_LANES];
             }
         }
     }
 }
 
-/* Forward, work item = (image, channel block): item / blocks is the image. */
+/* Forward, work item = (image, channel group): item / groups is the image. */
 PYROI_VECTOR_CLONES
 static void PYROI_TYPED(roi_pool_forward_image_task)(void *context, int64_t begin, int64_t end,
                                                      int worker)
@@ -585,33 +736,35 @@ static void PYROI_TYPED(roi_pool_forward_image_task)(void *context, int64_t begi
     const int64_t *shape = job->features_shape;
     const int64_t pooled_height = job->params->pooled_height;
     const int64_t pooled_width = job->params->pooled_width;
-    const int64_t blocks = (shape[1] + ROI_POOL_LANES - 1) / ROI_POOL_LANES;
+    const int64_t groups = (shape[1] + ROI_POOL_GROUP_LANES - 1) / ROI_POOL_GROUP_LANES;
+    const int64_t whole[4] = {0, shape[2], 0, shape[3]};
     const PYROI_TYPED(roi_pool_scratch) scratch =
         PYROI_TYPED(roi_pool_scratch_of)(job, worker, shape[2] * shape[3]);
+    PYROI_TYPED(roi_pool_writer) writer_state;
+    PYROI_TYPED(roi_pool_writer) *writer = PYROI_TYPED(roi_pool_writer_of)(job, &writer_state);
     int64_t item, i;
 
     for (item = begin; item < end; ++item) {
-        const int64_t n = item / blocks;
-        const int64_t c0 = (item % blocks) * ROI_POOL_LANES;
-        const int64_t lanes = shape[1] - c0 < ROI_POOL_LANES ? shape[1] - c0 : ROI_POOL_LANES;
-        const int64_t whole[4] = {0, shape[2], 0, shape[3]};
+        const int64_t n = item / groups;
+        const int64_t c0 = (item % groups) * ROI_POOL_GROUP_LANES;
         if (plan->image_start[n] == plan->image_start[n + 1]) {
             continue; /* no RoI on this image */
         }
-        PYROI_TYPED(roi_pool_region_to_block)(job->features, job->features_strides, n, c0,
-                                              lanes, whole, scratch.block);
+        PYROI_TYPED(roi_pool_region_to_block)(job->features, shape, job->features_strides, n,
+                                              c0, whole, scratch.block, scratch.sub_stride);
         for (i = plan->image_start[n]; i < plan->image_start[n + 1]; ++i) {
             const int64_t k = plan->order[i];
-            PYROI_TYPED(roi_pool_roi_lanes)(plan, k, scratch.block, shape[3], 0, 0, shape[3],
-                                            pooled_height, pooled_width, scratch.values,
-                                            scratch.winners);
-            PYROI_TYPED(roi_pool_tiles_to_bins)(job, k, c0, lanes, &scratch);
+            PYROI_TYPED(roi_pool_roi_lanes)(plan, k, scratch.block, scratch.sub_stride,
+                                            shape[3], 0, 0, shape[3], pooled_height,
+                                            pooled_width, scratch.values, scratch.winners,
+                                            writer);
+            PYROI_TYPED(roi_pool_tiles_to_bins)(job, k, c0, &scratch, writer);
         }
     }
-    pyroi_stream_fence();
+    PYROI_TYPED(roi_pool_writer_finish)(writer);
 }
 
-/* Forward, work item = RoI: for each channel block only the RoI's region is gathered. */
+/* Forward, work item = RoI: for each channel group only the RoI's region is gathered. */
 PYROI_VECTOR_CLONES
 static void PYROI_TYPED(roi_pool_forward_region_task)(void *context, int64_t begin, int64_t end,
                                                       int worker)
@@ -623,23 +776,28 @@ static void PYROI_TYPED(roi_pool_forward_region_task)(void *context, int64_t beg
     const int64_t pooled_width = job->params->pooled_width;
     const PYROI_TYPED(roi_pool_scratch) scratch =
         PYROI_TYPED(roi_pool_scratch_of)(job, worker, plan->max_area);
+    PYROI_TYPED(roi_pool_writer) writer_state;
+    PYROI_TYPED(roi_pool_writer) *writer = PYROI_TYPED(roi_pool_writer_of)(job, &writer_state);
     int64_t k, c0;
 
     for (k = begin; k < end; ++k) {
         int64_t region[4];
         roi_pool_region(plan, k, pooled_height, region);
-        for (c0 = 0; c0 < shape[1]; c0 += ROI_POOL_LANES) {
-            const int64_t lanes = shape[1] - c0 < ROI_POOL_LANES ? shape[1] - c0 : ROI_POOL_LANES;
-            PYROI_TYPED(roi_pool_region_to_block)(job->features, job->features_strides,
-                                                  job->batch_indices[k], c0, lanes, region,
-                                                  scratch.block);
-            PYROI_TYPED(roi_pool_roi_lanes)(plan, k, scratch.block, region[3] - region[2],
-                                            region[0], region[2], shape[3], pooled_height,
-                                            pooled_width, scratch.values, scratch.winners);
-            PYROI_TYPED(roi_pool_tiles_to_bins)(job, k, c0, lanes, &scratch);
+        for (c0 = 0; c0 < shape[1]; c0 += ROI_POOL_GROUP_LANES) {
+            /* packed: sub-blocks region-area apart */
+            const int64_t sub_stride =
+                (region[1] - region[0]) * (region[3] - region[2]) * ROI_POOL_LANES;
+            PYROI_TYPED(roi_pool_region_to_block)(job->features, shape, job->features_strides,
+                                                  job->batch_indices[k], c0, region,
+                                                  scratch.block, sub_stride);
+            PYROI_TYPED(roi_pool_roi_lanes)(plan, k, scratch.block, sub_stride,
+                                            region[3] - region[2], region[0], region[2],
+                                            shape[3], pooled_height, pooled_width,
+                                            scratch.values, scratch.winners, writer);
+            PYROI_TYPED(roi_pool_tiles_to_bins)(job, k, c0, &scratch, writer);
         }
     }
-    pyroi_stream_fence();
+    PYROI_TYPED(roi_pool_writer_finish)(writer);
 }
 
 /* Backward, work item = (image, channel block): the block accumulates the image's gradient
@@ -694,15 +852,6 @@ static void PYROI_TYPED(roi_pool_backward_image_task)(void *context, int64_t beg
     }
 }
 
-/* Whether a lane-major order fits the scratch limit: a block of block_pixels and at most five
- * bin tiles per worker (roi_pool_scratch_elements), 64 bytes per pixel or bin. */
-static int PYROI_TYPED(roi_pool_scratch_fits)(int64_t block_pixels, int64_t tile_bins)
-{
-    return (double)block_pixels > 0.0 &&
-           ((double)block_pixels + 5.0 * (double)tile_bins) * (double)ROI_POOL_LANE_BYTES <=
-               (double)ROI_POOL_SCRATCH_BYTES;
-}
-
 /* Runs a lane-major order: allocates the workers' scratch (scratch_elements each), runs task
  * over items and frees the scratch. */
 static pyroi_status PYROI_TYPED(roi_pool_run_lanes)(PYROI_TYPED(roi_pool_job) *job,
@@ -711,13 +860,18 @@ static pyroi_status PYROI_TYPED(roi_pool_run_lanes)(PYROI_TYPED(roi_pool_job) *j
                                                     int64_t scratch_elements)
 {
     const int workers = pyroi_parallel_workers(job->params->num_threads, items, work_per_item);
-    job->scratch_stride = scratch_elements;
-    job->scratch = (T *)malloc((size_t)workers * (size_t)scratch_elements * sizeof(T));
-    if (job->scratch == NULL) {
+    unsigned char *allocation = (unsigned char *)malloc(
+        (size_t)workers * (size_t)scratch_elements * sizeof(T) + ROI_POOL_LANE_BYTES);
+    if (allocation == NULL) {
         return PYROI_E_NO_MEMORY;
     }
+    /* the first lane group on a 64-byte (cache line) boundary; every part is a whole number
+     * of lane groups, so each starts on one too */
+    job->scratch = (T *)(void *)(allocation + (ROI_POOL_LANE_BYTES -
+                                               (uintptr_t)allocation % ROI_POOL_LANE_BYTES));
+    job->scratch_stride = scratch_elements;
     pyroi_parallel_for(workers, items, task, job);
-    free(job->scratch);
+    free(allocation);
     job->scratch = NULL;
     return PYROI_OK;
 }
@@ -728,7 +882,7 @@ static pyroi_status PYROI_TYPED(roi_pool_forward_lanes)(PYROI_TYPED(roi_pool_job
     const int64_t *shape = job->features_shape;
     const int64_t tile = job->params->pooled_height * job->params->pooled_width;
     const int64_t map_pixels = shape[2] * shape[3];
-    const int64_t blocks = (shape[1] + ROI_POOL_LANES - 1) / ROI_POOL_LANES;
+    const int64_t groups = (shape[1] + ROI_POOL_GROUP_LANES - 1) / ROI_POOL_GROUP_LANES;
     roi_pool_plan plan;
     pyroi_status status = roi_pool_plan_init(
         &plan, job->batch_indices, job->num_rois, shape[0],
@@ -743,8 +897,9 @@ static pyroi_status PYROI_TYPED(roi_pool_forward_lanes)(PYROI_TYPED(roi_pool_job
      * they are on; below that, gathering each RoI's region reads less */
     if (plan.area * 2.0 >= (double)plan.images_used * (double)map_pixels) {
         status = PYROI_TYPED(roi_pool_run_lanes)(
-            job, PYROI_TYPED(roi_pool_forward_image_task), shape[0] * blocks,
-            (double)ROI_POOL_LANES * (plan.visits / (double)shape[0] + (double)map_pixels),
+            job, PYROI_TYPED(roi_pool_forward_image_task), shape[0] * groups,
+            (double)ROI_POOL_GROUP_LANES *
+                (plan.visits / (double)shape[0] + (double)map_pixels),
             PYROI_TYPED(roi_pool_scratch_elements)(map_pixels, tile));
     } else {
         status = PYROI_TYPED(roi_pool_run_lanes)(
@@ -927,4 +1082,5 @@ pyroi_status PYROI_TYPED(pyroi_roi_pool_backward)(
     return PYROI_OK;
 }
 
+#undef ROI_POOL_GROUP_LANES
 #undef ROI_POOL_LANES
