@@ -83,13 +83,17 @@ static pyroi_status roi_pool_check_argmax(const int64_t *argmax, const int64_t s
     for (k = 0; k < shape[0]; ++k) {
         for (c = 0; c < shape[1]; ++c) {
             const int64_t *winners = argmax + k * strides[0] + c * strides[1];
+            /* branch-free: a is in [-1, plane_size) exactly when a + 1 <= plane_size
+             * without sign (a wraps around when below -1) */
+            int bad = 0;
             for (ph = 0; ph < shape[2]; ++ph) {
                 for (pw = 0; pw < shape[3]; ++pw) {
-                    const int64_t a = winners[ph * strides[2] + pw * strides[3]];
-                    if (a < -1 || a >= plane_size) {
-                        return PYROI_E_INVALID_ARGMAX;
-                    }
+                    bad |= (uint64_t)winners[ph * strides[2] + pw * strides[3]] + 1u >
+                           (uint64_t)plane_size;
                 }
+            }
+            if (bad) {
+                return PYROI_E_INVALID_ARGMAX;
             }
         }
     }

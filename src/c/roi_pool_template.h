@@ -829,6 +829,15 @@ static void PYROI_TYPED(roi_pool_backward_image_task)(void *context, int64_t beg
         }
         for (i = plan->image_start[n]; i < plan->image_start[n + 1]; ++i) {
             const int64_t k = plan->order[i];
+            if (i + 1 < plan->image_start[n + 1]) { /* the next RoI's rows: start loading */
+                const int64_t next = plan->order[i + 1];
+                for (j = 0; j < lanes; ++j) {
+                    PYROI_PREFETCH(job->features + next * g_strides[0] +
+                                   (c0 + j) * g_strides[1]);
+                    PYROI_PREFETCH(job->argmax_in + next * a_strides[0] +
+                                   (c0 + j) * a_strides[1]);
+                }
+            }
             for (j = 0; j < lanes; ++j) {
                 const T *grad = job->features + k * g_strides[0] + (c0 + j) * g_strides[1];
                 const int64_t *winners = job->argmax_in + k * a_strides[0] +
