@@ -909,3 +909,18 @@ def test_loop_orders_with_strided_arrays(name, channels, dtype):
     grad_out = np.full(x.shape[::-1], np.nan, x.dtype).T
     pyroi.roi_pool_backward(g_view, rois, argmax_view, x.shape, size, scale, out=grad_out)
     assert np.ascontiguousarray(grad_out).tobytes() == grad.tobytes()
+
+
+def test_argmax_checked_by_the_core_names_the_offender():
+    """The values of argmax are checked by the C core; the error still names the first
+    offending element with the value given (before any conversion), and out is untouched."""
+    x, rois, g, argmax = _error_case()
+    bad = np.where(argmax >= 0, argmax, 0).astype(np.uint64)
+    bad[1, 2, 1, 0] = 2 ** 63 + 5  # negative once converted to int64
+    out = np.full(x.shape, 3.0, np.float32)
+    with pytest.raises(pyroi.InvalidArgumentError) as excinfo:
+        pyroi.roi_pool_backward(g, rois, bad, x.shape, 2, out=out)
+    message = str(excinfo.value)
+    assert "argmax[1, 2, 1, 0]" in message and "RoI 1" in message, message
+    assert str(2 ** 63 + 5) in message, message
+    assert np.all(out == 3.0)
