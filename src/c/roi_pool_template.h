@@ -406,97 +406,95 @@ static inline void PYROI_TYPED(roi_pool_bin_max)(const T *first, int64_t sub_str
     }
 }
 
-/* The maxima and, in winners, the in-plane index h * width + w where each was found (as T:
- * exact, every index is below 2^20), or -1. */
+/* The maxima and, in winners, the in-plane index h * width + w where each was found, or -1.
+ * Indices are kept as the integers of T's width (int32 for float: every index is below
+ * 2^20 on these orders), so they blend with the same masks as the values. */
+typedef PYROI_TYPED(roi_pool_mask_int) PYROI_TYPED(roi_pool_index);
+
 #if defined(ROI_POOL_VECTORS)
 /* GCC turns the scalar form of the index update into masked stores; generic vectors of half
  * a lane line (one AVX2 register) give plain compare-and-blend code. */
 typedef T PYROI_TYPED(roi_pool_half) __attribute__((vector_size(ROI_POOL_LANE_BYTES / 2)));
-typedef PYROI_TYPED(roi_pool_mask_int)
-    PYROI_TYPED(roi_pool_half_mask) __attribute__((vector_size(ROI_POOL_LANE_BYTES / 2)));
+typedef PYROI_TYPED(roi_pool_index)
+    PYROI_TYPED(roi_pool_half_index) __attribute__((vector_size(ROI_POOL_LANE_BYTES / 2)));
 
-/* One running (maximum, index) pair of half a lane line: its update with value at index. */
+/* The update of one running (maximum, index) pair of half a lane line with the values at
+ * address, found at index (a vector of equal lanes). */
 #define ROI_POOL_UPDATE(best, best_index, address, index)                                     \
     do {                                                                                       \
         PYROI_TYPED(roi_pool_half) value_;                                                     \
-        PYROI_TYPED(roi_pool_half_mask) larger_;                                               \
+        PYROI_TYPED(roi_pool_half_index) larger_;                                              \
         memcpy(&value_, (address), sizeof(value_));                                            \
-        larger_ = value_ > (best);                                                             \
-        (best) = (PYROI_TYPED(roi_pool_half))(((PYROI_TYPED(roi_pool_half_mask))value_ &       \
+        larger_ = (PYROI_TYPED(roi_pool_half_index))(value_ > (best));                         \
+        (best) = (PYROI_TYPED(roi_pool_half))(((PYROI_TYPED(roi_pool_half_index))value_ &      \
                                                larger_) |                                      \
-                                              ((PYROI_TYPED(roi_pool_half_mask))(best) &       \
+                                              ((PYROI_TYPED(roi_pool_half_index))(best) &      \
                                                ~larger_));                                     \
-        (best_index) = (PYROI_TYPED(roi_pool_half))(((PYROI_TYPED(roi_pool_half_mask))(index) & \
-                                                     larger_) |                                \
-                                                    ((PYROI_TYPED(roi_pool_half_mask))(        \
-                                                         best_index) &                         \
-                                                     ~larger_));                               \
+        (best_index) = ((index) & larger_) | ((best_index) & ~larger_);                        \
     } while (0)
 
-static inline void PYROI_TYPED(roi_pool_bin_argmax)(const T *first, int64_t sub_stride,
-                                                    int64_t pitch, int64_t width,
-                                                    roi_pool_window rw, roi_pool_window cw,
-                                                    T *PYROI_RESTRICT result,
-                                                    T *PYROI_RESTRICT winners,
-                                                    int64_t result_sub_stride)
+static inline void PYROI_TYPED(roi_pool_bin_argmax)(
+    const T *first, int64_t sub_stride, int64_t pitch, int64_t width, roi_pool_window rw,
+    roi_pool_window cw, T *PYROI_RESTRICT result,
+    PYROI_TYPED(roi_pool_index) *PYROI_RESTRICT winners, int64_t result_sub_stride)
 {
-    const PYROI_TYPED(roi_pool_half) zero = {0};
+    const PYROI_TYPED(roi_pool_half) lowest = {0};
+    const PYROI_TYPED(roi_pool_half_index) none = {0};
     const int64_t half = ROI_POOL_LANES / 2;
-    PYROI_TYPED(roi_pool_half) best[4], best_index[4];
-    int64_t h, w, q;
-    for (q = 0; q < 4; ++q) {
-        best[q] = zero - (T)FLT_MAX;
-        best_index[q] = zero - (T)1;
-    }
+    /* sub-block 0 low and high half, sub-block 1 low and high half */
+    PYROI_TYPED(roi_pool_half) best0 = lowest - (T)FLT_MAX, best1 = best0, best2 = best0;
+    PYROI_TYPED(roi_pool_half) best3 = best0;
+    PYROI_TYPED(roi_pool_half_index) index0 = none - 1, index1 = index0, index2 = index0;
+    PYROI_TYPED(roi_pool_half_index) index3 = index0;
+    int64_t h, w;
     for (h = rw.begin; h < rw.end; ++h) {
         const T *pixel = first + (h - rw.begin) * pitch * ROI_POOL_LANES;
-        T index = (T)(h * width + cw.begin);
+        PYROI_TYPED(roi_pool_half_index) at = none + (PYROI_TYPED(roi_pool_index))(
+                                                         h * width + cw.begin);
         for (w = cw.begin; w < cw.end; ++w) {
-            const PYROI_TYPED(roi_pool_half) at = zero + index;
-            ROI_POOL_UPDATE(best[0], best_index[0], pixel, at);
-            ROI_POOL_UPDATE(best[1], best_index[1], pixel + half, at);
-            ROI_POOL_UPDATE(best[2], best_index[2], pixel + sub_stride, at);
-            ROI_POOL_UPDATE(best[3], best_index[3], pixel + sub_stride + half, at);
+            ROI_POOL_UPDATE(best0, index0, pixel, at);
+            ROI_POOL_UPDATE(best1, index1, pixel + half, at);
+            ROI_POOL_UPDATE(best2, index2, pixel + sub_stride, at);
+            ROI_POOL_UPDATE(best3, index3, pixel + sub_stride + half, at);
             pixel += ROI_POOL_LANES;
-            index += (T)1;
+            at += 1;
         }
     }
-    for (q = 0; q < 4; ++q) {
-        const int64_t offset = (q / 2) * result_sub_stride + (q % 2) * half;
-        memcpy(result + offset, &best[q], sizeof(best[q]));
-        memcpy(winners + offset, &best_index[q], sizeof(best_index[q]));
-    }
+    memcpy(result, &best0, sizeof(best0));
+    memcpy(result + half, &best1, sizeof(best1));
+    memcpy(result + result_sub_stride, &best2, sizeof(best2));
+    memcpy(result + result_sub_stride + half, &best3, sizeof(best3));
+    memcpy(winners, &index0, sizeof(index0));
+    memcpy(winners + half, &index1, sizeof(index1));
+    memcpy(winners + result_sub_stride, &index2, sizeof(index2));
+    memcpy(winners + result_sub_stride + half, &index3, sizeof(index3));
 }
 
 #undef ROI_POOL_UPDATE
 #else
-static inline void PYROI_TYPED(roi_pool_bin_argmax)(const T *first, int64_t sub_stride,
-                                                    int64_t pitch, int64_t width,
-                                                    roi_pool_window rw, roi_pool_window cw,
-                                                    T *PYROI_RESTRICT result,
-                                                    T *PYROI_RESTRICT winners,
-                                                    int64_t result_sub_stride)
+static inline void PYROI_TYPED(roi_pool_bin_argmax)(
+    const T *first, int64_t sub_stride, int64_t pitch, int64_t width, roi_pool_window rw,
+    roi_pool_window cw, T *PYROI_RESTRICT result,
+    PYROI_TYPED(roi_pool_index) *PYROI_RESTRICT winners, int64_t result_sub_stride)
 {
     T best[ROI_POOL_LANE_BYTES / sizeof(T)];
-    T best_index[ROI_POOL_LANE_BYTES / sizeof(T)];
+    PYROI_TYPED(roi_pool_index) best_index[ROI_POOL_LANE_BYTES / sizeof(T)];
     int64_t s, h, w, j;
     for (s = 0; s < ROI_POOL_GROUP; ++s) {
         for (j = 0; j < ROI_POOL_LANES; ++j) {
             best[j] = (T)-FLT_MAX;
-            best_index[j] = (T)-1;
+            best_index[j] = -1;
         }
         for (h = rw.begin; h < rw.end; ++h) {
             const T *pixel = first + s * sub_stride + (h - rw.begin) * pitch * ROI_POOL_LANES;
-            T index = (T)(h * width + cw.begin);
             for (w = cw.begin; w < cw.end; ++w) {
                 for (j = 0; j < ROI_POOL_LANES; ++j) {
                     if (pixel[j] > best[j]) {
                         best[j] = pixel[j];
-                        best_index[j] = index;
+                        best_index[j] = (PYROI_TYPED(roi_pool_index))(h * width + w);
                     }
                 }
                 pixel += ROI_POOL_LANES;
-                index += (T)1;
             }
         }
         for (j = 0; j < ROI_POOL_LANES; ++j) {
@@ -522,7 +520,8 @@ static inline void PYROI_TYPED(roi_pool_roi_lanes)(const roi_pool_plan *plan, in
                                                    int64_t width, int64_t pooled_height,
                                                    int64_t pooled_width,
                                                    T *PYROI_RESTRICT values,
-                                                   T *PYROI_RESTRICT winners,
+                                                   PYROI_TYPED(roi_pool_index) *PYROI_RESTRICT
+                                                       winners,
                                                    PYROI_TYPED(roi_pool_writer) *writer)
 {
     const roi_pool_window *row_windows = plan->windows + k * plan->bins;
@@ -539,7 +538,7 @@ static inline void PYROI_TYPED(roi_pool_roi_lanes)(const roi_pool_plan *plan, in
                     for (j = 0; j < ROI_POOL_LANES; ++j) {
                         values[s * tile_sub_stride + bin + j] = (T)0;
                         if (winners != NULL) {
-                            winners[s * tile_sub_stride + bin + j] = (T)-1;
+                            winners[s * tile_sub_stride + bin + j] = -1;
                         }
                     }
                 }
@@ -568,7 +567,7 @@ typedef struct PYROI_TYPED(roi_pool_scratch) {
     T *block;               /* block[s][pixel][lane], sub-blocks sub_stride apart */
     int64_t sub_stride;
     T *values;              /* values[s][bin][lane] */
-    T *winners;             /* winners[s][bin][lane]; NULL when no argmax is wanted */
+    PYROI_TYPED(roi_pool_index) *winners; /* winners[s][bin][lane]; NULL: no argmax */
     T *staging;             /* staging[channel][bin], channel rows staging_stride apart */
     int64_t staging_stride;
     int64_t *staging_index; /* staging_index[channel][bin], packed */
@@ -608,8 +607,11 @@ static PYROI_TYPED(roi_pool_scratch) PYROI_TYPED(roi_pool_scratch_of)(
     scratch.block = job->scratch + worker * job->scratch_stride;
     scratch.sub_stride = block_pixels * ROI_POOL_LANES;
     scratch.values = scratch.block + ROI_POOL_GROUP * scratch.sub_stride;
-    scratch.winners =
-        job->argmax_out == NULL ? NULL : scratch.values + ROI_POOL_GROUP_LANES * bins;
+    /* the index tile has the width of T: it takes the place of one tile of T */
+    scratch.winners = job->argmax_out == NULL
+                          ? NULL
+                          : (PYROI_TYPED(roi_pool_index) *)(void *)(scratch.values +
+                                                                    ROI_POOL_GROUP_LANES * bins);
     scratch.staging = scratch.values + 2 * ROI_POOL_GROUP_LANES * bins;
     scratch.staging_stride = PYROI_TYPED(roi_pool_staging_stride)(bins);
     scratch.staging_index = (int64_t *)(void *)(scratch.staging + ROI_POOL_GROUP_LANES *
@@ -703,10 +705,11 @@ static void PYROI_TYPED(roi_pool_tiles_to_bins)(const PYROI_TYPED(roi_pool_job) 
     if (writer != NULL && PYROI_TYPED(roi_pool_bins_contiguous)(a_strides, pooled_height,
                                                                 pooled_width)) {
         for (j = 0; j < group_lanes; ++j) {
-            const T *winners = scratch->winners + (j / ROI_POOL_LANES) * bins * ROI_POOL_LANES +
-                               j % ROI_POOL_LANES;
+            const PYROI_TYPED(roi_pool_index) *winners =
+                scratch->winners + (j / ROI_POOL_LANES) * bins * ROI_POOL_LANES +
+                j % ROI_POOL_LANES;
             for (i = 0; i < bins; ++i) {
-                scratch->staging_index[j * bins + i] = (int64_t)winners[i * ROI_POOL_LANES];
+                scratch->staging_index[j * bins + i] = winners[i * ROI_POOL_LANES];
             }
         }
         pyroi_stream_copy_i64(job->argmax_out + k * a_strides[0] + c0 * a_strides[1],
@@ -714,13 +717,13 @@ static void PYROI_TYPED(roi_pool_tiles_to_bins)(const PYROI_TYPED(roi_pool_job) 
         return;
     }
     for (j = 0; j < group_lanes; ++j) {
-        const T *winners = scratch->winners + (j / ROI_POOL_LANES) * bins * ROI_POOL_LANES +
-                           j % ROI_POOL_LANES;
+        const PYROI_TYPED(roi_pool_index) *winners =
+            scratch->winners + (j / ROI_POOL_LANES) * bins * ROI_POOL_LANES + j % ROI_POOL_LANES;
         int64_t *out = job->argmax_out + k * a_strides[0] + (c0 + j) * a_strides[1];
         for (ph = 0; ph < pooled_height; ++ph) {
             for (pw = 0; pw < pooled_width; ++pw) {
                 out[ph * a_strides[2] + pw * a_strides[3]] =
-                    (int64_t)winners[(ph * pooled_width + pw) * ROI_POOL_LANES];
+                    winners[(ph * pooled_width + pw) * ROI_POOL_LANES];
             }
         }
     }
