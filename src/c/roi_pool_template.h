@@ -507,8 +507,9 @@ static inline void PYROI_TYPED(roi_pool_bin_argmax)(
 
 /* The output runs of a worker, streamed out behind the pooling of the next tile. */
 typedef struct PYROI_TYPED(roi_pool_writer) {
-    pyroi_row_stream run; /* the run being written (finished when run.done == run.total) */
-    int64_t per_row;      /* elements of it to write per row of bins pooled */
+    pyroi_row_stream run;       /* the outputs being written (finished: done == total) */
+    pyroi_row_stream index_run; /* and the argmax */
+    int64_t per_row;            /* elements of each to write per row of bins pooled */
 } PYROI_TYPED(roi_pool_writer);
 
 /* Pools RoI k from a block holding rows from row0 and columns from col0 of the map, pitch
@@ -558,6 +559,9 @@ static inline void PYROI_TYPED(roi_pool_roi_lanes)(const roi_pool_plan *plan, in
         }
         if (writer != NULL) { /* a share of the previous tile's stores per row of bins */
             PYROI_TYPED(pyroi_row_stream_advance)(&writer->run, writer->per_row);
+            if (winners != NULL) {
+                pyroi_row_stream_advance_i64(&writer->index_run, writer->per_row);
+            }
         }
     }
 }
@@ -628,26 +632,34 @@ static int PYROI_TYPED(roi_pool_bins_contiguous)(const int64_t strides[4],
            strides[1] == pooled_height * pooled_width;
 }
 
-/* The task's writer when outputs are streamed (large, C-contiguous outputs), else NULL. */
+/* The task's writer when outputs are streamed (large outputs and argmax, both
+ * C-contiguous), else NULL. */
 static PYROI_TYPED(roi_pool_writer) *PYROI_TYPED(roi_pool_writer_of)(
     const PYROI_TYPED(roi_pool_job) *job, PYROI_TYPED(roi_pool_writer) *writer)
 {
-    if (!job->stream || !PYROI_TYPED(roi_pool_bins_contiguous)(job->result_strides,
-                                                               job->params->pooled_height,
-                                                               job->params->pooled_width)) {
+    const int64_t pooled_height = job->params->pooled_height;
+    const int64_t pooled_width = job->params->pooled_width;
+    if (!job->stream ||
+        !PYROI_TYPED(roi_pool_bins_contiguous)(job->result_strides, pooled_height,
+                                               pooled_width) ||
+        (job->argmax_out != NULL &&
+         !PYROI_TYPED(roi_pool_bins_contiguous)(job->argmax_strides, pooled_height,
+                                                pooled_width))) {
         return NULL;
     }
     pyroi_row_stream_init(&writer->run, NULL, NULL, 0, 0, 0);
+    pyroi_row_stream_init(&writer->index_run, NULL, NULL, 0, 0, 0);
     writer->per_row = 0;
     return writer;
 }
 
-/* Finishes the writer's last run and makes the task's streamed stores visible to the thread
- * that joins it. */
+/* Finishes the writer's last runs and makes the task's streamed stores visible to the
+ * thread that joins it. */
 static void PYROI_TYPED(roi_pool_writer_finish)(PYROI_TYPED(roi_pool_writer) *writer)
 {
     if (writer != NULL) {
         PYROI_TYPED(pyroi_row_stream_advance)(&writer->run, INT64_MAX);
+        pyroi_row_stream_advance_i64(&writer->index_run, INT64_MAX);
     }
     pyroi_stream_fence();
 }
@@ -702,8 +714,8 @@ static void PYROI_TYPED(roi_pool_tiles_to_bins)(const PYROI_TYPED(roi_pool_job) 
     if (scratch->winners == NULL) {
         return;
     }
-    if (writer != NULL && PYROI_TYPED(roi_pool_bins_contiguous)(a_strides, pooled_height,
-                                                                pooled_width)) {
+    if (writer != NULL) { /* the same for argmax */
+        pyroi_row_stream_advance_i64(&writer->index_run, INT64_MAX);
         for (j = 0; j < group_lanes; ++j) {
             const PYROI_TYPED(roi_pool_index) *winners =
                 scratch->winners + (j / ROI_POOL_LANES) * bins * ROI_POOL_LANES +
@@ -712,8 +724,9 @@ static void PYROI_TYPED(roi_pool_tiles_to_bins)(const PYROI_TYPED(roi_pool_job) 
                 scratch->staging_index[j * bins + i] = winners[i * ROI_POOL_LANES];
             }
         }
-        pyroi_stream_copy_i64(job->argmax_out + k * a_strides[0] + c0 * a_strides[1],
-                              scratch->staging_index, group_lanes * bins);
+        pyroi_row_stream_init(&writer->index_run,
+                              job->argmax_out + k * a_strides[0] + c0 * a_strides[1],
+                              scratch->staging_index, group_lanes, bins, bins);
         return;
     }
     for (j = 0; j < group_lanes; ++j) {

@@ -156,25 +156,6 @@ void pyroi_channels_to_lanes_f64(const double *src, int64_t src_lane_stride, int
 
 /* ---- streaming stores ------------------------------------------------------------------ */
 
-void pyroi_stream_copy_i64(int64_t *dst, const int64_t *src, int64_t count)
-{
-#ifdef PYROI_HAVE_STREAM_STORES
-    int64_t i = 0;
-    for (; i < count && ((uintptr_t)(dst + i) & 15) != 0; ++i) {
-        dst[i] = src[i];
-    }
-    for (; i + 2 <= count; i += 2) {
-        _mm_stream_si128((__m128i *)(void *)(dst + i),
-                         _mm_loadu_si128((const __m128i *)(const void *)(src + i)));
-    }
-    for (; i < count; ++i) {
-        dst[i] = src[i];
-    }
-#else
-    memcpy(dst, src, (size_t)count * sizeof(*dst));
-#endif
-}
-
 void pyroi_stream_fence(void)
 {
 #ifdef PYROI_HAVE_STREAM_STORES
@@ -271,36 +252,62 @@ void pyroi_row_stream_advance_f32(pyroi_row_stream *stream, int64_t elements)
     ROW_STREAM_STORE();
 }
 
-void pyroi_row_stream_advance_f64(pyroi_row_stream *stream, int64_t elements)
-{
-    ROW_STREAM_LOAD(double);
-#ifdef PYROI_HAVE_STREAM_STORES
-    if (row_length >= 2) {
-        while (done < end && ((uintptr_t)(out + done) & 15) != 0) {
-            ROW_STREAM_STEP();
-        }
-        while (done < end && done + 2 <= total) {
-            const double *p = in + row * src_stride + column;
-            __m128d v = _mm_loadu_pd(p);
-            if (column + 1 == row_length) { /* lane 1: the start of the next row */
-                v = _mm_move_sd(_mm_loadu_pd(p + src_stride - row_length), v);
-                ++row;
-                column = 1;
-            } else if ((column += 2) == row_length) {
-                column = 0;
-                ++row;
-            }
-            _mm_stream_pd(out + done, v);
-            done += 2;
-        }
+/* 8-byte elements: vectors of two, so a vector spans two rows only when it starts on a
+ * row's last element. The vector steps are bit moves (the casts reinterpret). */
+#define ROW_STREAM_ADVANCE_8(T, SUFFIX)                                                        \
+    void pyroi_row_stream_advance_##SUFFIX(pyroi_row_stream *stream, int64_t elements)        \
+    {                                                                                          \
+        ROW_STREAM_LOAD(T);                                                                    \
+        ROW_STREAM_VECTORS_8(T);                                                               \
+        while (done < end) {                                                                   \
+            ROW_STREAM_STEP();                                                                 \
+        }                                                                                      \
+        ROW_STREAM_STORE();                                                                    \
     }
-#endif
-    while (done < end) {
-        ROW_STREAM_STEP();
-    }
-    ROW_STREAM_STORE();
-}
 
+#ifdef PYROI_HAVE_STREAM_STORES
+#  define ROW_STREAM_VECTORS_8(T)                                                              \
+    if (row_length >= 2) {                                                                     \
+        while (done < end && ((uintptr_t)(out + done) & 15) != 0) {                            \
+            ROW_STREAM_STEP();                                                                 \
+        }                                                                                      \
+        if (src_stride == row_length) { /* packed rows: one plain run */                       \
+            const T *p = in + row * src_stride + column;                                       \
+            int64_t count = (end < total - 1 ? end : total - 1) - done, m;                     \
+            count = count > 0 ? (count + 1) / 2 * 2 : 0;                                      \
+            for (m = 0; m < count; m += 2) {                                                   \
+                _mm_stream_si128((__m128i *)(void *)(out + done + m),                          \
+                                 _mm_castpd_si128(_mm_loadu_pd((const double *)(p + m))));     \
+            }                                                                                  \
+            done += count;                                                                     \
+            row += (column + count) / row_length;                                              \
+            column = (column + count) % row_length;                                            \
+        }                                                                                      \
+        while (done < end && done + 2 <= total) {                                              \
+            const void *p = in + row * src_stride + column;                                    \
+            __m128d v = _mm_loadu_pd((const double *)p);                                       \
+            if (column + 1 == row_length) { /* lane 1: the start of the next row */            \
+                v = _mm_move_sd(                                                               \
+                    _mm_loadu_pd((const double *)p + src_stride - row_length), v);             \
+                ++row;                                                                         \
+                column = 1;                                                                    \
+            } else if ((column += 2) == row_length) {                                          \
+                column = 0;                                                                    \
+                ++row;                                                                         \
+            }                                                                                  \
+            _mm_stream_si128((__m128i *)(void *)(out + done), _mm_castpd_si128(v));            \
+            done += 2;                                                                         \
+        }                                                                                      \
+    }
+#else
+#  define ROW_STREAM_VECTORS_8(T)
+#endif
+
+ROW_STREAM_ADVANCE_8(double, f64)
+ROW_STREAM_ADVANCE_8(int64_t, i64)
+
+#undef ROW_STREAM_VECTORS_8
+#undef ROW_STREAM_ADVANCE_8
 #undef ROW_STREAM_STORE
 #undef ROW_STREAM_LOAD
 #undef ROW_STREAM_STEP

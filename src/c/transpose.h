@@ -31,8 +31,6 @@ void pyroi_channels_to_lanes_f64(const double *src, int64_t src_lane_stride, int
  * line first. Pure data movement. Before another thread reads what a thread streamed, that
  * thread calls pyroi_stream_fence(). */
 
-/* dst[i] = src[i] for i < count, streamed. */
-void pyroi_stream_copy_i64(int64_t *dst, const int64_t *src, int64_t count);
 void pyroi_stream_fence(void);
 
 /* A packed run being streamed a piece at a time, so that the stores overlap other work
@@ -57,5 +55,6 @@ void pyroi_row_stream_init(pyroi_row_stream *stream, void *dst, const void *src,
 /* Writes at least `elements` more elements of the run (all that remain if fewer). */
 void pyroi_row_stream_advance_f32(pyroi_row_stream *stream, int64_t elements);
 void pyroi_row_stream_advance_f64(pyroi_row_stream *stream, int64_t elements);
+void pyroi_row_stream_advance_i64(pyroi_row_stream *stream, int64_t elements);
 
 #endif /* PYROI_TRANSPOSE_H */

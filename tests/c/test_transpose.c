@@ -94,56 +94,42 @@ static void test_row_stream_f32(int64_t rows, int64_t row_length, int64_t pad, i
     }
 }
 
-static void test_row_stream_f64(int64_t rows, int64_t row_length, int64_t pad, int64_t offset,
-                                int64_t step)
-{
-    static double src[MAX_ROWS * (MAX_ROW + PAD) + 8], dst[DST_SIZE];
-    const int64_t stride = row_length + pad;
-    pyroi_row_stream stream;
-    int64_t r, i, calls = 0;
-    for (i = 0; i < (int64_t)(sizeof(src) / sizeof(src[0])); ++i) {
-        src[i] = -(double)(i + 1);
+/* The 8-byte streams (double, int64), as the float one above. */
+#define DEFINE_ROW_STREAM_TEST_8(T, SUFFIX)                                                     \
+    static void test_row_stream_##SUFFIX(int64_t rows, int64_t row_length, int64_t pad,       \
+                                         int64_t offset, int64_t step)                        \
+    {                                                                                          \
+        static T src[MAX_ROWS * (MAX_ROW + PAD) + 8], dst[DST_SIZE];                           \
+        const int64_t stride = row_length + pad;                                               \
+        pyroi_row_stream stream;                                                               \
+        int64_t r, i, calls = 0;                                                               \
+        for (i = 0; i < (int64_t)(sizeof(src) / sizeof(src[0])); ++i) {                       \
+            src[i] = -(T)(i + 1);                                                              \
+        }                                                                                      \
+        for (r = 0; r < rows; ++r) {                                                           \
+            for (i = 0; i < row_length; ++i) {                                                 \
+                src[4 + r * stride + i] = (T)(r * 100 + i);                                    \
+            }                                                                                  \
+        }                                                                                      \
+        memset(dst, 0, sizeof(dst));                                                           \
+        pyroi_row_stream_init(&stream, dst + offset, src + 4, rows, row_length, stride);       \
+        while (stream.done < stream.total && calls++ < 1000) {                                 \
+            const int64_t before = stream.done;                                                \
+            pyroi_row_stream_advance_##SUFFIX(&stream, step);                                  \
+            CHECK(stream.done >= before + step || stream.done == stream.total);                \
+        }                                                                                      \
+        pyroi_stream_fence();                                                                  \
+        CHECK(stream.done == rows * row_length);                                               \
+        for (i = 0; i < DST_SIZE; ++i) {                                                       \
+            const int64_t e = i - offset;                                                      \
+            CHECK(dst[i] == (e >= 0 && e < rows * row_length                                   \
+                                 ? (T)((e / row_length) * 100 + e % row_length)                \
+                                 : (T)0));                                                     \
+        }                                                                                      \
     }
-    for (r = 0; r < rows; ++r) {
-        for (i = 0; i < row_length; ++i) {
-            src[4 + r * stride + i] = (double)(r * 100 + i);
-        }
-    }
-    memset(dst, 0, sizeof(dst));
-    pyroi_row_stream_init(&stream, dst + offset, src + 4, rows, row_length, stride);
-    while (stream.done < stream.total && calls++ < 1000) {
-        const int64_t before = stream.done;
-        pyroi_row_stream_advance_f64(&stream, step);
-        CHECK(stream.done >= before + step || stream.done == stream.total);
-    }
-    pyroi_stream_fence();
-    CHECK(stream.done == rows * row_length);
-    for (i = 0; i < DST_SIZE; ++i) {
-        const int64_t e = i - offset;
-        CHECK(dst[i] == (e >= 0 && e < rows * row_length
-                             ? (double)((e / row_length) * 100 + e % row_length)
-                             : 0.0));
-    }
-}
 
-static void test_stream_copy_i64(void)
-{
-    static int64_t src[40], dst[48];
-    int64_t count, offset, i;
-    for (i = 0; i < 40; ++i) {
-        src[i] = INT64_MAX - i;
-    }
-    for (count = 0; count <= 40; count += 3) {
-        for (offset = 0; offset < 3; ++offset) {
-            memset(dst, 0, sizeof(dst));
-            pyroi_stream_copy_i64(dst + offset, src, count);
-            pyroi_stream_fence();
-            for (i = 0; i < 48; ++i) {
-                CHECK(dst[i] == (i >= offset && i < offset + count ? src[i - offset] : 0));
-            }
-        }
-    }
-}
+DEFINE_ROW_STREAM_TEST_8(double, f64)
+DEFINE_ROW_STREAM_TEST_8(int64_t, i64)
 
 int main(void)
 {
@@ -166,12 +152,14 @@ int main(void)
                     test_row_stream_f64(rows, row_length, 0, offset, step);
                     test_row_stream_f64(rows, row_length, 1, offset, step);
                     test_row_stream_f64(rows, row_length, PAD, offset, step);
+                    test_row_stream_i64(rows, row_length, 0, offset, step);
+                    test_row_stream_i64(rows, row_length, 1, offset, step);
                 }
                 test_row_stream_f32(rows, row_length, 3, offset, INT64_MAX);
                 test_row_stream_f64(rows, row_length, 1, offset, INT64_MAX);
+                test_row_stream_i64(rows, row_length, 0, offset, INT64_MAX);
             }
         }
     }
-    test_stream_copy_i64();
     return check_report("test_transpose");
 }
