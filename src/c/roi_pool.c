@@ -175,8 +175,10 @@ static int64_t roi_pool_clamp(int64_t value, int64_t extent)
  * in-plane index below 2^20, so a float holds it exactly. */
 #define ROI_POOL_SCRATCH_BYTES ((size_t)64 << 20)
 #define ROI_POOL_LANE_BYTES 64
-/* Lane lines pooled together by the forward: more independent work per pixel read. */
+/* Lane lines pooled together by the forward: more independent work per pixel read (the
+ * kernels of roi_pool_template.h are written for two). */
 #define ROI_POOL_GROUP 2
+typedef char roi_pool_group_is_two[ROI_POOL_GROUP == 2 ? 1 : -1];
 
 /* Forward outputs of at least this size are written with streaming stores. */
 #define ROI_POOL_STREAM_BYTES ((double)(8 << 20))
@@ -291,8 +293,10 @@ static void roi_pool_region(const roi_pool_plan *plan, int64_t k, int64_t pooled
 #else
 #  define ROI_POOL_NO_UNROLL
 #endif
-typedef int32_t roi_pool_mask_int_f32; /* a comparison lane of float vectors */
-typedef int64_t roi_pool_mask_int_f64;
+/* An argmax in the lane-major kernels: an integer of the value's width, so that it blends
+ * with the masks that comparing the values gives. */
+typedef int32_t roi_pool_index_f32;
+typedef int64_t roi_pool_index_f64;
 
 #define T float
 #define PYROI_TYPED(name) PYROI_CAT(name, _f32)

@@ -406,10 +406,9 @@ static inline void PYROI_TYPED(roi_pool_bin_max)(const T *first, int64_t sub_str
     }
 }
 
-/* The maxima and, in winners, the in-plane index h * width + w where each was found, or -1.
- * Indices are kept as the integers of T's width (int32 for float: every index is below
- * 2^20 on these orders), so they blend with the same masks as the values. */
-typedef PYROI_TYPED(roi_pool_mask_int) PYROI_TYPED(roi_pool_index);
+/* The maxima and, in winners, the in-plane index h * width + w where each was found, or -1
+ * (as roi_pool_index: int32 for float, enough for every map of these orders, below 2^19
+ * pixels). */
 
 #if defined(ROI_POOL_VECTORS)
 /* GCC turns the scalar form of the index update into masked stores; generic vectors of half
