@@ -170,9 +170,8 @@ static int64_t roi_pool_clamp(int64_t value, int64_t extent)
 
 /* ---- plan of the lane-major loop orders (see roi_pool_template.h) --------------------- */
 
-/* Largest lane-major scratch per worker (one 64-byte lane group per block pixel and per bin
- * of the two tiles); larger maps or bin grids take the direct loop order. It also keeps every
- * in-plane index below 2^20, so a float holds it exactly. */
+/* Largest lane-major scratch per worker (a channels-last block of 64-byte lane lines per
+ * pixel, and bin tiles); larger maps or bin grids take the direct loop order. */
 #define ROI_POOL_SCRATCH_BYTES ((size_t)64 << 20)
 #define ROI_POOL_LANE_BYTES 64
 /* Lane lines pooled together by the forward: more independent work per pixel read (the

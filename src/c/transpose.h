@@ -2,7 +2,8 @@
  * lane-major rows (PYROI_LANE_COUNT_* channels interleaved per element, the layout the
  * blocked kernels vectorise over). Pure data movement: results never depend on the path.
  * x86-64 with GCC/Clang gets an AVX2 path for float, chosen at run time; everything else
- * (and every unusual stride) takes the portable loops. Internal. */
+ * (and every unusual stride) takes the portable loops. Also: streaming (cache-bypassing)
+ * copies of large outputs. Internal. */
 #ifndef PYROI_TRANSPOSE_H
 #define PYROI_TRANSPOSE_H
 
@@ -36,7 +37,7 @@ void pyroi_stream_fence(void);
 /* A packed run being streamed a piece at a time, so that the stores overlap other work
  * instead of stalling it: dst[r * row_length + i] = src[r * src_stride + i] for r < rows,
  * i < row_length. When src_stride != row_length the source needs room around each row:
- * src_stride >= row_length + 3 (float) or + 1 (double), rows * src_stride readable
+ * src_stride >= row_length + 3 (float) or + 1 (double, int64), rows * src_stride readable
  * elements; elements just past a row's end and just before a later row's start are read
  * but not used. dst and src must stay valid until the run is finished. */
 typedef struct pyroi_row_stream {
