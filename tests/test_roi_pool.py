@@ -924,3 +924,18 @@ def test_argmax_checked_by_the_core_names_the_offender():
     assert "argmax[1, 2, 1, 0]" in message and "RoI 1" in message, message
     assert str(2 ** 63 + 5) in message, message
     assert np.all(out == 3.0)
+
+
+def test_argmax_check_split_over_threads_finds_a_late_offender():
+    """The core's argmax check is split over the workers by RoI: an offender in the last RoI
+    is found whatever the thread count, and nothing is written."""
+    x, boxes, grad = large_case(np.float32, seed=3)
+    _, argmax = pyroi.roi_pool(x, boxes, 7, 0.75, return_argmax=True)
+    bad = argmax.copy()
+    bad[-1, -1, -1, -1] = x.shape[2] * x.shape[3]
+    out = np.full(x.shape, 5.0, np.float32)
+    for threads in (1, 2, 3):
+        with pytest.raises(pyroi.InvalidArgumentError, match=rf"RoI {len(boxes) - 1}\b"):
+            pyroi.roi_pool_backward(grad, boxes, bad, x.shape, 7, 0.75, num_threads=threads,
+                                    out=out)
+        assert np.all(out == 5.0)

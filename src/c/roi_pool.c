@@ -75,26 +75,60 @@ static pyroi_status roi_pool_check_forward(const void *input, const int64_t inpu
 }
 
 /* Every argmax entry must be -1 (nothing to propagate) or a pixel of an H x W plane: the
- * backward writes at that pixel, so a bad entry would be an out-of-bounds write. */
-static pyroi_status roi_pool_check_argmax(const int64_t *argmax, const int64_t shape[4],
-                                          const int64_t strides[4], int64_t plane_size)
+ * backward writes at that pixel, so a bad entry would be an out-of-bounds write. The check
+ * reads all of argmax, so large ones are split over the workers by RoI. */
+typedef struct roi_pool_argmax_check {
+    const int64_t *argmax;
+    const int64_t *shape;
+    const int64_t *strides;
+    int64_t plane_size;
+    int bad[PYROI_PARALLEL_MAX_WORKERS]; /* per worker: found a bad entry */
+} roi_pool_argmax_check;
+
+static void roi_pool_check_argmax_task(void *context, int64_t begin, int64_t end, int worker)
 {
+    roi_pool_argmax_check *check = (roi_pool_argmax_check *)context;
+    const int64_t *shape = check->shape, *strides = check->strides;
     int64_t k, c, ph, pw;
-    for (k = 0; k < shape[0]; ++k) {
+    for (k = begin; k < end; ++k) {
         for (c = 0; c < shape[1]; ++c) {
-            const int64_t *winners = argmax + k * strides[0] + c * strides[1];
+            const int64_t *winners = check->argmax + k * strides[0] + c * strides[1];
             /* branch-free: a is in [-1, plane_size) exactly when a + 1 <= plane_size
              * without sign (a wraps around when below -1) */
             int bad = 0;
             for (ph = 0; ph < shape[2]; ++ph) {
                 for (pw = 0; pw < shape[3]; ++pw) {
                     bad |= (uint64_t)winners[ph * strides[2] + pw * strides[3]] + 1u >
-                           (uint64_t)plane_size;
+                           (uint64_t)check->plane_size;
                 }
             }
             if (bad) {
-                return PYROI_E_INVALID_ARGMAX;
+                check->bad[worker] = 1;
+                return;
             }
+        }
+    }
+}
+
+static pyroi_status roi_pool_check_argmax(const int64_t *argmax, const int64_t shape[4],
+                                          const int64_t strides[4], int64_t plane_size,
+                                          int num_threads)
+{
+    roi_pool_argmax_check check;
+    const int workers = pyroi_parallel_workers(
+        num_threads, shape[0], (double)shape[1] * (double)shape[2] * (double)shape[3]);
+    int worker;
+    check.argmax = argmax;
+    check.shape = shape;
+    check.strides = strides;
+    check.plane_size = plane_size;
+    for (worker = 0; worker < PYROI_PARALLEL_MAX_WORKERS; ++worker) {
+        check.bad[worker] = 0;
+    }
+    pyroi_parallel_for(workers, shape[0], roi_pool_check_argmax_task, &check);
+    for (worker = 0; worker < workers; ++worker) {
+        if (check.bad[worker]) {
+            return PYROI_E_INVALID_ARGMAX;
         }
     }
     return PYROI_OK;
@@ -145,7 +179,8 @@ static pyroi_status roi_pool_check_backward(const void *grad_output,
     if (!pyroi_mul_nonneg(grad_input_shape[2], grad_input_shape[3], &plane_size)) {
         return PYROI_E_INVALID_SHAPE; /* unreachable: the tensor check bounds H * W */
     }
-    return roi_pool_check_argmax(argmax, pooled_shape, argmax_strides, plane_size);
+    return roi_pool_check_argmax(argmax, pooled_shape, argmax_strides, plane_size,
+                                 params->num_threads);
 }
 
 /* Per-worker scratch: the bin windows of one RoI (rows first, then columns). */
