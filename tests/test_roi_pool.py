@@ -924,6 +924,13 @@ def test_argmax_checked_by_the_core_names_the_offender():
     assert "argmax[1, 2, 1, 0]" in message and "RoI 1" in message, message
     assert str(2 ** 63 + 5) in message, message
     assert np.all(out == 3.0)
+    channels_outer = lambda a: a.transpose(1, 0, 2, 3).copy().transpose(1, 0, 2, 3)  # noqa: E731
+    for layout in (np.asfortranarray, channels_outer):
+        strided = layout(np.where(argmax >= 0, argmax, -1))
+        strided[3, 0, 0, 1] = -7
+        with pytest.raises(pyroi.InvalidArgumentError, match=r"argmax\[3, 0, 0, 1\].*-7"):
+            pyroi.roi_pool_backward(g, rois, strided, x.shape, 2, out=out)
+        assert np.all(out == 3.0)
 
 
 def test_argmax_check_split_over_threads_finds_a_late_offender():

@@ -85,11 +85,29 @@ typedef struct roi_pool_argmax_check {
     int bad[PYROI_PARALLEL_MAX_WORKERS]; /* per worker: found a bad entry */
 } roi_pool_argmax_check;
 
+PYROI_VECTOR_CLONES
 static void roi_pool_check_argmax_task(void *context, int64_t begin, int64_t end, int worker)
 {
     roi_pool_argmax_check *check = (roi_pool_argmax_check *)context;
     const int64_t *shape = check->shape, *strides = check->strides;
-    int64_t k, c, ph, pw;
+    const uint64_t limit = (uint64_t)check->plane_size;
+    int64_t k, c, ph, pw, i;
+    if (strides[3] == 1 && strides[2] == shape[3] && strides[1] == shape[2] * shape[3]) {
+        /* the usual layout: each RoI's entries are one run, checked as such (vectorised) */
+        const int64_t count = shape[1] * shape[2] * shape[3];
+        for (k = begin; k < end; ++k) {
+            const int64_t *run = check->argmax + k * strides[0];
+            int bad = 0;
+            for (i = 0; i < count; ++i) {
+                bad |= (uint64_t)run[i] + 1u > limit;
+            }
+            if (bad) {
+                check->bad[worker] = 1;
+                return;
+            }
+        }
+        return;
+    }
     for (k = begin; k < end; ++k) {
         for (c = 0; c < shape[1]; ++c) {
             const int64_t *winners = check->argmax + k * strides[0] + c * strides[1];
@@ -98,8 +116,7 @@ static void roi_pool_check_argmax_task(void *context, int64_t begin, int64_t end
             int bad = 0;
             for (ph = 0; ph < shape[2]; ++ph) {
                 for (pw = 0; pw < shape[3]; ++pw) {
-                    bad |= (uint64_t)winners[ph * strides[2] + pw * strides[3]] + 1u >
-                           (uint64_t)check->plane_size;
+                    bad |= (uint64_t)winners[ph * strides[2] + pw * strides[3]] + 1u > limit;
                 }
             }
             if (bad) {

@@ -831,6 +831,9 @@ static void PYROI_TYPED(roi_pool_backward_image_task)(void *context, int64_t beg
     const int64_t pooled_width = job->params->pooled_width;
     const int64_t blocks = (shape[1] + ROI_POOL_LANES - 1) / ROI_POOL_LANES;
     const int64_t block_elements = shape[2] * shape[3] * ROI_POOL_LANES;
+    /* in locals: the compiler cannot tell that the block's stores leave them alone */
+    const int64_t g_row = g_strides[2], g_column = g_strides[3];
+    const int64_t a_row = a_strides[2], a_column = a_strides[3];
     T *block = job->scratch + worker * job->scratch_stride;
     int64_t item, i, j, h, ph, pw;
 
@@ -859,10 +862,12 @@ static void PYROI_TYPED(roi_pool_backward_image_task)(void *context, int64_t beg
                                          (c0 + j) * a_strides[1];
                 T *lane = block + j;
                 for (ph = 0; ph < pooled_height; ++ph) {
+                    const int64_t *winner = winners + ph * a_row;
+                    const T *g = grad + ph * g_row;
                     for (pw = 0; pw < pooled_width; ++pw) {
-                        const int64_t a = winners[ph * a_strides[2] + pw * a_strides[3]];
+                        const int64_t a = winner[pw * a_column];
                         if (a >= 0) { /* validated: -1 or a pixel of the plane */
-                            lane[a * ROI_POOL_LANES] += grad[ph * g_strides[2] + pw * g_strides[3]];
+                            lane[a * ROI_POOL_LANES] += g[pw * g_column];
                         }
                     }
                 }
