@@ -36,6 +36,7 @@ class Workload:
     aligned: bool
     backward: bool = True
     extra: dict = field(default_factory=dict)
+    op: str = "roi_align"  # or "roi_pool" (sampling_ratio and aligned unused)
 
 
 def random_boxes(rng, count, images, image_h, image_w, min_side, max_side):
@@ -68,6 +69,8 @@ def make_workloads(rng) -> list[Workload]:
                  "legacy", vgg, vgg_boxes, 7, 1 / 16, 2, False),
         Workload("small_call", "small call: 2x256x200x272, 64 boxes, 7x7, sr 2, aligned",
                  box_features, small_boxes, 7, 0.25, 2, True),
+        Workload("vgg_conv5_pool", "RoIPool, Fast R-CNN VGG conv5 1x512x38x50, 300 boxes, 7x7",
+                 vgg, vgg_boxes, 7, 1 / 16, 0, False, op="roi_pool"),
     ]
 
 
@@ -128,6 +131,28 @@ def onnx_roi_align_session(onnx, ort, w: Workload, threads: int):
                                 providers=["CPUExecutionProvider"])
 
 
+def pyroi_calls(w: Workload, threads: int, grad: np.ndarray):
+    """(forward, backward) of pyroi for the workload's op."""
+    if w.op == "roi_pool":
+        size, scale = w.output_size, w.spatial_scale
+        _, argmax = pyroi.roi_pool(w.features, w.boxes, size, scale, return_argmax=True)
+        return (lambda: pyroi.roi_pool(w.features, w.boxes, size, scale, num_threads=threads),
+                lambda: pyroi.roi_pool_backward(grad, w.boxes, argmax, w.features.shape, size,
+                                                scale, num_threads=threads))
+    args = (w.output_size, w.spatial_scale, w.sampling_ratio, w.aligned)
+    return (lambda: pyroi.roi_align(w.features, w.boxes, *args, num_threads=threads),
+            lambda: pyroi.roi_align_backward(grad, w.boxes, w.features.shape, *args[1:],
+                                             num_threads=threads))
+
+
+def torchvision_op(ops, w: Workload):
+    """torchvision's function for the workload, called as op(x, boxes)."""
+    if w.op == "roi_pool":
+        return lambda x, b: ops.roi_pool(x, b, w.output_size, w.spatial_scale)
+    args = (w.output_size, w.spatial_scale, w.sampling_ratio, w.aligned)
+    return lambda x, b: ops.roi_align(x, b, *args)
+
+
 def run(workloads, thread_counts, repeat, peer_repeat):
     tv = load_torchvision()
     ox = load_onnxruntime()
@@ -139,35 +164,32 @@ def run(workloads, thread_counts, repeat, peer_repeat):
         out_shape = (k, w.features.shape[1], w.output_size, w.output_size)
         floor = memory_floor_ms(w.features, out_shape, repeat)
         print(f"\n{w.name}: {w.description}", flush=True)
-        args = (w.output_size, w.spatial_scale, w.sampling_ratio, w.aligned)
         grad = np.ones(out_shape, dtype=w.features.dtype)
         for threads in thread_counts:
             results = {}
-            results["pyroi fwd"] = median_ms(
-                lambda: pyroi.roi_align(w.features, w.boxes, *args, num_threads=threads), repeat)
+            pyroi_forward, pyroi_backward = pyroi_calls(w, threads, grad)
+            results["pyroi fwd"] = median_ms(pyroi_forward, repeat)
             if w.backward:
-                results["pyroi bwd"] = median_ms(
-                    lambda: pyroi.roi_align_backward(grad, w.boxes, w.features.shape,
-                                                     *args[1:], num_threads=threads), repeat)
+                results["pyroi bwd"] = median_ms(pyroi_backward, repeat)
             if tv:
                 torch, ops = tv
                 torch.set_num_threads(threads)
                 xt = torch.from_numpy(w.features)
                 bt = torch.from_numpy(w.boxes)
-                results["torchvision fwd"] = median_ms(
-                    lambda: ops.roi_align(xt, bt, *args), peer_repeat)
+                op = torchvision_op(ops, w)
+                results["torchvision fwd"] = median_ms(lambda: op(xt, bt), peer_repeat)
                 if w.backward:
                     xg = xt.clone().requires_grad_()
                     gt = torch.from_numpy(grad)
 
                     def torch_backward():
                         xg.grad = None
-                        ops.roi_align(xg, bt, *args).backward(gt)
+                        op(xg, bt).backward(gt)
 
                     results["torchvision fwd+bwd"] = median_ms(torch_backward, peer_repeat)
                     results["torchvision bwd"] = max(
                         results["torchvision fwd+bwd"] - results["torchvision fwd"], 1e-9)
-            if ox:
+            if ox and w.op == "roi_align":
                 onnx, ort = ox
                 session = onnx_roi_align_session(onnx, ort, w, threads)
                 feeds = {"X": w.features, "rois": np.ascontiguousarray(w.boxes[:, 1:]),

@@ -15,7 +15,7 @@ import pytest
 import pyroi
 from conftest import (CASE_CONFIGS, DTYPES, random_input, random_rois, rois_to_list,
                       stable_seed)
-from reference_roi_pool import FLT_MAX, roi_pool_backward_ref, roi_pool_ref
+from reference_roi_pool import FLT_MAX, roi_pool_backward_ref, roi_pool_ref, roi_windows
 from test_threads import large_case
 
 CONFIG_NAMES = sorted(CASE_CONFIGS)
@@ -777,3 +777,172 @@ def test_argmax_out_of_range_is_also_caught_in_c():
     with pytest.raises(pyroi.InvalidArgumentError, match="argmax"):
         _core.roi_pool_backward(g, bad, rois[:, 0].astype(np.int64), grad_input, 1.0, 1.0, 1)
     assert np.all(grad_input == 9.0)  # nothing written
+
+
+# --------------------------------------------------------------------------------------
+# the loop orders of the C core are exact
+# --------------------------------------------------------------------------------------
+# Forward (roi_pool_template.h): "direct" reads the channel planes in place, RoI by RoI (maps
+# or bin grids over the lane-major scratch limit); "region" gathers each RoI's region
+# channels-last (few RoIs covering little of the map); "image" gathers whole images
+# channels-last (RoIs covering at least half of their images' pixels). Outputs of 8 MiB or
+# more, C-contiguous, are streamed ("+stream"). Backward: "image" blocks once 4 * K * bins
+# >= N * H * W (and the map fits the scratch), else "direct". `_core_orders` restates these
+# rules so that each case below provably takes the path it is named after.
+
+SCRATCH_BYTES = 64 << 20  # per worker
+GROUP_LINE_BYTES = 2 * 64  # a channel group: two 64-byte lane lines per pixel
+STREAM_BYTES = 8 << 20
+
+
+def _core_orders(x_shape, rois, output_size, scale, dtype):
+    """(forward order, backward order) the C core picks for a C-contiguous output."""
+    n, c, h, w = x_shape
+    ph, pw = pooled(output_size)
+    bins = ph * pw
+    T = np.dtype(dtype).type
+    if h * w > 0 and (h * w + 5 * bins + 16) * GROUP_LINE_BYTES <= SCRATCH_BYTES:
+        area, images = 0, set()
+        for roi in rois:
+            images.add(int(roi[0]))
+            rows, cols = roi_windows(roi, T, scale, ph, pw, h, w)
+            extents = []
+            for windows in (rows, cols):
+                used = [win for win in windows if win[1] > win[0]]
+                extents.append(max(e for _, e in used) - min(b for b, _ in used) if used else 0)
+            area += extents[0] * extents[1]
+        forward = "image" if 2 * area >= len(images) * h * w else "region"
+    else:
+        forward = "direct"
+    if len(rois) * c * bins * np.dtype(dtype).itemsize >= STREAM_BYTES:
+        forward += "+stream"
+    backward = ("image" if n > 0 and (h * w + 16) * GROUP_LINE_BYTES <= SCRATCH_BYTES
+                and 4 * len(rois) * bins >= n * h * w else "direct")
+    return forward, backward
+
+
+def _boxes_on(rng, num_images, height, width, count, min_size, max_size, scale, margin=0.0):
+    """(K, 5) boxes with corners anywhere on the map (plus margin) and sides in the range,
+    in input-image pixels (feature-map pixels / scale)."""
+    corners = rng.uniform(-margin, [width + margin, height + margin], (count, 2))
+    sides = rng.uniform(min_size, max_size, (count, 2))
+    boxes = np.concatenate([corners, corners + sides], axis=1) / scale
+    images = np.arange(count)[:, None] % num_images
+    return np.concatenate([images, boxes], axis=1)
+
+
+LOOP_ORDER_CASES = {
+    # name: (forward order, backward order, x shape without C, K, box sides and margin
+    #        around the map in map pixels, output size, spatial scale)
+    "image": ("image", "image", (2, 23, 29), 60, (0, 20, 3), (3, 4), 0.8),
+    "region": ("region", "direct", (2, 64, 72), 2, (0.5, 6, -6), (3, 4), 0.8),
+    # 730 * 730 pixels: two lane lines of each exceed the 64 MiB scratch
+    "direct_map": ("direct", "direct", (1, 730, 730), 3, (0.5, 400, 3), (3, 4), 0.8),
+    # 330 x 330 bins: the bin tiles alone exceed the scratch
+    "direct_bins": ("direct", "image", (1, 9, 11), 2, (2, 12, 3), (330, 330), 1.0),
+    "image_stream": ("image+stream", "image", (1, 20, 24), 300, (0, 18, 3), (9, 9), 0.5),
+    "region_stream": ("region+stream", "image", (1, 80, 80), 100, (0, 2, 3), (12, 12), 0.25),
+}
+
+
+@functools.lru_cache(maxsize=None)
+def loop_order_case(name, channels, dtype_name, kind):
+    forward, backward, (n, h, w), k, sides, size, scale = LOOP_ORDER_CASES[name]
+    dtype = np.dtype(dtype_name)
+    rng = np.random.default_rng(stable_seed("pool-orders", name, channels, dtype_name, kind))
+    x = _values(rng, (n, channels, h, w), dtype, kind)
+    min_side, max_side, margin = sides
+    rois = _boxes_on(rng, n, h, w, k, min_side, max_side, scale, margin).astype(dtype)
+    assert _core_orders(x.shape, rois, size, scale, dtype) == (forward, backward)
+    g = random_input(rng, (k, channels) + pooled(size), dtype)
+    for array in (x, rois, g):
+        array.setflags(write=False)
+    return x, rois, size, scale, g
+
+
+LOOP_ORDER_PARAMS = [("image", 5), ("image", 20), ("image", 37), ("image", 48),
+                     ("region", 5), ("region", 20), ("region", 37), ("region", 48),
+                     ("direct_map", 3), ("direct_bins", 3), ("image_stream", 100),
+                     ("region_stream", 150)]
+
+
+@pytest.mark.parametrize("kind", ["normal", "special"])
+@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
+@pytest.mark.parametrize("name,channels", LOOP_ORDER_PARAMS)
+def test_loop_orders_bit_exact_with_torchvision(tvp, name, channels, dtype, kind):
+    """Output (with and without argmax), argmax and the autograd gradient equal torchvision's
+    bit for bit on each loop order, and every thread count gives the same bytes."""
+    x, rois, size, scale, g = loop_order_case(name, channels, np.dtype(dtype).name, kind)
+    tv_out, tv_argmax = tvp.forward(x, rois, size, scale)
+    tv_grad = tvp.grad(x, rois, g, size, scale)
+    assert np.count_nonzero(tv_argmax >= 0) > 0 and np.count_nonzero(tv_grad) > 0
+    for threads in (1, 2, 3):
+        out, argmax = pyroi.roi_pool(x, rois, size, scale, return_argmax=True,
+                                     num_threads=threads)
+        np.testing.assert_array_equal(out, tv_out)
+        assert np.signbit(out).tobytes() == np.signbit(tv_out).tobytes()
+        np.testing.assert_array_equal(argmax, tv_argmax)
+        values_only = pyroi.roi_pool(x, rois, size, scale, num_threads=threads)
+        assert values_only.tobytes() == out.tobytes()
+        grad = pyroi.roi_pool_backward(g, rois, argmax, x.shape, size, scale,
+                                       num_threads=threads)
+        assert grad.tobytes() == tv_grad.tobytes()
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
+@pytest.mark.parametrize("name,channels", [("image", 37), ("region", 37), ("image_stream", 100),
+                                           ("region_stream", 150)])
+def test_loop_orders_with_strided_arrays(name, channels, dtype):
+    """Views (a transposed input, a strided out= that cannot be streamed, transposed
+    gradients) give the bytes of the contiguous call on each loop order."""
+    x, rois, size, scale, g = loop_order_case(name, channels, np.dtype(dtype).name, "special")
+    out, argmax = pyroi.roi_pool(x, rois, size, scale, return_argmax=True)
+    grad = pyroi.roi_pool_backward(g, rois, argmax, x.shape, size, scale)
+    x_view = np.ascontiguousarray(x.transpose(0, 2, 3, 1)).transpose(0, 3, 1, 2)
+    buffer = np.full(out.shape[:3] + (2 * out.shape[3],), np.nan, out.dtype)
+    view = buffer[..., ::2]
+    result = pyroi.roi_pool(x_view, rois, size, scale, out=view)
+    assert result is view and view.tobytes() == np.ascontiguousarray(out).tobytes()
+    assert np.all(np.isnan(buffer[..., 1::2]))
+    g_view = np.ascontiguousarray(g.transpose(3, 2, 1, 0)).transpose(3, 2, 1, 0)
+    argmax_view = np.asfortranarray(argmax)
+    grad_out = np.full(x.shape[::-1], np.nan, x.dtype).T
+    pyroi.roi_pool_backward(g_view, rois, argmax_view, x.shape, size, scale, out=grad_out)
+    assert np.ascontiguousarray(grad_out).tobytes() == grad.tobytes()
+
+
+def test_argmax_checked_by_the_core_names_the_offender():
+    """The values of argmax are checked by the C core; the error still names the first
+    offending element with the value given (before any conversion), and out is untouched."""
+    x, rois, g, argmax = _error_case()
+    bad = np.where(argmax >= 0, argmax, 0).astype(np.uint64)
+    bad[1, 2, 1, 0] = 2 ** 63 + 5  # negative once converted to int64
+    out = np.full(x.shape, 3.0, np.float32)
+    with pytest.raises(pyroi.InvalidArgumentError) as excinfo:
+        pyroi.roi_pool_backward(g, rois, bad, x.shape, 2, out=out)
+    message = str(excinfo.value)
+    assert "argmax[1, 2, 1, 0]" in message and "RoI 1" in message, message
+    assert str(2 ** 63 + 5) in message, message
+    assert np.all(out == 3.0)
+    channels_outer = lambda a: a.transpose(1, 0, 2, 3).copy().transpose(1, 0, 2, 3)  # noqa: E731
+    for layout in (np.asfortranarray, channels_outer):
+        strided = layout(np.where(argmax >= 0, argmax, -1))
+        strided[3, 0, 0, 1] = -7
+        with pytest.raises(pyroi.InvalidArgumentError, match=r"argmax\[3, 0, 0, 1\].*-7"):
+            pyroi.roi_pool_backward(g, rois, strided, x.shape, 2, out=out)
+        assert np.all(out == 3.0)
+
+
+def test_argmax_check_split_over_threads_finds_a_late_offender():
+    """The core's argmax check is split over the workers by RoI: an offender in the last RoI
+    is found whatever the thread count, and nothing is written."""
+    x, boxes, grad = large_case(np.float32, seed=3)
+    _, argmax = pyroi.roi_pool(x, boxes, 7, 0.75, return_argmax=True)
+    bad = argmax.copy()
+    bad[-1, -1, -1, -1] = x.shape[2] * x.shape[3]
+    out = np.full(x.shape, 5.0, np.float32)
+    for threads in (1, 2, 3):
+        with pytest.raises(pyroi.InvalidArgumentError, match=rf"RoI {len(boxes) - 1}\b"):
+            pyroi.roi_pool_backward(grad, boxes, bad, x.shape, 7, 0.75, num_threads=threads,
+                                    out=out)
+        assert np.all(out == 5.0)

@@ -2,6 +2,7 @@
  * backward, float32 and float64. The kernel body is written once in roi_pool_template.h.
  * Semantics: SEMANTICS.md section 5.1 (torchvision.ops.roi_pool). */
 #include "parallel.h"
+#include "transpose.h"
 #include "validate.h"
 
 #include <float.h>
@@ -62,22 +63,77 @@ static pyroi_status roi_pool_check_forward(const void *input, const int64_t inpu
 }
 
 /* Every argmax entry must be -1 (nothing to propagate) or a pixel of an H x W plane: the
- * backward writes at that pixel, so a bad entry would be an out-of-bounds write. */
-static pyroi_status roi_pool_check_argmax(const int64_t *argmax, const int64_t shape[4],
-                                          const int64_t strides[4], int64_t plane_size)
+ * backward writes at that pixel, so a bad entry would be an out-of-bounds write. The check
+ * reads all of argmax, so large ones are split over the workers by RoI. */
+typedef struct roi_pool_argmax_check {
+    const int64_t *argmax;
+    const int64_t *shape;
+    const int64_t *strides;
+    int64_t plane_size;
+    int bad[PYROI_PARALLEL_MAX_WORKERS]; /* per worker: found a bad entry */
+} roi_pool_argmax_check;
+
+PYROI_VECTOR_CLONES
+static void roi_pool_check_argmax_task(void *context, int64_t begin, int64_t end, int worker)
 {
-    int64_t k, c, ph, pw;
-    for (k = 0; k < shape[0]; ++k) {
+    roi_pool_argmax_check *check = (roi_pool_argmax_check *)context;
+    const int64_t *shape = check->shape, *strides = check->strides;
+    const uint64_t limit = (uint64_t)check->plane_size;
+    int64_t k, c, ph, pw, i;
+    if (strides[3] == 1 && strides[2] == shape[3] && strides[1] == shape[2] * shape[3]) {
+        /* the usual layout: each RoI's entries are one run, checked as such (vectorised) */
+        const int64_t count = shape[1] * shape[2] * shape[3];
+        for (k = begin; k < end; ++k) {
+            const int64_t *run = check->argmax + k * strides[0];
+            int bad = 0;
+            for (i = 0; i < count; ++i) {
+                bad |= (uint64_t)run[i] + 1u > limit;
+            }
+            if (bad) {
+                check->bad[worker] = 1;
+                return;
+            }
+        }
+        return;
+    }
+    for (k = begin; k < end; ++k) {
         for (c = 0; c < shape[1]; ++c) {
-            const int64_t *winners = argmax + k * strides[0] + c * strides[1];
+            const int64_t *winners = check->argmax + k * strides[0] + c * strides[1];
+            /* branch-free: a is in [-1, plane_size) exactly when a + 1 <= plane_size
+             * without sign (a wraps around when below -1) */
+            int bad = 0;
             for (ph = 0; ph < shape[2]; ++ph) {
                 for (pw = 0; pw < shape[3]; ++pw) {
-                    const int64_t a = winners[ph * strides[2] + pw * strides[3]];
-                    if (a < -1 || a >= plane_size) {
-                        return PYROI_E_INVALID_ARGMAX;
-                    }
+                    bad |= (uint64_t)winners[ph * strides[2] + pw * strides[3]] + 1u > limit;
                 }
             }
+            if (bad) {
+                check->bad[worker] = 1;
+                return;
+            }
+        }
+    }
+}
+
+static pyroi_status roi_pool_check_argmax(const int64_t *argmax, const int64_t shape[4],
+                                          const int64_t strides[4], int64_t plane_size,
+                                          int num_threads)
+{
+    roi_pool_argmax_check check;
+    const int workers = pyroi_parallel_workers(
+        num_threads, shape[0], (double)shape[1] * (double)shape[2] * (double)shape[3]);
+    int worker;
+    check.argmax = argmax;
+    check.shape = shape;
+    check.strides = strides;
+    check.plane_size = plane_size;
+    for (worker = 0; worker < PYROI_PARALLEL_MAX_WORKERS; ++worker) {
+        check.bad[worker] = 0;
+    }
+    pyroi_parallel_for(workers, shape[0], roi_pool_check_argmax_task, &check);
+    for (worker = 0; worker < workers; ++worker) {
+        if (check.bad[worker]) {
+            return PYROI_E_INVALID_ARGMAX;
         }
     }
     return PYROI_OK;
@@ -128,7 +184,8 @@ static pyroi_status roi_pool_check_backward(const void *grad_output,
     if (!pyroi_mul_nonneg(grad_input_shape[2], grad_input_shape[3], &plane_size)) {
         return PYROI_E_INVALID_SHAPE; /* unreachable: the tensor check bounds H * W */
     }
-    return roi_pool_check_argmax(argmax, pooled_shape, argmax_strides, plane_size);
+    return roi_pool_check_argmax(argmax, pooled_shape, argmax_strides, plane_size,
+                                 params->num_threads);
 }
 
 /* Per-worker scratch: the bin windows of one RoI (rows first, then columns). */
@@ -150,6 +207,135 @@ static int64_t roi_pool_clamp(int64_t value, int64_t extent)
 {
     return value < 0 ? 0 : (value > extent ? extent : value);
 }
+
+/* ---- plan of the lane-major loop orders (see roi_pool_template.h) --------------------- */
+
+/* Largest lane-major scratch per worker (a channels-last block of 64-byte lane lines per
+ * pixel, and bin tiles); larger maps or bin grids take the direct loop order. */
+#define ROI_POOL_SCRATCH_BYTES ((size_t)64 << 20)
+#define ROI_POOL_LANE_BYTES 64
+/* Lane lines pooled together by the forward: more independent work per pixel read (the
+ * kernels of roi_pool_template.h are written for two). */
+#define ROI_POOL_GROUP 2
+typedef char roi_pool_group_is_two[ROI_POOL_GROUP == 2 ? 1 : -1];
+
+/* Forward outputs of at least this size are written with streaming stores. */
+#define ROI_POOL_STREAM_BYTES ((double)(8 << 20))
+
+/* The bin windows of every RoI of a call, and the RoIs grouped by image. */
+typedef struct roi_pool_plan {
+    int64_t bins;             /* pooled_height + pooled_width: windows per RoI */
+    roi_pool_window *windows; /* RoI k: windows + k * bins: rows, then columns (forward) */
+    int64_t *order;           /* RoI indices sorted by image, stable */
+    int64_t *image_start;     /* RoIs of image n: order[image_start[n] .. image_start[n + 1]) */
+    double visits;            /* sum over RoIs and bins of the pixels in the window */
+    double area;              /* sum over RoIs of the map pixels a RoI covers */
+    int64_t max_area;         /* the largest of those */
+    int64_t images_used;      /* images with at least one RoI */
+    void *allocation;
+} roi_pool_plan;
+
+/* Allocates the plan of num_rois RoIs on num_images images, with bins windows per RoI
+ * (0: no windows, for the backward), and groups the RoIs by image (counting sort, RoI order
+ * kept within an image). */
+static pyroi_status roi_pool_plan_init(roi_pool_plan *plan, const int64_t *batch_indices,
+                                       int64_t num_rois, int64_t num_images, int64_t bins)
+{
+    const uint64_t per_roi_bytes = (uint64_t)bins * sizeof(roi_pool_window) + sizeof(int64_t);
+    uint64_t bytes;
+    int64_t k, n;
+    memset(plan, 0, sizeof(*plan));
+    plan->bins = bins;
+    /* bins <= 2 * (output elements per channel): the caller's output bounds the plan */
+    if ((uint64_t)bins > (uint64_t)SIZE_MAX / 64 ||
+        (uint64_t)num_rois > (uint64_t)(SIZE_MAX / 4) / per_roi_bytes ||
+        (uint64_t)num_images >= (uint64_t)(SIZE_MAX / 4) / sizeof(int64_t)) {
+        return PYROI_E_NO_MEMORY;
+    }
+    bytes = (uint64_t)num_rois * per_roi_bytes + ((uint64_t)num_images + 1) * sizeof(int64_t);
+    plan->allocation = malloc((size_t)bytes);
+    if (plan->allocation == NULL) {
+        return PYROI_E_NO_MEMORY;
+    }
+    plan->windows = (roi_pool_window *)plan->allocation; /* int64 pairs come first */
+    plan->order = (int64_t *)(plan->windows + num_rois * bins);
+    plan->image_start = plan->order + num_rois;
+    for (n = 0; n <= num_images; ++n) {
+        plan->image_start[n] = 0;
+    }
+    for (k = 0; k < num_rois; ++k) {
+        plan->image_start[batch_indices[k] + 1] += 1;
+    }
+    for (n = 0; n < num_images; ++n) {
+        plan->images_used += plan->image_start[n + 1] > 0;
+        plan->image_start[n + 1] += plan->image_start[n];
+    }
+    for (k = 0; k < num_rois; ++k) {
+        plan->order[plan->image_start[batch_indices[k]]++] = k;
+    }
+    for (n = num_images; n > 0; --n) { /* undo the increments of the placement pass */
+        plan->image_start[n] = plan->image_start[n - 1];
+    }
+    plan->image_start[0] = 0;
+    return PYROI_OK;
+}
+
+static void roi_pool_plan_free(roi_pool_plan *plan)
+{
+    free(plan->allocation);
+    plan->allocation = NULL;
+}
+
+/* The map pixels the non-empty bins of one axis cover: [*begin, *end), empty (0, 0) when
+ * every bin is clipped away. */
+static void roi_pool_axis_extent(const roi_pool_window *windows, int64_t bins, int64_t *begin,
+                                 int64_t *end)
+{
+    int64_t b;
+    *begin = INT64_MAX;
+    *end = 0;
+    for (b = 0; b < bins; ++b) {
+        if (windows[b].end > windows[b].begin) {
+            *begin = windows[b].begin < *begin ? windows[b].begin : *begin;
+            *end = windows[b].end > *end ? windows[b].end : *end;
+        }
+    }
+    if (*end == 0) {
+        *begin = 0;
+    }
+}
+
+/* The region RoI k of a forward plan reads: rows [region[0], region[1]) x columns
+ * [region[2], region[3]); empty in both axes when any axis has no pixel. */
+static void roi_pool_region(const roi_pool_plan *plan, int64_t k, int64_t pooled_height,
+                            int64_t region[4])
+{
+    const roi_pool_window *windows = plan->windows + k * plan->bins;
+    roi_pool_axis_extent(windows, pooled_height, &region[0], &region[1]);
+    roi_pool_axis_extent(windows + pooled_height, plan->bins - pooled_height, &region[2],
+                         &region[3]);
+    if (region[1] == region[0] || region[3] == region[2]) {
+        region[0] = region[1] = region[2] = region[3] = 0;
+    }
+}
+
+/* The argmax kernel uses GCC/Clang generic vectors of half a lane group (one AVX2
+ * register) for clean compare-and-blend code; elsewhere, and in portable-only builds, a
+ * plain per-lane loop with the same comparisons. */
+#if (defined(__GNUC__) || defined(__clang__)) && !defined(PYROI_NO_CLONES)
+#  define ROI_POOL_VECTORS 1
+#endif
+/* Keeps a short fixed-count loop rolled so that GCC's loop vectoriser, not its weaker
+ * straight-line vectoriser, sees it. */
+#if defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 8
+#  define ROI_POOL_NO_UNROLL _Pragma("GCC unroll 1")
+#else
+#  define ROI_POOL_NO_UNROLL
+#endif
+/* An argmax in the lane-major kernels: an integer of the value's width, so that it blends
+ * with the masks that comparing the values gives. */
+typedef int32_t roi_pool_index_f32;
+typedef int64_t roi_pool_index_f64;
 
 #define T float
 #define PYROI_TYPED(name) PYROI_CAT(name, _f32)

@@ -8,6 +8,14 @@
 #  include <immintrin.h>
 #endif
 
+/* Non-temporal stores: SSE2, part of every x86-64 CPU. */
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && !defined(PYROI_NO_CLONES)
+#  define PYROI_HAVE_STREAM_STORES 1
+#  include <emmintrin.h>
+#endif
+
+#include <string.h>
+
 #define PORTABLE_TRANSPOSES(T, L, SUFFIX)                                                      \
     static void lanes_to_channels_portable_##SUFFIX(const T *src, int64_t count, int64_t lanes, \
                                                     T *dst, int64_t dst_lane_stride,           \
@@ -188,3 +196,161 @@ void pyroi_channels_to_lanes_f64(const double *src, int64_t src_lane_stride, int
     }
     channels_to_lanes_portable_f64(src, src_lane_stride, src_stride, count, lanes, dst);
 }
+
+/* ---- streaming stores ------------------------------------------------------------------ */
+
+void pyroi_stream_fence(void)
+{
+#ifdef PYROI_HAVE_STREAM_STORES
+    _mm_sfence();
+#endif
+}
+
+void pyroi_row_stream_init(pyroi_row_stream *stream, void *dst, const void *src, int64_t rows,
+                           int64_t row_length, int64_t src_stride)
+{
+    stream->dst = dst;
+    stream->src = src;
+    stream->total = rows * row_length;
+    stream->done = 0;
+    stream->row = 0;
+    stream->column = 0;
+    stream->row_length = row_length;
+    stream->src_stride = src_stride;
+}
+
+/* One element with a plain store; moves the source position on. */
+#define ROW_STREAM_STEP()                                                                      \
+    do {                                                                                       \
+        out[done++] = in[row * src_stride + column];                                           \
+        if (++column == row_length) {                                                          \
+            column = 0;                                                                        \
+            ++row;                                                                             \
+        }                                                                                      \
+    } while (0)
+
+/* The stream's state in locals (the stores below may alias *stream as far as the compiler
+ * knows), and back. */
+#define ROW_STREAM_LOAD(T)                                                                     \
+    T *out = (T *)stream->dst;                                                                 \
+    const T *in = (const T *)stream->src;                                                      \
+    const int64_t total = stream->total, row_length = stream->row_length;                      \
+    const int64_t src_stride = stream->src_stride;                                             \
+    const int64_t end = total - stream->done < elements ? total : stream->done + elements;     \
+    int64_t done = stream->done, row = stream->row, column = stream->column
+#define ROW_STREAM_STORE()                                                                     \
+    do {                                                                                       \
+        stream->done = done;                                                                   \
+        stream->row = row;                                                                     \
+        stream->column = column;                                                               \
+    } while (0)
+
+void pyroi_row_stream_advance_f32(pyroi_row_stream *stream, int64_t elements)
+{
+    ROW_STREAM_LOAD(float);
+#ifdef PYROI_HAVE_STREAM_STORES
+    /* a vector spans at most two source rows once rows hold 4 elements */
+    if (row_length >= 4) {
+        const __m128i lane = _mm_set_epi32(3, 2, 1, 0);
+        const int64_t vector_end = end < total - 3 ? end : total - 3; /* last vector start + 1 */
+        while (done < end && ((uintptr_t)(out + done) & 15) != 0) {
+            ROW_STREAM_STEP();
+        }
+        while (done < vector_end) {
+            /* the vectors inside the current row: a plain copy loop */
+            const float *p = in + row * src_stride + column;
+            const int64_t left = row_length - column; /* elements of this row from column */
+            int64_t inside = left / 4, m;
+            if (inside > (vector_end - done + 3) / 4) {
+                inside = (vector_end - done + 3) / 4;
+            }
+            for (m = 0; m < inside; ++m) {
+                _mm_stream_ps(out + done + 4 * m, _mm_loadu_ps(p + 4 * m));
+            }
+            done += 4 * inside;
+            column += 4 * inside;
+            if (column == row_length) {
+                column = 0;
+                ++row;
+            } else if (done < vector_end && row_length - column < 4) {
+                /* the vector the row ends in: lanes >= left from the start of the next row */
+                const int64_t rest = row_length - column;
+                const __m128 from_next = _mm_castsi128_ps(
+                    _mm_cmpgt_epi32(lane, _mm_set1_epi32((int)rest - 1)));
+                p = in + row * src_stride + column;
+                _mm_stream_ps(out + done,
+                              _mm_or_ps(_mm_and_ps(from_next,
+                                                   _mm_loadu_ps(p + src_stride - row_length)),
+                                        _mm_andnot_ps(from_next, _mm_loadu_ps(p))));
+                done += 4;
+                ++row;
+                column = 4 - rest;
+            }
+        }
+    }
+#endif
+    while (done < end) {
+        ROW_STREAM_STEP();
+    }
+    ROW_STREAM_STORE();
+}
+
+/* 8-byte elements: vectors of two, so a vector spans two rows only when it starts on a
+ * row's last element. The vector steps are bit moves (the casts reinterpret). */
+#define ROW_STREAM_ADVANCE_8(T, SUFFIX)                                                        \
+    void pyroi_row_stream_advance_##SUFFIX(pyroi_row_stream *stream, int64_t elements)        \
+    {                                                                                          \
+        ROW_STREAM_LOAD(T);                                                                    \
+        ROW_STREAM_VECTORS_8(T);                                                               \
+        while (done < end) {                                                                   \
+            ROW_STREAM_STEP();                                                                 \
+        }                                                                                      \
+        ROW_STREAM_STORE();                                                                    \
+    }
+
+#ifdef PYROI_HAVE_STREAM_STORES
+#  define ROW_STREAM_VECTORS_8(T)                                                              \
+    if (row_length >= 2) {                                                                     \
+        while (done < end && ((uintptr_t)(out + done) & 15) != 0) {                            \
+            ROW_STREAM_STEP();                                                                 \
+        }                                                                                      \
+        if (src_stride == row_length) { /* packed rows: one plain run */                       \
+            const T *p = in + row * src_stride + column;                                       \
+            int64_t count = (end < total - 1 ? end : total - 1) - done, m;                     \
+            count = count > 0 ? (count + 1) / 2 * 2 : 0;                                      \
+            for (m = 0; m < count; m += 2) {                                                   \
+                _mm_stream_si128((__m128i *)(void *)(out + done + m),                          \
+                                 _mm_castpd_si128(_mm_loadu_pd((const double *)(p + m))));     \
+            }                                                                                  \
+            done += count;                                                                     \
+            row += (column + count) / row_length;                                              \
+            column = (column + count) % row_length;                                            \
+        }                                                                                      \
+        while (done < end && done + 2 <= total) {                                              \
+            const void *p = in + row * src_stride + column;                                    \
+            __m128d v = _mm_loadu_pd((const double *)p);                                       \
+            if (column + 1 == row_length) { /* lane 1: the start of the next row */            \
+                v = _mm_move_sd(                                                               \
+                    _mm_loadu_pd((const double *)p + src_stride - row_length), v);             \
+                ++row;                                                                         \
+                column = 1;                                                                    \
+            } else if ((column += 2) == row_length) {                                          \
+                column = 0;                                                                    \
+                ++row;                                                                         \
+            }                                                                                  \
+            _mm_stream_si128((__m128i *)(void *)(out + done), _mm_castpd_si128(v));            \
+            done += 2;                                                                         \
+        }                                                                                      \
+    }
+#else
+#  define ROW_STREAM_VECTORS_8(T)
+#endif
+
+ROW_STREAM_ADVANCE_8(double, f64)
+ROW_STREAM_ADVANCE_8(int64_t, i64)
+
+#undef ROW_STREAM_VECTORS_8
+#undef ROW_STREAM_ADVANCE_8
+#undef ROW_STREAM_STORE
+#undef ROW_STREAM_LOAD
+#undef ROW_STREAM_STEP

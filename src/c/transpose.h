@@ -2,7 +2,8 @@
  * lane-major rows (PYROI_LANE_COUNT_* channels interleaved per element, the layout the
  * blocked kernels vectorise over). Pure data movement: results never depend on the path.
  * x86-64 with GCC/Clang gets an AVX2 path for float, chosen at run time; everything else
- * (and every unusual stride) takes the portable loops. Internal. */
+ * (and every unusual stride) takes the portable loops. Also: streaming (cache-bypassing)
+ * copies of large outputs. Internal. */
 #ifndef PYROI_TRANSPOSE_H
 #define PYROI_TRANSPOSE_H
 
@@ -24,5 +25,37 @@ void pyroi_channels_to_lanes_f32(const float *src, int64_t src_lane_stride, int6
                                  int64_t count, int64_t lanes, float *dst);
 void pyroi_channels_to_lanes_f64(const double *src, int64_t src_lane_stride, int64_t src_stride,
                                  int64_t count, int64_t lanes, double *dst);
+
+/* ---- streaming stores ------------------------------------------------------------------ */
+/* Large outputs that will not be read again soon are written around the caches where the
+ * platform allows it (x86-64: non-temporal stores), which saves reading every destination
+ * line first. Pure data movement. Before another thread reads what a thread streamed, that
+ * thread calls pyroi_stream_fence(). */
+
+void pyroi_stream_fence(void);
+
+/* A packed run being streamed a piece at a time, so that the stores overlap other work
+ * instead of stalling it: dst[r * row_length + i] = src[r * src_stride + i] for r < rows,
+ * i < row_length. When src_stride != row_length the source needs room around each row:
+ * src_stride >= row_length + 3 (float) or + 1 (double, int64), rows * src_stride readable
+ * elements; elements just past a row's end and just before a later row's start are read
+ * but not used. dst and src must stay valid until the run is finished. */
+typedef struct pyroi_row_stream {
+    void *dst;
+    const void *src;
+    int64_t total;      /* elements of the run */
+    int64_t done;       /* elements written so far */
+    int64_t row;        /* source row and column of element `done` */
+    int64_t column;
+    int64_t row_length;
+    int64_t src_stride;
+} pyroi_row_stream;
+
+void pyroi_row_stream_init(pyroi_row_stream *stream, void *dst, const void *src, int64_t rows,
+                           int64_t row_length, int64_t src_stride);
+/* Writes at least `elements` more elements of the run (all that remain if fewer). */
+void pyroi_row_stream_advance_f32(pyroi_row_stream *stream, int64_t elements);
+void pyroi_row_stream_advance_f64(pyroi_row_stream *stream, int64_t elements);
+void pyroi_row_stream_advance_i64(pyroi_row_stream *stream, int64_t elements);
 
 #endif /* PYROI_TRANSPOSE_H */

@@ -278,13 +278,16 @@ def shape4(value, name: str) -> tuple[int, int, int, int]:
     return dims
 
 
-def argmax_array(value, shape: tuple, plane_size: int | None, name: str = "argmax") -> np.ndarray:
+def argmax_array(value, shape: tuple, plane_size: int | None, name: str = "argmax",
+                 check_values: bool = True) -> np.ndarray:
     """The argmax of a max-pooling forward as a native int64 array (any strides; copied only
     if it is another integer type or unreadable in place).
 
-    It must have ``shape`` and hold only -1 (nothing to propagate) or indices in
-    ``[0, plane_size)``; errors name the first offending element. With ``plane_size=None``
-    the range is checked by the C core (it differs per RoI).
+    It must have ``shape`` and hold only -1 (nothing to propagate) or pixel indices in
+    ``[0, plane_size)``; errors name the first offending element. With ``check_values``
+    false the values are left to the caller (``argmax_values``), e.g. when the C core checks
+    them anyway and a second pass here would cost as much as the kernel; so does
+    ``plane_size=None`` (the range differs per RoI: RoIAlign max mode).
     """
     if value is None:
         raise InvalidArgumentError(f"{name} is required: pass the argmax the forward returned")
@@ -293,18 +296,24 @@ def argmax_array(value, shape: tuple, plane_size: int | None, name: str = "argma
         raise DTypeError(f"{name} must be an integer array, got dtype {array.dtype}")
     if array.shape != tuple(shape):
         raise ShapeError(f"{name} must have shape {tuple(shape)}, got {array.shape}")
-    if array.size and plane_size is not None:
-        invalid = (array < -1) | (array >= plane_size)
-        if invalid.any():
-            index = np.unravel_index(int(np.argmax(invalid)), array.shape)
-            index = tuple(int(i) for i in index)
-            raise InvalidArgumentError(
-                f"{name}[{', '.join(map(str, index))}] (RoI {index[0]}) is {array[index]}; "
-                f"it must be -1 or a pixel index in [0, {plane_size})"
-            )
+    if check_values and plane_size is not None:
+        argmax_values(array, plane_size, name)
     if array.dtype.newbyteorder("=") != np.dtype(np.int64):
         return array.astype(np.int64)
     return _kernel_ready(array)
+
+
+def argmax_values(array: np.ndarray, plane_size: int, name: str = "argmax") -> None:
+    """Every entry of an integer ``array`` is -1 or in ``[0, plane_size)``; the error names
+    the first offending element."""
+    if array.size and (array.min() < -1 or array.max() >= plane_size):
+        invalid = (array < -1) | (array >= plane_size)
+        index = np.unravel_index(int(np.argmax(invalid)), array.shape)
+        index = tuple(int(i) for i in index)
+        raise InvalidArgumentError(
+            f"{name}[{', '.join(map(str, index))}] (RoI {index[0]}) is {array[index]}; "
+            f"it must be -1 or a pixel index in [0, {plane_size})"
+        )
 
 
 def output_size_matches(output_size_hw: tuple, shape: tuple, name: str) -> None:

@@ -373,9 +373,16 @@ def roi_pool_backward(
         raise _validate.ShapeError(
             f"boxes has {coords.shape[0]} RoIs but grad_output has {grad.shape[0]}"
         )
-    winners = _validate.argmax_array(argmax, grad.shape, shape[2] * shape[3])
+    # the C core checks every argmax entry before it writes anything (a full pass over
+    # argmax, as long as the kernel's own): only when it refuses is the offender looked up
+    winners = _validate.argmax_array(argmax, grad.shape, shape[2] * shape[3],
+                                     check_values=False)
     result = _validate.output_array(out, shape, grad.dtype, (grad, coords, winners))
-    _core.roi_pool_backward(grad, winners, roi_images, result, scale, scale, threads)
+    try:
+        _core.roi_pool_backward(grad, winners, roi_images, result, scale, scale, threads)
+    except _validate.InvalidArgumentError:
+        _validate.argmax_values(np.asarray(argmax), shape[2] * shape[3])
+        raise
     return result
 
 

@@ -579,6 +579,82 @@ static void test_status_codes(void)
     }
 }
 
+/* Outputs of 8 MiB and more are streamed out past the caches when C-contiguous: the streamed
+ * output, argmax and the values-only output equal those written in place into transposed
+ * layouts, for channel counts that leave partial lane lines, and for every thread count;
+ * so do the input gradients (the outputs serve as output gradients, in both layouts). */
+#define DEFINE_STREAM_TEST(T, SUFFIX, CHANNELS)                                                 \
+    static void test_streamed_outputs_##SUFFIX(void)                                           \
+    {                                                                                          \
+        enum { N = 1, C = CHANNELS, H = 20, W = 24, K = 300, PH = 9, PW = 9 };                  \
+        static T x[N * C * H * W], y_a[K * C * PH * PW], y_b[K * C * PH * PW];                  \
+        static T y_c[K * C * PH * PW], gx_a[N * C * H * W];                                    \
+        static T gx_b[N * C * H * W];                                                          \
+        static int64_t a_a[K * C * PH * PW], a_b[K * C * PH * PW];                             \
+        const int64_t shape[4] = {N, C, H, W}, nchw[4] = {C * H * W, H * W, W, 1};             \
+        const int64_t out_contiguous[4] = {C * PH * PW, PH * PW, PW, 1};                       \
+        const int64_t out_transposed[4] = {1, K, K * C * PW, K * C};                           \
+        T boxes[K * 4];                                                                        \
+        int64_t batch[K];                                                                      \
+        pyroi_roi_pool_params p;                                                               \
+        unsigned long long seed = 7;                                                           \
+        int64_t i, k, c, nonzero = 0;                                                          \
+        int threads;                                                                           \
+        for (i = 0; i < N * C * H * W; ++i) { /* ties, NaN and -inf */                         \
+            const double u = check_random(&seed);                                              \
+            x[i] = u < 0.1 ? (T)NAN : (u < 0.2 ? (T)-INFINITY : (T)(int)(8.0 * u) - (T)6);      \
+        }                                                                                      \
+        for (k = 0; k < K; ++k) {                                                              \
+            const double x1 = -6.0 + 56.0 * check_random(&seed);                              \
+            const double y1 = -6.0 + 46.0 * check_random(&seed);                               \
+            boxes[4 * k] = (T)x1;                                                              \
+            boxes[4 * k + 1] = (T)y1;                                                          \
+            boxes[4 * k + 2] = (T)(x1 + 36.0 * check_random(&seed));                           \
+            boxes[4 * k + 3] = (T)(y1 + 36.0 * check_random(&seed));                           \
+            batch[k] = 0;                                                                      \
+        }                                                                                      \
+        init_params(&p, PH, PW);                                                               \
+        p.spatial_scale_h = p.spatial_scale_w = 0.5;                                           \
+        for (threads = 1; threads <= 3; ++threads) {                                           \
+            p.num_threads = threads;                                                           \
+            CHECK_STATUS(pyroi_roi_pool_forward_##SUFFIX(x, shape, nchw, boxes, K, 4, batch,   \
+                                                         y_a, out_contiguous, a_a,             \
+                                                         out_contiguous, &p),                  \
+                         PYROI_OK);                                                            \
+            CHECK_STATUS(pyroi_roi_pool_forward_##SUFFIX(x, shape, nchw, boxes, K, 4, batch,   \
+                                                         y_b, out_transposed, a_b,             \
+                                                         out_transposed, &p),                  \
+                         PYROI_OK);                                                            \
+            CHECK_STATUS(pyroi_roi_pool_forward_##SUFFIX(x, shape, nchw, boxes, K, 4, batch,   \
+                                                         y_c, out_contiguous, NULL, NULL, &p), \
+                         PYROI_OK);                                                            \
+            CHECK(memcmp(y_a, y_c, sizeof(y_a)) == 0);                                         \
+            for (k = 0; k < K; ++k)                                                            \
+                for (c = 0; c < C; ++c)                                                        \
+                    for (i = 0; i < PH * PW; ++i) {                                            \
+                        const int64_t contiguous = (k * C + c) * PH * PW + i;                  \
+                        const int64_t transposed = k + K * c + K * C * (i % PW) +              \
+                                                   K * C * PW * (i / PW);                      \
+                        CHECK(memcmp(&y_a[contiguous], &y_b[transposed], sizeof(T)) == 0);     \
+                        CHECK(a_a[contiguous] == a_b[transposed]);                             \
+                        nonzero += a_a[contiguous] >= 0;                                       \
+                    }                                                                          \
+            CHECK_STATUS(pyroi_roi_pool_backward_##SUFFIX(y_a, out_contiguous, a_a,            \
+                                                          out_contiguous, batch, K, gx_a,      \
+                                                          shape, nchw, &p),                    \
+                         PYROI_OK);                                                            \
+            CHECK_STATUS(pyroi_roi_pool_backward_##SUFFIX(y_b, out_transposed, a_b,            \
+                                                          out_transposed, batch, K, gx_b,      \
+                                                          shape, nchw, &p),                    \
+                         PYROI_OK);                                                            \
+            CHECK(memcmp(gx_a, gx_b, sizeof(gx_a)) == 0);                                      \
+        }                                                                                      \
+        CHECK(nonzero > 0);                                                                    \
+    }
+
+DEFINE_STREAM_TEST(float, f32, 100)
+DEFINE_STREAM_TEST(double, f64, 50)
+
 int main(void)
 {
     test_defaults();
@@ -589,5 +665,7 @@ int main(void)
     test_geometry();
     test_layouts_and_threads();
     test_status_codes();
+    test_streamed_outputs_f32();
+    test_streamed_outputs_f64();
     return check_report("test_pool");
 }

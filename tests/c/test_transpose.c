@@ -1,5 +1,6 @@
 /* The lane/channel transposes move every element to its place, on every path (AVX2 where
- * available, portable otherwise, and for every count, lane count and stride). */
+ * available, portable otherwise, and for every count, lane count and stride); so do the
+ * streaming copies. */
 #include "pyroi.h"
 #include "check.h"
 #include "transpose.h"
@@ -79,9 +80,83 @@ static void test_lanes_adjacent_f32(int64_t count, int64_t lanes, int64_t stride
     }
 }
 
+/* The row streams pack every row whatever the row length, the source padding, the
+ * destination's alignment and the pieces the run is written in (advance by `step`). */
+enum { MAX_ROWS = 5, MAX_ROW = 21, PAD = 8, DST_SIZE = MAX_ROWS * MAX_ROW + 8 };
+
+static void test_row_stream_f32(int64_t rows, int64_t row_length, int64_t pad, int64_t offset,
+                                int64_t step)
+{
+    static float src[MAX_ROWS * (MAX_ROW + PAD) + 8], dst[DST_SIZE];
+    const int64_t stride = row_length + pad;
+    pyroi_row_stream stream;
+    int64_t r, i, calls = 0;
+    for (i = 0; i < (int64_t)(sizeof(src) / sizeof(src[0])); ++i) {
+        src[i] = -(float)(i + 1); /* padding: must not reach dst */
+    }
+    for (r = 0; r < rows; ++r) {
+        for (i = 0; i < row_length; ++i) {
+            src[4 + r * stride + i] = (float)(r * 100 + i);
+        }
+    }
+    memset(dst, 0, sizeof(dst));
+    pyroi_row_stream_init(&stream, dst + offset, src + 4, rows, row_length, stride);
+    while (stream.done < stream.total && calls++ < 1000) {
+        const int64_t before = stream.done;
+        pyroi_row_stream_advance_f32(&stream, step);
+        CHECK(stream.done >= before + step || stream.done == stream.total);
+    }
+    pyroi_row_stream_advance_f32(&stream, 5); /* nothing left: no effect */
+    pyroi_stream_fence();
+    CHECK(stream.done == rows * row_length);
+    for (i = 0; i < DST_SIZE; ++i) {
+        const int64_t e = i - offset;
+        CHECK(dst[i] == (e >= 0 && e < rows * row_length
+                             ? (float)((e / row_length) * 100 + e % row_length)
+                             : 0.0f));
+    }
+}
+
+/* The 8-byte streams (double, int64), as the float one above. */
+#define DEFINE_ROW_STREAM_TEST_8(T, SUFFIX)                                                     \
+    static void test_row_stream_##SUFFIX(int64_t rows, int64_t row_length, int64_t pad,       \
+                                         int64_t offset, int64_t step)                        \
+    {                                                                                          \
+        static T src[MAX_ROWS * (MAX_ROW + PAD) + 8], dst[DST_SIZE];                           \
+        const int64_t stride = row_length + pad;                                               \
+        pyroi_row_stream stream;                                                               \
+        int64_t r, i, calls = 0;                                                               \
+        for (i = 0; i < (int64_t)(sizeof(src) / sizeof(src[0])); ++i) {                       \
+            src[i] = -(T)(i + 1);                                                              \
+        }                                                                                      \
+        for (r = 0; r < rows; ++r) {                                                           \
+            for (i = 0; i < row_length; ++i) {                                                 \
+                src[4 + r * stride + i] = (T)(r * 100 + i);                                    \
+            }                                                                                  \
+        }                                                                                      \
+        memset(dst, 0, sizeof(dst));                                                           \
+        pyroi_row_stream_init(&stream, dst + offset, src + 4, rows, row_length, stride);       \
+        while (stream.done < stream.total && calls++ < 1000) {                                 \
+            const int64_t before = stream.done;                                                \
+            pyroi_row_stream_advance_##SUFFIX(&stream, step);                                  \
+            CHECK(stream.done >= before + step || stream.done == stream.total);                \
+        }                                                                                      \
+        pyroi_stream_fence();                                                                  \
+        CHECK(stream.done == rows * row_length);                                               \
+        for (i = 0; i < DST_SIZE; ++i) {                                                       \
+            const int64_t e = i - offset;                                                      \
+            CHECK(dst[i] == (e >= 0 && e < rows * row_length                                   \
+                                 ? (T)((e / row_length) * 100 + e % row_length)                \
+                                 : (T)0));                                                     \
+        }                                                                                      \
+    }
+
+DEFINE_ROW_STREAM_TEST_8(double, f64)
+DEFINE_ROW_STREAM_TEST_8(int64_t, i64)
+
 int main(void)
 {
-    int64_t count, stride;
+    int64_t count, stride, rows, row_length, offset, step;
     for (count = 0; count <= MAX_COUNT; ++count) {
         for (stride = 1; stride <= 3; stride += 2) {
             /* channels-last rows: the lanes of an element are adjacent (lane stride 1) */
@@ -91,6 +166,25 @@ int main(void)
             test_f32(count, 5, stride);
             test_f64(count, LANES64, stride);
             test_f64(count, 3, stride);
+        }
+    }
+    for (rows = 0; rows <= MAX_ROWS; ++rows) {
+        for (row_length = 1; row_length <= MAX_ROW; ++row_length) {
+            for (offset = 0; offset < 4; ++offset) {
+                for (step = 1; step <= 9; step += 4) {
+                    test_row_stream_f32(rows, row_length, 0, offset, step);
+                    test_row_stream_f32(rows, row_length, 3, offset, step);
+                    test_row_stream_f32(rows, row_length, PAD, offset, step);
+                    test_row_stream_f64(rows, row_length, 0, offset, step);
+                    test_row_stream_f64(rows, row_length, 1, offset, step);
+                    test_row_stream_f64(rows, row_length, PAD, offset, step);
+                    test_row_stream_i64(rows, row_length, 0, offset, step);
+                    test_row_stream_i64(rows, row_length, 1, offset, step);
+                }
+                test_row_stream_f32(rows, row_length, 3, offset, INT64_MAX);
+                test_row_stream_f64(rows, row_length, 1, offset, INT64_MAX);
+                test_row_stream_i64(rows, row_length, 0, offset, INT64_MAX);
+            }
         }
     }
     return check_report("test_transpose");

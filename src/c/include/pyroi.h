@@ -14,9 +14,9 @@
  *   - The library is stateless and reentrant: no handles, no globals, no printing. Calls may
  *     run concurrently from several threads on distinct outputs. Memory is owned by the
  *     caller; a call allocates only scratch that it frees before returning: tap tables
- *     proportional to the RoIs, and per worker thread a channels-last block of 64 bytes per
- *     feature-map pixel (at most 64 MB; larger maps are read in place). Failure:
- *     PYROI_E_NO_MEMORY.
+ *     proportional to the RoIs, and per worker thread a channels-last block of 64 bytes
+ *     (RoIPool forward: 128) per feature-map pixel (at most 64 MB; larger maps are read in
+ *     place). Failure: PYROI_E_NO_MEMORY.
  *   - Threads are started and joined inside a call (no pool survives it), so a process may
  *     fork() at any time; params.num_threads = 0 uses every online processor for large calls
  *     and one thread for small ones. Results are bit-identical for every thread count.
@@ -308,6 +308,8 @@ PYROI_API void pyroi_roi_pool_params_init(pyroi_roi_pool_params *params);
  * stores argmax as int32), wherever torchvision's 32-bit integer arithmetic does not
  * overflow. Beyond that pyroi stays defined: a rounded coordinate is clamped to
  * [-2^53, 2^53] pixels before it becomes an integer, and all pixel arithmetic is 64-bit.
+ * Outputs (and argmax) of 8 MiB or more in the C-contiguous layout are written with
+ * streaming stores on x86-64: they go to memory without passing through the caches.
  * Returns PYROI_OK or the first validation failure (PYROI_E_INVALID_BOX: a coordinate is
  * not finite, or its product with the spatial scale overflows). Thread-safe. */
 PYROI_API pyroi_status pyroi_roi_pool_forward_f32(
