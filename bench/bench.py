@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 import pyroi
+import pyroi.onnx
 
 
 @dataclass
@@ -36,7 +37,7 @@ class Workload:
     aligned: bool
     backward: bool = True
     extra: dict = field(default_factory=dict)
-    op: str = "roi_align"  # or "roi_pool" (sampling_ratio and aligned unused)
+    op: str = "roi_align"  # or "roi_pool" (sampling_ratio, aligned unused), "onnx_max"
 
 
 def random_boxes(rng, count, images, image_h, image_w, min_side, max_side):
@@ -69,6 +70,9 @@ def make_workloads(rng) -> list[Workload]:
                  "legacy", vgg, vgg_boxes, 7, 1 / 16, 2, False),
         Workload("small_call", "small call: 2x256x200x272, 64 boxes, 7x7, sr 2, aligned",
                  box_features, small_boxes, 7, 0.25, 2, True),
+        Workload("onnx_max", "ONNX RoiAlign mode=max (max of weighted taps): 2x256x200x272, "
+                 "1000 boxes, 7x7, sr 2, half_pixel", box_features, box_boxes, 7, 0.25, 2, True,
+                 backward=False, op="onnx_max"),
         Workload("vgg_conv5_pool", "RoIPool, Fast R-CNN VGG conv5 1x512x38x50, 300 boxes, 7x7",
                  vgg, vgg_boxes, 7, 1 / 16, 0, False, op="roi_pool"),
     ]
@@ -113,7 +117,8 @@ def onnx_roi_align_session(onnx, ort, w: Workload, threads: int):
     from onnx import TensorProto, helper
 
     node = helper.make_node(
-        "RoiAlign", ["X", "rois", "batch_indices"], ["Y"], mode="avg",
+        "RoiAlign", ["X", "rois", "batch_indices"], ["Y"],
+        mode="max" if w.op == "onnx_max" else "avg",
         output_height=w.output_size, output_width=w.output_size,
         sampling_ratio=max(w.sampling_ratio, 0), spatial_scale=w.spatial_scale,
         coordinate_transformation_mode="half_pixel" if w.aligned else "output_half_pixel")
@@ -133,6 +138,15 @@ def onnx_roi_align_session(onnx, ort, w: Workload, threads: int):
 
 def pyroi_calls(w: Workload, threads: int, grad: np.ndarray):
     """(forward, backward) of pyroi for the workload's op."""
+    if w.op == "onnx_max":
+        rois = np.ascontiguousarray(w.boxes[:, 1:])
+        images = w.boxes[:, 0].astype(np.int64)
+        return (lambda: pyroi.onnx.roi_align(
+            w.features, rois, images, mode="max", output_height=w.output_size,
+            output_width=w.output_size, sampling_ratio=w.sampling_ratio,
+            spatial_scale=w.spatial_scale,
+            coordinate_transformation_mode="half_pixel" if w.aligned else "output_half_pixel",
+            num_threads=threads), None)
     if w.op == "roi_pool":
         size, scale = w.output_size, w.spatial_scale
         _, argmax = pyroi.roi_pool(w.features, w.boxes, size, scale, return_argmax=True)
@@ -171,7 +185,7 @@ def run(workloads, thread_counts, repeat, peer_repeat):
             results["pyroi fwd"] = median_ms(pyroi_forward, repeat)
             if w.backward:
                 results["pyroi bwd"] = median_ms(pyroi_backward, repeat)
-            if tv:
+            if tv and w.op != "onnx_max":  # torchvision has no ONNX-style max
                 torch, ops = tv
                 torch.set_num_threads(threads)
                 xt = torch.from_numpy(w.features)
@@ -189,7 +203,7 @@ def run(workloads, thread_counts, repeat, peer_repeat):
                     results["torchvision fwd+bwd"] = median_ms(torch_backward, peer_repeat)
                     results["torchvision bwd"] = max(
                         results["torchvision fwd+bwd"] - results["torchvision fwd"], 1e-9)
-            if ox and w.op == "roi_align":
+            if ox and w.op in ("roi_align", "onnx_max"):
                 onnx, ort = ox
                 session = onnx_roi_align_session(onnx, ort, w, threads)
                 feeds = {"X": w.features, "rois": np.ascontiguousarray(w.boxes[:, 1:]),
