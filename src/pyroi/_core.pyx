@@ -802,3 +802,7 @@ def roi_align_rotated_backward(const real[:, :, :, :] grad_output, const real[:,
                                                        grad_input_shape[2],
                                                        grad_input_shape[3], &params), "rois")
     check_status(status)
+
+
+# Largest fixed sampling_ratio the C core accepts (_validate.MAX_SAMPLING_RATIO mirrors it).
+MAX_SAMPLING_RATIO = c.PYROI_MAX_SAMPLING_RATIO
