@@ -53,4 +53,13 @@ static inline int pyroi_add_nonneg(int64_t a, int64_t b, int64_t *out)
     return 1;
 }
 
+/* The data pointer of an input tensor, or a placeholder when the caller passed NULL for a tensor
+ * without elements (allowed by the API): a forward over a map with H or W = 0 still forms plane
+ * pointers before it finds that no pixel is in the map, and arithmetic on NULL is undefined. */
+static inline const void *pyroi_data_or_placeholder(const void *data)
+{
+    static const double placeholder[1] = {0.0};
+    return data != NULL ? data : (const void *)placeholder;
+}
+
 #endif /* PYROI_COMMON_H */

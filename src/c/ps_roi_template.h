@@ -284,6 +284,7 @@ pyroi_status PYROI_TYPED(pyroi_ps_roi_align_forward)(
     if (status != PYROI_OK || num_rois == 0 || input_shape[1] == 0) {
         return status;
     }
+    input = (const T *)pyroi_data_or_placeholder(input); /* a map without pixels may be NULL */
     memset(&job, 0, sizeof(job));
     job.features = input;
     job.features_shape = input_shape;
@@ -331,8 +332,9 @@ pyroi_status PYROI_TYPED(pyroi_ps_roi_align_backward)(
                                                   grad_input_shape[2], grad_input_shape[3],
                                                   params, grad_input_shape[1] != 0,
                                                   &max_row_taps, &max_col_taps, &failed_roi);
-    if (status != PYROI_OK || grad_input_shape[1] == 0) {
-        return status;
+    if (status != PYROI_OK || grad_input_shape[0] == 0 || grad_input_shape[1] == 0 ||
+        grad_input_shape[2] == 0 || grad_input_shape[3] == 0) {
+        return status; /* nothing to write (grad_input may then be NULL) */
     }
     memset(&job, 0, sizeof(job));
     job.features = grad_output;
@@ -379,7 +381,7 @@ pyroi_status PYROI_TYPED(pyroi_ps_roi_align_find_invalid_roi)(
     }
     /* a bound that accepts every index checks pointers and strides; the indices are tested
      * here so that the first offender is reported */
-    status = pyroi_check_rois(boxes, num_rois, box_row_stride, 4, batch_indices, INT64_MAX);
+    status = pyroi_check_roi_rows(boxes, num_rois, box_row_stride, 4, batch_indices);
     if (status != PYROI_OK) {
         return status;
     }
@@ -621,6 +623,7 @@ pyroi_status PYROI_TYPED(pyroi_ps_roi_pool_forward)(
     if (status != PYROI_OK || num_rois == 0 || input_shape[1] == 0) {
         return status;
     }
+    input = (const T *)pyroi_data_or_placeholder(input); /* a map without pixels may be NULL */
     memset(&job, 0, sizeof(job));
     job.features = input;
     job.features_shape = input_shape;
@@ -669,8 +672,9 @@ pyroi_status PYROI_TYPED(pyroi_ps_roi_pool_backward)(
     status = PYROI_TYPED(ps_roi_pool_scan_boxes)(boxes, num_rois, box_row_stride,
                                                  grad_input_shape[2], grad_input_shape[3],
                                                  params, &max_area, &failed_roi);
-    if (status != PYROI_OK || grad_input_shape[1] == 0) {
-        return status;
+    if (status != PYROI_OK || grad_input_shape[0] == 0 || grad_input_shape[1] == 0 ||
+        grad_input_shape[2] == 0 || grad_input_shape[3] == 0) {
+        return status; /* nothing to write (grad_input may then be NULL) */
     }
     memset(&job, 0, sizeof(job));
     job.features = grad_output;
@@ -716,7 +720,7 @@ pyroi_status PYROI_TYPED(pyroi_ps_roi_pool_find_invalid_roi)(
     if (num_images < 0) {
         return PYROI_E_INVALID_SHAPE;
     }
-    status = pyroi_check_rois(boxes, num_rois, box_row_stride, 4, batch_indices, INT64_MAX);
+    status = pyroi_check_roi_rows(boxes, num_rois, box_row_stride, 4, batch_indices);
     if (status != PYROI_OK) {
         return status;
     }

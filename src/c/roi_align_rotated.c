@@ -5,6 +5,7 @@
 #include "sampling.h"
 #include "validate.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,13 +24,17 @@
  * visited and tested; longer ones are narrowed to the in-map ones by bisection first. */
 #define PYROI_ROTATED_BISECT_MIN 8
 
-/* The four monotone tests of a sample against the band [-1, H] x [-1, W] the sampler reads. */
+/* The four monotone tests of a sample against the band [-1, H] x [-1, W] the sampler reads,
+ * and two more for whole rows of a bin: the row's local y lies in the RoI's row band (the local
+ * y range of the map, widened by a bound on rounding; see rotated_row_band). */
 enum pyroi_rotated_bound {
     PYROI_ROTATED_Y_NOT_BELOW = 0,
     PYROI_ROTATED_Y_NOT_ABOVE = 1,
     PYROI_ROTATED_X_NOT_BELOW = 2,
     PYROI_ROTATED_X_NOT_ABOVE = 3,
-    PYROI_ROTATED_BOUNDS = 4
+    PYROI_ROTATED_ROW_NOT_BELOW_BAND = 4,
+    PYROI_ROTATED_ROW_NOT_ABOVE_BAND = 5,
+    PYROI_ROTATED_BOUNDS = 6
 };
 
 void pyroi_roi_align_rotated_params_init(pyroi_roi_align_rotated_params *params)

@@ -18,6 +18,8 @@ typedef struct PYROI_TYPED(rotated_roi) {
     T sin_theta;
     int64_t height;
     int64_t width;
+    double band_low;  /* rows whose local y is outside [band_low, band_high] miss the map */
+    double band_high;
 } PYROI_TYPED(rotated_roi);
 
 /* An in-map sample ready to apply to any channel: its four taps as element offsets within a
@@ -45,6 +47,53 @@ static int PYROI_TYPED(rotated_positions_finite)(const PYROI_TYPED(rotated_axis)
     }
     return isfinite(PYROI_TYPED(pyroi_sample_position)(axis, 0, 0)) &&
            isfinite(PYROI_TYPED(pyroi_sample_position)(axis, axis->bins - 1, axis->grid - 1));
+}
+
+/* Largest |position| along an axis (positions are monotone: the first or the last one). */
+static double PYROI_TYPED(rotated_axis_reach)(const PYROI_TYPED(rotated_axis) *axis)
+{
+    double first, last;
+    if (axis->grid == 0) {
+        return 0.0;
+    }
+    first = fabs((double)PYROI_TYPED(pyroi_sample_position)(axis, 0, 0));
+    last = fabs((double)PYROI_TYPED(pyroi_sample_position)(axis, axis->bins - 1, axis->grid - 1));
+    return first > last ? first : last;
+}
+
+/* The local y range [band_low, band_high] outside which no row of samples can reach the map,
+ * so that a huge turned RoI costs about the rows near the map instead of all its rows (the
+ * four per-row end tests cannot skip a row whose ends straddle the map's bounding lines).
+ * A sample (yy, xx) lands at y = fl(fl(fl(yy c) - fl(xx s)) + cy'), x likewise: within
+ * delta <= 4u (|yy| + |xx| + |cy'| + |cx'|) of the exact rotation (u: unit roundoff of T). If it
+ * is in [-1, H] x [-1, W], the exact point is in that band widened by delta, and
+ * yy = ((Y - cy') c + (X - cx') s) / (c^2 + s^2) exactly, a linear function whose extremes
+ * over the widened band are at its corners. Both widenings use a margin of 64u times every
+ * magnitude involved, far above delta and the double rounding of this bound, so no row with an
+ * in-map sample is ever excluded (each visited sample is still tested by the sampler). */
+static void PYROI_TYPED(rotated_row_band)(PYROI_TYPED(rotated_roi) *roi)
+{
+    const double unit = sizeof(T) == sizeof(float) ? FLT_EPSILON / 2.0 : DBL_EPSILON / 2.0;
+    const double c = (double)roi->cos_theta, s = (double)roi->sin_theta;
+    const double rho = c * c + s * s;
+    const double cy = (double)roi->center_y, cx = (double)roi->center_x;
+    const double magnitude = PYROI_TYPED(rotated_axis_reach)(&roi->rows) +
+                             PYROI_TYPED(rotated_axis_reach)(&roi->cols) + fabs(cy) + fabs(cx) +
+                             (double)roi->height + (double)roi->width + 2.0;
+    const double margin = 64.0 * unit * magnitude + 1e-30;
+    const double ys[2] = {-1.0 - margin, (double)roi->height + margin};
+    const double xs[2] = {-1.0 - margin, (double)roi->width + margin};
+    double low = HUGE_VAL, high = -HUGE_VAL;
+    int i, j;
+    for (i = 0; i < 2; ++i) {
+        for (j = 0; j < 2; ++j) {
+            const double local_y = ((ys[i] - cy) * c + (xs[j] - cx) * s) / rho;
+            low = local_y < low ? local_y : low;
+            high = local_y > high ? local_y : high;
+        }
+    }
+    roi->band_low = low - margin;
+    roi->band_high = high + margin;
 }
 
 /* The geometry of one RoI (box = cx, cy, w, h, angle) on a height x width map. Fails with
@@ -110,6 +159,7 @@ static pyroi_status PYROI_TYPED(rotated_roi_geometry)(const T *box,
     roi->sin_theta = (T)sin((double)theta);
     roi->height = height;
     roi->width = width;
+    PYROI_TYPED(rotated_row_band)(roi);
     return PYROI_OK;
 }
 
@@ -159,8 +209,17 @@ static int PYROI_TYPED(rotated_probe_passes)(const PYROI_TYPED(rotated_probe) *p
 {
     if (probe->along_rows) {
         const T yy = PYROI_TYPED(pyroi_sample_position)(&probe->roi->rows, probe->bin_y, index);
+        if (bound == PYROI_ROTATED_ROW_NOT_BELOW_BAND) {
+            return (double)yy >= probe->roi->band_low;
+        }
+        if (bound == PYROI_ROTATED_ROW_NOT_ABOVE_BAND) {
+            return (double)yy <= probe->roi->band_high;
+        }
         return PYROI_TYPED(rotated_point_passes)(probe->roi, yy, probe->xx_first, bound) ||
                PYROI_TYPED(rotated_point_passes)(probe->roi, yy, probe->xx_last, bound);
+    }
+    if (bound >= PYROI_ROTATED_ROW_NOT_BELOW_BAND) {
+        return 1; /* tests of whole rows: along a row every sample passes them alike */
     }
     return PYROI_TYPED(rotated_point_passes)(
         probe->roi, probe->yy,
@@ -566,6 +625,7 @@ pyroi_status PYROI_TYPED(pyroi_roi_align_rotated_forward)(
     if (status != PYROI_OK || num_rois == 0 || input_shape[1] == 0) {
         return status;
     }
+    input = (const T *)pyroi_data_or_placeholder(input); /* a map without pixels may be NULL */
     job.features = input;
     job.features_shape = input_shape;
     job.features_strides = input_strides;
@@ -602,8 +662,9 @@ pyroi_status PYROI_TYPED(pyroi_roi_align_rotated_backward)(
     status = PYROI_TYPED(rotated_scan_boxes)(boxes, num_rois, box_row_stride,
                                              grad_input_shape[2], grad_input_shape[3], params,
                                              &mean_work, &failed_roi);
-    if (status != PYROI_OK) {
-        return status;
+    if (status != PYROI_OK || grad_input_shape[0] == 0 || grad_input_shape[1] == 0 ||
+        grad_input_shape[2] == 0 || grad_input_shape[3] == 0) {
+        return status; /* nothing to write (grad_input may then be NULL) */
     }
     job.features = grad_output;
     job.features_shape = NULL;
@@ -645,7 +706,7 @@ pyroi_status PYROI_TYPED(pyroi_roi_align_rotated_find_invalid_roi)(
     }
     /* num_images 0 makes every index invalid: check pointers and strides with a bound that
      * accepts all, then test the indices here to report the first offender */
-    status = pyroi_check_rois(boxes, num_rois, box_row_stride, 5, batch_indices, INT64_MAX);
+    status = pyroi_check_roi_rows(boxes, num_rois, box_row_stride, 5, batch_indices);
     if (status != PYROI_OK) {
         return status;
     }

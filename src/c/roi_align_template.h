@@ -100,10 +100,18 @@ static pyroi_status PYROI_TYPED(roi_align_plan_build_in)(
     const int64_t *batch_indices, int64_t num_images, int64_t height, int64_t width,
     const pyroi_roi_align_params *params, roi_align_arena *arena)
 {
-    const int64_t bins = params->pooled_height + params->pooled_width;
+    /* ranges per RoI; none without RoIs (a backward with K = 0 only zeroes grad_input, and
+     * its output size may then be as large as int64 allows) */
+    const int64_t bins = num_rois > 0 && params->pooled_height <= INT64_MAX / 4 &&
+                                 params->pooled_width <= INT64_MAX / 4
+                             ? params->pooled_height + params->pooled_width
+                             : 0;
     int64_t k, n, failed_roi, total_taps = 0, per_roi_words, words;
     pyroi_status status;
 
+    if (num_rois > 0 && bins == 0) {
+        return PYROI_E_NO_MEMORY; /* more than 2^61 ranges per RoI */
+    }
     plan->num_rois = num_rois;
     plan->bins = bins;
     plan->allocation = NULL;
@@ -112,7 +120,8 @@ static pyroi_status PYROI_TYPED(roi_align_plan_build_in)(
     /* one allocation for everything sized by the RoI count: 5 int64 per RoI, the ranges,
      * and the image offsets (the validated output size bounds every product below) */
     per_roi_words = 5 + (int64_t)(sizeof(pyroi_tap_range) / sizeof(int64_t)) * bins;
-    if ((uint64_t)num_rois > (uint64_t)(SIZE_MAX / 16) / (uint64_t)per_roi_words) {
+    if ((uint64_t)num_rois > (uint64_t)(SIZE_MAX / 16) / (uint64_t)per_roi_words ||
+        (uint64_t)num_images >= (uint64_t)(SIZE_MAX / 16)) { /* e.g. a broadcast batch */
         return PYROI_E_NO_MEMORY;
     }
     words = num_rois * per_roi_words + num_images + 1;
@@ -735,7 +744,7 @@ static PYROI_TYPED(roi_align_schedule) PYROI_TYPED(roi_align_plan_schedule)(
     const double sampled = plan->sampled_taps * (double)shape[1];
     /* lane-major orders need a block of the whole map per worker */
     const int lane_major = allow_lane_major && map_pixels > 0 && blocks > 0 &&
-                           (double)(map_pixels + tile_pixels) * 64.0 <=
+                           ((double)map_pixels + (double)tile_pixels) * 64.0 <=
                                (double)PYROI_BLOCK_SCRATCH_BYTES;
     /* gathering whole images pays once the RoIs sample about a quarter of the map's elements;
      * below that, gathering each RoI's region is cheaper */
@@ -835,6 +844,7 @@ pyroi_status PYROI_TYPED(pyroi_roi_align_forward)(
                                                   input_shape[2], input_shape[3], params, NULL,
                                                   NULL, &failed_roi);
     }
+    input = (const T *)pyroi_data_or_placeholder(input); /* a map without pixels may be NULL */
     status = PYROI_TYPED(roi_align_plan_build)(&plan, boxes, num_rois, box_row_stride,
                                                batch_indices, input_shape[0], input_shape[2],
                                                input_shape[3], params);
@@ -1111,6 +1121,7 @@ static pyroi_status PYROI_TYPED(roi_align_grid_widths)(const T *boxes, int64_t n
     }
     for (k = 0; k < num_rois; ++k) {
         PYROI_TYPED(sample_axis) rows, cols;
+        cols.grid = 0; /* validated boxes always set it; this keeps -Wmaybe-uninitialized quiet */
         (void)PYROI_TYPED(roi_align_axes)(boxes + k * box_row_stride, params, height, width,
                                           &rows, &cols);
         (*grid_w)[k] = cols.grid;
@@ -1147,6 +1158,7 @@ pyroi_status PYROI_TYPED(pyroi_roi_align_max_forward)(
                                                   input_shape[2], input_shape[3], params, NULL,
                                                   NULL, &failed_roi);
     }
+    input = (const T *)pyroi_data_or_placeholder(input); /* a map without pixels may be NULL */
     status = PYROI_TYPED(roi_align_plan_build)(&plan, boxes, num_rois, box_row_stride,
                                                batch_indices, input_shape[0], input_shape[2],
                                                input_shape[3], params);
@@ -1278,9 +1290,9 @@ pyroi_status PYROI_TYPED(pyroi_roi_align_find_invalid_roi)(
     if (num_images < 0 || height < 0 || width < 0) {
         return PYROI_E_INVALID_SHAPE;
     }
-    /* check pointers and strides with a bound that accepts every index, then test the
+    /* check pointers and strides (not the index values), then test the
      * indices here to report the first offender */
-    status = pyroi_check_rois(boxes, num_rois, box_row_stride, 4, batch_indices, INT64_MAX);
+    status = pyroi_check_roi_rows(boxes, num_rois, box_row_stride, 4, batch_indices);
     if (status != PYROI_OK) {
         return status;
     }

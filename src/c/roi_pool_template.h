@@ -121,7 +121,9 @@ static void PYROI_TYPED(roi_pool_forward_rois)(
     int64_t roi_begin, int64_t roi_end)
 {
     const int64_t channels = input_shape[1], width = input_shape[3];
-    const int64_t row_stride = input_strides[2], col_stride = input_strides[3];
+    /* the running pixel pointer steps once past each row's last pixel: with one column the
+     * caller's stride is arbitrary (never applied), so step by 0 there */
+    const int64_t row_stride = input_strides[2], col_stride = width > 1 ? input_strides[3] : 0;
     const int64_t pooled_height = params->pooled_height, pooled_width = params->pooled_width;
     roi_pool_window *row_windows = windows;
     roi_pool_window *col_windows = windows + pooled_height;
@@ -964,6 +966,7 @@ pyroi_status PYROI_TYPED(pyroi_roi_pool_forward)(
     if (status != PYROI_OK || num_rois == 0 || input_shape[1] == 0) {
         return status;
     }
+    input = (const T *)pyroi_data_or_placeholder(input); /* a map without pixels may be NULL */
     job.features = input;
     job.features_shape = input_shape;
     job.features_strides = input_strides;
@@ -1025,9 +1028,9 @@ pyroi_status PYROI_TYPED(pyroi_roi_pool_find_invalid_roi)(
     if (num_images < 0) {
         return PYROI_E_INVALID_SHAPE;
     }
-    /* check pointers and strides with a bound that accepts every index, then test the
+    /* check pointers and strides (not the index values), then test the
      * indices here to report the first offender */
-    status = pyroi_check_rois(boxes, num_rois, box_row_stride, 4, batch_indices, INT64_MAX);
+    status = pyroi_check_roi_rows(boxes, num_rois, box_row_stride, 4, batch_indices);
     if (status != PYROI_OK) {
         return status;
     }
@@ -1059,8 +1062,9 @@ pyroi_status PYROI_TYPED(pyroi_roi_pool_backward)(
     if (status != PYROI_OK) {
         return status;
     }
-    if (grad_input_shape[1] == 0) {
-        return PYROI_OK;
+    if (grad_input_shape[0] == 0 || grad_input_shape[1] == 0 || grad_input_shape[2] == 0 ||
+        grad_input_shape[3] == 0) {
+        return PYROI_OK; /* nothing to write (grad_input may then be NULL) */
     }
     job.features = grad_output;
     job.features_shape = NULL;

@@ -74,11 +74,10 @@ pyroi_status pyroi_check_tensor4(const void *data, const int64_t shape[4],
     return PYROI_OK;
 }
 
-pyroi_status pyroi_check_rois(const void *boxes, int64_t num_rois, int64_t box_row_stride,
-                              int64_t coords_per_box, const int64_t *batch_indices,
-                              int64_t num_images)
+pyroi_status pyroi_check_roi_rows(const void *boxes, int64_t num_rois, int64_t box_row_stride,
+                                  int64_t coords_per_box, const int64_t *batch_indices)
 {
-    int64_t k, reach;
+    int64_t reach;
 
     if (num_rois < 0) {
         return PYROI_E_INVALID_SHAPE;
@@ -93,6 +92,19 @@ pyroi_status pyroi_check_rois(const void *boxes, int64_t num_rois, int64_t box_r
         !pyroi_mul_nonneg(abs_stride(box_row_stride), num_rois - 1, &reach) ||
         !pyroi_add_nonneg(reach, coords_per_box, &reach)) {
         return PYROI_E_INVALID_STRIDES;
+    }
+    return PYROI_OK;
+}
+
+pyroi_status pyroi_check_rois(const void *boxes, int64_t num_rois, int64_t box_row_stride,
+                              int64_t coords_per_box, const int64_t *batch_indices,
+                              int64_t num_images)
+{
+    int64_t k;
+    pyroi_status status = pyroi_check_roi_rows(boxes, num_rois, box_row_stride, coords_per_box,
+                                               batch_indices);
+    if (status != PYROI_OK) {
+        return status;
     }
     for (k = 0; k < num_rois; ++k) {
         if (batch_indices[k] < 0 || batch_indices[k] >= num_images) {
@@ -114,7 +126,7 @@ pyroi_status pyroi_check_roi_align_params(const pyroi_roi_align_params *params)
         !(isfinite(params->spatial_scale_w) && params->spatial_scale_w >= 0.0)) {
         return PYROI_E_INVALID_SCALE;
     }
-    if (params->sampling_ratio > PYROI_MAX_SAMPLING_GRID) {
+    if (params->sampling_ratio > PYROI_MAX_SAMPLING_RATIO) {
         return PYROI_E_INVALID_SAMPLING_RATIO;
     }
     if (params->num_threads < 0) {
@@ -184,7 +196,7 @@ pyroi_status pyroi_check_ps_roi_align_params(const pyroi_ps_roi_align_params *pa
     if (status != PYROI_OK) {
         return status;
     }
-    if (params->sampling_ratio > PYROI_MAX_SAMPLING_GRID) {
+    if (params->sampling_ratio > PYROI_MAX_SAMPLING_RATIO) {
         return PYROI_E_INVALID_SAMPLING_RATIO;
     }
     if (params->num_threads < 0) {
@@ -222,7 +234,7 @@ pyroi_status pyroi_check_roi_align_rotated_params(const pyroi_roi_align_rotated_
         !(isfinite(params->spatial_scale_w) && params->spatial_scale_w >= 0.0)) {
         return PYROI_E_INVALID_SCALE;
     }
-    if (params->sampling_ratio > PYROI_MAX_SAMPLING_GRID) {
+    if (params->sampling_ratio > PYROI_MAX_SAMPLING_RATIO) {
         return PYROI_E_INVALID_SAMPLING_RATIO;
     }
     if (params->num_threads < 0) {

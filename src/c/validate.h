@@ -15,6 +15,11 @@ typedef enum pyroi_tensor_role {
 pyroi_status pyroi_check_tensor4(const void *data, const int64_t shape[4],
                                  const int64_t strides[4], pyroi_tensor_role role);
 
+/* Checks the box rows of num_rois RoIs: count, pointers and row offsets (not the batch indices'
+ * values; the find-invalid-RoI functions test those themselves to name the first offender). */
+pyroi_status pyroi_check_roi_rows(const void *boxes, int64_t num_rois, int64_t box_row_stride,
+                                  int64_t coords_per_box, const int64_t *batch_indices);
+
 /* Checks the box rows and batch indices of num_rois RoIs against a batch of num_images:
  * pointers, offsets, and every index in [0, num_images). Reads the batch indices. */
 pyroi_status pyroi_check_rois(const void *boxes, int64_t num_rois, int64_t box_row_stride,

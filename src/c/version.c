@@ -27,7 +27,7 @@ const char *pyroi_status_string(pyroi_status status)
     case PYROI_E_INVALID_SCALE:
         return "invalid spatial scale: must be finite and non-negative";
     case PYROI_E_INVALID_SAMPLING_RATIO:
-        return "invalid sampling ratio: must be at most 2147483647";
+        return "invalid sampling ratio: must be at most 1024 (PYROI_MAX_SAMPLING_RATIO)";
     case PYROI_E_INVALID_BATCH_INDEX:
         return "invalid batch index: must lie in [0, N)";
     case PYROI_E_INVALID_BOX:

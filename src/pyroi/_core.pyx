@@ -989,3 +989,7 @@ def roi_align_backward_f16(const uint16_t[:, :, :, :] grad_output, const float[:
             box_row_stride, &batch_indices[0], &grad_input[0, 0, 0, 0], grad_input_shape,
             grad_input_strides, &params)
     check_status(status)
+
+
+# Largest fixed sampling_ratio the C core accepts (_validate.MAX_SAMPLING_RATIO mirrors it).
+MAX_SAMPLING_RATIO = c.PYROI_MAX_SAMPLING_RATIO

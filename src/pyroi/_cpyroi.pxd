@@ -9,6 +9,7 @@ cdef extern from "pyroi.h" nogil:
     const char *PYROI_VERSION_STRING
     int PYROI_VERSION_NUMBER
     int64_t PYROI_MAX_SAMPLING_GRID
+    int64_t PYROI_MAX_SAMPLING_RATIO
 
     ctypedef enum pyroi_status:
         PYROI_OK

@@ -593,14 +593,14 @@ static void test_find_invalid_roi(void)
 
 static void test_no_memory(void)
 {
-    /* 2^31 - 1 samples per bin on each axis, all inside the map: the tap tables would need
-     * about 100 GB */
+    /* 2^31 - 1 samples per bin on each axis, all inside the map, would need about 100 GB of
+     * tap tables: beyond PYROI_MAX_SAMPLING_RATIO, rejected before anything is allocated */
     const float box[4] = {0, 0, 3, 3};
     pyroi_ps_roi_align_params a;
     align_params(&a);
     a.sampling_ratio = PYROI_MAX_SAMPLING_GRID;
-    CHECK_STATUS(align_fwd(box, 0, s_shape, &a), PYROI_E_NO_MEMORY);
-    CHECK_STATUS(align_bwd(box, 0, s_shape, &a), PYROI_E_NO_MEMORY);
+    CHECK_STATUS(align_fwd(box, 0, s_shape, &a), PYROI_E_INVALID_SAMPLING_RATIO);
+    CHECK_STATUS(align_bwd(box, 0, s_shape, &a), PYROI_E_INVALID_SAMPLING_RATIO);
 }
 
 int main(void)

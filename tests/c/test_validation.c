@@ -231,14 +231,15 @@ static void test_fpn_levels(void)
 
 static void test_no_memory(void)
 {
-    /* 2^31 - 1 samples per bin on each axis, all inside the map: the tap tables would need
-     * about 100 GB, more than this library will get. */
+    /* 2^31 - 1 samples per bin on each axis, all inside the map, would need about 100 GB of
+     * tap tables (and 2^62 samples per bin): beyond PYROI_MAX_SAMPLING_RATIO, rejected before
+     * anything is allocated. (tests/c/test_hostile.c reaches PYROI_E_NO_MEMORY otherwise.) */
     const float box[4] = {0, 0, 3, 3};
     pyroi_roi_align_params p;
     default_params(&p);
     p.pooled_height = p.pooled_width = 1;
     p.sampling_ratio = PYROI_MAX_SAMPLING_GRID;
-    CHECK_STATUS(forward_box(box, 0, &p), PYROI_E_NO_MEMORY);
+    CHECK_STATUS(forward_box(box, 0, &p), PYROI_E_INVALID_SAMPLING_RATIO);
 }
 
 int main(void)

@@ -5,7 +5,9 @@
  * Conventions shared by every function:
  *   - Tensors are a pointer, an int64_t shape[4] and int64_t element strides[4] (strides
  *     count elements, not bytes; they may be negative or zero for inputs), so NCHW, NHWC
- *     and sliced views are passed without copies. Outputs must not overlap themselves.
+ *     and sliced views are passed without copies. Outputs must not overlap themselves
+ *     (checked: PYROI_E_INVALID_STRIDES) nor any input of the call (not checkable: the
+ *     caller's duty, as for memcpy; bindings check it, e.g. pyroi's out=).
  *   - Boxes are float coordinates of the tensor's dtype, four per RoI (x1, y1, x2, y2) in
  *     input-image pixels, consecutive in memory, RoI k starting at boxes + k * box_row_stride;
  *     plus a separate int64_t batch-index array of num_rois entries, each in [0, N).
@@ -89,9 +91,19 @@ extern "C" {
 #  define PYROI_API
 #endif
 
-/* Largest number of samples per bin along one axis (sampling_ratio, or the adaptive
- * ceil(roi_size / pooled_size)). Matches the 32-bit grid counters of the peers. */
+/* Largest adaptive sampling grid, ceil(roi_size / pooled_size) samples per bin along one axis;
+ * a larger one is PYROI_E_INVALID_BOX. Matches the 32-bit grid counters of the peers. (A fixed
+ * sampling_ratio has the much smaller limit PYROI_MAX_SAMPLING_RATIO below.) */
 #define PYROI_MAX_SAMPLING_GRID INT64_C(2147483647)
+
+/* Largest fixed sampling_ratio (samples per bin along each axis) any operator accepts; larger
+ * values fail with PYROI_E_INVALID_SAMPLING_RATIO. An adaptive grid spaces its samples at least
+ * half a pixel apart, so the samples that land in the map stay proportional to the map whatever
+ * the box size; a fixed ratio has no such bound: every sample of a box inside the map is read,
+ * grid^2 per bin and channel, and the tap tables grow with grid * (pooled_height + pooled_width).
+ * This cap keeps every call within grid^2 = 2^20 samples per output element (exact as a float32
+ * count) and its scratch within 2^10 taps per bin and axis. Real models use 0 (adaptive) to 4. */
+#define PYROI_MAX_SAMPLING_RATIO INT64_C(1024)
 
 typedef enum pyroi_status {
     PYROI_OK = 0,
@@ -105,7 +117,7 @@ typedef enum pyroi_status {
     PYROI_E_INVALID_OUTPUT_SIZE = 4,
     /* A spatial scale is negative, NaN or infinite. */
     PYROI_E_INVALID_SCALE = 5,
-    /* sampling_ratio exceeds PYROI_MAX_SAMPLING_GRID. */
+    /* sampling_ratio exceeds PYROI_MAX_SAMPLING_RATIO. */
     PYROI_E_INVALID_SAMPLING_RATIO = 6,
     /* A batch index is outside [0, N). */
     PYROI_E_INVALID_BATCH_INDEX = 7,
@@ -148,8 +160,9 @@ typedef struct pyroi_roi_align_params {
      * single spatial_scale sets both. Default 1.0. */
     double spatial_scale_h;
     double spatial_scale_w;
-    /* > 0: exactly that many samples per bin along each axis;
-     * <= 0: adaptive, ceil(roi_size / pooled_size) per axis. Default -1. */
+    /* > 0: exactly that many samples per bin along each axis (at most
+     * PYROI_MAX_SAMPLING_RATIO); <= 0: adaptive, ceil(roi_size / pooled_size) per axis.
+     * Default -1. */
     int64_t sampling_ratio;
     /* Nonzero: shift box corners by -0.5 pixel (torchvision aligned=True, ONNX half_pixel).
      * Zero: no shift and RoI sizes forced to >= 1 (torchvision aligned=False). Default 0. */
@@ -387,7 +400,7 @@ typedef struct pyroi_ps_roi_align_params {
     double spatial_scale_h;
     double spatial_scale_w;
     /* > 0: exactly that many samples per bin along each axis (at most
-     * PYROI_MAX_SAMPLING_GRID); <= 0: adaptive, ceil(roi_size / pooled_size) per axis.
+     * PYROI_MAX_SAMPLING_RATIO); <= 0: adaptive, ceil(roi_size / pooled_size) per axis.
      * Default -1. */
     int64_t sampling_ratio;
     /* Worker threads for this call; 0 lets the library choose. Results are bit-identical for
@@ -645,7 +658,7 @@ typedef struct pyroi_roi_align_rotated_params {
     double spatial_scale_h;
     double spatial_scale_w;
     /* > 0: exactly that many samples per bin along each axis (at most
-     * PYROI_MAX_SAMPLING_GRID); <= 0: adaptive, ceil(size / pooled_size). Default 0. */
+     * PYROI_MAX_SAMPLING_RATIO); <= 0: adaptive, ceil(size / pooled_size). Default 0. */
     int64_t sampling_ratio;
     /* Nonzero: shift the centre by -0.5 pixel (detectron2; mmcv aligned=True). Zero: no shift
      * and sizes forced to >= 1 (mmcv aligned=False). Default 1. */
