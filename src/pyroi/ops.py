@@ -98,7 +98,7 @@ def roi_align(
         raise _validate.InvalidArgumentError('return_argmax=True needs mode="max"')
     coords, roi_images = _validate.boxes(boxes, features.dtype, features.shape[0], batch_indices)
     shape = (coords.shape[0], features.shape[1], pooled_height, pooled_width)
-    result = _validate.output_array(out, shape, features.dtype, (features, coords))
+    result = _validate.output_array(out, shape, features.dtype, (features, coords, roi_images))
     if not is_max:
         _core.roi_align_forward(
             features, coords, roi_images, result, pooled_height, pooled_width,
@@ -190,7 +190,8 @@ def roi_align_backward(
         winners = _validate.argmax_array(argmax, grad.shape, None)
     elif argmax is not None:
         raise _validate.InvalidArgumentError('argmax is only used with mode="max"')
-    result = _validate.output_array(out, shape, grad.dtype, (grad, coords))
+    inputs = (grad, coords, roi_images) + ((winners,) if is_max else ())
+    result = _validate.output_array(out, shape, grad.dtype, inputs, shape_from="input_shape")
     if is_max:
         _core.roi_align_max_backward(
             grad, winners, coords, roi_images, result, scale, scale, ratio, is_aligned, threads
@@ -277,7 +278,7 @@ def roi_pool(
     threads = _validate.num_threads(num_threads)
     coords, roi_images = _validate.boxes(boxes, features.dtype, features.shape[0], batch_indices)
     shape = (coords.shape[0], features.shape[1], pooled_height, pooled_width)
-    result = _validate.output_array(out, shape, features.dtype, (features, coords))
+    result = _validate.output_array(out, shape, features.dtype, (features, coords, roi_images))
     argmax = np.empty(shape, dtype=np.int64) if want_argmax else None
     _core.roi_pool_forward(
         features, coords, roi_images, result, argmax, pooled_height, pooled_width,
@@ -357,7 +358,8 @@ def roi_pool_backward(
             f"boxes has {coords.shape[0]} RoIs but grad_output has {grad.shape[0]}"
         )
     winners = _validate.argmax_array(argmax, grad.shape, shape[2] * shape[3])
-    result = _validate.output_array(out, shape, grad.dtype, (grad, coords, winners))
+    result = _validate.output_array(out, shape, grad.dtype, (grad, coords, roi_images, winners),
+                                    shape_from="input_shape")
     _core.roi_pool_backward(grad, winners, roi_images, result, scale, scale, threads)
     return result
 
@@ -459,7 +461,7 @@ def ps_roi_align(
     threads = _validate.num_threads(num_threads)
     coords, roi_images = _validate.boxes(boxes, features.dtype, features.shape[0], batch_indices)
     shape = (coords.shape[0], channels_out, pooled_height, pooled_width)
-    result = _validate.output_array(out, shape, features.dtype, (features, coords))
+    result = _validate.output_array(out, shape, features.dtype, (features, coords, roi_images))
     _core.ps_roi_align_forward(
         features, coords, roi_images, result, pooled_height, pooled_width, scale, scale, ratio,
         threads,
@@ -522,7 +524,8 @@ def ps_roi_align_backward(
         raise _validate.ShapeError(
             f"boxes has {coords.shape[0]} RoIs but grad_output has {grad.shape[0]}"
         )
-    result = _validate.output_array(out, shape, grad.dtype, (grad, coords))
+    result = _validate.output_array(out, shape, grad.dtype, (grad, coords, roi_images),
+                                    shape_from="input_shape")
     _core.ps_roi_align_backward(grad, coords, roi_images, result, scale, scale, ratio, threads)
     return result
 
@@ -587,7 +590,7 @@ def ps_roi_pool(
     threads = _validate.num_threads(num_threads)
     coords, roi_images = _validate.boxes(boxes, features.dtype, features.shape[0], batch_indices)
     shape = (coords.shape[0], channels_out, pooled_height, pooled_width)
-    result = _validate.output_array(out, shape, features.dtype, (features, coords))
+    result = _validate.output_array(out, shape, features.dtype, (features, coords, roi_images))
     _core.ps_roi_pool_forward(
         features, coords, roi_images, result, pooled_height, pooled_width, scale, scale, threads
     )
@@ -654,7 +657,8 @@ def ps_roi_pool_backward(
         raise _validate.ShapeError(
             f"boxes has {coords.shape[0]} RoIs but grad_output has {grad.shape[0]}"
         )
-    result = _validate.output_array(out, shape, grad.dtype, (grad, coords))
+    result = _validate.output_array(out, shape, grad.dtype, (grad, coords, roi_images),
+                                    shape_from="input_shape")
     _core.ps_roi_pool_backward(grad, coords, roi_images, result, scale, scale, threads)
     return result
 
@@ -770,7 +774,7 @@ def roi_align_rotated(
     coords, roi_images = _validate.boxes(rois, features.dtype, features.shape[0], batch_indices,
                                          name="rois", coords_per_box=5)
     shape = (coords.shape[0], features.shape[1], pooled_height, pooled_width)
-    result = _validate.output_array(out, shape, features.dtype, (features, coords))
+    result = _validate.output_array(out, shape, features.dtype, (features, coords, roi_images))
     _core.roi_align_rotated_forward(
         features, coords, roi_images, result, pooled_height, pooled_width,
         scale, scale, ratio, is_aligned, is_clockwise, in_degrees, threads,
@@ -848,7 +852,8 @@ def roi_align_rotated_backward(
         raise _validate.ShapeError(
             f"rois has {coords.shape[0]} RoIs but grad_output has {grad.shape[0]}"
         )
-    result = _validate.output_array(out, shape, grad.dtype, (grad, coords))
+    result = _validate.output_array(out, shape, grad.dtype, (grad, coords, roi_images),
+                                    shape_from="input_shape")
     _core.roi_align_rotated_backward(
         grad, coords, roi_images, result, scale, scale, ratio, is_aligned, is_clockwise,
         in_degrees, threads,
