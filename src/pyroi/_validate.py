@@ -15,12 +15,17 @@ from pyroi._errors import (
     BoxError,
     DTypeError,
     InvalidArgumentError,
+    PyroiMemoryError,
     ShapeError,
 )
 
 FLOAT_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
-# Largest samples-per-bin count the C core accepts (its grid counters are 32-bit like the peers').
-MAX_SAMPLING_RATIO = 2**31 - 1
+# Largest fixed samples-per-bin count per axis the C core accepts (PYROI_MAX_SAMPLING_RATIO,
+# pyroi._core.MAX_SAMPLING_RATIO): it bounds every call to 2**20 samples per output element.
+MAX_SAMPLING_RATIO = 1024
+# Largest value of a C int64 (output sizes, shapes) and of a C int (num_threads).
+_INT64_MAX = 2**63 - 1
+_INT_MAX = 2**31 - 1
 
 
 def _kernel_ready(array: np.ndarray) -> np.ndarray:
@@ -38,7 +43,7 @@ def _kernel_ready(array: np.ndarray) -> np.ndarray:
 
 def float_array(value, name: str, ndim: int) -> np.ndarray:
     """A float32/float64 array of rank ``ndim`` (any strides; copied only if unreadable)."""
-    array = value if isinstance(value, np.ndarray) else np.asarray(value)
+    array = _as_array(value, name)
     if array.dtype.newbyteorder("=") not in FLOAT_DTYPES:
         raise DTypeError(f"{name} must be a float32 or float64 array, got dtype {array.dtype}")
     if array.ndim != ndim:
@@ -65,15 +70,22 @@ def output_size(value) -> tuple[int, int]:
             raise InvalidArgumentError(
                 f"output_size must be an int or a pair (height, width), got {value!r}"
             )
-        return (positive_int(value[0], "output_size[0]"), positive_int(value[1], "output_size[1]"))
-    size = positive_int(value, "output_size")
-    return (size, size)
+        sizes = (positive_int(value[0], "output_size[0]"), positive_int(value[1], "output_size[1]"))
+    else:
+        size = positive_int(value, "output_size")
+        sizes = (size, size)
+    if max(sizes) > _INT64_MAX:
+        raise InvalidArgumentError(f"output_size must be at most 2**63 - 1, got {value!r}")
+    return sizes
 
 
 def spatial_scale(value, name: str = "spatial_scale") -> float:
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
         raise ArgumentTypeError(f"{name} must be a real number, got {value!r}")
-    scale = float(value)
+    try:
+        scale = float(value)
+    except OverflowError:  # an int beyond the float range
+        raise InvalidArgumentError(f"{name} must be finite, got {value!r}") from None
     if not np.isfinite(scale) or scale < 0:
         raise InvalidArgumentError(f"{name} must be finite and non-negative, got {scale!r}")
     return scale
@@ -83,7 +95,10 @@ def real_number(value, name: str) -> float:
     """A finite real number (any sign)."""
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
         raise ArgumentTypeError(f"{name} must be a real number, got {value!r}")
-    number = float(value)
+    try:
+        number = float(value)
+    except OverflowError:  # an int beyond the float range
+        raise InvalidArgumentError(f"{name} must be finite, got {value!r}") from None
     if not np.isfinite(number):
         raise InvalidArgumentError(f"{name} must be finite, got {number!r}")
     return number
@@ -99,18 +114,22 @@ def sampling_ratio(value) -> int:
         raise ArgumentTypeError(f"sampling_ratio must be an integer, got {value!r}") from None
     if ratio > MAX_SAMPLING_RATIO:
         raise InvalidArgumentError(
-            f"sampling_ratio must be at most {MAX_SAMPLING_RATIO}, got {ratio}"
+            f"sampling_ratio must be at most {MAX_SAMPLING_RATIO} samples per bin and axis "
+            f"(or <= 0 for adaptive sampling), got {ratio}"
         )
     return max(ratio, 0)
 
 
 def num_threads(value) -> int:
-    """Thread count for one call: None means the process default (pyroi.get_num_threads)."""
+    """Thread count for one call: None means the process default (pyroi.get_num_threads).
+
+    Counts beyond a C int are treated as 2**31 - 1 (the C core uses at most 64 workers, and
+    results do not depend on the count)."""
     if value is None:
         from pyroi._threads import get_num_threads
 
-        return get_num_threads()
-    return positive_int(value, "num_threads")
+        return min(get_num_threads(), _INT_MAX)
+    return min(positive_int(value, "num_threads"), _INT_MAX)
 
 
 def flag(value, name: str) -> bool:
@@ -156,8 +175,11 @@ def boxes(value, dtype: np.dtype, num_images: int, batch_indices=None, name: str
     if indices.size and (indices.min() < 0 or indices.max() >= num_images):
         invalid = (indices < 0) | (indices >= num_images)
         k = int(np.argmax(invalid))
+        shown = indices[k]
+        if batch_indices is None and not isinstance(value, (list, tuple)):
+            shown = _as_array(value, name)[k, 0].item()  # the value given, not its clipped cast
         raise BatchIndexError(
-            f"{name}: RoI {k} has batch index {indices[k]}; it must be an integer in "
+            f"{name}: RoI {k} has batch index {shown}; it must be an integer in "
             f"[0, {num_images})"
         )
     coords = coords.astype(coords.dtype.newbyteorder("="), copy=False)
@@ -167,8 +189,13 @@ def boxes(value, dtype: np.dtype, num_images: int, batch_indices=None, name: str
     return coords, np.ascontiguousarray(indices, dtype=np.int64)
 
 
-def _as_array(value) -> np.ndarray:
-    return value if isinstance(value, np.ndarray) else np.asarray(value)
+def _as_array(value, name: str = "boxes") -> np.ndarray:
+    if isinstance(value, np.ndarray):
+        return value
+    try:
+        return np.asarray(value)
+    except (ValueError, TypeError) as error:  # ragged nesting, unconvertible objects
+        raise ArgumentTypeError(f"{name} cannot be converted to an array: {error}") from None
 
 
 def _check_coords_dtype(array: np.ndarray, dtype: np.dtype, name: str) -> None:
@@ -185,14 +212,14 @@ def _box_fields(coords_per_box):
 
 
 def _coords_with_indices(value, batch_indices, dtype, name, coords_per_box=4):
-    coords = _as_array(value)
+    coords = _as_array(value, name)
     if coords.ndim != 2 or coords.shape[1] != coords_per_box:
         raise ShapeError(
             f"{name} must have shape (K, {coords_per_box}) [{_box_fields(coords_per_box)}] "
             f"when batch_indices is given, got shape {coords.shape}"
         )
     _check_coords_dtype(coords, dtype, name)
-    indices = _as_array(batch_indices)
+    indices = _as_array(batch_indices, "batch_indices")
     if indices.dtype.kind not in "iu":
         raise DTypeError(f"batch_indices must be an integer array, got dtype {indices.dtype}")
     if indices.shape != (coords.shape[0],):
@@ -211,7 +238,7 @@ def _coords_with_indices(value, batch_indices, dtype, name, coords_per_box=4):
 def _coords_from_list(value, dtype, num_images, name, coords_per_box=4):
     parts = []
     for i, part in enumerate(value):
-        array = _as_array(part)
+        array = _as_array(part, f"{name}[{i}]")
         if array.ndim != 2 or array.shape[1] != coords_per_box:
             raise ShapeError(
                 f"{name}[{i}] must have shape (L, {coords_per_box}) "
@@ -227,7 +254,7 @@ def _coords_from_list(value, dtype, num_images, name, coords_per_box=4):
 
 
 def _coords_from_rois(value, dtype, name, coords_per_box=4):
-    array = _as_array(value)
+    array = _as_array(value, name)
     if array.ndim != 2 or array.shape[1] != 1 + coords_per_box:
         raise ShapeError(
             f"{name} must have shape (K, {1 + coords_per_box}) "
@@ -248,10 +275,21 @@ def _coords_from_rois(value, dtype, name, coords_per_box=4):
     return array[:, 1:1 + coords_per_box], np.clip(column, -limit, limit).astype(np.int64)
 
 
-def output_array(out, shape: tuple, dtype: np.dtype, inputs: tuple, name: str = "out"):
-    """A fresh array, or ``out`` after checking it can receive the result."""
+def output_array(out, shape: tuple, dtype: np.dtype, inputs: tuple, name: str = "out",
+                 shape_from: str = "output_size"):
+    """A fresh array, or ``out`` after checking it can receive the result. ``shape_from``
+    names the argument that sets the shape, for the error when it cannot be allocated."""
     if out is None:
-        return np.empty(shape, dtype=dtype)
+        try:
+            return np.empty(shape, dtype=dtype)
+        except MemoryError:
+            raise PyroiMemoryError(
+                f"cannot allocate the result of shape {tuple(shape)} (from {shape_from})"
+            ) from None
+        except ValueError:  # NumPy cannot represent the shape at all
+            raise InvalidArgumentError(
+                f"{shape_from} gives a result of shape {tuple(shape)}, too large for NumPy"
+            ) from None
     if not isinstance(out, np.ndarray):
         raise ArgumentTypeError(f"{name} must be a NumPy array, got {type(out).__name__}")
     if out.dtype != dtype:
@@ -262,10 +300,31 @@ def output_array(out, shape: tuple, dtype: np.dtype, inputs: tuple, name: str = 
         raise InvalidArgumentError(f"{name} must be writeable")
     if not out.flags.aligned or any(s % out.itemsize for s in out.strides):
         raise ShapeError(f"{name} must be aligned with strides that are whole elements")
+    if _overlaps_itself(out):
+        raise ShapeError(
+            f"{name} must not have elements that share memory, got strides {out.strides} for "
+            f"shape {out.shape}"
+        )
     for array in inputs:
         if np.may_share_memory(out, array):
             raise InvalidArgumentError(f"{name} must not share memory with the inputs")
     return out
+
+
+def _overlaps_itself(array: np.ndarray) -> bool:
+    """Whether two elements of ``array`` may share memory (a broadcast or as_strided view).
+    The C core's test: sorted by |stride|, every axis must step past all the smaller ones reach
+    (exact for every layout that slicing and transposition produce)."""
+    if array.size == 0:
+        return False
+    reached = 0
+    axes = sorted((abs(stride) // array.itemsize, size)
+                  for size, stride in zip(array.shape, array.strides) if size > 1)
+    for stride, size in axes:
+        if stride <= reached:
+            return True
+        reached += stride * (size - 1)
+    return False
 
 
 def shape4(value, name: str) -> tuple[int, int, int, int]:
@@ -273,7 +332,7 @@ def shape4(value, name: str) -> tuple[int, int, int, int]:
         dims = tuple(operator.index(d) for d in value)
     except TypeError:
         raise ArgumentTypeError(f"{name} must be a sequence of 4 integers, got {value!r}") from None
-    if len(dims) != 4 or any(d < 0 for d in dims):
+    if len(dims) != 4 or any(d < 0 or d > _INT64_MAX for d in dims):
         raise ShapeError(f"{name} must be 4 non-negative integers (N, C, H, W), got {value!r}")
     return dims
 
@@ -291,7 +350,7 @@ def argmax_array(value, shape: tuple, plane_size: int | None, name: str = "argma
     """
     if value is None:
         raise InvalidArgumentError(f"{name} is required: pass the argmax the forward returned")
-    array = value if isinstance(value, np.ndarray) else np.asarray(value)
+    array = _as_array(value, name)
     if array.dtype.kind not in "iu":
         raise DTypeError(f"{name} must be an integer array, got dtype {array.dtype}")
     if array.shape != tuple(shape):

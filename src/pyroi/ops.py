@@ -103,7 +103,7 @@ def roi_align(
         raise _validate.InvalidArgumentError('return_argmax=True needs mode="max"')
     coords, roi_images = _validate.boxes(boxes, features.dtype, features.shape[0], batch_indices)
     shape = (coords.shape[0], features.shape[1], pooled_height, pooled_width)
-    result = _validate.output_array(out, shape, features.dtype, (features, coords))
+    result = _validate.output_array(out, shape, features.dtype, (features, coords, roi_images))
     if not is_max:
         _core.roi_align_forward(
             features, coords, roi_images, result, pooled_height, pooled_width,
@@ -202,12 +202,14 @@ def roi_align_backward(
         winners = _validate.argmax_array(argmax, grad.shape, None)
     elif argmax is not None:
         raise _validate.InvalidArgumentError('argmax is only used with mode="max"')
+    inputs = (grad, coords, roi_images) + ((winners,) if is_max else ())
     if channels_last:
         result = _validate.output_array(out, (shape[0], shape[2], shape[3], shape[1]),
-                                        grad.dtype, (grad, coords))
+                                        grad.dtype, inputs, shape_from="input_shape")
         nchw = result.transpose(0, 3, 1, 2)
     else:
-        result = nchw = _validate.output_array(out, shape, grad.dtype, (grad, coords))
+        result = nchw = _validate.output_array(out, shape, grad.dtype, inputs,
+                                               shape_from="input_shape")
     if is_max:
         _core.roi_align_max_backward(
             grad, winners, coords, roi_images, nchw, scale, scale, ratio, is_aligned, threads
@@ -294,7 +296,7 @@ def roi_pool(
     threads = _validate.num_threads(num_threads)
     coords, roi_images = _validate.boxes(boxes, features.dtype, features.shape[0], batch_indices)
     shape = (coords.shape[0], features.shape[1], pooled_height, pooled_width)
-    result = _validate.output_array(out, shape, features.dtype, (features, coords))
+    result = _validate.output_array(out, shape, features.dtype, (features, coords, roi_images))
     argmax = np.empty(shape, dtype=np.int64) if want_argmax else None
     _core.roi_pool_forward(
         features, coords, roi_images, result, argmax, pooled_height, pooled_width,
@@ -377,7 +379,8 @@ def roi_pool_backward(
     # argmax, as long as the kernel's own): only when it refuses is the offender looked up
     winners = _validate.argmax_array(argmax, grad.shape, shape[2] * shape[3],
                                      check_values=False)
-    result = _validate.output_array(out, shape, grad.dtype, (grad, coords, winners))
+    result = _validate.output_array(out, shape, grad.dtype, (grad, coords, roi_images, winners),
+                                    shape_from="input_shape")
     try:
         _core.roi_pool_backward(grad, winners, roi_images, result, scale, scale, threads)
     except _validate.InvalidArgumentError:
@@ -483,7 +486,7 @@ def ps_roi_align(
     threads = _validate.num_threads(num_threads)
     coords, roi_images = _validate.boxes(boxes, features.dtype, features.shape[0], batch_indices)
     shape = (coords.shape[0], channels_out, pooled_height, pooled_width)
-    result = _validate.output_array(out, shape, features.dtype, (features, coords))
+    result = _validate.output_array(out, shape, features.dtype, (features, coords, roi_images))
     _core.ps_roi_align_forward(
         features, coords, roi_images, result, pooled_height, pooled_width, scale, scale, ratio,
         threads,
@@ -546,7 +549,8 @@ def ps_roi_align_backward(
         raise _validate.ShapeError(
             f"boxes has {coords.shape[0]} RoIs but grad_output has {grad.shape[0]}"
         )
-    result = _validate.output_array(out, shape, grad.dtype, (grad, coords))
+    result = _validate.output_array(out, shape, grad.dtype, (grad, coords, roi_images),
+                                    shape_from="input_shape")
     _core.ps_roi_align_backward(grad, coords, roi_images, result, scale, scale, ratio, threads)
     return result
 
@@ -611,7 +615,7 @@ def ps_roi_pool(
     threads = _validate.num_threads(num_threads)
     coords, roi_images = _validate.boxes(boxes, features.dtype, features.shape[0], batch_indices)
     shape = (coords.shape[0], channels_out, pooled_height, pooled_width)
-    result = _validate.output_array(out, shape, features.dtype, (features, coords))
+    result = _validate.output_array(out, shape, features.dtype, (features, coords, roi_images))
     _core.ps_roi_pool_forward(
         features, coords, roi_images, result, pooled_height, pooled_width, scale, scale, threads
     )
@@ -678,7 +682,8 @@ def ps_roi_pool_backward(
         raise _validate.ShapeError(
             f"boxes has {coords.shape[0]} RoIs but grad_output has {grad.shape[0]}"
         )
-    result = _validate.output_array(out, shape, grad.dtype, (grad, coords))
+    result = _validate.output_array(out, shape, grad.dtype, (grad, coords, roi_images),
+                                    shape_from="input_shape")
     _core.ps_roi_pool_backward(grad, coords, roi_images, result, scale, scale, threads)
     return result
 
@@ -794,7 +799,7 @@ def roi_align_rotated(
     coords, roi_images = _validate.boxes(rois, features.dtype, features.shape[0], batch_indices,
                                          name="rois", coords_per_box=5)
     shape = (coords.shape[0], features.shape[1], pooled_height, pooled_width)
-    result = _validate.output_array(out, shape, features.dtype, (features, coords))
+    result = _validate.output_array(out, shape, features.dtype, (features, coords, roi_images))
     _core.roi_align_rotated_forward(
         features, coords, roi_images, result, pooled_height, pooled_width,
         scale, scale, ratio, is_aligned, is_clockwise, in_degrees, threads,
@@ -872,7 +877,8 @@ def roi_align_rotated_backward(
         raise _validate.ShapeError(
             f"rois has {coords.shape[0]} RoIs but grad_output has {grad.shape[0]}"
         )
-    result = _validate.output_array(out, shape, grad.dtype, (grad, coords))
+    result = _validate.output_array(out, shape, grad.dtype, (grad, coords, roi_images),
+                                    shape_from="input_shape")
     _core.roi_align_rotated_backward(
         grad, coords, roi_images, result, scale, scale, ratio, is_aligned, is_clockwise,
         in_degrees, threads,
