@@ -1129,13 +1129,15 @@ static pyroi_status PYROI_TYPED(roi_align_grid_widths)(const T *boxes, int64_t n
     return PYROI_OK;
 }
 
-pyroi_status PYROI_TYPED(pyroi_roi_align_max_forward)(
+/* The forward of both max reductions (mmcv's over samples; ONNX's over weighted taps): one
+ * validation, plan and thread split; task picks the reduction. argmax may be NULL. */
+static pyroi_status PYROI_TYPED(roi_align_max_like_forward)(
     const T *input, const int64_t input_shape[4], const int64_t input_strides[4],
     const T *boxes, int64_t num_rois, int64_t box_row_stride,
     const int64_t *batch_indices,
     T *output, const int64_t output_strides[4],
     int64_t *argmax, const int64_t argmax_strides[4],
-    const pyroi_roi_align_params *params)
+    const pyroi_roi_align_params *params, pyroi_range_task task)
 {
     PYROI_TYPED(roi_align_max_job) job;
     PYROI_TYPED(roi_align_plan) plan;
@@ -1183,11 +1185,25 @@ pyroi_status PYROI_TYPED(pyroi_roi_align_max_forward)(
         workers = pyroi_parallel_workers(params->num_threads, num_rois,
                                          (double)input_shape[1] * plan.sampled_taps /
                                              (double)num_rois);
-        pyroi_parallel_for(workers, num_rois, PYROI_TYPED(roi_align_max_forward_task), &job);
+        pyroi_parallel_for(workers, num_rois, task, &job);
     }
     free(grid_w);
     PYROI_TYPED(roi_align_plan_free)(&plan);
     return status;
+}
+
+pyroi_status PYROI_TYPED(pyroi_roi_align_max_forward)(
+    const T *input, const int64_t input_shape[4], const int64_t input_strides[4],
+    const T *boxes, int64_t num_rois, int64_t box_row_stride,
+    const int64_t *batch_indices,
+    T *output, const int64_t output_strides[4],
+    int64_t *argmax, const int64_t argmax_strides[4],
+    const pyroi_roi_align_params *params)
+{
+    return PYROI_TYPED(roi_align_max_like_forward)(
+        input, input_shape, input_strides, boxes, num_rois, box_row_stride, batch_indices,
+        output, output_strides, argmax, argmax_strides, params,
+        PYROI_TYPED(roi_align_max_forward_task));
 }
 
 pyroi_status PYROI_TYPED(pyroi_roi_align_max_backward)(
@@ -1414,52 +1430,10 @@ pyroi_status PYROI_TYPED(pyroi_roi_align_onnx_max_forward)(
     T *output, const int64_t output_strides[4],
     const pyroi_roi_align_params *params)
 {
-    PYROI_TYPED(roi_align_max_job) job;
-    PYROI_TYPED(roi_align_plan) plan;
-    int64_t *grid_w = NULL;
-    int workers;
-    pyroi_status status = roi_align_check_call(
-        input, input_shape, input_strides, PYROI_TENSOR_INPUT, output, output_strides,
-        PYROI_TENSOR_OUTPUT, boxes, num_rois, box_row_stride, batch_indices, params);
-    if (status != PYROI_OK) {
-        return status;
-    }
-    if (num_rois == 0 || input_shape[1] == 0) { /* no output: check the boxes, skip the plan */
-        int64_t failed_roi;
-        return PYROI_TYPED(roi_align_check_boxes)(boxes, num_rois, box_row_stride,
-                                                  input_shape[2], input_shape[3], params, NULL,
-                                                  NULL, &failed_roi);
-    }
-    status = PYROI_TYPED(roi_align_plan_build)(&plan, boxes, num_rois, box_row_stride,
-                                               batch_indices, input_shape[0], input_shape[2],
-                                               input_shape[3], params);
-    if (status != PYROI_OK) {
-        return status;
-    }
-    status = PYROI_TYPED(roi_align_grid_widths)(boxes, num_rois, box_row_stride, input_shape[2],
-                                                input_shape[3], params, &grid_w);
-    if (status == PYROI_OK) {
-        job.base.features = input;
-        job.base.features_strides = input_strides;
-        job.base.batch_indices = batch_indices;
-        job.base.result = output;
-        job.base.result_strides = output_strides;
-        job.base.map_shape = input_shape;
-        job.base.params = params;
-        job.base.plan = &plan;
-        job.argmax = NULL;
-        job.argmax_const = NULL;
-        job.argmax_strides = NULL;
-        job.grid_w = grid_w;
-        workers = pyroi_parallel_workers(params->num_threads, num_rois,
-                                         (double)input_shape[1] * plan.sampled_taps /
-                                             (double)num_rois);
-        pyroi_parallel_for(workers, num_rois, PYROI_TYPED(roi_align_onnx_max_forward_task),
-                           &job);
-    }
-    free(grid_w);
-    PYROI_TYPED(roi_align_plan_free)(&plan);
-    return status;
+    return PYROI_TYPED(roi_align_max_like_forward)(
+        input, input_shape, input_strides, boxes, num_rois, box_row_stride, batch_indices,
+        output, output_strides, NULL, NULL, params,
+        PYROI_TYPED(roi_align_onnx_max_forward_task));
 }
 
 /* ---- backward with a caller's workspace (aclnn two-phase shape) ------------------------- */
