@@ -798,6 +798,21 @@ def test_multiscale_with_hostile_boxes():
         pooler({"other": features["0"]}, good, [(64, 64)])
 
 
+def test_multiscale_scale_inference_with_degenerate_shapes():
+    """Found by the Python fuzzer: a level of height 0 (or image heights <= 0) made the scale
+    log2(0) and the level int(-inf): OverflowError. Now an error naming the argument."""
+    features = _pyramid()
+    good = [np.array([[1, 1, 30, 30]], np.float32)] * 2
+    empty_level = dict(features, **{"1": np.zeros((2, 3, 0, 9), np.float32)})
+    with pytest.raises(pyroi.ShapeError) as excinfo:
+        pyroi.MultiScaleRoIAlign(["0", "1"], 2, 2)(empty_level, good, [(64, 64)])
+    names(excinfo, "features['1']")
+    for shapes in ([(0, 64)], [(-5, 3)], [(64,)], [("a", 3)], [None]):
+        with pytest.raises(pyroi.PyroiError) as excinfo:
+            pyroi.MultiScaleRoIAlign(["0", "1"], 2, 2)(features, good, shapes)
+        names(excinfo, "image_shapes")
+
+
 # --------------------------------------------------------------------------------------
 # sizes past 2**31 elements
 # --------------------------------------------------------------------------------------

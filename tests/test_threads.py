@@ -111,3 +111,105 @@ def test_forked_child_can_call_after_threaded_parent_call():
         pytest.fail("the forked child hung in pyroi")
     assert child.exitcode == 0
     assert queue.get(timeout=10) == expected
+
+
+# --------------------------------------------------------------------------------------
+# every operator: concurrent Python threads and a forked child (hostile-input issue)
+# --------------------------------------------------------------------------------------
+
+def _every_op_case(seed=3):
+    """A case big enough that num_threads=2 really starts a second thread in every op."""
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((2, 36, 30, 33)).astype(np.float32)  # 36 = 4 * 3 * 3 (ps ops)
+    k = 120
+    corner = rng.uniform(-4, 30, (k, 2))
+    size = rng.uniform(1, 20, (k, 2))
+    boxes = np.concatenate([(np.arange(k) % 2)[:, None], corner, corner + size],
+                           axis=1).astype(np.float32)
+    rois = np.concatenate([boxes[:, :1], corner + size / 2, size,
+                           rng.uniform(-90, 90, (k, 1))], axis=1).astype(np.float32)
+    return x, boxes, rois
+
+
+def _every_op_calls(x, boxes, rois, threads):
+    """(name, result bytes) of the forward and backward of every operator."""
+    out = {}
+    y = pyroi.roi_align(x, boxes, 3, 0.5, 2, True, num_threads=threads)
+    out["roi_align"] = y
+    out["roi_align_backward"] = pyroi.roi_align_backward(y, boxes, x.shape, 0.5, 2, True,
+                                                         num_threads=threads)
+    y, arg = pyroi.roi_align(x, boxes, 3, 0.5, 0, mode="max", return_argmax=True,
+                             num_threads=threads)
+    out["roi_align_max"] = y
+    out["roi_align_max_backward"] = pyroi.roi_align_backward(
+        y, boxes, x.shape, 0.5, 0, mode="max", argmax=arg, num_threads=threads)
+    y, arg = pyroi.roi_pool(x, boxes, 3, 0.5, return_argmax=True, num_threads=threads)
+    out["roi_pool"] = y
+    out["roi_pool_backward"] = pyroi.roi_pool_backward(y, boxes, arg, x.shape, 3, 0.5,
+                                                       num_threads=threads)
+    y = pyroi.ps_roi_align(x, boxes, 3, 0.5, 2, num_threads=threads)
+    out["ps_roi_align"] = y
+    out["ps_roi_align_backward"] = pyroi.ps_roi_align_backward(y, boxes, x.shape, 0.5, 2,
+                                                               num_threads=threads)
+    y = pyroi.ps_roi_pool(x, boxes, 3, 0.5, num_threads=threads)
+    out["ps_roi_pool"] = y
+    out["ps_roi_pool_backward"] = pyroi.ps_roi_pool_backward(y, boxes, x.shape, 0.5,
+                                                             num_threads=threads)
+    y = pyroi.roi_align_rotated(x, rois, 3, 0.5, 2, num_threads=threads)
+    out["roi_align_rotated"] = y
+    out["roi_align_rotated_backward"] = pyroi.roi_align_rotated_backward(
+        y, rois, x.shape, 0.5, 2, num_threads=threads)
+    pooler = pyroi.MultiScaleRoIAlign(["p2", "p3"], 3, 2)
+    levels = {"p2": x, "p3": np.ascontiguousarray(x[:, :, ::2, ::2])}
+    per_image = [boxes[boxes[:, 0] == i, 1:] * 4 for i in range(2)]
+    y = pooler(levels, per_image, [(120, 132)] * 2, num_threads=threads)
+    out["multiscale"] = y
+    grads = pooler.backward(y, num_threads=threads)
+    out["multiscale_backward"] = np.concatenate([grads["p2"].ravel(), grads["p3"].ravel()])
+    return {name: hashlib.sha256(np.ascontiguousarray(v).tobytes()).hexdigest()
+            for name, v in out.items()}
+
+
+def test_every_op_from_concurrent_python_threads_matches_serial():
+    x, boxes, rois = _every_op_case()
+    expected = _every_op_calls(x, boxes, rois, 1)
+    assert _every_op_calls(x, boxes, rois, 3) == expected  # and each is thread-count free
+    results, errors = [], []
+
+    def worker():
+        try:
+            results.append(_every_op_calls(x, boxes, rois, 2))
+        except Exception as error:  # noqa: BLE001 - reported below
+            errors.append(error)
+
+    threads = [threading.Thread(target=worker) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    assert len(results) == 4
+    for result in results:
+        mismatched = [name for name in expected if result[name] != expected[name]]
+        assert not mismatched
+
+
+def _child_every_op(queue):
+    x, boxes, rois = _every_op_case()
+    queue.put(_every_op_calls(x, boxes, rois, 2))
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="fork() is POSIX-only")
+def test_forked_child_runs_every_op():
+    x, boxes, rois = _every_op_case()
+    expected = _every_op_calls(x, boxes, rois, 2)  # threads started (and joined) in the parent
+    context = multiprocessing.get_context("fork")
+    queue = context.Queue()
+    child = context.Process(target=_child_every_op, args=(queue,))
+    child.start()
+    child.join(timeout=120)
+    if child.is_alive():
+        child.kill()
+        pytest.fail("the forked child hung in pyroi")
+    assert child.exitcode == 0
+    assert queue.get(timeout=10) == expected

@@ -304,7 +304,19 @@ class MultiScaleRoIAlign:
     def _infer_scales(self, features, image_shapes) -> None:
         """torchvision's scale inference: per level 2 ** round(log2(H_l / max image height))
         in float32, the levels' range from the first and last scale."""
-        max_height = max(int(h) for h, _ in image_shapes)
+        try:
+            max_height = max(int(h) for h, _ in image_shapes)
+        except (TypeError, ValueError):
+            raise _validate.ArgumentTypeError(
+                f"image_shapes must be a list of (height, width) pairs, got {image_shapes!r}"
+            ) from None
+        if max_height <= 0:
+            raise InvalidArgumentError(
+                f"image_shapes must have a positive height, got {image_shapes!r}")
+        for name, feature in features:
+            if feature.shape[2] == 0:  # log2(0): no scale
+                raise ShapeError(
+                    f"features[{name!r}] has height 0, so its scale cannot be inferred")
         scales = []
         for _, feature in features:
             approx = np.float32(float(feature.shape[2]) / float(max_height))
