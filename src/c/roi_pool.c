@@ -123,6 +123,9 @@ static pyroi_status roi_pool_check_argmax(const int64_t *argmax, const int64_t s
     const int workers = pyroi_parallel_workers(
         num_threads, shape[0], (double)shape[1] * (double)shape[2] * (double)shape[3]);
     int worker;
+    if (shape[0] == 0 || shape[1] == 0 || shape[2] == 0 || shape[3] == 0) {
+        return PYROI_OK; /* no entries (argmax may then be NULL) */
+    }
     check.argmax = argmax;
     check.shape = shape;
     check.strides = strides;

@@ -732,6 +732,22 @@ static void test_fpn_levels(void)
     CHECK(levels[0] == 2); /* level 4 of 2..5 */
 }
 
+/* Regression (found by the CI fuzz run): RoIPool's backward checked a NULL argmax of a tensor
+ * without elements by forming pointers from it (UBSan: zero offset applied to NULL). */
+static void test_roi_pool_backward_empty_argmax(void)
+{
+    static const int64_t shape[4] = {1, 0, 4, 4}; /* no channels: nothing to check or write */
+    static const int64_t strides[4] = {0, 16, 4, 1};
+    static const int64_t pooled_strides[4] = {0, 4, 2, 1};
+    const int64_t batch[2] = {0, 0};
+    pyroi_roi_pool_params q;
+    pyroi_roi_pool_params_init(&q);
+    q.pooled_height = q.pooled_width = 2;
+    CHECK_STATUS(pyroi_roi_pool_backward_f32(NULL, pooled_strides, NULL, pooled_strides, batch, 2,
+                                             NULL, shape, strides, &q),
+                 PYROI_OK);
+}
+
 int main(void)
 {
     int i;
@@ -751,5 +767,6 @@ int main(void)
     test_huge_rotated_boxes();
     test_shapes_strides_and_pointers();
     test_fpn_levels();
+    test_roi_pool_backward_empty_argmax();
     return check_report("test_hostile");
 }
