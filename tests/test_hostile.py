@@ -921,10 +921,12 @@ def test_output_past_2_31_elements():
     out = np.full((1, 1, side, side), np.nan, np.float32)
     pyroi.roi_align(x, boxes, side, 1.0, 1, True, out=out)
     assert out.size > 2**31
-    # the last rows equal a call whose output has those rows only, as bins of the same box
-    tail = pyroi.roi_align(x, boxes, (side, 3), 1.0, 1, True)
+    # the last column equals one bin spanning the box's last column of bins (same rows)
+    width = (6.5 - 0.5) / side
+    last_column = np.array([[0, 6.5 - width, 0.25, 6.5, 5.25]], np.float32)
+    tail = pyroi.roi_align(x, last_column, (side, 1), 1.0, 1, True)
     assert np.isfinite(out[0, 0, -3:]).all() and np.isfinite(out[0, 0, :, -3:]).all()
-    np.testing.assert_allclose(out[0, 0, -3:, -1], tail[0, 0, -3:, -1], rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(out[0, 0, :, -1], tail[0, 0, :, 0], rtol=1e-4, atol=1e-5)
     del out
 
 

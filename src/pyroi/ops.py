@@ -770,10 +770,12 @@ def roi_align_rotated(
     rounding (bit for bit when the coordinates are exact binary fractions), except that the
     legacy widening of sizes below 1 keeps the centre here and the first corner there.
 
-    Samples outside the map are skipped by bisection, so the cost of a huge box grows with
-    the part of it that overlaps the map and, for a turned box, linearly with its side (a
-    ``1e6 x 1e6`` box at 45 degrees takes tens of milliseconds); an adaptive grid of more than
-    ``2**31 - 1`` samples per bin along an axis raises :class:`pyroi.BoxError`.
+    Samples outside the map are skipped by bisection (rows of a turned box by a band around
+    the map that allows for rounding), so the cost of a huge box grows with the part of it
+    that overlaps the map, not with its size (a ``1e9 x 1e9`` box at 45 degrees takes
+    milliseconds); an adaptive grid of more than ``2**31 - 1`` samples per bin along an axis
+    raises :class:`pyroi.BoxError`, a fixed ``sampling_ratio`` above 1024 an
+    :class:`pyroi.InvalidArgumentError`.
 
     Examples
     --------

@@ -635,19 +635,20 @@ PYROI_API pyroi_status pyroi_fpn_levels_f64(const double *boxes, int64_t num_roi
  *
  * Cost: samples are not separable, so each in-map sample's taps are computed once per RoI (and
  * reused by every channel). In each bin, the rows of samples whose two end points show that the
- * whole row misses the map are skipped by bisection, and within the other rows the in-map
- * samples are found by bisection (sample coordinates are monotone along a row and along a
- * column, also after rounding; every visited sample is still tested). A RoI costs about
- *   PH * PW * 8 * log2(grid_h) + R * 8 * log2(grid_w) coordinate evaluations + C * S * 4 reads,
- * where S is the number of samples in [-1, H] x [-1, W] and R the number of rows whose end
- * points' bounding box meets it. Adaptive grids space samples more than 1/2 pixel apart along
- * an axis whose bins are a pixel or wider (one sample per bin otherwise), so S stays of the
- * order of 4 (H + 3)(W + 3) plus the bin count whatever the box size; R is at most grid_h per
- * bin crossing the map: small for axis-aligned boxes, about the box side in pixels for turned
- * ones. Measured on one core: a 10^6 x 10^6-pixel box costs 0.1 ms at 0 degrees and 25-50 ms
- * at 30-45 degrees, a 10^8 one 3.5 s at 45 degrees (instead of 10^12 and 10^16 samples); the
- * adaptive-grid limit PYROI_MAX_SAMPLING_GRID bounds it. Scratch memory is a fixed per-worker
- * buffer.
+ * whole row misses the map, or whose local y lies outside the map's extent along the RoI's y
+ * axis (widened by a bound on the rounding of the sample coordinates: 64 ulps of the largest
+ * magnitude involved), are skipped by bisection, and within the other rows the in-map samples
+ * are found by bisection (sample coordinates are monotone along a row and along a column, also
+ * after rounding; every visited sample is still tested, so results are those of visiting every
+ * sample). A RoI costs about
+ *   PH * PW * 12 * log2(grid_h) + R * 8 * log2(grid_w) coordinate evaluations + C * S * 4 reads,
+ * where S is the number of samples in [-1, H] x [-1, W] and R the number of rows not skipped.
+ * Adaptive grids space samples more than 1/2 pixel apart along an axis whose bins are a pixel
+ * or wider (one sample per bin otherwise), so S stays of the order of 4 (H + 3)(W + 3) plus the
+ * bin count whatever the box size, and R of the order of PW * 2 * (H + W + 2 * margin) where
+ * the margin is the rounding bound above (in float32 about 8e-6 of the box's side). Measured
+ * on one core: a 10^9 x 10^9-pixel box at 45 degrees costs about 2 ms (it cost minutes before
+ * the band test; a 10^8 one 10 s). Scratch memory is a fixed per-worker buffer.
  * ---------------------------------------------------------------------------------------- */
 typedef struct pyroi_roi_align_rotated_params {
     /* Output bins per RoI along the RoI's height and width; both > 0. Default 1. */
