@@ -23,9 +23,8 @@
  * Without libFuzzer, tests/fuzz/replay_main.c turns it into a program that replays a corpus
  * (run by ctest as the test fuzz_corpus).
  *
- * Kept out on purpose: rotated boxes between about 1e7 and 2e10 pixels with adaptive sampling
- * (correct, but their cost grows linearly with the side of a turned box: seconds per RoI,
- * documented in pyroi.h), so that the fuzzer spends its time on many small calls.
+ * Fixed sampling ratios between 65 and 1024 are used only on tiny outputs (valid, but up to
+ * 2^20 samples per bin), so that the fuzzer spends its time on many small calls.
  */
 #ifndef PYROI_FUZZ_TEMPLATE
 
