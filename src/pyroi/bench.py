@@ -1,13 +1,16 @@
 """Side-by-side benchmark of pyroi and the installed peers (torchvision, onnxruntime).
 
 Every workload runs pyroi and each available peer in this one process on the same arrays, at
-each requested thread count, and prints medians, the speed-up over each peer and the memory
-floor (the time to stream the input once and write the output once with NumPy). No number
-here is asserted anywhere; quote ratios, not absolute times (machines are shared and noisy).
+each requested thread count, and reports medians, the speed-up over each peer and the memory
+floor (the time to stream the input once and write the output once with NumPy): progress
+lines on stderr while it runs, a table on stdout at the end. No number here is asserted
+anywhere; quote ratios, not absolute times (machines are shared and noisy).
 
-    python bench/bench.py                  # every workload, 1 and 2 threads
-    python bench/bench.py --quick          # fewer repeats
-    python bench/bench.py -w box_head -t 1 # one workload, one thread count
+    pyroi bench                      # every workload, 1 and 2 threads
+    pyroi bench --quick              # fewer repeats
+    pyroi bench -w box_head -t 1     # one workload, one thread count
+
+(``python bench/bench.py ...`` in a source checkout is the same program.)
 """
 
 from __future__ import annotations
@@ -167,17 +170,21 @@ def torchvision_op(ops, w: Workload):
     return lambda x, b: ops.roi_align(x, b, *args)
 
 
-def run(workloads, thread_counts, repeat, peer_repeat):
+def run(workloads, thread_counts, repeat, peer_repeat, progress=None):
+    """Measure every workload at every thread count; progress lines go to ``progress``
+    (default stderr). Returns rows ``(workload name, threads, results, floor ms)``."""
+    progress = sys.stderr if progress is None else progress
     tv = load_torchvision()
     ox = load_onnxruntime()
     print(f"pyroi {pyroi.__version__}; torchvision: {'yes' if tv else 'absent'}; "
-          f"onnxruntime: {'yes' if ox else 'absent'}; {os.cpu_count()} CPUs")
+          f"onnxruntime: {'yes' if ox else 'absent'}; {os.cpu_count()} CPUs", file=progress,
+          flush=True)
     rows = []
     for w in workloads:
         k = len(w.boxes)
         out_shape = (k, w.features.shape[1], w.output_size, w.output_size)
         floor = memory_floor_ms(w.features, out_shape, repeat)
-        print(f"\n{w.name}: {w.description}", flush=True)
+        print(f"\n{w.name}: {w.description}", file=progress, flush=True)
         grad = np.ones(out_shape, dtype=w.features.dtype)
         for threads in thread_counts:
             results = {}
@@ -216,19 +223,50 @@ def run(workloads, thread_counts, repeat, peer_repeat):
                     line.append(f"{peer.split()[0]} {results[peer]:8.2f} ms "
                                 f"(x{results[peer] / results['pyroi fwd']:6.1f})")
             line.append(f"floor {floor:6.2f} ms (pyroi/floor {results['pyroi fwd'] / floor:5.1f})")
-            print(" | ".join(line), flush=True)
+            print(" | ".join(line), file=progress, flush=True)
             if w.backward:
                 line = [f"  threads={threads}: pyroi bwd {results['pyroi bwd']:8.2f} ms"]
                 if "torchvision bwd" in results:
                     line.append(f"torchvision bwd {results['torchvision bwd']:8.2f} ms "
                                 f"(x{results['torchvision bwd'] / results['pyroi bwd']:6.1f})")
-                print(" | ".join(line), flush=True)
+                print(" | ".join(line), file=progress, flush=True)
             rows.append((w.name, threads, results, floor))
     return rows
 
 
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+# Columns of the final table: (title, key in results, peer key to compare with pyroi).
+_TABLE_COLUMNS = (
+    ("pyroi fwd", "pyroi fwd", None),
+    ("pyroi bwd", "pyroi bwd", None),
+    ("torchvision fwd", "torchvision fwd", "pyroi fwd"),
+    ("torchvision bwd", "torchvision bwd", "pyroi bwd"),
+    ("onnxruntime fwd", "onnxruntime fwd", "pyroi fwd"),
+)
+
+
+def format_table(rows) -> str:
+    """The results of :func:`run` as a Markdown table: medians in ms, a peer's time over
+    pyroi's in parentheses (above 1: pyroi is faster), and pyroi's forward over the memory
+    floor. Columns without any value (an absent peer) are left out."""
+    used = [col for col in _TABLE_COLUMNS if any(col[1] in results for _, _, results, _ in rows)]
+    header = ["workload", "threads"] + [f"{title} ms" for title, _, _ in used] + ["fwd/floor"]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for name, threads, results, floor in rows:
+        cells = [name, str(threads)]
+        for _, key, versus in used:
+            if key not in results:
+                cells.append("-")
+            elif versus is None:
+                cells.append(f"{results[key]:.2f}")
+            else:
+                cells.append(f"{results[key]:.2f} (x{results[key] / results[versus]:.1f})")
+        cells.append(f"{results['pyroi fwd'] / floor:.1f}")
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The benchmark's options (shared by ``pyroi bench`` and ``bench/bench.py``)."""
     parser.add_argument("-w", "--workload", action="append",
                         help="workload name (repeatable); default: all")
     parser.add_argument("-t", "--threads", type=int, action="append",
@@ -236,9 +274,17 @@ def main(argv=None) -> int:
     parser.add_argument("--repeat", type=int, default=7, help="pyroi repeats (median)")
     parser.add_argument("--peer-repeat", type=int, default=3, help="peer repeats (median)")
     parser.add_argument("--quick", action="store_true", help="3 pyroi repeats, 1 peer repeat")
-    args = parser.parse_args(argv)
+
+
+def run_from_args(args, parser: argparse.ArgumentParser) -> int:
+    """Run the benchmark as ``args`` (from :func:`add_arguments`) say and print the table;
+    a bad option is a usage error of ``parser`` (exit status 2)."""
     if args.quick:
         args.repeat, args.peer_repeat = 3, 1
+    for option, values in (("--threads", args.threads or []),
+                           ("--repeat", [args.repeat]), ("--peer-repeat", [args.peer_repeat])):
+        if any(v < 1 for v in values):
+            parser.error(f"{option} must be at least 1")
     rng = np.random.default_rng(2026)
     workloads = make_workloads(rng)
     if args.workload:
@@ -247,8 +293,16 @@ def main(argv=None) -> int:
         if unknown:
             parser.error(f"unknown workload(s) {sorted(unknown)}; choose from {sorted(known)}")
         workloads = [w for w in workloads if w.name in args.workload]
-    run(workloads, args.threads or [1, 2], args.repeat, args.peer_repeat)
+    rows = run(workloads, args.threads or [1, 2], args.repeat, args.peer_repeat)
+    print(format_table(rows), flush=True)
     return 0
+
+
+def main(argv=None) -> int:
+    """``bench/bench.py``: parse ``argv`` and run (``pyroi bench`` is the same)."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    add_arguments(parser)
+    return run_from_args(parser.parse_args(argv), parser)
 
 
 if __name__ == "__main__":
