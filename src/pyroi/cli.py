@@ -403,8 +403,12 @@ def main(argv: list[str] | None = None) -> int:
     Examples
     --------
     >>> from pyroi.cli import main
-    >>> main(["--version"])  # doctest: +SKIP
-    pyroi 0.1.0
+    >>> main(["pool", "--output-size", "1"])  # the embedded sample  # doctest: +ELLIPSIS
+    pyroi ...: pool on the embedded sample (pyroi/data/sample.npz)
+    ...
+      [0, 1, 1, 5, 4] ->  45.0000
+    ...
+    0
     """
     parser = build_parser()
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)

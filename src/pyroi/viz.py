@@ -69,7 +69,14 @@ class AxisSamples:
 
     @property
     def grid(self) -> int:
-        """Samples per bin along this axis."""
+        """Samples per bin along this axis.
+
+        Examples
+        --------
+        >>> from pyroi import viz
+        >>> viz.explain_roi_align([0, 0, 6, 3], 2, map_size=(8, 8)).cols.grid
+        3
+        """
         return int(self.coords.shape[1])
 
 
@@ -118,12 +125,26 @@ class RoIAlignGeometry:
 
     @property
     def grid(self) -> tuple[int, int]:
-        """Samples per bin ``(grid_h, grid_w)``."""
+        """Samples per bin ``(grid_h, grid_w)``.
+
+        Examples
+        --------
+        >>> from pyroi import viz
+        >>> viz.explain_roi_align([0, 0, 6, 3], 2, map_size=(8, 8)).grid
+        (2, 3)
+        """
         return self.rows.grid, self.cols.grid
 
     @property
     def count(self) -> int:
-        """The divisor of an average bin: ``max(grid_h * grid_w, 1)``."""
+        """The divisor of an average bin: ``max(grid_h * grid_w, 1)``.
+
+        Examples
+        --------
+        >>> from pyroi import viz
+        >>> viz.explain_roi_align([0, 0, 6, 3], 2, sampling_ratio=3, map_size=(8, 8)).count
+        9
+        """
         return max(self.rows.grid * self.cols.grid, 1)
 
 
