@@ -101,11 +101,13 @@ static int roi_align_workspace_add(size_t *total, size_t bytes)
 #define T float
 #define PYROI_TYPED(name) PYROI_CAT(name, _f32)
 #include "roi_align_template.h"
+#include "roi_align_explain_template.h"
 #undef PYROI_TYPED
 #undef T
 
 #define T double
 #define PYROI_TYPED(name) PYROI_CAT(name, _f64)
 #include "roi_align_template.h"
+#include "roi_align_explain_template.h"
 #undef PYROI_TYPED
 #undef T

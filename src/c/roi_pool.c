@@ -346,6 +346,7 @@ typedef int64_t roi_pool_index_f64;
 #define ROI_POOL_FLOOR floorf
 #define ROI_POOL_CEIL ceilf
 #include "roi_pool_template.h"
+#include "roi_pool_explain_template.h"
 #undef ROI_POOL_CEIL
 #undef ROI_POOL_FLOOR
 #undef ROI_POOL_ROUND
@@ -358,6 +359,7 @@ typedef int64_t roi_pool_index_f64;
 #define ROI_POOL_FLOOR floor
 #define ROI_POOL_CEIL ceil
 #include "roi_pool_template.h"
+#include "roi_pool_explain_template.h"
 #undef ROI_POOL_CEIL
 #undef ROI_POOL_FLOOR
 #undef ROI_POOL_ROUND

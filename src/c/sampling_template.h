@@ -73,13 +73,20 @@ static inline pyroi_status PYROI_TYPED(pyroi_sample_axis_from_edges)(
                                                     axis);
 }
 
+/* Feature coordinate where bin b begins (bin b = bins: where the last one ends). */
+static inline T PYROI_TYPED(pyroi_bin_origin)(const PYROI_TYPED(pyroi_sample_axis) *axis,
+                                              int64_t bin)
+{
+    return axis->start + (T)bin * axis->bin_size;
+}
+
 /* Coordinate of sample i of bin b: the centre of the i-th of grid equal parts of the bin,
  * evaluated as ((start + b*bin) + ((i + 0.5f) * bin) / grid) like the peers (the i + 0.5
  * term is formed in float, as theirs is). */
 static inline T PYROI_TYPED(pyroi_sample_position)(const PYROI_TYPED(pyroi_sample_axis) *axis,
                                                    int64_t bin, int64_t i)
 {
-    const T bin_origin = axis->start + (T)bin * axis->bin_size;
+    const T bin_origin = PYROI_TYPED(pyroi_bin_origin)(axis, bin);
     const T centre = (T)((float)i + 0.5f);
     return bin_origin + centre * axis->bin_size / (T)axis->grid;
 }

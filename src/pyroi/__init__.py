@@ -65,3 +65,9 @@ __all__ += ["onnx"]
 from pyroi import ascend  # noqa: E402
 
 __all__ += ["ascend"]
+
+# pyroi.viz: the geometry RoIAlign / RoIPool use for one box (from the C core) and pictures of
+# it (matplotlib, imported only when drawing: pip install pyroi[viz]).
+from pyroi import viz  # noqa: E402
+
+__all__ += ["viz"]

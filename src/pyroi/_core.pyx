@@ -6,6 +6,7 @@ strides, calls C without the GIL and turns a non-OK status into its exception cl
 arithmetic on data happens here; argument checking with good messages is in _validate.py.
 """
 from libc.stdint cimport int64_t, uint16_t
+from libc.stdint cimport int8_t
 
 from pyroi cimport _cpyroi as c
 
@@ -993,3 +994,110 @@ def roi_align_backward_f16(const uint16_t[:, :, :, :] grad_output, const float[:
 
 # Largest fixed sampling_ratio the C core accepts (_validate.MAX_SAMPLING_RATIO mirrors it).
 MAX_SAMPLING_RATIO = c.PYROI_MAX_SAMPLING_RATIO
+
+
+# ---- Explaining one RoI (pyroi.viz): the geometry the operators use ----------------------
+
+def roi_align_sample_grid(const real[::1] box, int64_t height, int64_t width,
+                          int64_t pooled_height, int64_t pooled_width, double spatial_scale_h,
+                          double spatial_scale_w, int64_t sampling_ratio, bint aligned):
+    """(grid_h, grid_w): the samples per bin of one box's RoIAlign grid."""
+    cdef c.pyroi_roi_align_params params
+    cdef int64_t grid[2]
+    cdef c.pyroi_status status
+    if box.shape[0] != 4:
+        raise ShapeError("pyroi: a box has 4 coordinates")
+    fill_roi_align_params(&params, pooled_height, pooled_width, spatial_scale_h,
+                          spatial_scale_w, sampling_ratio, aligned, 1)
+    with nogil:
+        if real is float:
+            status = c.pyroi_roi_align_sample_grid_f32(&box[0], height, width, &params, grid)
+        else:
+            status = c.pyroi_roi_align_sample_grid_f64(&box[0], height, width, &params, grid)
+    check_status(status)
+    return grid[0], grid[1]
+
+
+def roi_align_sample_axes(const real[::1] box, int64_t height, int64_t width,
+                          int64_t pooled_height, int64_t pooled_width, double spatial_scale_h,
+                          double spatial_scale_w, int64_t sampling_ratio, bint aligned,
+                          real[::1] row_coords, int64_t[:, ::1] row_taps,
+                          real[:, ::1] row_weights, int8_t[::1] row_in_map,
+                          real[::1] row_edges, real[::1] col_coords,
+                          int64_t[:, ::1] col_taps, real[:, ::1] col_weights,
+                          int8_t[::1] col_in_map, real[::1] col_edges):
+    """Fill the per-axis sample arrays of one box (sized from roi_align_sample_grid)."""
+    cdef c.pyroi_roi_align_params params
+    cdef c.pyroi_roi_align_axis_samples_f32 rows32, cols32
+    cdef c.pyroi_roi_align_axis_samples_f64 rows64, cols64
+    cdef c.pyroi_status status
+    if box.shape[0] != 4:
+        raise ShapeError("pyroi: a box has 4 coordinates")
+    if not (row_coords.shape[0] == row_taps.shape[0] == row_weights.shape[0]
+            == row_in_map.shape[0]) or row_taps.shape[1] != 2 or row_weights.shape[1] != 2:
+        raise ShapeError("pyroi: the row sample arrays differ in length")
+    if not (col_coords.shape[0] == col_taps.shape[0] == col_weights.shape[0]
+            == col_in_map.shape[0]) or col_taps.shape[1] != 2 or col_weights.shape[1] != 2:
+        raise ShapeError("pyroi: the column sample arrays differ in length")
+    if row_edges.shape[0] != pooled_height + 1 or col_edges.shape[0] != pooled_width + 1:
+        raise ShapeError("pyroi: bin edges need pooled size + 1 entries")
+    fill_roi_align_params(&params, pooled_height, pooled_width, spatial_scale_h,
+                          spatial_scale_w, sampling_ratio, aligned, 1)
+    if real is float:
+        rows32.capacity = row_coords.shape[0]
+        rows32.coords = &row_coords[0]
+        rows32.taps = &row_taps[0, 0]
+        rows32.weights = &row_weights[0, 0]
+        rows32.in_map = &row_in_map[0]
+        rows32.edges = &row_edges[0]
+        cols32.capacity = col_coords.shape[0]
+        cols32.coords = &col_coords[0]
+        cols32.taps = &col_taps[0, 0]
+        cols32.weights = &col_weights[0, 0]
+        cols32.in_map = &col_in_map[0]
+        cols32.edges = &col_edges[0]
+        with nogil:
+            status = c.pyroi_roi_align_sample_axes_f32(&box[0], height, width, &params,
+                                                       &rows32, &cols32)
+    else:
+        rows64.capacity = row_coords.shape[0]
+        rows64.coords = &row_coords[0]
+        rows64.taps = &row_taps[0, 0]
+        rows64.weights = &row_weights[0, 0]
+        rows64.in_map = &row_in_map[0]
+        rows64.edges = &row_edges[0]
+        cols64.capacity = col_coords.shape[0]
+        cols64.coords = &col_coords[0]
+        cols64.taps = &col_taps[0, 0]
+        cols64.weights = &col_weights[0, 0]
+        cols64.in_map = &col_in_map[0]
+        cols64.edges = &col_edges[0]
+        with nogil:
+            status = c.pyroi_roi_align_sample_axes_f64(&box[0], height, width, &params,
+                                                       &rows64, &cols64)
+    check_status(status)
+
+
+def roi_pool_bin_edges(const real[::1] box, int64_t height, int64_t width,
+                       double spatial_scale_h, double spatial_scale_w,
+                       int64_t[::1] roi_pixels, int64_t[:, ::1] row_edges,
+                       int64_t[:, ::1] col_edges):
+    """Fill RoIPool's quantised RoI (4,) and bin ranges (ph, 2), (pw, 2) of one box."""
+    cdef c.pyroi_roi_pool_params params
+    cdef c.pyroi_status status
+    if box.shape[0] != 4 or roi_pixels.shape[0] != 4:
+        raise ShapeError("pyroi: a box has 4 coordinates")
+    if row_edges.shape[1] != 2 or col_edges.shape[1] != 2:
+        raise ShapeError("pyroi: bin edges are (begin, end) pairs")
+    fill_roi_pool_params(&params, row_edges.shape[0], col_edges.shape[0], spatial_scale_h,
+                         spatial_scale_w, 1)
+    with nogil:
+        if real is float:
+            status = c.pyroi_roi_pool_bin_edges_f32(&box[0], height, width, &params,
+                                                    &roi_pixels[0], &row_edges[0, 0],
+                                                    &col_edges[0, 0])
+        else:
+            status = c.pyroi_roi_pool_bin_edges_f64(&box[0], height, width, &params,
+                                                    &roi_pixels[0], &row_edges[0, 0],
+                                                    &col_edges[0, 0])
+    check_status(status)

@@ -1,5 +1,6 @@
 # Mirror of src/c/include/pyroi.h for Cython, and nothing else.
 from libc.stdint cimport int64_t, uint16_t
+from libc.stdint cimport int8_t
 
 
 cdef extern from "pyroi.h" nogil:
@@ -348,3 +349,39 @@ cdef extern from "pyroi.h" nogil:
         const int64_t *batch_indices,
         uint16_t *grad_input, const int64_t *grad_input_shape,
         const int64_t *grad_input_strides, const pyroi_roi_align_params *params)
+
+    # Explaining one RoI (pictures): the geometry the operators use.
+    ctypedef struct pyroi_roi_align_axis_samples_f32:
+        int64_t capacity
+        float *coords
+        int64_t *taps
+        float *weights
+        int8_t *in_map
+        float *edges
+    ctypedef struct pyroi_roi_align_axis_samples_f64:
+        int64_t capacity
+        double *coords
+        int64_t *taps
+        double *weights
+        int8_t *in_map
+        double *edges
+
+    pyroi_status pyroi_roi_align_sample_grid_f32(
+        const float *box, int64_t height, int64_t width, const pyroi_roi_align_params *params,
+        int64_t *grid)
+    pyroi_status pyroi_roi_align_sample_grid_f64(
+        const double *box, int64_t height, int64_t width, const pyroi_roi_align_params *params,
+        int64_t *grid)
+    pyroi_status pyroi_roi_align_sample_axes_f32(
+        const float *box, int64_t height, int64_t width, const pyroi_roi_align_params *params,
+        pyroi_roi_align_axis_samples_f32 *rows, pyroi_roi_align_axis_samples_f32 *cols)
+    pyroi_status pyroi_roi_align_sample_axes_f64(
+        const double *box, int64_t height, int64_t width, const pyroi_roi_align_params *params,
+        pyroi_roi_align_axis_samples_f64 *rows, pyroi_roi_align_axis_samples_f64 *cols)
+
+    pyroi_status pyroi_roi_pool_bin_edges_f32(
+        const float *box, int64_t height, int64_t width, const pyroi_roi_pool_params *params,
+        int64_t *roi_pixels, int64_t *row_edges, int64_t *col_edges)
+    pyroi_status pyroi_roi_pool_bin_edges_f64(
+        const double *box, int64_t height, int64_t width, const pyroi_roi_pool_params *params,
+        int64_t *roi_pixels, int64_t *row_edges, int64_t *col_edges)

@@ -678,3 +678,79 @@ def onnx_negative_grid(coords: np.ndarray, scale: float, pooled: tuple[int, int]
             f"(its sample count grid_h * grid_w = {int(grid_h[k])} * {int(grid_w[k])} is "
             f"negative)"
         )
+
+
+# ---- pyroi.viz / pyroi explain: one box and a map size ------------------------------------
+
+# Most samples per axis that pyroi.viz computes for one box (a picture of more is unreadable
+# anyway); an adaptive grid of a huge box can ask for billions.
+MAX_EXPLAIN_SAMPLES = 1 << 16
+
+
+def float_dtype(value, name: str = "dtype") -> np.dtype:
+    """float32 or float64, from anything np.dtype accepts."""
+    try:
+        dtype = np.dtype(value)
+    except TypeError:
+        raise DTypeError(f"{name} must be float32 or float64, got {value!r}") from None
+    if dtype not in FLOAT_DTYPES:
+        raise DTypeError(f"{name} must be float32 or float64, got {dtype}")
+    return dtype
+
+
+def single_box(value, dtype: np.dtype, name: str = "box") -> np.ndarray:
+    """One box ``[x1, y1, x2, y2]`` of finite numbers, as a contiguous array of ``dtype``."""
+    array = _as_array(value, name)
+    if array.dtype.kind not in "iuf":
+        raise DTypeError(f"{name} must hold real numbers, got dtype {array.dtype}")
+    if array.shape != (4,):
+        raise ShapeError(f"{name} must be 4 numbers [x1, y1, x2, y2], got shape {array.shape}")
+    with np.errstate(over="ignore"):
+        box = np.ascontiguousarray(array, dtype=dtype)
+    if not np.isfinite(box).all():
+        raise BoxError(f"{name} must be finite in {dtype}, got {array.tolist()}")
+    return box
+
+
+def map_size(value, name: str = "map_size") -> tuple[int, int]:
+    """A feature map's ``(H, W)``: two non-negative integers."""
+    try:
+        dims = tuple(operator.index(d) for d in value)
+    except TypeError:
+        raise ArgumentTypeError(f"{name} must be two integers (H, W), got {value!r}") from None
+    if len(dims) != 2 or any(d < 0 or d > _INT64_MAX for d in dims):
+        raise ShapeError(f"{name} must be two non-negative integers (H, W), got {value!r}")
+    return dims
+
+
+def explain_sample_count(bins: int, grid: int, axis: str) -> int:
+    """The samples of one axis that pyroi.viz would compute, at most MAX_EXPLAIN_SAMPLES."""
+    count = bins * grid
+    if count > MAX_EXPLAIN_SAMPLES:
+        raise InvalidArgumentError(
+            f"the box has {bins} bins x {grid} samples along {axis}: more than the "
+            f"{MAX_EXPLAIN_SAMPLES} pyroi.viz draws (use a fixed sampling_ratio)"
+        )
+    return count
+
+
+def feature_plane(value, image: int, channel: int, name: str = "features") -> np.ndarray:
+    """One (H, W) plane of a float32/float64 array of 2 (H, W), 3 (C, H, W) or 4 (N, C, H, W)
+    dimensions."""
+    array = _as_array(value, name)
+    if array.dtype.newbyteorder("=") not in FLOAT_DTYPES:
+        raise DTypeError(f"{name} must be a float32 or float64 array, got dtype {array.dtype}")
+    if array.ndim not in (2, 3, 4):
+        raise ShapeError(
+            f"{name} must be (H, W), (C, H, W) or (N, C, H, W), got shape {array.shape}"
+        )
+    full = array.reshape((1,) * (4 - array.ndim) + array.shape)
+    for index, size, label in ((image, full.shape[0], "image"), (channel, full.shape[1],
+                                                                   "channel")):
+        if isinstance(index, (bool, np.bool_)) or not isinstance(index, (int, np.integer)):
+            raise ArgumentTypeError(f"{label} must be an integer, got {index!r}")
+        if not 0 <= index < size:
+            raise InvalidArgumentError(
+                f"{label} {index} is out of range for {name} of shape {array.shape}"
+            )
+    return _kernel_ready(np.ascontiguousarray(full[image, channel]))

@@ -42,6 +42,17 @@ class _RoILayer:
     # and _backward(grad_output, (input_shape, boxes, batch_indices, extra), num_threads).
 
     def __call__(self, input, boxes, *, batch_indices=None, num_threads=None):
+        """The forward of the bound operator on ``input`` and ``boxes`` (as the operator
+        function takes them); in training mode also keeps what :meth:`backward` needs.
+
+        Examples
+        --------
+        >>> import numpy as np, pyroi
+        >>> layer = pyroi.RoIPool(1)
+        >>> x = np.arange(16, dtype=np.float32).reshape(1, 1, 4, 4)
+        >>> layer(x, np.array([[0, 0, 0, 1, 1]], np.float32))[:, :, 0, 0]
+        array([[5.]], dtype=float32)
+        """
         output, saved = self._forward(input, boxes, batch_indices, num_threads)
         self._saved = None
         if self.training:
@@ -66,6 +77,18 @@ class _RoILayer:
         Returns
         -------
         ndarray of the last input's shape
+
+        Examples
+        --------
+        >>> import numpy as np, pyroi
+        >>> layer = pyroi.RoIPool(1)
+        >>> x = np.arange(16, dtype=np.float32).reshape(1, 1, 4, 4)
+        >>> y = layer(x, np.array([[0, 0, 0, 1, 1]], np.float32))
+        >>> layer.backward(np.ones_like(y), lda_coeff=2.0)[0, 0]
+        array([[0., 0., 0., 0.],
+               [0., 2., 0., 0.],
+               [0., 0., 0., 0.],
+               [0., 0., 0., 0.]], dtype=float32)
         """
         if self._saved is None:
             raise PyroiError(
@@ -87,7 +110,7 @@ class RoIAlign(_RoILayer):
     >>> layer = pyroi.RoIAlign(2, spatial_scale=1.0, sampling_ratio=2, aligned=True)
     >>> x = np.arange(16, dtype=np.float32).reshape(1, 1, 4, 4)
     >>> y = layer(x, np.array([[0, 0, 0, 4, 4]], np.float32))
-    >>> layer.backward(np.ones_like(y), lda_coeff=0.5).sum()
+    >>> float(layer.backward(np.ones_like(y), lda_coeff=0.5).sum())
     2.0
     """
 
@@ -124,7 +147,17 @@ class RoIAlign(_RoILayer):
 
 
 class RoIPool(_RoILayer):
-    """Layer form of :func:`pyroi.roi_pool` (torchvision ``RoIPool``)."""
+    """Layer form of :func:`pyroi.roi_pool` (torchvision ``RoIPool``).
+
+    Examples
+    --------
+    >>> import numpy as np, pyroi
+    >>> layer = pyroi.RoIPool(2, spatial_scale=0.5)
+    >>> x = np.arange(16, dtype=np.float32).reshape(1, 1, 4, 4)
+    >>> layer(x, np.array([[0, 0, 0, 6, 6]], np.float32))[0, 0]
+    array([[ 5.,  7.],
+           [13., 15.]], dtype=float32)
+    """
 
     def __init__(self, output_size, spatial_scale=1.0):
         super().__init__()
@@ -146,7 +179,16 @@ class RoIPool(_RoILayer):
 
 
 class PSRoIAlign(_RoILayer):
-    """Layer form of :func:`pyroi.ps_roi_align` (torchvision ``PSRoIAlign``)."""
+    """Layer form of :func:`pyroi.ps_roi_align` (torchvision ``PSRoIAlign``).
+
+    Examples
+    --------
+    >>> import numpy as np, pyroi
+    >>> layer = pyroi.PSRoIAlign(2, sampling_ratio=1)
+    >>> x = np.ones((1, 8, 5, 5), np.float32)  # 2 output channels x 2 x 2 bins
+    >>> layer(x, np.array([[0, 0, 0, 4, 4]], np.float32)).shape
+    (1, 2, 2, 2)
+    """
 
     def __init__(self, output_size, spatial_scale=1.0, sampling_ratio=-1):
         super().__init__()
@@ -171,7 +213,17 @@ class PSRoIAlign(_RoILayer):
 
 
 class PSRoIPool(_RoILayer):
-    """Layer form of :func:`pyroi.ps_roi_pool` (torchvision ``PSRoIPool``)."""
+    """Layer form of :func:`pyroi.ps_roi_pool` (torchvision ``PSRoIPool``).
+
+    Examples
+    --------
+    >>> import numpy as np, pyroi
+    >>> layer = pyroi.PSRoIPool(2)
+    >>> x = np.arange(100, dtype=np.float32).reshape(1, 4, 5, 5)
+    >>> layer(x, np.array([[0, 0, 0, 5, 5]], np.float32))
+    array([[[[ 6. , 32.5],
+             [63.5, 90. ]]]], dtype=float32)
+    """
 
     def __init__(self, output_size, spatial_scale=1.0):
         super().__init__()
@@ -193,7 +245,17 @@ class PSRoIPool(_RoILayer):
 
 class RoIAlignRotated(_RoILayer):
     """Layer form of :func:`pyroi.roi_align_rotated` (detectron2 ``ROIAlignRotated``; mmcv's
-    ``RoIAlignRotated`` with ``angle="radians"``)."""
+    ``RoIAlignRotated`` with ``angle="radians"``).
+
+    Examples
+    --------
+    >>> import numpy as np, pyroi
+    >>> layer = pyroi.RoIAlignRotated(2)
+    >>> x = np.arange(25, dtype=np.float32).reshape(1, 1, 5, 5)
+    >>> layer(x, np.array([[0, 2, 2, 2, 2, 0]], np.float32))[0, 0]
+    array([[ 6.,  7.],
+           [11., 12.]], dtype=float32)
+    """
 
     def __init__(self, output_size, spatial_scale=1.0, sampling_ratio=0, aligned=True,
                  clockwise=False, *, angle="degrees"):
@@ -342,6 +404,14 @@ class MultiScaleRoIAlign:
         Returns
         -------
         ndarray (sum L_i, C, ph, pw)
+
+        Examples
+        --------
+        >>> import numpy as np, pyroi
+        >>> pooler = pyroi.MultiScaleRoIAlign(["p2"], output_size=1, sampling_ratio=1)
+        >>> features = {"p2": np.full((1, 1, 8, 8), 3.0, np.float32)}
+        >>> pooler(features, [np.array([[0, 0, 16, 16]], np.float32)], [(32, 32)])
+        array([[[[3.]]]], dtype=float32)
         """
         features = self._selected_features(x)
         if not isinstance(boxes, (list, tuple)):
@@ -385,6 +455,20 @@ class MultiScaleRoIAlign:
             Gradient of the loss with respect to the last call's output.
         lda_coeff : float, default 1.0
             Factor applied to every gradient (a loss-derivative coefficient).
+
+        Returns
+        -------
+        dict of str -> ndarray
+            The gradient of each level's features (their shapes).
+
+        Examples
+        --------
+        >>> import numpy as np, pyroi
+        >>> pooler = pyroi.MultiScaleRoIAlign(["p2"], output_size=1, sampling_ratio=1)
+        >>> features = {"p2": np.zeros((1, 1, 8, 8), np.float32)}
+        >>> y = pooler(features, [np.array([[0, 0, 16, 16]], np.float32)], [(32, 32)])
+        >>> float(pooler.backward(np.ones_like(y))["p2"].sum())
+        1.0
         """
         if self._saved is None:
             raise PyroiError(

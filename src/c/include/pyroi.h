@@ -843,6 +843,94 @@ PYROI_API pyroi_status pyroi_roi_align_backward_f16(
     uint16_t *grad_input, const int64_t grad_input_shape[4],
     const int64_t grad_input_strides[4], const pyroi_roi_align_params *params);
 
+/* ------------------------------------------------------------------------------------------
+ * Explaining one RoI: the geometry the operators use, for pictures, teaching and debugging
+ * (pyroi.viz and `pyroi explain` draw from these). Each function evaluates one box with the
+ * operator's own code - the same sampler (sample positions, in-map test, bilinear taps) and
+ * the same RoIPool bin arithmetic as the forward and backward calls - so what is drawn is
+ * what is computed. Nothing here reads a feature map: height and width are its size.
+ * ---------------------------------------------------------------------------------------- */
+
+/* One axis (rows or columns) of a RoIAlign sampling grid, as arrays the caller owns. Sample i
+ * of bin b is entry b * grid + i (grid: the axis's samples per bin); capacity is the number
+ * of entries each array holds (taps and weights hold two values per entry). edges, when not
+ * NULL, receives the bins + 1 bin boundaries in feature-map pixels (bins: pooled_height for
+ * rows, pooled_width for columns): bin b spans [edges[b], edges[b + 1]], whose samples sit at
+ * the centres of grid equal parts (an inverted box has decreasing edges). */
+typedef struct pyroi_roi_align_axis_samples_f32 {
+    int64_t capacity; /* entries the arrays hold: at least bins * grid of the axis */
+    float *coords;    /* sample coordinate in feature-map pixels (before clamping) */
+    int64_t *taps;    /* pixels (lo, hi) the sample reads; (-1, -1) when not in the map */
+    float *weights;   /* their weights (w_lo, w_hi), w_lo + w_hi = 1; (0, 0) not in the map */
+    int8_t *in_map;   /* 1 when the coordinate is in [-1, extent] (the sample is read), else 0 */
+    float *edges;     /* NULL, or bins + 1 bin boundaries */
+} pyroi_roi_align_axis_samples_f32;
+typedef struct pyroi_roi_align_axis_samples_f64 {
+    int64_t capacity;
+    double *coords;
+    int64_t *taps;
+    double *weights;
+    int8_t *in_map;
+    double *edges;
+} pyroi_roi_align_axis_samples_f64;
+
+/* The sampling grid RoIAlign (avg and max mode, forward and backward) uses for one box:
+ *   box       x1, y1, x2, y2 in input-image pixels (one row of the operators' boxes).
+ *   height, width   the feature map's H and W (>= 0).
+ *   params    as for pyroi_roi_align_forward_* (num_threads is validated, not used).
+ *   grid      receives the samples per bin along y (grid[0]) and x (grid[1]); 0 on an axis
+ *             with no samples (an aligned, inverted box with adaptive sampling).
+ * Returns PYROI_OK; PYROI_E_NULL_POINTER / PYROI_E_INVALID_OUTPUT_SIZE / _SCALE /
+ * _SAMPLING_RATIO / _NUM_THREADS for params; PYROI_E_INVALID_SHAPE for a negative height or
+ * width; PYROI_E_NULL_POINTER for a NULL box or grid; PYROI_E_INVALID_BOX as the forward
+ * (non-finite coordinate, adaptive grid above PYROI_MAX_SAMPLING_GRID). Nothing is written on
+ * failure. Thread-safe. */
+PYROI_API pyroi_status pyroi_roi_align_sample_grid_f32(
+    const float box[4], int64_t height, int64_t width, const pyroi_roi_align_params *params,
+    int64_t grid[2]);
+PYROI_API pyroi_status pyroi_roi_align_sample_grid_f64(
+    const double box[4], int64_t height, int64_t width, const pyroi_roi_align_params *params,
+    int64_t grid[2]);
+
+/* Every sample of one box's RoIAlign grid, per axis: rows receives the pooled_height * grid[0]
+ * y samples, cols the pooled_width * grid[1] x samples (grid as pyroi_roi_align_sample_grid_*),
+ * each with its coordinate, whether it lies in [-1, extent] and, if so, its two taps and
+ * weights - the values the kernels use. Sample (iy, ix) of bin (ph, pw) reads the four pixels
+ * (row tap, column tap) with weights row weight * column weight, when both its y and x samples
+ * are in the map; an avg bin is the sum over its samples divided by max(grid[0] * grid[1], 1).
+ * Statuses as pyroi_roi_align_sample_grid_*, then PYROI_E_NULL_POINTER (rows or cols NULL, or
+ * an array NULL on an axis with samples) and PYROI_E_INVALID_SHAPE (a capacity below the
+ * axis's sample count). Nothing is written on failure. Thread-safe. */
+PYROI_API pyroi_status pyroi_roi_align_sample_axes_f32(
+    const float box[4], int64_t height, int64_t width, const pyroi_roi_align_params *params,
+    pyroi_roi_align_axis_samples_f32 *rows, pyroi_roi_align_axis_samples_f32 *cols);
+PYROI_API pyroi_status pyroi_roi_align_sample_axes_f64(
+    const double box[4], int64_t height, int64_t width, const pyroi_roi_align_params *params,
+    pyroi_roi_align_axis_samples_f64 *rows, pyroi_roi_align_axis_samples_f64 *cols);
+
+/* The quantised bins RoIPool (pyroi_roi_pool_forward_*) uses for one box:
+ *   box         x1, y1, x2, y2 in input-image pixels.
+ *   height, width   the feature map's H and W (>= 0).
+ *   params      as for pyroi_roi_pool_forward_* (num_threads is validated, not used).
+ *   roi_pixels  NULL, or receives the rounded RoI before clipping as pixel ranges: first row,
+ *               end row (exclusive), first column, end column (exclusive); it spans at
+ *               least one pixel per axis.
+ *   row_edges   2 * pooled_height values: bin ph covers rows [row_edges[2 ph],
+ *               row_edges[2 ph + 1]) of the map, clipped to [0, H] (empty when equal).
+ *   col_edges   2 * pooled_width values, the same for columns.
+ * Bin (ph, pw) of the forward is the maximum over rows x columns of its two ranges (0 when
+ * either is empty). Returns PYROI_OK; PYROI_E_NULL_POINTER / PYROI_E_INVALID_OUTPUT_SIZE /
+ * _SCALE / _NUM_THREADS for params; PYROI_E_INVALID_SHAPE for a negative height or width;
+ * PYROI_E_NULL_POINTER for a NULL box, row_edges or col_edges; PYROI_E_INVALID_BOX as the
+ * forward (a coordinate not finite, also after scaling). Nothing is written on failure.
+ * Thread-safe. */
+PYROI_API pyroi_status pyroi_roi_pool_bin_edges_f32(
+    const float box[4], int64_t height, int64_t width, const pyroi_roi_pool_params *params,
+    int64_t roi_pixels[4], int64_t *row_edges, int64_t *col_edges);
+PYROI_API pyroi_status pyroi_roi_pool_bin_edges_f64(
+    const double box[4], int64_t height, int64_t width, const pyroi_roi_pool_params *params,
+    int64_t roi_pixels[4], int64_t *row_edges, int64_t *col_edges);
+
 #ifdef __cplusplus
 }
 #endif

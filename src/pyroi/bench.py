@@ -1,0 +1,309 @@
+"""Side-by-side benchmark of pyroi and the installed peers (torchvision, onnxruntime).
+
+Every workload runs pyroi and each available peer in this one process on the same arrays, at
+each requested thread count, and reports medians, the speed-up over each peer and the memory
+floor (the time to stream the input once and write the output once with NumPy): progress
+lines on stderr while it runs, a table on stdout at the end. No number here is asserted
+anywhere; quote ratios, not absolute times (machines are shared and noisy).
+
+    pyroi bench                      # every workload, 1 and 2 threads
+    pyroi bench --quick              # fewer repeats
+    pyroi bench -w box_head -t 1     # one workload, one thread count
+
+(``python bench/bench.py ...`` in a source checkout is the same program.)
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+import pyroi
+import pyroi.onnx
+
+
+@dataclass
+class Workload:
+    name: str
+    description: str
+    features: np.ndarray
+    boxes: np.ndarray  # (K, 5) [batch, x1, y1, x2, y2]
+    output_size: int
+    spatial_scale: float
+    sampling_ratio: int
+    aligned: bool
+    backward: bool = True
+    extra: dict = field(default_factory=dict)
+    op: str = "roi_align"  # or "roi_pool" (sampling_ratio, aligned unused), "onnx_max"
+
+
+def random_boxes(rng, count, images, image_h, image_w, min_side, max_side):
+    """Boxes with log-uniform sides, centred anywhere in the image."""
+    sides = np.exp(rng.uniform(np.log(min_side), np.log(max_side), (count, 2)))
+    centres = rng.uniform(0, 1, (count, 2)) * [image_w, image_h]
+    x1y1 = centres - sides / 2
+    boxes = np.concatenate([x1y1, x1y1 + sides], axis=1)
+    batch = rng.integers(0, images, count)
+    return np.concatenate([batch[:, None], boxes], axis=1).astype(np.float32)
+
+
+def make_workloads(rng) -> list[Workload]:
+    box_features = rng.standard_normal((2, 256, 200, 272), dtype=np.float32)
+    box_boxes = random_boxes(rng, 1000, 2, 800, 1088, 16, 256)
+    mask_boxes = random_boxes(rng, 100, 2, 800, 1088, 32, 400)
+    vgg = rng.standard_normal((1, 512, 38, 50), dtype=np.float32)
+    vgg_boxes = random_boxes(rng, 300, 1, 600, 800, 32, 500)
+    fpn_p5 = rng.standard_normal((1, 256, 100, 136), dtype=np.float32)
+    large_boxes = random_boxes(rng, 300, 1, 800, 1088, 200, 800)
+    small_boxes = random_boxes(rng, 64, 2, 800, 1088, 16, 256)
+    return [
+        Workload("box_head", "Mask R-CNN box head: 2x256x200x272, 1000 boxes, 7x7, sr 2, aligned",
+                 box_features, box_boxes, 7, 0.25, 2, True),
+        Workload("mask_head", "mask head: 2x256x200x272, 100 boxes, 14x14, sr 2, aligned",
+                 box_features, mask_boxes, 14, 0.25, 2, True),
+        Workload("adaptive_large", "adaptive sampling: 1x256x100x136, 300 boxes 200-800 px at "
+                 "1/8, 7x7, sr 0", fpn_p5, large_boxes, 7, 0.125, 0, False),
+        Workload("vgg_conv5_align", "Fast R-CNN VGG conv5 1x512x38x50, 300 boxes, 7x7, sr 2, "
+                 "legacy", vgg, vgg_boxes, 7, 1 / 16, 2, False),
+        Workload("small_call", "small call: 2x256x200x272, 64 boxes, 7x7, sr 2, aligned",
+                 box_features, small_boxes, 7, 0.25, 2, True),
+        Workload("onnx_max", "ONNX RoiAlign mode=max (max of weighted taps): 2x256x200x272, "
+                 "1000 boxes, 7x7, sr 2, half_pixel", box_features, box_boxes, 7, 0.25, 2, True,
+                 backward=False, op="onnx_max"),
+        Workload("vgg_conv5_pool", "RoIPool, Fast R-CNN VGG conv5 1x512x38x50, 300 boxes, 7x7",
+                 vgg, vgg_boxes, 7, 1 / 16, 0, False, op="roi_pool"),
+    ]
+
+
+def median_ms(fn, repeat: int, warmup: int = 1) -> float:
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        times.append((time.perf_counter() - start) * 1e3)
+    return statistics.median(times)
+
+
+def memory_floor_ms(features: np.ndarray, out_shape: tuple, repeat: int) -> float:
+    """Read every input byte once and write every output byte once, with NumPy."""
+    out = np.empty(out_shape, dtype=features.dtype)
+    return median_ms(lambda: features.sum(), repeat) + median_ms(lambda: out.fill(0), repeat)
+
+
+def load_torchvision():
+    try:
+        import torch
+        import torchvision.ops
+    except Exception:  # any failure means the peer is absent
+        return None
+    return torch, torchvision.ops
+
+
+def load_onnxruntime():
+    try:
+        import onnx
+        import onnxruntime
+    except Exception:
+        return None
+    return onnx, onnxruntime
+
+
+def onnx_roi_align_session(onnx, ort, w: Workload, threads: int):
+    from onnx import TensorProto, helper
+
+    node = helper.make_node(
+        "RoiAlign", ["X", "rois", "batch_indices"], ["Y"],
+        mode="max" if w.op == "onnx_max" else "avg",
+        output_height=w.output_size, output_width=w.output_size,
+        sampling_ratio=max(w.sampling_ratio, 0), spatial_scale=w.spatial_scale,
+        coordinate_transformation_mode="half_pixel" if w.aligned else "output_half_pixel")
+    graph = helper.make_graph(
+        [node], "roialign",
+        [helper.make_tensor_value_info("X", TensorProto.FLOAT, None),
+         helper.make_tensor_value_info("rois", TensorProto.FLOAT, None),
+         helper.make_tensor_value_info("batch_indices", TensorProto.INT64, None)],
+        [helper.make_tensor_value_info("Y", TensorProto.FLOAT, None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 16)])
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = threads
+    options.inter_op_num_threads = 1
+    return ort.InferenceSession(model.SerializeToString(), options,
+                                providers=["CPUExecutionProvider"])
+
+
+def pyroi_calls(w: Workload, threads: int, grad: np.ndarray):
+    """(forward, backward) of pyroi for the workload's op."""
+    if w.op == "onnx_max":
+        rois = np.ascontiguousarray(w.boxes[:, 1:])
+        images = w.boxes[:, 0].astype(np.int64)
+        return (lambda: pyroi.onnx.roi_align(
+            w.features, rois, images, mode="max", output_height=w.output_size,
+            output_width=w.output_size, sampling_ratio=w.sampling_ratio,
+            spatial_scale=w.spatial_scale,
+            coordinate_transformation_mode="half_pixel" if w.aligned else "output_half_pixel",
+            num_threads=threads), None)
+    if w.op == "roi_pool":
+        size, scale = w.output_size, w.spatial_scale
+        _, argmax = pyroi.roi_pool(w.features, w.boxes, size, scale, return_argmax=True)
+        return (lambda: pyroi.roi_pool(w.features, w.boxes, size, scale, num_threads=threads),
+                lambda: pyroi.roi_pool_backward(grad, w.boxes, argmax, w.features.shape, size,
+                                                scale, num_threads=threads))
+    args = (w.output_size, w.spatial_scale, w.sampling_ratio, w.aligned)
+    return (lambda: pyroi.roi_align(w.features, w.boxes, *args, num_threads=threads),
+            lambda: pyroi.roi_align_backward(grad, w.boxes, w.features.shape, *args[1:],
+                                             num_threads=threads))
+
+
+def torchvision_op(ops, w: Workload):
+    """torchvision's function for the workload, called as op(x, boxes)."""
+    if w.op == "roi_pool":
+        return lambda x, b: ops.roi_pool(x, b, w.output_size, w.spatial_scale)
+    args = (w.output_size, w.spatial_scale, w.sampling_ratio, w.aligned)
+    return lambda x, b: ops.roi_align(x, b, *args)
+
+
+def run(workloads, thread_counts, repeat, peer_repeat, progress=None):
+    """Measure every workload at every thread count; progress lines go to ``progress``
+    (default stderr). Returns rows ``(workload name, threads, results, floor ms)``."""
+    progress = sys.stderr if progress is None else progress
+    tv = load_torchvision()
+    ox = load_onnxruntime()
+    print(f"pyroi {pyroi.__version__}; torchvision: {'yes' if tv else 'absent'}; "
+          f"onnxruntime: {'yes' if ox else 'absent'}; {os.cpu_count()} CPUs", file=progress,
+          flush=True)
+    rows = []
+    for w in workloads:
+        k = len(w.boxes)
+        out_shape = (k, w.features.shape[1], w.output_size, w.output_size)
+        floor = memory_floor_ms(w.features, out_shape, repeat)
+        print(f"\n{w.name}: {w.description}", file=progress, flush=True)
+        grad = np.ones(out_shape, dtype=w.features.dtype)
+        for threads in thread_counts:
+            results = {}
+            pyroi_forward, pyroi_backward = pyroi_calls(w, threads, grad)
+            results["pyroi fwd"] = median_ms(pyroi_forward, repeat)
+            if w.backward:
+                results["pyroi bwd"] = median_ms(pyroi_backward, repeat)
+            if tv and w.op != "onnx_max":  # torchvision has no ONNX-style max
+                torch, ops = tv
+                torch.set_num_threads(threads)
+                xt = torch.from_numpy(w.features)
+                bt = torch.from_numpy(w.boxes)
+                op = torchvision_op(ops, w)
+                results["torchvision fwd"] = median_ms(lambda: op(xt, bt), peer_repeat)
+                if w.backward:
+                    xg = xt.clone().requires_grad_()
+                    gt = torch.from_numpy(grad)
+
+                    def torch_backward():
+                        xg.grad = None
+                        op(xg, bt).backward(gt)
+
+                    results["torchvision fwd+bwd"] = median_ms(torch_backward, peer_repeat)
+                    results["torchvision bwd"] = max(
+                        results["torchvision fwd+bwd"] - results["torchvision fwd"], 1e-9)
+            if ox and w.op in ("roi_align", "onnx_max"):
+                onnx, ort = ox
+                session = onnx_roi_align_session(onnx, ort, w, threads)
+                feeds = {"X": w.features, "rois": np.ascontiguousarray(w.boxes[:, 1:]),
+                         "batch_indices": w.boxes[:, 0].astype(np.int64)}
+                results["onnxruntime fwd"] = median_ms(lambda: session.run(None, feeds),
+                                                       peer_repeat)
+            line = [f"  threads={threads}: pyroi fwd {results['pyroi fwd']:8.2f} ms"]
+            for peer in ("torchvision fwd", "onnxruntime fwd"):
+                if peer in results:
+                    line.append(f"{peer.split()[0]} {results[peer]:8.2f} ms "
+                                f"(x{results[peer] / results['pyroi fwd']:6.1f})")
+            line.append(f"floor {floor:6.2f} ms (pyroi/floor {results['pyroi fwd'] / floor:5.1f})")
+            print(" | ".join(line), file=progress, flush=True)
+            if w.backward:
+                line = [f"  threads={threads}: pyroi bwd {results['pyroi bwd']:8.2f} ms"]
+                if "torchvision bwd" in results:
+                    line.append(f"torchvision bwd {results['torchvision bwd']:8.2f} ms "
+                                f"(x{results['torchvision bwd'] / results['pyroi bwd']:6.1f})")
+                print(" | ".join(line), file=progress, flush=True)
+            rows.append((w.name, threads, results, floor))
+    return rows
+
+
+# Columns of the final table: (title, key in results, peer key to compare with pyroi).
+_TABLE_COLUMNS = (
+    ("pyroi fwd", "pyroi fwd", None),
+    ("pyroi bwd", "pyroi bwd", None),
+    ("torchvision fwd", "torchvision fwd", "pyroi fwd"),
+    ("torchvision bwd", "torchvision bwd", "pyroi bwd"),
+    ("onnxruntime fwd", "onnxruntime fwd", "pyroi fwd"),
+)
+
+
+def format_table(rows) -> str:
+    """The results of :func:`run` as a Markdown table: medians in ms, a peer's time over
+    pyroi's in parentheses (above 1: pyroi is faster), and pyroi's forward over the memory
+    floor. Columns without any value (an absent peer) are left out."""
+    used = [col for col in _TABLE_COLUMNS if any(col[1] in results for _, _, results, _ in rows)]
+    header = ["workload", "threads"] + [f"{title} ms" for title, _, _ in used] + ["fwd/floor"]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for name, threads, results, floor in rows:
+        cells = [name, str(threads)]
+        for _, key, versus in used:
+            if key not in results:
+                cells.append("-")
+            elif versus is None:
+                cells.append(f"{results[key]:.2f}")
+            else:
+                cells.append(f"{results[key]:.2f} (x{results[key] / results[versus]:.1f})")
+        cells.append(f"{results['pyroi fwd'] / floor:.1f}")
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The benchmark's options (shared by ``pyroi bench`` and ``bench/bench.py``)."""
+    parser.add_argument("-w", "--workload", action="append",
+                        help="workload name (repeatable); default: all")
+    parser.add_argument("-t", "--threads", type=int, action="append",
+                        help="thread count (repeatable); default: 1 and 2")
+    parser.add_argument("--repeat", type=int, default=7, help="pyroi repeats (median)")
+    parser.add_argument("--peer-repeat", type=int, default=3, help="peer repeats (median)")
+    parser.add_argument("--quick", action="store_true", help="3 pyroi repeats, 1 peer repeat")
+
+
+def run_from_args(args, parser: argparse.ArgumentParser) -> int:
+    """Run the benchmark as ``args`` (from :func:`add_arguments`) say and print the table;
+    a bad option is a usage error of ``parser`` (exit status 2)."""
+    if args.quick:
+        args.repeat, args.peer_repeat = 3, 1
+    for option, values in (("--threads", args.threads or []),
+                           ("--repeat", [args.repeat]), ("--peer-repeat", [args.peer_repeat])):
+        if any(v < 1 for v in values):
+            parser.error(f"{option} must be at least 1")
+    rng = np.random.default_rng(2026)
+    workloads = make_workloads(rng)
+    if args.workload:
+        known = {w.name for w in workloads}
+        unknown = set(args.workload) - known
+        if unknown:
+            parser.error(f"unknown workload(s) {sorted(unknown)}; choose from {sorted(known)}")
+        workloads = [w for w in workloads if w.name in args.workload]
+    rows = run(workloads, args.threads or [1, 2], args.repeat, args.peer_repeat)
+    print(format_table(rows), flush=True)
+    return 0
+
+
+def main(argv=None) -> int:
+    """``bench/bench.py``: parse ``argv`` and run (``pyroi bench`` is the same)."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    add_arguments(parser)
+    return run_from_args(parser.parse_args(argv), parser)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

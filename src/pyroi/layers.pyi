@@ -1,0 +1,116 @@
+"""Type stubs of pyroi.layers (layer objects with a training mode; exported from pyroi)."""
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy.typing as npt
+
+__all__ = ["MultiScaleRoIAlign", "PSRoIAlign", "PSRoIPool", "RoIAlign", "RoIAlignRotated",
+           "RoIPool"]
+
+class _RoILayer:
+    training: bool
+    def __call__(
+        self,
+        input: npt.ArrayLike,
+        boxes: npt.ArrayLike,
+        *,
+        batch_indices: npt.ArrayLike | None = None,
+        num_threads: int | None = None,
+    ) -> npt.NDArray[Any]: ...
+    def backward(
+        self,
+        grad_output: npt.ArrayLike,
+        lda_coeff: float = 1.0,
+        *,
+        num_threads: int | None = None,
+    ) -> npt.NDArray[Any]: ...
+
+class RoIAlign(_RoILayer):
+    output_size: tuple[int, int]
+    spatial_scale: float
+    sampling_ratio: int
+    aligned: bool
+    mode: str
+    def __init__(
+        self,
+        output_size: int | tuple[int, int],
+        spatial_scale: float = 1.0,
+        sampling_ratio: int = -1,
+        aligned: bool = False,
+        mode: str = "avg",
+    ) -> None: ...
+
+class RoIPool(_RoILayer):
+    output_size: tuple[int, int]
+    spatial_scale: float
+    def __init__(self, output_size: int | tuple[int, int], spatial_scale: float = 1.0) -> None: ...
+
+class PSRoIAlign(_RoILayer):
+    output_size: tuple[int, int]
+    spatial_scale: float
+    sampling_ratio: int
+    def __init__(
+        self,
+        output_size: int | tuple[int, int],
+        spatial_scale: float = 1.0,
+        sampling_ratio: int = -1,
+    ) -> None: ...
+
+class PSRoIPool(_RoILayer):
+    output_size: tuple[int, int]
+    spatial_scale: float
+    def __init__(self, output_size: int | tuple[int, int], spatial_scale: float = 1.0) -> None: ...
+
+class RoIAlignRotated(_RoILayer):
+    output_size: tuple[int, int]
+    spatial_scale: float
+    sampling_ratio: int
+    aligned: bool
+    clockwise: bool
+    angle: str
+    def __init__(
+        self,
+        output_size: int | tuple[int, int],
+        spatial_scale: float = 1.0,
+        sampling_ratio: int = 0,
+        aligned: bool = True,
+        clockwise: bool = False,
+        *,
+        angle: str = "degrees",
+    ) -> None: ...
+
+class MultiScaleRoIAlign:
+    featmap_names: list[str]
+    output_size: tuple[int, int]
+    sampling_ratio: int
+    canonical_scale: int
+    canonical_level: int
+    scales: list[float] | None
+    min_level: int | None
+    max_level: int | None
+    training: bool
+    def __init__(
+        self,
+        featmap_names: Sequence[str],
+        output_size: int | tuple[int, int],
+        sampling_ratio: int,
+        *,
+        canonical_scale: int = 224,
+        canonical_level: int = 4,
+    ) -> None: ...
+    def __call__(
+        self,
+        x: Mapping[str, npt.ArrayLike],
+        boxes: Sequence[npt.ArrayLike],
+        image_shapes: Sequence[tuple[int, int]],
+        *,
+        num_threads: int | None = None,
+    ) -> npt.NDArray[Any]: ...
+    def backward(
+        self,
+        grad_output: npt.ArrayLike,
+        lda_coeff: float = 1.0,
+        *,
+        num_threads: int | None = None,
+    ) -> dict[str, npt.NDArray[Any]]: ...

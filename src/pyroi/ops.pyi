@@ -1,0 +1,153 @@
+"""Type stubs of pyroi.ops (the operators; exported from pyroi)."""
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+__all__ = [
+    "ps_roi_align",
+    "ps_roi_align_backward",
+    "ps_roi_pool",
+    "ps_roi_pool_backward",
+    "roi_align",
+    "roi_align_backward",
+    "roi_align_rotated",
+    "roi_align_rotated_backward",
+    "roi_pool",
+    "roi_pool_backward",
+]
+
+def roi_align(
+    input: npt.ArrayLike,
+    boxes: npt.ArrayLike,
+    output_size: int | tuple[int, int],
+    spatial_scale: float = 1.0,
+    sampling_ratio: int = -1,
+    aligned: bool = False,
+    *,
+    mode: str = "avg",
+    return_argmax: bool = False,
+    batch_indices: npt.ArrayLike | None = None,
+    layout: str = "NCHW",
+    num_threads: int | None = None,
+    out: npt.NDArray[Any] | None = None,
+) -> npt.NDArray[Any] | tuple[npt.NDArray[Any], npt.NDArray[np.int64]]: ...
+
+def roi_align_backward(
+    grad_output: npt.ArrayLike,
+    boxes: npt.ArrayLike,
+    input_shape: Sequence[int],
+    spatial_scale: float = 1.0,
+    sampling_ratio: int = -1,
+    aligned: bool = False,
+    *,
+    mode: str = "avg",
+    argmax: npt.ArrayLike | None = None,
+    batch_indices: npt.ArrayLike | None = None,
+    layout: str = "NCHW",
+    num_threads: int | None = None,
+    out: npt.NDArray[Any] | None = None,
+) -> npt.NDArray[Any]: ...
+
+def roi_pool(
+    input: npt.ArrayLike,
+    boxes: npt.ArrayLike,
+    output_size: int | tuple[int, int],
+    spatial_scale: float = 1.0,
+    *,
+    return_argmax: bool = False,
+    batch_indices: npt.ArrayLike | None = None,
+    num_threads: int | None = None,
+    out: npt.NDArray[Any] | None = None,
+) -> npt.NDArray[Any] | tuple[npt.NDArray[Any], npt.NDArray[np.int64]]: ...
+
+def roi_pool_backward(
+    grad_output: npt.ArrayLike,
+    boxes: npt.ArrayLike,
+    argmax: npt.ArrayLike,
+    input_shape: Sequence[int],
+    output_size: int | tuple[int, int],
+    spatial_scale: float = 1.0,
+    *,
+    batch_indices: npt.ArrayLike | None = None,
+    num_threads: int | None = None,
+    out: npt.NDArray[Any] | None = None,
+) -> npt.NDArray[Any]: ...
+
+def ps_roi_align(
+    input: npt.ArrayLike,
+    boxes: npt.ArrayLike,
+    output_size: int | tuple[int, int],
+    spatial_scale: float = 1.0,
+    sampling_ratio: int = -1,
+    *,
+    batch_indices: npt.ArrayLike | None = None,
+    num_threads: int | None = None,
+    out: npt.NDArray[Any] | None = None,
+) -> npt.NDArray[Any]: ...
+
+def ps_roi_align_backward(
+    grad_output: npt.ArrayLike,
+    boxes: npt.ArrayLike,
+    input_shape: Sequence[int],
+    spatial_scale: float = 1.0,
+    sampling_ratio: int = -1,
+    *,
+    batch_indices: npt.ArrayLike | None = None,
+    num_threads: int | None = None,
+    out: npt.NDArray[Any] | None = None,
+) -> npt.NDArray[Any]: ...
+
+def ps_roi_pool(
+    input: npt.ArrayLike,
+    boxes: npt.ArrayLike,
+    output_size: int | tuple[int, int],
+    spatial_scale: float = 1.0,
+    *,
+    batch_indices: npt.ArrayLike | None = None,
+    num_threads: int | None = None,
+    out: npt.NDArray[Any] | None = None,
+) -> npt.NDArray[Any]: ...
+
+def ps_roi_pool_backward(
+    grad_output: npt.ArrayLike,
+    boxes: npt.ArrayLike,
+    input_shape: Sequence[int],
+    spatial_scale: float = 1.0,
+    *,
+    batch_indices: npt.ArrayLike | None = None,
+    num_threads: int | None = None,
+    out: npt.NDArray[Any] | None = None,
+) -> npt.NDArray[Any]: ...
+
+def roi_align_rotated(
+    input: npt.ArrayLike,
+    rois: npt.ArrayLike,
+    output_size: int | tuple[int, int],
+    spatial_scale: float = 1.0,
+    sampling_ratio: int = 0,
+    aligned: bool = True,
+    clockwise: bool = False,
+    *,
+    angle: str = "degrees",
+    batch_indices: npt.ArrayLike | None = None,
+    num_threads: int | None = None,
+    out: npt.NDArray[Any] | None = None,
+) -> npt.NDArray[Any]: ...
+
+def roi_align_rotated_backward(
+    grad_output: npt.ArrayLike,
+    rois: npt.ArrayLike,
+    input_shape: Sequence[int],
+    spatial_scale: float = 1.0,
+    sampling_ratio: int = 0,
+    aligned: bool = True,
+    clockwise: bool = False,
+    *,
+    angle: str = "degrees",
+    batch_indices: npt.ArrayLike | None = None,
+    num_threads: int | None = None,
+    out: npt.NDArray[Any] | None = None,
+) -> npt.NDArray[Any]: ...

@@ -1,0 +1,221 @@
+"""The ``pyroi`` command line: every subcommand as a subprocess (exit codes, messages,
+files it writes), and the file formats through ``pyroi.cli.main`` in this process."""
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import pyroi
+from pyroi import cli
+
+# Run the installed package, from a directory outside the source tree.
+_ENV = dict(os.environ, PYTHONPATH=os.pathsep.join(
+    [os.path.dirname(os.path.dirname(os.path.abspath(pyroi.__file__)))]
+    + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]))
+
+
+def run(args, cwd, prelude="pass"):
+    """``python -m pyroi ARGS`` (with Python code run first, e.g. to hide a module)."""
+    code = f"{prelude}; import sys, runpy; sys.argv = ['pyroi'] + {list(args)!r}; " \
+           "runpy.run_module('pyroi', run_name='__main__', alter_sys=True)"
+    return subprocess.run([sys.executable, "-c", code], cwd=cwd, env=_ENV,
+                          capture_output=True, text=True, timeout=120)
+
+
+@pytest.fixture
+def files(tmp_path):
+    rng = np.random.default_rng(3)
+    features = rng.random((2, 8, 12, 14)).astype(np.float32)
+    boxes = np.array([[0, 1, 1, 10, 12], [1, 3, 4, 18, 9], [0, 2.5, 0.5, 6, 7]], np.float32)
+    np.save(tmp_path / "features.npy", features)
+    np.savez(tmp_path / "features.npz", other=np.zeros(3), maps=features)
+    np.save(tmp_path / "boxes.npy", boxes)
+    (tmp_path / "boxes4.csv").write_text(
+        "x1,y1,x2,y2\n" + "".join(",".join(f"{v:g}" for v in b[1:]) + "\n" for b in boxes))
+    (tmp_path / "boxes5.csv").write_text(
+        "# image, x1, y1, x2, y2\n" + "".join(",".join(f"{v:g}" for v in b) + "\n"
+                                               for b in boxes))
+    (tmp_path / "boxes.json").write_text(json.dumps(
+        {"boxes": boxes[:, 1:].tolist(), "batch_indices": boxes[:, 0].astype(int).tolist()}))
+    (tmp_path / "rows.json").write_text(json.dumps(boxes.tolist()))
+    rois = np.array([[0, 6, 5, 8, 4, 30], [1, 3, 3, 2, 6, -10]], np.float32)
+    np.save(tmp_path / "rois.npy", rois)
+    return tmp_path, features, boxes, rois
+
+
+# ---- subprocesses: every subcommand ----------------------------------------------------------
+
+def test_sample_run(tmp_path):
+    result = run([], tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "embedded sample" in result.stdout and "(4, 8, 2, 2)" in result.stdout
+    # the bins of the first box (inside the map) are checkable by hand: 10 * row + col
+    assert "19.5000   21.5000   34.5000   36.5000" in result.stdout
+    result = run(["align", "-o", "sample.npy", "--aligned", "--sampling-ratio", "2"], tmp_path)
+    assert result.returncode == 0, result.stderr
+    sample = np.load(os.path.join(os.path.dirname(pyroi.__file__), "data", "sample.npz"))
+    expected = pyroi.roi_align(sample["features"], sample["boxes"], 2, 1.0, 2, True)
+    np.testing.assert_array_equal(np.load(tmp_path / "sample.npy"), expected)
+
+
+@pytest.mark.parametrize("op, function, extra", [
+    ("align", pyroi.roi_align, {}),
+    ("pool", pyroi.roi_pool, {}),
+    ("ps-align", pyroi.ps_roi_align, {}),
+    ("ps-pool", pyroi.ps_roi_pool, {}),
+    ("align-rotated", pyroi.roi_align_rotated, {}),
+])
+def test_each_op_writes_what_the_api_returns(files, op, function, extra):
+    path, features, boxes, rois = files
+    rotated = op == "align-rotated"
+    result = run([op, "features.npy", "rois.npy" if rotated else "boxes.npy", "-o", "out.npy",
+                  "--spatial-scale", "0.5"], path)
+    assert result.returncode == 0, result.stderr
+    assert "out.npy" in result.stdout and "float32" in result.stdout
+    expected = function(features, rois if rotated else boxes, 2, 0.5)
+    np.testing.assert_array_equal(np.load(path / "out.npy"), expected)
+
+
+def test_explain_writes_a_png(files):
+    pytest.importorskip("matplotlib")
+    import matplotlib.image
+
+    path, *_ = files
+    result = run(["explain", "--box", "1.2,0.7,4.1,3.3", "--output-size", "2",
+                  "--sampling-ratio", "2", "--aligned", "-o", "explain.png"], path)
+    assert result.returncode == 0, result.stderr
+    with open(path / "explain.png", "rb") as png:
+        assert png.read(8) == b"\x89PNG\r\n\x1a\n"
+    assert matplotlib.image.imread(path / "explain.png").shape[:2] == (600, 1200)
+
+
+def test_explain_without_matplotlib(tmp_path):
+    result = run(["explain", "--box", "1,1,3,3"], tmp_path,
+                 prelude="import sys; sys.modules['matplotlib'] = None")
+    assert result.returncode == 1
+    assert "pip install pyroi[viz]" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_bench_prints_a_table(tmp_path):
+    # peers hidden: the run must not need them (and stays fast); progress goes to stderr
+    result = run(["bench", "--quick", "-w", "small_call", "-t", "1"], tmp_path,
+                 prelude="import sys; sys.modules['torch'] = sys.modules['onnx'] = None")
+    assert result.returncode == 0, result.stderr
+    assert "torchvision: absent" in result.stderr and "small_call:" in result.stderr
+    lines = result.stdout.strip().splitlines()
+    assert lines[0].startswith("| workload | threads | pyroi fwd ms | pyroi bwd ms |")
+    assert "torchvision" not in lines[0]
+    assert lines[2].startswith("| small_call | 1 |")
+    assert run(["bench", "-w", "nope"], tmp_path).returncode == 2
+
+
+@pytest.mark.parametrize("command", [[], ["align"], ["pool"], ["ps-align"], ["ps-pool"],
+                                     ["align-rotated"], ["explain"], ["bench"]])
+def test_help(tmp_path, command):
+    result = run(command + ["--help"], tmp_path)
+    assert result.returncode == 0
+    assert result.stdout.startswith("usage: pyroi")
+
+
+@pytest.mark.parametrize("args, message", [
+    (["align", "missing.npy", "boxes.npy"], "missing.npy"),
+    (["align", "features.npy", "nothing.csv"], "nothing.csv"),
+    (["pool", "boxes4.csv", "boxes.npy"], "boxes4.csv"),
+    (["align", "features.npy", "features.npy"], "BOXES must be rows"),
+    (["align", "features.npy", "boxes.npy", "--output-size", "0"], "output_size"),
+    (["ps-align", "features.npy", "boxes.npy", "--output-size", "3"], "channels"),
+    (["align", "features.npy", "boxes.npy", "--batch-index", "1"], "batch index column"),
+    (["align", "features.npy", "boxes4.csv", "--batch-index", "5"], "batch index 5"),
+])
+def test_input_errors_exit_1(files, args, message):
+    path, *_ = files
+    result = run(args, path)
+    assert result.returncode == 1, (result.stdout, result.stderr)
+    assert message in result.stderr
+    assert "Traceback" not in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("args", [
+    ["align", "--output-size", "x"],
+    ["align", "--mode", "mean"],
+    ["frobnicate"],
+    ["align", "features.npy"],
+    ["explain", "--box", "1,2,3"],
+    ["explain"],
+    ["pool", "--sampling-ratio", "2"],
+])
+def test_usage_errors_exit_2(files, args):
+    path, *_ = files
+    result = run(args, path)
+    assert result.returncode == 2
+    assert "usage: pyroi" in result.stderr
+
+
+# ---- in process: file formats and flags ----------------------------------------------------
+
+def check(capsys, argv, path, expected):
+    out = str(path / "out.npy")
+    assert cli.main(argv + ["-o", out]) == 0
+    assert out in capsys.readouterr().out
+    result = np.load(out)
+    assert result.dtype == expected.dtype
+    np.testing.assert_array_equal(result, expected)
+
+
+@pytest.mark.parametrize("boxes_file, extra", [
+    ("boxes.npy", []), ("boxes5.csv", []), ("boxes.json", []), ("rows.json", []),
+])
+def test_box_formats(files, capsys, boxes_file, extra):
+    path, features, boxes, _ = files
+    expected = pyroi.roi_align(features, boxes, (3, 4), 0.5, 2, True)
+    check(capsys, ["align", str(path / "features.npy"), str(path / boxes_file),
+                   "--output-size", "3,4", "--spatial-scale", "0.5", "--sampling-ratio", "2",
+                   "--aligned"] + extra, path, expected)
+
+
+def test_csv_of_four_numbers_and_batch_index(files, capsys):
+    path, features, boxes, _ = files
+    expected = pyroi.roi_pool(features, boxes[:, 1:], 3, batch_indices=np.ones(3, np.int64))
+    check(capsys, ["pool", str(path / "features.npy"), str(path / "boxes4.csv"),
+                   "--output-size", "3", "--batch-index", "1"], path, expected)
+    expected = pyroi.roi_pool(features, boxes[:, 1:], 3, batch_indices=np.zeros(3, np.int64))
+    check(capsys, ["pool", str(path / "features.npy"), str(path / "boxes4.csv"),
+                   "--output-size", "3"], path, expected)
+
+
+def test_npz_key_dtype_and_flags(files, capsys):
+    path, features, boxes, rois = files
+    npz = str(path / "features.npz")
+    expected = pyroi.roi_align(features.astype(np.float64), boxes.astype(np.float64), 2,
+                               mode="max", num_threads=2)
+    check(capsys, ["align", npz, str(path / "boxes.npy"), "--key", "maps", "--dtype",
+                   "float64", "--mode", "max", "--num-threads", "2"], path, expected)
+    nhwc = str(path / "nhwc.npy")
+    np.save(nhwc, features.transpose(0, 2, 3, 1))
+    check(capsys, ["align", nhwc, str(path / "boxes.npy"), "--layout", "NHWC"], path,
+          pyroi.roi_align(features, boxes, 2))
+    expected = pyroi.roi_align_rotated(features, rois, 2, 1.0, 0, False, True,
+                                       angle="radians")
+    check(capsys, ["align-rotated", str(path / "features.npy"), str(path / "rois.npy"),
+                   "--no-aligned", "--clockwise", "--angle", "radians"], path, expected)
+    # npz default: the first array; the first here is 1-d, so it is a shape error
+    assert cli.main(["align", npz, str(path / "boxes.npy")]) == 1
+    assert "input must have 4 dimensions" in capsys.readouterr().err
+
+
+def test_explain_in_process(files, capsys):
+    pytest.importorskip("matplotlib")
+    path, features, *_ = files
+    assert cli.main(["explain", "--box", "2,2,14,10", "--features", str(path / "features.npz"),
+                     "--key", "maps", "--image", "1", "--channel", "3", "--spatial-scale",
+                     "0.5", "--sampling-ratio", "0", "-o", str(path / "e.svg")]) == 0
+    assert (path / "e.svg").read_text().lstrip().startswith("<?xml")
+    assert cli.main(["explain", "--box", "1,1,3,3", "--features", str(path / "features.npy"),
+                     "--channel", "99", "-o", str(path / "e.png")]) == 1
+    assert "channel 99" in capsys.readouterr().err
