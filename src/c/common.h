@@ -4,6 +4,7 @@
 
 #include "pyroi.h"
 
+#include <stddef.h>
 #include <stdint.h>
 
 #if defined(__GNUC__) || defined(__clang__) || defined(_MSC_VER)
@@ -21,6 +22,12 @@
 #  define PYROI_VECTOR_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
 #else
 #  define PYROI_VECTOR_CLONES
+#endif
+
+/* GCC and Clang vector types (vector_size): element-wise arithmetic on a whole cache line
+ * that every target lowers to its widest registers, AVX-512 to SSE2 or NEON alike. */
+#if (defined(__GNUC__) || defined(__clang__)) && !defined(PYROI_NO_VECTOR_TYPES)
+#  define PYROI_HAVE_VECTOR_TYPES 1
 #endif
 
 /* A hint to start loading memory that will be read soon; no effect on results. */
@@ -61,5 +68,10 @@ static inline const void *pyroi_data_or_placeholder(const void *data)
     static const double placeholder[1] = {0.0};
     return data != NULL ? data : (const void *)placeholder;
 }
+
+/* malloc for vector scratch: the result is aligned to 64 bytes (one cache line, one AVX-512
+ * register), so a lane block never straddles two lines. Free with pyroi_aligned_free. */
+void *pyroi_aligned_malloc(size_t bytes);
+void pyroi_aligned_free(void *pointer);
 
 #endif /* PYROI_COMMON_H */

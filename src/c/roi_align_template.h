@@ -20,6 +20,18 @@ typedef PYROI_TYPED(pyroi_axis_tap) PYROI_TYPED(axis_tap);
 #define PYROI_LANE_BYTES 64
 #define PYROI_LANES ((int64_t)(PYROI_LANE_BYTES / sizeof(T)))
 
+/* The lanes of one pixel as the kernels see them: one GCC/Clang vector of PYROI_LANE_BYTES
+ * (PYROI_VECTORS = 1), else PYROI_LANES scalars (a plain loop the auto-vectoriser may take).
+ * Either way each lane evaluates exactly the scalar expression of its channel. */
+#ifdef PYROI_HAVE_VECTOR_TYPES
+typedef T PYROI_TYPED(roi_align_lanes)
+    __attribute__((vector_size(PYROI_LANE_BYTES), aligned(sizeof(T)), may_alias));
+#  define PYROI_VECTORS ((int64_t)1)
+#else
+typedef T PYROI_TYPED(roi_align_lanes);
+#  define PYROI_VECTORS PYROI_LANES
+#endif
+
 /* The row and column sampling grids of one RoI (box = x1, y1, x2, y2). */
 static pyroi_status PYROI_TYPED(roi_align_axes)(const T *box, const pyroi_roi_align_params *params,
                                                 int64_t height, int64_t width,
@@ -418,6 +430,7 @@ static inline void PYROI_TYPED(roi_align_forward_roi)(const PYROI_TYPED(roi_alig
                                                       int64_t pooled_height,
                                                       int64_t pooled_width, T *tile)
 {
+    typedef PYROI_TYPED(roi_align_lanes) V;
     const pyroi_tap_range *row_ranges = plan->ranges + k * plan->bins;
     const pyroi_tap_range *col_ranges = row_ranges + pooled_height;
     const PYROI_TYPED(axis_tap) *row_taps = plan->taps + plan->first_tap[k];
@@ -425,42 +438,43 @@ static inline void PYROI_TYPED(roi_align_forward_roi)(const PYROI_TYPED(roi_alig
     const int64_t samples = plan->samples[k] > 1 ? plan->samples[k] : 1; /* empty: 0, not NaN */
     const T count = (T)samples;
     const T inverse = PYROI_TYPED(pyroi_exact_inverse)(samples);
+    const V *lanes = (const V *)block;
+    V *result_lanes = (V *)tile;
     int64_t ph, pw, r, q, j;
 
     for (ph = 0; ph < pooled_height; ++ph) {
         const pyroi_tap_range rr = row_ranges[ph];
         for (pw = 0; pw < pooled_width; ++pw) {
             const pyroi_tap_range cr = col_ranges[pw];
-            /* a local accumulator: the compiler can see it aliases nothing */
-            T sum[PYROI_LANE_BYTES / sizeof(T)];
-            T *result = tile + (ph * pooled_width + pw) * PYROI_LANES;
-            for (j = 0; j < PYROI_LANES; ++j) {
-                sum[j] = (T)0;
+            V sum[PYROI_VECTORS];
+            V *result = result_lanes + (ph * pooled_width + pw) * PYROI_VECTORS;
+            for (j = 0; j < PYROI_VECTORS; ++j) {
+                sum[j] = (V){0};
             }
             for (r = rr.begin; r < rr.end; ++r) {
                 const PYROI_TYPED(axis_tap) ty = row_taps[r];
-                const T *row_lo = block + ty.lo * width * PYROI_LANES;
-                const T *row_hi = block + ty.hi * width * PYROI_LANES;
+                const V *row_lo = lanes + ty.lo * width * PYROI_VECTORS;
+                const V *row_hi = lanes + ty.hi * width * PYROI_VECTORS;
                 for (q = cr.begin; q < cr.end; ++q) {
                     const PYROI_TYPED(axis_tap) tx = col_taps[q];
                     const T w1 = ty.w_lo * tx.w_lo, w2 = ty.w_lo * tx.w_hi;
                     const T w3 = ty.w_hi * tx.w_lo, w4 = ty.w_hi * tx.w_hi;
-                    const T *p1 = row_lo + tx.lo * PYROI_LANES;
-                    const T *p2 = row_lo + tx.hi * PYROI_LANES;
-                    const T *p3 = row_hi + tx.lo * PYROI_LANES;
-                    const T *p4 = row_hi + tx.hi * PYROI_LANES;
+                    const V *p1 = row_lo + tx.lo * PYROI_VECTORS;
+                    const V *p2 = row_lo + tx.hi * PYROI_VECTORS;
+                    const V *p3 = row_hi + tx.lo * PYROI_VECTORS;
+                    const V *p4 = row_hi + tx.hi * PYROI_VECTORS;
                     /* each lane is one channel, evaluated exactly as the scalar loop */
-                    for (j = 0; j < PYROI_LANES; ++j) {
+                    for (j = 0; j < PYROI_VECTORS; ++j) {
                         sum[j] += w1 * p1[j] + w2 * p2[j] + w3 * p3[j] + w4 * p4[j];
                     }
                 }
             }
             if (inverse != (T)0) { /* exact: see pyroi_exact_inverse */
-                for (j = 0; j < PYROI_LANES; ++j) {
+                for (j = 0; j < PYROI_VECTORS; ++j) {
                     result[j] = sum[j] * inverse;
                 }
             } else {
-                for (j = 0; j < PYROI_LANES; ++j) {
+                for (j = 0; j < PYROI_VECTORS; ++j) {
                     result[j] = sum[j] / count;
                 }
             }
@@ -481,6 +495,9 @@ static inline void PYROI_TYPED(roi_align_backward_roi)(const PYROI_TYPED(roi_ali
     const PYROI_TYPED(axis_tap) *col_taps = row_taps + plan->row_taps[k];
     const T count = (T)plan->samples[k]; /* unclamped: an empty grid has no taps */
     const T inverse = PYROI_TYPED(pyroi_exact_inverse)(plan->samples[k]);
+    typedef PYROI_TYPED(roi_align_lanes) V;
+    V *lanes = (V *)block;
+    const V *grad_lanes = (const V *)tile;
     int64_t ph, pw, r, q, j;
 
     for (ph = 0; ph < pooled_height; ++ph) {
@@ -488,48 +505,48 @@ static inline void PYROI_TYPED(roi_align_backward_roi)(const PYROI_TYPED(roi_ali
         for (pw = 0; pw < pooled_width; ++pw) {
             const pyroi_tap_range cr = col_ranges[pw];
             /* a local copy: the compiler can see the block writes do not alter it */
-            T g[PYROI_LANE_BYTES / sizeof(T)];
-            for (j = 0; j < PYROI_LANES; ++j) {
-                g[j] = tile[(ph * pooled_width + pw) * PYROI_LANES + j];
+            V g[PYROI_VECTORS];
+            for (j = 0; j < PYROI_VECTORS; ++j) {
+                g[j] = grad_lanes[(ph * pooled_width + pw) * PYROI_VECTORS + j];
             }
             for (r = rr.begin; r < rr.end; ++r) {
                 const PYROI_TYPED(axis_tap) ty = row_taps[r];
-                T *row_lo = block + ty.lo * width * PYROI_LANES;
-                T *row_hi = block + ty.hi * width * PYROI_LANES;
+                V *row_lo = lanes + ty.lo * width * PYROI_VECTORS;
+                V *row_hi = lanes + ty.hi * width * PYROI_VECTORS;
                 for (q = cr.begin; q < cr.end; ++q) {
                     const PYROI_TYPED(axis_tap) tx = col_taps[q];
                     const T w1 = ty.w_lo * tx.w_lo, w2 = ty.w_lo * tx.w_hi;
                     const T w3 = ty.w_hi * tx.w_lo, w4 = ty.w_hi * tx.w_hi;
-                    T *p1 = row_lo + tx.lo * PYROI_LANES;
-                    T *p2 = row_lo + tx.hi * PYROI_LANES;
-                    T *p3 = row_hi + tx.lo * PYROI_LANES;
-                    T *p4 = row_hi + tx.hi * PYROI_LANES;
+                    V *p1 = row_lo + tx.lo * PYROI_VECTORS;
+                    V *p2 = row_lo + tx.hi * PYROI_VECTORS;
+                    V *p3 = row_hi + tx.lo * PYROI_VECTORS;
+                    V *p4 = row_hi + tx.hi * PYROI_VECTORS;
                     /* four separate passes: the taps may coincide at the border, and
                      * torchvision adds them one after the other, (g * w) / count each */
                     if (inverse != (T)0) { /* exact: see pyroi_exact_inverse */
-                        for (j = 0; j < PYROI_LANES; ++j) {
+                        for (j = 0; j < PYROI_VECTORS; ++j) {
                             p1[j] += g[j] * w1 * inverse;
                         }
-                        for (j = 0; j < PYROI_LANES; ++j) {
+                        for (j = 0; j < PYROI_VECTORS; ++j) {
                             p2[j] += g[j] * w2 * inverse;
                         }
-                        for (j = 0; j < PYROI_LANES; ++j) {
+                        for (j = 0; j < PYROI_VECTORS; ++j) {
                             p3[j] += g[j] * w3 * inverse;
                         }
-                        for (j = 0; j < PYROI_LANES; ++j) {
+                        for (j = 0; j < PYROI_VECTORS; ++j) {
                             p4[j] += g[j] * w4 * inverse;
                         }
                     } else {
-                        for (j = 0; j < PYROI_LANES; ++j) {
+                        for (j = 0; j < PYROI_VECTORS; ++j) {
                             p1[j] += g[j] * w1 / count;
                         }
-                        for (j = 0; j < PYROI_LANES; ++j) {
+                        for (j = 0; j < PYROI_VECTORS; ++j) {
                             p2[j] += g[j] * w2 / count;
                         }
-                        for (j = 0; j < PYROI_LANES; ++j) {
+                        for (j = 0; j < PYROI_VECTORS; ++j) {
                             p3[j] += g[j] * w3 / count;
                         }
-                        for (j = 0; j < PYROI_LANES; ++j) {
+                        for (j = 0; j < PYROI_VECTORS; ++j) {
                             p4[j] += g[j] * w4 / count;
                         }
                     }
@@ -810,15 +827,15 @@ static pyroi_status PYROI_TYPED(roi_align_execute)(PYROI_TYPED(roi_align_job) *j
                                                       (size_t)schedule.workers * block_bytes);
         }
     } else if (schedule.scratch_stride > 0) {
-        job->scratch = (T *)malloc((size_t)schedule.workers * (size_t)schedule.scratch_stride *
-                                   sizeof(T));
+        job->scratch = (T *)pyroi_aligned_malloc((size_t)schedule.workers *
+                                                 (size_t)schedule.scratch_stride * sizeof(T));
         if (job->scratch == NULL) {
             return PYROI_E_NO_MEMORY;
         }
     }
     pyroi_parallel_for(schedule.workers, schedule.items, schedule.task, job);
     if (job->arena == NULL) {
-        free(job->scratch);
+        pyroi_aligned_free(job->scratch);
     }
     return PYROI_OK;
 }
@@ -1572,5 +1589,6 @@ pyroi_status PYROI_TYPED(pyroi_roi_align_backward_with_workspace)(
     return status;
 }
 
+#undef PYROI_VECTORS
 #undef PYROI_LANES
 #undef PYROI_LANE_BYTES
