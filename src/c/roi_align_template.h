@@ -228,6 +228,7 @@ typedef struct PYROI_TYPED(roi_align_job) {
     const pyroi_roi_align_params *params;
     const PYROI_TYPED(roi_align_plan) *plan;
     T *scratch; /* blocked path: one channels-last block map per worker */
+    int stream_result; /* forward: write the output with streaming stores */
     int64_t scratch_stride; /* elements per worker */
     roi_align_arena *arena; /* caller's workspace for the scratch, or NULL: malloc */
 } PYROI_TYPED(roi_align_job);
@@ -330,14 +331,32 @@ static T *PYROI_TYPED(roi_align_bin_tile)(const PYROI_TYPED(roi_align_job) *job,
     return block + job->map_shape[2] * job->map_shape[3] * PYROI_LANES;
 }
 
-/* Moves a RoI's bins between the caller's (K, C, PH, PW) layout (channel j of the block at
- * base + j * strides[1]) and the tile's lane-major layout, in one run when the bins are
- * evenly spaced, else row by row. */
+/* Where a worker transposes a tile before streaming it out (see roi_align_tile_to_bins). */
+static T *PYROI_TYPED(roi_align_staging)(const PYROI_TYPED(roi_align_job) *job, T *block)
+{
+    return PYROI_TYPED(roi_align_bin_tile)(job, block) +
+           job->params->pooled_height * job->params->pooled_width * PYROI_LANES;
+}
+
+/* Moves a RoI's bins between the tile's lane-major layout and the caller's (K, C, PH, PW)
+ * layout (channel j of the block at base + j * strides[1]), in one run when the bins are
+ * evenly spaced, else row by row. When the block's channels are packed (the common dense
+ * output) and staging is given, the bins are transposed there and streamed out: the output
+ * is written once and never read back, so its lines need not be fetched first. */
 static void PYROI_TYPED(roi_align_tile_to_bins)(const T *tile, int64_t lanes,
                                                 int64_t pooled_height, int64_t pooled_width,
-                                                T *base, const int64_t strides[4])
+                                                T *base, const int64_t strides[4], T *staging)
 {
+    const int64_t bins = pooled_height * pooled_width;
     int64_t ph;
+    if (staging != NULL && strides[3] == 1 && strides[2] == pooled_width &&
+        (strides[1] == bins || lanes == 1)) {
+        pyroi_row_stream run;
+        PYROI_TYPED(pyroi_lanes_to_channels)(tile, bins, lanes, staging, bins, 1);
+        pyroi_row_stream_init(&run, base, staging, 1, lanes * bins, lanes * bins);
+        PYROI_TYPED(pyroi_row_stream_advance)(&run, INT64_MAX);
+        return;
+    }
     if (strides[2] == pooled_width * strides[3]) {
         PYROI_TYPED(pyroi_lanes_to_channels)(tile, pooled_height * pooled_width, lanes, base,
                                              strides[1], strides[3]);
@@ -580,6 +599,7 @@ static void PYROI_TYPED(roi_align_forward_image_task)(void *context, int64_t beg
     const int64_t blocks = (shape[1] + PYROI_LANES - 1) / PYROI_LANES;
     T *block = job->scratch + worker * job->scratch_stride;
     T *tile = PYROI_TYPED(roi_align_bin_tile)(job, block);
+    T *staging = job->stream_result ? PYROI_TYPED(roi_align_staging)(job, block) : NULL;
     int64_t item, i;
 
     for (item = begin; item < end; ++item) {
@@ -597,9 +617,11 @@ static void PYROI_TYPED(roi_align_forward_image_task)(void *context, int64_t beg
                                                pooled_width, tile);
             PYROI_TYPED(roi_align_tile_to_bins)(
                 tile, lanes, pooled_height, pooled_width,
-                job->result + k * out_strides[0] + c0 * out_strides[1], out_strides);
+                job->result + k * out_strides[0] + c0 * out_strides[1], out_strides,
+                staging);
         }
     }
+    pyroi_stream_fence(); /* the streamed outputs are visible to the caller */
 }
 
 /* Forward, work item = RoI: each channel block of the RoI's region is gathered and pooled. */
@@ -614,6 +636,7 @@ static void PYROI_TYPED(roi_align_forward_region_task)(void *context, int64_t be
     const int64_t pooled_width = job->params->pooled_width;
     T *block = job->scratch + worker * job->scratch_stride;
     T *tile = PYROI_TYPED(roi_align_bin_tile)(job, block);
+    T *staging = job->stream_result ? PYROI_TYPED(roi_align_staging)(job, block) : NULL;
     int64_t k, c0;
 
     for (k = begin; k < end; ++k) {
@@ -629,9 +652,11 @@ static void PYROI_TYPED(roi_align_forward_region_task)(void *context, int64_t be
                                                pooled_width, tile);
             PYROI_TYPED(roi_align_tile_to_bins)(
                 tile, lanes, pooled_height, pooled_width,
-                job->result + k * out_strides[0] + c0 * out_strides[1], out_strides);
+                job->result + k * out_strides[0] + c0 * out_strides[1], out_strides,
+                staging);
         }
     }
+    pyroi_stream_fence(); /* the streamed outputs are visible to the caller */
 }
 
 /* Backward, work item = (image, channel block): the block accumulates the image's
@@ -737,6 +762,9 @@ static void PYROI_TYPED(roi_align_backward_region_task)(void *context, int64_t b
 
 /* ---- driver ----------------------------------------------------------------------------- */
 
+/* Forward outputs from this size on bypass the caches. */
+#define PYROI_STREAM_BYTES (8.0 * 1024.0 * 1024.0)
+
 /* Largest lane-major block per worker; bigger feature maps take the direct loop order. */
 #define PYROI_BLOCK_SCRATCH_BYTES ((size_t)64 << 20)
 
@@ -761,7 +789,7 @@ static PYROI_TYPED(roi_align_schedule) PYROI_TYPED(roi_align_plan_schedule)(
     const double sampled = plan->sampled_taps * (double)shape[1];
     /* lane-major orders need a block of the whole map per worker */
     const int lane_major = allow_lane_major && map_pixels > 0 && blocks > 0 &&
-                           ((double)map_pixels + (double)tile_pixels) * 64.0 <=
+                           ((double)map_pixels + 2.0 * (double)tile_pixels) * 64.0 <=
                                (double)PYROI_BLOCK_SCRATCH_BYTES;
     /* gathering whole images pays once the RoIs sample about a quarter of the map's elements;
      * below that, gathering each RoI's region is cheaper */
@@ -797,7 +825,7 @@ static PYROI_TYPED(roi_align_schedule) PYROI_TYPED(roi_align_plan_schedule)(
     schedule.workers = pyroi_parallel_workers(params->num_threads, schedule.items,
                                               work_per_item);
     if (lane_major) {
-        schedule.scratch_stride = (map_pixels + tile_pixels) * PYROI_LANES;
+        schedule.scratch_stride = (map_pixels + 2 * tile_pixels) * PYROI_LANES;
     }
     return schedule;
 }
@@ -812,6 +840,12 @@ static pyroi_status PYROI_TYPED(roi_align_execute)(PYROI_TYPED(roi_align_job) *j
 
     job->scratch = NULL;
     job->scratch_stride = schedule.scratch_stride;
+    /* outputs larger than the caches are streamed (forward only: the backward reads what it
+     * writes) */
+    job->stream_result = !backward && (double)job->plan->num_rois * (double)job->map_shape[1] *
+                                              (double)job->params->pooled_height *
+                                              (double)job->params->pooled_width *
+                                              (double)sizeof(T) >= PYROI_STREAM_BYTES;
     if (schedule.scratch_stride > 0 && job->arena != NULL) {
         const size_t block_bytes = (size_t)schedule.scratch_stride * sizeof(T);
         const size_t fit = roi_align_arena_available(job->arena) / block_bytes;
