@@ -20,13 +20,13 @@ typedef PYROI_TYPED(pyroi_axis_tap) PYROI_TYPED(axis_tap);
 #define PYROI_LANE_BYTES 64
 #define PYROI_LANES ((int64_t)(PYROI_LANE_BYTES / sizeof(T)))
 
-/* The lanes of one pixel as the kernels see them: one GCC/Clang vector of PYROI_LANE_BYTES
- * (PYROI_VECTORS = 1), else PYROI_LANES scalars (a plain loop the auto-vectoriser may take).
+/* The lanes of one pixel as the kernels see them: PYROI_VECTORS GCC/Clang vectors (see
+ * PYROI_VECTOR_BYTES), else PYROI_LANES scalars (a plain loop the auto-vectoriser may take).
  * Either way each lane evaluates exactly the scalar expression of its channel. */
 #ifdef PYROI_HAVE_VECTOR_TYPES
 typedef T PYROI_TYPED(roi_align_lanes)
-    __attribute__((vector_size(PYROI_LANE_BYTES), aligned(sizeof(T)), may_alias));
-#  define PYROI_VECTORS ((int64_t)1)
+    __attribute__((vector_size(PYROI_VECTOR_BYTES), aligned(sizeof(T)), may_alias));
+#  define PYROI_VECTORS ((int64_t)(PYROI_LANE_BYTES / PYROI_VECTOR_BYTES))
 #else
 typedef T PYROI_TYPED(roi_align_lanes);
 #  define PYROI_VECTORS PYROI_LANES
@@ -444,7 +444,7 @@ static void PYROI_TYPED(roi_align_block_to_region)(const T *block, int64_t width
 }
 
 /* Forward of RoI k on a block: tile[ph][pw][lane] = the bin averages. */
-static inline void PYROI_TYPED(roi_align_forward_roi)(const PYROI_TYPED(roi_align_plan) *plan,
+PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_forward_roi)(const PYROI_TYPED(roi_align_plan) *plan,
                                                       int64_t k, const T *block, int64_t width,
                                                       int64_t pooled_height,
                                                       int64_t pooled_width, T *tile)
@@ -503,7 +503,7 @@ static inline void PYROI_TYPED(roi_align_forward_roi)(const PYROI_TYPED(roi_alig
 
 /* Backward of RoI k on a block: adds the contributions of the output gradients in
  * tile[ph][pw][lane] to the block, in torchvision's order (bin, sample, tap). */
-static inline void PYROI_TYPED(roi_align_backward_roi)(const PYROI_TYPED(roi_align_plan) *plan,
+PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_backward_roi)(const PYROI_TYPED(roi_align_plan) *plan,
                                                        int64_t k, T *block, int64_t width,
                                                        int64_t pooled_height,
                                                        int64_t pooled_width, const T *tile)
