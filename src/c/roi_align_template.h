@@ -331,7 +331,15 @@ static T *PYROI_TYPED(roi_align_bin_tile)(const PYROI_TYPED(roi_align_job) *job,
     return block + job->map_shape[2] * job->map_shape[3] * PYROI_LANES;
 }
 
-/* Where a worker transposes a tile before streaming it out (see roi_align_tile_to_bins). */
+/* Pixels of lanes a worker's staging area holds: a tile, or a run of a streamed image. */
+#define PYROI_STAGING_RUN 256
+static int64_t PYROI_TYPED(roi_align_staging_pixels)(int64_t tile_pixels)
+{
+    return tile_pixels > PYROI_STAGING_RUN ? tile_pixels : PYROI_STAGING_RUN;
+}
+
+/* Where a worker transposes lanes before streaming them out (see roi_align_tile_to_bins and
+ * roi_align_block_to_image). */
 static T *PYROI_TYPED(roi_align_staging)(const PYROI_TYPED(roi_align_job) *job, T *block)
 {
     return PYROI_TYPED(roi_align_bin_tile)(job, block) +
@@ -440,6 +448,36 @@ static void PYROI_TYPED(roi_align_block_to_region)(const T *block, int64_t width
         PYROI_TYPED(pyroi_lanes_to_channels)(block + (h * width + col_begin) * PYROI_LANES,
                                              col_end - col_begin, lanes, image + h * strides[2],
                                              strides[1], strides[3]);
+    }
+}
+
+/* Writes the whole block back to image n: for packed planes, PYROI_STAGING_RUN pixels at a
+ * time are transposed into staging and streamed to each channel's plane (the gradient is
+ * written once and not read back here); otherwise row by row in place. */
+static void PYROI_TYPED(roi_align_block_to_image)(const T *block, int64_t height,
+                                                  int64_t width, int64_t n, int64_t c0,
+                                                  int64_t lanes, T *map,
+                                                  const int64_t strides[4], T *staging)
+{
+    const int64_t pixels = height * width;
+    T *image = map + n * strides[0] + c0 * strides[1];
+    int64_t first, j;
+    if (staging == NULL || strides[3] != 1 || strides[2] != width) {
+        PYROI_TYPED(roi_align_block_to_region)(block, width, n, c0, lanes, 0, height, 0, width,
+                                               map, strides);
+        return;
+    }
+    for (first = 0; first < pixels; first += PYROI_STAGING_RUN) {
+        const int64_t run = pixels - first < PYROI_STAGING_RUN ? pixels - first
+                                                                : PYROI_STAGING_RUN;
+        PYROI_TYPED(pyroi_lanes_to_channels)(block + first * PYROI_LANES, run, lanes, staging,
+                                             run, 1);
+        for (j = 0; j < lanes; ++j) {
+            pyroi_row_stream stream;
+            pyroi_row_stream_init(&stream, image + j * strides[1] + first, staging + j * run, 1,
+                                  run, run);
+            PYROI_TYPED(pyroi_row_stream_advance)(&stream, INT64_MAX);
+        }
     }
 }
 
@@ -586,6 +624,32 @@ static void PYROI_TYPED(roi_align_prefetch_bins)(const T *base, const int64_t st
     }
 }
 
+/* Starts loading slice `part` of `parts` of the input of work item `item` (image, channel
+ * block) while the current block is sampled, so that its gather finds the data in the cache
+ * instead of waiting on memory. Only for packed planes; no effect on results. */
+static void PYROI_TYPED(roi_align_prefetch_block_slice)(const PYROI_TYPED(roi_align_job) *job,
+                                                        int64_t item, int64_t part,
+                                                        int64_t parts)
+{
+    const int64_t *shape = job->map_shape, *strides = job->features_strides;
+    const int64_t blocks = (shape[1] + PYROI_LANES - 1) / PYROI_LANES;
+    const int64_t n = item / blocks, c0 = (item % blocks) * PYROI_LANES;
+    const int64_t lanes = shape[1] - c0 < PYROI_LANES ? shape[1] - c0 : PYROI_LANES;
+    const int64_t pixels = shape[2] * shape[3];
+    const int64_t first = pixels * part / parts, last = pixels * (part + 1) / parts;
+    const int64_t step = PYROI_LANE_BYTES / (int64_t)sizeof(T);
+    int64_t c, p;
+    if (strides[3] != 1 || strides[2] != shape[3]) {
+        return;
+    }
+    for (c = c0; c < c0 + lanes; ++c) {
+        const T *plane = job->features + n * strides[0] + c * strides[1];
+        for (p = first - first % step; p < last; p += step) {
+            PYROI_PREFETCH(plane + p);
+        }
+    }
+}
+
 /* Forward, work item = (image, channel block): item / blocks is the image. */
 PYROI_VECTOR_CLONES
 static void PYROI_TYPED(roi_align_forward_image_task)(void *context, int64_t begin,
@@ -613,6 +677,11 @@ static void PYROI_TYPED(roi_align_forward_image_task)(void *context, int64_t beg
                                                n, c0, lanes, 0, shape[2], 0, shape[3], block);
         for (i = plan->image_start[n]; i < plan->image_start[n + 1]; ++i) {
             const int64_t k = plan->order[i];
+            if (item + 1 < end) { /* the next block's input, a slice per RoI */
+                PYROI_TYPED(roi_align_prefetch_block_slice)(
+                    job, item + 1, i - plan->image_start[n],
+                    plan->image_start[n + 1] - plan->image_start[n]);
+            }
             PYROI_TYPED(roi_align_forward_roi)(plan, k, block, shape[3], pooled_height,
                                                pooled_width, tile);
             PYROI_TYPED(roi_align_tile_to_bins)(
@@ -675,6 +744,7 @@ static void PYROI_TYPED(roi_align_backward_image_task)(void *context, int64_t be
     const int64_t block_elements = shape[2] * shape[3] * PYROI_LANES;
     T *block = job->scratch + worker * job->scratch_stride;
     T *tile = PYROI_TYPED(roi_align_bin_tile)(job, block);
+    T *staging = job->stream_result ? PYROI_TYPED(roi_align_staging)(job, block) : NULL;
     int64_t item, i;
 
     for (item = begin; item < end; ++item) {
@@ -700,9 +770,10 @@ static void PYROI_TYPED(roi_align_backward_image_task)(void *context, int64_t be
             PYROI_TYPED(roi_align_backward_roi)(plan, k, block, shape[3], pooled_height,
                                                 pooled_width, tile);
         }
-        PYROI_TYPED(roi_align_block_to_region)(block, shape[3], n, c0, lanes, 0, shape[2], 0,
-                                               shape[3], job->result, job->result_strides);
+        PYROI_TYPED(roi_align_block_to_image)(block, shape[2], shape[3], n, c0, lanes,
+                                              job->result, job->result_strides, staging);
     }
+    pyroi_stream_fence(); /* the streamed gradients are visible to the caller */
 }
 
 /* Backward, work item = channel block: the caller's gradient planes are zeroed, then each
@@ -789,7 +860,8 @@ static PYROI_TYPED(roi_align_schedule) PYROI_TYPED(roi_align_plan_schedule)(
     const double sampled = plan->sampled_taps * (double)shape[1];
     /* lane-major orders need a block of the whole map per worker */
     const int lane_major = allow_lane_major && map_pixels > 0 && blocks > 0 &&
-                           ((double)map_pixels + 2.0 * (double)tile_pixels) * 64.0 <=
+                           ((double)map_pixels + (double)tile_pixels +
+                            (double)PYROI_TYPED(roi_align_staging_pixels)(tile_pixels)) * 64.0 <=
                                (double)PYROI_BLOCK_SCRATCH_BYTES;
     /* gathering whole images pays once the RoIs sample about a quarter of the map's elements;
      * below that, gathering each RoI's region is cheaper */
@@ -825,7 +897,9 @@ static PYROI_TYPED(roi_align_schedule) PYROI_TYPED(roi_align_plan_schedule)(
     schedule.workers = pyroi_parallel_workers(params->num_threads, schedule.items,
                                               work_per_item);
     if (lane_major) {
-        schedule.scratch_stride = (map_pixels + 2 * tile_pixels) * PYROI_LANES;
+        schedule.scratch_stride =
+            (map_pixels + tile_pixels + PYROI_TYPED(roi_align_staging_pixels)(tile_pixels)) *
+            PYROI_LANES;
     }
     return schedule;
 }
@@ -840,12 +914,14 @@ static pyroi_status PYROI_TYPED(roi_align_execute)(PYROI_TYPED(roi_align_job) *j
 
     job->scratch = NULL;
     job->scratch_stride = schedule.scratch_stride;
-    /* outputs larger than the caches are streamed (forward only: the backward reads what it
-     * writes) */
-    job->stream_result = !backward && (double)job->plan->num_rois * (double)job->map_shape[1] *
-                                              (double)job->params->pooled_height *
-                                              (double)job->params->pooled_width *
-                                              (double)sizeof(T) >= PYROI_STREAM_BYTES;
+    /* results larger than the caches are streamed out where a task writes them once */
+    job->stream_result =
+        (backward ? (double)job->map_shape[0] * (double)job->map_shape[2] *
+                        (double)job->map_shape[3]
+                  : (double)job->plan->num_rois * (double)job->params->pooled_height *
+                        (double)job->params->pooled_width) *
+            (double)job->map_shape[1] * (double)sizeof(T) >=
+        PYROI_STREAM_BYTES;
     if (schedule.scratch_stride > 0 && job->arena != NULL) {
         const size_t block_bytes = (size_t)schedule.scratch_stride * sizeof(T);
         const size_t fit = roi_align_arena_available(job->arena) / block_bytes;
@@ -1624,5 +1700,6 @@ pyroi_status PYROI_TYPED(pyroi_roi_align_backward_with_workspace)(
 }
 
 #undef PYROI_VECTORS
+#undef PYROI_STAGING_RUN
 #undef PYROI_LANES
 #undef PYROI_LANE_BYTES
