@@ -760,3 +760,30 @@ def test_layout_nhwc_equals_nchw(dtype, many_boxes):
     np.testing.assert_array_equal(got.transpose(0, 3, 1, 2), expected_grad)
     with pytest.raises(pyroi.InvalidArgumentError, match="layout"):
         pyroi.roi_align(nhwc, boxes, 3, layout="CHWN")
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_large_results_streamed_out_equal_the_in_place_writes(dtype):
+    """Results of 8 MB and more are written with streaming stores from a staging area when
+    the result is packed; a strided `out=` takes the in-place path. Both must agree bit for
+    bit (42 channels: a partial lane block in float32 and float64; 160 x 171 pixels: the last
+    staging run is partial)."""
+    rng = np.random.default_rng(5)
+    features = rng.standard_normal((2, 42, 160, 171)).astype(dtype)
+    count = 1100
+    sides = rng.uniform(4, 120, (count, 2))
+    corners = rng.uniform(-10, 170, (count, 2))
+    boxes = np.concatenate(
+        [rng.integers(0, 2, (count, 1)), corners, corners + sides], axis=1).astype(dtype)
+    packed = pyroi.roi_align(features, boxes, 7, 1.0, 2, True)
+    assert packed.nbytes >= 8 << 20
+    strided = np.full((count, 42, 7, 9), np.nan, dtype)[..., 1:8]
+    pyroi.roi_align(features, boxes, 7, 1.0, 2, True, out=strided)
+    assert np.array_equal(packed, strided)
+
+    grad = rng.standard_normal(packed.shape).astype(dtype)
+    grad_packed = pyroi.roi_align_backward(grad, boxes, features.shape, 1.0, 2, True)
+    assert grad_packed.nbytes >= 8 << 20
+    grad_strided = np.full((2, 42, 160, 173), np.nan, dtype)[..., 2:]
+    pyroi.roi_align_backward(grad, boxes, features.shape, 1.0, 2, True, out=grad_strided)
+    assert np.array_equal(grad_packed, grad_strided)

@@ -20,6 +20,18 @@ typedef PYROI_TYPED(pyroi_axis_tap) PYROI_TYPED(axis_tap);
 #define PYROI_LANE_BYTES 64
 #define PYROI_LANES ((int64_t)(PYROI_LANE_BYTES / sizeof(T)))
 
+/* The lanes of one pixel as the kernels see them: PYROI_VECTORS GCC/Clang vectors (see
+ * PYROI_VECTOR_BYTES), else PYROI_LANES scalars (a plain loop the auto-vectoriser may take).
+ * Either way each lane evaluates exactly the scalar expression of its channel. */
+#ifdef PYROI_HAVE_VECTOR_TYPES
+typedef T PYROI_TYPED(roi_align_lanes)
+    __attribute__((vector_size(PYROI_VECTOR_BYTES), aligned(sizeof(T)), may_alias));
+#  define PYROI_VECTORS ((int64_t)(PYROI_LANE_BYTES / PYROI_VECTOR_BYTES))
+#else
+typedef T PYROI_TYPED(roi_align_lanes);
+#  define PYROI_VECTORS PYROI_LANES
+#endif
+
 /* The row and column sampling grids of one RoI (box = x1, y1, x2, y2). */
 static pyroi_status PYROI_TYPED(roi_align_axes)(const T *box, const pyroi_roi_align_params *params,
                                                 int64_t height, int64_t width,
@@ -216,6 +228,7 @@ typedef struct PYROI_TYPED(roi_align_job) {
     const pyroi_roi_align_params *params;
     const PYROI_TYPED(roi_align_plan) *plan;
     T *scratch; /* blocked path: one channels-last block map per worker */
+    int stream_result; /* forward: write the output with streaming stores */
     int64_t scratch_stride; /* elements per worker */
     roi_align_arena *arena; /* caller's workspace for the scratch, or NULL: malloc */
 } PYROI_TYPED(roi_align_job);
@@ -318,14 +331,40 @@ static T *PYROI_TYPED(roi_align_bin_tile)(const PYROI_TYPED(roi_align_job) *job,
     return block + job->map_shape[2] * job->map_shape[3] * PYROI_LANES;
 }
 
-/* Moves a RoI's bins between the caller's (K, C, PH, PW) layout (channel j of the block at
- * base + j * strides[1]) and the tile's lane-major layout, in one run when the bins are
- * evenly spaced, else row by row. */
+/* Pixels of lanes a worker's staging area holds: a tile, or a run of a streamed image. */
+#define PYROI_STAGING_RUN 256
+static int64_t PYROI_TYPED(roi_align_staging_pixels)(int64_t tile_pixels)
+{
+    return tile_pixels > PYROI_STAGING_RUN ? tile_pixels : PYROI_STAGING_RUN;
+}
+
+/* Where a worker transposes lanes before streaming them out (see roi_align_tile_to_bins and
+ * roi_align_block_to_image). */
+static T *PYROI_TYPED(roi_align_staging)(const PYROI_TYPED(roi_align_job) *job, T *block)
+{
+    return PYROI_TYPED(roi_align_bin_tile)(job, block) +
+           job->params->pooled_height * job->params->pooled_width * PYROI_LANES;
+}
+
+/* Moves a RoI's bins between the tile's lane-major layout and the caller's (K, C, PH, PW)
+ * layout (channel j of the block at base + j * strides[1]), in one run when the bins are
+ * evenly spaced, else row by row. When the block's channels are packed (the common dense
+ * output) and staging is given, the bins are transposed there and streamed out: the output
+ * is written once and never read back, so its lines need not be fetched first. */
 static void PYROI_TYPED(roi_align_tile_to_bins)(const T *tile, int64_t lanes,
                                                 int64_t pooled_height, int64_t pooled_width,
-                                                T *base, const int64_t strides[4])
+                                                T *base, const int64_t strides[4], T *staging)
 {
+    const int64_t bins = pooled_height * pooled_width;
     int64_t ph;
+    if (staging != NULL && strides[3] == 1 && strides[2] == pooled_width &&
+        (strides[1] == bins || lanes == 1)) {
+        pyroi_row_stream run;
+        PYROI_TYPED(pyroi_lanes_to_channels)(tile, bins, lanes, staging, bins, 1);
+        pyroi_row_stream_init(&run, base, staging, 1, lanes * bins, lanes * bins);
+        PYROI_TYPED(pyroi_row_stream_advance)(&run, INT64_MAX);
+        return;
+    }
     if (strides[2] == pooled_width * strides[3]) {
         PYROI_TYPED(pyroi_lanes_to_channels)(tile, pooled_height * pooled_width, lanes, base,
                                              strides[1], strides[3]);
@@ -412,12 +451,43 @@ static void PYROI_TYPED(roi_align_block_to_region)(const T *block, int64_t width
     }
 }
 
+/* Writes the whole block back to image n: for packed planes, PYROI_STAGING_RUN pixels at a
+ * time are transposed into staging and streamed to each channel's plane (the gradient is
+ * written once and not read back here); otherwise row by row in place. */
+static void PYROI_TYPED(roi_align_block_to_image)(const T *block, int64_t height,
+                                                  int64_t width, int64_t n, int64_t c0,
+                                                  int64_t lanes, T *map,
+                                                  const int64_t strides[4], T *staging)
+{
+    const int64_t pixels = height * width;
+    T *image = map + n * strides[0] + c0 * strides[1];
+    int64_t first, j;
+    if (staging == NULL || strides[3] != 1 || strides[2] != width) {
+        PYROI_TYPED(roi_align_block_to_region)(block, width, n, c0, lanes, 0, height, 0, width,
+                                               map, strides);
+        return;
+    }
+    for (first = 0; first < pixels; first += PYROI_STAGING_RUN) {
+        const int64_t run = pixels - first < PYROI_STAGING_RUN ? pixels - first
+                                                                : PYROI_STAGING_RUN;
+        PYROI_TYPED(pyroi_lanes_to_channels)(block + first * PYROI_LANES, run, lanes, staging,
+                                             run, 1);
+        for (j = 0; j < lanes; ++j) {
+            pyroi_row_stream stream;
+            pyroi_row_stream_init(&stream, image + j * strides[1] + first, staging + j * run, 1,
+                                  run, run);
+            PYROI_TYPED(pyroi_row_stream_advance)(&stream, INT64_MAX);
+        }
+    }
+}
+
 /* Forward of RoI k on a block: tile[ph][pw][lane] = the bin averages. */
-static inline void PYROI_TYPED(roi_align_forward_roi)(const PYROI_TYPED(roi_align_plan) *plan,
+PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_forward_roi)(const PYROI_TYPED(roi_align_plan) *plan,
                                                       int64_t k, const T *block, int64_t width,
                                                       int64_t pooled_height,
                                                       int64_t pooled_width, T *tile)
 {
+    typedef PYROI_TYPED(roi_align_lanes) V;
     const pyroi_tap_range *row_ranges = plan->ranges + k * plan->bins;
     const pyroi_tap_range *col_ranges = row_ranges + pooled_height;
     const PYROI_TYPED(axis_tap) *row_taps = plan->taps + plan->first_tap[k];
@@ -425,42 +495,43 @@ static inline void PYROI_TYPED(roi_align_forward_roi)(const PYROI_TYPED(roi_alig
     const int64_t samples = plan->samples[k] > 1 ? plan->samples[k] : 1; /* empty: 0, not NaN */
     const T count = (T)samples;
     const T inverse = PYROI_TYPED(pyroi_exact_inverse)(samples);
+    const V *lanes = (const V *)block;
+    V *result_lanes = (V *)tile;
     int64_t ph, pw, r, q, j;
 
     for (ph = 0; ph < pooled_height; ++ph) {
         const pyroi_tap_range rr = row_ranges[ph];
         for (pw = 0; pw < pooled_width; ++pw) {
             const pyroi_tap_range cr = col_ranges[pw];
-            /* a local accumulator: the compiler can see it aliases nothing */
-            T sum[PYROI_LANE_BYTES / sizeof(T)];
-            T *result = tile + (ph * pooled_width + pw) * PYROI_LANES;
-            for (j = 0; j < PYROI_LANES; ++j) {
-                sum[j] = (T)0;
+            V sum[PYROI_VECTORS];
+            V *result = result_lanes + (ph * pooled_width + pw) * PYROI_VECTORS;
+            for (j = 0; j < PYROI_VECTORS; ++j) {
+                sum[j] = (V){0};
             }
             for (r = rr.begin; r < rr.end; ++r) {
                 const PYROI_TYPED(axis_tap) ty = row_taps[r];
-                const T *row_lo = block + ty.lo * width * PYROI_LANES;
-                const T *row_hi = block + ty.hi * width * PYROI_LANES;
+                const V *row_lo = lanes + ty.lo * width * PYROI_VECTORS;
+                const V *row_hi = lanes + ty.hi * width * PYROI_VECTORS;
                 for (q = cr.begin; q < cr.end; ++q) {
                     const PYROI_TYPED(axis_tap) tx = col_taps[q];
                     const T w1 = ty.w_lo * tx.w_lo, w2 = ty.w_lo * tx.w_hi;
                     const T w3 = ty.w_hi * tx.w_lo, w4 = ty.w_hi * tx.w_hi;
-                    const T *p1 = row_lo + tx.lo * PYROI_LANES;
-                    const T *p2 = row_lo + tx.hi * PYROI_LANES;
-                    const T *p3 = row_hi + tx.lo * PYROI_LANES;
-                    const T *p4 = row_hi + tx.hi * PYROI_LANES;
+                    const V *p1 = row_lo + tx.lo * PYROI_VECTORS;
+                    const V *p2 = row_lo + tx.hi * PYROI_VECTORS;
+                    const V *p3 = row_hi + tx.lo * PYROI_VECTORS;
+                    const V *p4 = row_hi + tx.hi * PYROI_VECTORS;
                     /* each lane is one channel, evaluated exactly as the scalar loop */
-                    for (j = 0; j < PYROI_LANES; ++j) {
+                    for (j = 0; j < PYROI_VECTORS; ++j) {
                         sum[j] += w1 * p1[j] + w2 * p2[j] + w3 * p3[j] + w4 * p4[j];
                     }
                 }
             }
             if (inverse != (T)0) { /* exact: see pyroi_exact_inverse */
-                for (j = 0; j < PYROI_LANES; ++j) {
+                for (j = 0; j < PYROI_VECTORS; ++j) {
                     result[j] = sum[j] * inverse;
                 }
             } else {
-                for (j = 0; j < PYROI_LANES; ++j) {
+                for (j = 0; j < PYROI_VECTORS; ++j) {
                     result[j] = sum[j] / count;
                 }
             }
@@ -470,7 +541,7 @@ static inline void PYROI_TYPED(roi_align_forward_roi)(const PYROI_TYPED(roi_alig
 
 /* Backward of RoI k on a block: adds the contributions of the output gradients in
  * tile[ph][pw][lane] to the block, in torchvision's order (bin, sample, tap). */
-static inline void PYROI_TYPED(roi_align_backward_roi)(const PYROI_TYPED(roi_align_plan) *plan,
+PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_backward_roi)(const PYROI_TYPED(roi_align_plan) *plan,
                                                        int64_t k, T *block, int64_t width,
                                                        int64_t pooled_height,
                                                        int64_t pooled_width, const T *tile)
@@ -481,6 +552,9 @@ static inline void PYROI_TYPED(roi_align_backward_roi)(const PYROI_TYPED(roi_ali
     const PYROI_TYPED(axis_tap) *col_taps = row_taps + plan->row_taps[k];
     const T count = (T)plan->samples[k]; /* unclamped: an empty grid has no taps */
     const T inverse = PYROI_TYPED(pyroi_exact_inverse)(plan->samples[k]);
+    typedef PYROI_TYPED(roi_align_lanes) V;
+    V *lanes = (V *)block;
+    const V *grad_lanes = (const V *)tile;
     int64_t ph, pw, r, q, j;
 
     for (ph = 0; ph < pooled_height; ++ph) {
@@ -488,48 +562,48 @@ static inline void PYROI_TYPED(roi_align_backward_roi)(const PYROI_TYPED(roi_ali
         for (pw = 0; pw < pooled_width; ++pw) {
             const pyroi_tap_range cr = col_ranges[pw];
             /* a local copy: the compiler can see the block writes do not alter it */
-            T g[PYROI_LANE_BYTES / sizeof(T)];
-            for (j = 0; j < PYROI_LANES; ++j) {
-                g[j] = tile[(ph * pooled_width + pw) * PYROI_LANES + j];
+            V g[PYROI_VECTORS];
+            for (j = 0; j < PYROI_VECTORS; ++j) {
+                g[j] = grad_lanes[(ph * pooled_width + pw) * PYROI_VECTORS + j];
             }
             for (r = rr.begin; r < rr.end; ++r) {
                 const PYROI_TYPED(axis_tap) ty = row_taps[r];
-                T *row_lo = block + ty.lo * width * PYROI_LANES;
-                T *row_hi = block + ty.hi * width * PYROI_LANES;
+                V *row_lo = lanes + ty.lo * width * PYROI_VECTORS;
+                V *row_hi = lanes + ty.hi * width * PYROI_VECTORS;
                 for (q = cr.begin; q < cr.end; ++q) {
                     const PYROI_TYPED(axis_tap) tx = col_taps[q];
                     const T w1 = ty.w_lo * tx.w_lo, w2 = ty.w_lo * tx.w_hi;
                     const T w3 = ty.w_hi * tx.w_lo, w4 = ty.w_hi * tx.w_hi;
-                    T *p1 = row_lo + tx.lo * PYROI_LANES;
-                    T *p2 = row_lo + tx.hi * PYROI_LANES;
-                    T *p3 = row_hi + tx.lo * PYROI_LANES;
-                    T *p4 = row_hi + tx.hi * PYROI_LANES;
+                    V *p1 = row_lo + tx.lo * PYROI_VECTORS;
+                    V *p2 = row_lo + tx.hi * PYROI_VECTORS;
+                    V *p3 = row_hi + tx.lo * PYROI_VECTORS;
+                    V *p4 = row_hi + tx.hi * PYROI_VECTORS;
                     /* four separate passes: the taps may coincide at the border, and
                      * torchvision adds them one after the other, (g * w) / count each */
                     if (inverse != (T)0) { /* exact: see pyroi_exact_inverse */
-                        for (j = 0; j < PYROI_LANES; ++j) {
+                        for (j = 0; j < PYROI_VECTORS; ++j) {
                             p1[j] += g[j] * w1 * inverse;
                         }
-                        for (j = 0; j < PYROI_LANES; ++j) {
+                        for (j = 0; j < PYROI_VECTORS; ++j) {
                             p2[j] += g[j] * w2 * inverse;
                         }
-                        for (j = 0; j < PYROI_LANES; ++j) {
+                        for (j = 0; j < PYROI_VECTORS; ++j) {
                             p3[j] += g[j] * w3 * inverse;
                         }
-                        for (j = 0; j < PYROI_LANES; ++j) {
+                        for (j = 0; j < PYROI_VECTORS; ++j) {
                             p4[j] += g[j] * w4 * inverse;
                         }
                     } else {
-                        for (j = 0; j < PYROI_LANES; ++j) {
+                        for (j = 0; j < PYROI_VECTORS; ++j) {
                             p1[j] += g[j] * w1 / count;
                         }
-                        for (j = 0; j < PYROI_LANES; ++j) {
+                        for (j = 0; j < PYROI_VECTORS; ++j) {
                             p2[j] += g[j] * w2 / count;
                         }
-                        for (j = 0; j < PYROI_LANES; ++j) {
+                        for (j = 0; j < PYROI_VECTORS; ++j) {
                             p3[j] += g[j] * w3 / count;
                         }
-                        for (j = 0; j < PYROI_LANES; ++j) {
+                        for (j = 0; j < PYROI_VECTORS; ++j) {
                             p4[j] += g[j] * w4 / count;
                         }
                     }
@@ -550,6 +624,32 @@ static void PYROI_TYPED(roi_align_prefetch_bins)(const T *base, const int64_t st
     }
 }
 
+/* Starts loading slice `part` of `parts` of the input of work item `item` (image, channel
+ * block) while the current block is sampled, so that its gather finds the data in the cache
+ * instead of waiting on memory. Only for packed planes; no effect on results. */
+static void PYROI_TYPED(roi_align_prefetch_block_slice)(const PYROI_TYPED(roi_align_job) *job,
+                                                        int64_t item, int64_t part,
+                                                        int64_t parts)
+{
+    const int64_t *shape = job->map_shape, *strides = job->features_strides;
+    const int64_t blocks = (shape[1] + PYROI_LANES - 1) / PYROI_LANES;
+    const int64_t n = item / blocks, c0 = (item % blocks) * PYROI_LANES;
+    const int64_t lanes = shape[1] - c0 < PYROI_LANES ? shape[1] - c0 : PYROI_LANES;
+    const int64_t pixels = shape[2] * shape[3];
+    const int64_t first = pixels * part / parts, last = pixels * (part + 1) / parts;
+    const int64_t step = PYROI_LANE_BYTES / (int64_t)sizeof(T);
+    int64_t c, p;
+    if (strides[3] != 1 || strides[2] != shape[3]) {
+        return;
+    }
+    for (c = c0; c < c0 + lanes; ++c) {
+        const T *plane = job->features + n * strides[0] + c * strides[1];
+        for (p = first - first % step; p < last; p += step) {
+            PYROI_PREFETCH(plane + p);
+        }
+    }
+}
+
 /* Forward, work item = (image, channel block): item / blocks is the image. */
 PYROI_VECTOR_CLONES
 static void PYROI_TYPED(roi_align_forward_image_task)(void *context, int64_t begin,
@@ -563,6 +663,7 @@ static void PYROI_TYPED(roi_align_forward_image_task)(void *context, int64_t beg
     const int64_t blocks = (shape[1] + PYROI_LANES - 1) / PYROI_LANES;
     T *block = job->scratch + worker * job->scratch_stride;
     T *tile = PYROI_TYPED(roi_align_bin_tile)(job, block);
+    T *staging = job->stream_result ? PYROI_TYPED(roi_align_staging)(job, block) : NULL;
     int64_t item, i;
 
     for (item = begin; item < end; ++item) {
@@ -576,13 +677,20 @@ static void PYROI_TYPED(roi_align_forward_image_task)(void *context, int64_t beg
                                                n, c0, lanes, 0, shape[2], 0, shape[3], block);
         for (i = plan->image_start[n]; i < plan->image_start[n + 1]; ++i) {
             const int64_t k = plan->order[i];
+            if (item + 1 < end) { /* the next block's input, a slice per RoI */
+                PYROI_TYPED(roi_align_prefetch_block_slice)(
+                    job, item + 1, i - plan->image_start[n],
+                    plan->image_start[n + 1] - plan->image_start[n]);
+            }
             PYROI_TYPED(roi_align_forward_roi)(plan, k, block, shape[3], pooled_height,
                                                pooled_width, tile);
             PYROI_TYPED(roi_align_tile_to_bins)(
                 tile, lanes, pooled_height, pooled_width,
-                job->result + k * out_strides[0] + c0 * out_strides[1], out_strides);
+                job->result + k * out_strides[0] + c0 * out_strides[1], out_strides,
+                staging);
         }
     }
+    pyroi_stream_fence(); /* the streamed outputs are visible to the caller */
 }
 
 /* Forward, work item = RoI: each channel block of the RoI's region is gathered and pooled. */
@@ -597,6 +705,7 @@ static void PYROI_TYPED(roi_align_forward_region_task)(void *context, int64_t be
     const int64_t pooled_width = job->params->pooled_width;
     T *block = job->scratch + worker * job->scratch_stride;
     T *tile = PYROI_TYPED(roi_align_bin_tile)(job, block);
+    T *staging = job->stream_result ? PYROI_TYPED(roi_align_staging)(job, block) : NULL;
     int64_t k, c0;
 
     for (k = begin; k < end; ++k) {
@@ -612,9 +721,11 @@ static void PYROI_TYPED(roi_align_forward_region_task)(void *context, int64_t be
                                                pooled_width, tile);
             PYROI_TYPED(roi_align_tile_to_bins)(
                 tile, lanes, pooled_height, pooled_width,
-                job->result + k * out_strides[0] + c0 * out_strides[1], out_strides);
+                job->result + k * out_strides[0] + c0 * out_strides[1], out_strides,
+                staging);
         }
     }
+    pyroi_stream_fence(); /* the streamed outputs are visible to the caller */
 }
 
 /* Backward, work item = (image, channel block): the block accumulates the image's
@@ -633,6 +744,7 @@ static void PYROI_TYPED(roi_align_backward_image_task)(void *context, int64_t be
     const int64_t block_elements = shape[2] * shape[3] * PYROI_LANES;
     T *block = job->scratch + worker * job->scratch_stride;
     T *tile = PYROI_TYPED(roi_align_bin_tile)(job, block);
+    T *staging = job->stream_result ? PYROI_TYPED(roi_align_staging)(job, block) : NULL;
     int64_t item, i;
 
     for (item = begin; item < end; ++item) {
@@ -658,9 +770,10 @@ static void PYROI_TYPED(roi_align_backward_image_task)(void *context, int64_t be
             PYROI_TYPED(roi_align_backward_roi)(plan, k, block, shape[3], pooled_height,
                                                 pooled_width, tile);
         }
-        PYROI_TYPED(roi_align_block_to_region)(block, shape[3], n, c0, lanes, 0, shape[2], 0,
-                                               shape[3], job->result, job->result_strides);
+        PYROI_TYPED(roi_align_block_to_image)(block, shape[2], shape[3], n, c0, lanes,
+                                              job->result, job->result_strides, staging);
     }
+    pyroi_stream_fence(); /* the streamed gradients are visible to the caller */
 }
 
 /* Backward, work item = channel block: the caller's gradient planes are zeroed, then each
@@ -720,6 +833,9 @@ static void PYROI_TYPED(roi_align_backward_region_task)(void *context, int64_t b
 
 /* ---- driver ----------------------------------------------------------------------------- */
 
+/* Forward outputs from this size on bypass the caches. */
+#define PYROI_STREAM_BYTES (8.0 * 1024.0 * 1024.0)
+
 /* Largest lane-major block per worker; bigger feature maps take the direct loop order. */
 #define PYROI_BLOCK_SCRATCH_BYTES ((size_t)64 << 20)
 
@@ -744,7 +860,8 @@ static PYROI_TYPED(roi_align_schedule) PYROI_TYPED(roi_align_plan_schedule)(
     const double sampled = plan->sampled_taps * (double)shape[1];
     /* lane-major orders need a block of the whole map per worker */
     const int lane_major = allow_lane_major && map_pixels > 0 && blocks > 0 &&
-                           ((double)map_pixels + (double)tile_pixels) * 64.0 <=
+                           ((double)map_pixels + (double)tile_pixels +
+                            (double)PYROI_TYPED(roi_align_staging_pixels)(tile_pixels)) * 64.0 <=
                                (double)PYROI_BLOCK_SCRATCH_BYTES;
     /* gathering whole images pays once the RoIs sample about a quarter of the map's elements;
      * below that, gathering each RoI's region is cheaper */
@@ -780,7 +897,9 @@ static PYROI_TYPED(roi_align_schedule) PYROI_TYPED(roi_align_plan_schedule)(
     schedule.workers = pyroi_parallel_workers(params->num_threads, schedule.items,
                                               work_per_item);
     if (lane_major) {
-        schedule.scratch_stride = (map_pixels + tile_pixels) * PYROI_LANES;
+        schedule.scratch_stride =
+            (map_pixels + tile_pixels + PYROI_TYPED(roi_align_staging_pixels)(tile_pixels)) *
+            PYROI_LANES;
     }
     return schedule;
 }
@@ -795,6 +914,14 @@ static pyroi_status PYROI_TYPED(roi_align_execute)(PYROI_TYPED(roi_align_job) *j
 
     job->scratch = NULL;
     job->scratch_stride = schedule.scratch_stride;
+    /* results larger than the caches are streamed out where a task writes them once */
+    job->stream_result =
+        (backward ? (double)job->map_shape[0] * (double)job->map_shape[2] *
+                        (double)job->map_shape[3]
+                  : (double)job->plan->num_rois * (double)job->params->pooled_height *
+                        (double)job->params->pooled_width) *
+            (double)job->map_shape[1] * (double)sizeof(T) >=
+        PYROI_STREAM_BYTES;
     if (schedule.scratch_stride > 0 && job->arena != NULL) {
         const size_t block_bytes = (size_t)schedule.scratch_stride * sizeof(T);
         const size_t fit = roi_align_arena_available(job->arena) / block_bytes;
@@ -810,15 +937,15 @@ static pyroi_status PYROI_TYPED(roi_align_execute)(PYROI_TYPED(roi_align_job) *j
                                                       (size_t)schedule.workers * block_bytes);
         }
     } else if (schedule.scratch_stride > 0) {
-        job->scratch = (T *)malloc((size_t)schedule.workers * (size_t)schedule.scratch_stride *
-                                   sizeof(T));
+        job->scratch = (T *)pyroi_aligned_malloc((size_t)schedule.workers *
+                                                 (size_t)schedule.scratch_stride * sizeof(T));
         if (job->scratch == NULL) {
             return PYROI_E_NO_MEMORY;
         }
     }
     pyroi_parallel_for(schedule.workers, schedule.items, schedule.task, job);
     if (job->arena == NULL) {
-        free(job->scratch);
+        pyroi_aligned_free(job->scratch);
     }
     return PYROI_OK;
 }
@@ -1572,5 +1699,7 @@ pyroi_status PYROI_TYPED(pyroi_roi_align_backward_with_workspace)(
     return status;
 }
 
+#undef PYROI_VECTORS
+#undef PYROI_STAGING_RUN
 #undef PYROI_LANES
 #undef PYROI_LANE_BYTES
