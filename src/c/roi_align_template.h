@@ -550,19 +550,60 @@ static void PYROI_TYPED(roi_align_prefetch_bins)(const T *base, const int64_t st
     }
 }
 
-/* Forward, work item = (image, channel block): item / blocks is the image. */
-PYROI_VECTOR_CLONES
-static void PYROI_TYPED(roi_align_forward_image_task)(void *context, int64_t begin,
-                                                      int64_t end, int worker)
+/* ONNX max of RoI k on a block (defined with the ONNX max kernels below). */
+static inline void PYROI_TYPED(roi_align_onnx_max_roi)(const PYROI_TYPED(roi_align_plan) *plan,
+                                                       int64_t k, const T *block, int64_t width,
+                                                       int64_t pooled_height,
+                                                       int64_t pooled_width, int64_t grid_w,
+                                                       const T *zero, T *tile);
+
+/* The per-lane value of an out-of-map sample in ONNX max mode, z = 0 * P[n, c, 0, 0] for the
+ * block's channels (unused lanes 0); the map has pixels on the lane-major orders. */
+static void PYROI_TYPED(roi_align_onnx_zero_lanes)(const PYROI_TYPED(roi_align_job) *job,
+                                                   int64_t n, int64_t c0, int64_t lanes,
+                                                   T *zero)
 {
-    const PYROI_TYPED(roi_align_job) *job = (const PYROI_TYPED(roi_align_job) *)context;
-    const PYROI_TYPED(roi_align_plan) *plan = job->plan;
-    const int64_t *shape = job->map_shape, *out_strides = job->result_strides;
+    const T *corner = job->features + n * job->features_strides[0];
+    int64_t j;
+    for (j = 0; j < PYROI_LANES; ++j) {
+        zero[j] = j < lanes ? (T)0 * corner[(c0 + j) * job->features_strides[1]] : (T)0;
+    }
+}
+
+/* Pools RoI k from a block of channels [c0, c0 + lanes) of its image into the tile and stores
+ * the tile's bins in the caller's output: the one place where the lane-major forward orders
+ * apply a reduction (grid_w: per RoI, ONNX max only). */
+static ROI_ALIGN_ALWAYS_INLINE void PYROI_TYPED(roi_align_forward_block_roi)(
+    const PYROI_TYPED(roi_align_job) *job, const int64_t *grid_w,
+    enum roi_align_reduction reduction, int64_t k, int64_t c0, int64_t lanes, const T *block,
+    const T *zero, T *tile)
+{
+    const int64_t *out_strides = job->result_strides;
     const int64_t pooled_height = job->params->pooled_height;
     const int64_t pooled_width = job->params->pooled_width;
+    if (reduction == ROI_ALIGN_REDUCE_ONNX_MAX) {
+        PYROI_TYPED(roi_align_onnx_max_roi)(job->plan, k, block, job->map_shape[3],
+                                            pooled_height, pooled_width, grid_w[k], zero, tile);
+    } else {
+        PYROI_TYPED(roi_align_forward_roi)(job->plan, k, block, job->map_shape[3],
+                                           pooled_height, pooled_width, tile);
+    }
+    PYROI_TYPED(roi_align_tile_to_bins)(tile, lanes, pooled_height, pooled_width,
+                                        job->result + k * out_strides[0] + c0 * out_strides[1],
+                                        out_strides);
+}
+
+/* Forward, work item = (image, channel block): item / blocks is the image. */
+static ROI_ALIGN_ALWAYS_INLINE void PYROI_TYPED(roi_align_forward_image_items)(
+    const PYROI_TYPED(roi_align_job) *job, const int64_t *grid_w,
+    enum roi_align_reduction reduction, int64_t begin, int64_t end, int worker)
+{
+    const PYROI_TYPED(roi_align_plan) *plan = job->plan;
+    const int64_t *shape = job->map_shape;
     const int64_t blocks = (shape[1] + PYROI_LANES - 1) / PYROI_LANES;
     T *block = job->scratch + worker * job->scratch_stride;
     T *tile = PYROI_TYPED(roi_align_bin_tile)(job, block);
+    T zero[PYROI_LANE_BYTES / sizeof(T)];
     int64_t item, i;
 
     for (item = begin; item < end; ++item) {
@@ -574,29 +615,26 @@ static void PYROI_TYPED(roi_align_forward_image_task)(void *context, int64_t beg
         }
         PYROI_TYPED(roi_align_region_to_block)(job->features, job->features_strides, shape[3],
                                                n, c0, lanes, 0, shape[2], 0, shape[3], block);
+        if (reduction == ROI_ALIGN_REDUCE_ONNX_MAX) {
+            PYROI_TYPED(roi_align_onnx_zero_lanes)(job, n, c0, lanes, zero);
+        }
         for (i = plan->image_start[n]; i < plan->image_start[n + 1]; ++i) {
-            const int64_t k = plan->order[i];
-            PYROI_TYPED(roi_align_forward_roi)(plan, k, block, shape[3], pooled_height,
-                                               pooled_width, tile);
-            PYROI_TYPED(roi_align_tile_to_bins)(
-                tile, lanes, pooled_height, pooled_width,
-                job->result + k * out_strides[0] + c0 * out_strides[1], out_strides);
+            PYROI_TYPED(roi_align_forward_block_roi)(job, grid_w, reduction, plan->order[i], c0,
+                                                     lanes, block, zero, tile);
         }
     }
 }
 
 /* Forward, work item = RoI: each channel block of the RoI's region is gathered and pooled. */
-PYROI_VECTOR_CLONES
-static void PYROI_TYPED(roi_align_forward_region_task)(void *context, int64_t begin,
-                                                       int64_t end, int worker)
+static ROI_ALIGN_ALWAYS_INLINE void PYROI_TYPED(roi_align_forward_region_items)(
+    const PYROI_TYPED(roi_align_job) *job, const int64_t *grid_w,
+    enum roi_align_reduction reduction, int64_t begin, int64_t end, int worker)
 {
-    const PYROI_TYPED(roi_align_job) *job = (const PYROI_TYPED(roi_align_job) *)context;
     const PYROI_TYPED(roi_align_plan) *plan = job->plan;
-    const int64_t *shape = job->map_shape, *out_strides = job->result_strides;
-    const int64_t pooled_height = job->params->pooled_height;
-    const int64_t pooled_width = job->params->pooled_width;
+    const int64_t *shape = job->map_shape;
     T *block = job->scratch + worker * job->scratch_stride;
     T *tile = PYROI_TYPED(roi_align_bin_tile)(job, block);
+    T zero[PYROI_LANE_BYTES / sizeof(T)];
     int64_t k, c0;
 
     for (k = begin; k < end; ++k) {
@@ -608,13 +646,30 @@ static void PYROI_TYPED(roi_align_forward_region_task)(void *context, int64_t be
                                                    shape[3], job->batch_indices[k], c0, lanes,
                                                    row_begin, row_end, col_begin, col_end,
                                                    block);
-            PYROI_TYPED(roi_align_forward_roi)(plan, k, block, shape[3], pooled_height,
-                                               pooled_width, tile);
-            PYROI_TYPED(roi_align_tile_to_bins)(
-                tile, lanes, pooled_height, pooled_width,
-                job->result + k * out_strides[0] + c0 * out_strides[1], out_strides);
+            if (reduction == ROI_ALIGN_REDUCE_ONNX_MAX) {
+                PYROI_TYPED(roi_align_onnx_zero_lanes)(job, job->batch_indices[k], c0, lanes,
+                                                       zero);
+            }
+            PYROI_TYPED(roi_align_forward_block_roi)(job, grid_w, reduction, k, c0, lanes, block,
+                                                     zero, tile);
         }
     }
+}
+
+PYROI_VECTOR_CLONES
+static void PYROI_TYPED(roi_align_forward_image_task)(void *context, int64_t begin,
+                                                      int64_t end, int worker)
+{
+    PYROI_TYPED(roi_align_forward_image_items)((const PYROI_TYPED(roi_align_job) *)context, NULL,
+                                               ROI_ALIGN_REDUCE_AVG, begin, end, worker);
+}
+
+PYROI_VECTOR_CLONES
+static void PYROI_TYPED(roi_align_forward_region_task)(void *context, int64_t begin,
+                                                       int64_t end, int worker)
+{
+    PYROI_TYPED(roi_align_forward_region_items)((const PYROI_TYPED(roi_align_job) *)context,
+                                                NULL, ROI_ALIGN_REDUCE_AVG, begin, end, worker);
 }
 
 /* Backward, work item = (image, channel block): the block accumulates the image's
@@ -731,6 +786,7 @@ typedef struct PYROI_TYPED(roi_align_schedule) {
     int64_t items;
     int workers;
     int64_t scratch_stride;
+    enum roi_align_order order;
 } PYROI_TYPED(roi_align_schedule);
 
 static PYROI_TYPED(roi_align_schedule) PYROI_TYPED(roi_align_plan_schedule)(
@@ -759,23 +815,28 @@ static PYROI_TYPED(roi_align_schedule) PYROI_TYPED(roi_align_plan_schedule)(
                                                (double)map_pixels);
         schedule.task = backward ? PYROI_TYPED(roi_align_backward_image_task)
                                  : PYROI_TYPED(roi_align_forward_image_task);
+        schedule.order = ROI_ALIGN_ORDER_IMAGE;
     } else if (lane_major && backward) {
         schedule.items = blocks;
         work_per_item = (double)PYROI_LANES * ((double)shape[0] * (double)map_pixels +
                                                plan->sampled_taps);
         schedule.task = PYROI_TYPED(roi_align_backward_region_task);
+        schedule.order = ROI_ALIGN_ORDER_REGION;
     } else if (lane_major) {
         schedule.items = plan->num_rois;
         work_per_item = sampled / (double)(plan->num_rois > 0 ? plan->num_rois : 1);
         schedule.task = PYROI_TYPED(roi_align_forward_region_task);
+        schedule.order = ROI_ALIGN_ORDER_REGION;
     } else if (backward) {
         schedule.items = shape[1];
         work_per_item = (double)shape[0] * (double)map_pixels + plan->sampled_taps;
         schedule.task = PYROI_TYPED(roi_align_backward_direct_task);
+        schedule.order = ROI_ALIGN_ORDER_DIRECT;
     } else {
         schedule.items = plan->num_rois;
         work_per_item = sampled / (double)(plan->num_rois > 0 ? plan->num_rois : 1);
         schedule.task = PYROI_TYPED(roi_align_forward_direct_task);
+        schedule.order = ROI_ALIGN_ORDER_DIRECT;
     }
     schedule.workers = pyroi_parallel_workers(params->num_threads, schedule.items,
                                               work_per_item);
@@ -785,13 +846,33 @@ static PYROI_TYPED(roi_align_schedule) PYROI_TYPED(roi_align_plan_schedule)(
     return schedule;
 }
 
-/* Runs the forward (backward = 0) or backward over the plan, choosing the loop order. With a
- * caller's workspace (job->arena), the scratch comes from what is left of it: fewer workers
- * when it holds fewer blocks, the direct order when it holds none (same results). */
-static pyroi_status PYROI_TYPED(roi_align_execute)(PYROI_TYPED(roi_align_job) *job, int backward)
+/* The schedule of a call whose forward reduction has the given tasks (NULL: avg's). */
+static PYROI_TYPED(roi_align_schedule) PYROI_TYPED(roi_align_tasks_schedule)(
+    const PYROI_TYPED(roi_align_job) *job, int backward, int allow_lane_major,
+    const roi_align_forward_tasks *tasks)
 {
     PYROI_TYPED(roi_align_schedule) schedule = PYROI_TYPED(roi_align_plan_schedule)(
-        job->map_shape, job->params, job->plan, backward, 1);
+        job->map_shape, job->params, job->plan, backward,
+        allow_lane_major && (tasks == NULL || tasks->image != NULL));
+    if (tasks != NULL) {
+        schedule.task = schedule.order == ROI_ALIGN_ORDER_IMAGE    ? tasks->image
+                        : schedule.order == ROI_ALIGN_ORDER_REGION ? tasks->region
+                                                                   : tasks->direct;
+    }
+    return schedule;
+}
+
+/* Runs the forward (backward = 0) or backward over the plan, choosing the loop order; a
+ * forward with tasks (non-NULL) runs that reduction's task of the chosen order, with context
+ * (a struct that begins with job) as its argument. With a caller's workspace (job->arena), the
+ * scratch comes from what is left of it: fewer workers when it holds fewer blocks, the direct
+ * order when it holds none (same results). */
+static pyroi_status PYROI_TYPED(roi_align_execute_tasks)(PYROI_TYPED(roi_align_job) *job,
+                                                         int backward, void *context,
+                                                         const roi_align_forward_tasks *tasks)
+{
+    PYROI_TYPED(roi_align_schedule) schedule =
+        PYROI_TYPED(roi_align_tasks_schedule)(job, backward, 1, tasks);
 
     job->scratch = NULL;
     job->scratch_stride = schedule.scratch_stride;
@@ -799,8 +880,7 @@ static pyroi_status PYROI_TYPED(roi_align_execute)(PYROI_TYPED(roi_align_job) *j
         const size_t block_bytes = (size_t)schedule.scratch_stride * sizeof(T);
         const size_t fit = roi_align_arena_available(job->arena) / block_bytes;
         if (fit == 0) {
-            schedule = PYROI_TYPED(roi_align_plan_schedule)(job->map_shape, job->params,
-                                                            job->plan, backward, 0);
+            schedule = PYROI_TYPED(roi_align_tasks_schedule)(job, backward, 0, tasks);
             job->scratch_stride = 0;
         } else {
             if ((size_t)schedule.workers > fit) {
@@ -816,11 +896,16 @@ static pyroi_status PYROI_TYPED(roi_align_execute)(PYROI_TYPED(roi_align_job) *j
             return PYROI_E_NO_MEMORY;
         }
     }
-    pyroi_parallel_for(schedule.workers, schedule.items, schedule.task, job);
+    pyroi_parallel_for(schedule.workers, schedule.items, schedule.task, context);
     if (job->arena == NULL) {
         free(job->scratch);
     }
     return PYROI_OK;
+}
+
+static pyroi_status PYROI_TYPED(roi_align_execute)(PYROI_TYPED(roi_align_job) *job, int backward)
+{
+    return PYROI_TYPED(roi_align_execute_tasks)(job, backward, job, NULL);
 }
 
 pyroi_status PYROI_TYPED(pyroi_roi_align_forward)(
@@ -1130,19 +1215,19 @@ static pyroi_status PYROI_TYPED(roi_align_grid_widths)(const T *boxes, int64_t n
 }
 
 /* The forward of both max reductions (mmcv's over samples; ONNX's over weighted taps): one
- * validation, plan and thread split; task picks the reduction. argmax may be NULL. */
+ * validation, plan and schedule; tasks are the reduction's (lane-major ones optional). argmax
+ * may be NULL. */
 static pyroi_status PYROI_TYPED(roi_align_max_like_forward)(
     const T *input, const int64_t input_shape[4], const int64_t input_strides[4],
     const T *boxes, int64_t num_rois, int64_t box_row_stride,
     const int64_t *batch_indices,
     T *output, const int64_t output_strides[4],
     int64_t *argmax, const int64_t argmax_strides[4],
-    const pyroi_roi_align_params *params, pyroi_range_task task)
+    const pyroi_roi_align_params *params, const roi_align_forward_tasks *tasks)
 {
     PYROI_TYPED(roi_align_max_job) job;
     PYROI_TYPED(roi_align_plan) plan;
     int64_t *grid_w = NULL;
-    int workers;
     pyroi_status status = roi_align_check_call(
         input, input_shape, input_strides, PYROI_TENSOR_INPUT, output, output_strides,
         PYROI_TENSOR_OUTPUT, boxes, num_rois, box_row_stride, batch_indices, params);
@@ -1178,14 +1263,12 @@ static pyroi_status PYROI_TYPED(roi_align_max_like_forward)(
         job.base.map_shape = input_shape;
         job.base.params = params;
         job.base.plan = &plan;
+        job.base.arena = NULL;
         job.argmax = argmax;
         job.argmax_const = NULL;
         job.argmax_strides = argmax_strides;
         job.grid_w = grid_w;
-        workers = pyroi_parallel_workers(params->num_threads, num_rois,
-                                         (double)input_shape[1] * plan.sampled_taps /
-                                             (double)num_rois);
-        pyroi_parallel_for(workers, num_rois, task, &job);
+        status = PYROI_TYPED(roi_align_execute_tasks)(&job.base, 0, &job, tasks);
     }
     free(grid_w);
     PYROI_TYPED(roi_align_plan_free)(&plan);
@@ -1200,10 +1283,13 @@ pyroi_status PYROI_TYPED(pyroi_roi_align_max_forward)(
     int64_t *argmax, const int64_t argmax_strides[4],
     const pyroi_roi_align_params *params)
 {
+    roi_align_forward_tasks tasks;
+    tasks.direct = PYROI_TYPED(roi_align_max_forward_task);
+    tasks.region = NULL;
+    tasks.image = NULL;
     return PYROI_TYPED(roi_align_max_like_forward)(
         input, input_shape, input_strides, boxes, num_rois, box_row_stride, batch_indices,
-        output, output_strides, argmax, argmax_strides, params,
-        PYROI_TYPED(roi_align_max_forward_task));
+        output, output_strides, argmax, argmax_strides, params, &tasks);
 }
 
 pyroi_status PYROI_TYPED(pyroi_roi_align_max_backward)(
@@ -1423,6 +1509,144 @@ static void PYROI_TYPED(roi_align_onnx_max_forward_task)(void *context, int64_t 
     }
 }
 
+/* The number of a bin's in-map samples (rows rr x columns cr of its grid, grid_w samples per
+ * row) whose row-major index is below sample index `index`. */
+static int64_t PYROI_TYPED(roi_align_samples_before)(pyroi_tap_range rr, pyroi_tap_range cr,
+                                                     int64_t grid_w, int64_t index)
+{
+    const int64_t rows = rr.end - rr.begin, cols = cr.end - cr.begin;
+    const int64_t row = index / grid_w - rr.first_sample;
+    const int64_t col = index % grid_w - cr.first_sample;
+    const int64_t full_rows = row < 0 ? 0 : row < rows ? row : rows;
+    const int64_t in_row = row >= 0 && row < rows ? (col < 0 ? 0 : col < cols ? col : cols) : 0;
+    return full_rows * cols + in_row;
+}
+
+/* ONNX max of RoI k on a block: tile[ph][pw][lane] is what roi_align_onnx_max_bin gives for
+ * the lane's channel, zero[lane] being its z. Each lane evaluates the same expression in the
+ * same order: the fold starts from the first sample in row-major order (z if that one is out
+ * of the map), z is offered once, just before the first in-map sample that follows it, and M
+ * is a per-lane select, so NaNs and signed zeros behave exactly as in the scalar kernel. */
+static inline void PYROI_TYPED(roi_align_onnx_max_roi)(const PYROI_TYPED(roi_align_plan) *plan,
+                                                       int64_t k, const T *block, int64_t width,
+                                                       int64_t pooled_height,
+                                                       int64_t pooled_width, int64_t grid_w,
+                                                       const T *zero, T *tile)
+{
+    const pyroi_tap_range *row_ranges = plan->ranges + k * plan->bins;
+    const pyroi_tap_range *col_ranges = row_ranges + pooled_height;
+    const PYROI_TYPED(axis_tap) *row_taps = plan->taps + plan->first_tap[k];
+    const PYROI_TYPED(axis_tap) *col_taps = row_taps + plan->row_taps[k];
+    const int64_t grid_h = grid_w > 0 ? plan->samples[k] / grid_w : 0;
+    int64_t ph, pw, r, q, j;
+
+    for (ph = 0; ph < pooled_height; ++ph) {
+        const pyroi_tap_range rr = row_ranges[ph];
+        for (pw = 0; pw < pooled_width; ++pw) {
+            const pyroi_tap_range cr = col_ranges[pw];
+            const int64_t cols = cr.end - cr.begin;
+            /* a local running maximum: the compiler can see it aliases nothing */
+            T best[PYROI_LANE_BYTES / sizeof(T)];
+            T *result = tile + (ph * pooled_width + pw) * PYROI_LANES;
+            int64_t outside, before, skip;
+            if (grid_h * grid_w <= 0) { /* empty bin */
+                for (j = 0; j < PYROI_LANES; ++j) {
+                    result[j] = (T)0;
+                }
+                continue;
+            }
+            outside = PYROI_TYPED(roi_align_first_outside)(rr, cr, grid_h, grid_w);
+            /* in-map samples folded before z (all of them when no sample is outside) */
+            before = outside < 0 ? (rr.end - rr.begin) * cols
+                                 : PYROI_TYPED(roi_align_samples_before)(rr, cr, grid_w,
+                                                                         outside);
+            if (outside >= 0 && before == 0) { /* the fold starts from z */
+                for (j = 0; j < PYROI_LANES; ++j) {
+                    best[j] = zero[j];
+                }
+                outside = -1;
+                skip = 0;
+            } else { /* ... or from the first in-map sample (taken below) */
+                for (j = 0; j < PYROI_LANES; ++j) {
+                    best[j] = (T)0;
+                }
+                skip = 1;
+            }
+            for (r = rr.begin; r < rr.end; ++r) {
+                const PYROI_TYPED(axis_tap) ty = row_taps[r];
+                const T *row_lo = block + ty.lo * width * PYROI_LANES;
+                const T *row_hi = block + ty.hi * width * PYROI_LANES;
+                for (q = cr.begin; q < cr.end; ++q) {
+                    const PYROI_TYPED(axis_tap) tx = col_taps[q];
+                    const int64_t sample = (r - rr.begin) * cols + (q - cr.begin);
+                    const T w1 = ty.w_lo * tx.w_lo, w2 = ty.w_lo * tx.w_hi;
+                    const T w3 = ty.w_hi * tx.w_lo, w4 = ty.w_hi * tx.w_hi;
+                    const T *p1 = row_lo + tx.lo * PYROI_LANES;
+                    const T *p2 = row_lo + tx.hi * PYROI_LANES;
+                    const T *p3 = row_hi + tx.lo * PYROI_LANES;
+                    const T *p4 = row_hi + tx.hi * PYROI_LANES;
+                    if (outside >= 0 && sample == before) {
+                        for (j = 0; j < PYROI_LANES; ++j) {
+                            best[j] = best[j] < zero[j] ? zero[j] : best[j];
+                        }
+                        outside = -1;
+                    }
+                    if (skip) { /* the first sample starts the fold */
+                        for (j = 0; j < PYROI_LANES; ++j) {
+                            T v = w1 * p1[j];
+                            const T t2 = w2 * p2[j], t3 = w3 * p3[j], t4 = w4 * p4[j];
+                            v = v < t2 ? t2 : v;
+                            v = v < t3 ? t3 : v;
+                            best[j] = v < t4 ? t4 : v;
+                        }
+                        skip = 0;
+                        continue;
+                    }
+                    /* each lane is one channel, evaluated exactly as the scalar loop */
+                    for (j = 0; j < PYROI_LANES; ++j) {
+                        T v = w1 * p1[j];
+                        const T t2 = w2 * p2[j], t3 = w3 * p3[j], t4 = w4 * p4[j];
+                        v = v < t2 ? t2 : v;
+                        v = v < t3 ? t3 : v;
+                        v = v < t4 ? t4 : v;
+                        best[j] = best[j] < v ? v : best[j];
+                    }
+                }
+            }
+            if (outside >= 0) { /* z comes after every in-map sample */
+                for (j = 0; j < PYROI_LANES; ++j) {
+                    best[j] = best[j] < zero[j] ? zero[j] : best[j];
+                }
+            }
+            for (j = 0; j < PYROI_LANES; ++j) {
+                result[j] = best[j];
+            }
+        }
+    }
+}
+
+/* ONNX max forward, work item = (image, channel block). */
+PYROI_VECTOR_CLONES
+static void PYROI_TYPED(roi_align_onnx_max_forward_image_task)(void *context, int64_t begin,
+                                                               int64_t end, int worker)
+{
+    const PYROI_TYPED(roi_align_max_job) *max_job =
+        (const PYROI_TYPED(roi_align_max_job) *)context;
+    PYROI_TYPED(roi_align_forward_image_items)(&max_job->base, max_job->grid_w,
+                                               ROI_ALIGN_REDUCE_ONNX_MAX, begin, end, worker);
+}
+
+/* ONNX max forward, work item = RoI. */
+PYROI_VECTOR_CLONES
+static void PYROI_TYPED(roi_align_onnx_max_forward_region_task)(void *context, int64_t begin,
+                                                                int64_t end, int worker)
+{
+    const PYROI_TYPED(roi_align_max_job) *max_job =
+        (const PYROI_TYPED(roi_align_max_job) *)context;
+    PYROI_TYPED(roi_align_forward_region_items)(&max_job->base, max_job->grid_w,
+                                                ROI_ALIGN_REDUCE_ONNX_MAX, begin, end, worker);
+}
+
 pyroi_status PYROI_TYPED(pyroi_roi_align_onnx_max_forward)(
     const T *input, const int64_t input_shape[4], const int64_t input_strides[4],
     const T *boxes, int64_t num_rois, int64_t box_row_stride,
@@ -1430,10 +1654,13 @@ pyroi_status PYROI_TYPED(pyroi_roi_align_onnx_max_forward)(
     T *output, const int64_t output_strides[4],
     const pyroi_roi_align_params *params)
 {
+    roi_align_forward_tasks tasks;
+    tasks.direct = PYROI_TYPED(roi_align_onnx_max_forward_task);
+    tasks.region = PYROI_TYPED(roi_align_onnx_max_forward_region_task);
+    tasks.image = PYROI_TYPED(roi_align_onnx_max_forward_image_task);
     return PYROI_TYPED(roi_align_max_like_forward)(
         input, input_shape, input_strides, boxes, num_rois, box_row_stride, batch_indices,
-        output, output_strides, NULL, NULL, params,
-        PYROI_TYPED(roi_align_onnx_max_forward_task));
+        output, output_strides, NULL, NULL, params, &tasks);
 }
 
 /* ---- backward with a caller's workspace (aclnn two-phase shape) ------------------------- */
