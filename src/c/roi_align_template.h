@@ -551,11 +551,9 @@ static void PYROI_TYPED(roi_align_prefetch_bins)(const T *base, const int64_t st
 }
 
 /* ONNX max of RoI k on a block (defined with the ONNX max kernels below). */
-static inline void PYROI_TYPED(roi_align_onnx_max_roi)(const PYROI_TYPED(roi_align_plan) *plan,
-                                                       int64_t k, const T *block, int64_t width,
-                                                       int64_t pooled_height,
-                                                       int64_t pooled_width, int64_t grid_w,
-                                                       const T *zero, T *tile);
+static ROI_ALIGN_ALWAYS_INLINE void PYROI_TYPED(roi_align_onnx_max_roi)(
+    const PYROI_TYPED(roi_align_plan) *plan, int64_t k, const T *block, int64_t width,
+    int64_t pooled_height, int64_t pooled_width, int64_t grid_w, const T *zero, T *tile);
 
 /* The per-lane value of an out-of-map sample in ONNX max mode, z = 0 * P[n, c, 0, 0] for the
  * block's channels (unused lanes 0); the map has pixels on the lane-major orders. */
@@ -1527,11 +1525,9 @@ static int64_t PYROI_TYPED(roi_align_samples_before)(pyroi_tap_range rr, pyroi_t
  * same order: the fold starts from the first sample in row-major order (z if that one is out
  * of the map), z is offered once, just before the first in-map sample that follows it, and M
  * is a per-lane select, so NaNs and signed zeros behave exactly as in the scalar kernel. */
-static inline void PYROI_TYPED(roi_align_onnx_max_roi)(const PYROI_TYPED(roi_align_plan) *plan,
-                                                       int64_t k, const T *block, int64_t width,
-                                                       int64_t pooled_height,
-                                                       int64_t pooled_width, int64_t grid_w,
-                                                       const T *zero, T *tile)
+static ROI_ALIGN_ALWAYS_INLINE void PYROI_TYPED(roi_align_onnx_max_roi)(
+    const PYROI_TYPED(roi_align_plan) *plan, int64_t k, const T *block, int64_t width,
+    int64_t pooled_height, int64_t pooled_width, int64_t grid_w, const T *zero, T *tile)
 {
     const pyroi_tap_range *row_ranges = plan->ranges + k * plan->bins;
     const pyroi_tap_range *col_ranges = row_ranges + pooled_height;
