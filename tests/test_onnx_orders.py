@@ -28,10 +28,10 @@ OUTPUT = (3, 4)  # output_height, output_width
 SCALE = 0.8  # an ONNX float attribute: exact in float32 as 0.800000011920929
 
 
-def _in_map_samples(edge1, edge2, bins, sampling_ratio, extent, aligned, T):
+def _in_map_samples(edge1, edge2, bins, sampling_ratio, extent, aligned, spatial_scale, T):
     """In-map samples of one axis of a box over all its bins, with the kernel's arithmetic
     (SEMANTICS.md 3.2-3.3): the length of that axis's tap table."""
-    scale = T(np.float32(SCALE))
+    scale = T(np.float32(spatial_scale))
     offset = T(0.5) if aligned else T(0)
     start = T(edge1) * scale - offset
     size = (T(edge2) * scale - offset) - start
@@ -52,16 +52,16 @@ def _in_map_samples(edge1, edge2, bins, sampling_ratio, extent, aligned, T):
     return count
 
 
-def core_order(x_shape, rois, sampling_ratio, aligned):
+def core_order(x_shape, rois, sampling_ratio, aligned, output=OUTPUT, spatial_scale=SCALE):
     """The loop order the C core picks for ONNX max on this call."""
     n, _, h, w = x_shape
-    ph, pw = OUTPUT
+    ph, pw = output
     if not (h * w > 0 and (h * w + ph * pw) * 64 <= SCRATCH_BYTES):
         return "direct"
     T = rois.dtype.type
     sampled = sum(
-        _in_map_samples(y1, y2, ph, sampling_ratio, h, aligned, T)
-        * _in_map_samples(x1, x2, pw, sampling_ratio, w, aligned, T)
+        _in_map_samples(y1, y2, ph, sampling_ratio, h, aligned, spatial_scale, T)
+        * _in_map_samples(x1, x2, pw, sampling_ratio, w, aligned, spatial_scale, T)
         for x1, y1, x2, y2 in rois)
     return "image" if 4 * sampled >= n * h * w else "region"
 
@@ -243,3 +243,42 @@ def test_orders_with_strided_arrays(name, channels, dtype):
     assert ponnx.roi_align(x, boxes, batch, out=out, **kwargs) is out
     assert np.ascontiguousarray(out).tobytes() == expected.tobytes()
     assert np.all(buffer[..., 1::2] == 7)
+
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("name", ["image", "region"])
+def test_place_of_out_of_map_samples(name, dtype):
+    """z is offered at its place among the in-map samples: after row 0 of a bin that crosses
+    the right edge of the map, after every row of a bin that crosses the bottom edge. Features
+    are -1 except a few +0 pixels; where z = -0.0 (corner -1) the sign of the zero result
+    tells where it was offered, where z = +0 (corner +1) it does not."""
+    h, w = (8, 8) if name == "image" else (64, 72)
+    x = -np.ones((1, 20, h, w), dtype)
+    x[:, 1::2, 0, 0] = 1  # z = +0 on odd channels, -0.0 on even ones
+    # right edge, 1 x 1 bin, 2 x 2 samples: row 0 at y = 2.3 (rows 2, 3, all -1: negative),
+    # row 1 at y = 4.3 reads the +0 at (4, W - 2); columns at W - 1.25 (in) and W + 1.25 (out)
+    x[:, :, 4, w - 2] = 0
+    right = [w - 2.5, 1.3, w + 2.5, 5.3]
+    # bottom edge, 3 x 3 samples: rows at H - 2.25 (negative), H - 0.75 (clamped to row
+    # H - 1, which holds a +0 at column 2), H + 0.75 (out); columns at 2.35, 3.85, 5.35
+    x[:, :, h - 1, 2] = 0
+    bottom = [1.6, h - 3, 6.1, h + 1.5]
+    boxes = np.array([right, bottom], dtype)
+    batch = np.zeros(2, np.int64)
+    kwargs = dict(mode="max", output_height=1, output_width=1, spatial_scale=1.0,
+                  coordinate_transformation_mode="output_half_pixel")
+    expected = np.empty((2, 20, 1, 1), dtype)
+    expected[0] = np.where(np.arange(20) % 2 == 0, -0.0, 0.0)[:, None, None]  # z before row 1
+    expected[1] = 0.0  # z after the +0 of row 1
+    # on the small map, boxes over the whole map make the call gather whole images
+    fillers = np.tile(np.array([[0, 0, w, h]], dtype), (8 if name == "image" else 0, 1))
+    for sampling_ratio, box in ((2, 0), (3, 1)):
+        one = boxes[box:box + 1]
+        more = np.concatenate([one, fillers])
+        more_batch = np.zeros(len(more), np.int64)
+        assert core_order(x.shape, more, sampling_ratio, False, (1, 1), 1.0) == name
+        y = _pyroi_all_threads(x, more, more_batch, {**kwargs, "sampling_ratio": sampling_ratio})
+        reference = onnx_roi_align_max_ref(x, one, batch[:1], 1, 1, sampling_ratio, 1.0, False)
+        assert_bits_equal(reference, expected[box:box + 1])
+        assert_bits_equal(y[:1], expected[box:box + 1])

@@ -1507,24 +1507,60 @@ static void PYROI_TYPED(roi_align_onnx_max_forward_task)(void *context, int64_t 
     }
 }
 
-/* The number of a bin's in-map samples (rows rr x columns cr of its grid, grid_w samples per
- * row) whose row-major index is below sample index `index`. */
-static int64_t PYROI_TYPED(roi_align_samples_before)(pyroi_tap_range rr, pyroi_tap_range cr,
-                                                     int64_t grid_w, int64_t index)
+/* One sample of an ONNX max bin on a block, per lane: the four weighted taps (pixels p1..p4
+ * of the block, weights from the row tap ty and the column tap tx) reduced with M left to
+ * right, then either starting the fold (first) or folded into best with M. */
+static ROI_ALIGN_ALWAYS_INLINE void PYROI_TYPED(roi_align_onnx_max_sample)(
+    T *PYROI_RESTRICT best, const T *block, int64_t width, PYROI_TYPED(axis_tap) ty,
+    PYROI_TYPED(axis_tap) tx, int first)
 {
-    const int64_t rows = rr.end - rr.begin, cols = cr.end - cr.begin;
-    const int64_t row = index / grid_w - rr.first_sample;
-    const int64_t col = index % grid_w - cr.first_sample;
-    const int64_t full_rows = row < 0 ? 0 : row < rows ? row : rows;
-    const int64_t in_row = row >= 0 && row < rows ? (col < 0 ? 0 : col < cols ? col : cols) : 0;
-    return full_rows * cols + in_row;
+    const T w1 = ty.w_lo * tx.w_lo, w2 = ty.w_lo * tx.w_hi;
+    const T w3 = ty.w_hi * tx.w_lo, w4 = ty.w_hi * tx.w_hi;
+    const T *p1 = block + (ty.lo * width + tx.lo) * PYROI_LANES;
+    const T *p2 = block + (ty.lo * width + tx.hi) * PYROI_LANES;
+    const T *p3 = block + (ty.hi * width + tx.lo) * PYROI_LANES;
+    const T *p4 = block + (ty.hi * width + tx.hi) * PYROI_LANES;
+    int64_t j;
+    if (first) {
+        for (j = 0; j < PYROI_LANES; ++j) {
+            const T t2 = w2 * p2[j], t3 = w3 * p3[j], t4 = w4 * p4[j];
+            T v = w1 * p1[j];
+            v = v < t2 ? t2 : v;
+            v = v < t3 ? t3 : v;
+            best[j] = v < t4 ? t4 : v;
+        }
+        return;
+    }
+    /* each lane is one channel, evaluated exactly as the scalar loop */
+    for (j = 0; j < PYROI_LANES; ++j) {
+        const T t2 = w2 * p2[j], t3 = w3 * p3[j], t4 = w4 * p4[j];
+        T v = w1 * p1[j];
+        v = v < t2 ? t2 : v;
+        v = v < t3 ? t3 : v;
+        v = v < t4 ? t4 : v;
+        best[j] = best[j] < v ? v : best[j];
+    }
+}
+
+/* z offered to an ONNX max fold (first: z starts it), per lane. */
+static ROI_ALIGN_ALWAYS_INLINE void PYROI_TYPED(roi_align_onnx_max_zero)(T *PYROI_RESTRICT best,
+                                                                         const T *zero,
+                                                                         int first)
+{
+    int64_t j;
+    for (j = 0; j < PYROI_LANES; ++j) {
+        best[j] = first || best[j] < zero[j] ? zero[j] : best[j];
+    }
 }
 
 /* ONNX max of RoI k on a block: tile[ph][pw][lane] is what roi_align_onnx_max_bin gives for
  * the lane's channel, zero[lane] being its z. Each lane evaluates the same expression in the
  * same order: the fold starts from the first sample in row-major order (z if that one is out
- * of the map), z is offered once, just before the first in-map sample that follows it, and M
- * is a per-lane select, so NaNs and signed zeros behave exactly as in the scalar kernel. */
+ * of the map) and z is offered once, at its place among the in-map samples. That place is
+ * always a row boundary of the bin's in-map samples: roi_align_first_outside names the first
+ * sample (before every row), the column after row 0's in-map samples (after one row) or the
+ * row after the in-map rows (after all). M is a per-lane select, so NaNs and signed zeros
+ * behave exactly as in the scalar kernel. The fold runs in the tile itself. */
 static ROI_ALIGN_ALWAYS_INLINE void PYROI_TYPED(roi_align_onnx_max_roi)(
     const PYROI_TYPED(roi_align_plan) *plan, int64_t k, const T *block, int64_t width,
     int64_t pooled_height, int64_t pooled_width, int64_t grid_w, const T *zero, T *tile)
@@ -1538,84 +1574,39 @@ static ROI_ALIGN_ALWAYS_INLINE void PYROI_TYPED(roi_align_onnx_max_roi)(
 
     for (ph = 0; ph < pooled_height; ++ph) {
         const pyroi_tap_range rr = row_ranges[ph];
+        const int64_t rows = rr.end - rr.begin;
         for (pw = 0; pw < pooled_width; ++pw) {
             const pyroi_tap_range cr = col_ranges[pw];
-            const int64_t cols = cr.end - cr.begin;
-            /* a local running maximum: the compiler can see it aliases nothing */
-            T best[PYROI_LANE_BYTES / sizeof(T)];
-            T *result = tile + (ph * pooled_width + pw) * PYROI_LANES;
-            int64_t outside, before, skip;
+            T *best = tile + (ph * pooled_width + pw) * PYROI_LANES;
+            int64_t outside, zero_rows;
             if (grid_h * grid_w <= 0) { /* empty bin */
-                for (j = 0; j < PYROI_LANES; ++j) {
-                    result[j] = (T)0;
-                }
-                continue;
-            }
-            outside = PYROI_TYPED(roi_align_first_outside)(rr, cr, grid_h, grid_w);
-            /* in-map samples folded before z (all of them when no sample is outside) */
-            before = outside < 0 ? (rr.end - rr.begin) * cols
-                                 : PYROI_TYPED(roi_align_samples_before)(rr, cr, grid_w,
-                                                                         outside);
-            if (outside >= 0 && before == 0) { /* the fold starts from z */
-                for (j = 0; j < PYROI_LANES; ++j) {
-                    best[j] = zero[j];
-                }
-                outside = -1;
-                skip = 0;
-            } else { /* ... or from the first in-map sample (taken below) */
                 for (j = 0; j < PYROI_LANES; ++j) {
                     best[j] = (T)0;
                 }
-                skip = 1;
+                continue;
+            }
+            /* z after zero_rows rows of in-map samples; -1: no sample is outside */
+            outside = PYROI_TYPED(roi_align_first_outside)(rr, cr, grid_h, grid_w);
+            zero_rows = outside < 0 ? -1 : outside == 0 ? 0 : outside < grid_w ? 1 : rows;
+            if (zero_rows == 0) { /* the fold starts from z ... */
+                PYROI_TYPED(roi_align_onnx_max_zero)(best, zero, 1);
+            } else { /* ... or from the first in-map sample */
+                PYROI_TYPED(roi_align_onnx_max_sample)(best, block, width, row_taps[rr.begin],
+                                                       col_taps[cr.begin], 1);
             }
             for (r = rr.begin; r < rr.end; ++r) {
                 const PYROI_TYPED(axis_tap) ty = row_taps[r];
-                const T *row_lo = block + ty.lo * width * PYROI_LANES;
-                const T *row_hi = block + ty.hi * width * PYROI_LANES;
-                for (q = cr.begin; q < cr.end; ++q) {
-                    const PYROI_TYPED(axis_tap) tx = col_taps[q];
-                    const int64_t sample = (r - rr.begin) * cols + (q - cr.begin);
-                    const T w1 = ty.w_lo * tx.w_lo, w2 = ty.w_lo * tx.w_hi;
-                    const T w3 = ty.w_hi * tx.w_lo, w4 = ty.w_hi * tx.w_hi;
-                    const T *p1 = row_lo + tx.lo * PYROI_LANES;
-                    const T *p2 = row_lo + tx.hi * PYROI_LANES;
-                    const T *p3 = row_hi + tx.lo * PYROI_LANES;
-                    const T *p4 = row_hi + tx.hi * PYROI_LANES;
-                    if (outside >= 0 && sample == before) {
-                        for (j = 0; j < PYROI_LANES; ++j) {
-                            best[j] = best[j] < zero[j] ? zero[j] : best[j];
-                        }
-                        outside = -1;
-                    }
-                    if (skip) { /* the first sample starts the fold */
-                        for (j = 0; j < PYROI_LANES; ++j) {
-                            T v = w1 * p1[j];
-                            const T t2 = w2 * p2[j], t3 = w3 * p3[j], t4 = w4 * p4[j];
-                            v = v < t2 ? t2 : v;
-                            v = v < t3 ? t3 : v;
-                            best[j] = v < t4 ? t4 : v;
-                        }
-                        skip = 0;
-                        continue;
-                    }
-                    /* each lane is one channel, evaluated exactly as the scalar loop */
-                    for (j = 0; j < PYROI_LANES; ++j) {
-                        T v = w1 * p1[j];
-                        const T t2 = w2 * p2[j], t3 = w3 * p3[j], t4 = w4 * p4[j];
-                        v = v < t2 ? t2 : v;
-                        v = v < t3 ? t3 : v;
-                        v = v < t4 ? t4 : v;
-                        best[j] = best[j] < v ? v : best[j];
-                    }
+                if (zero_rows > 0 && r - rr.begin == zero_rows) {
+                    PYROI_TYPED(roi_align_onnx_max_zero)(best, zero, 0);
+                }
+                /* the first sample started the fold unless z did */
+                for (q = cr.begin + (r == rr.begin && zero_rows != 0); q < cr.end; ++q) {
+                    PYROI_TYPED(roi_align_onnx_max_sample)(best, block, width, ty, col_taps[q],
+                                                           0);
                 }
             }
-            if (outside >= 0) { /* z comes after every in-map sample */
-                for (j = 0; j < PYROI_LANES; ++j) {
-                    best[j] = best[j] < zero[j] ? zero[j] : best[j];
-                }
-            }
-            for (j = 0; j < PYROI_LANES; ++j) {
-                result[j] = best[j];
+            if (zero_rows > 0 && zero_rows == rows) { /* z after every in-map sample */
+                PYROI_TYPED(roi_align_onnx_max_zero)(best, zero, 0);
             }
         }
     }
