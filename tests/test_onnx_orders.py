@@ -28,10 +28,10 @@ OUTPUT = (3, 4)  # output_height, output_width
 SCALE = 0.8  # an ONNX float attribute: exact in float32 as 0.800000011920929
 
 
-def _in_map_samples(edge1, edge2, bins, sampling_ratio, extent, aligned, spatial_scale, T):
+def _in_map_samples(edge1, edge2, bins, sampling_ratio, extent, aligned, scale, T):
     """In-map samples of one axis of a box over all its bins, with the kernel's arithmetic
     (SEMANTICS.md 3.2-3.3): the length of that axis's tap table."""
-    scale = T(np.float32(spatial_scale))
+    scale = T(scale)
     offset = T(0.5) if aligned else T(0)
     start = T(edge1) * scale - offset
     size = (T(edge2) * scale - offset) - start
@@ -52,16 +52,19 @@ def _in_map_samples(edge1, edge2, bins, sampling_ratio, extent, aligned, spatial
     return count
 
 
-def core_order(x_shape, rois, sampling_ratio, aligned, output=OUTPUT, spatial_scale=SCALE):
-    """The loop order the C core picks for ONNX max on this call."""
+def core_order(x_shape, rois, sampling_ratio, aligned, output=OUTPUT, spatial_scale=SCALE,
+               float_attribute=True):
+    """The loop order the C core picks for ONNX max on this call (pyroi.roi_align: the scale
+    is not an ONNX float attribute, so not rounded to float32 first)."""
     n, _, h, w = x_shape
     ph, pw = output
     if not (h * w > 0 and (h * w + ph * pw) * 64 <= SCRATCH_BYTES):
         return "direct"
     T = rois.dtype.type
+    scale = np.float32(spatial_scale) if float_attribute else spatial_scale
     sampled = sum(
-        _in_map_samples(y1, y2, ph, sampling_ratio, h, aligned, spatial_scale, T)
-        * _in_map_samples(x1, x2, pw, sampling_ratio, w, aligned, spatial_scale, T)
+        _in_map_samples(y1, y2, ph, sampling_ratio, h, aligned, scale, T)
+        * _in_map_samples(x1, x2, pw, sampling_ratio, w, aligned, scale, T)
         for x1, y1, x2, y2 in rois)
     return "image" if 4 * sampled >= n * h * w else "region"
 

@@ -112,7 +112,7 @@ typedef struct roi_align_forward_tasks {
 /* The per-RoI reductions of the lane-major forward orders; each task passes one as a constant
  * to the shared block loops, which are inlined into it, so every task keeps its own
  * specialised (and vectorised) loop. */
-enum roi_align_reduction { ROI_ALIGN_REDUCE_AVG, ROI_ALIGN_REDUCE_ONNX_MAX };
+enum roi_align_reduction { ROI_ALIGN_REDUCE_AVG, ROI_ALIGN_REDUCE_ONNX_MAX, ROI_ALIGN_REDUCE_MAX };
 
 #if defined(__GNUC__) || defined(__clang__)
 #  define ROI_ALIGN_ALWAYS_INLINE __attribute__((always_inline)) inline

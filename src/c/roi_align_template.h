@@ -550,10 +550,15 @@ static void PYROI_TYPED(roi_align_prefetch_bins)(const T *base, const int64_t st
     }
 }
 
-/* ONNX max of RoI k on a block (defined with the ONNX max kernels below). */
+/* The max reductions of RoI k on a block, mmcv's (with its argmax) and ONNX's (defined with
+ * their other kernels below; the job of both max reductions is defined there too). */
+struct PYROI_TYPED(roi_align_max_job);
+static ROI_ALIGN_ALWAYS_INLINE void PYROI_TYPED(roi_align_max_roi)(
+    const struct PYROI_TYPED(roi_align_max_job) *max_job, int64_t k, int64_t c0, int64_t lanes,
+    const T *block, T *tile);
 static ROI_ALIGN_ALWAYS_INLINE void PYROI_TYPED(roi_align_onnx_max_roi)(
-    const PYROI_TYPED(roi_align_plan) *plan, int64_t k, const T *block, int64_t width,
-    int64_t pooled_height, int64_t pooled_width, int64_t grid_w, const T *zero, T *tile);
+    const struct PYROI_TYPED(roi_align_max_job) *max_job, int64_t k, const T *block,
+    const T *zero, T *tile);
 
 /* The per-lane value of an out-of-map sample in ONNX max mode, z = 0 * P[n, c, 0, 0] for the
  * block's channels (unused lanes 0); the map has pixels on the lane-major orders. */
@@ -570,9 +575,9 @@ static void PYROI_TYPED(roi_align_onnx_zero_lanes)(const PYROI_TYPED(roi_align_j
 
 /* Pools RoI k from a block of channels [c0, c0 + lanes) of its image into the tile and stores
  * the tile's bins in the caller's output: the one place where the lane-major forward orders
- * apply a reduction (grid_w: per RoI, ONNX max only). */
+ * apply a reduction (max_job: the job of the max reductions, NULL for avg). */
 static ROI_ALIGN_ALWAYS_INLINE void PYROI_TYPED(roi_align_forward_block_roi)(
-    const PYROI_TYPED(roi_align_job) *job, const int64_t *grid_w,
+    const PYROI_TYPED(roi_align_job) *job, const struct PYROI_TYPED(roi_align_max_job) *max_job,
     enum roi_align_reduction reduction, int64_t k, int64_t c0, int64_t lanes, const T *block,
     const T *zero, T *tile)
 {
@@ -580,8 +585,9 @@ static ROI_ALIGN_ALWAYS_INLINE void PYROI_TYPED(roi_align_forward_block_roi)(
     const int64_t pooled_height = job->params->pooled_height;
     const int64_t pooled_width = job->params->pooled_width;
     if (reduction == ROI_ALIGN_REDUCE_ONNX_MAX) {
-        PYROI_TYPED(roi_align_onnx_max_roi)(job->plan, k, block, job->map_shape[3],
-                                            pooled_height, pooled_width, grid_w[k], zero, tile);
+        PYROI_TYPED(roi_align_onnx_max_roi)(max_job, k, block, zero, tile);
+    } else if (reduction == ROI_ALIGN_REDUCE_MAX) {
+        PYROI_TYPED(roi_align_max_roi)(max_job, k, c0, lanes, block, tile);
     } else {
         PYROI_TYPED(roi_align_forward_roi)(job->plan, k, block, job->map_shape[3],
                                            pooled_height, pooled_width, tile);
@@ -593,7 +599,7 @@ static ROI_ALIGN_ALWAYS_INLINE void PYROI_TYPED(roi_align_forward_block_roi)(
 
 /* Forward, work item = (image, channel block): item / blocks is the image. */
 static ROI_ALIGN_ALWAYS_INLINE void PYROI_TYPED(roi_align_forward_image_items)(
-    const PYROI_TYPED(roi_align_job) *job, const int64_t *grid_w,
+    const PYROI_TYPED(roi_align_job) *job, const struct PYROI_TYPED(roi_align_max_job) *max_job,
     enum roi_align_reduction reduction, int64_t begin, int64_t end, int worker)
 {
     const PYROI_TYPED(roi_align_plan) *plan = job->plan;
@@ -617,15 +623,15 @@ static ROI_ALIGN_ALWAYS_INLINE void PYROI_TYPED(roi_align_forward_image_items)(
             PYROI_TYPED(roi_align_onnx_zero_lanes)(job, n, c0, lanes, zero);
         }
         for (i = plan->image_start[n]; i < plan->image_start[n + 1]; ++i) {
-            PYROI_TYPED(roi_align_forward_block_roi)(job, grid_w, reduction, plan->order[i], c0,
-                                                     lanes, block, zero, tile);
+            PYROI_TYPED(roi_align_forward_block_roi)(job, max_job, reduction, plan->order[i],
+                                                     c0, lanes, block, zero, tile);
         }
     }
 }
 
 /* Forward, work item = RoI: each channel block of the RoI's region is gathered and pooled. */
 static ROI_ALIGN_ALWAYS_INLINE void PYROI_TYPED(roi_align_forward_region_items)(
-    const PYROI_TYPED(roi_align_job) *job, const int64_t *grid_w,
+    const PYROI_TYPED(roi_align_job) *job, const struct PYROI_TYPED(roi_align_max_job) *max_job,
     enum roi_align_reduction reduction, int64_t begin, int64_t end, int worker)
 {
     const PYROI_TYPED(roi_align_plan) *plan = job->plan;
@@ -648,8 +654,8 @@ static ROI_ALIGN_ALWAYS_INLINE void PYROI_TYPED(roi_align_forward_region_items)(
                 PYROI_TYPED(roi_align_onnx_zero_lanes)(job, job->batch_indices[k], c0, lanes,
                                                        zero);
             }
-            PYROI_TYPED(roi_align_forward_block_roi)(job, grid_w, reduction, k, c0, lanes, block,
-                                                     zero, tile);
+            PYROI_TYPED(roi_align_forward_block_roi)(job, max_job, reduction, k, c0, lanes,
+                                                     block, zero, tile);
         }
     }
 }
@@ -1190,6 +1196,140 @@ static void PYROI_TYPED(roi_align_max_backward_task)(void *context, int64_t begi
     }
 }
 
+/* One offer to an mmcv max bin on a block, per lane: the interpolated value of a sample (the
+ * four weighted taps added left to right, as in avg mode; pixels p1..p4 of the block, weights
+ * from the row tap ty and the column tap tx) with sample index `index`. It wins if it is the
+ * first offer, is larger, or is the first NaN (roi_align_max_offer's rule, as a select). */
+static ROI_ALIGN_ALWAYS_INLINE void PYROI_TYPED(roi_align_max_sample)(
+    T *PYROI_RESTRICT best, int64_t *PYROI_RESTRICT winner, const T *block, int64_t width,
+    PYROI_TYPED(axis_tap) ty, PYROI_TYPED(axis_tap) tx, int64_t index, int first)
+{
+    const T w1 = ty.w_lo * tx.w_lo, w2 = ty.w_lo * tx.w_hi;
+    const T w3 = ty.w_hi * tx.w_lo, w4 = ty.w_hi * tx.w_hi;
+    const T *p1 = block + (ty.lo * width + tx.lo) * PYROI_LANES;
+    const T *p2 = block + (ty.lo * width + tx.hi) * PYROI_LANES;
+    const T *p3 = block + (ty.hi * width + tx.lo) * PYROI_LANES;
+    const T *p4 = block + (ty.hi * width + tx.hi) * PYROI_LANES;
+    int64_t j;
+    for (j = 0; j < PYROI_LANES; ++j) {
+        /* each lane is one channel, evaluated exactly as the scalar loop */
+        const T value = w1 * p1[j] + w2 * p2[j] + w3 * p3[j] + w4 * p4[j];
+        const int take = first || value > best[j] || (value != value && best[j] == best[j]);
+        best[j] = take ? value : best[j];
+        winner[j] = take ? index : winner[j];
+    }
+}
+
+/* The out-of-map value 0, with sample index `index`, offered to an mmcv max bin per lane. */
+static ROI_ALIGN_ALWAYS_INLINE void PYROI_TYPED(roi_align_max_zero)(T *PYROI_RESTRICT best,
+                                                                    int64_t *PYROI_RESTRICT
+                                                                        winner,
+                                                                    int64_t index, int first)
+{
+    int64_t j;
+    for (j = 0; j < PYROI_LANES; ++j) {
+        const int take = first || (T)0 > best[j];
+        best[j] = take ? (T)0 : best[j];
+        winner[j] = take ? index : winner[j];
+    }
+}
+
+/* mmcv max of RoI k on a block of channels [c0, c0 + lanes): tile[ph][pw][lane] and, unless
+ * the call has no argmax, the argmax of each bin are what roi_align_max_bin gives for the
+ * lane's channel: the offers come in the same order (in-map samples row-major, the out-of-map
+ * 0 once at its place, which is a row boundary of the in-map samples as in ONNX max mode) and
+ * each lane applies the scalar rule. */
+static ROI_ALIGN_ALWAYS_INLINE void PYROI_TYPED(roi_align_max_roi)(
+    const struct PYROI_TYPED(roi_align_max_job) *max_job, int64_t k, int64_t c0, int64_t lanes,
+    const T *block, T *tile)
+{
+    const PYROI_TYPED(roi_align_plan) *plan = max_job->base.plan;
+    const int64_t width = max_job->base.map_shape[3];
+    const int64_t pooled_height = max_job->base.params->pooled_height;
+    const int64_t pooled_width = max_job->base.params->pooled_width;
+    const int64_t grid_w = max_job->grid_w[k];
+    const int64_t grid_h = grid_w > 0 ? plan->samples[k] / grid_w : 0;
+    const pyroi_tap_range *row_ranges = plan->ranges + k * plan->bins;
+    const pyroi_tap_range *col_ranges = row_ranges + pooled_height;
+    const PYROI_TYPED(axis_tap) *row_taps = plan->taps + plan->first_tap[k];
+    const PYROI_TYPED(axis_tap) *col_taps = row_taps + plan->row_taps[k];
+    const int64_t *a = max_job->argmax_strides;
+    int64_t ph, pw, r, q, j;
+
+    for (ph = 0; ph < pooled_height; ++ph) {
+        const pyroi_tap_range rr = row_ranges[ph];
+        const int64_t rows = rr.end - rr.begin;
+        for (pw = 0; pw < pooled_width; ++pw) {
+            const pyroi_tap_range cr = col_ranges[pw];
+            T *best = tile + (ph * pooled_width + pw) * PYROI_LANES;
+            int64_t winner[PYROI_LANE_BYTES / sizeof(T)];
+            int64_t outside, zero_rows;
+            if (grid_h * grid_w <= 0) { /* empty bin: 0, argmax -1 */
+                for (j = 0; j < PYROI_LANES; ++j) {
+                    best[j] = (T)0;
+                    winner[j] = -1;
+                }
+            } else {
+                /* the 0 after zero_rows rows of in-map samples; -1: no sample is outside */
+                outside = PYROI_TYPED(roi_align_first_outside)(rr, cr, grid_h, grid_w);
+                zero_rows = outside < 0 ? -1 : outside == 0 ? 0 : outside < grid_w ? 1 : rows;
+                if (zero_rows == 0) {
+                    PYROI_TYPED(roi_align_max_zero)(best, winner, outside, 1);
+                }
+                for (r = rr.begin; r < rr.end; ++r) {
+                    const PYROI_TYPED(axis_tap) ty = row_taps[r];
+                    const int64_t row_index = (rr.first_sample + (r - rr.begin)) * grid_w +
+                                              cr.first_sample - cr.begin;
+                    if (zero_rows > 0 && r - rr.begin == zero_rows) {
+                        PYROI_TYPED(roi_align_max_zero)(best, winner, outside, 0);
+                    }
+                    q = cr.begin;
+                    if (r == rr.begin && zero_rows != 0) { /* the first offer */
+                        PYROI_TYPED(roi_align_max_sample)(best, winner, block, width, ty,
+                                                          col_taps[q], row_index + q, 1);
+                        ++q;
+                    }
+                    for (; q < cr.end; ++q) {
+                        PYROI_TYPED(roi_align_max_sample)(best, winner, block, width, ty,
+                                                          col_taps[q], row_index + q, 0);
+                    }
+                }
+                if (zero_rows > 0 && zero_rows == rows) { /* after every in-map sample */
+                    PYROI_TYPED(roi_align_max_zero)(best, winner, outside, 0);
+                }
+            }
+            if (max_job->argmax != NULL) {
+                int64_t *out = max_job->argmax + k * a[0] + c0 * a[1] + ph * a[2] + pw * a[3];
+                for (j = 0; j < lanes; ++j) {
+                    out[j * a[1]] = winner[j];
+                }
+            }
+        }
+    }
+}
+
+/* mmcv max forward, work item = (image, channel block). */
+PYROI_VECTOR_CLONES
+static void PYROI_TYPED(roi_align_max_forward_image_task)(void *context, int64_t begin,
+                                                          int64_t end, int worker)
+{
+    const PYROI_TYPED(roi_align_max_job) *max_job =
+        (const PYROI_TYPED(roi_align_max_job) *)context;
+    PYROI_TYPED(roi_align_forward_image_items)(&max_job->base, max_job, ROI_ALIGN_REDUCE_MAX,
+                                               begin, end, worker);
+}
+
+/* mmcv max forward, work item = RoI. */
+PYROI_VECTOR_CLONES
+static void PYROI_TYPED(roi_align_max_forward_region_task)(void *context, int64_t begin,
+                                                           int64_t end, int worker)
+{
+    const PYROI_TYPED(roi_align_max_job) *max_job =
+        (const PYROI_TYPED(roi_align_max_job) *)context;
+    PYROI_TYPED(roi_align_forward_region_items)(&max_job->base, max_job, ROI_ALIGN_REDUCE_MAX,
+                                                begin, end, worker);
+}
+
 /* Samples per bin along x of every RoI (the plan keeps only products). */
 static pyroi_status PYROI_TYPED(roi_align_grid_widths)(const T *boxes, int64_t num_rois,
                                                        int64_t box_row_stride, int64_t height,
@@ -1283,8 +1423,8 @@ pyroi_status PYROI_TYPED(pyroi_roi_align_max_forward)(
 {
     roi_align_forward_tasks tasks;
     tasks.direct = PYROI_TYPED(roi_align_max_forward_task);
-    tasks.region = NULL;
-    tasks.image = NULL;
+    tasks.region = PYROI_TYPED(roi_align_max_forward_region_task);
+    tasks.image = PYROI_TYPED(roi_align_max_forward_image_task);
     return PYROI_TYPED(roi_align_max_like_forward)(
         input, input_shape, input_strides, boxes, num_rois, box_row_stride, batch_indices,
         output, output_strides, argmax, argmax_strides, params, &tasks);
@@ -1562,9 +1702,14 @@ static ROI_ALIGN_ALWAYS_INLINE void PYROI_TYPED(roi_align_onnx_max_zero)(T *PYRO
  * row after the in-map rows (after all). M is a per-lane select, so NaNs and signed zeros
  * behave exactly as in the scalar kernel. The fold runs in the tile itself. */
 static ROI_ALIGN_ALWAYS_INLINE void PYROI_TYPED(roi_align_onnx_max_roi)(
-    const PYROI_TYPED(roi_align_plan) *plan, int64_t k, const T *block, int64_t width,
-    int64_t pooled_height, int64_t pooled_width, int64_t grid_w, const T *zero, T *tile)
+    const struct PYROI_TYPED(roi_align_max_job) *max_job, int64_t k, const T *block,
+    const T *zero, T *tile)
 {
+    const PYROI_TYPED(roi_align_plan) *plan = max_job->base.plan;
+    const int64_t width = max_job->base.map_shape[3];
+    const int64_t pooled_height = max_job->base.params->pooled_height;
+    const int64_t pooled_width = max_job->base.params->pooled_width;
+    const int64_t grid_w = max_job->grid_w[k];
     const pyroi_tap_range *row_ranges = plan->ranges + k * plan->bins;
     const pyroi_tap_range *col_ranges = row_ranges + pooled_height;
     const PYROI_TYPED(axis_tap) *row_taps = plan->taps + plan->first_tap[k];
@@ -1619,7 +1764,7 @@ static void PYROI_TYPED(roi_align_onnx_max_forward_image_task)(void *context, in
 {
     const PYROI_TYPED(roi_align_max_job) *max_job =
         (const PYROI_TYPED(roi_align_max_job) *)context;
-    PYROI_TYPED(roi_align_forward_image_items)(&max_job->base, max_job->grid_w,
+    PYROI_TYPED(roi_align_forward_image_items)(&max_job->base, max_job,
                                                ROI_ALIGN_REDUCE_ONNX_MAX, begin, end, worker);
 }
 
@@ -1630,7 +1775,7 @@ static void PYROI_TYPED(roi_align_onnx_max_forward_region_task)(void *context, i
 {
     const PYROI_TYPED(roi_align_max_job) *max_job =
         (const PYROI_TYPED(roi_align_max_job) *)context;
-    PYROI_TYPED(roi_align_forward_region_items)(&max_job->base, max_job->grid_w,
+    PYROI_TYPED(roi_align_forward_region_items)(&max_job->base, max_job,
                                                 ROI_ALIGN_REDUCE_ONNX_MAX, begin, end, worker);
 }
 
