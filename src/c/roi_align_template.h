@@ -11,6 +11,9 @@
  *    into a small scratch map (lanes of one cache line), then every RoI of that image is
  *    sampled from it with the channel lanes as the vector axis. The input is read from
  *    memory once instead of once per RoI, and the inner loop is unit-stride and branch-free.
+ * The max reductions (mmcv's and ONNX's, at the end of this file) use the same plan, schedule
+ * and block loops (roi_align_forward_image_items / _region_items) with their own per-RoI
+ * kernel; the reduction is a constant of each task, so every task keeps its own vector loop.
  */
 
 typedef PYROI_TYPED(pyroi_sample_axis) PYROI_TYPED(sample_axis);
