@@ -98,6 +98,22 @@ static int roi_align_workspace_add(size_t *total, size_t bytes)
     return 1;
 }
 
+/* The loop orders a schedule picks (roi_align_template.h). */
+enum roi_align_order { ROI_ALIGN_ORDER_DIRECT, ROI_ALIGN_ORDER_REGION, ROI_ALIGN_ORDER_IMAGE };
+
+/* The forward tasks of one reduction, one per loop order; without lane-major tasks (region and
+ * image NULL) the direct order is always taken. */
+typedef struct roi_align_forward_tasks {
+    pyroi_range_task direct;
+    pyroi_range_task region;
+    pyroi_range_task image;
+} roi_align_forward_tasks;
+
+/* The per-RoI reductions of the lane-major forward orders; each task passes one as a constant
+ * to the shared block loops, which are inlined into it, so every task keeps its own
+ * specialised (and vectorised) loop. */
+enum roi_align_reduction { ROI_ALIGN_REDUCE_AVG, ROI_ALIGN_REDUCE_ONNX_MAX, ROI_ALIGN_REDUCE_MAX };
+
 #define T float
 #define PYROI_TYPED(name) PYROI_CAT(name, _f32)
 #include "roi_align_template.h"

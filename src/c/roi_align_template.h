@@ -11,6 +11,9 @@
  *    into a small scratch map (lanes of one cache line), then every RoI of that image is
  *    sampled from it with the channel lanes as the vector axis. The input is read from
  *    memory once instead of once per RoI, and the inner loop is unit-stride and branch-free.
+ * The max reductions (mmcv's and ONNX's, at the end of this file) use the same plan, schedule
+ * and block loops (roi_align_forward_image_items / _region_items) with their own per-RoI
+ * kernel; the reduction is a constant of each task, so every task keeps its own vector loop.
  */
 
 typedef PYROI_TYPED(pyroi_sample_axis) PYROI_TYPED(sample_axis);
@@ -650,20 +653,65 @@ static void PYROI_TYPED(roi_align_prefetch_block_slice)(const PYROI_TYPED(roi_al
     }
 }
 
-/* Forward, work item = (image, channel block): item / blocks is the image. */
-PYROI_VECTOR_CLONES
-static void PYROI_TYPED(roi_align_forward_image_task)(void *context, int64_t begin,
-                                                      int64_t end, int worker)
+/* The max reductions of RoI k on a block, mmcv's (with its argmax) and ONNX's (defined with
+ * their other kernels below; the job of both max reductions is defined there too). */
+struct PYROI_TYPED(roi_align_max_job);
+PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_max_roi)(
+    const struct PYROI_TYPED(roi_align_max_job) *max_job, int64_t k, int64_t c0, int64_t lanes,
+    const T *block, T *tile);
+PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_onnx_max_roi)(
+    const struct PYROI_TYPED(roi_align_max_job) *max_job, int64_t k, const T *block,
+    const T *zero, T *tile);
+
+/* The per-lane value of an out-of-map sample in ONNX max mode, z = 0 * P[n, c, 0, 0] for the
+ * block's channels (unused lanes 0); the map has pixels on the lane-major orders. */
+static void PYROI_TYPED(roi_align_onnx_zero_lanes)(const PYROI_TYPED(roi_align_job) *job,
+                                                   int64_t n, int64_t c0, int64_t lanes,
+                                                   T *zero)
 {
-    const PYROI_TYPED(roi_align_job) *job = (const PYROI_TYPED(roi_align_job) *)context;
-    const PYROI_TYPED(roi_align_plan) *plan = job->plan;
-    const int64_t *shape = job->map_shape, *out_strides = job->result_strides;
+    const T *corner = job->features + n * job->features_strides[0];
+    int64_t j;
+    for (j = 0; j < PYROI_LANES; ++j) {
+        zero[j] = j < lanes ? (T)0 * corner[(c0 + j) * job->features_strides[1]] : (T)0;
+    }
+}
+
+/* Pools RoI k from a block of channels [c0, c0 + lanes) of its image into the tile and stores
+ * the tile's bins in the caller's output: the one place where the lane-major forward orders
+ * apply a reduction (max_job: the job of the max reductions, NULL for avg). */
+PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_forward_block_roi)(
+    const PYROI_TYPED(roi_align_job) *job, const struct PYROI_TYPED(roi_align_max_job) *max_job,
+    enum roi_align_reduction reduction, int64_t k, int64_t c0, int64_t lanes, const T *block,
+    const T *zero, T *tile, T *staging)
+{
+    const int64_t *out_strides = job->result_strides;
     const int64_t pooled_height = job->params->pooled_height;
     const int64_t pooled_width = job->params->pooled_width;
+    if (reduction == ROI_ALIGN_REDUCE_ONNX_MAX) {
+        PYROI_TYPED(roi_align_onnx_max_roi)(max_job, k, block, zero, tile);
+    } else if (reduction == ROI_ALIGN_REDUCE_MAX) {
+        PYROI_TYPED(roi_align_max_roi)(max_job, k, c0, lanes, block, tile);
+    } else {
+        PYROI_TYPED(roi_align_forward_roi)(job->plan, k, block, job->map_shape[3],
+                                           pooled_height, pooled_width, tile);
+    }
+    PYROI_TYPED(roi_align_tile_to_bins)(tile, lanes, pooled_height, pooled_width,
+                                        job->result + k * out_strides[0] + c0 * out_strides[1],
+                                        out_strides, staging);
+}
+
+/* Forward, work item = (image, channel block): item / blocks is the image. */
+PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_forward_image_items)(
+    const PYROI_TYPED(roi_align_job) *job, const struct PYROI_TYPED(roi_align_max_job) *max_job,
+    enum roi_align_reduction reduction, int64_t begin, int64_t end, int worker)
+{
+    const PYROI_TYPED(roi_align_plan) *plan = job->plan;
+    const int64_t *shape = job->map_shape;
     const int64_t blocks = (shape[1] + PYROI_LANES - 1) / PYROI_LANES;
     T *block = job->scratch + worker * job->scratch_stride;
     T *tile = PYROI_TYPED(roi_align_bin_tile)(job, block);
     T *staging = job->stream_result ? PYROI_TYPED(roi_align_staging)(job, block) : NULL;
+    T zero[PYROI_LANE_BYTES / sizeof(T)];
     int64_t item, i;
 
     for (item = begin; item < end; ++item) {
@@ -675,37 +723,33 @@ static void PYROI_TYPED(roi_align_forward_image_task)(void *context, int64_t beg
         }
         PYROI_TYPED(roi_align_region_to_block)(job->features, job->features_strides, shape[3],
                                                n, c0, lanes, 0, shape[2], 0, shape[3], block);
+        if (reduction == ROI_ALIGN_REDUCE_ONNX_MAX) {
+            PYROI_TYPED(roi_align_onnx_zero_lanes)(job, n, c0, lanes, zero);
+        }
         for (i = plan->image_start[n]; i < plan->image_start[n + 1]; ++i) {
-            const int64_t k = plan->order[i];
             if (item + 1 < end) { /* the next block's input, a slice per RoI */
                 PYROI_TYPED(roi_align_prefetch_block_slice)(
                     job, item + 1, i - plan->image_start[n],
                     plan->image_start[n + 1] - plan->image_start[n]);
             }
-            PYROI_TYPED(roi_align_forward_roi)(plan, k, block, shape[3], pooled_height,
-                                               pooled_width, tile);
-            PYROI_TYPED(roi_align_tile_to_bins)(
-                tile, lanes, pooled_height, pooled_width,
-                job->result + k * out_strides[0] + c0 * out_strides[1], out_strides,
-                staging);
+            PYROI_TYPED(roi_align_forward_block_roi)(job, max_job, reduction, plan->order[i],
+                                                     c0, lanes, block, zero, tile, staging);
         }
     }
     pyroi_stream_fence(); /* the streamed outputs are visible to the caller */
 }
 
 /* Forward, work item = RoI: each channel block of the RoI's region is gathered and pooled. */
-PYROI_VECTOR_CLONES
-static void PYROI_TYPED(roi_align_forward_region_task)(void *context, int64_t begin,
-                                                       int64_t end, int worker)
+PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_forward_region_items)(
+    const PYROI_TYPED(roi_align_job) *job, const struct PYROI_TYPED(roi_align_max_job) *max_job,
+    enum roi_align_reduction reduction, int64_t begin, int64_t end, int worker)
 {
-    const PYROI_TYPED(roi_align_job) *job = (const PYROI_TYPED(roi_align_job) *)context;
     const PYROI_TYPED(roi_align_plan) *plan = job->plan;
-    const int64_t *shape = job->map_shape, *out_strides = job->result_strides;
-    const int64_t pooled_height = job->params->pooled_height;
-    const int64_t pooled_width = job->params->pooled_width;
+    const int64_t *shape = job->map_shape;
     T *block = job->scratch + worker * job->scratch_stride;
     T *tile = PYROI_TYPED(roi_align_bin_tile)(job, block);
     T *staging = job->stream_result ? PYROI_TYPED(roi_align_staging)(job, block) : NULL;
+    T zero[PYROI_LANE_BYTES / sizeof(T)];
     int64_t k, c0;
 
     for (k = begin; k < end; ++k) {
@@ -717,15 +761,31 @@ static void PYROI_TYPED(roi_align_forward_region_task)(void *context, int64_t be
                                                    shape[3], job->batch_indices[k], c0, lanes,
                                                    row_begin, row_end, col_begin, col_end,
                                                    block);
-            PYROI_TYPED(roi_align_forward_roi)(plan, k, block, shape[3], pooled_height,
-                                               pooled_width, tile);
-            PYROI_TYPED(roi_align_tile_to_bins)(
-                tile, lanes, pooled_height, pooled_width,
-                job->result + k * out_strides[0] + c0 * out_strides[1], out_strides,
-                staging);
+            if (reduction == ROI_ALIGN_REDUCE_ONNX_MAX) {
+                PYROI_TYPED(roi_align_onnx_zero_lanes)(job, job->batch_indices[k], c0, lanes,
+                                                       zero);
+            }
+            PYROI_TYPED(roi_align_forward_block_roi)(job, max_job, reduction, k, c0, lanes,
+                                                     block, zero, tile, staging);
         }
     }
     pyroi_stream_fence(); /* the streamed outputs are visible to the caller */
+}
+
+PYROI_VECTOR_CLONES
+static void PYROI_TYPED(roi_align_forward_image_task)(void *context, int64_t begin,
+                                                      int64_t end, int worker)
+{
+    PYROI_TYPED(roi_align_forward_image_items)((const PYROI_TYPED(roi_align_job) *)context, NULL,
+                                               ROI_ALIGN_REDUCE_AVG, begin, end, worker);
+}
+
+PYROI_VECTOR_CLONES
+static void PYROI_TYPED(roi_align_forward_region_task)(void *context, int64_t begin,
+                                                       int64_t end, int worker)
+{
+    PYROI_TYPED(roi_align_forward_region_items)((const PYROI_TYPED(roi_align_job) *)context,
+                                                NULL, ROI_ALIGN_REDUCE_AVG, begin, end, worker);
 }
 
 /* Backward, work item = (image, channel block): the block accumulates the image's
@@ -847,6 +907,7 @@ typedef struct PYROI_TYPED(roi_align_schedule) {
     int64_t items;
     int workers;
     int64_t scratch_stride;
+    enum roi_align_order order;
 } PYROI_TYPED(roi_align_schedule);
 
 static PYROI_TYPED(roi_align_schedule) PYROI_TYPED(roi_align_plan_schedule)(
@@ -876,23 +937,28 @@ static PYROI_TYPED(roi_align_schedule) PYROI_TYPED(roi_align_plan_schedule)(
                                                (double)map_pixels);
         schedule.task = backward ? PYROI_TYPED(roi_align_backward_image_task)
                                  : PYROI_TYPED(roi_align_forward_image_task);
+        schedule.order = ROI_ALIGN_ORDER_IMAGE;
     } else if (lane_major && backward) {
         schedule.items = blocks;
         work_per_item = (double)PYROI_LANES * ((double)shape[0] * (double)map_pixels +
                                                plan->sampled_taps);
         schedule.task = PYROI_TYPED(roi_align_backward_region_task);
+        schedule.order = ROI_ALIGN_ORDER_REGION;
     } else if (lane_major) {
         schedule.items = plan->num_rois;
         work_per_item = sampled / (double)(plan->num_rois > 0 ? plan->num_rois : 1);
         schedule.task = PYROI_TYPED(roi_align_forward_region_task);
+        schedule.order = ROI_ALIGN_ORDER_REGION;
     } else if (backward) {
         schedule.items = shape[1];
         work_per_item = (double)shape[0] * (double)map_pixels + plan->sampled_taps;
         schedule.task = PYROI_TYPED(roi_align_backward_direct_task);
+        schedule.order = ROI_ALIGN_ORDER_DIRECT;
     } else {
         schedule.items = plan->num_rois;
         work_per_item = sampled / (double)(plan->num_rois > 0 ? plan->num_rois : 1);
         schedule.task = PYROI_TYPED(roi_align_forward_direct_task);
+        schedule.order = ROI_ALIGN_ORDER_DIRECT;
     }
     schedule.workers = pyroi_parallel_workers(params->num_threads, schedule.items,
                                               work_per_item);
@@ -904,13 +970,33 @@ static PYROI_TYPED(roi_align_schedule) PYROI_TYPED(roi_align_plan_schedule)(
     return schedule;
 }
 
-/* Runs the forward (backward = 0) or backward over the plan, choosing the loop order. With a
- * caller's workspace (job->arena), the scratch comes from what is left of it: fewer workers
- * when it holds fewer blocks, the direct order when it holds none (same results). */
-static pyroi_status PYROI_TYPED(roi_align_execute)(PYROI_TYPED(roi_align_job) *job, int backward)
+/* The schedule of a call whose forward reduction has the given tasks (NULL: avg's). */
+static PYROI_TYPED(roi_align_schedule) PYROI_TYPED(roi_align_tasks_schedule)(
+    const PYROI_TYPED(roi_align_job) *job, int backward, int allow_lane_major,
+    const roi_align_forward_tasks *tasks)
 {
     PYROI_TYPED(roi_align_schedule) schedule = PYROI_TYPED(roi_align_plan_schedule)(
-        job->map_shape, job->params, job->plan, backward, 1);
+        job->map_shape, job->params, job->plan, backward,
+        allow_lane_major && (tasks == NULL || tasks->image != NULL));
+    if (tasks != NULL) {
+        schedule.task = schedule.order == ROI_ALIGN_ORDER_IMAGE    ? tasks->image
+                        : schedule.order == ROI_ALIGN_ORDER_REGION ? tasks->region
+                                                                   : tasks->direct;
+    }
+    return schedule;
+}
+
+/* Runs the forward (backward = 0) or backward over the plan, choosing the loop order; a
+ * forward with tasks (non-NULL) runs that reduction's task of the chosen order, with context
+ * (a struct that begins with job) as its argument. With a caller's workspace (job->arena), the
+ * scratch comes from what is left of it: fewer workers when it holds fewer blocks, the direct
+ * order when it holds none (same results). */
+static pyroi_status PYROI_TYPED(roi_align_execute_tasks)(PYROI_TYPED(roi_align_job) *job,
+                                                         int backward, void *context,
+                                                         const roi_align_forward_tasks *tasks)
+{
+    PYROI_TYPED(roi_align_schedule) schedule =
+        PYROI_TYPED(roi_align_tasks_schedule)(job, backward, 1, tasks);
 
     job->scratch = NULL;
     job->scratch_stride = schedule.scratch_stride;
@@ -926,8 +1012,7 @@ static pyroi_status PYROI_TYPED(roi_align_execute)(PYROI_TYPED(roi_align_job) *j
         const size_t block_bytes = (size_t)schedule.scratch_stride * sizeof(T);
         const size_t fit = roi_align_arena_available(job->arena) / block_bytes;
         if (fit == 0) {
-            schedule = PYROI_TYPED(roi_align_plan_schedule)(job->map_shape, job->params,
-                                                            job->plan, backward, 0);
+            schedule = PYROI_TYPED(roi_align_tasks_schedule)(job, backward, 0, tasks);
             job->scratch_stride = 0;
         } else {
             if ((size_t)schedule.workers > fit) {
@@ -943,11 +1028,16 @@ static pyroi_status PYROI_TYPED(roi_align_execute)(PYROI_TYPED(roi_align_job) *j
             return PYROI_E_NO_MEMORY;
         }
     }
-    pyroi_parallel_for(schedule.workers, schedule.items, schedule.task, job);
+    pyroi_parallel_for(schedule.workers, schedule.items, schedule.task, context);
     if (job->arena == NULL) {
         pyroi_aligned_free(job->scratch);
     }
     return PYROI_OK;
+}
+
+static pyroi_status PYROI_TYPED(roi_align_execute)(PYROI_TYPED(roi_align_job) *job, int backward)
+{
+    return PYROI_TYPED(roi_align_execute_tasks)(job, backward, job, NULL);
 }
 
 pyroi_status PYROI_TYPED(pyroi_roi_align_forward)(
@@ -1234,6 +1324,140 @@ static void PYROI_TYPED(roi_align_max_backward_task)(void *context, int64_t begi
     }
 }
 
+/* One offer to an mmcv max bin on a block, per lane: the interpolated value of a sample (the
+ * four weighted taps added left to right, as in avg mode; pixels p1..p4 of the block, weights
+ * from the row tap ty and the column tap tx) with sample index `index`. It wins if it is the
+ * first offer, is larger, or is the first NaN (roi_align_max_offer's rule, as a select). */
+PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_max_sample)(
+    T *PYROI_RESTRICT best, int64_t *PYROI_RESTRICT winner, const T *block, int64_t width,
+    PYROI_TYPED(axis_tap) ty, PYROI_TYPED(axis_tap) tx, int64_t index, int first)
+{
+    const T w1 = ty.w_lo * tx.w_lo, w2 = ty.w_lo * tx.w_hi;
+    const T w3 = ty.w_hi * tx.w_lo, w4 = ty.w_hi * tx.w_hi;
+    const T *p1 = block + (ty.lo * width + tx.lo) * PYROI_LANES;
+    const T *p2 = block + (ty.lo * width + tx.hi) * PYROI_LANES;
+    const T *p3 = block + (ty.hi * width + tx.lo) * PYROI_LANES;
+    const T *p4 = block + (ty.hi * width + tx.hi) * PYROI_LANES;
+    int64_t j;
+    for (j = 0; j < PYROI_LANES; ++j) {
+        /* each lane is one channel, evaluated exactly as the scalar loop */
+        const T value = w1 * p1[j] + w2 * p2[j] + w3 * p3[j] + w4 * p4[j];
+        const int take = first || value > best[j] || (value != value && best[j] == best[j]);
+        best[j] = take ? value : best[j];
+        winner[j] = take ? index : winner[j];
+    }
+}
+
+/* The out-of-map value 0, with sample index `index`, offered to an mmcv max bin per lane. */
+PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_max_zero)(T *PYROI_RESTRICT best,
+                                                                    int64_t *PYROI_RESTRICT
+                                                                        winner,
+                                                                    int64_t index, int first)
+{
+    int64_t j;
+    for (j = 0; j < PYROI_LANES; ++j) {
+        const int take = first || (T)0 > best[j];
+        best[j] = take ? (T)0 : best[j];
+        winner[j] = take ? index : winner[j];
+    }
+}
+
+/* mmcv max of RoI k on a block of channels [c0, c0 + lanes): tile[ph][pw][lane] and, unless
+ * the call has no argmax, the argmax of each bin are what roi_align_max_bin gives for the
+ * lane's channel: the offers come in the same order (in-map samples row-major, the out-of-map
+ * 0 once at its place, which is a row boundary of the in-map samples as in ONNX max mode) and
+ * each lane applies the scalar rule. */
+PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_max_roi)(
+    const struct PYROI_TYPED(roi_align_max_job) *max_job, int64_t k, int64_t c0, int64_t lanes,
+    const T *block, T *tile)
+{
+    const PYROI_TYPED(roi_align_plan) *plan = max_job->base.plan;
+    const int64_t width = max_job->base.map_shape[3];
+    const int64_t pooled_height = max_job->base.params->pooled_height;
+    const int64_t pooled_width = max_job->base.params->pooled_width;
+    const int64_t grid_w = max_job->grid_w[k];
+    const int64_t grid_h = grid_w > 0 ? plan->samples[k] / grid_w : 0;
+    const pyroi_tap_range *row_ranges = plan->ranges + k * plan->bins;
+    const pyroi_tap_range *col_ranges = row_ranges + pooled_height;
+    const PYROI_TYPED(axis_tap) *row_taps = plan->taps + plan->first_tap[k];
+    const PYROI_TYPED(axis_tap) *col_taps = row_taps + plan->row_taps[k];
+    const int64_t *a = max_job->argmax_strides;
+    int64_t ph, pw, r, q, j;
+
+    for (ph = 0; ph < pooled_height; ++ph) {
+        const pyroi_tap_range rr = row_ranges[ph];
+        const int64_t rows = rr.end - rr.begin;
+        for (pw = 0; pw < pooled_width; ++pw) {
+            const pyroi_tap_range cr = col_ranges[pw];
+            T *best = tile + (ph * pooled_width + pw) * PYROI_LANES;
+            int64_t winner[PYROI_LANE_BYTES / sizeof(T)];
+            int64_t outside, zero_rows;
+            if (grid_h * grid_w <= 0) { /* empty bin: 0, argmax -1 */
+                for (j = 0; j < PYROI_LANES; ++j) {
+                    best[j] = (T)0;
+                    winner[j] = -1;
+                }
+            } else {
+                /* the 0 after zero_rows rows of in-map samples; -1: no sample is outside */
+                outside = PYROI_TYPED(roi_align_first_outside)(rr, cr, grid_h, grid_w);
+                zero_rows = outside < 0 ? -1 : outside == 0 ? 0 : outside < grid_w ? 1 : rows;
+                if (zero_rows == 0) {
+                    PYROI_TYPED(roi_align_max_zero)(best, winner, outside, 1);
+                }
+                for (r = rr.begin; r < rr.end; ++r) {
+                    const PYROI_TYPED(axis_tap) ty = row_taps[r];
+                    const int64_t row_index = (rr.first_sample + (r - rr.begin)) * grid_w +
+                                              cr.first_sample - cr.begin;
+                    if (zero_rows > 0 && r - rr.begin == zero_rows) {
+                        PYROI_TYPED(roi_align_max_zero)(best, winner, outside, 0);
+                    }
+                    q = cr.begin;
+                    if (r == rr.begin && zero_rows != 0) { /* the first offer */
+                        PYROI_TYPED(roi_align_max_sample)(best, winner, block, width, ty,
+                                                          col_taps[q], row_index + q, 1);
+                        ++q;
+                    }
+                    for (; q < cr.end; ++q) {
+                        PYROI_TYPED(roi_align_max_sample)(best, winner, block, width, ty,
+                                                          col_taps[q], row_index + q, 0);
+                    }
+                }
+                if (zero_rows > 0 && zero_rows == rows) { /* after every in-map sample */
+                    PYROI_TYPED(roi_align_max_zero)(best, winner, outside, 0);
+                }
+            }
+            if (max_job->argmax != NULL) {
+                int64_t *out = max_job->argmax + k * a[0] + c0 * a[1] + ph * a[2] + pw * a[3];
+                for (j = 0; j < lanes; ++j) {
+                    out[j * a[1]] = winner[j];
+                }
+            }
+        }
+    }
+}
+
+/* mmcv max forward, work item = (image, channel block). */
+PYROI_VECTOR_CLONES
+static void PYROI_TYPED(roi_align_max_forward_image_task)(void *context, int64_t begin,
+                                                          int64_t end, int worker)
+{
+    const PYROI_TYPED(roi_align_max_job) *max_job =
+        (const PYROI_TYPED(roi_align_max_job) *)context;
+    PYROI_TYPED(roi_align_forward_image_items)(&max_job->base, max_job, ROI_ALIGN_REDUCE_MAX,
+                                               begin, end, worker);
+}
+
+/* mmcv max forward, work item = RoI. */
+PYROI_VECTOR_CLONES
+static void PYROI_TYPED(roi_align_max_forward_region_task)(void *context, int64_t begin,
+                                                           int64_t end, int worker)
+{
+    const PYROI_TYPED(roi_align_max_job) *max_job =
+        (const PYROI_TYPED(roi_align_max_job) *)context;
+    PYROI_TYPED(roi_align_forward_region_items)(&max_job->base, max_job, ROI_ALIGN_REDUCE_MAX,
+                                                begin, end, worker);
+}
+
 /* Samples per bin along x of every RoI (the plan keeps only products). */
 static pyroi_status PYROI_TYPED(roi_align_grid_widths)(const T *boxes, int64_t num_rois,
                                                        int64_t box_row_stride, int64_t height,
@@ -1257,19 +1481,19 @@ static pyroi_status PYROI_TYPED(roi_align_grid_widths)(const T *boxes, int64_t n
 }
 
 /* The forward of both max reductions (mmcv's over samples; ONNX's over weighted taps): one
- * validation, plan and thread split; task picks the reduction. argmax may be NULL. */
+ * validation, plan and schedule; tasks are the reduction's (lane-major ones optional). argmax
+ * may be NULL. */
 static pyroi_status PYROI_TYPED(roi_align_max_like_forward)(
     const T *input, const int64_t input_shape[4], const int64_t input_strides[4],
     const T *boxes, int64_t num_rois, int64_t box_row_stride,
     const int64_t *batch_indices,
     T *output, const int64_t output_strides[4],
     int64_t *argmax, const int64_t argmax_strides[4],
-    const pyroi_roi_align_params *params, pyroi_range_task task)
+    const pyroi_roi_align_params *params, const roi_align_forward_tasks *tasks)
 {
     PYROI_TYPED(roi_align_max_job) job;
     PYROI_TYPED(roi_align_plan) plan;
     int64_t *grid_w = NULL;
-    int workers;
     pyroi_status status = roi_align_check_call(
         input, input_shape, input_strides, PYROI_TENSOR_INPUT, output, output_strides,
         PYROI_TENSOR_OUTPUT, boxes, num_rois, box_row_stride, batch_indices, params);
@@ -1305,14 +1529,12 @@ static pyroi_status PYROI_TYPED(roi_align_max_like_forward)(
         job.base.map_shape = input_shape;
         job.base.params = params;
         job.base.plan = &plan;
+        job.base.arena = NULL;
         job.argmax = argmax;
         job.argmax_const = NULL;
         job.argmax_strides = argmax_strides;
         job.grid_w = grid_w;
-        workers = pyroi_parallel_workers(params->num_threads, num_rois,
-                                         (double)input_shape[1] * plan.sampled_taps /
-                                             (double)num_rois);
-        pyroi_parallel_for(workers, num_rois, task, &job);
+        status = PYROI_TYPED(roi_align_execute_tasks)(&job.base, 0, &job, tasks);
     }
     free(grid_w);
     PYROI_TYPED(roi_align_plan_free)(&plan);
@@ -1327,10 +1549,13 @@ pyroi_status PYROI_TYPED(pyroi_roi_align_max_forward)(
     int64_t *argmax, const int64_t argmax_strides[4],
     const pyroi_roi_align_params *params)
 {
+    roi_align_forward_tasks tasks;
+    tasks.direct = PYROI_TYPED(roi_align_max_forward_task);
+    tasks.region = PYROI_TYPED(roi_align_max_forward_region_task);
+    tasks.image = PYROI_TYPED(roi_align_max_forward_image_task);
     return PYROI_TYPED(roi_align_max_like_forward)(
         input, input_shape, input_strides, boxes, num_rois, box_row_stride, batch_indices,
-        output, output_strides, argmax, argmax_strides, params,
-        PYROI_TYPED(roi_align_max_forward_task));
+        output, output_strides, argmax, argmax_strides, params, &tasks);
 }
 
 pyroi_status PYROI_TYPED(pyroi_roi_align_max_backward)(
@@ -1550,6 +1775,138 @@ static void PYROI_TYPED(roi_align_onnx_max_forward_task)(void *context, int64_t 
     }
 }
 
+/* One sample of an ONNX max bin on a block, per lane: the four weighted taps (pixels p1..p4
+ * of the block, weights from the row tap ty and the column tap tx) reduced with M left to
+ * right, then either starting the fold (first) or folded into best with M. */
+PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_onnx_max_sample)(
+    T *PYROI_RESTRICT best, const T *block, int64_t width, PYROI_TYPED(axis_tap) ty,
+    PYROI_TYPED(axis_tap) tx, int first)
+{
+    const T w1 = ty.w_lo * tx.w_lo, w2 = ty.w_lo * tx.w_hi;
+    const T w3 = ty.w_hi * tx.w_lo, w4 = ty.w_hi * tx.w_hi;
+    const T *p1 = block + (ty.lo * width + tx.lo) * PYROI_LANES;
+    const T *p2 = block + (ty.lo * width + tx.hi) * PYROI_LANES;
+    const T *p3 = block + (ty.hi * width + tx.lo) * PYROI_LANES;
+    const T *p4 = block + (ty.hi * width + tx.hi) * PYROI_LANES;
+    int64_t j;
+    if (first) {
+        for (j = 0; j < PYROI_LANES; ++j) {
+            const T t2 = w2 * p2[j], t3 = w3 * p3[j], t4 = w4 * p4[j];
+            T v = w1 * p1[j];
+            v = v < t2 ? t2 : v;
+            v = v < t3 ? t3 : v;
+            best[j] = v < t4 ? t4 : v;
+        }
+        return;
+    }
+    /* each lane is one channel, evaluated exactly as the scalar loop */
+    for (j = 0; j < PYROI_LANES; ++j) {
+        const T t2 = w2 * p2[j], t3 = w3 * p3[j], t4 = w4 * p4[j];
+        T v = w1 * p1[j];
+        v = v < t2 ? t2 : v;
+        v = v < t3 ? t3 : v;
+        v = v < t4 ? t4 : v;
+        best[j] = best[j] < v ? v : best[j];
+    }
+}
+
+/* z offered to an ONNX max fold (first: z starts it), per lane. */
+PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_onnx_max_zero)(T *PYROI_RESTRICT best,
+                                                                         const T *zero,
+                                                                         int first)
+{
+    int64_t j;
+    for (j = 0; j < PYROI_LANES; ++j) {
+        best[j] = first || best[j] < zero[j] ? zero[j] : best[j];
+    }
+}
+
+/* ONNX max of RoI k on a block: tile[ph][pw][lane] is what roi_align_onnx_max_bin gives for
+ * the lane's channel, zero[lane] being its z. Each lane evaluates the same expression in the
+ * same order: the fold starts from the first sample in row-major order (z if that one is out
+ * of the map) and z is offered once, at its place among the in-map samples. That place is
+ * always a row boundary of the bin's in-map samples: roi_align_first_outside names the first
+ * sample (before every row), the column after row 0's in-map samples (after one row) or the
+ * row after the in-map rows (after all). M is a per-lane select, so NaNs and signed zeros
+ * behave exactly as in the scalar kernel. The fold runs in the tile itself. */
+PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_onnx_max_roi)(
+    const struct PYROI_TYPED(roi_align_max_job) *max_job, int64_t k, const T *block,
+    const T *zero, T *tile)
+{
+    const PYROI_TYPED(roi_align_plan) *plan = max_job->base.plan;
+    const int64_t width = max_job->base.map_shape[3];
+    const int64_t pooled_height = max_job->base.params->pooled_height;
+    const int64_t pooled_width = max_job->base.params->pooled_width;
+    const int64_t grid_w = max_job->grid_w[k];
+    const pyroi_tap_range *row_ranges = plan->ranges + k * plan->bins;
+    const pyroi_tap_range *col_ranges = row_ranges + pooled_height;
+    const PYROI_TYPED(axis_tap) *row_taps = plan->taps + plan->first_tap[k];
+    const PYROI_TYPED(axis_tap) *col_taps = row_taps + plan->row_taps[k];
+    const int64_t grid_h = grid_w > 0 ? plan->samples[k] / grid_w : 0;
+    int64_t ph, pw, r, q, j;
+
+    for (ph = 0; ph < pooled_height; ++ph) {
+        const pyroi_tap_range rr = row_ranges[ph];
+        const int64_t rows = rr.end - rr.begin;
+        for (pw = 0; pw < pooled_width; ++pw) {
+            const pyroi_tap_range cr = col_ranges[pw];
+            T *best = tile + (ph * pooled_width + pw) * PYROI_LANES;
+            int64_t outside, zero_rows;
+            if (grid_h * grid_w <= 0) { /* empty bin */
+                for (j = 0; j < PYROI_LANES; ++j) {
+                    best[j] = (T)0;
+                }
+                continue;
+            }
+            /* z after zero_rows rows of in-map samples; -1: no sample is outside */
+            outside = PYROI_TYPED(roi_align_first_outside)(rr, cr, grid_h, grid_w);
+            zero_rows = outside < 0 ? -1 : outside == 0 ? 0 : outside < grid_w ? 1 : rows;
+            if (zero_rows == 0) { /* the fold starts from z ... */
+                PYROI_TYPED(roi_align_onnx_max_zero)(best, zero, 1);
+            } else { /* ... or from the first in-map sample */
+                PYROI_TYPED(roi_align_onnx_max_sample)(best, block, width, row_taps[rr.begin],
+                                                       col_taps[cr.begin], 1);
+            }
+            for (r = rr.begin; r < rr.end; ++r) {
+                const PYROI_TYPED(axis_tap) ty = row_taps[r];
+                if (zero_rows > 0 && r - rr.begin == zero_rows) {
+                    PYROI_TYPED(roi_align_onnx_max_zero)(best, zero, 0);
+                }
+                /* the first sample started the fold unless z did */
+                for (q = cr.begin + (r == rr.begin && zero_rows != 0); q < cr.end; ++q) {
+                    PYROI_TYPED(roi_align_onnx_max_sample)(best, block, width, ty, col_taps[q],
+                                                           0);
+                }
+            }
+            if (zero_rows > 0 && zero_rows == rows) { /* z after every in-map sample */
+                PYROI_TYPED(roi_align_onnx_max_zero)(best, zero, 0);
+            }
+        }
+    }
+}
+
+/* ONNX max forward, work item = (image, channel block). */
+PYROI_VECTOR_CLONES
+static void PYROI_TYPED(roi_align_onnx_max_forward_image_task)(void *context, int64_t begin,
+                                                               int64_t end, int worker)
+{
+    const PYROI_TYPED(roi_align_max_job) *max_job =
+        (const PYROI_TYPED(roi_align_max_job) *)context;
+    PYROI_TYPED(roi_align_forward_image_items)(&max_job->base, max_job,
+                                               ROI_ALIGN_REDUCE_ONNX_MAX, begin, end, worker);
+}
+
+/* ONNX max forward, work item = RoI. */
+PYROI_VECTOR_CLONES
+static void PYROI_TYPED(roi_align_onnx_max_forward_region_task)(void *context, int64_t begin,
+                                                                int64_t end, int worker)
+{
+    const PYROI_TYPED(roi_align_max_job) *max_job =
+        (const PYROI_TYPED(roi_align_max_job) *)context;
+    PYROI_TYPED(roi_align_forward_region_items)(&max_job->base, max_job,
+                                                ROI_ALIGN_REDUCE_ONNX_MAX, begin, end, worker);
+}
+
 pyroi_status PYROI_TYPED(pyroi_roi_align_onnx_max_forward)(
     const T *input, const int64_t input_shape[4], const int64_t input_strides[4],
     const T *boxes, int64_t num_rois, int64_t box_row_stride,
@@ -1557,10 +1914,13 @@ pyroi_status PYROI_TYPED(pyroi_roi_align_onnx_max_forward)(
     T *output, const int64_t output_strides[4],
     const pyroi_roi_align_params *params)
 {
+    roi_align_forward_tasks tasks;
+    tasks.direct = PYROI_TYPED(roi_align_onnx_max_forward_task);
+    tasks.region = PYROI_TYPED(roi_align_onnx_max_forward_region_task);
+    tasks.image = PYROI_TYPED(roi_align_onnx_max_forward_image_task);
     return PYROI_TYPED(roi_align_max_like_forward)(
         input, input_shape, input_strides, boxes, num_rois, box_row_stride, batch_indices,
-        output, output_strides, NULL, NULL, params,
-        PYROI_TYPED(roi_align_onnx_max_forward_task));
+        output, output_strides, NULL, NULL, params, &tasks);
 }
 
 /* ---- backward with a caller's workspace (aclnn two-phase shape) ------------------------- */
