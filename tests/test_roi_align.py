@@ -787,3 +787,83 @@ def test_large_results_streamed_out_equal_the_in_place_writes(dtype):
     grad_strided = np.full((2, 42, 160, 173), np.nan, dtype)[..., 2:]
     pyroi.roi_align_backward(grad, boxes, features.shape, 1.0, 2, True, out=grad_strided)
     assert np.array_equal(grad_packed, grad_strided)
+
+
+# --------------------------------------------------------------------------------------
+# backward: each input pixel receives its additions in torchvision's order (bin, sample,
+# tap). Small boxes with many samples hit each pixel many times; gradients of mixed
+# magnitudes (1e8 next to 1) make any other order round differently.
+# --------------------------------------------------------------------------------------
+
+def _order_stress_boxes(rng, k, h, w, aligned):
+    """Tiny boxes (0.5-3 px), boxes across the right/bottom border (taps lo == hi), boxes
+    partly outside the top/left, and (aligned only) inverted boxes."""
+    kinds = rng.integers(0, 4 if aligned else 3, k)
+    x1 = rng.uniform(0, w - 1, k)
+    y1 = rng.uniform(0, h - 1, k)
+    sw = rng.uniform(0.5, 3, k)
+    sh = rng.uniform(0.5, 3, k)
+    border = kinds == 1
+    x1[border] = rng.uniform(w - 3, w - 0.5, border.sum())
+    y1[border] = rng.uniform(h - 3, h - 0.5, border.sum())
+    outside = kinds == 2
+    x1[outside] = rng.uniform(-3, 0.5, outside.sum())
+    y1[outside] = rng.uniform(-3, 0.5, outside.sum())
+    x2, y2 = x1 + sw, y1 + sh
+    inverted = kinds == 3
+    x1[inverted], x2[inverted] = x2[inverted], x1[inverted]
+    y1[inverted], y2[inverted] = y2[inverted], y1[inverted]
+    return np.stack([x1, y1, x2, y2], axis=1)
+
+
+def _mixed_magnitude_grad(rng, shape, dtype):
+    """Signs and magnitudes 1e8 / 1 / 1e-3 mixed, so that sums depend on their order."""
+    magnitude = rng.choice(np.array([1e8, 1.0, 1e-3]), size=shape)
+    return (magnitude * rng.choice([-1.0, 1.0], size=shape) *
+            rng.uniform(1, 2, size=shape)).astype(dtype)
+
+
+@pytest.mark.parametrize("case", ["region", "image"])
+@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
+@pytest.mark.parametrize("aligned", [False, True])
+@pytest.mark.parametrize("sampling_ratio", [0, 5, 7])
+def test_backward_per_pixel_order_bit_exact_with_torchvision(tv, case, dtype, aligned,
+                                                             sampling_ratio):
+    rng = np.random.default_rng(100 + sampling_ratio)
+    if case == "region":  # a few boxes on a larger map: each RoI's region copied
+        n, c, h, w, k = 2, 5, 40, 44, 6
+    else:  # many boxes on a small map: whole images copied
+        n, c, h, w, k = 2, 18, 9, 11, 80
+    x = np.zeros((n, c, h, w), dtype)
+    coords = _order_stress_boxes(rng, k, h, w, aligned)
+    if not aligned or sampling_ratio > 0:
+        boxes = np.concatenate([np.arange(k)[:, None] % n, coords], axis=1).astype(dtype)
+    else:  # adaptive sampling of an inverted box is an error in torchvision: keep them out
+        coords = np.sort(coords.reshape(k, 2, 2), axis=1).reshape(k, 4)
+        boxes = np.concatenate([np.arange(k)[:, None] % n, coords], axis=1).astype(dtype)
+    output_size = (3, 4)
+    grad = _mixed_magnitude_grad(rng, (k, c) + output_size, dtype)
+    args = (1.0, sampling_ratio, aligned)
+    expected = tv.roi_align_grad(x, boxes, grad, output_size, *args)
+    for threads in (1, 2):
+        got = pyroi.roi_align_backward(grad, boxes, x.shape, *args, num_threads=threads)
+        np.testing.assert_array_equal(got, expected)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
+def test_backward_border_taps_added_in_order(tv, dtype):
+    """Samples past the last row/column read that pixel twice (lo == hi, weights 1 and 0);
+    both additions are made, in order, also when one box covers only the corner pixel."""
+    x = np.zeros((1, 3, 6, 7), dtype)
+    boxes = np.array([[0, 5.2, 4.1, 7.9, 6.8],     # bottom-right corner and beyond
+                      [0, 6.0, 0.0, 6.0, 5.0],     # the last column only
+                      [0, 0.0, 5.5, 6.5, 5.5],     # the last row only
+                      [0, 5.9, 4.9, 5.95, 4.95]],  # a tiny box on the corner pixel
+                     dtype)
+    grad = _mixed_magnitude_grad(np.random.default_rng(3), (4, 3, 2, 2), dtype)
+    for aligned in (False, True):
+        for sampling_ratio in (0, 6):
+            args = (1.0, sampling_ratio, aligned)
+            np.testing.assert_array_equal(
+                pyroi.roi_align_backward(grad, boxes, x.shape, *args),
+                tv.roi_align_grad(x, boxes, grad, (2, 2), *args))
