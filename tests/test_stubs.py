@@ -10,7 +10,7 @@ import os
 import pytest
 
 STUBBED = ("pyroi", "pyroi.ops", "pyroi.layers", "pyroi.onnx", "pyroi.ascend", "pyroi.viz",
-           "pyroi.cli", "pyroi._errors", "pyroi._threads", "pyroi._core")
+           "pyroi.cli", "pyroi._errors", "pyroi._threads", "pyroi._results", "pyroi._core")
 
 
 def stub_path(module):

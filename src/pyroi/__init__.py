@@ -16,6 +16,7 @@ from pyroi._errors import (
     ShapeError,
 )
 from pyroi._threads import get_num_threads, set_num_threads
+from pyroi._results import get_result_cache_limit, set_result_cache_limit
 from pyroi.ops import roi_align, roi_align_backward
 from pyroi.ops import roi_pool, roi_pool_backward
 from pyroi.ops import roi_align_rotated, roi_align_rotated_backward
@@ -40,11 +41,13 @@ __all__ = [
     "ShapeError",
     "__version__",
     "get_num_threads",
+    "get_result_cache_limit",
     "roi_align",
     "roi_align_backward",
     "roi_pool",
     "roi_pool_backward",
     "set_num_threads",
+    "set_result_cache_limit",
 ]
 
 __all__ += ["ps_roi_align", "ps_roi_align_backward", "ps_roi_pool", "ps_roi_pool_backward"]

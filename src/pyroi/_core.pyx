@@ -1101,3 +1101,126 @@ def roi_pool_bin_edges(const real[::1] box, int64_t height, int64_t width,
                                                     &roi_pixels[0], &row_edges[0, 0],
                                                     &col_edges[0, 0])
     check_status(status)
+
+
+# ---- result buffers -------------------------------------------------------------------
+# Large results live in buffers allocated here (see pyroi/_results.py for the policy): when
+# one is freed it is kept, up to a byte limit, and handed to the next result of exactly the
+# same size, so a loop of same-shaped calls does not ask the OS for fresh pages on every call
+# (the OS zeroes each fresh page first). Only the GIL guards the cache: buffers are made and
+# freed by Python code.
+from libc.stdlib cimport free, malloc
+from libc.stdint cimport uintptr_t
+
+cdef enum:
+    _CACHE_SLOTS = 8
+    _ALIGNMENT = 64  # one cache line: streamed stores start on whole lines
+
+cdef void *_cached_raw[_CACHE_SLOTS]
+cdef size_t _cached_size[_CACHE_SLOTS]
+cdef int _cached_count = 0
+cdef size_t _cached_bytes = 0
+cdef size_t _cache_limit = 0
+
+
+cdef void *_cache_take(size_t size) noexcept:
+    global _cached_count, _cached_bytes
+    cdef int i
+    cdef void *raw
+    for i in range(_cached_count - 1, -1, -1):  # the most recently freed first
+        if _cached_size[i] == size:
+            raw = _cached_raw[i]
+            _cached_count -= 1
+            _cached_bytes -= size
+            _cached_raw[i] = _cached_raw[_cached_count]
+            _cached_size[i] = _cached_size[_cached_count]
+            return raw
+    return NULL
+
+
+cdef void _cache_evict_oldest() noexcept:
+    global _cached_count, _cached_bytes
+    cdef int i
+    free(_cached_raw[0])
+    _cached_bytes -= _cached_size[0]
+    _cached_count -= 1
+    for i in range(_cached_count):
+        _cached_raw[i] = _cached_raw[i + 1]
+        _cached_size[i] = _cached_size[i + 1]
+
+
+cdef void _cache_give(void *raw, size_t size) noexcept:
+    global _cached_count, _cached_bytes
+    if size > _cache_limit:
+        free(raw)
+        return
+    while _cached_count == _CACHE_SLOTS or _cached_bytes + size > _cache_limit:
+        _cache_evict_oldest()
+    _cached_raw[_cached_count] = raw
+    _cached_size[_cached_count] = size
+    _cached_count += 1
+    _cached_bytes += size
+
+
+def set_result_cache_limit(size_t limit):
+    """Sets the bytes of freed result buffers kept for reuse; returns the previous limit."""
+    global _cache_limit
+    cdef size_t previous = _cache_limit
+    _cache_limit = limit
+    while _cached_count > 0 and _cached_bytes > _cache_limit:
+        _cache_evict_oldest()
+    return previous
+
+
+def result_cache_limit():
+    """Bytes of freed result buffers kept at most."""
+    return _cache_limit
+
+
+def result_cache_bytes():
+    """Bytes currently kept in freed result buffers."""
+    return _cached_bytes
+
+
+cdef class ResultBuffer:
+    """size writable bytes, 64-byte aligned, exposed through the buffer protocol (NumPy
+    arrays made with np.frombuffer keep it alive); returned to the cache when freed."""
+    cdef void *raw
+    cdef char *data
+    cdef size_t size
+    cdef Py_ssize_t shape[1]
+    cdef Py_ssize_t strides[1]
+
+    def __cinit__(self, size_t size):
+        if size > <size_t>(-1) - _ALIGNMENT:
+            raise MemoryError()
+        self.raw = _cache_take(size)
+        if self.raw == NULL:
+            self.raw = malloc(size + _ALIGNMENT)
+            if self.raw == NULL:
+                raise MemoryError()
+        self.data = <char *>(self.raw) + (
+            (_ALIGNMENT - <uintptr_t>self.raw % _ALIGNMENT) % _ALIGNMENT)
+        self.size = size
+        self.shape[0] = <Py_ssize_t>size
+        self.strides[0] = 1
+
+    def __getbuffer__(self, Py_buffer *view, int flags):
+        view.buf = self.data
+        view.obj = self
+        view.len = <Py_ssize_t>self.size
+        view.readonly = 0
+        view.itemsize = 1
+        view.format = "B"
+        view.ndim = 1
+        view.shape = self.shape
+        view.strides = self.strides
+        view.suboffsets = NULL
+        view.internal = NULL
+
+    def __releasebuffer__(self, Py_buffer *view):
+        pass
+
+    def __dealloc__(self):
+        if self.raw != NULL:
+            _cache_give(self.raw, self.size)

@@ -9,6 +9,7 @@ import operator
 
 import numpy as np
 
+from pyroi import _results
 from pyroi._errors import (
     ArgumentTypeError,
     BatchIndexError,
@@ -285,7 +286,7 @@ def output_array(out, shape: tuple, dtype: np.dtype, inputs: tuple, name: str = 
     names the argument that sets the shape, for the error when it cannot be allocated."""
     if out is None:
         try:
-            return np.empty(shape, dtype=dtype)
+            return _results.empty(tuple(shape), dtype)
         except MemoryError:
             raise PyroiMemoryError(
                 f"cannot allocate the result of shape {tuple(shape)} (from {shape_from})"

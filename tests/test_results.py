@@ -1,0 +1,111 @@
+"""Results of 1 MiB and more are allocated over reusable buffers (pyroi/_results.py): a freed
+result's memory serves the next result of the same size. These tests pin what a user can
+see: ordinary writeable C-contiguous arrays, no stale data, views keep memory alive, the limit
+turns reuse off, and bad limits are rejected."""
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import pyroi
+from pyroi import _core
+
+
+def address(array):
+    return array.__array_interface__["data"][0]
+
+
+@pytest.fixture
+def cache_limit():
+    previous = pyroi.set_result_cache_limit(64 << 20)
+    yield
+    pyroi.set_result_cache_limit(previous)
+
+
+def large_case(dtype=np.float32):
+    rng = np.random.default_rng(7)
+    features = rng.standard_normal((1, 32, 40, 50)).astype(dtype)
+    boxes = np.concatenate([np.zeros((300, 1)), rng.uniform(0, 30, (300, 2)),
+                            rng.uniform(31, 50, (300, 2))], axis=1).astype(dtype)
+    return features, boxes  # result 300 x 32 x 7 x 7 float32: 1.9 MB
+
+
+def test_results_are_ordinary_arrays_and_memory_is_reused(cache_limit):
+    features, boxes = large_case()
+    first = pyroi.roi_align(features, boxes, 7, 1.0, 2, True)
+    assert first.nbytes >= 1 << 20
+    assert first.flags.c_contiguous and first.flags.writeable and first.flags.aligned
+    assert address(first) % 64 == 0
+    expected = first.copy()
+    where = address(first)
+    first[...] = np.nan  # what a reused buffer holds before the next call
+    del first
+    assert _core.result_cache_bytes() >= expected.nbytes
+    second = pyroi.roi_align(features, boxes, 7, 1.0, 2, True)
+    assert address(second) == where
+    assert np.array_equal(second, expected)  # every element written again
+
+
+def test_a_view_keeps_its_memory(cache_limit):
+    features, boxes = large_case()
+    result = pyroi.roi_align(features, boxes, 7, 1.0, 2, True)
+    view = result[5:9]
+    expected = view.copy()
+    del result
+    other = pyroi.roi_align(features, boxes, 7, 1.0, 2, True)
+    other[...] = -1.0
+    assert np.array_equal(view, expected)
+
+
+def test_backward_and_float64_results(cache_limit):
+    features, boxes = large_case(np.float64)
+    grad = np.ones((300, 32, 7, 7))
+    first = pyroi.roi_align_backward(grad, boxes, features.shape, 1.0, 2, True)
+    expected = first.copy()
+    first[...] = np.nan
+    del first
+    second = pyroi.roi_align_backward(grad, boxes, features.shape, 1.0, 2, True)
+    assert np.array_equal(second, expected)
+
+
+def test_limit_zero_turns_reuse_off():
+    previous = pyroi.set_result_cache_limit(0)
+    try:
+        assert pyroi.get_result_cache_limit() == 0
+        assert _core.result_cache_bytes() == 0
+        features, boxes = large_case()
+        result = pyroi.roi_align(features, boxes, 7, 1.0, 2, True)
+        assert result.flags.owndata  # a plain np.empty array
+        del result
+        assert _core.result_cache_bytes() == 0
+    finally:
+        pyroi.set_result_cache_limit(previous)
+
+
+def test_limit_bounds_what_is_kept(cache_limit):
+    pyroi.set_result_cache_limit(3 << 20)
+    features, boxes = large_case()
+    results = [pyroi.roi_align(features, boxes, 7, 1.0, 2, True) for _ in range(4)]
+    del results
+    assert 0 < _core.result_cache_bytes() <= 3 << 20
+
+
+@pytest.mark.parametrize("limit", [-1, 1.5, "big", True, None, 2**64])
+def test_bad_limits_are_rejected(limit):
+    with pytest.raises(pyroi.InvalidArgumentError, match="limit"):
+        pyroi.set_result_cache_limit(limit)
+
+
+@pytest.mark.parametrize("text,ok", [("0", True), ("1048576", True), ("-5", False),
+                                     ("lots", False)])
+def test_environment_variable(text, ok):
+    code = "import pyroi; print(pyroi.get_result_cache_limit())"
+    env = dict(os.environ, PYROI_RESULT_CACHE_BYTES=text)
+    run = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    if ok:
+        assert run.returncode == 0 and run.stdout.strip() == text
+    else:
+        assert run.returncode != 0 and "PYROI_RESULT_CACHE_BYTES" in run.stderr
