@@ -462,6 +462,13 @@ static void PYROI_TYPED(roi_align_region_to_block)(const T *map, const int64_t s
 {
     const T *image = map + n * strides[0] + c0 * strides[1] + col_begin * strides[3];
     int64_t h;
+    if (col_begin == 0 && col_end == width && strides[2] == width * strides[3]) {
+        /* whole rows of packed planes: one run (long runs are prefetched ahead) */
+        PYROI_TYPED(pyroi_channels_to_lanes)(image + row_begin * strides[2], strides[1],
+                                             strides[3], (row_end - row_begin) * width, lanes,
+                                             block + row_begin * width * PYROI_LANES);
+        return;
+    }
     for (h = row_begin; h < row_end; ++h) {
         PYROI_TYPED(pyroi_channels_to_lanes)(image + h * strides[2], strides[1], strides[3],
                                              col_end - col_begin, lanes,
