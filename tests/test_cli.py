@@ -114,6 +114,27 @@ def test_bench_prints_a_table(tmp_path):
     assert run(["bench", "-w", "nope"], tmp_path).returncode == 2
 
 
+def test_bench_scaling(tmp_path):
+    # the sample counts come from the C core's explain API: on-map samples stop growing once
+    # the boxes (at scale 1/8) cover the 100x136 map, the grid keeps growing with side^2
+    result = run(["bench", "--scaling", "--quick", "--sides", "80", "160", "3200", "6400"],
+                 tmp_path, prelude="import sys; sys.modules['torch'] = None")
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.strip().splitlines()
+    assert lines[0].startswith("| box side px | samples on the map | samples of the grid |")
+    rows = [[cell.strip() for cell in line.strip("|").split("|")] for line in lines[2:]]
+    assert [row[0] for row in rows] == ["80", "160", "3200", "6400"]
+    on_map = [int(row[1]) for row in rows]
+    grid = [int(row[2]) for row in rows]
+    # 80 px = 10 map px: ceil(10 / 7) = 2 samples per bin and axis, 8 boxes of 14 x 14
+    assert on_map[0] == grid[0] == 8 * 14 * 14
+    assert grid[3] == 8 * (7 * 115) ** 2  # ceil(800 / 7) = 115
+    # samples about 0.99 px apart over [-1, 100] x [-1, 136]
+    assert on_map[3] <= 8 * 103 * 139 < grid[3] // 40
+    assert all(row[4] == "-" for row in rows)  # torchvision hidden
+    assert run(["bench", "--scaling", "--sides", "0"], tmp_path).returncode == 2
+
+
 @pytest.mark.parametrize("command", [[], ["align"], ["pool"], ["ps-align"], ["ps-pool"],
                                      ["align-rotated"], ["explain"], ["bench"]])
 def test_help(tmp_path, command):

@@ -9,6 +9,7 @@ anywhere; quote ratios, not absolute times (machines are shared and noisy).
     pyroi bench                      # every workload, 1 and 2 threads
     pyroi bench --quick              # fewer repeats
     pyroi bench -w box_head -t 1     # one workload, one thread count
+    pyroi bench --scaling            # adaptive sampling: time against box size
 
 (``python bench/bench.py ...`` in a source checkout is the same program.)
 """
@@ -26,6 +27,7 @@ import numpy as np
 
 import pyroi
 import pyroi.onnx
+import pyroi.viz
 
 
 @dataclass
@@ -268,6 +270,64 @@ def format_table(rows) -> str:
     return "\n".join(lines)
 
 
+# Box sides (input pixels) of the scaling run: inside the 1088x800 image up to 800 px, then
+# past it (at scale 1/8 the map is 136x100 pixels).
+SCALING_SIDES = (100, 200, 400, 800, 1600, 3200, 6400)
+SCALING_BOXES = 8
+
+
+def scaling_boxes(rng, side: float, count: int = SCALING_BOXES) -> np.ndarray:
+    """``count`` square boxes of ``side`` px centred near the middle of the 1088x800 image."""
+    centres = np.array([544.0, 400.0]) + rng.uniform(-40, 40, (count, 2))
+    boxes = np.concatenate([centres - side / 2, centres + side / 2], axis=1)
+    return np.concatenate([np.zeros((count, 1)), boxes], axis=1).astype(np.float32)
+
+
+def run_scaling(sides, threads, repeat, peer_repeat, progress=None):
+    """Adaptive sampling (sampling_ratio 0, 7x7, scale 1/8) on a 1x256x100x136 map for square
+    boxes of each side: rows ``(side, samples in the map per channel, samples of the grid per
+    channel, pyroi ms, torchvision ms or None)``. torchvision visits every sample of the
+    adaptive grid, ``(side / 8 / 7)^2`` per bin, on the map or not; pyroi visits only the
+    samples on the map, so once a box covers the map its cost stops growing."""
+    progress = sys.stderr if progress is None else progress
+    rng = np.random.default_rng(2026)
+    features = rng.standard_normal((1, 256, 100, 136), dtype=np.float32)
+    tv = load_torchvision()
+    if tv:
+        tv[0].set_num_threads(threads)
+    rows = []
+    for side in sides:
+        boxes = scaling_boxes(rng, side)
+        in_map = grid = 0
+        for box in boxes[:, 1:]:
+            g = pyroi.viz.explain_roi_align(box, 7, 0.125, 0, False, map_size=(100, 136),
+                                            dtype=np.float32)
+            in_map += int(g.rows.in_map.sum()) * int(g.cols.in_map.sum())
+            grid += g.rows.coords.size * g.cols.coords.size
+        mine = median_ms(lambda: pyroi.roi_align(features, boxes, 7, 0.125, 0, False,
+                                                 num_threads=threads), repeat)
+        theirs = None
+        if tv:
+            torch, ops = tv
+            xt, bt = torch.from_numpy(features), torch.from_numpy(boxes)
+            theirs = median_ms(lambda: ops.roi_align(xt, bt, 7, 0.125, 0, False), peer_repeat)
+        print(f"  side {side:5d} px: pyroi {mine:8.2f} ms" +
+              (f" | torchvision {theirs:9.2f} ms (x{theirs / mine:7.1f})" if theirs else ""),
+              file=progress, flush=True)
+        rows.append((side, in_map, grid, mine, theirs))
+    return rows
+
+
+def format_scaling(rows) -> str:
+    """The rows of :func:`run_scaling` as a Markdown table."""
+    lines = ["| box side px | samples on the map | samples of the grid | pyroi ms | "
+             "torchvision ms |", "|---|---|---|---|---|"]
+    for side, in_map, grid, mine, theirs in rows:
+        peer = f"{theirs:.2f} (x{theirs / mine:.1f})" if theirs is not None else "-"
+        lines.append(f"| {side} | {in_map} | {grid} | {mine:.2f} | {peer} |")
+    return "\n".join(lines)
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The benchmark's options (shared by ``pyroi bench`` and ``bench/bench.py``)."""
     parser.add_argument("-w", "--workload", action="append",
@@ -277,6 +337,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--repeat", type=int, default=7, help="pyroi repeats (median)")
     parser.add_argument("--peer-repeat", type=int, default=3, help="peer repeats (median)")
     parser.add_argument("--quick", action="store_true", help="3 pyroi repeats, 1 peer repeat")
+    parser.add_argument("--scaling", action="store_true",
+                        help="instead of the workloads: adaptive sampling time against box "
+                             f"size ({SCALING_BOXES} square boxes per side, 1 thread unless -t)")
+    parser.add_argument("--sides", type=int, nargs="+", metavar="PX",
+                        help=f"box sides of --scaling (default: {' '.join(map(str, SCALING_SIDES))})")
 
 
 def run_from_args(args, parser: argparse.ArgumentParser) -> int:
@@ -288,6 +353,13 @@ def run_from_args(args, parser: argparse.ArgumentParser) -> int:
                            ("--repeat", [args.repeat]), ("--peer-repeat", [args.peer_repeat])):
         if any(v < 1 for v in values):
             parser.error(f"{option} must be at least 1")
+    if args.sides and any(v < 1 for v in args.sides):
+        parser.error("--sides must be at least 1")
+    if args.scaling:
+        threads = (args.threads or [1])[0]
+        rows = run_scaling(args.sides or SCALING_SIDES, threads, args.repeat, args.peer_repeat)
+        print(format_scaling(rows), flush=True)
+        return 0
     rng = np.random.default_rng(2026)
     workloads = make_workloads(rng)
     if args.workload:
