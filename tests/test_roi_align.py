@@ -686,7 +686,9 @@ def test_batch_indices_form_equals_rois_form(dtype, index_dtype):
 # the three loop orders of the C core are exact: "direct" (RoIs read the planes in place;
 # maps over the lane-major scratch limit of 2^20 pixels), "region" (each RoI's region is
 # copied channels-last; few small RoIs) and "image" (whole images copied channels-last; many
-# RoIs). The core picks one from the shapes and the work per map element.
+# RoIs). The core picks one from the shapes and the work per map element. On small maps the
+# image order's forward takes channel blocks (16 float32 / 8 float64 channels) two at a time:
+# 37 channels end in a pair and a partial single block, 64 are whole pairs.
 # --------------------------------------------------------------------------------------
 
 def _loop_order_case(order, dtype, channels, seed):
@@ -713,7 +715,7 @@ def _loop_order_case(order, dtype, channels, seed):
 
 @pytest.mark.parametrize("order,channels", [("direct", 3), ("region", 5), ("region", 16),
                                             ("region", 37), ("image", 5), ("image", 16),
-                                            ("image", 37)])
+                                            ("image", 37), ("image", 64)])
 @pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
 @pytest.mark.parametrize("aligned", [False, True])
 @pytest.mark.parametrize("sampling_ratio", [0, 2, 3])
