@@ -261,8 +261,8 @@ typedef struct PYROI_TYPED(roi_align_job) {
     const pyroi_roi_align_params *params;
     const PYROI_TYPED(roi_align_plan) *plan;
     T *scratch; /* blocked path: one channels-last block map per worker */
-    int64_t pair; /* channel blocks per work item of the image order: 1, or 2 (see
-                   * PYROI_PAIR_BLOCK_BYTES) */
+    int64_t pair; /* channel blocks per work item of the image order, their lane groups
+                   * interleaved per pixel: 1, or 2 (the avg forward) */
     int stream_result; /* forward: write the output with streaming stores */
     int64_t scratch_stride; /* elements per worker */
     roi_align_arena *arena; /* caller's workspace for the scratch, or NULL: malloc */
@@ -354,8 +354,9 @@ static void PYROI_TYPED(roi_align_backward_direct_task)(void *context, int64_t b
 
 /* ---- lane-major loop orders ------------------------------------------------------------ */
 /* The worker's scratch is a channels-last copy of (part of) one image for PYROI_LANES channels,
- * block[h][w][lane], plus one bin tile tile[ph][pw][lane]; with job->pair = 2, two blocks (of
- * consecutive channel blocks) one after the other, then their two tiles. Lanes are the vector
+ * block[h][w][lane], plus one bin tile tile[ph][pw][lane]; with job->pair = 2, the lane groups
+ * of two consecutive channel blocks side by side per pixel, block[h][w][2][lane], then their
+ * two tiles. Lanes are the vector
  * axis; each lane evaluates exactly the scalar expression of its channel. Two ways to fill the
  * block:
  *  - image blocks: work item = (image, channel block or pair of blocks); the whole image is
@@ -363,12 +364,7 @@ static void PYROI_TYPED(roi_align_backward_direct_task)(void *context, int64_t b
  *  - RoI regions: work item = RoI (forward) or channel block (backward); only the pixels a RoI
  *    touches are gathered, RoI by RoI (few, small RoIs on a large map). */
 
-/* Elements of one block and of one tile. */
-static int64_t PYROI_TYPED(roi_align_block_elements)(const PYROI_TYPED(roi_align_job) *job)
-{
-    return job->map_shape[2] * job->map_shape[3] * PYROI_LANES;
-}
-
+/* Elements of one bin tile. */
 static int64_t PYROI_TYPED(roi_align_tile_elements)(const PYROI_TYPED(roi_align_job) *job)
 {
     return job->params->pooled_height * job->params->pooled_width * PYROI_LANES;
@@ -376,7 +372,7 @@ static int64_t PYROI_TYPED(roi_align_tile_elements)(const PYROI_TYPED(roi_align_
 
 static T *PYROI_TYPED(roi_align_bin_tile)(const PYROI_TYPED(roi_align_job) *job, T *block)
 {
-    return block + job->pair * PYROI_TYPED(roi_align_block_elements)(job);
+    return block + job->map_shape[2] * job->map_shape[3] * job->pair * PYROI_LANES;
 }
 
 /* Pixels of lanes a worker's staging area holds: a tile, or a run of a streamed image. */
@@ -432,13 +428,15 @@ static void PYROI_TYPED(roi_align_bins_to_tile)(const T *base, const int64_t str
     int64_t ph;
     if (strides[2] == pooled_width * strides[3]) {
         PYROI_TYPED(pyroi_channels_to_lanes)(base, strides[1], strides[3],
-                                             pooled_height * pooled_width, lanes, tile);
+                                             pooled_height * pooled_width, lanes, tile,
+                                             PYROI_LANES);
         return;
     }
     for (ph = 0; ph < pooled_height; ++ph) {
         PYROI_TYPED(pyroi_channels_to_lanes)(base + ph * strides[2], strides[1], strides[3],
                                              pooled_width, lanes,
-                                             tile + ph * pooled_width * PYROI_LANES);
+                                             tile + ph * pooled_width * PYROI_LANES,
+                                             PYROI_LANES);
     }
 }
 
@@ -468,26 +466,34 @@ static void PYROI_TYPED(roi_align_roi_extent)(const PYROI_TYPED(roi_align_plan) 
 }
 
 /* Copies rows [row_begin, row_end) x columns [col_begin, col_end) of channels
- * [c0, c0 + lanes) of image n between the caller's layout and the block (unused lanes 0). */
+ * [c0, c0 + channels) of image n from the caller's layout to the block, whose pixels are
+ * pitch elements apart: PYROI_LANES, or pair * PYROI_LANES for the interleaved lane groups of
+ * a pair of channel blocks (channels <= pitch; unused lanes 0). */
 static void PYROI_TYPED(roi_align_region_to_block)(const T *map, const int64_t strides[4],
                                                    int64_t width, int64_t n, int64_t c0,
-                                                   int64_t lanes, int64_t row_begin,
+                                                   int64_t channels, int64_t row_begin,
                                                    int64_t row_end, int64_t col_begin,
-                                                   int64_t col_end, T *block)
+                                                   int64_t col_end, T *block, int64_t pitch)
 {
-    const T *image = map + n * strides[0] + c0 * strides[1] + col_begin * strides[3];
-    int64_t h;
-    if (col_begin == 0 && col_end == width && strides[2] == width * strides[3]) {
-        /* whole rows of packed planes: one run (long runs are prefetched ahead) */
-        PYROI_TYPED(pyroi_channels_to_lanes)(image + row_begin * strides[2], strides[1],
-                                             strides[3], (row_end - row_begin) * width, lanes,
-                                             block + row_begin * width * PYROI_LANES);
-        return;
-    }
-    for (h = row_begin; h < row_end; ++h) {
-        PYROI_TYPED(pyroi_channels_to_lanes)(image + h * strides[2], strides[1], strides[3],
-                                             col_end - col_begin, lanes,
-                                             block + (h * width + col_begin) * PYROI_LANES);
+    int64_t c, h;
+    for (c = 0; c < channels; c += PYROI_LANES) {
+        const T *image =
+            map + n * strides[0] + (c0 + c) * strides[1] + col_begin * strides[3];
+        const int64_t lanes = channels - c < PYROI_LANES ? channels - c : PYROI_LANES;
+        if (col_begin == 0 && col_end == width && strides[2] == width * strides[3]) {
+            /* whole rows of packed planes: one run (long runs are prefetched ahead) */
+            PYROI_TYPED(pyroi_channels_to_lanes)(image + row_begin * strides[2], strides[1],
+                                                 strides[3], (row_end - row_begin) * width,
+                                                 lanes, block + row_begin * width * pitch + c,
+                                                 pitch);
+            continue;
+        }
+        for (h = row_begin; h < row_end; ++h) {
+            PYROI_TYPED(pyroi_channels_to_lanes)(image + h * strides[2], strides[1],
+                                                 strides[3], col_end - col_begin, lanes,
+                                                 block + (h * width + col_begin) * pitch + c,
+                                                 pitch);
+        }
     }
 }
 
@@ -536,13 +542,15 @@ static void PYROI_TYPED(roi_align_block_to_image)(const T *block, int64_t height
     }
 }
 
-/* Forward of RoI k on pair (1 or 2, a constant at each call) blocks block_elements apart:
- * tile[ph][pw][lane] = the bin averages, the second block's tile tile_elements after the first.
- * Two blocks share each sample's taps and weights: more arithmetic per tap load and weight
- * product (measured: 15% fewer cycles per sample), at the price of twice the block in cache. */
+/* Forward of RoI k on the first `pair` (1 or 2, a constant at each call) lane groups of a
+ * block holding `groups` (>= pair) lane groups per pixel, interleaved: tile[ph][pw][lane] =
+ * the bin averages, the second lane group's tile tile_elements after the first. A pair shares
+ * each sample's taps and weights between 32 float channels: more arithmetic per tap load and
+ * weight product (measured: 15% fewer cycles per sample), and a pixel's two lines are
+ * neighbours. */
 PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_forward_roi)(
-    const PYROI_TYPED(roi_align_plan) *plan, int64_t k, const T *block, int64_t block_elements,
-    int64_t pair, int64_t width, int64_t pooled_height, int64_t pooled_width, T *tile,
+    const PYROI_TYPED(roi_align_plan) *plan, int64_t k, const T *block, int64_t pair,
+    int64_t groups, int64_t width, int64_t pooled_height, int64_t pooled_width, T *tile,
     int64_t tile_elements)
 {
     typedef PYROI_TYPED(roi_align_lanes) V;
@@ -554,8 +562,8 @@ PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_forward_roi)(
     const T count = (T)samples;
     const T inverse = PYROI_TYPED(pyroi_exact_inverse)(samples);
     const V *lanes = (const V *)block;
-    /* in vectors; the blocks and tiles are whole lane groups apart */
-    const int64_t next_block = block_elements / (PYROI_LANES / PYROI_VECTORS);
+    /* in vectors: a pixel's lane groups, and the tiles (whole lane groups apart) */
+    const int64_t pixel = groups * PYROI_VECTORS;
     const int64_t next_tile = tile_elements / (PYROI_LANES / PYROI_VECTORS);
     V *result_lanes = (V *)tile;
     int64_t ph, pw, r, q, b, j;
@@ -573,17 +581,17 @@ PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_forward_roi)(
             }
             for (r = rr.begin; r < rr.end; ++r) {
                 const PYROI_TYPED(axis_tap) ty = row_taps[r];
-                const V *row_lo = lanes + ty.lo * width * PYROI_VECTORS;
-                const V *row_hi = lanes + ty.hi * width * PYROI_VECTORS;
+                const V *row_lo = lanes + ty.lo * width * pixel;
+                const V *row_hi = lanes + ty.hi * width * pixel;
                 for (q = cr.begin; q < cr.end; ++q) {
                     const PYROI_TYPED(axis_tap) tx = col_taps[q];
                     const T w1 = ty.w_lo * tx.w_lo, w2 = ty.w_lo * tx.w_hi;
                     const T w3 = ty.w_hi * tx.w_lo, w4 = ty.w_hi * tx.w_hi;
                     for (b = 0; b < pair; ++b) {
-                        const V *p1 = row_lo + b * next_block + tx.lo * PYROI_VECTORS;
-                        const V *p2 = row_lo + b * next_block + tx.hi * PYROI_VECTORS;
-                        const V *p3 = row_hi + b * next_block + tx.lo * PYROI_VECTORS;
-                        const V *p4 = row_hi + b * next_block + tx.hi * PYROI_VECTORS;
+                        const V *p1 = row_lo + tx.lo * pixel + b * PYROI_VECTORS;
+                        const V *p2 = row_lo + tx.hi * pixel + b * PYROI_VECTORS;
+                        const V *p3 = row_hi + tx.lo * pixel + b * PYROI_VECTORS;
+                        const V *p4 = row_hi + tx.hi * pixel + b * PYROI_VECTORS;
                         /* each lane is one channel, evaluated exactly as the scalar loop */
                         for (j = 0; j < PYROI_VECTORS; ++j) {
                             sum[b][j] += w1 * p1[j] + w2 * p2[j] + w3 * p3[j] + w4 * p4[j];
@@ -764,21 +772,21 @@ PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_forward_block_roi)(
     const int64_t *out_strides = job->result_strides;
     const int64_t pooled_height = job->params->pooled_height;
     const int64_t pooled_width = job->params->pooled_width;
-    const int64_t block_elements = PYROI_TYPED(roi_align_block_elements)(job);
     const int64_t tile_elements = PYROI_TYPED(roi_align_tile_elements)(job);
     int64_t b;
     if (reduction == ROI_ALIGN_REDUCE_ONNX_MAX) {
         PYROI_TYPED(roi_align_onnx_max_roi)(max_job, k, block, zero, tile);
     } else if (reduction == ROI_ALIGN_REDUCE_MAX) {
         PYROI_TYPED(roi_align_max_roi)(max_job, k, c0, channels, block, tile);
-    } else if (channels > PYROI_LANES) { /* the pair count is a constant of each copy */
-        PYROI_TYPED(roi_align_forward_roi)(job->plan, k, block, block_elements, 2,
-                                           job->map_shape[3], pooled_height, pooled_width,
-                                           tile, tile_elements);
-    } else {
-        PYROI_TYPED(roi_align_forward_roi)(job->plan, k, block, block_elements, 1,
-                                           job->map_shape[3], pooled_height, pooled_width,
-                                           tile, tile_elements);
+    } else if (channels > PYROI_LANES) { /* the lane group counts are constants of each copy */
+        PYROI_TYPED(roi_align_forward_roi)(job->plan, k, block, 2, 2, job->map_shape[3],
+                                           pooled_height, pooled_width, tile, tile_elements);
+    } else if (job->pair == 1) {
+        PYROI_TYPED(roi_align_forward_roi)(job->plan, k, block, 1, 1, job->map_shape[3],
+                                           pooled_height, pooled_width, tile, tile_elements);
+    } else { /* the last channel block alone, in a pair's layout */
+        PYROI_TYPED(roi_align_forward_roi)(job->plan, k, block, 1, 2, job->map_shape[3],
+                                           pooled_height, pooled_width, tile, tile_elements);
     }
     for (b = 0; b * PYROI_LANES < channels; ++b) {
         const int64_t c = c0 + b * PYROI_LANES;
@@ -798,12 +806,11 @@ PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_forward_image_items)(
 {
     const PYROI_TYPED(roi_align_plan) *plan = job->plan;
     const int64_t *shape = job->map_shape;
-    const int64_t block_elements = PYROI_TYPED(roi_align_block_elements)(job);
     T *block = job->scratch + worker * job->scratch_stride;
     T *tile = PYROI_TYPED(roi_align_bin_tile)(job, block);
     T *staging = job->stream_result ? PYROI_TYPED(roi_align_staging)(job, block) : NULL;
     T zero[PYROI_LANE_BYTES / sizeof(T)];
-    int64_t item, i, c;
+    int64_t item, i;
 
     for (item = begin; item < end; ++item) {
         int64_t c0, lanes;
@@ -811,12 +818,9 @@ PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_forward_image_items)(
         if (plan->image_start[n] == plan->image_start[n + 1]) {
             continue; /* no RoI samples this image */
         }
-        for (c = 0; c < lanes; c += PYROI_LANES) {
-            PYROI_TYPED(roi_align_region_to_block)(
-                job->features, job->features_strides, shape[3], n, c0 + c,
-                lanes - c < PYROI_LANES ? lanes - c : PYROI_LANES, 0, shape[2], 0, shape[3],
-                block + c / PYROI_LANES * block_elements);
-        }
+        PYROI_TYPED(roi_align_region_to_block)(job->features, job->features_strides,
+                                               shape[3], n, c0, lanes, 0, shape[2], 0,
+                                               shape[3], block, job->pair * PYROI_LANES);
         if (reduction == ROI_ALIGN_REDUCE_ONNX_MAX) {
             PYROI_TYPED(roi_align_onnx_zero_lanes)(job, n, c0, lanes, zero);
         }
@@ -854,7 +858,7 @@ PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_forward_region_items)(
             PYROI_TYPED(roi_align_region_to_block)(job->features, job->features_strides,
                                                    shape[3], job->batch_indices[k], c0, lanes,
                                                    row_begin, row_end, col_begin, col_end,
-                                                   block);
+                                                   block, PYROI_LANES);
             if (reduction == ROI_ALIGN_REDUCE_ONNX_MAX) {
                 PYROI_TYPED(roi_align_onnx_zero_lanes)(job, job->batch_indices[k], c0, lanes,
                                                        zero);
@@ -971,7 +975,7 @@ static void PYROI_TYPED(roi_align_backward_region_task)(void *context, int64_t b
                                               &col_end);
             PYROI_TYPED(roi_align_region_to_block)(job->result, gi_strides, shape[3], n_k, c0,
                                                    lanes, row_begin, row_end, col_begin,
-                                                   col_end, block);
+                                                   col_end, block, PYROI_LANES);
             PYROI_TYPED(roi_align_bins_to_tile)(job->features + k * go_strides[0] +
                                                     c0 * go_strides[1],
                                                 go_strides, lanes, pooled_height, pooled_width,
@@ -993,11 +997,13 @@ static void PYROI_TYPED(roi_align_backward_region_task)(void *context, int64_t b
 /* Largest lane-major block per worker; bigger feature maps take the direct loop order. */
 #define PYROI_BLOCK_SCRATCH_BYTES ((size_t)64 << 20)
 
-/* The avg forward's image order takes channel blocks two at a time when a block is at most
- * this large (about an L2 cache for the pair). Measured, 1 thread: adaptive sampling on a
- * 100 x 136 map (870 KB blocks) 13% faster and VGG conv5 (38 x 50) 10% faster, while the
- * 200 x 272 maps of the box and mask heads (3.5 MB blocks) were 4-15% slower with pairs. */
+/* The avg forward's image order takes channel blocks two at a time, interleaved per pixel
+ * (roi_align_forward_roi), when one block is at most this large: the pair then stays near an
+ * L2 cache. Measured, 1 thread, against single blocks: adaptive sampling on a 100 x 136 map
+ * (870 KB blocks) 16% faster, VGG conv5 (38 x 50) 6% faster; on the 200 x 272 maps of the box
+ * and mask heads (3.5 MB blocks) pairs gained nothing or lost up to 7%. */
 #define PYROI_PAIR_BLOCK_BYTES ((double)(1 << 20))
+
 
 /* The loop order of a call: the task, its work items and workers, and the scratch elements
  * per worker (0 for the direct orders). allow_lane_major = 0 forces a direct order. Depends

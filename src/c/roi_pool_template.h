@@ -360,7 +360,7 @@ static void PYROI_TYPED(roi_pool_region_to_block)(const T *map, const int64_t sh
                 map + n * strides[0] + (c0 + s * ROI_POOL_LANES) * strides[1] +
                     h * strides[2] + region[2] * strides[3],
                 strides[1], strides[3], pitch, lanes,
-                sub + (h - region[0]) * pitch * ROI_POOL_LANES);
+                sub + (h - region[0]) * pitch * ROI_POOL_LANES, ROI_POOL_LANES);
         }
     }
 }

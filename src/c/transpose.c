@@ -31,12 +31,12 @@
     }                                                                                          \
     static void channels_to_lanes_portable_##SUFFIX(const T *src, int64_t src_lane_stride,      \
                                                     int64_t src_stride, int64_t count,         \
-                                                    int64_t lanes, T *dst)                     \
+                                                    int64_t lanes, T *dst, int64_t dst_pitch)  \
     {                                                                                          \
         int64_t i, j;                                                                          \
         for (i = 0; i < count; ++i) {                                                          \
             const T *element = src + i * src_stride;                                           \
-            T *out = dst + i * (L);                                                            \
+            T *out = dst + i * dst_pitch;                                                      \
             for (j = 0; j < (L); ++j) {                                                        \
                 out[j] = j < lanes ? element[j * src_lane_stride] : (T)0;                      \
             }                                                                                  \
@@ -99,7 +99,8 @@ __attribute__((target("avx2"))) static void lanes_to_channels_avx2(const float *
 
 __attribute__((target("avx2"))) static void channels_to_lanes_avx2(const float *src,
                                                                    int64_t src_lane_stride,
-                                                                   int64_t count, float *dst)
+                                                                   int64_t count, float *dst,
+                                                                   int64_t dst_pitch)
 {
     const int64_t full = count - count % 8;
     const int long_rows = count >= 4 * CHANNELS_TO_LANES_AHEAD;
@@ -118,12 +119,12 @@ __attribute__((target("avx2"))) static void channels_to_lanes_avx2(const float *
             }
             transpose8x8(rows);
             for (r = 0; r < 8; ++r) {
-                _mm256_storeu_ps(dst + (i + r) * 16 + half, rows[r]);
+                _mm256_storeu_ps(dst + (i + r) * dst_pitch + half, rows[r]);
             }
         }
     }
     channels_to_lanes_portable_f32(src + full, src_lane_stride, 1, count - full, 16,
-                                   dst + full * 16);
+                                   dst + full * dst_pitch, dst_pitch);
 }
 
 static int have_avx2(void)
@@ -143,13 +144,13 @@ static int have_avx2(void)
         }                                                                                      \
     }                                                                                          \
     static void contiguous_lanes_to_lanes_##T(const T *src, int64_t src_stride, int64_t count, \
-                                              int64_t lanes, T *dst)                           \
+                                              int64_t lanes, T *dst, int64_t dst_pitch)        \
     {                                                                                          \
         int64_t i, j;                                                                          \
         for (i = 0; i < count; ++i) {                                                          \
-            memcpy(dst + i * (L), src + i * src_stride, (size_t)lanes * sizeof(T));            \
+            memcpy(dst + i * dst_pitch, src + i * src_stride, (size_t)lanes * sizeof(T));      \
             for (j = lanes; j < (L); ++j) {                                                    \
-                dst[i * (L) + j] = (T)0;                                                       \
+                dst[i * dst_pitch + j] = (T)0;                                                 \
             }                                                                                  \
         }                                                                                      \
     }
@@ -184,29 +185,31 @@ void pyroi_lanes_to_channels_f64(const double *src, int64_t count, int64_t lanes
 }
 
 void pyroi_channels_to_lanes_f32(const float *src, int64_t src_lane_stride, int64_t src_stride,
-                                 int64_t count, int64_t lanes, float *dst)
+                                 int64_t count, int64_t lanes, float *dst, int64_t dst_pitch)
 {
     if (src_lane_stride == 1) {
-        contiguous_lanes_to_lanes_float(src, src_stride, count, lanes, dst);
+        contiguous_lanes_to_lanes_float(src, src_stride, count, lanes, dst, dst_pitch);
         return;
     }
 #ifdef PYROI_HAVE_AVX2_TRANSPOSE
     if (lanes == 16 && src_stride == 1 && have_avx2()) {
-        channels_to_lanes_avx2(src, src_lane_stride, count, dst);
+        channels_to_lanes_avx2(src, src_lane_stride, count, dst, dst_pitch);
         return;
     }
 #endif
-    channels_to_lanes_portable_f32(src, src_lane_stride, src_stride, count, lanes, dst);
+    channels_to_lanes_portable_f32(src, src_lane_stride, src_stride, count, lanes, dst,
+                                   dst_pitch);
 }
 
 void pyroi_channels_to_lanes_f64(const double *src, int64_t src_lane_stride, int64_t src_stride,
-                                 int64_t count, int64_t lanes, double *dst)
+                                 int64_t count, int64_t lanes, double *dst, int64_t dst_pitch)
 {
     if (src_lane_stride == 1) {
-        contiguous_lanes_to_lanes_double(src, src_stride, count, lanes, dst);
+        contiguous_lanes_to_lanes_double(src, src_stride, count, lanes, dst, dst_pitch);
         return;
     }
-    channels_to_lanes_portable_f64(src, src_lane_stride, src_stride, count, lanes, dst);
+    channels_to_lanes_portable_f64(src, src_lane_stride, src_stride, count, lanes, dst,
+                                   dst_pitch);
 }
 
 /* ---- streaming stores ------------------------------------------------------------------ */

@@ -19,12 +19,13 @@ void pyroi_lanes_to_channels_f32(const float *src, int64_t count, int64_t lanes,
 void pyroi_lanes_to_channels_f64(const double *src, int64_t count, int64_t lanes, double *dst,
                                  int64_t dst_lane_stride, int64_t dst_stride);
 
-/* dst[i * L + j] = src[j * src_lane_stride + i * src_stride] for i < count, j < lanes, and
- * 0 for lanes <= j < L. */
+/* dst[i * dst_pitch + j] = src[j * src_lane_stride + i * src_stride] for i < count,
+ * j < lanes, and 0 for lanes <= j < L; dst_pitch >= L (L: the usual lane-major rows; a
+ * multiple of L: the lane groups of several channel blocks interleaved per element). */
 void pyroi_channels_to_lanes_f32(const float *src, int64_t src_lane_stride, int64_t src_stride,
-                                 int64_t count, int64_t lanes, float *dst);
+                                 int64_t count, int64_t lanes, float *dst, int64_t dst_pitch);
 void pyroi_channels_to_lanes_f64(const double *src, int64_t src_lane_stride, int64_t src_stride,
-                                 int64_t count, int64_t lanes, double *dst);
+                                 int64_t count, int64_t lanes, double *dst, int64_t dst_pitch);
 
 /* ---- streaming stores ------------------------------------------------------------------ */
 /* Large outputs that will not be read again soon are written around the caches where the

@@ -1,5 +1,6 @@
 /* The lane/channel transposes move every element to its place, on every path (AVX2 where
- * available, portable otherwise, and for every count, lane count and stride); so do the
+ * available, portable otherwise, and for every count, lane count and stride; into lane-major
+ * rows of L elements a pixel or, interleaved, 2L, leaving the other half alone); so do the
  * streaming copies. */
 #include "pyroi.h"
 #include "check.h"
@@ -7,13 +8,28 @@
 
 #include <string.h>
 
+/* The bytes 0xff: the pattern of an untouched element (a NaN). */
+static int untouched_f32(float value)
+{
+    unsigned char bytes[sizeof(float)];
+    memcpy(bytes, &value, sizeof(bytes));
+    return bytes[0] == 0xff && bytes[sizeof(float) - 1] == 0xff;
+}
+
+static int untouched_f64(double value)
+{
+    unsigned char bytes[sizeof(double)];
+    memcpy(bytes, &value, sizeof(bytes));
+    return bytes[0] == 0xff && bytes[sizeof(double) - 1] == 0xff;
+}
+
 enum { MAX_COUNT = 45, LANES32 = PYROI_LANE_COUNT_F32, LANES64 = PYROI_LANE_COUNT_F64 };
 
 static void test_f32(int64_t count, int64_t lanes, int64_t stride)
 {
     static float lanes_major[MAX_COUNT * LANES32], channels[LANES32 * MAX_COUNT * 3];
-    static float back[MAX_COUNT * LANES32];
-    int64_t i, j;
+    static float back[MAX_COUNT * 2 * LANES32];
+    int64_t i, j, pitch;
     for (i = 0; i < count * LANES32; ++i) {
         lanes_major[i] = (float)(i + 1);
     }
@@ -25,11 +41,19 @@ static void test_f32(int64_t count, int64_t lanes, int64_t stride)
             CHECK(channels[j * MAX_COUNT * stride + i * stride] == lanes_major[i * LANES32 + j]);
         }
     }
-    memset(back, 0xff, sizeof(back));
-    pyroi_channels_to_lanes_f32(channels, MAX_COUNT * stride, stride, count, lanes, back);
-    for (i = 0; i < count; ++i) {
-        for (j = 0; j < LANES32; ++j) {
-            CHECK(back[i * LANES32 + j] == (j < lanes ? lanes_major[i * LANES32 + j] : 0.0f));
+    for (pitch = LANES32; pitch <= 2 * LANES32; pitch += LANES32) {
+        memset(back, 0xff, sizeof(back));
+        pyroi_channels_to_lanes_f32(channels, MAX_COUNT * stride, stride, count, lanes, back,
+                                    pitch);
+        for (i = 0; i < count; ++i) {
+            for (j = 0; j < pitch; ++j) {
+                if (j >= LANES32) {
+                    CHECK(untouched_f32(back[i * pitch + j]));
+                } else {
+                    CHECK(back[i * pitch + j] ==
+                          (j < lanes ? lanes_major[i * LANES32 + j] : 0.0f));
+                }
+            }
         }
     }
 }
@@ -37,8 +61,8 @@ static void test_f32(int64_t count, int64_t lanes, int64_t stride)
 static void test_f64(int64_t count, int64_t lanes, int64_t stride)
 {
     static double lanes_major[MAX_COUNT * LANES64], channels[LANES64 * MAX_COUNT * 3];
-    static double back[MAX_COUNT * LANES64];
-    int64_t i, j;
+    static double back[MAX_COUNT * 2 * LANES64];
+    int64_t i, j, pitch;
     for (i = 0; i < count * LANES64; ++i) {
         lanes_major[i] = (double)(i + 1);
     }
@@ -49,10 +73,19 @@ static void test_f64(int64_t count, int64_t lanes, int64_t stride)
             CHECK(channels[j * MAX_COUNT * stride + i * stride] == lanes_major[i * LANES64 + j]);
         }
     }
-    pyroi_channels_to_lanes_f64(channels, MAX_COUNT * stride, stride, count, lanes, back);
-    for (i = 0; i < count; ++i) {
-        for (j = 0; j < LANES64; ++j) {
-            CHECK(back[i * LANES64 + j] == (j < lanes ? lanes_major[i * LANES64 + j] : 0.0));
+    for (pitch = LANES64; pitch <= 2 * LANES64; pitch += LANES64) {
+        memset(back, 0xff, sizeof(back));
+        pyroi_channels_to_lanes_f64(channels, MAX_COUNT * stride, stride, count, lanes, back,
+                                    pitch);
+        for (i = 0; i < count; ++i) {
+            for (j = 0; j < pitch; ++j) {
+                if (j >= LANES64) {
+                    CHECK(untouched_f64(back[i * pitch + j]));
+                } else {
+                    CHECK(back[i * pitch + j] ==
+                          (j < lanes ? lanes_major[i * LANES64 + j] : 0.0));
+                }
+            }
         }
     }
 }
@@ -60,8 +93,8 @@ static void test_f64(int64_t count, int64_t lanes, int64_t stride)
 static void test_lanes_adjacent_f32(int64_t count, int64_t lanes, int64_t stride)
 {
     static float lanes_major[MAX_COUNT * LANES32], channels[MAX_COUNT * 20 + LANES32];
-    static float back[MAX_COUNT * LANES32];
-    int64_t i, j;
+    static float back[MAX_COUNT * 2 * LANES32];
+    int64_t i, j, pitch;
     for (i = 0; i < count * LANES32; ++i) {
         lanes_major[i] = (float)(i + 1);
     }
@@ -72,10 +105,18 @@ static void test_lanes_adjacent_f32(int64_t count, int64_t lanes, int64_t stride
             CHECK(channels[i * stride + j] == lanes_major[i * LANES32 + j]);
         }
     }
-    pyroi_channels_to_lanes_f32(channels, 1, stride, count, lanes, back);
-    for (i = 0; i < count; ++i) {
-        for (j = 0; j < LANES32; ++j) {
-            CHECK(back[i * LANES32 + j] == (j < lanes ? lanes_major[i * LANES32 + j] : 0.0f));
+    for (pitch = LANES32; pitch <= 2 * LANES32; pitch += LANES32) {
+        memset(back, 0xff, sizeof(back));
+        pyroi_channels_to_lanes_f32(channels, 1, stride, count, lanes, back, pitch);
+        for (i = 0; i < count; ++i) {
+            for (j = 0; j < pitch; ++j) {
+                if (j >= LANES32) {
+                    CHECK(untouched_f32(back[i * pitch + j]));
+                } else {
+                    CHECK(back[i * pitch + j] ==
+                          (j < lanes ? lanes_major[i * LANES32 + j] : 0.0f));
+                }
+            }
         }
     }
 }
