@@ -618,6 +618,22 @@ def test_thread_count_does_not_change_backward(dtype):
             err_msg=f"num_threads={threads}")
 
 
+@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
+def test_thread_count_does_not_change_paired_channel_blocks(dtype):
+    # enough work for several workers; 40 channels are a pair of channel blocks and a partial
+    # single one in the pair's layout (float32: 16 + 16 + 8; float64: 8 + 8, 8 + 8, 8), so
+    # workers start on either kind of item
+    rng = np.random.default_rng(61)
+    x = random_input(rng, (2, 40, 40, 44), dtype)
+    rois = random_rois(rng, 2, 40, 44, 300, dtype, spatial_scale=0.75)
+    params = dict(output_size=7, spatial_scale=0.75, sampling_ratio=2, aligned=True)
+    one = pyroi.roi_align(x, rois, **params, num_threads=1)
+    assert np.count_nonzero(one) > 0
+    for threads in (2, 3, 8):
+        np.testing.assert_array_equal(pyroi.roi_align(x, rois, **params, num_threads=threads),
+                                      one, err_msg=f"num_threads={threads}")
+
+
 def test_more_threads_than_work():
     rng = np.random.default_rng(61)
     x = random_input(rng, (1, 1, 5, 5), np.float64)
