@@ -8,87 +8,60 @@
 
 #include <string.h>
 
-/* The bytes 0xff: the pattern of an untouched element (a NaN). */
-static int untouched_f32(float value)
-{
-    unsigned char bytes[sizeof(float)];
-    memcpy(bytes, &value, sizeof(bytes));
-    return bytes[0] == 0xff && bytes[sizeof(float) - 1] == 0xff;
-}
-
-static int untouched_f64(double value)
-{
-    unsigned char bytes[sizeof(double)];
-    memcpy(bytes, &value, sizeof(bytes));
-    return bytes[0] == 0xff && bytes[sizeof(double) - 1] == 0xff;
-}
-
 enum { MAX_COUNT = 45, LANES32 = PYROI_LANE_COUNT_F32, LANES64 = PYROI_LANE_COUNT_F64 };
 
-static void test_f32(int64_t count, int64_t lanes, int64_t stride)
+/* An element of the lane-major buffer that no transpose wrote: all bytes still 0xff. */
+static int untouched(const void *element, size_t size)
 {
-    static float lanes_major[MAX_COUNT * LANES32], channels[LANES32 * MAX_COUNT * 3];
-    static float back[MAX_COUNT * 2 * LANES32];
-    int64_t i, j, pitch;
-    for (i = 0; i < count * LANES32; ++i) {
-        lanes_major[i] = (float)(i + 1);
-    }
-    memset(channels, 0, sizeof(channels));
-    /* lane stride: MAX_COUNT * stride elements per channel row fits the buffer */
-    pyroi_lanes_to_channels_f32(lanes_major, count, lanes, channels, MAX_COUNT * stride, stride);
-    for (j = 0; j < lanes; ++j) {
-        for (i = 0; i < count; ++i) {
-            CHECK(channels[j * MAX_COUNT * stride + i * stride] == lanes_major[i * LANES32 + j]);
+    const unsigned char *bytes = (const unsigned char *)element;
+    size_t i;
+    for (i = 0; i < size; ++i) {
+        if (bytes[i] != 0xff) {
+            return 0;
         }
     }
-    for (pitch = LANES32; pitch <= 2 * LANES32; pitch += LANES32) {
-        memset(back, 0xff, sizeof(back));
-        pyroi_channels_to_lanes_f32(channels, MAX_COUNT * stride, stride, count, lanes, back,
-                                    pitch);
-        for (i = 0; i < count; ++i) {
-            for (j = 0; j < pitch; ++j) {
-                if (j >= LANES32) {
-                    CHECK(untouched_f32(back[i * pitch + j]));
-                } else {
-                    CHECK(back[i * pitch + j] ==
-                          (j < lanes ? lanes_major[i * LANES32 + j] : 0.0f));
-                }
-            }
-        }
-    }
+    return 1;
 }
 
-static void test_f64(int64_t count, int64_t lanes, int64_t stride)
-{
-    static double lanes_major[MAX_COUNT * LANES64], channels[LANES64 * MAX_COUNT * 3];
-    static double back[MAX_COUNT * 2 * LANES64];
-    int64_t i, j, pitch;
-    for (i = 0; i < count * LANES64; ++i) {
-        lanes_major[i] = (double)(i + 1);
+/* Lane-major -> channel rows (lane stride MAX_COUNT * stride: fits the buffer) -> lane-major
+ * rows of pitch L and 2L; the second half of each 2L row must stay untouched. */
+#define ROUND_TRIP_TEST(T, SUFFIX, L)                                                          \
+    static void test_##SUFFIX(int64_t count, int64_t lanes, int64_t stride)                    \
+    {                                                                                          \
+        static T lanes_major[MAX_COUNT * (L)], channels[(L) * MAX_COUNT * 3];                  \
+        static T back[MAX_COUNT * 2 * (L)];                                                    \
+        int64_t i, j, pitch;                                                                   \
+        for (i = 0; i < count * (L); ++i) {                                                    \
+            lanes_major[i] = (T)(i + 1);                                                       \
+        }                                                                                      \
+        memset(channels, 0, sizeof(channels));                                                 \
+        pyroi_lanes_to_channels_##SUFFIX(lanes_major, count, lanes, channels,                  \
+                                         MAX_COUNT * stride, stride);                          \
+        for (j = 0; j < lanes; ++j) {                                                          \
+            for (i = 0; i < count; ++i) {                                                      \
+                CHECK(channels[j * MAX_COUNT * stride + i * stride] ==                         \
+                      lanes_major[i * (L) + j]);                                               \
+            }                                                                                  \
+        }                                                                                      \
+        for (pitch = (L); pitch <= 2 * (L); pitch += (L)) {                                    \
+            memset(back, 0xff, sizeof(back));                                                  \
+            pyroi_channels_to_lanes_##SUFFIX(channels, MAX_COUNT * stride, stride, count,      \
+                                             lanes, back, pitch);                              \
+            for (i = 0; i < count; ++i) {                                                      \
+                for (j = 0; j < pitch; ++j) {                                                  \
+                    if (j >= (L)) {                                                            \
+                        CHECK(untouched(&back[i * pitch + j], sizeof(T)));                     \
+                    } else {                                                                   \
+                        CHECK(back[i * pitch + j] ==                                           \
+                              (j < lanes ? lanes_major[i * (L) + j] : (T)0));                  \
+                    }                                                                          \
+                }                                                                              \
+            }                                                                                  \
+        }                                                                                      \
     }
-    memset(channels, 0, sizeof(channels));
-    pyroi_lanes_to_channels_f64(lanes_major, count, lanes, channels, MAX_COUNT * stride, stride);
-    for (j = 0; j < lanes; ++j) {
-        for (i = 0; i < count; ++i) {
-            CHECK(channels[j * MAX_COUNT * stride + i * stride] == lanes_major[i * LANES64 + j]);
-        }
-    }
-    for (pitch = LANES64; pitch <= 2 * LANES64; pitch += LANES64) {
-        memset(back, 0xff, sizeof(back));
-        pyroi_channels_to_lanes_f64(channels, MAX_COUNT * stride, stride, count, lanes, back,
-                                    pitch);
-        for (i = 0; i < count; ++i) {
-            for (j = 0; j < pitch; ++j) {
-                if (j >= LANES64) {
-                    CHECK(untouched_f64(back[i * pitch + j]));
-                } else {
-                    CHECK(back[i * pitch + j] ==
-                          (j < lanes ? lanes_major[i * LANES64 + j] : 0.0));
-                }
-            }
-        }
-    }
-}
+
+ROUND_TRIP_TEST(float, f32, LANES32)
+ROUND_TRIP_TEST(double, f64, LANES64)
 
 static void test_lanes_adjacent_f32(int64_t count, int64_t lanes, int64_t stride)
 {
@@ -111,7 +84,7 @@ static void test_lanes_adjacent_f32(int64_t count, int64_t lanes, int64_t stride
         for (i = 0; i < count; ++i) {
             for (j = 0; j < pitch; ++j) {
                 if (j >= LANES32) {
-                    CHECK(untouched_f32(back[i * pitch + j]));
+                    CHECK(untouched(&back[i * pitch + j], sizeof(float)));
                 } else {
                     CHECK(back[i * pitch + j] ==
                           (j < lanes ? lanes_major[i * LANES32 + j] : 0.0f));
