@@ -1,8 +1,7 @@
 """Side-by-side benchmark of pyroi and the installed peers (torchvision, onnxruntime).
 
 Every workload runs pyroi and each available peer in this one process on the same arrays, at
-each requested thread count, timed in turns (each one's repeats spread over the same rounds,
-so that a slow spell of a shared machine does not fall on one side only), and reports medians, the speed-up over each peer and the memory
+each requested thread count, and reports medians, the speed-up over each peer and the memory
 floor (the time to stream the input once and write the output once with NumPy): progress
 lines on stderr while it runs, a table on stdout at the end. No number here is asserted
 anywhere; quote ratios, not absolute times (machines are shared and noisy).
@@ -93,25 +92,6 @@ def median_ms(fn, repeat: int, warmup: int = 1) -> float:
         fn()
         times.append((time.perf_counter() - start) * 1e3)
     return statistics.median(times)
-
-
-def medians_in_turns(calls: dict, warmup: int = 1) -> dict:
-    """Median ms of each of ``calls`` (name -> (function, repeats)), timed in turns: the
-    repeats of every call are spread over the same rounds, so that a slow spell of a shared
-    machine falls on pyroi and on the peers alike instead of on whichever ran then."""
-    for function, _ in calls.values():
-        for _ in range(warmup):
-            function()
-    rounds = max(repeats for _, repeats in calls.values())
-    times = {name: [] for name in calls}
-    for turn in range(rounds):
-        for name, (function, repeats) in calls.items():
-            # this round's share: repeats spread evenly over the rounds
-            for _ in range(repeats * (turn + 1) // rounds - repeats * turn // rounds):
-                start = time.perf_counter()
-                function()
-                times[name].append((time.perf_counter() - start) * 1e3)
-    return {name: statistics.median(values) for name, values in times.items()}
 
 
 def memory_floor_ms(features: np.ndarray, out_shape: tuple, repeat: int) -> float:
@@ -209,18 +189,18 @@ def run(workloads, thread_counts, repeat, peer_repeat, progress=None):
         print(f"\n{w.name}: {w.description}", file=progress, flush=True)
         grad = np.ones(out_shape, dtype=w.features.dtype)
         for threads in thread_counts:
+            results = {}
             pyroi_forward, pyroi_backward = pyroi_calls(w, threads, grad)
-            calls = {"pyroi fwd": (pyroi_forward, repeat)}
-            yt = None
+            results["pyroi fwd"] = median_ms(pyroi_forward, repeat)
             if w.backward:
-                calls["pyroi bwd"] = (pyroi_backward, repeat)
+                results["pyroi bwd"] = median_ms(pyroi_backward, repeat)
             if tv and w.op != "onnx_max":  # torchvision has no ONNX-style max
                 torch, ops = tv
                 torch.set_num_threads(threads)
                 xt = torch.from_numpy(w.features)
                 bt = torch.from_numpy(w.boxes)
                 op = torchvision_op(ops, w)
-                calls["torchvision fwd"] = (lambda: op(xt, bt), peer_repeat)
+                results["torchvision fwd"] = median_ms(lambda: op(xt, bt), peer_repeat)
                 if w.backward:
                     # the backward alone: one forward keeps its graph, and each repeat runs
                     # the backward through it (a difference of two noisy timings could be
@@ -233,16 +213,15 @@ def run(workloads, thread_counts, repeat, peer_repeat, progress=None):
                         xg.grad = None
                         yt.backward(gt, retain_graph=True)
 
-                    calls["torchvision bwd"] = (torch_backward, peer_repeat)
+                    results["torchvision bwd"] = median_ms(torch_backward, peer_repeat)
+                    del yt
             if ox and w.op in ("roi_align", "onnx_max"):
                 onnx, ort = ox
                 session = onnx_roi_align_session(onnx, ort, w, threads)
                 feeds = {"X": w.features, "rois": np.ascontiguousarray(w.boxes[:, 1:]),
                          "batch_indices": w.boxes[:, 0].astype(np.int64)}
-                calls["onnxruntime fwd"] = (lambda: session.run(None, feeds), peer_repeat)
-            results = medians_in_turns(calls)
-            calls.clear()
-            yt = None  # torchvision's kept graph
+                results["onnxruntime fwd"] = median_ms(lambda: session.run(None, feeds),
+                                                       peer_repeat)
             line = [f"  threads={threads}: pyroi fwd {results['pyroi fwd']:8.2f} ms"]
             for peer in ("torchvision fwd", "onnxruntime fwd"):
                 if peer in results:
@@ -325,15 +304,13 @@ def run_scaling(sides, threads, repeat, peer_repeat, progress=None):
                                             dtype=np.float32)
             in_map += int(g.rows.in_map.sum()) * int(g.cols.in_map.sum())
             grid += g.rows.coords.size * g.cols.coords.size
-        calls = {"pyroi": (lambda: pyroi.roi_align(features, boxes, 7, 0.125, 0, False,
-                                                   num_threads=threads), repeat)}
+        mine = median_ms(lambda: pyroi.roi_align(features, boxes, 7, 0.125, 0, False,
+                                                 num_threads=threads), repeat)
+        theirs = None
         if tv:
             torch, ops = tv
             xt, bt = torch.from_numpy(features), torch.from_numpy(boxes)
-            calls["torchvision"] = (lambda: ops.roi_align(xt, bt, 7, 0.125, 0, False),
-                                    peer_repeat)
-        medians = medians_in_turns(calls)
-        mine, theirs = medians["pyroi"], medians.get("torchvision")
+            theirs = median_ms(lambda: ops.roi_align(xt, bt, 7, 0.125, 0, False), peer_repeat)
         print(f"  side {side:5d} px: pyroi {mine:8.2f} ms" +
               (f" | torchvision {theirs:9.2f} ms (x{theirs / mine:7.1f})" if theirs else ""),
               file=progress, flush=True)
