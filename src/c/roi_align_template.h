@@ -356,9 +356,8 @@ static void PYROI_TYPED(roi_align_backward_direct_task)(void *context, int64_t b
 /* The worker's scratch is a channels-last copy of (part of) one image for PYROI_LANES channels,
  * block[h][w][lane], plus one bin tile tile[ph][pw][lane]; with job->pair = 2, the lane groups
  * of two consecutive channel blocks side by side per pixel, block[h][w][2][lane], then their
- * two tiles. Lanes are the vector
- * axis; each lane evaluates exactly the scalar expression of its channel. Two ways to fill the
- * block:
+ * two tiles. Lanes are the vector axis; each lane evaluates exactly the scalar expression of
+ * its channel. Two ways to fill the block:
  *  - image blocks: work item = (image, channel block or pair of blocks); the whole image is
  *    gathered once and every RoI of that image reads it (many or large RoIs);
  *  - RoI regions: work item = RoI (forward) or channel block (backward); only the pixels a RoI
@@ -713,8 +712,8 @@ static int64_t PYROI_TYPED(roi_align_image_item)(const PYROI_TYPED(roi_align_job
 }
 
 /* Starts loading slice `part` of `parts` of the input of work item `item` (image, channel
- * block or pair) while the current block is sampled, so that its gather finds the data in the cache
- * instead of waiting on memory. Only for packed planes; no effect on results. */
+ * block or pair) while the current block is sampled, so that its gather finds the data in the
+ * cache instead of waiting on memory. Only for packed planes; no effect on results. */
 static void PYROI_TYPED(roi_align_prefetch_block_slice)(const PYROI_TYPED(roi_align_job) *job,
                                                         int64_t item, int64_t part,
                                                         int64_t parts)

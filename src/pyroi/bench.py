@@ -341,7 +341,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="instead of the workloads: adaptive sampling time against box "
                              f"size ({SCALING_BOXES} square boxes per side, 1 thread unless -t)")
     parser.add_argument("--sides", type=int, nargs="+", metavar="PX",
-                        help=f"box sides of --scaling (default: {' '.join(map(str, SCALING_SIDES))})")
+                        help="box sides of --scaling (default: "
+                             f"{' '.join(map(str, SCALING_SIDES))})")
 
 
 def run_from_args(args, parser: argparse.ArgumentParser) -> int:
