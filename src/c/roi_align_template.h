@@ -511,27 +511,34 @@ static void PYROI_TYPED(roi_align_block_to_region)(const T *block, int64_t width
     }
 }
 
-/* Writes the whole block back to image n: for packed planes, PYROI_STAGING_RUN pixels at a
- * time are transposed into staging and streamed to each channel's plane (the gradient is
- * written once and not read back here); otherwise row by row in place. */
-static void PYROI_TYPED(roi_align_block_to_image)(const T *block, int64_t height,
-                                                  int64_t width, int64_t n, int64_t c0,
-                                                  int64_t lanes, T *map,
-                                                  const int64_t strides[4], T *staging)
+/* Writes the whole block back to image n and leaves the block zero, ready for the next
+ * work item: for packed planes, PYROI_STAGING_RUN pixels at a time are transposed into
+ * staging, zeroed while they are in L1 (measured: faster than a separate pass over the block
+ * before each item) and streamed to each channel's plane (the gradient is written once and
+ * not read back here); otherwise row by row in place. */
+static void PYROI_TYPED(roi_align_block_to_image)(T *block, int64_t height, int64_t width,
+                                                  int64_t n, int64_t c0, int64_t lanes,
+                                                  T *map, const int64_t strides[4], T *staging)
 {
     const int64_t pixels = height * width;
     T *image = map + n * strides[0] + c0 * strides[1];
-    int64_t first, j;
+    int64_t first, i, j;
     if (staging == NULL || strides[3] != 1 || strides[2] != width) {
         PYROI_TYPED(roi_align_block_to_region)(block, width, n, c0, lanes, 0, height, 0, width,
                                                map, strides);
+        for (i = 0; i < pixels * PYROI_LANES; ++i) {
+            block[i] = (T)0;
+        }
         return;
     }
     for (first = 0; first < pixels; first += PYROI_STAGING_RUN) {
         const int64_t run = pixels - first < PYROI_STAGING_RUN ? pixels - first
                                                                 : PYROI_STAGING_RUN;
-        PYROI_TYPED(pyroi_lanes_to_channels)(block + first * PYROI_LANES, run, lanes, staging,
-                                             run, 1);
+        T *lines = block + first * PYROI_LANES;
+        PYROI_TYPED(pyroi_lanes_to_channels)(lines, run, lanes, staging, run, 1);
+        for (i = 0; i < run * PYROI_LANES; ++i) {
+            lines[i] = (T)0;
+        }
         for (j = 0; j < lanes; ++j) {
             pyroi_row_stream stream;
             pyroi_row_stream_init(&stream, image + j * strides[1] + first, staging + j * run, 1,
@@ -915,13 +922,13 @@ static void PYROI_TYPED(roi_align_backward_image_task)(void *context, int64_t be
     T *staging = job->stream_result ? PYROI_TYPED(roi_align_staging)(job, block) : NULL;
     int64_t item, i;
 
+    for (i = 0; i < block_elements; ++i) { /* then each item's write-out leaves it zero */
+        block[i] = (T)0;
+    }
     for (item = begin; item < end; ++item) {
         const int64_t n = item / blocks;
         const int64_t c0 = (item % blocks) * PYROI_LANES;
         const int64_t lanes = shape[1] - c0 < PYROI_LANES ? shape[1] - c0 : PYROI_LANES;
-        for (i = 0; i < block_elements; ++i) {
-            block[i] = (T)0;
-        }
         for (i = plan->image_start[n]; i < plan->image_start[n + 1]; ++i) {
             const int64_t k = plan->order[i];
             const T *next = tile;
