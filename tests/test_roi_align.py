@@ -807,6 +807,24 @@ def test_large_results_streamed_out_equal_the_in_place_writes(dtype):
     assert np.array_equal(grad_packed, grad_strided)
 
 
+@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
+def test_streamed_backward_on_one_thread_bit_exact_with_torchvision(tv, dtype):
+    """On one thread a worker takes every (image, channel block) item in turn, and each item's
+    streamed write-out must leave the scratch block zero for the next one (there is no other
+    zeroing pass): every block of both images must still equal torchvision's gradient."""
+    rng = np.random.default_rng(8)
+    features = rng.standard_normal((2, 42, 160, 171)).astype(dtype)
+    count = 300
+    sides = rng.uniform(4, 120, (count, 2))
+    corners = rng.uniform(-10, 170, (count, 2))
+    boxes = np.concatenate(
+        [rng.integers(0, 2, (count, 1)), corners, corners + sides], axis=1).astype(dtype)
+    grad = rng.standard_normal((count, 42, 7, 7)).astype(dtype)
+    got = pyroi.roi_align_backward(grad, boxes, features.shape, 1.0, 2, True, num_threads=1)
+    assert got.nbytes >= 8 << 20  # the streamed write-out
+    np.testing.assert_array_equal(got, tv.roi_align_grad(features, boxes, grad, 7, 1.0, 2, True))
+
+
 # --------------------------------------------------------------------------------------
 # backward: each input pixel receives its additions in torchvision's order (bin, sample,
 # tap). Small boxes with many samples hit each pixel many times; gradients of mixed
