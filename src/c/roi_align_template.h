@@ -210,16 +210,6 @@ static pyroi_status PYROI_TYPED(roi_align_plan_build_in)(
     return PYROI_OK;
 }
 
-static pyroi_status PYROI_TYPED(roi_align_plan_build)(
-    PYROI_TYPED(roi_align_plan) *plan, const T *boxes, int64_t num_rois, int64_t box_row_stride,
-    const int64_t *batch_indices, int64_t num_images, int64_t height, int64_t width,
-    const pyroi_roi_align_params *params)
-{
-    return PYROI_TYPED(roi_align_plan_build_in)(plan, boxes, num_rois, box_row_stride,
-                                                batch_indices, num_images, height, width,
-                                                params, NULL);
-}
-
 /* Forward only: within each image, the RoIs in the order of their first sampled row, so
  * that consecutive RoIs of the image-block loop read nearby rows of the block (which is larger
  * than the L2 cache; measured on the box head: 7% faster). Every output is computed on its
@@ -267,6 +257,49 @@ typedef struct PYROI_TYPED(roi_align_job) {
     int64_t scratch_stride; /* elements per worker */
     roi_align_arena *arena; /* caller's workspace for the scratch, or NULL: malloc */
 } PYROI_TYPED(roi_align_job);
+
+/* The plan of a call, built in arena (NULL: malloc) -- unless the call writes nothing
+ * (writes_nothing: a forward without RoIs or channels, a backward into an empty grad_input),
+ * which only checks the boxes and leaves *planned 0. On success with *planned 1 the caller
+ * frees the plan. */
+static pyroi_status PYROI_TYPED(roi_align_call_plan)(
+    PYROI_TYPED(roi_align_plan) *plan, int writes_nothing, const T *boxes, int64_t num_rois,
+    int64_t box_row_stride, const int64_t *batch_indices, const int64_t map_shape[4],
+    const pyroi_roi_align_params *params, roi_align_arena *arena, int *planned)
+{
+    pyroi_status status;
+    *planned = 0;
+    if (writes_nothing) {
+        int64_t failed_roi;
+        return PYROI_TYPED(roi_align_check_boxes)(boxes, num_rois, box_row_stride, map_shape[2],
+                                                  map_shape[3], params, NULL, NULL,
+                                                  &failed_roi);
+    }
+    status = PYROI_TYPED(roi_align_plan_build_in)(plan, boxes, num_rois, box_row_stride,
+                                                  batch_indices, map_shape[0], map_shape[2],
+                                                  map_shape[3], params, arena);
+    *planned = status == PYROI_OK;
+    return status;
+}
+
+/* A job of a call that reads features and writes result over the map of map_shape (see the
+ * fields); the loop order's fields are set by roi_align_execute. */
+static void PYROI_TYPED(roi_align_job_init)(
+    PYROI_TYPED(roi_align_job) *job, const T *features, const int64_t features_strides[4],
+    const int64_t *batch_indices, T *result, const int64_t result_strides[4],
+    const int64_t map_shape[4], const pyroi_roi_align_params *params,
+    const PYROI_TYPED(roi_align_plan) *plan, roi_align_arena *arena)
+{
+    job->features = features;
+    job->features_strides = features_strides;
+    job->batch_indices = batch_indices;
+    job->result = result;
+    job->result_strides = result_strides;
+    job->map_shape = map_shape;
+    job->params = params;
+    job->plan = plan;
+    job->arena = arena;
+}
 
 /* ---- direct loop order ------------------------------------------------------------------ */
 
@@ -1187,35 +1220,23 @@ pyroi_status PYROI_TYPED(pyroi_roi_align_forward)(
 {
     PYROI_TYPED(roi_align_job) job;
     PYROI_TYPED(roi_align_plan) plan;
+    int planned;
     pyroi_status status = roi_align_check_call(
         input, input_shape, input_strides, PYROI_TENSOR_INPUT, output, output_strides,
         PYROI_TENSOR_OUTPUT, boxes, num_rois, box_row_stride, batch_indices, params);
     if (status != PYROI_OK) {
         return status;
     }
-    if (num_rois == 0 || input_shape[1] == 0) { /* no output: check the boxes, skip the plan */
-        int64_t failed_roi;
-        return PYROI_TYPED(roi_align_check_boxes)(boxes, num_rois, box_row_stride,
-                                                  input_shape[2], input_shape[3], params, NULL,
-                                                  NULL, &failed_roi);
-    }
-    input = (const T *)pyroi_data_or_placeholder(input); /* a map without pixels may be NULL */
-    status = PYROI_TYPED(roi_align_plan_build)(&plan, boxes, num_rois, box_row_stride,
-                                               batch_indices, input_shape[0], input_shape[2],
-                                               input_shape[3], params);
-    if (status != PYROI_OK) {
+    status = PYROI_TYPED(roi_align_call_plan)(&plan, num_rois == 0 || input_shape[1] == 0,
+                                              boxes, num_rois, box_row_stride, batch_indices,
+                                              input_shape, params, NULL, &planned);
+    if (!planned) {
         return status;
     }
     PYROI_TYPED(roi_align_plan_order_by_rows)(&plan, batch_indices);
-    job.features = input;
-    job.features_strides = input_strides;
-    job.batch_indices = batch_indices;
-    job.result = output;
-    job.result_strides = output_strides;
-    job.map_shape = input_shape;
-    job.params = params;
-    job.plan = &plan;
-    job.arena = NULL;
+    input = (const T *)pyroi_data_or_placeholder(input); /* a map without pixels may be NULL */
+    PYROI_TYPED(roi_align_job_init)(&job, input, input_strides, batch_indices, output,
+                                    output_strides, input_shape, params, &plan, NULL);
     status = PYROI_TYPED(roi_align_execute)(&job, 0);
     PYROI_TYPED(roi_align_plan_free)(&plan);
     return status;
@@ -1230,6 +1251,7 @@ pyroi_status PYROI_TYPED(pyroi_roi_align_backward)(
 {
     PYROI_TYPED(roi_align_job) job;
     PYROI_TYPED(roi_align_plan) plan;
+    int planned;
     pyroi_status status = roi_align_check_call(
         grad_input, grad_input_shape, grad_input_strides, PYROI_TENSOR_OUTPUT, grad_output,
         grad_output_strides, PYROI_TENSOR_INPUT, boxes, num_rois, box_row_stride, batch_indices,
@@ -1237,28 +1259,15 @@ pyroi_status PYROI_TYPED(pyroi_roi_align_backward)(
     if (status != PYROI_OK) {
         return status;
     }
-    if (grad_input_shape[0] == 0 || grad_input_shape[1] == 0 || grad_input_shape[2] == 0 ||
-        grad_input_shape[3] == 0) { /* nothing to write: check the boxes, skip the plan */
-        int64_t failed_roi;
-        return PYROI_TYPED(roi_align_check_boxes)(boxes, num_rois, box_row_stride,
-                                                  grad_input_shape[2], grad_input_shape[3],
-                                                  params, NULL, NULL, &failed_roi);
-    }
-    status = PYROI_TYPED(roi_align_plan_build)(&plan, boxes, num_rois, box_row_stride,
-                                               batch_indices, grad_input_shape[0],
-                                               grad_input_shape[2], grad_input_shape[3], params);
-    if (status != PYROI_OK) {
+    status = PYROI_TYPED(roi_align_call_plan)(&plan, roi_align_map_is_empty(grad_input_shape),
+                                              boxes, num_rois, box_row_stride, batch_indices,
+                                              grad_input_shape, params, NULL, &planned);
+    if (!planned) {
         return status;
     }
-    job.features = grad_output;
-    job.features_strides = grad_output_strides;
-    job.batch_indices = batch_indices;
-    job.result = grad_input;
-    job.result_strides = grad_input_strides;
-    job.map_shape = grad_input_shape;
-    job.params = params;
-    job.plan = &plan;
-    job.arena = NULL;
+    PYROI_TYPED(roi_align_job_init)(&job, grad_output, grad_output_strides, batch_indices,
+                                    grad_input, grad_input_strides, grad_input_shape, params,
+                                    &plan, NULL);
     status = PYROI_TYPED(roi_align_execute)(&job, 1);
     PYROI_TYPED(roi_align_plan_free)(&plan);
     return status;
@@ -1633,6 +1642,7 @@ static pyroi_status PYROI_TYPED(roi_align_max_like_forward)(
     PYROI_TYPED(roi_align_max_job) job;
     PYROI_TYPED(roi_align_plan) plan;
     int64_t *grid_w = NULL;
+    int planned;
     pyroi_status status = roi_align_check_call(
         input, input_shape, input_strides, PYROI_TENSOR_INPUT, output, output_strides,
         PYROI_TENSOR_OUTPUT, boxes, num_rois, box_row_stride, batch_indices, params);
@@ -1644,32 +1654,19 @@ static pyroi_status PYROI_TYPED(roi_align_max_like_forward)(
     if (status != PYROI_OK) {
         return status;
     }
-    if (num_rois == 0 || input_shape[1] == 0) { /* no output: check the boxes, skip the plan */
-        int64_t failed_roi;
-        return PYROI_TYPED(roi_align_check_boxes)(boxes, num_rois, box_row_stride,
-                                                  input_shape[2], input_shape[3], params, NULL,
-                                                  NULL, &failed_roi);
-    }
-    input = (const T *)pyroi_data_or_placeholder(input); /* a map without pixels may be NULL */
-    status = PYROI_TYPED(roi_align_plan_build)(&plan, boxes, num_rois, box_row_stride,
-                                               batch_indices, input_shape[0], input_shape[2],
-                                               input_shape[3], params);
-    if (status != PYROI_OK) {
+    status = PYROI_TYPED(roi_align_call_plan)(&plan, num_rois == 0 || input_shape[1] == 0,
+                                              boxes, num_rois, box_row_stride, batch_indices,
+                                              input_shape, params, NULL, &planned);
+    if (!planned) {
         return status;
     }
     PYROI_TYPED(roi_align_plan_order_by_rows)(&plan, batch_indices);
+    input = (const T *)pyroi_data_or_placeholder(input); /* a map without pixels may be NULL */
     status = PYROI_TYPED(roi_align_grid_widths)(boxes, num_rois, box_row_stride, input_shape[2],
                                                 input_shape[3], params, &grid_w);
     if (status == PYROI_OK) {
-        job.base.features = input;
-        job.base.features_strides = input_strides;
-        job.base.batch_indices = batch_indices;
-        job.base.result = output;
-        job.base.result_strides = output_strides;
-        job.base.map_shape = input_shape;
-        job.base.params = params;
-        job.base.plan = &plan;
-        job.base.arena = NULL;
+        PYROI_TYPED(roi_align_job_init)(&job.base, input, input_strides, batch_indices, output,
+                                        output_strides, input_shape, params, &plan, NULL);
         job.argmax = argmax;
         job.argmax_const = NULL;
         job.argmax_strides = argmax_strides;
@@ -1710,7 +1707,7 @@ pyroi_status PYROI_TYPED(pyroi_roi_align_max_backward)(
     PYROI_TYPED(roi_align_plan) plan;
     int64_t *grid_w = NULL;
     int64_t k, c, ph, pw;
-    int workers;
+    int workers, planned;
     pyroi_status status = roi_align_check_call(
         grad_input, grad_input_shape, grad_input_strides, PYROI_TENSOR_OUTPUT, grad_output,
         grad_output_strides, PYROI_TENSOR_INPUT, boxes, num_rois, box_row_stride, batch_indices,
@@ -1723,17 +1720,10 @@ pyroi_status PYROI_TYPED(pyroi_roi_align_max_backward)(
     if (status != PYROI_OK) {
         return status;
     }
-    if (grad_input_shape[0] == 0 || grad_input_shape[1] == 0 || grad_input_shape[2] == 0 ||
-        grad_input_shape[3] == 0) { /* nothing to write: check the boxes, skip the plan */
-        int64_t failed_roi;
-        return PYROI_TYPED(roi_align_check_boxes)(boxes, num_rois, box_row_stride,
-                                                  grad_input_shape[2], grad_input_shape[3],
-                                                  params, NULL, NULL, &failed_roi);
-    }
-    status = PYROI_TYPED(roi_align_plan_build)(&plan, boxes, num_rois, box_row_stride,
-                                               batch_indices, grad_input_shape[0],
-                                               grad_input_shape[2], grad_input_shape[3], params);
-    if (status != PYROI_OK) {
+    status = PYROI_TYPED(roi_align_call_plan)(&plan, roi_align_map_is_empty(grad_input_shape),
+                                              boxes, num_rois, box_row_stride, batch_indices,
+                                              grad_input_shape, params, NULL, &planned);
+    if (!planned) {
         return status;
     }
     /* every argmax must name a sample of its bin (or be -1) before anything is written */
@@ -1756,14 +1746,9 @@ pyroi_status PYROI_TYPED(pyroi_roi_align_max_backward)(
                                                     params, &grid_w);
     }
     if (status == PYROI_OK) {
-        job.base.features = grad_output;
-        job.base.features_strides = grad_output_strides;
-        job.base.batch_indices = batch_indices;
-        job.base.result = grad_input;
-        job.base.result_strides = grad_input_strides;
-        job.base.map_shape = grad_input_shape;
-        job.base.params = params;
-        job.base.plan = &plan;
+        PYROI_TYPED(roi_align_job_init)(&job.base, grad_output, grad_output_strides,
+                                        batch_indices, grad_input, grad_input_strides,
+                                        grad_input_shape, params, &plan, NULL);
         job.argmax = NULL;
         job.argmax_const = argmax;
         job.argmax_strides = argmax_strides;
@@ -2157,6 +2142,7 @@ pyroi_status PYROI_TYPED(pyroi_roi_align_backward_with_workspace)(
     PYROI_TYPED(roi_align_job) job;
     PYROI_TYPED(roi_align_plan) plan;
     roi_align_arena arena;
+    int planned;
     pyroi_status status;
     if (workspace == NULL && workspace_size > 0) {
         return PYROI_E_NULL_POINTER;
@@ -2168,32 +2154,18 @@ pyroi_status PYROI_TYPED(pyroi_roi_align_backward_with_workspace)(
     if (status != PYROI_OK) {
         return status;
     }
-    if (grad_input_shape[0] == 0 || grad_input_shape[1] == 0 || grad_input_shape[2] == 0 ||
-        grad_input_shape[3] == 0) { /* nothing to write: check the boxes, skip the plan */
-        int64_t failed_roi;
-        return PYROI_TYPED(roi_align_check_boxes)(boxes, num_rois, box_row_stride,
-                                                  grad_input_shape[2], grad_input_shape[3],
-                                                  params, NULL, NULL, &failed_roi);
-    }
     arena.base = (unsigned char *)workspace;
     arena.size = workspace == NULL ? 0 : workspace_size;
     arena.used = 0;
-    status = PYROI_TYPED(roi_align_plan_build_in)(&plan, boxes, num_rois, box_row_stride,
-                                                  batch_indices, grad_input_shape[0],
-                                                  grad_input_shape[2], grad_input_shape[3],
-                                                  params, &arena);
-    if (status != PYROI_OK) {
+    status = PYROI_TYPED(roi_align_call_plan)(&plan, roi_align_map_is_empty(grad_input_shape),
+                                              boxes, num_rois, box_row_stride, batch_indices,
+                                              grad_input_shape, params, &arena, &planned);
+    if (!planned) {
         return status;
     }
-    job.features = grad_output;
-    job.features_strides = grad_output_strides;
-    job.batch_indices = batch_indices;
-    job.result = grad_input;
-    job.result_strides = grad_input_strides;
-    job.map_shape = grad_input_shape;
-    job.params = params;
-    job.plan = &plan;
-    job.arena = &arena;
+    PYROI_TYPED(roi_align_job_init)(&job, grad_output, grad_output_strides, batch_indices,
+                                    grad_input, grad_input_strides, grad_input_shape, params,
+                                    &plan, &arena);
     status = PYROI_TYPED(roi_align_execute)(&job, 1);
     PYROI_TYPED(roi_align_plan_free)(&plan);
     return status;
