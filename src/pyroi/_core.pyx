@@ -51,20 +51,40 @@ cdef int check_status(c.pyroi_status status, int64_t failed_roi=-1,
     raise _STATUS_ERRORS.get(status, PyroiError)(f"pyroi: {message} (status {<int>status})")
 
 
-cdef int64_t first_invalid_roi(const real[:, :] boxes, int64_t box_row_stride,
-                               const int64_t[::1] batch_indices, int64_t num_images,
-                               int64_t height, int64_t width,
-                               const c.pyroi_roi_align_params *params) noexcept:
+cdef struct Arrays:
+    # A call's arrays as the C API takes them: the (N, C, H, W) map (a forward's input, a
+    # backward's grad_input), the per-RoI (K, C', PH, PW) tensor (output or grad_output),
+    # both in elements, and the boxes' row stride.
+    int64_t map_shape[4]
+    int64_t map_strides[4]
+    int64_t pooled_strides[4]
+    int64_t box_row_stride
+
+
+cdef int marshal(Arrays *a, const Py_ssize_t *map_shape, const Py_ssize_t *map_strides,
+                 const Py_ssize_t *pooled_strides, Py_ssize_t itemsize,
+                 const Py_ssize_t *box_strides, Py_ssize_t box_itemsize) except -1:
+    cdef int i
+    for i in range(4):
+        a.map_shape[i] = map_shape[i]
+    element_strides(map_strides, itemsize, 4, a.map_strides)
+    element_strides(pooled_strides, itemsize, 4, a.pooled_strides)
+    a.box_row_stride = box_rows_stride(box_strides, box_itemsize)
+    return 0
+
+
+cdef int64_t first_invalid_roi(const real[:, :] boxes, const int64_t[::1] batch_indices,
+        const Arrays *a, const c.pyroi_roi_align_params *params) noexcept:
     """Index of the first RoI the C core rejects, or -1 (for error messages only)."""
     cdef int64_t failed_roi = -1
     if real is float:
         c.pyroi_roi_align_find_invalid_roi_f32(
-            &boxes[0, 0], boxes.shape[0], box_row_stride, &batch_indices[0], num_images,
-            height, width, params, &failed_roi)
+            &boxes[0, 0], boxes.shape[0], a.box_row_stride, &batch_indices[0], a.map_shape[0],
+            a.map_shape[2], a.map_shape[3], params, &failed_roi)
     else:
         c.pyroi_roi_align_find_invalid_roi_f64(
-            &boxes[0, 0], boxes.shape[0], box_row_stride, &batch_indices[0], num_images,
-            height, width, params, &failed_roi)
+            &boxes[0, 0], boxes.shape[0], a.box_row_stride, &batch_indices[0], a.map_shape[0],
+            a.map_shape[2], a.map_shape[3], params, &failed_roi)
     return failed_roi
 
 
@@ -126,35 +146,28 @@ def roi_align_forward(const real[:, :, :, :] input, const real[:, :] boxes,
                       int num_threads):
     """RoIAlign forward into output (K, C, pooled_height, pooled_width)."""
     cdef c.pyroi_roi_align_params params
-    cdef int64_t input_shape[4]
-    cdef int64_t input_strides[4]
-    cdef int64_t output_strides[4]
-    cdef int64_t box_row_stride
     cdef int64_t num_rois = boxes.shape[0]
+    cdef Arrays a
     cdef c.pyroi_status status
-    cdef int i
     if batch_indices.shape[0] != num_rois:
         raise ShapeError("pyroi: boxes and batch_indices differ in length")
-    for i in range(4):
-        input_shape[i] = input.shape[i]
-    element_strides(input.strides, sizeof(real), 4, input_strides)
-    element_strides(output.strides, sizeof(real), 4, output_strides)
-    box_row_stride = box_rows_stride(boxes.strides, sizeof(real))
+    marshal(&a, input.shape, input.strides, output.strides, sizeof(real), boxes.strides,
+            sizeof(real))
     fill_roi_align_params(&params, pooled_height, pooled_width, spatial_scale_h,
                           spatial_scale_w, sampling_ratio, aligned, num_threads)
     with nogil:
         if real is float:
             status = c.pyroi_roi_align_forward_f32(
-                &input[0, 0, 0, 0], input_shape, input_strides, &boxes[0, 0], num_rois,
-                box_row_stride, &batch_indices[0], &output[0, 0, 0, 0], output_strides, &params)
+                &input[0, 0, 0, 0], a.map_shape, a.map_strides, &boxes[0, 0], num_rois,
+                a.box_row_stride, &batch_indices[0], &output[0, 0, 0, 0], a.pooled_strides,
+                &params)
         else:
             status = c.pyroi_roi_align_forward_f64(
-                &input[0, 0, 0, 0], input_shape, input_strides, &boxes[0, 0], num_rois,
-                box_row_stride, &batch_indices[0], &output[0, 0, 0, 0], output_strides, &params)
+                &input[0, 0, 0, 0], a.map_shape, a.map_strides, &boxes[0, 0], num_rois,
+                a.box_row_stride, &batch_indices[0], &output[0, 0, 0, 0], a.pooled_strides,
+                &params)
     if is_roi_status(status):
-        check_status(status, first_invalid_roi(boxes, box_row_stride, batch_indices,
-                                               input_shape[0], input_shape[2], input_shape[3],
-                                               &params))
+        check_status(status, first_invalid_roi(boxes, batch_indices, &a, &params))
     check_status(status)
 
 
@@ -164,39 +177,30 @@ def roi_align_backward(const real[:, :, :, :] grad_output, const real[:, :] boxe
                        bint aligned, int num_threads):
     """RoIAlign backward: overwrite grad_input (N, C, H, W) with the input gradient."""
     cdef c.pyroi_roi_align_params params
-    cdef int64_t grad_input_shape[4]
-    cdef int64_t grad_input_strides[4]
-    cdef int64_t grad_output_strides[4]
-    cdef int64_t box_row_stride
     cdef int64_t num_rois = boxes.shape[0]
+    cdef Arrays a
     cdef c.pyroi_status status
-    cdef int i
     if batch_indices.shape[0] != num_rois or grad_output.shape[0] != num_rois:
         raise ShapeError("pyroi: boxes, batch_indices and grad_output differ in length")
     if grad_output.shape[1] != grad_input.shape[1]:
         raise ShapeError("pyroi: grad_output and grad_input differ in channels")
-    for i in range(4):
-        grad_input_shape[i] = grad_input.shape[i]
-    element_strides(grad_input.strides, sizeof(real), 4, grad_input_strides)
-    element_strides(grad_output.strides, sizeof(real), 4, grad_output_strides)
-    box_row_stride = box_rows_stride(boxes.strides, sizeof(real))
+    marshal(&a, grad_input.shape, grad_input.strides, grad_output.strides, sizeof(real),
+            boxes.strides, sizeof(real))
     fill_roi_align_params(&params, grad_output.shape[2], grad_output.shape[3], spatial_scale_h,
                           spatial_scale_w, sampling_ratio, aligned, num_threads)
     with nogil:
         if real is float:
             status = c.pyroi_roi_align_backward_f32(
-                &grad_output[0, 0, 0, 0], grad_output_strides, &boxes[0, 0], num_rois,
-                box_row_stride, &batch_indices[0], &grad_input[0, 0, 0, 0], grad_input_shape,
-                grad_input_strides, &params)
+                &grad_output[0, 0, 0, 0], a.pooled_strides, &boxes[0, 0], num_rois,
+                a.box_row_stride, &batch_indices[0], &grad_input[0, 0, 0, 0], a.map_shape,
+                a.map_strides, &params)
         else:
             status = c.pyroi_roi_align_backward_f64(
-                &grad_output[0, 0, 0, 0], grad_output_strides, &boxes[0, 0], num_rois,
-                box_row_stride, &batch_indices[0], &grad_input[0, 0, 0, 0], grad_input_shape,
-                grad_input_strides, &params)
+                &grad_output[0, 0, 0, 0], a.pooled_strides, &boxes[0, 0], num_rois,
+                a.box_row_stride, &batch_indices[0], &grad_input[0, 0, 0, 0], a.map_shape,
+                a.map_strides, &params)
     if is_roi_status(status):
-        check_status(status, first_invalid_roi(boxes, box_row_stride, batch_indices,
-                                               grad_input_shape[0], grad_input_shape[2],
-                                               grad_input_shape[3], &params))
+        check_status(status, first_invalid_roi(boxes, batch_indices, &a, &params))
     check_status(status)
 
 
@@ -209,45 +213,38 @@ def roi_align_max_forward(const real[:, :, :, :] input, const real[:, :] boxes,
                           int64_t sampling_ratio, bint aligned, int num_threads):
     """RoIAlign max mode into output; argmax is an int64 array of the output's shape or None."""
     cdef c.pyroi_roi_align_params params
-    cdef int64_t input_shape[4]
-    cdef int64_t input_strides[4]
-    cdef int64_t output_strides[4]
     cdef int64_t argmax_strides[4]
     cdef int64_t[:, :, :, :] argmax_view
     cdef int64_t *argmax_data = NULL
-    cdef int64_t box_row_stride
     cdef int64_t num_rois = boxes.shape[0]
+    cdef Arrays a
     cdef c.pyroi_status status
     cdef int i
     if batch_indices.shape[0] != num_rois:
         raise ShapeError("pyroi: boxes and batch_indices differ in length")
     for i in range(4):
-        input_shape[i] = input.shape[i]
         argmax_strides[i] = 0
-    element_strides(input.strides, sizeof(real), 4, input_strides)
-    element_strides(output.strides, sizeof(real), 4, output_strides)
     if argmax is not None:
         argmax_view = argmax
         element_strides(argmax_view.strides, sizeof(int64_t), 4, argmax_strides)
         argmax_data = &argmax_view[0, 0, 0, 0]
-    box_row_stride = box_rows_stride(boxes.strides, sizeof(real))
+    marshal(&a, input.shape, input.strides, output.strides, sizeof(real), boxes.strides,
+            sizeof(real))
     fill_roi_align_params(&params, pooled_height, pooled_width, spatial_scale_h,
                           spatial_scale_w, sampling_ratio, aligned, num_threads)
     with nogil:
         if real is float:
             status = c.pyroi_roi_align_max_forward_f32(
-                &input[0, 0, 0, 0], input_shape, input_strides, &boxes[0, 0], num_rois,
-                box_row_stride, &batch_indices[0], &output[0, 0, 0, 0], output_strides,
+                &input[0, 0, 0, 0], a.map_shape, a.map_strides, &boxes[0, 0], num_rois,
+                a.box_row_stride, &batch_indices[0], &output[0, 0, 0, 0], a.pooled_strides,
                 argmax_data, argmax_strides, &params)
         else:
             status = c.pyroi_roi_align_max_forward_f64(
-                &input[0, 0, 0, 0], input_shape, input_strides, &boxes[0, 0], num_rois,
-                box_row_stride, &batch_indices[0], &output[0, 0, 0, 0], output_strides,
+                &input[0, 0, 0, 0], a.map_shape, a.map_strides, &boxes[0, 0], num_rois,
+                a.box_row_stride, &batch_indices[0], &output[0, 0, 0, 0], a.pooled_strides,
                 argmax_data, argmax_strides, &params)
     if is_roi_status(status):
-        check_status(status, first_invalid_roi(boxes, box_row_stride, batch_indices,
-                                               input_shape[0], input_shape[2], input_shape[3],
-                                               &params))
+        check_status(status, first_invalid_roi(boxes, batch_indices, &a, &params))
     check_status(status)
 
 
@@ -258,41 +255,34 @@ def roi_align_max_backward(const real[:, :, :, :] grad_output,
                            int64_t sampling_ratio, bint aligned, int num_threads):
     """RoIAlign max-mode backward: overwrite grad_input with the input gradient."""
     cdef c.pyroi_roi_align_params params
-    cdef int64_t grad_input_shape[4]
-    cdef int64_t grad_input_strides[4]
-    cdef int64_t grad_output_strides[4]
     cdef int64_t argmax_strides[4]
-    cdef int64_t box_row_stride
     cdef int64_t num_rois = boxes.shape[0]
+    cdef Arrays a
     cdef c.pyroi_status status
     cdef int i
     if batch_indices.shape[0] != num_rois or grad_output.shape[0] != num_rois:
         raise ShapeError("pyroi: boxes, batch_indices and grad_output differ in length")
     for i in range(4):
-        grad_input_shape[i] = grad_input.shape[i]
         if argmax.shape[i] != grad_output.shape[i]:
             raise ShapeError("pyroi: argmax and grad_output differ in shape")
-    element_strides(grad_input.strides, sizeof(real), 4, grad_input_strides)
-    element_strides(grad_output.strides, sizeof(real), 4, grad_output_strides)
     element_strides(argmax.strides, sizeof(int64_t), 4, argmax_strides)
-    box_row_stride = box_rows_stride(boxes.strides, sizeof(real))
+    marshal(&a, grad_input.shape, grad_input.strides, grad_output.strides, sizeof(real),
+            boxes.strides, sizeof(real))
     fill_roi_align_params(&params, grad_output.shape[2], grad_output.shape[3], spatial_scale_h,
                           spatial_scale_w, sampling_ratio, aligned, num_threads)
     with nogil:
         if real is float:
             status = c.pyroi_roi_align_max_backward_f32(
-                &grad_output[0, 0, 0, 0], grad_output_strides, &argmax[0, 0, 0, 0],
-                argmax_strides, &boxes[0, 0], num_rois, box_row_stride, &batch_indices[0],
-                &grad_input[0, 0, 0, 0], grad_input_shape, grad_input_strides, &params)
+                &grad_output[0, 0, 0, 0], a.pooled_strides, &argmax[0, 0, 0, 0],
+                argmax_strides, &boxes[0, 0], num_rois, a.box_row_stride, &batch_indices[0],
+                &grad_input[0, 0, 0, 0], a.map_shape, a.map_strides, &params)
         else:
             status = c.pyroi_roi_align_max_backward_f64(
-                &grad_output[0, 0, 0, 0], grad_output_strides, &argmax[0, 0, 0, 0],
-                argmax_strides, &boxes[0, 0], num_rois, box_row_stride, &batch_indices[0],
-                &grad_input[0, 0, 0, 0], grad_input_shape, grad_input_strides, &params)
+                &grad_output[0, 0, 0, 0], a.pooled_strides, &argmax[0, 0, 0, 0],
+                argmax_strides, &boxes[0, 0], num_rois, a.box_row_stride, &batch_indices[0],
+                &grad_input[0, 0, 0, 0], a.map_shape, a.map_strides, &params)
     if is_roi_status(status):
-        check_status(status, first_invalid_roi(boxes, box_row_stride, batch_indices,
-                                               grad_input_shape[0], grad_input_shape[2],
-                                               grad_input_shape[3], &params))
+        check_status(status, first_invalid_roi(boxes, batch_indices, &a, &params))
     check_status(status)
 
 cdef int fill_roi_pool_params(c.pyroi_roi_pool_params *params, int64_t pooled_height,
@@ -307,18 +297,17 @@ cdef int fill_roi_pool_params(c.pyroi_roi_pool_params *params, int64_t pooled_he
     return 0
 
 
-cdef int64_t first_invalid_pool_roi(const real[:, :] boxes, int64_t box_row_stride,
-                                    const int64_t[::1] batch_indices, int64_t num_images,
-                                    const c.pyroi_roi_pool_params *params) noexcept:
+cdef int64_t first_invalid_pool_roi(const real[:, :] boxes, const int64_t[::1] batch_indices,
+        const Arrays *a, const c.pyroi_roi_pool_params *params) noexcept:
     """Index of the first RoI the C core's RoIPool rejects, or -1 (for error messages)."""
     cdef int64_t failed_roi = -1
     if real is float:
         c.pyroi_roi_pool_find_invalid_roi_f32(
-            &boxes[0, 0], boxes.shape[0], box_row_stride, &batch_indices[0], num_images,
+            &boxes[0, 0], boxes.shape[0], a.box_row_stride, &batch_indices[0], a.map_shape[0],
             params, &failed_roi)
     else:
         c.pyroi_roi_pool_find_invalid_roi_f64(
-            &boxes[0, 0], boxes.shape[0], box_row_stride, &batch_indices[0], num_images,
+            &boxes[0, 0], boxes.shape[0], a.box_row_stride, &batch_indices[0], a.map_shape[0],
             params, &failed_roi)
     return failed_roi
 
@@ -330,45 +319,39 @@ def roi_pool_forward(const real[:, :, :, :] input, const real[:, :] boxes,
     """RoIPool forward into output (K, C, pooled_height, pooled_width) and, unless it is
     None, argmax (same shape)."""
     cdef c.pyroi_roi_pool_params params
-    cdef int64_t input_shape[4]
-    cdef int64_t input_strides[4]
-    cdef int64_t output_strides[4]
     cdef int64_t argmax_strides[4]
     cdef int64_t *argmax_data = NULL
-    cdef int64_t box_row_stride
     cdef int64_t num_rois = boxes.shape[0]
+    cdef Arrays a
     cdef c.pyroi_status status
     cdef int i
     if batch_indices.shape[0] != num_rois:
         raise ShapeError("pyroi: boxes and batch_indices differ in length")
     for i in range(4):
-        input_shape[i] = input.shape[i]
         argmax_strides[i] = 0
-    element_strides(input.strides, sizeof(real), 4, input_strides)
-    element_strides(output.strides, sizeof(real), 4, output_strides)
     if argmax is not None:
         for i in range(4):
             if argmax.shape[i] != output.shape[i]:
                 raise ShapeError("pyroi: argmax and output differ in shape")
         element_strides(argmax.strides, sizeof(int64_t), 4, argmax_strides)
         argmax_data = &argmax[0, 0, 0, 0]
-    box_row_stride = box_rows_stride(boxes.strides, sizeof(real))
+    marshal(&a, input.shape, input.strides, output.strides, sizeof(real), boxes.strides,
+            sizeof(real))
     fill_roi_pool_params(&params, pooled_height, pooled_width, spatial_scale_h,
                          spatial_scale_w, num_threads)
     with nogil:
         if real is float:
             status = c.pyroi_roi_pool_forward_f32(
-                &input[0, 0, 0, 0], input_shape, input_strides, &boxes[0, 0], num_rois,
-                box_row_stride, &batch_indices[0], &output[0, 0, 0, 0], output_strides,
+                &input[0, 0, 0, 0], a.map_shape, a.map_strides, &boxes[0, 0], num_rois,
+                a.box_row_stride, &batch_indices[0], &output[0, 0, 0, 0], a.pooled_strides,
                 argmax_data, argmax_strides, &params)
         else:
             status = c.pyroi_roi_pool_forward_f64(
-                &input[0, 0, 0, 0], input_shape, input_strides, &boxes[0, 0], num_rois,
-                box_row_stride, &batch_indices[0], &output[0, 0, 0, 0], output_strides,
+                &input[0, 0, 0, 0], a.map_shape, a.map_strides, &boxes[0, 0], num_rois,
+                a.box_row_stride, &batch_indices[0], &output[0, 0, 0, 0], a.pooled_strides,
                 argmax_data, argmax_strides, &params)
     if is_roi_status(status):
-        check_status(status, first_invalid_pool_roi(boxes, box_row_stride, batch_indices,
-                                                    input_shape[0], &params))
+        check_status(status, first_invalid_pool_roi(boxes, batch_indices, &a, &params))
     check_status(status)
 
 
@@ -441,35 +424,32 @@ cdef int fill_ps_roi_pool_params(c.pyroi_ps_roi_pool_params *params, int64_t poo
     return 0
 
 
-cdef int64_t first_invalid_ps_align_roi(const real[:, :] boxes, int64_t box_row_stride,
-                                        const int64_t[::1] batch_indices, int64_t num_images,
-                                        int64_t height, int64_t width,
-                                        const c.pyroi_ps_roi_align_params *params) noexcept:
+cdef int64_t first_invalid_ps_align_roi(const real[:, :] boxes, const int64_t[::1] batch_indices,
+        const Arrays *a, const c.pyroi_ps_roi_align_params *params) noexcept:
     """Index of the first RoI ps_roi_align rejects, or -1 (for error messages only)."""
     cdef int64_t failed_roi = -1
     if real is float:
         c.pyroi_ps_roi_align_find_invalid_roi_f32(
-            &boxes[0, 0], boxes.shape[0], box_row_stride, &batch_indices[0], num_images,
-            height, width, params, &failed_roi)
+            &boxes[0, 0], boxes.shape[0], a.box_row_stride, &batch_indices[0], a.map_shape[0],
+            a.map_shape[2], a.map_shape[3], params, &failed_roi)
     else:
         c.pyroi_ps_roi_align_find_invalid_roi_f64(
-            &boxes[0, 0], boxes.shape[0], box_row_stride, &batch_indices[0], num_images,
-            height, width, params, &failed_roi)
+            &boxes[0, 0], boxes.shape[0], a.box_row_stride, &batch_indices[0], a.map_shape[0],
+            a.map_shape[2], a.map_shape[3], params, &failed_roi)
     return failed_roi
 
 
-cdef int64_t first_invalid_ps_pool_roi(const real[:, :] boxes, int64_t box_row_stride,
-                                       const int64_t[::1] batch_indices, int64_t num_images,
-                                       const c.pyroi_ps_roi_pool_params *params) noexcept:
+cdef int64_t first_invalid_ps_pool_roi(const real[:, :] boxes, const int64_t[::1] batch_indices,
+        const Arrays *a, const c.pyroi_ps_roi_pool_params *params) noexcept:
     """Index of the first RoI ps_roi_pool rejects, or -1 (for error messages only)."""
     cdef int64_t failed_roi = -1
     if real is float:
         c.pyroi_ps_roi_pool_find_invalid_roi_f32(
-            &boxes[0, 0], boxes.shape[0], box_row_stride, &batch_indices[0], num_images,
+            &boxes[0, 0], boxes.shape[0], a.box_row_stride, &batch_indices[0], a.map_shape[0],
             params, &failed_roi)
     else:
         c.pyroi_ps_roi_pool_find_invalid_roi_f64(
-            &boxes[0, 0], boxes.shape[0], box_row_stride, &batch_indices[0], num_images,
+            &boxes[0, 0], boxes.shape[0], a.box_row_stride, &batch_indices[0], a.map_shape[0],
             params, &failed_roi)
     return failed_roi
 
@@ -497,35 +477,28 @@ def ps_roi_align_forward(const real[:, :, :, :] input, const real[:, :] boxes,
                          double spatial_scale_w, int64_t sampling_ratio, int num_threads):
     """PSRoIAlign forward into output (K, C / (PH * PW), PH, PW)."""
     cdef c.pyroi_ps_roi_align_params params
-    cdef int64_t input_shape[4]
-    cdef int64_t input_strides[4]
-    cdef int64_t output_strides[4]
-    cdef int64_t box_row_stride
     cdef int64_t num_rois = boxes.shape[0]
+    cdef Arrays a
     cdef c.pyroi_status status
-    cdef int i
     check_ps_shapes(boxes.shape[0], batch_indices.shape[0], input.shape[1], output.shape,
                     pooled_height, pooled_width)
-    for i in range(4):
-        input_shape[i] = input.shape[i]
-    element_strides(input.strides, sizeof(real), 4, input_strides)
-    element_strides(output.strides, sizeof(real), 4, output_strides)
-    box_row_stride = box_rows_stride(boxes.strides, sizeof(real))
+    marshal(&a, input.shape, input.strides, output.strides, sizeof(real), boxes.strides,
+            sizeof(real))
     fill_ps_roi_align_params(&params, pooled_height, pooled_width, spatial_scale_h,
                              spatial_scale_w, sampling_ratio, num_threads)
     with nogil:
         if real is float:
             status = c.pyroi_ps_roi_align_forward_f32(
-                &input[0, 0, 0, 0], input_shape, input_strides, &boxes[0, 0], num_rois,
-                box_row_stride, &batch_indices[0], &output[0, 0, 0, 0], output_strides, &params)
+                &input[0, 0, 0, 0], a.map_shape, a.map_strides, &boxes[0, 0], num_rois,
+                a.box_row_stride, &batch_indices[0], &output[0, 0, 0, 0], a.pooled_strides,
+                &params)
         else:
             status = c.pyroi_ps_roi_align_forward_f64(
-                &input[0, 0, 0, 0], input_shape, input_strides, &boxes[0, 0], num_rois,
-                box_row_stride, &batch_indices[0], &output[0, 0, 0, 0], output_strides, &params)
+                &input[0, 0, 0, 0], a.map_shape, a.map_strides, &boxes[0, 0], num_rois,
+                a.box_row_stride, &batch_indices[0], &output[0, 0, 0, 0], a.pooled_strides,
+                &params)
     if is_roi_status(status):
-        check_status(status, first_invalid_ps_align_roi(boxes, box_row_stride, batch_indices,
-                                                        input_shape[0], input_shape[2],
-                                                        input_shape[3], &params))
+        check_status(status, first_invalid_ps_align_roi(boxes, batch_indices, &a, &params))
     check_status(status)
 
 
@@ -535,38 +508,28 @@ def ps_roi_align_backward(const real[:, :, :, :] grad_output, const real[:, :] b
                           int64_t sampling_ratio, int num_threads):
     """PSRoIAlign backward: overwrite grad_input (N, C, H, W) with the input gradient."""
     cdef c.pyroi_ps_roi_align_params params
-    cdef int64_t grad_input_shape[4]
-    cdef int64_t grad_input_strides[4]
-    cdef int64_t grad_output_strides[4]
-    cdef int64_t box_row_stride
     cdef int64_t num_rois = boxes.shape[0]
+    cdef Arrays a
     cdef c.pyroi_status status
-    cdef int i
     check_ps_shapes(boxes.shape[0], batch_indices.shape[0], grad_input.shape[1],
                     grad_output.shape, grad_output.shape[2], grad_output.shape[3])
-    for i in range(4):
-        grad_input_shape[i] = grad_input.shape[i]
-    element_strides(grad_input.strides, sizeof(real), 4, grad_input_strides)
-    element_strides(grad_output.strides, sizeof(real), 4, grad_output_strides)
-    box_row_stride = box_rows_stride(boxes.strides, sizeof(real))
+    marshal(&a, grad_input.shape, grad_input.strides, grad_output.strides, sizeof(real),
+            boxes.strides, sizeof(real))
     fill_ps_roi_align_params(&params, grad_output.shape[2], grad_output.shape[3],
                              spatial_scale_h, spatial_scale_w, sampling_ratio, num_threads)
     with nogil:
         if real is float:
             status = c.pyroi_ps_roi_align_backward_f32(
-                &grad_output[0, 0, 0, 0], grad_output_strides, &boxes[0, 0], num_rois,
-                box_row_stride, &batch_indices[0], &grad_input[0, 0, 0, 0], grad_input_shape,
-                grad_input_strides, &params)
+                &grad_output[0, 0, 0, 0], a.pooled_strides, &boxes[0, 0], num_rois,
+                a.box_row_stride, &batch_indices[0], &grad_input[0, 0, 0, 0], a.map_shape,
+                a.map_strides, &params)
         else:
             status = c.pyroi_ps_roi_align_backward_f64(
-                &grad_output[0, 0, 0, 0], grad_output_strides, &boxes[0, 0], num_rois,
-                box_row_stride, &batch_indices[0], &grad_input[0, 0, 0, 0], grad_input_shape,
-                grad_input_strides, &params)
+                &grad_output[0, 0, 0, 0], a.pooled_strides, &boxes[0, 0], num_rois,
+                a.box_row_stride, &batch_indices[0], &grad_input[0, 0, 0, 0], a.map_shape,
+                a.map_strides, &params)
     if is_roi_status(status):
-        check_status(status, first_invalid_ps_align_roi(boxes, box_row_stride, batch_indices,
-                                                        grad_input_shape[0],
-                                                        grad_input_shape[2],
-                                                        grad_input_shape[3], &params))
+        check_status(status, first_invalid_ps_align_roi(boxes, batch_indices, &a, &params))
     check_status(status)
 
 
@@ -576,34 +539,28 @@ def ps_roi_pool_forward(const real[:, :, :, :] input, const real[:, :] boxes,
                         double spatial_scale_w, int num_threads):
     """PSRoIPool forward into output (K, C / (PH * PW), PH, PW)."""
     cdef c.pyroi_ps_roi_pool_params params
-    cdef int64_t input_shape[4]
-    cdef int64_t input_strides[4]
-    cdef int64_t output_strides[4]
-    cdef int64_t box_row_stride
     cdef int64_t num_rois = boxes.shape[0]
+    cdef Arrays a
     cdef c.pyroi_status status
-    cdef int i
     check_ps_shapes(boxes.shape[0], batch_indices.shape[0], input.shape[1], output.shape,
                     pooled_height, pooled_width)
-    for i in range(4):
-        input_shape[i] = input.shape[i]
-    element_strides(input.strides, sizeof(real), 4, input_strides)
-    element_strides(output.strides, sizeof(real), 4, output_strides)
-    box_row_stride = box_rows_stride(boxes.strides, sizeof(real))
+    marshal(&a, input.shape, input.strides, output.strides, sizeof(real), boxes.strides,
+            sizeof(real))
     fill_ps_roi_pool_params(&params, pooled_height, pooled_width, spatial_scale_h,
                             spatial_scale_w, num_threads)
     with nogil:
         if real is float:
             status = c.pyroi_ps_roi_pool_forward_f32(
-                &input[0, 0, 0, 0], input_shape, input_strides, &boxes[0, 0], num_rois,
-                box_row_stride, &batch_indices[0], &output[0, 0, 0, 0], output_strides, &params)
+                &input[0, 0, 0, 0], a.map_shape, a.map_strides, &boxes[0, 0], num_rois,
+                a.box_row_stride, &batch_indices[0], &output[0, 0, 0, 0], a.pooled_strides,
+                &params)
         else:
             status = c.pyroi_ps_roi_pool_forward_f64(
-                &input[0, 0, 0, 0], input_shape, input_strides, &boxes[0, 0], num_rois,
-                box_row_stride, &batch_indices[0], &output[0, 0, 0, 0], output_strides, &params)
+                &input[0, 0, 0, 0], a.map_shape, a.map_strides, &boxes[0, 0], num_rois,
+                a.box_row_stride, &batch_indices[0], &output[0, 0, 0, 0], a.pooled_strides,
+                &params)
     if is_roi_status(status):
-        check_status(status, first_invalid_ps_pool_roi(boxes, box_row_stride, batch_indices,
-                                                       input_shape[0], &params))
+        check_status(status, first_invalid_ps_pool_roi(boxes, batch_indices, &a, &params))
     check_status(status)
 
 
@@ -612,36 +569,28 @@ def ps_roi_pool_backward(const real[:, :, :, :] grad_output, const real[:, :] bo
                          double spatial_scale_h, double spatial_scale_w, int num_threads):
     """PSRoIPool backward: overwrite grad_input (N, C, H, W) with torchvision's gradient."""
     cdef c.pyroi_ps_roi_pool_params params
-    cdef int64_t grad_input_shape[4]
-    cdef int64_t grad_input_strides[4]
-    cdef int64_t grad_output_strides[4]
-    cdef int64_t box_row_stride
     cdef int64_t num_rois = boxes.shape[0]
+    cdef Arrays a
     cdef c.pyroi_status status
-    cdef int i
     check_ps_shapes(boxes.shape[0], batch_indices.shape[0], grad_input.shape[1],
                     grad_output.shape, grad_output.shape[2], grad_output.shape[3])
-    for i in range(4):
-        grad_input_shape[i] = grad_input.shape[i]
-    element_strides(grad_input.strides, sizeof(real), 4, grad_input_strides)
-    element_strides(grad_output.strides, sizeof(real), 4, grad_output_strides)
-    box_row_stride = box_rows_stride(boxes.strides, sizeof(real))
+    marshal(&a, grad_input.shape, grad_input.strides, grad_output.strides, sizeof(real),
+            boxes.strides, sizeof(real))
     fill_ps_roi_pool_params(&params, grad_output.shape[2], grad_output.shape[3],
                             spatial_scale_h, spatial_scale_w, num_threads)
     with nogil:
         if real is float:
             status = c.pyroi_ps_roi_pool_backward_f32(
-                &grad_output[0, 0, 0, 0], grad_output_strides, &boxes[0, 0], num_rois,
-                box_row_stride, &batch_indices[0], &grad_input[0, 0, 0, 0], grad_input_shape,
-                grad_input_strides, &params)
+                &grad_output[0, 0, 0, 0], a.pooled_strides, &boxes[0, 0], num_rois,
+                a.box_row_stride, &batch_indices[0], &grad_input[0, 0, 0, 0], a.map_shape,
+                a.map_strides, &params)
         else:
             status = c.pyroi_ps_roi_pool_backward_f64(
-                &grad_output[0, 0, 0, 0], grad_output_strides, &boxes[0, 0], num_rois,
-                box_row_stride, &batch_indices[0], &grad_input[0, 0, 0, 0], grad_input_shape,
-                grad_input_strides, &params)
+                &grad_output[0, 0, 0, 0], a.pooled_strides, &boxes[0, 0], num_rois,
+                a.box_row_stride, &batch_indices[0], &grad_input[0, 0, 0, 0], a.map_shape,
+                a.map_strides, &params)
     if is_roi_status(status):
-        check_status(status, first_invalid_ps_pool_roi(boxes, box_row_stride, batch_indices,
-                                                       grad_input_shape[0], &params))
+        check_status(status, first_invalid_ps_pool_roi(boxes, batch_indices, &a, &params))
     check_status(status)
 
 
@@ -679,20 +628,18 @@ def fpn_levels(const real[:, :] boxes, int64_t[::1] levels, int64_t min_level,
 # rotated RoIAlign
 # --------------------------------------------------------------------------------------
 
-cdef int64_t first_invalid_rotated_roi(const real[:, :] boxes, int64_t box_row_stride,
-                                       const int64_t[::1] batch_indices, int64_t num_images,
-                                       int64_t height, int64_t width,
-                                       const c.pyroi_roi_align_rotated_params *params) noexcept:
+cdef int64_t first_invalid_rotated_roi(const real[:, :] boxes, const int64_t[::1] batch_indices,
+        const Arrays *a, const c.pyroi_roi_align_rotated_params *params) noexcept:
     """Index of the first rotated RoI the C core rejects, or -1 (for error messages only)."""
     cdef int64_t failed_roi = -1
     if real is float:
         c.pyroi_roi_align_rotated_find_invalid_roi_f32(
-            &boxes[0, 0], boxes.shape[0], box_row_stride, &batch_indices[0], num_images,
-            height, width, params, &failed_roi)
+            &boxes[0, 0], boxes.shape[0], a.box_row_stride, &batch_indices[0], a.map_shape[0],
+            a.map_shape[2], a.map_shape[3], params, &failed_roi)
     else:
         c.pyroi_roi_align_rotated_find_invalid_roi_f64(
-            &boxes[0, 0], boxes.shape[0], box_row_stride, &batch_indices[0], num_images,
-            height, width, params, &failed_roi)
+            &boxes[0, 0], boxes.shape[0], a.box_row_stride, &batch_indices[0], a.map_shape[0],
+            a.map_shape[2], a.map_shape[3], params, &failed_roi)
     return failed_roi
 
 
@@ -723,38 +670,31 @@ def roi_align_rotated_forward(const real[:, :, :, :] input, const real[:, :] box
     """Rotated RoIAlign forward into output (K, C, pooled_height, pooled_width); boxes are
     (K, 5) rows (cx, cy, w, h, angle)."""
     cdef c.pyroi_roi_align_rotated_params params
-    cdef int64_t input_shape[4]
-    cdef int64_t input_strides[4]
-    cdef int64_t output_strides[4]
-    cdef int64_t box_row_stride
     cdef int64_t num_rois = boxes.shape[0]
+    cdef Arrays a
     cdef c.pyroi_status status
-    cdef int i
     if batch_indices.shape[0] != num_rois:
         raise ShapeError("pyroi: boxes and batch_indices differ in length")
     if boxes.shape[1] != 5:
         raise ShapeError("pyroi: rotated boxes must have 5 coordinates")
-    for i in range(4):
-        input_shape[i] = input.shape[i]
-    element_strides(input.strides, sizeof(real), 4, input_strides)
-    element_strides(output.strides, sizeof(real), 4, output_strides)
-    box_row_stride = box_rows_stride(boxes.strides, sizeof(real))
+    marshal(&a, input.shape, input.strides, output.strides, sizeof(real), boxes.strides,
+            sizeof(real))
     fill_roi_align_rotated_params(&params, pooled_height, pooled_width, spatial_scale_h,
                                   spatial_scale_w, sampling_ratio, aligned, clockwise,
                                   angle_in_degrees, num_threads)
     with nogil:
         if real is float:
             status = c.pyroi_roi_align_rotated_forward_f32(
-                &input[0, 0, 0, 0], input_shape, input_strides, &boxes[0, 0], num_rois,
-                box_row_stride, &batch_indices[0], &output[0, 0, 0, 0], output_strides, &params)
+                &input[0, 0, 0, 0], a.map_shape, a.map_strides, &boxes[0, 0], num_rois,
+                a.box_row_stride, &batch_indices[0], &output[0, 0, 0, 0], a.pooled_strides,
+                &params)
         else:
             status = c.pyroi_roi_align_rotated_forward_f64(
-                &input[0, 0, 0, 0], input_shape, input_strides, &boxes[0, 0], num_rois,
-                box_row_stride, &batch_indices[0], &output[0, 0, 0, 0], output_strides, &params)
+                &input[0, 0, 0, 0], a.map_shape, a.map_strides, &boxes[0, 0], num_rois,
+                a.box_row_stride, &batch_indices[0], &output[0, 0, 0, 0], a.pooled_strides,
+                &params)
     if is_roi_status(status):
-        check_status(status, first_invalid_rotated_roi(boxes, box_row_stride, batch_indices,
-                                                       input_shape[0], input_shape[2],
-                                                       input_shape[3], &params), "rois")
+        check_status(status, first_invalid_rotated_roi(boxes, batch_indices, &a, &params), "rois")
     check_status(status)
 
 
@@ -765,43 +705,33 @@ def roi_align_rotated_backward(const real[:, :, :, :] grad_output, const real[:,
                                bint angle_in_degrees, int num_threads):
     """Rotated RoIAlign backward: overwrite grad_input (N, C, H, W) with the input gradient."""
     cdef c.pyroi_roi_align_rotated_params params
-    cdef int64_t grad_input_shape[4]
-    cdef int64_t grad_input_strides[4]
-    cdef int64_t grad_output_strides[4]
-    cdef int64_t box_row_stride
     cdef int64_t num_rois = boxes.shape[0]
+    cdef Arrays a
     cdef c.pyroi_status status
-    cdef int i
     if batch_indices.shape[0] != num_rois or grad_output.shape[0] != num_rois:
         raise ShapeError("pyroi: boxes, batch_indices and grad_output differ in length")
     if boxes.shape[1] != 5:
         raise ShapeError("pyroi: rotated boxes must have 5 coordinates")
     if grad_output.shape[1] != grad_input.shape[1]:
         raise ShapeError("pyroi: grad_output and grad_input differ in channels")
-    for i in range(4):
-        grad_input_shape[i] = grad_input.shape[i]
-    element_strides(grad_input.strides, sizeof(real), 4, grad_input_strides)
-    element_strides(grad_output.strides, sizeof(real), 4, grad_output_strides)
-    box_row_stride = box_rows_stride(boxes.strides, sizeof(real))
+    marshal(&a, grad_input.shape, grad_input.strides, grad_output.strides, sizeof(real),
+            boxes.strides, sizeof(real))
     fill_roi_align_rotated_params(&params, grad_output.shape[2], grad_output.shape[3],
                                   spatial_scale_h, spatial_scale_w, sampling_ratio, aligned,
                                   clockwise, angle_in_degrees, num_threads)
     with nogil:
         if real is float:
             status = c.pyroi_roi_align_rotated_backward_f32(
-                &grad_output[0, 0, 0, 0], grad_output_strides, &boxes[0, 0], num_rois,
-                box_row_stride, &batch_indices[0], &grad_input[0, 0, 0, 0], grad_input_shape,
-                grad_input_strides, &params)
+                &grad_output[0, 0, 0, 0], a.pooled_strides, &boxes[0, 0], num_rois,
+                a.box_row_stride, &batch_indices[0], &grad_input[0, 0, 0, 0], a.map_shape,
+                a.map_strides, &params)
         else:
             status = c.pyroi_roi_align_rotated_backward_f64(
-                &grad_output[0, 0, 0, 0], grad_output_strides, &boxes[0, 0], num_rois,
-                box_row_stride, &batch_indices[0], &grad_input[0, 0, 0, 0], grad_input_shape,
-                grad_input_strides, &params)
+                &grad_output[0, 0, 0, 0], a.pooled_strides, &boxes[0, 0], num_rois,
+                a.box_row_stride, &batch_indices[0], &grad_input[0, 0, 0, 0], a.map_shape,
+                a.map_strides, &params)
     if is_roi_status(status):
-        check_status(status, first_invalid_rotated_roi(boxes, box_row_stride, batch_indices,
-                                                       grad_input_shape[0],
-                                                       grad_input_shape[2],
-                                                       grad_input_shape[3], &params), "rois")
+        check_status(status, first_invalid_rotated_roi(boxes, batch_indices, &a, &params), "rois")
     check_status(status)
 
 
@@ -815,35 +745,28 @@ def roi_align_onnx_max_forward(const real[:, :, :, :] input, const real[:, :] bo
                                int64_t sampling_ratio, bint aligned, int num_threads):
     """ONNX RoiAlign mode="max" (onnxruntime's max over weighted taps) into output."""
     cdef c.pyroi_roi_align_params params
-    cdef int64_t input_shape[4]
-    cdef int64_t input_strides[4]
-    cdef int64_t output_strides[4]
-    cdef int64_t box_row_stride
     cdef int64_t num_rois = boxes.shape[0]
+    cdef Arrays a
     cdef c.pyroi_status status
-    cdef int i
     if batch_indices.shape[0] != num_rois:
         raise ShapeError("pyroi: boxes and batch_indices differ in length")
-    for i in range(4):
-        input_shape[i] = input.shape[i]
-    element_strides(input.strides, sizeof(real), 4, input_strides)
-    element_strides(output.strides, sizeof(real), 4, output_strides)
-    box_row_stride = box_rows_stride(boxes.strides, sizeof(real))
+    marshal(&a, input.shape, input.strides, output.strides, sizeof(real), boxes.strides,
+            sizeof(real))
     fill_roi_align_params(&params, pooled_height, pooled_width, spatial_scale_h,
                           spatial_scale_w, sampling_ratio, aligned, num_threads)
     with nogil:
         if real is float:
             status = c.pyroi_roi_align_onnx_max_forward_f32(
-                &input[0, 0, 0, 0], input_shape, input_strides, &boxes[0, 0], num_rois,
-                box_row_stride, &batch_indices[0], &output[0, 0, 0, 0], output_strides, &params)
+                &input[0, 0, 0, 0], a.map_shape, a.map_strides, &boxes[0, 0], num_rois,
+                a.box_row_stride, &batch_indices[0], &output[0, 0, 0, 0], a.pooled_strides,
+                &params)
         else:
             status = c.pyroi_roi_align_onnx_max_forward_f64(
-                &input[0, 0, 0, 0], input_shape, input_strides, &boxes[0, 0], num_rois,
-                box_row_stride, &batch_indices[0], &output[0, 0, 0, 0], output_strides, &params)
+                &input[0, 0, 0, 0], a.map_shape, a.map_strides, &boxes[0, 0], num_rois,
+                a.box_row_stride, &batch_indices[0], &output[0, 0, 0, 0], a.pooled_strides,
+                &params)
     if is_roi_status(status):
-        check_status(status, first_invalid_roi(boxes, box_row_stride, batch_indices,
-                                               input_shape[0], input_shape[2], input_shape[3],
-                                               &params), "rois")
+        check_status(status, first_invalid_roi(boxes, batch_indices, &a, &params), "rois")
     check_status(status)
 
 
@@ -854,31 +777,29 @@ def roi_align_backward_workspace_size(const real[:, :] boxes, const int64_t[::1]
                                       bint aligned, int num_threads):
     """Bytes of workspace roi_align_backward_with_workspace uses (the aclnn-style query)."""
     cdef c.pyroi_roi_align_params params
-    cdef int64_t shape[4]
-    cdef int64_t box_row_stride
     cdef int64_t num_rois = boxes.shape[0]
+    cdef Arrays a  # only its map shape and box row stride
     cdef size_t size = 0
     cdef c.pyroi_status status
     cdef int i
     if batch_indices.shape[0] != num_rois:
         raise ShapeError("pyroi: boxes and batch_indices differ in length")
     for i in range(4):
-        shape[i] = grad_input_shape[i]
-    box_row_stride = box_rows_stride(boxes.strides, sizeof(real))
+        a.map_shape[i] = grad_input_shape[i]
+    a.box_row_stride = box_rows_stride(boxes.strides, sizeof(real))
     fill_roi_align_params(&params, pooled_height, pooled_width, spatial_scale_h,
                           spatial_scale_w, sampling_ratio, aligned, num_threads)
     with nogil:
         if real is float:
             status = c.pyroi_roi_align_backward_workspace_size_f32(
-                &boxes[0, 0], num_rois, box_row_stride, &batch_indices[0], shape, &params,
-                &size)
+                &boxes[0, 0], num_rois, a.box_row_stride, &batch_indices[0], a.map_shape,
+                &params, &size)
         else:
             status = c.pyroi_roi_align_backward_workspace_size_f64(
-                &boxes[0, 0], num_rois, box_row_stride, &batch_indices[0], shape, &params,
-                &size)
+                &boxes[0, 0], num_rois, a.box_row_stride, &batch_indices[0], a.map_shape,
+                &params, &size)
     if is_roi_status(status):
-        check_status(status, first_invalid_roi(boxes, box_row_stride, batch_indices, shape[0],
-                                               shape[2], shape[3], &params))
+        check_status(status, first_invalid_roi(boxes, batch_indices, &a, &params))
     check_status(status)
     return size
 
@@ -892,43 +813,34 @@ def roi_align_backward_with_workspace(const real[:, :, :, :] grad_output,
                                       unsigned char[::1] workspace):
     """RoIAlign backward with every scratch byte taken from workspace (uint8, any size)."""
     cdef c.pyroi_roi_align_params params
-    cdef int64_t grad_input_shape[4]
-    cdef int64_t grad_input_strides[4]
-    cdef int64_t grad_output_strides[4]
-    cdef int64_t box_row_stride
     cdef int64_t num_rois = boxes.shape[0]
     cdef void *workspace_data = NULL
     cdef size_t workspace_size = workspace.shape[0]
+    cdef Arrays a
     cdef c.pyroi_status status
-    cdef int i
     if batch_indices.shape[0] != num_rois or grad_output.shape[0] != num_rois:
         raise ShapeError("pyroi: boxes, batch_indices and grad_output differ in length")
     if grad_output.shape[1] != grad_input.shape[1]:
         raise ShapeError("pyroi: grad_output and grad_input differ in channels")
     if workspace_size > 0:
         workspace_data = &workspace[0]
-    for i in range(4):
-        grad_input_shape[i] = grad_input.shape[i]
-    element_strides(grad_input.strides, sizeof(real), 4, grad_input_strides)
-    element_strides(grad_output.strides, sizeof(real), 4, grad_output_strides)
-    box_row_stride = box_rows_stride(boxes.strides, sizeof(real))
+    marshal(&a, grad_input.shape, grad_input.strides, grad_output.strides, sizeof(real),
+            boxes.strides, sizeof(real))
     fill_roi_align_params(&params, grad_output.shape[2], grad_output.shape[3], spatial_scale_h,
                           spatial_scale_w, sampling_ratio, aligned, num_threads)
     with nogil:
         if real is float:
             status = c.pyroi_roi_align_backward_with_workspace_f32(
-                &grad_output[0, 0, 0, 0], grad_output_strides, &boxes[0, 0], num_rois,
-                box_row_stride, &batch_indices[0], &grad_input[0, 0, 0, 0], grad_input_shape,
-                grad_input_strides, &params, workspace_data, workspace_size)
+                &grad_output[0, 0, 0, 0], a.pooled_strides, &boxes[0, 0], num_rois,
+                a.box_row_stride, &batch_indices[0], &grad_input[0, 0, 0, 0], a.map_shape,
+                a.map_strides, &params, workspace_data, workspace_size)
         else:
             status = c.pyroi_roi_align_backward_with_workspace_f64(
-                &grad_output[0, 0, 0, 0], grad_output_strides, &boxes[0, 0], num_rois,
-                box_row_stride, &batch_indices[0], &grad_input[0, 0, 0, 0], grad_input_shape,
-                grad_input_strides, &params, workspace_data, workspace_size)
+                &grad_output[0, 0, 0, 0], a.pooled_strides, &boxes[0, 0], num_rois,
+                a.box_row_stride, &batch_indices[0], &grad_input[0, 0, 0, 0], a.map_shape,
+                a.map_strides, &params, workspace_data, workspace_size)
     if is_roi_status(status):
-        check_status(status, first_invalid_roi(boxes, box_row_stride, batch_indices,
-                                               grad_input_shape[0], grad_input_shape[2],
-                                               grad_input_shape[3], &params))
+        check_status(status, first_invalid_roi(boxes, batch_indices, &a, &params))
     check_status(status)
 
 
@@ -939,26 +851,19 @@ def roi_align_forward_f16(const uint16_t[:, :, :, :] input, const float[:, :] bo
                           int num_threads):
     """RoIAlign forward on float16 bit patterns (uint16 views) with float32 boxes."""
     cdef c.pyroi_roi_align_params params
-    cdef int64_t input_shape[4]
-    cdef int64_t input_strides[4]
-    cdef int64_t output_strides[4]
-    cdef int64_t box_row_stride
     cdef int64_t num_rois = boxes.shape[0]
+    cdef Arrays a
     cdef c.pyroi_status status
-    cdef int i
     if batch_indices.shape[0] != num_rois:
         raise ShapeError("pyroi: boxes and batch_indices differ in length")
-    for i in range(4):
-        input_shape[i] = input.shape[i]
-    element_strides(input.strides, sizeof(uint16_t), 4, input_strides)
-    element_strides(output.strides, sizeof(uint16_t), 4, output_strides)
-    box_row_stride = box_rows_stride(boxes.strides, sizeof(float))
+    marshal(&a, input.shape, input.strides, output.strides, sizeof(uint16_t), boxes.strides,
+            sizeof(float))
     fill_roi_align_params(&params, pooled_height, pooled_width, spatial_scale_h,
                           spatial_scale_w, sampling_ratio, aligned, num_threads)
     with nogil:
         status = c.pyroi_roi_align_forward_f16(
-            &input[0, 0, 0, 0], input_shape, input_strides, &boxes[0, 0], num_rois,
-            box_row_stride, &batch_indices[0], &output[0, 0, 0, 0], output_strides, &params)
+            &input[0, 0, 0, 0], a.map_shape, a.map_strides, &boxes[0, 0], num_rois,
+            a.box_row_stride, &batch_indices[0], &output[0, 0, 0, 0], a.pooled_strides, &params)
     check_status(status)
 
 
@@ -968,27 +873,20 @@ def roi_align_backward_f16(const uint16_t[:, :, :, :] grad_output, const float[:
                            int64_t sampling_ratio, bint aligned, int num_threads):
     """RoIAlign backward on float16 bit patterns (uint16 views) with float32 boxes."""
     cdef c.pyroi_roi_align_params params
-    cdef int64_t grad_input_shape[4]
-    cdef int64_t grad_input_strides[4]
-    cdef int64_t grad_output_strides[4]
-    cdef int64_t box_row_stride
     cdef int64_t num_rois = boxes.shape[0]
+    cdef Arrays a
     cdef c.pyroi_status status
-    cdef int i
     if batch_indices.shape[0] != num_rois or grad_output.shape[0] != num_rois:
         raise ShapeError("pyroi: boxes, batch_indices and grad_output differ in length")
-    for i in range(4):
-        grad_input_shape[i] = grad_input.shape[i]
-    element_strides(grad_input.strides, sizeof(uint16_t), 4, grad_input_strides)
-    element_strides(grad_output.strides, sizeof(uint16_t), 4, grad_output_strides)
-    box_row_stride = box_rows_stride(boxes.strides, sizeof(float))
+    marshal(&a, grad_input.shape, grad_input.strides, grad_output.strides, sizeof(uint16_t),
+            boxes.strides, sizeof(float))
     fill_roi_align_params(&params, grad_output.shape[2], grad_output.shape[3], spatial_scale_h,
                           spatial_scale_w, sampling_ratio, aligned, num_threads)
     with nogil:
         status = c.pyroi_roi_align_backward_f16(
-            &grad_output[0, 0, 0, 0], grad_output_strides, &boxes[0, 0], num_rois,
-            box_row_stride, &batch_indices[0], &grad_input[0, 0, 0, 0], grad_input_shape,
-            grad_input_strides, &params)
+            &grad_output[0, 0, 0, 0], a.pooled_strides, &boxes[0, 0], num_rois,
+            a.box_row_stride, &batch_indices[0], &grad_input[0, 0, 0, 0], a.map_shape,
+            a.map_strides, &params)
     check_status(status)
 
 
