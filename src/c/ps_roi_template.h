@@ -36,6 +36,33 @@ typedef struct PYROI_TYPED(ps_job) {
     PYROI_TYPED(ps_tap_tables) *tables; /* align only: one set per worker */
 } PYROI_TYPED(ps_job);
 
+/* A job with everything but the operator's parameters (align or pool, set by the caller):
+ * features are read and result written; the map (input or grad_input) has map_channels. */
+static void PYROI_TYPED(ps_job_init)(PYROI_TYPED(ps_job) *job, const T *features,
+                                     const int64_t *features_shape,
+                                     const int64_t features_strides[4], const T *boxes,
+                                     int64_t num_rois, int64_t box_row_stride,
+                                     const int64_t *batch_indices, T *result,
+                                     const int64_t *result_shape,
+                                     const int64_t result_strides[4], int64_t pooled_height,
+                                     int64_t pooled_width, int64_t map_channels)
+{
+    memset(job, 0, sizeof(*job));
+    job->features = features;
+    job->features_shape = features_shape;
+    job->features_strides = features_strides;
+    job->boxes = boxes;
+    job->num_rois = num_rois;
+    job->box_row_stride = box_row_stride;
+    job->batch_indices = batch_indices;
+    job->result = result;
+    job->result_shape = result_shape;
+    job->result_strides = result_strides;
+    job->pooled_height = pooled_height;
+    job->pooled_width = pooled_width;
+    job->channels_out = map_channels / (pooled_height * pooled_width);
+}
+
 /* ==========================================================================================
  * ps_roi_align
  * ======================================================================================== */
@@ -285,19 +312,9 @@ pyroi_status PYROI_TYPED(pyroi_ps_roi_align_forward)(
         return status;
     }
     input = (const T *)pyroi_data_or_placeholder(input); /* a map without pixels may be NULL */
-    memset(&job, 0, sizeof(job));
-    job.features = input;
-    job.features_shape = input_shape;
-    job.features_strides = input_strides;
-    job.boxes = boxes;
-    job.num_rois = num_rois;
-    job.box_row_stride = box_row_stride;
-    job.batch_indices = batch_indices;
-    job.result = output;
-    job.result_strides = output_strides;
-    job.pooled_height = params->pooled_height;
-    job.pooled_width = params->pooled_width;
-    job.channels_out = input_shape[1] / (params->pooled_height * params->pooled_width);
+    PYROI_TYPED(ps_job_init)(&job, input, input_shape, input_strides, boxes, num_rois,
+                             box_row_stride, batch_indices, output, NULL, output_strides,
+                             params->pooled_height, params->pooled_width, input_shape[1]);
     job.align = params;
     /* work per RoI: each output channel reads every (row tap, column tap) pair once */
     return PYROI_TYPED(ps_roi_align_run)(
@@ -336,19 +353,10 @@ pyroi_status PYROI_TYPED(pyroi_ps_roi_align_backward)(
         grad_input_shape[2] == 0 || grad_input_shape[3] == 0) {
         return status; /* nothing to write (grad_input may then be NULL) */
     }
-    memset(&job, 0, sizeof(job));
-    job.features = grad_output;
-    job.features_strides = grad_output_strides;
-    job.boxes = boxes;
-    job.num_rois = num_rois;
-    job.box_row_stride = box_row_stride;
-    job.batch_indices = batch_indices;
-    job.result = grad_input;
-    job.result_shape = grad_input_shape;
-    job.result_strides = grad_input_strides;
-    job.pooled_height = params->pooled_height;
-    job.pooled_width = params->pooled_width;
-    job.channels_out = grad_input_shape[1] / (params->pooled_height * params->pooled_width);
+    PYROI_TYPED(ps_job_init)(&job, grad_output, NULL, grad_output_strides, boxes, num_rois,
+                             box_row_stride, batch_indices, grad_input, grad_input_shape,
+                             grad_input_strides, params->pooled_height, params->pooled_width,
+                             grad_input_shape[1]);
     job.align = params;
     group = (double)params->pooled_height * (double)params->pooled_width;
     /* work per output channel: zero PH * PW planes of every image, then every RoI scatters
@@ -624,19 +632,9 @@ pyroi_status PYROI_TYPED(pyroi_ps_roi_pool_forward)(
         return status;
     }
     input = (const T *)pyroi_data_or_placeholder(input); /* a map without pixels may be NULL */
-    memset(&job, 0, sizeof(job));
-    job.features = input;
-    job.features_shape = input_shape;
-    job.features_strides = input_strides;
-    job.boxes = boxes;
-    job.num_rois = num_rois;
-    job.box_row_stride = box_row_stride;
-    job.batch_indices = batch_indices;
-    job.result = output;
-    job.result_strides = output_strides;
-    job.pooled_height = params->pooled_height;
-    job.pooled_width = params->pooled_width;
-    job.channels_out = input_shape[1] / (params->pooled_height * params->pooled_width);
+    PYROI_TYPED(ps_job_init)(&job, input, input_shape, input_strides, boxes, num_rois,
+                             box_row_stride, batch_indices, output, NULL, output_strides,
+                             params->pooled_height, params->pooled_width, input_shape[1]);
     job.pool = params;
     /* work per RoI: each output channel reads about the RoI's area (bins overlap a little) */
     workers = pyroi_parallel_workers(
@@ -676,19 +674,10 @@ pyroi_status PYROI_TYPED(pyroi_ps_roi_pool_backward)(
         grad_input_shape[2] == 0 || grad_input_shape[3] == 0) {
         return status; /* nothing to write (grad_input may then be NULL) */
     }
-    memset(&job, 0, sizeof(job));
-    job.features = grad_output;
-    job.features_strides = grad_output_strides;
-    job.boxes = boxes;
-    job.num_rois = num_rois;
-    job.box_row_stride = box_row_stride;
-    job.batch_indices = batch_indices;
-    job.result = grad_input;
-    job.result_shape = grad_input_shape;
-    job.result_strides = grad_input_strides;
-    job.pooled_height = params->pooled_height;
-    job.pooled_width = params->pooled_width;
-    job.channels_out = grad_input_shape[1] / (params->pooled_height * params->pooled_width);
+    PYROI_TYPED(ps_job_init)(&job, grad_output, NULL, grad_output_strides, boxes, num_rois,
+                             box_row_stride, batch_indices, grad_input, grad_input_shape,
+                             grad_input_strides, params->pooled_height, params->pooled_width,
+                             grad_input_shape[1]);
     job.pool = params;
     group = (double)params->pooled_height * (double)params->pooled_width;
     /* work per output channel: zero PH * PW planes of every image, then every RoI writes
