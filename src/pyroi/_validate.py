@@ -190,6 +190,30 @@ def boxes(value, dtype: np.dtype, num_images: int, batch_indices=None, name: str
     return coords, np.ascontiguousarray(indices, dtype=np.int64)
 
 
+def same_channels(shape, grad: np.ndarray) -> None:
+    """An input_shape (N, C, H, W) and a grad_output (K, C, PH, PW) with the same C."""
+    if shape[1] != grad.shape[1]:
+        raise ShapeError(
+            f"input_shape has {shape[1]} channels but grad_output has {grad.shape[1]}")
+
+
+def positive_pooled_size(grad: np.ndarray) -> None:
+    """A grad_output with a positive output size (PH, PW > 0)."""
+    if grad.shape[2] <= 0 or grad.shape[3] <= 0:
+        raise InvalidArgumentError(
+            f"grad_output must have a positive output size, got shape {grad.shape}")
+
+
+def backward_boxes(value, grad: np.ndarray, num_images: int, batch_indices=None,
+                   name: str = "boxes", coords_per_box: int = 4):
+    """:func:`boxes` for a backward: also one RoI per row of ``grad`` (grad_output)."""
+    coords, indices = boxes(value, grad.dtype, num_images, batch_indices, name, coords_per_box)
+    if coords.shape[0] != grad.shape[0]:
+        raise ShapeError(
+            f"{name} has {coords.shape[0]} RoIs but grad_output has {grad.shape[0]}")
+    return coords, indices
+
+
 def _as_array(value, name: str = "boxes") -> np.ndarray:
     if isinstance(value, np.ndarray):
         return value

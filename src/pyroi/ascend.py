@@ -251,10 +251,7 @@ def roi_align_v2_backward(
     """
     grad = _validate.float_array(grad_output, "grad_output", 4)
     shape = _validate.shape4(input_shape, "input_shape")
-    if shape[1] != grad.shape[1]:
-        raise _validate.ShapeError(
-            f"input_shape has {shape[1]} channels but grad_output has {grad.shape[1]}"
-        )
+    _validate.same_channels(shape, grad)
     pooled = (_validate.positive_int(pooled_height, "pooled_height"),
               _validate.positive_int(pooled_width, "pooled_width"))
     if pooled != tuple(grad.shape[2:]):

@@ -180,23 +180,13 @@ def roi_align_backward(
     shape = _validate.shape4(input_shape, "input_shape")
     if channels_last:
         shape = (shape[0], shape[3], shape[1], shape[2])
-    if shape[1] != grad.shape[1]:
-        raise _validate.ShapeError(
-            f"input_shape has {shape[1]} channels but grad_output has {grad.shape[1]}"
-        )
-    if grad.shape[2] <= 0 or grad.shape[3] <= 0:
-        raise _validate.InvalidArgumentError(
-            f"grad_output must have a positive output size, got shape {grad.shape}"
-        )
+    _validate.same_channels(shape, grad)
+    _validate.positive_pooled_size(grad)
     scale = _validate.spatial_scale(spatial_scale)
     ratio = _validate.sampling_ratio(sampling_ratio)
     is_aligned = _validate.flag(aligned, "aligned")
     threads = _validate.num_threads(num_threads)
-    coords, roi_images = _validate.boxes(boxes, grad.dtype, shape[0], batch_indices)
-    if coords.shape[0] != grad.shape[0]:
-        raise _validate.ShapeError(
-            f"boxes has {coords.shape[0]} RoIs but grad_output has {grad.shape[0]}"
-        )
+    coords, roi_images = _validate.backward_boxes(boxes, grad, shape[0], batch_indices)
     is_max = _validate.pooling_mode(mode)
     if is_max:
         winners = _validate.argmax_array(argmax, grad.shape, None)
@@ -362,19 +352,12 @@ def roi_pool_backward(
     """
     grad = _validate.float_array(grad_output, "grad_output", 4)
     shape = _validate.shape4(input_shape, "input_shape")
-    if shape[1] != grad.shape[1]:
-        raise _validate.ShapeError(
-            f"input_shape has {shape[1]} channels but grad_output has {grad.shape[1]}"
-        )
+    _validate.same_channels(shape, grad)
     pooled = _validate.output_size(output_size)
     _validate.output_size_matches(pooled, grad.shape, "grad_output")
     scale = _validate.spatial_scale(spatial_scale)
     threads = _validate.num_threads(num_threads)
-    coords, roi_images = _validate.boxes(boxes, grad.dtype, shape[0], batch_indices)
-    if coords.shape[0] != grad.shape[0]:
-        raise _validate.ShapeError(
-            f"boxes has {coords.shape[0]} RoIs but grad_output has {grad.shape[0]}"
-        )
+    coords, roi_images = _validate.backward_boxes(boxes, grad, shape[0], batch_indices)
     # the C core checks every argmax entry before it writes anything (a full pass over
     # argmax, as long as the kernel's own): only when it refuses is the offender looked up
     winners = _validate.argmax_array(argmax, grad.shape, shape[2] * shape[3],
@@ -401,11 +384,8 @@ __all__ += ["ps_roi_align", "ps_roi_align_backward", "ps_roi_pool", "ps_roi_pool
 def _ps_backward_shape(grad, input_shape):
     """(input shape, (ph, pw)) of a position-sensitive backward, checked against grad_output."""
     shape = _validate.shape4(input_shape, "input_shape")
+    _validate.positive_pooled_size(grad)
     pooled = grad.shape[2:]
-    if pooled[0] <= 0 or pooled[1] <= 0:
-        raise _validate.InvalidArgumentError(
-            f"grad_output must have a positive output size, got shape {grad.shape}"
-        )
     _validate.ps_output_channels(shape[1], pooled, "input_shape")
     if shape[1] != grad.shape[1] * pooled[0] * pooled[1]:
         raise _validate.ShapeError(
@@ -544,11 +524,7 @@ def ps_roi_align_backward(
     scale = _validate.spatial_scale(spatial_scale)
     ratio = _validate.sampling_ratio(sampling_ratio)
     threads = _validate.num_threads(num_threads)
-    coords, roi_images = _validate.boxes(boxes, grad.dtype, shape[0], batch_indices)
-    if coords.shape[0] != grad.shape[0]:
-        raise _validate.ShapeError(
-            f"boxes has {coords.shape[0]} RoIs but grad_output has {grad.shape[0]}"
-        )
+    coords, roi_images = _validate.backward_boxes(boxes, grad, shape[0], batch_indices)
     result = _validate.output_array(out, shape, grad.dtype, (grad, coords, roi_images),
                                     shape_from="input_shape")
     _core.ps_roi_align_backward(grad, coords, roi_images, result, scale, scale, ratio, threads)
@@ -677,11 +653,7 @@ def ps_roi_pool_backward(
     shape, _ = _ps_backward_shape(grad, input_shape)
     scale = _validate.spatial_scale(spatial_scale)
     threads = _validate.num_threads(num_threads)
-    coords, roi_images = _validate.boxes(boxes, grad.dtype, shape[0], batch_indices)
-    if coords.shape[0] != grad.shape[0]:
-        raise _validate.ShapeError(
-            f"boxes has {coords.shape[0]} RoIs but grad_output has {grad.shape[0]}"
-        )
+    coords, roi_images = _validate.backward_boxes(boxes, grad, shape[0], batch_indices)
     result = _validate.output_array(out, shape, grad.dtype, (grad, coords, roi_images),
                                     shape_from="input_shape")
     _core.ps_roi_pool_backward(grad, coords, roi_images, result, scale, scale, threads)
@@ -859,26 +831,16 @@ def roi_align_rotated_backward(
     """
     grad = _validate.float_array(grad_output, "grad_output", 4)
     shape = _validate.shape4(input_shape, "input_shape")
-    if shape[1] != grad.shape[1]:
-        raise _validate.ShapeError(
-            f"input_shape has {shape[1]} channels but grad_output has {grad.shape[1]}"
-        )
-    if grad.shape[2] <= 0 or grad.shape[3] <= 0:
-        raise _validate.InvalidArgumentError(
-            f"grad_output must have a positive output size, got shape {grad.shape}"
-        )
+    _validate.same_channels(shape, grad)
+    _validate.positive_pooled_size(grad)
     scale = _validate.spatial_scale(spatial_scale)
     ratio = _validate.sampling_ratio(sampling_ratio)
     is_aligned = _validate.flag(aligned, "aligned")
     is_clockwise = _validate.flag(clockwise, "clockwise")
     in_degrees = _validate.angle_unit(angle)
     threads = _validate.num_threads(num_threads)
-    coords, roi_images = _validate.boxes(rois, grad.dtype, shape[0], batch_indices,
-                                         name="rois", coords_per_box=5)
-    if coords.shape[0] != grad.shape[0]:
-        raise _validate.ShapeError(
-            f"rois has {coords.shape[0]} RoIs but grad_output has {grad.shape[0]}"
-        )
+    coords, roi_images = _validate.backward_boxes(rois, grad, shape[0], batch_indices,
+                                                  name="rois", coords_per_box=5)
     result = _validate.output_array(out, shape, grad.dtype, (grad, coords, roi_images),
                                     shape_from="input_shape")
     _core.roi_align_rotated_backward(
