@@ -108,6 +108,27 @@ static void PYROI_TYPED(roi_align_plan_free)(PYROI_TYPED(roi_align_plan) *plan)
     plan->taps = NULL;
 }
 
+/* Where RoI k's tap tables are in the plan: its bin ranges along each axis (indices into its
+ * taps) and its row and column taps. */
+typedef struct PYROI_TYPED(roi_align_tap_tables) {
+    const pyroi_tap_range *row_ranges; /* pooled_height of them */
+    const pyroi_tap_range *col_ranges; /* pooled_width */
+    const PYROI_TYPED(axis_tap) *row_taps;
+    const PYROI_TYPED(axis_tap) *col_taps;
+} PYROI_TYPED(roi_align_tap_tables);
+
+static inline PYROI_TYPED(roi_align_tap_tables)
+    PYROI_TYPED(roi_align_tap_tables_of)(const PYROI_TYPED(roi_align_plan) *plan, int64_t k,
+                                         int64_t pooled_height)
+{
+    PYROI_TYPED(roi_align_tap_tables) tables;
+    tables.row_ranges = plan->ranges + k * plan->bins;
+    tables.col_ranges = tables.row_ranges + pooled_height;
+    tables.row_taps = plan->taps + plan->first_tap[k];
+    tables.col_taps = tables.row_taps + plan->row_taps[k];
+    return tables;
+}
+
 /* Validates the boxes and builds the plan (batch indices were checked before); its memory
  * comes from arena (a caller's workspace) or, when arena is NULL, from malloc. */
 static pyroi_status PYROI_TYPED(roi_align_plan_build_in)(
@@ -317,10 +338,8 @@ static void PYROI_TYPED(roi_align_forward_direct_task)(void *context, int64_t be
     (void)worker;
 
     for (k = begin; k < end; ++k) {
-        const pyroi_tap_range *row_ranges = plan->ranges + k * plan->bins;
-        const pyroi_tap_range *col_ranges = row_ranges + pooled_height;
-        const PYROI_TYPED(axis_tap) *row_taps = plan->taps + plan->first_tap[k];
-        const PYROI_TYPED(axis_tap) *col_taps = row_taps + plan->row_taps[k];
+        const PYROI_TYPED(roi_align_tap_tables) tables =
+            PYROI_TYPED(roi_align_tap_tables_of)(plan, k, pooled_height);
         /* empty grid: output 0, not NaN */
         const T count = (T)(plan->samples[k] > 1 ? plan->samples[k] : 1);
         for (c = 0; c < job->map_shape[1]; ++c) {
@@ -330,8 +349,8 @@ static void PYROI_TYPED(roi_align_forward_direct_task)(void *context, int64_t be
             for (ph = 0; ph < pooled_height; ++ph) {
                 for (pw = 0; pw < pooled_width; ++pw) {
                     const T sum = PYROI_TYPED(pyroi_bilinear_bin_sum)(
-                        plane, row_stride, col_stride, row_taps, row_ranges[ph], col_taps,
-                        col_ranges[pw]);
+                        plane, row_stride, col_stride, tables.row_taps, tables.row_ranges[ph],
+                        tables.col_taps, tables.col_ranges[pw]);
                     out[ph * out_strides[2] + pw * out_strides[3]] = sum / count;
                 }
             }
@@ -365,10 +384,8 @@ static void PYROI_TYPED(roi_align_backward_direct_task)(void *context, int64_t b
         }
     }
     for (k = 0; k < plan->num_rois; ++k) {
-        const pyroi_tap_range *row_ranges = plan->ranges + k * plan->bins;
-        const pyroi_tap_range *col_ranges = row_ranges + pooled_height;
-        const PYROI_TYPED(axis_tap) *row_taps = plan->taps + plan->first_tap[k];
-        const PYROI_TYPED(axis_tap) *col_taps = row_taps + plan->row_taps[k];
+        const PYROI_TYPED(roi_align_tap_tables) tables =
+            PYROI_TYPED(roi_align_tap_tables_of)(plan, k, pooled_height);
         /* unclamped: an empty grid has no taps, so nothing divides by it */
         const T count = (T)plan->samples[k];
         for (c = begin; c < end; ++c) {
@@ -377,8 +394,9 @@ static void PYROI_TYPED(roi_align_backward_direct_task)(void *context, int64_t b
             for (ph = 0; ph < pooled_height; ++ph) {
                 for (pw = 0; pw < pooled_width; ++pw) {
                     PYROI_TYPED(pyroi_bilinear_bin_scatter)(
-                        plane, row_stride, col_stride, row_taps, row_ranges[ph], col_taps,
-                        col_ranges[pw], grad[ph * go_strides[2] + pw * go_strides[3]], count);
+                        plane, row_stride, col_stride, tables.row_taps, tables.row_ranges[ph],
+                        tables.col_taps, tables.col_ranges[pw],
+                        grad[ph * go_strides[2] + pw * go_strides[3]], count);
                 }
             }
         }
@@ -593,10 +611,8 @@ PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_forward_roi)(
     int64_t tile_elements)
 {
     typedef PYROI_TYPED(roi_align_lanes) V;
-    const pyroi_tap_range *row_ranges = plan->ranges + k * plan->bins;
-    const pyroi_tap_range *col_ranges = row_ranges + pooled_height;
-    const PYROI_TYPED(axis_tap) *row_taps = plan->taps + plan->first_tap[k];
-    const PYROI_TYPED(axis_tap) *col_taps = row_taps + plan->row_taps[k];
+    const PYROI_TYPED(roi_align_tap_tables) tables =
+        PYROI_TYPED(roi_align_tap_tables_of)(plan, k, pooled_height);
     const int64_t samples = plan->samples[k] > 1 ? plan->samples[k] : 1; /* empty: 0, not NaN */
     const T count = (T)samples;
     const T inverse = PYROI_TYPED(pyroi_exact_inverse)(samples);
@@ -608,9 +624,9 @@ PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_forward_roi)(
     int64_t ph, pw, r, q, b, j;
 
     for (ph = 0; ph < pooled_height; ++ph) {
-        const pyroi_tap_range rr = row_ranges[ph];
+        const pyroi_tap_range rr = tables.row_ranges[ph];
         for (pw = 0; pw < pooled_width; ++pw) {
-            const pyroi_tap_range cr = col_ranges[pw];
+            const pyroi_tap_range cr = tables.col_ranges[pw];
             V sum[2][PYROI_VECTORS];
             V *result = result_lanes + (ph * pooled_width + pw) * PYROI_VECTORS;
             for (b = 0; b < pair; ++b) {
@@ -619,11 +635,11 @@ PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_forward_roi)(
                 }
             }
             for (r = rr.begin; r < rr.end; ++r) {
-                const PYROI_TYPED(axis_tap) ty = row_taps[r];
+                const PYROI_TYPED(axis_tap) ty = tables.row_taps[r];
                 const V *row_lo = lanes + ty.lo * width * pixel;
                 const V *row_hi = lanes + ty.hi * width * pixel;
                 for (q = cr.begin; q < cr.end; ++q) {
-                    const PYROI_TYPED(axis_tap) tx = col_taps[q];
+                    const PYROI_TYPED(axis_tap) tx = tables.col_taps[q];
                     const T w1 = ty.w_lo * tx.w_lo, w2 = ty.w_lo * tx.w_hi;
                     const T w3 = ty.w_hi * tx.w_lo, w4 = ty.w_hi * tx.w_hi;
                     for (b = 0; b < pair; ++b) {
@@ -665,10 +681,8 @@ PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_backward_roi)(const PYROI_TYPED(ro
                                                        int64_t pooled_width, const T *tile,
                                                        const T *next, int64_t next_elements)
 {
-    const pyroi_tap_range *row_ranges = plan->ranges + k * plan->bins;
-    const pyroi_tap_range *col_ranges = row_ranges + pooled_height;
-    const PYROI_TYPED(axis_tap) *row_taps = plan->taps + plan->first_tap[k];
-    const PYROI_TYPED(axis_tap) *col_taps = row_taps + plan->row_taps[k];
+    const PYROI_TYPED(roi_align_tap_tables) tables =
+        PYROI_TYPED(roi_align_tap_tables_of)(plan, k, pooled_height);
     const T count = (T)plan->samples[k]; /* unclamped: an empty grid has no taps */
     const T inverse = PYROI_TYPED(pyroi_exact_inverse)(plan->samples[k]);
     typedef PYROI_TYPED(roi_align_lanes) V;
@@ -677,9 +691,9 @@ PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_backward_roi)(const PYROI_TYPED(ro
     int64_t ph, pw, r, q, j;
 
     for (ph = 0; ph < pooled_height; ++ph) {
-        const pyroi_tap_range rr = row_ranges[ph];
+        const pyroi_tap_range rr = tables.row_ranges[ph];
         for (pw = 0; pw < pooled_width; ++pw) {
-            const pyroi_tap_range cr = col_ranges[pw];
+            const pyroi_tap_range cr = tables.col_ranges[pw];
             /* a local copy: the compiler can see the block writes do not alter it */
             V g[PYROI_VECTORS];
             for (j = 0; j < PYROI_VECTORS; ++j) {
@@ -690,11 +704,11 @@ PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_backward_roi)(const PYROI_TYPED(ro
                 PYROI_PREFETCH(next + (line < next_elements ? line : 0));
             }
             for (r = rr.begin; r < rr.end; ++r) {
-                const PYROI_TYPED(axis_tap) ty = row_taps[r];
+                const PYROI_TYPED(axis_tap) ty = tables.row_taps[r];
                 V *row_lo = lanes + ty.lo * width * PYROI_VECTORS;
                 V *row_hi = lanes + ty.hi * width * PYROI_VECTORS;
                 for (q = cr.begin; q < cr.end; ++q) {
-                    const PYROI_TYPED(axis_tap) tx = col_taps[q];
+                    const PYROI_TYPED(axis_tap) tx = tables.col_taps[q];
                     const T w1 = ty.w_lo * tx.w_lo, w2 = ty.w_lo * tx.w_hi;
                     const T w3 = ty.w_hi * tx.w_lo, w4 = ty.w_hi * tx.w_hi;
                     V *p1 = row_lo + tx.lo * PYROI_VECTORS;
@@ -1376,10 +1390,8 @@ static void PYROI_TYPED(roi_align_max_forward_task)(void *context, int64_t begin
     (void)worker;
 
     for (k = begin; k < end; ++k) {
-        const pyroi_tap_range *row_ranges = plan->ranges + k * plan->bins;
-        const pyroi_tap_range *col_ranges = row_ranges + pooled_height;
-        const PYROI_TYPED(axis_tap) *row_taps = plan->taps + plan->first_tap[k];
-        const PYROI_TYPED(axis_tap) *col_taps = row_taps + plan->row_taps[k];
+        const PYROI_TYPED(roi_align_tap_tables) tables =
+            PYROI_TYPED(roi_align_tap_tables_of)(plan, k, pooled_height);
         const int64_t grid_w = max_job->grid_w[k];
         const int64_t grid_h = grid_w > 0 ? plan->samples[k] / grid_w : 0;
         for (c = 0; c < job->map_shape[1]; ++c) {
@@ -1391,8 +1403,9 @@ static void PYROI_TYPED(roi_align_max_forward_task)(void *context, int64_t begin
                     int64_t winner;
                     out[ph * out_strides[2] + pw * out_strides[3]] =
                         PYROI_TYPED(roi_align_max_bin)(plane, in_strides[2], in_strides[3],
-                                                       row_taps, row_ranges[ph], col_taps,
-                                                       col_ranges[pw], grid_h, grid_w, &winner);
+                                                       tables.row_taps, tables.row_ranges[ph],
+                                                       tables.col_taps, tables.col_ranges[pw],
+                                                       grid_h, grid_w, &winner);
                     if (max_job->argmax != NULL) {
                         const int64_t *a = max_job->argmax_strides;
                         max_job->argmax[k * a[0] + c * a[1] + ph * a[2] + pw * a[3]] = winner;
@@ -1431,17 +1444,15 @@ static void PYROI_TYPED(roi_align_max_backward_task)(void *context, int64_t begi
         }
     }
     for (k = 0; k < plan->num_rois; ++k) {
-        const pyroi_tap_range *row_ranges = plan->ranges + k * plan->bins;
-        const pyroi_tap_range *col_ranges = row_ranges + pooled_height;
-        const PYROI_TYPED(axis_tap) *row_taps = plan->taps + plan->first_tap[k];
-        const PYROI_TYPED(axis_tap) *col_taps = row_taps + plan->row_taps[k];
+        const PYROI_TYPED(roi_align_tap_tables) tables =
+            PYROI_TYPED(roi_align_tap_tables_of)(plan, k, pooled_height);
         const int64_t grid_w = max_job->grid_w[k];
         for (c = begin; c < end; ++c) {
             T *plane = job->result + job->batch_indices[k] * gi_strides[0] + c * gi_strides[1];
             for (ph = 0; ph < pooled_height; ++ph) {
-                const pyroi_tap_range rr = row_ranges[ph];
+                const pyroi_tap_range rr = tables.row_ranges[ph];
                 for (pw = 0; pw < pooled_width; ++pw) {
-                    const pyroi_tap_range cr = col_ranges[pw];
+                    const pyroi_tap_range cr = tables.col_ranges[pw];
                     const int64_t winner =
                         max_job->argmax_const[k * a[0] + c * a[1] + ph * a[2] + pw * a[3]];
                     int64_t iy, ix;
@@ -1457,8 +1468,8 @@ static void PYROI_TYPED(roi_align_max_backward_task)(void *context, int64_t begi
                     g = job->features[k * go_strides[0] + c * go_strides[1] + ph * go_strides[2] +
                                       pw * go_strides[3]];
                     {
-                        const PYROI_TYPED(axis_tap) ty = row_taps[rr.begin + iy];
-                        const PYROI_TYPED(axis_tap) tx = col_taps[cr.begin + ix];
+                        const PYROI_TYPED(axis_tap) ty = tables.row_taps[rr.begin + iy];
+                        const PYROI_TYPED(axis_tap) tx = tables.col_taps[cr.begin + ix];
                         T *row_lo = plane + ty.lo * gi_strides[2];
                         T *row_hi = plane + ty.hi * gi_strides[2];
                         row_lo[tx.lo * gi_strides[3]] += g * (ty.w_lo * tx.w_lo);
@@ -1525,18 +1536,16 @@ PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_max_roi)(
     const int64_t pooled_width = max_job->base.params->pooled_width;
     const int64_t grid_w = max_job->grid_w[k];
     const int64_t grid_h = grid_w > 0 ? plan->samples[k] / grid_w : 0;
-    const pyroi_tap_range *row_ranges = plan->ranges + k * plan->bins;
-    const pyroi_tap_range *col_ranges = row_ranges + pooled_height;
-    const PYROI_TYPED(axis_tap) *row_taps = plan->taps + plan->first_tap[k];
-    const PYROI_TYPED(axis_tap) *col_taps = row_taps + plan->row_taps[k];
+    const PYROI_TYPED(roi_align_tap_tables) tables =
+        PYROI_TYPED(roi_align_tap_tables_of)(plan, k, pooled_height);
     const int64_t *a = max_job->argmax_strides;
     int64_t ph, pw, r, q, j;
 
     for (ph = 0; ph < pooled_height; ++ph) {
-        const pyroi_tap_range rr = row_ranges[ph];
+        const pyroi_tap_range rr = tables.row_ranges[ph];
         const int64_t rows = rr.end - rr.begin;
         for (pw = 0; pw < pooled_width; ++pw) {
-            const pyroi_tap_range cr = col_ranges[pw];
+            const pyroi_tap_range cr = tables.col_ranges[pw];
             T *best = tile + (ph * pooled_width + pw) * PYROI_LANES;
             int64_t winner[PYROI_LANE_BYTES / sizeof(T)];
             int64_t outside, zero_rows;
@@ -1553,7 +1562,7 @@ PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_max_roi)(
                     PYROI_TYPED(roi_align_max_zero)(best, winner, outside, 1);
                 }
                 for (r = rr.begin; r < rr.end; ++r) {
-                    const PYROI_TYPED(axis_tap) ty = row_taps[r];
+                    const PYROI_TYPED(axis_tap) ty = tables.row_taps[r];
                     const int64_t row_index = (rr.first_sample + (r - rr.begin)) * grid_w +
                                               cr.first_sample - cr.begin;
                     if (zero_rows > 0 && r - rr.begin == zero_rows) {
@@ -1562,12 +1571,12 @@ PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_max_roi)(
                     q = cr.begin;
                     if (r == rr.begin && zero_rows != 0) { /* the first offer */
                         PYROI_TYPED(roi_align_max_sample)(best, winner, block, width, ty,
-                                                          col_taps[q], row_index + q, 1);
+                                                          tables.col_taps[q], row_index + q, 1);
                         ++q;
                     }
                     for (; q < cr.end; ++q) {
                         PYROI_TYPED(roi_align_max_sample)(best, winner, block, width, ty,
-                                                          col_taps[q], row_index + q, 0);
+                                                          tables.col_taps[q], row_index + q, 0);
                     }
                 }
                 if (zero_rows > 0 && zero_rows == rows) { /* after every in-map sample */
@@ -1878,10 +1887,8 @@ static void PYROI_TYPED(roi_align_onnx_max_forward_task)(void *context, int64_t 
     (void)worker;
 
     for (k = begin; k < end; ++k) {
-        const pyroi_tap_range *row_ranges = plan->ranges + k * plan->bins;
-        const pyroi_tap_range *col_ranges = row_ranges + pooled_height;
-        const PYROI_TYPED(axis_tap) *row_taps = plan->taps + plan->first_tap[k];
-        const PYROI_TYPED(axis_tap) *col_taps = row_taps + plan->row_taps[k];
+        const PYROI_TYPED(roi_align_tap_tables) tables =
+            PYROI_TYPED(roi_align_tap_tables_of)(plan, k, pooled_height);
         const int64_t grid_w = max_job->grid_w[k];
         const int64_t grid_h = grid_w > 0 ? plan->samples[k] / grid_w : 0;
         for (c = 0; c < job->map_shape[1]; ++c) {
@@ -1892,8 +1899,9 @@ static void PYROI_TYPED(roi_align_onnx_max_forward_task)(void *context, int64_t 
                 for (pw = 0; pw < pooled_width; ++pw) {
                     out[ph * out_strides[2] + pw * out_strides[3]] =
                         PYROI_TYPED(roi_align_onnx_max_bin)(
-                            plane, in_strides[2], in_strides[3], map_pixels, row_taps,
-                            row_ranges[ph], col_taps, col_ranges[pw], grid_h, grid_w);
+                            plane, in_strides[2], in_strides[3], map_pixels, tables.row_taps,
+                            tables.row_ranges[ph], tables.col_taps, tables.col_ranges[pw], grid_h,
+                            grid_w);
                 }
             }
         }
@@ -1963,18 +1971,16 @@ PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_onnx_max_roi)(
     const int64_t pooled_height = max_job->base.params->pooled_height;
     const int64_t pooled_width = max_job->base.params->pooled_width;
     const int64_t grid_w = max_job->grid_w[k];
-    const pyroi_tap_range *row_ranges = plan->ranges + k * plan->bins;
-    const pyroi_tap_range *col_ranges = row_ranges + pooled_height;
-    const PYROI_TYPED(axis_tap) *row_taps = plan->taps + plan->first_tap[k];
-    const PYROI_TYPED(axis_tap) *col_taps = row_taps + plan->row_taps[k];
+    const PYROI_TYPED(roi_align_tap_tables) tables =
+        PYROI_TYPED(roi_align_tap_tables_of)(plan, k, pooled_height);
     const int64_t grid_h = grid_w > 0 ? plan->samples[k] / grid_w : 0;
     int64_t ph, pw, r, q, j;
 
     for (ph = 0; ph < pooled_height; ++ph) {
-        const pyroi_tap_range rr = row_ranges[ph];
+        const pyroi_tap_range rr = tables.row_ranges[ph];
         const int64_t rows = rr.end - rr.begin;
         for (pw = 0; pw < pooled_width; ++pw) {
-            const pyroi_tap_range cr = col_ranges[pw];
+            const pyroi_tap_range cr = tables.col_ranges[pw];
             T *best = tile + (ph * pooled_width + pw) * PYROI_LANES;
             int64_t outside, zero_rows;
             if (grid_h * grid_w <= 0) { /* empty bin */
@@ -1989,18 +1995,19 @@ PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_onnx_max_roi)(
             if (zero_rows == 0) { /* the fold starts from z ... */
                 PYROI_TYPED(roi_align_onnx_max_zero)(best, zero, 1);
             } else { /* ... or from the first in-map sample */
-                PYROI_TYPED(roi_align_onnx_max_sample)(best, block, width, row_taps[rr.begin],
-                                                       col_taps[cr.begin], 1);
+                PYROI_TYPED(roi_align_onnx_max_sample)(best, block, width,
+                                                       tables.row_taps[rr.begin],
+                                                       tables.col_taps[cr.begin], 1);
             }
             for (r = rr.begin; r < rr.end; ++r) {
-                const PYROI_TYPED(axis_tap) ty = row_taps[r];
+                const PYROI_TYPED(axis_tap) ty = tables.row_taps[r];
                 if (zero_rows > 0 && r - rr.begin == zero_rows) {
                     PYROI_TYPED(roi_align_onnx_max_zero)(best, zero, 0);
                 }
                 /* the first sample started the fold unless z did */
                 for (q = cr.begin + (r == rr.begin && zero_rows != 0); q < cr.end; ++q) {
-                    PYROI_TYPED(roi_align_onnx_max_sample)(best, block, width, ty, col_taps[q],
-                                                           0);
+                    PYROI_TYPED(roi_align_onnx_max_sample)(best, block, width, ty,
+                                                           tables.col_taps[q], 0);
                 }
             }
             if (zero_rows > 0 && zero_rows == rows) { /* z after every in-map sample */
