@@ -780,6 +780,17 @@ def test_layout_nhwc_equals_nchw(dtype, many_boxes):
         pyroi.roi_align(nhwc, boxes, 3, layout="CHWN")
 
 
+def _streamed_case(rng, dtype, count):
+    """A 2 x 42 x 160 x 171 map (its gradient is 9 MB: streamed out; 42 channels: a partial
+    lane block) and `count` boxes of 4-120 pixels, some across the border, on both images."""
+    features = rng.standard_normal((2, 42, 160, 171)).astype(dtype)
+    sides = rng.uniform(4, 120, (count, 2))
+    corners = rng.uniform(-10, 170, (count, 2))
+    boxes = np.concatenate(
+        [rng.integers(0, 2, (count, 1)), corners, corners + sides], axis=1).astype(dtype)
+    return features, boxes
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_large_results_streamed_out_equal_the_in_place_writes(dtype):
     """Results of 8 MB and more are written with streaming stores from a staging area when
@@ -787,12 +798,8 @@ def test_large_results_streamed_out_equal_the_in_place_writes(dtype):
     bit (42 channels: a partial lane block in float32 and float64; 160 x 171 pixels: the last
     staging run is partial)."""
     rng = np.random.default_rng(5)
-    features = rng.standard_normal((2, 42, 160, 171)).astype(dtype)
-    count = 1100
-    sides = rng.uniform(4, 120, (count, 2))
-    corners = rng.uniform(-10, 170, (count, 2))
-    boxes = np.concatenate(
-        [rng.integers(0, 2, (count, 1)), corners, corners + sides], axis=1).astype(dtype)
+    features, boxes = _streamed_case(rng, dtype, 1100)
+    count = len(boxes)
     packed = pyroi.roi_align(features, boxes, 7, 1.0, 2, True)
     assert packed.nbytes >= 8 << 20
     strided = np.full((count, 42, 7, 9), np.nan, dtype)[..., 1:8]
@@ -813,13 +820,8 @@ def test_streamed_backward_on_one_thread_bit_exact_with_torchvision(tv, dtype):
     streamed write-out must leave the scratch block zero for the next one (there is no other
     zeroing pass): every block of both images must still equal torchvision's gradient."""
     rng = np.random.default_rng(8)
-    features = rng.standard_normal((2, 42, 160, 171)).astype(dtype)
-    count = 300
-    sides = rng.uniform(4, 120, (count, 2))
-    corners = rng.uniform(-10, 170, (count, 2))
-    boxes = np.concatenate(
-        [rng.integers(0, 2, (count, 1)), corners, corners + sides], axis=1).astype(dtype)
-    grad = rng.standard_normal((count, 42, 7, 7)).astype(dtype)
+    features, boxes = _streamed_case(rng, dtype, 300)
+    grad = rng.standard_normal((len(boxes), 42, 7, 7)).astype(dtype)
     got = pyroi.roi_align_backward(grad, boxes, features.shape, 1.0, 2, True, num_threads=1)
     assert got.nbytes >= 8 << 20  # the streamed write-out
     np.testing.assert_array_equal(got, tv.roi_align_grad(features, boxes, grad, 7, 1.0, 2, True))
