@@ -17,6 +17,7 @@ anywhere; quote ratios, not absolute times (machines are shared and noisy).
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import statistics
 import sys
@@ -83,8 +84,19 @@ def make_workloads(rng) -> list[Workload]:
     ]
 
 
-def median_ms(fn, repeat: int, warmup: int = 1) -> float:
-    for _ in range(warmup):
+WARMUP_SECONDS = 0.3
+
+
+def median_ms(fn, repeat: int, warmup_seconds: float = WARMUP_SECONDS) -> float:
+    """Median of ``repeat`` timed calls, after one untimed call and then more until
+    ``warmup_seconds`` have passed: the steady state of a training or serving loop. Both
+    sides need it. On this VM, 2-thread calls of a few ms ran up to 1.8x slower for their
+    first ~100 calls (the idle second vCPU wakes slowly until the host adapts to the call
+    rate), and torchvision's roi_pool took 100-110 ms in its first calls against 75-80 ms
+    after."""
+    start = time.perf_counter()
+    fn()
+    while time.perf_counter() - start < warmup_seconds:
         fn()
     times = []
     for _ in range(repeat):
@@ -94,10 +106,12 @@ def median_ms(fn, repeat: int, warmup: int = 1) -> float:
     return statistics.median(times)
 
 
-def memory_floor_ms(features: np.ndarray, out_shape: tuple, repeat: int) -> float:
+def memory_floor_ms(features: np.ndarray, out_shape: tuple, repeat: int,
+                    warmup_seconds: float = WARMUP_SECONDS) -> float:
     """Read every input byte once and write every output byte once, with NumPy."""
     out = np.empty(out_shape, dtype=features.dtype)
-    return median_ms(lambda: features.sum(), repeat) + median_ms(lambda: out.fill(0), repeat)
+    return (median_ms(lambda: features.sum(), repeat, warmup_seconds) +
+            median_ms(lambda: out.fill(0), repeat, warmup_seconds))
 
 
 def load_torchvision():
@@ -172,10 +186,12 @@ def torchvision_op(ops, w: Workload):
     return lambda x, b: ops.roi_align(x, b, *args)
 
 
-def run(workloads, thread_counts, repeat, peer_repeat, progress=None):
+def run(workloads, thread_counts, repeat, peer_repeat, progress=None,
+        warmup_seconds=WARMUP_SECONDS):
     """Measure every workload at every thread count; progress lines go to ``progress``
     (default stderr). Returns rows ``(workload name, threads, results, floor ms)``."""
     progress = sys.stderr if progress is None else progress
+    timed = functools.partial(median_ms, warmup_seconds=warmup_seconds)
     tv = load_torchvision()
     ox = load_onnxruntime()
     print(f"pyroi {pyroi.__version__}; torchvision: {'yes' if tv else 'absent'}; "
@@ -185,22 +201,22 @@ def run(workloads, thread_counts, repeat, peer_repeat, progress=None):
     for w in workloads:
         k = len(w.boxes)
         out_shape = (k, w.features.shape[1], w.output_size, w.output_size)
-        floor = memory_floor_ms(w.features, out_shape, repeat)
+        floor = memory_floor_ms(w.features, out_shape, repeat, warmup_seconds)
         print(f"\n{w.name}: {w.description}", file=progress, flush=True)
         grad = np.ones(out_shape, dtype=w.features.dtype)
         for threads in thread_counts:
             results = {}
             pyroi_forward, pyroi_backward = pyroi_calls(w, threads, grad)
-            results["pyroi fwd"] = median_ms(pyroi_forward, repeat)
+            results["pyroi fwd"] = timed(pyroi_forward, repeat)
             if w.backward:
-                results["pyroi bwd"] = median_ms(pyroi_backward, repeat)
+                results["pyroi bwd"] = timed(pyroi_backward, repeat)
             if tv and w.op != "onnx_max":  # torchvision has no ONNX-style max
                 torch, ops = tv
                 torch.set_num_threads(threads)
                 xt = torch.from_numpy(w.features)
                 bt = torch.from_numpy(w.boxes)
                 op = torchvision_op(ops, w)
-                results["torchvision fwd"] = median_ms(lambda: op(xt, bt), peer_repeat)
+                results["torchvision fwd"] = timed(lambda: op(xt, bt), peer_repeat)
                 if w.backward:
                     # the backward alone: one forward keeps its graph, and each repeat runs
                     # the backward through it (a difference of two noisy timings could be
@@ -213,14 +229,14 @@ def run(workloads, thread_counts, repeat, peer_repeat, progress=None):
                         xg.grad = None
                         yt.backward(gt, retain_graph=True)
 
-                    results["torchvision bwd"] = median_ms(torch_backward, peer_repeat)
+                    results["torchvision bwd"] = timed(torch_backward, peer_repeat)
                     del yt
             if ox and w.op in ("roi_align", "onnx_max"):
                 onnx, ort = ox
                 session = onnx_roi_align_session(onnx, ort, w, threads)
                 feeds = {"X": w.features, "rois": np.ascontiguousarray(w.boxes[:, 1:]),
                          "batch_indices": w.boxes[:, 0].astype(np.int64)}
-                results["onnxruntime fwd"] = median_ms(lambda: session.run(None, feeds),
+                results["onnxruntime fwd"] = timed(lambda: session.run(None, feeds),
                                                        peer_repeat)
             line = [f"  threads={threads}: pyroi fwd {results['pyroi fwd']:8.2f} ms"]
             for peer in ("torchvision fwd", "onnxruntime fwd"):
@@ -283,13 +299,15 @@ def scaling_boxes(rng, side: float, count: int = SCALING_BOXES) -> np.ndarray:
     return np.concatenate([np.zeros((count, 1)), boxes], axis=1).astype(np.float32)
 
 
-def run_scaling(sides, threads, repeat, peer_repeat, progress=None):
+def run_scaling(sides, threads, repeat, peer_repeat, progress=None,
+                warmup_seconds=WARMUP_SECONDS):
     """Adaptive sampling (sampling_ratio 0, 7x7, scale 1/8) on a 1x256x100x136 map for square
     boxes of each side: rows ``(side, samples in the map per channel, samples of the grid per
     channel, pyroi ms, torchvision ms or None)``. torchvision visits every sample of the
     adaptive grid, ``(side / 8 / 7)^2`` per bin, on the map or not; pyroi visits only the
     samples on the map, so once a box covers the map its cost stops growing."""
     progress = sys.stderr if progress is None else progress
+    timed = functools.partial(median_ms, warmup_seconds=warmup_seconds)
     rng = np.random.default_rng(2026)
     features = rng.standard_normal((1, 256, 100, 136), dtype=np.float32)
     tv = load_torchvision()
@@ -304,13 +322,13 @@ def run_scaling(sides, threads, repeat, peer_repeat, progress=None):
                                             dtype=np.float32)
             in_map += int(g.rows.in_map.sum()) * int(g.cols.in_map.sum())
             grid += g.rows.coords.size * g.cols.coords.size
-        mine = median_ms(lambda: pyroi.roi_align(features, boxes, 7, 0.125, 0, False,
+        mine = timed(lambda: pyroi.roi_align(features, boxes, 7, 0.125, 0, False,
                                                  num_threads=threads), repeat)
         theirs = None
         if tv:
             torch, ops = tv
             xt, bt = torch.from_numpy(features), torch.from_numpy(boxes)
-            theirs = median_ms(lambda: ops.roi_align(xt, bt, 7, 0.125, 0, False), peer_repeat)
+            theirs = timed(lambda: ops.roi_align(xt, bt, 7, 0.125, 0, False), peer_repeat)
         print(f"  side {side:5d} px: pyroi {mine:8.2f} ms" +
               (f" | torchvision {theirs:9.2f} ms (x{theirs / mine:7.1f})" if theirs else ""),
               file=progress, flush=True)
@@ -336,7 +354,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="thread count (repeatable); default: 1 and 2")
     parser.add_argument("--repeat", type=int, default=7, help="pyroi repeats (median)")
     parser.add_argument("--peer-repeat", type=int, default=3, help="peer repeats (median)")
-    parser.add_argument("--quick", action="store_true", help="3 pyroi repeats, 1 peer repeat")
+    parser.add_argument("--quick", action="store_true",
+                        help="3 pyroi repeats, 1 peer repeat, no warm-up")
     parser.add_argument("--scaling", action="store_true",
                         help="instead of the workloads: adaptive sampling time against box "
                              f"size ({SCALING_BOXES} square boxes per side, 1 thread unless -t)")
@@ -348,8 +367,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run_from_args(args, parser: argparse.ArgumentParser) -> int:
     """Run the benchmark as ``args`` (from :func:`add_arguments`) say and print the table;
     a bad option is a usage error of ``parser`` (exit status 2)."""
+    warmup_seconds = WARMUP_SECONDS
     if args.quick:
-        args.repeat, args.peer_repeat = 3, 1
+        args.repeat, args.peer_repeat, warmup_seconds = 3, 1, 0.0
     for option, values in (("--threads", args.threads or []),
                            ("--repeat", [args.repeat]), ("--peer-repeat", [args.peer_repeat])):
         if any(v < 1 for v in values):
@@ -358,7 +378,8 @@ def run_from_args(args, parser: argparse.ArgumentParser) -> int:
         parser.error("--sides must be at least 1")
     if args.scaling:
         threads = (args.threads or [1])[0]
-        rows = run_scaling(args.sides or SCALING_SIDES, threads, args.repeat, args.peer_repeat)
+        rows = run_scaling(args.sides or SCALING_SIDES, threads, args.repeat, args.peer_repeat,
+                           warmup_seconds=warmup_seconds)
         print(format_scaling(rows), flush=True)
         return 0
     rng = np.random.default_rng(2026)
@@ -369,7 +390,8 @@ def run_from_args(args, parser: argparse.ArgumentParser) -> int:
         if unknown:
             parser.error(f"unknown workload(s) {sorted(unknown)}; choose from {sorted(known)}")
         workloads = [w for w in workloads if w.name in args.workload]
-    rows = run(workloads, args.threads or [1, 2], args.repeat, args.peer_repeat)
+    rows = run(workloads, args.threads or [1, 2], args.repeat, args.peer_repeat,
+               warmup_seconds=warmup_seconds)
     print(format_table(rows), flush=True)
     return 0
 
