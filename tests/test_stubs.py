@@ -6,6 +6,8 @@ import dataclasses
 import importlib
 import inspect
 import os
+import subprocess
+import sys
 
 import pytest
 
@@ -162,3 +164,16 @@ def test_public_name_matches_runtime(module_name, name):
                 assert method in methods, f"{module_name}.{name}.{method} missing from stub"
                 assert_same_signature(methods[method], getattr(value, method),
                                       f"{module_name}.{name}.{method}")
+
+
+def test_stubtest(tmp_path):
+    """mypy's stubtest agrees: the stubs type-check, and every name, signature and class of
+    them matches the installed package (run from outside the source tree)."""
+    pytest.importorskip("mypy.stubtest", reason="mypy is not installed")
+    here = os.path.dirname(os.path.abspath(__file__))
+    result = subprocess.run(
+        [sys.executable, "-m", "mypy.stubtest", "pyroi",
+         "--allowlist", os.path.join(here, "stubtest_allowlist.txt"),
+         "--mypy-config-file", os.path.join(here, "stubtest_mypy.ini")],
+        cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stdout + result.stderr

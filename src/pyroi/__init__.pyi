@@ -39,4 +39,37 @@ from pyroi.ops import (
 )
 
 __version__: str
-__all__: list[str]
+__all__ = [
+    "ArgumentTypeError",
+    "BatchIndexError",
+    "BoxError",
+    "DTypeError",
+    "InvalidArgumentError",
+    "PyroiError",
+    "PyroiMemoryError",
+    "ShapeError",
+    "__version__",
+    "get_num_threads",
+    "get_result_cache_limit",
+    "roi_align",
+    "roi_align_backward",
+    "roi_pool",
+    "roi_pool_backward",
+    "set_num_threads",
+    "set_result_cache_limit",
+    "ps_roi_align",
+    "ps_roi_align_backward",
+    "ps_roi_pool",
+    "ps_roi_pool_backward",
+    "MultiScaleRoIAlign",
+    "PSRoIAlign",
+    "PSRoIPool",
+    "RoIAlign",
+    "RoIAlignRotated",
+    "RoIPool",
+    "roi_align_rotated",
+    "roi_align_rotated_backward",
+    "onnx",
+    "ascend",
+    "viz",
+]

@@ -10,6 +10,8 @@ class of that status.
 from collections.abc import Sequence
 from typing import Any, Union
 
+from typing_extensions import Self, disjoint_base
+
 import numpy as np
 import numpy.typing as npt
 
@@ -338,5 +340,6 @@ def set_result_cache_limit(limit: int) -> int: ...
 def result_cache_limit() -> int: ...
 def result_cache_bytes() -> int: ...
 
+@disjoint_base
 class ResultBuffer:
-    def __init__(self, size: int) -> None: ...
+    def __new__(cls, size: int) -> Self: ...

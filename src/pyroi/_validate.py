@@ -396,8 +396,7 @@ def argmax_values(array: np.ndarray, plane_size: int, name: str = "argmax") -> N
     the first offending element."""
     if array.size and (array.min() < -1 or array.max() >= plane_size):
         invalid = (array < -1) | (array >= plane_size)
-        index = np.unravel_index(int(np.argmax(invalid)), array.shape)
-        index = tuple(int(i) for i in index)
+        index = tuple(int(i) for i in np.unravel_index(int(np.argmax(invalid)), array.shape))
         raise InvalidArgumentError(
             f"{name}[{', '.join(map(str, index))}] (RoI {index[0]}) is {array[index]}; "
             f"it must be -1 or a pixel index in [0, {plane_size})"
