@@ -817,6 +817,20 @@ static void PYROI_TYPED(roi_pool_forward_region_task)(void *context, int64_t beg
     PYROI_TYPED(roi_pool_writer_finish)(writer);
 }
 
+/* Starts loading one channel's output gradients and argmax, elements of each from grad and
+ * winners (one cache line per 64 bytes). */
+static inline void PYROI_TYPED(roi_pool_prefetch_run)(const T *grad, const int64_t *winners,
+                                                      int64_t elements)
+{
+    int64_t e;
+    for (e = 0; e < elements; e += ROI_POOL_LANE_BYTES / (int64_t)sizeof(T)) {
+        PYROI_PREFETCH(grad + e);
+    }
+    for (e = 0; e < elements; e += ROI_POOL_LANE_BYTES / (int64_t)sizeof(int64_t)) {
+        PYROI_PREFETCH(winners + e);
+    }
+}
+
 /* Backward, work item = (image, channel block): the block accumulates the image's gradient
  * from zero, RoI by RoI in order (each pixel sees torchvision's sequence of additions), and
  * is then written out whole. */
@@ -837,6 +851,12 @@ static void PYROI_TYPED(roi_pool_backward_image_task)(void *context, int64_t beg
     const int64_t g_row = g_strides[2], g_column = g_strides[3];
     const int64_t a_row = a_strides[2], a_column = a_strides[3];
     T *block = job->scratch + worker * job->scratch_stride;
+    /* what to prefetch of a channel: its bins when they are one run, else the first */
+    const int64_t run_elements =
+        g_row == pooled_width * g_column && a_row == pooled_width * a_column &&
+                g_column == 1 && a_column == 1
+            ? pooled_height * pooled_width
+            : 1;
     int64_t item, i, j, h, ph, pw;
 
     for (item = begin; item < end; ++item) {
@@ -849,20 +869,18 @@ static void PYROI_TYPED(roi_pool_backward_image_task)(void *context, int64_t beg
         }
         for (i = plan->image_start[n]; i < plan->image_start[n + 1]; ++i) {
             const int64_t k = plan->order[i];
-            if (i + 1 < plan->image_start[n + 1]) { /* the next RoI's rows: start loading */
-                const int64_t next = plan->order[i + 1];
-                for (j = 0; j < lanes; ++j) {
-                    PYROI_PREFETCH(job->features + next * g_strides[0] +
-                                   (c0 + j) * g_strides[1]);
-                    PYROI_PREFETCH(job->argmax_in + next * a_strides[0] +
-                                   (c0 + j) * a_strides[1]);
-                }
-            }
+            /* the next RoI's gradients and argmax, channel by channel while this RoI's are
+             * added: a burst of prefetches before the RoI was mostly dropped */
+            const int64_t next = i + 1 < plan->image_start[n + 1] ? plan->order[i + 1] : k;
             for (j = 0; j < lanes; ++j) {
                 const T *grad = job->features + k * g_strides[0] + (c0 + j) * g_strides[1];
                 const int64_t *winners = job->argmax_in + k * a_strides[0] +
                                          (c0 + j) * a_strides[1];
                 T *lane = block + j;
+                PYROI_TYPED(roi_pool_prefetch_run)(
+                    job->features + next * g_strides[0] + (c0 + j) * g_strides[1],
+                    job->argmax_in + next * a_strides[0] + (c0 + j) * a_strides[1],
+                    run_elements);
                 for (ph = 0; ph < pooled_height; ++ph) {
                     const int64_t *winner = winners + ph * a_row;
                     const T *g = grad + ph * g_row;
