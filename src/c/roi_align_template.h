@@ -1376,45 +1376,9 @@ typedef struct PYROI_TYPED(roi_align_max_job) {
     const int64_t *grid_w;          /* per RoI: samples per bin along x */
 } PYROI_TYPED(roi_align_max_job);
 
+/* Max forward in the direct order (below, one loop with the ONNX max's). */
 static void PYROI_TYPED(roi_align_max_forward_task)(void *context, int64_t begin, int64_t end,
-                                                    int worker)
-{
-    const PYROI_TYPED(roi_align_max_job) *max_job =
-        (const PYROI_TYPED(roi_align_max_job) *)context;
-    const PYROI_TYPED(roi_align_job) *job = &max_job->base;
-    const PYROI_TYPED(roi_align_plan) *plan = job->plan;
-    const int64_t *in_strides = job->features_strides, *out_strides = job->result_strides;
-    const int64_t pooled_height = job->params->pooled_height;
-    const int64_t pooled_width = job->params->pooled_width;
-    int64_t k, c, ph, pw;
-    (void)worker;
-
-    for (k = begin; k < end; ++k) {
-        const PYROI_TYPED(roi_align_tap_tables) tables =
-            PYROI_TYPED(roi_align_tap_tables_of)(plan, k, pooled_height);
-        const int64_t grid_w = max_job->grid_w[k];
-        const int64_t grid_h = grid_w > 0 ? plan->samples[k] / grid_w : 0;
-        for (c = 0; c < job->map_shape[1]; ++c) {
-            const T *plane = job->features + job->batch_indices[k] * in_strides[0] +
-                             c * in_strides[1];
-            T *out = job->result + k * out_strides[0] + c * out_strides[1];
-            for (ph = 0; ph < pooled_height; ++ph) {
-                for (pw = 0; pw < pooled_width; ++pw) {
-                    int64_t winner;
-                    out[ph * out_strides[2] + pw * out_strides[3]] =
-                        PYROI_TYPED(roi_align_max_bin)(plane, in_strides[2], in_strides[3],
-                                                       tables.row_taps, tables.row_ranges[ph],
-                                                       tables.col_taps, tables.col_ranges[pw],
-                                                       grid_h, grid_w, &winner);
-                    if (max_job->argmax != NULL) {
-                        const int64_t *a = max_job->argmax_strides;
-                        max_job->argmax[k * a[0] + c * a[1] + ph * a[2] + pw * a[3]] = winner;
-                    }
-                }
-            }
-        }
-    }
-}
+                                                    int worker);
 
 /* Channels [begin, end): zero, then add g * w to the four taps of each bin's winner, RoI by
  * RoI (mmcv's order; no division). */
@@ -1872,19 +1836,20 @@ static T PYROI_TYPED(roi_align_onnx_max_bin)(const T *plane, int64_t row_stride,
     return best;
 }
 
-static void PYROI_TYPED(roi_align_onnx_max_forward_task)(void *context, int64_t begin,
-                                                         int64_t end, int worker)
+/* Max forward in the direct order, RoIs [begin, end): every channel and bin of each, reduced
+ * as mmcv's max (with argmax, when asked) or onnxruntime's max. */
+static void PYROI_TYPED(roi_align_max_forward_direct_items)(
+    const PYROI_TYPED(roi_align_max_job) *max_job, enum roi_align_reduction reduction,
+    int64_t begin, int64_t end)
 {
-    const PYROI_TYPED(roi_align_max_job) *max_job =
-        (const PYROI_TYPED(roi_align_max_job) *)context;
     const PYROI_TYPED(roi_align_job) *job = &max_job->base;
     const PYROI_TYPED(roi_align_plan) *plan = job->plan;
     const int64_t *in_strides = job->features_strides, *out_strides = job->result_strides;
+    const int64_t *a = max_job->argmax_strides;
     const int64_t pooled_height = job->params->pooled_height;
     const int64_t pooled_width = job->params->pooled_width;
     const int64_t map_pixels = job->map_shape[2] * job->map_shape[3];
     int64_t k, c, ph, pw;
-    (void)worker;
 
     for (k = begin; k < end; ++k) {
         const PYROI_TYPED(roi_align_tap_tables) tables =
@@ -1897,15 +1862,44 @@ static void PYROI_TYPED(roi_align_onnx_max_forward_task)(void *context, int64_t 
             T *out = job->result + k * out_strides[0] + c * out_strides[1];
             for (ph = 0; ph < pooled_height; ++ph) {
                 for (pw = 0; pw < pooled_width; ++pw) {
-                    out[ph * out_strides[2] + pw * out_strides[3]] =
-                        PYROI_TYPED(roi_align_onnx_max_bin)(
+                    T *result = out + ph * out_strides[2] + pw * out_strides[3];
+                    if (reduction == ROI_ALIGN_REDUCE_ONNX_MAX) {
+                        *result = PYROI_TYPED(roi_align_onnx_max_bin)(
                             plane, in_strides[2], in_strides[3], map_pixels, tables.row_taps,
-                            tables.row_ranges[ph], tables.col_taps, tables.col_ranges[pw], grid_h,
-                            grid_w);
+                            tables.row_ranges[ph], tables.col_taps, tables.col_ranges[pw],
+                            grid_h, grid_w);
+                    } else {
+                        int64_t winner;
+                        *result = PYROI_TYPED(roi_align_max_bin)(
+                            plane, in_strides[2], in_strides[3], tables.row_taps,
+                            tables.row_ranges[ph], tables.col_taps, tables.col_ranges[pw],
+                            grid_h, grid_w, &winner);
+                        if (max_job->argmax != NULL) {
+                            max_job->argmax[k * a[0] + c * a[1] + ph * a[2] + pw * a[3]] =
+                                winner;
+                        }
+                    }
                 }
             }
         }
     }
+}
+
+static void PYROI_TYPED(roi_align_max_forward_task)(void *context, int64_t begin, int64_t end,
+                                                    int worker)
+{
+    (void)worker;
+    PYROI_TYPED(roi_align_max_forward_direct_items)(
+        (const PYROI_TYPED(roi_align_max_job) *)context, ROI_ALIGN_REDUCE_MAX, begin, end);
+}
+
+static void PYROI_TYPED(roi_align_onnx_max_forward_task)(void *context, int64_t begin,
+                                                         int64_t end, int worker)
+{
+    (void)worker;
+    PYROI_TYPED(roi_align_max_forward_direct_items)(
+        (const PYROI_TYPED(roi_align_max_job) *)context, ROI_ALIGN_REDUCE_ONNX_MAX, begin,
+        end);
 }
 
 /* One sample of an ONNX max bin on a block, per lane: the four weighted taps (pixels p1..p4
