@@ -52,13 +52,18 @@ def float_array(value, name: str, ndim: int) -> np.ndarray:
     return _kernel_ready(array)
 
 
-def positive_int(value, name: str) -> int:
+def integer(value, name: str) -> int:
+    """A Python or NumPy integer (not a bool, not a float with an integral value)."""
     if isinstance(value, (bool, np.bool_)):
         raise ArgumentTypeError(f"{name} must be an integer, got {value!r}")
     try:
-        number = operator.index(value)
+        return operator.index(value)
     except TypeError:
         raise ArgumentTypeError(f"{name} must be an integer, got {value!r}") from None
+
+
+def positive_int(value, name: str) -> int:
+    number = integer(value, name)
     if number <= 0:
         raise InvalidArgumentError(f"{name} must be positive, got {number}")
     return number
@@ -107,12 +112,7 @@ def real_number(value, name: str) -> float:
 
 def sampling_ratio(value) -> int:
     """Samples per bin per axis; any value <= 0 means adaptive (normalised to 0)."""
-    if isinstance(value, (bool, np.bool_)):
-        raise ArgumentTypeError(f"sampling_ratio must be an integer, got {value!r}")
-    try:
-        ratio = operator.index(value)
-    except TypeError:
-        raise ArgumentTypeError(f"sampling_ratio must be an integer, got {value!r}") from None
+    ratio = integer(value, "sampling_ratio")
     if ratio > MAX_SAMPLING_RATIO:
         raise InvalidArgumentError(
             f"sampling_ratio must be at most {MAX_SAMPLING_RATIO} samples per bin and axis "
@@ -474,12 +474,7 @@ def onnx_float_attribute(value, name: str) -> float:
 
 
 def non_negative_int(value, name: str) -> int:
-    if isinstance(value, (bool, np.bool_)):
-        raise ArgumentTypeError(f"{name} must be an integer, got {value!r}")
-    try:
-        number = operator.index(value)
-    except TypeError:
-        raise ArgumentTypeError(f"{name} must be an integer, got {value!r}") from None
+    number = integer(value, name)
     if number < 0:
         raise InvalidArgumentError(f"{name} must be >= 0, got {number}")
     return number
@@ -500,12 +495,7 @@ def onnx_mode(value) -> bool:
 
 
 def onnx_opset(value) -> int:
-    if isinstance(value, (bool, np.bool_)):
-        raise ArgumentTypeError(f"opset must be an integer, got {value!r}")
-    try:
-        number = operator.index(value)
-    except TypeError:
-        raise ArgumentTypeError(f"opset must be an integer, got {value!r}") from None
+    number = integer(value, "opset")
     if number < 10:
         raise InvalidArgumentError(f"RoiAlign exists from opset 10 on, got opset {number}")
     return number
