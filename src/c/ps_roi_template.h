@@ -374,30 +374,12 @@ pyroi_status PYROI_TYPED(pyroi_ps_roi_align_find_invalid_roi)(
     const int64_t *batch_indices, int64_t num_images, int64_t height, int64_t width,
     const pyroi_ps_roi_align_params *params, int64_t *failed_roi)
 {
-    int64_t k, max_row_taps, max_col_taps;
-    pyroi_status status;
-    if (failed_roi == NULL) {
-        return PYROI_E_NULL_POINTER;
-    }
-    *failed_roi = -1;
-    status = pyroi_check_ps_roi_align_params(params);
+    int64_t max_row_taps, max_col_taps;
+    const pyroi_status status = pyroi_find_invalid_batch_index(
+        pyroi_check_ps_roi_align_params(params), boxes, num_rois, box_row_stride, 4,
+        batch_indices, num_images, height, width, failed_roi);
     if (status != PYROI_OK) {
         return status;
-    }
-    if (num_images < 0 || height < 0 || width < 0) {
-        return PYROI_E_INVALID_SHAPE;
-    }
-    /* a bound that accepts every index checks pointers and strides; the indices are tested
-     * here so that the first offender is reported */
-    status = pyroi_check_roi_rows(boxes, num_rois, box_row_stride, 4, batch_indices);
-    if (status != PYROI_OK) {
-        return status;
-    }
-    for (k = 0; k < num_rois; ++k) {
-        if (batch_indices[k] < 0 || batch_indices[k] >= num_images) {
-            *failed_roi = k;
-            return PYROI_E_INVALID_BATCH_INDEX;
-        }
     }
     return PYROI_TYPED(ps_roi_align_scan_boxes)(boxes, num_rois, box_row_stride, height, width,
                                                 params, 0, &max_row_taps, &max_col_taps,
@@ -697,28 +679,12 @@ pyroi_status PYROI_TYPED(pyroi_ps_roi_pool_find_invalid_roi)(
     const pyroi_ps_roi_pool_params *params, int64_t *failed_roi)
 {
     int64_t k;
-    pyroi_status status;
-    if (failed_roi == NULL) {
-        return PYROI_E_NULL_POINTER;
-    }
-    *failed_roi = -1;
-    status = pyroi_check_ps_roi_pool_params(params);
-    if (status != PYROI_OK) {
-        return status;
-    }
-    if (num_images < 0) {
-        return PYROI_E_INVALID_SHAPE;
-    }
-    status = pyroi_check_roi_rows(boxes, num_rois, box_row_stride, 4, batch_indices);
-    if (status != PYROI_OK) {
-        return status;
-    }
     /* the calls test every batch index before any box: report in the same order */
-    for (k = 0; k < num_rois; ++k) {
-        if (batch_indices[k] < 0 || batch_indices[k] >= num_images) {
-            *failed_roi = k;
-            return PYROI_E_INVALID_BATCH_INDEX;
-        }
+    const pyroi_status status = pyroi_find_invalid_batch_index(
+        pyroi_check_ps_roi_pool_params(params), boxes, num_rois, box_row_stride, 4,
+        batch_indices, num_images, 0, 0, failed_roi);
+    if (status != PYROI_OK) {
+        return status;
     }
     for (k = 0; k < num_rois; ++k) {
         if (!PYROI_TYPED(ps_pool_box_is_valid)(boxes + k * box_row_stride, params)) {

@@ -1743,30 +1743,11 @@ pyroi_status PYROI_TYPED(pyroi_roi_align_find_invalid_roi)(
     const int64_t *batch_indices, int64_t num_images, int64_t height, int64_t width,
     const pyroi_roi_align_params *params, int64_t *failed_roi)
 {
-    int64_t k;
-    pyroi_status status;
-    if (failed_roi == NULL) {
-        return PYROI_E_NULL_POINTER;
-    }
-    *failed_roi = -1;
-    status = pyroi_check_roi_align_params(params);
+    const pyroi_status status = pyroi_find_invalid_batch_index(
+        pyroi_check_roi_align_params(params), boxes, num_rois, box_row_stride, 4, batch_indices,
+        num_images, height, width, failed_roi);
     if (status != PYROI_OK) {
         return status;
-    }
-    if (num_images < 0 || height < 0 || width < 0) {
-        return PYROI_E_INVALID_SHAPE;
-    }
-    /* check pointers and strides (not the index values), then test the
-     * indices here to report the first offender */
-    status = pyroi_check_roi_rows(boxes, num_rois, box_row_stride, 4, batch_indices);
-    if (status != PYROI_OK) {
-        return status;
-    }
-    for (k = 0; k < num_rois; ++k) {
-        if (batch_indices[k] < 0 || batch_indices[k] >= num_images) {
-            *failed_roi = k;
-            return PYROI_E_INVALID_BATCH_INDEX;
-        }
     }
     return PYROI_TYPED(roi_align_check_boxes)(boxes, num_rois, box_row_stride, height, width,
                                               params, NULL, NULL, failed_roi);

@@ -1033,30 +1033,11 @@ pyroi_status PYROI_TYPED(pyroi_roi_pool_find_invalid_roi)(
     const pyroi_roi_pool_params *params, int64_t *failed_roi)
 {
     double max_area;
-    int64_t k;
-    pyroi_status status;
-    if (failed_roi == NULL) {
-        return PYROI_E_NULL_POINTER;
-    }
-    *failed_roi = -1;
-    status = pyroi_check_roi_pool_params(params);
+    const pyroi_status status = pyroi_find_invalid_batch_index(
+        pyroi_check_roi_pool_params(params), boxes, num_rois, box_row_stride, 4, batch_indices,
+        num_images, 0, 0, failed_roi);
     if (status != PYROI_OK) {
         return status;
-    }
-    if (num_images < 0) {
-        return PYROI_E_INVALID_SHAPE;
-    }
-    /* check pointers and strides (not the index values), then test the
-     * indices here to report the first offender */
-    status = pyroi_check_roi_rows(boxes, num_rois, box_row_stride, 4, batch_indices);
-    if (status != PYROI_OK) {
-        return status;
-    }
-    for (k = 0; k < num_rois; ++k) {
-        if (batch_indices[k] < 0 || batch_indices[k] >= num_images) {
-            *failed_roi = k;
-            return PYROI_E_INVALID_BATCH_INDEX;
-        }
     }
     /* the map size only matters for the work estimate */
     return PYROI_TYPED(roi_pool_scan_boxes)(boxes, num_rois, box_row_stride, 0, 0, params,

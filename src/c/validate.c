@@ -96,6 +96,40 @@ pyroi_status pyroi_check_roi_rows(const void *boxes, int64_t num_rois, int64_t b
     return PYROI_OK;
 }
 
+pyroi_status pyroi_find_invalid_batch_index(pyroi_status params_status, const void *boxes,
+                                            int64_t num_rois, int64_t box_row_stride,
+                                            int64_t coords_per_box,
+                                            const int64_t *batch_indices, int64_t num_images,
+                                            int64_t height, int64_t width, int64_t *failed_roi)
+{
+    int64_t k;
+    pyroi_status status;
+    if (failed_roi == NULL) {
+        return PYROI_E_NULL_POINTER;
+    }
+    *failed_roi = -1;
+    if (params_status != PYROI_OK) {
+        return params_status;
+    }
+    if (num_images < 0 || height < 0 || width < 0) {
+        return PYROI_E_INVALID_SHAPE;
+    }
+    /* pointers and offsets with the index values left out, so that the loop below can name
+     * the first offending RoI */
+    status = pyroi_check_roi_rows(boxes, num_rois, box_row_stride, coords_per_box,
+                                  batch_indices);
+    if (status != PYROI_OK) {
+        return status;
+    }
+    for (k = 0; k < num_rois; ++k) {
+        if (batch_indices[k] < 0 || batch_indices[k] >= num_images) {
+            *failed_roi = k;
+            return PYROI_E_INVALID_BATCH_INDEX;
+        }
+    }
+    return PYROI_OK;
+}
+
 pyroi_status pyroi_check_rois(const void *boxes, int64_t num_rois, int64_t box_row_stride,
                               int64_t coords_per_box, const int64_t *batch_indices,
                               int64_t num_images)

@@ -20,6 +20,17 @@ pyroi_status pyroi_check_tensor4(const void *data, const int64_t shape[4],
 pyroi_status pyroi_check_roi_rows(const void *boxes, int64_t num_rois, int64_t box_row_stride,
                                   int64_t coords_per_box, const int64_t *batch_indices);
 
+/* The first steps of every find-invalid-RoI function, after its parameter check gave
+ * params_status: failed_roi not NULL (set to -1), then params_status, num_images, height and
+ * width not negative, the box rows' pointers and offsets, and every batch index in order: the
+ * first outside [0, num_images) is reported in *failed_roi with PYROI_E_INVALID_BATCH_INDEX.
+ * PYROI_OK: the caller goes on to the boxes. */
+pyroi_status pyroi_find_invalid_batch_index(pyroi_status params_status, const void *boxes,
+                                            int64_t num_rois, int64_t box_row_stride,
+                                            int64_t coords_per_box,
+                                            const int64_t *batch_indices, int64_t num_images,
+                                            int64_t height, int64_t width, int64_t *failed_roi);
+
 /* Checks the box rows and batch indices of num_rois RoIs against a batch of num_images:
  * pointers, offsets, and every index in [0, num_images). Reads the batch indices. */
 pyroi_status pyroi_check_rois(const void *boxes, int64_t num_rois, int64_t box_row_stride,
