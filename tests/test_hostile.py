@@ -380,6 +380,69 @@ def test_backward_grad_output_with_no_bins(op):
 
 
 # --------------------------------------------------------------------------------------
+# (K, 1 + n) boxes: the one-pass check and the general path agree
+# --------------------------------------------------------------------------------------
+
+def _rois(dtype, count, coords, seed=0):
+    rng = np.random.default_rng(seed)
+    rois = rng.uniform(-50, 50, (count, 1 + coords)).astype(dtype)
+    rois[:, 0] = rng.integers(0, N, count)
+    if count:
+        rois[0, 0] = -0.0  # image 0, as the general path reads it
+        rois[-1, 0] = N - 1
+    return rois
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("count", [1, 7])  # K = 0 (NumPy gives it zero strides): general
+@pytest.mark.parametrize("coords", [4, 5])
+@pytest.mark.parametrize("rows", ["contiguous", "every other", "read-only"])
+def test_valid_rois_take_the_one_pass_check(dtype, count, coords, rows):
+    from pyroi import _validate
+    rois = _rois(dtype, count, coords)
+    if rows == "every other":
+        rois = np.repeat(rois, 2, axis=0)[::2]
+    elif rows == "read-only":
+        rois.flags.writeable = False
+    fast = _validate._valid_native_rois(rois, np.dtype(dtype), N, None, coords)
+    assert fast is not None
+    general = _validate.boxes(np.ascontiguousarray(rois[:, 1:]), np.dtype(dtype), N,
+                              batch_indices=rois[:, 0].astype(np.int64), coords_per_box=coords)
+    np.testing.assert_array_equal(fast[0], general[0])
+    assert fast[1].dtype == np.int64
+    np.testing.assert_array_equal(fast[1], general[1])
+
+
+@pytest.mark.parametrize("column, value", [
+    (1, np.nan), (2, np.inf), (3, -np.inf),
+    (0, 0.5), (0, -1.0), (0, float(N)), (0, np.nan), (0, np.inf), (0, -np.inf), (0, 1e30),
+    (0, -0.5), (0, 2.0**63),
+])
+def test_rois_with_anything_to_report_take_the_general_path(column, value):
+    """The one-pass check declines every RoI the general path has an error for (which it
+    names, tested above per operator)."""
+    from pyroi import _validate
+    rois = _rois(np.float32, 4, 4)
+    rois[2, column] = value
+    assert _validate._valid_native_rois(rois, np.dtype(np.float32), N, None, 4) is None
+    with pytest.raises((pyroi.BoxError, pyroi.BatchIndexError)) as excinfo:
+        _validate.boxes(rois, np.dtype(np.float32), N)
+    assert "RoI 2" in str(excinfo.value)
+
+
+@pytest.mark.parametrize("rois", [
+    np.zeros((3, 5), np.float32).astype(">f4"),  # non-native byte order
+    np.zeros((3, 5), np.float64),                # another dtype than the input's
+    np.asfortranarray(np.zeros((3, 5), np.float32)),
+    np.zeros((3, 6), np.float32),                # another width
+    [np.zeros((1, 4), np.float32)] * 2,          # another form
+])
+def test_other_box_forms_take_the_general_path(rois):
+    from pyroi import _validate
+    assert _validate._valid_native_rois(rois, np.dtype(np.float32), N, None, 4) is None
+
+
+# --------------------------------------------------------------------------------------
 # sampling: every call bounded in time and memory
 # --------------------------------------------------------------------------------------
 

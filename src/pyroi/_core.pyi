@@ -173,6 +173,12 @@ def ps_roi_pool_backward(
     num_threads: int,
 ) -> None: ...
 
+# True, with indices = rois[:, 0], when every first entry is an integer in [0, num_images)
+# and every other entry finite; False otherwise.
+def batch_column_indices(
+    rois: _Real, num_images: int, indices: npt.NDArray[np.int64]
+) -> bool: ...
+
 # Write the pyramid level index (or -1) of each (x1, y1, x2, y2) row into levels.
 def fpn_levels(
     boxes: _Real,

@@ -7,6 +7,7 @@ arithmetic on data happens here; argument checking with good messages is in _val
 """
 from libc.stdint cimport int64_t, uint16_t
 from libc.stdint cimport int8_t
+from libc.math cimport isfinite
 
 from pyroi cimport _cpyroi as c
 
@@ -592,6 +593,31 @@ def ps_roi_pool_backward(const real[:, :, :, :] grad_output, const real[:, :] bo
     if is_roi_status(status):
         check_status(status, first_invalid_ps_pool_roi(boxes, batch_indices, &a, &params))
     check_status(status)
+
+
+# ------------------------------------------------------------------------------------------
+# boxes given as (K, 1 + n) rows [batch_index, coordinates...]
+
+def batch_column_indices(const real[:, :] rois, int64_t num_images, int64_t[::1] indices):
+    """True, with indices[k] = rois[k, 0], when every row's first entry is an integer in
+    [0, num_images) and its other entries are finite; False at the first row that is not
+    (the caller's general path then finds and names it). One pass where NumPy would take
+    five calls of about a microsecond each, which small calls feel."""
+    cdef Py_ssize_t k, j
+    cdef double first
+    if indices.shape[0] != rois.shape[0]:
+        raise ShapeError("pyroi: rois and indices differ in length")
+    for k in range(rois.shape[0]):
+        first = rois[k, 0]
+        if not (first >= 0 and first < num_images):  # NaN fails too
+            return False
+        indices[k] = <int64_t>first  # in range: exact exactly when it converts back
+        if <double>indices[k] != first:
+            return False
+        for j in range(1, rois.shape[1]):
+            if not isfinite(rois[k, j]):
+                return False
+    return True
 
 
 # ------------------------------------------------------------------------------------------

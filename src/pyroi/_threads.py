@@ -2,7 +2,8 @@
 
 The C core is stateless: every call receives its thread count. This module holds the
 default used when a call passes ``num_threads=None``: ``set_num_threads(n)`` if called,
-else the environment variable ``PYROI_NUM_THREADS``, else the CPUs this process may run on.
+else the environment variable ``PYROI_NUM_THREADS`` (read at the first call that needs it),
+else the CPUs this process may run on.
 Results never depend on the thread count.
 """
 
@@ -31,10 +32,25 @@ def _available_cpus() -> int:
     return _cpus_at_import
 
 
+_environment_threads: int | None = None
+_environment_read = False
+
+
 def _from_environment() -> int | None:
+    """PYROI_NUM_THREADS, read at the first call that needs it and kept (reading the
+    environment costs about a microsecond, a tenth of a small call). An invalid value is
+    not kept: every call reports it."""
+    global _environment_threads, _environment_read
+    if _environment_read:
+        return _environment_threads
     text = os.environ.get(ENV_VARIABLE, "").strip()
-    if not text:
-        return None
+    if text:
+        _environment_threads = _parse_environment(text)
+    _environment_read = True
+    return _environment_threads
+
+
+def _parse_environment(text: str) -> int:
     try:
         value = int(text)
     except ValueError:

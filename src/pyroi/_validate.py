@@ -4,12 +4,13 @@ are normalised to ``(coords, batch_indices)``. No computation on feature data ha
 
 from __future__ import annotations
 
+import math
 import numbers
 import operator
 
 import numpy as np
 
-from pyroi import _results
+from pyroi import _core, _results
 from pyroi._errors import (
     ArgumentTypeError,
     BatchIndexError,
@@ -92,7 +93,7 @@ def spatial_scale(value, name: str = "spatial_scale") -> float:
         scale = float(value)
     except OverflowError:  # an int beyond the float range
         raise InvalidArgumentError(f"{name} must be finite, got {value!r}") from None
-    if not np.isfinite(scale) or scale < 0:
+    if not math.isfinite(scale) or scale < 0:
         raise InvalidArgumentError(f"{name} must be finite and non-negative, got {scale!r}")
     return scale
 
@@ -105,7 +106,7 @@ def real_number(value, name: str) -> float:
         number = float(value)
     except OverflowError:  # an int beyond the float range
         raise InvalidArgumentError(f"{name} must be finite, got {value!r}") from None
-    if not np.isfinite(number):
+    if not math.isfinite(number):
         raise InvalidArgumentError(f"{name} must be finite, got {number!r}")
     return number
 
@@ -167,6 +168,9 @@ def boxes(value, dtype: np.dtype, num_images: int, batch_indices=None, name: str
     Coordinates must have ``dtype`` (as torchvision requires) and be finite; batch indices
     must be integers in ``[0, num_images)``. Errors name the first offending RoI.
     """
+    fast = _valid_native_rois(value, dtype, num_images, batch_indices, coords_per_box)
+    if fast is not None:
+        return fast
     if batch_indices is not None:
         coords, indices = _coords_with_indices(value, batch_indices, dtype, name, coords_per_box)
     elif isinstance(value, (list, tuple)):
@@ -188,6 +192,22 @@ def boxes(value, dtype: np.dtype, num_images: int, batch_indices=None, name: str
         coords = np.ascontiguousarray(coords)
     _check_finite_coords(coords, name)
     return coords, np.ascontiguousarray(indices, dtype=np.int64)
+
+
+def _valid_native_rois(value, dtype, num_images, batch_indices, coords_per_box):
+    """:func:`boxes` of a valid ``(K, 1 + n)`` float32/float64 array of ``dtype`` (native
+    byte order, aligned, unit-stride rows) in one pass in C, or None when the value is
+    anything else or has anything to report: :func:`boxes` then takes the general path,
+    which finds and names the offender. Small calls spent ~8 µs on the general path."""
+    if (batch_indices is not None or type(value) is not np.ndarray or value.dtype != dtype
+            or dtype.char not in "fd" or value.ndim != 2
+            or value.shape[1] != 1 + coords_per_box
+            or value.strides[1] != value.itemsize or not value.flags.aligned):
+        return None
+    indices = np.empty(value.shape[0], dtype=np.int64)
+    if not _core.batch_column_indices(value, num_images, indices):
+        return None
+    return value[:, 1:], indices
 
 
 def same_channels(shape, grad: np.ndarray) -> None:
