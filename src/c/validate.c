@@ -96,13 +96,25 @@ pyroi_status pyroi_check_roi_rows(const void *boxes, int64_t num_rois, int64_t b
     return PYROI_OK;
 }
 
+/* The first of num_rois batch indices outside [0, num_images), or -1. */
+static int64_t first_bad_batch_index(const int64_t *batch_indices, int64_t num_rois,
+                                     int64_t num_images)
+{
+    int64_t k;
+    for (k = 0; k < num_rois; ++k) {
+        if (batch_indices[k] < 0 || batch_indices[k] >= num_images) {
+            return k;
+        }
+    }
+    return -1;
+}
+
 pyroi_status pyroi_find_invalid_batch_index(pyroi_status params_status, const void *boxes,
                                             int64_t num_rois, int64_t box_row_stride,
                                             int64_t coords_per_box,
                                             const int64_t *batch_indices, int64_t num_images,
                                             int64_t height, int64_t width, int64_t *failed_roi)
 {
-    int64_t k;
     pyroi_status status;
     if (failed_roi == NULL) {
         return PYROI_E_NULL_POINTER;
@@ -121,31 +133,22 @@ pyroi_status pyroi_find_invalid_batch_index(pyroi_status params_status, const vo
     if (status != PYROI_OK) {
         return status;
     }
-    for (k = 0; k < num_rois; ++k) {
-        if (batch_indices[k] < 0 || batch_indices[k] >= num_images) {
-            *failed_roi = k;
-            return PYROI_E_INVALID_BATCH_INDEX;
-        }
-    }
-    return PYROI_OK;
+    *failed_roi = first_bad_batch_index(batch_indices, num_rois, num_images);
+    return *failed_roi < 0 ? PYROI_OK : PYROI_E_INVALID_BATCH_INDEX;
 }
 
 pyroi_status pyroi_check_rois(const void *boxes, int64_t num_rois, int64_t box_row_stride,
                               int64_t coords_per_box, const int64_t *batch_indices,
                               int64_t num_images)
 {
-    int64_t k;
     pyroi_status status = pyroi_check_roi_rows(boxes, num_rois, box_row_stride, coords_per_box,
                                                batch_indices);
     if (status != PYROI_OK) {
         return status;
     }
-    for (k = 0; k < num_rois; ++k) {
-        if (batch_indices[k] < 0 || batch_indices[k] >= num_images) {
-            return PYROI_E_INVALID_BATCH_INDEX;
-        }
-    }
-    return PYROI_OK;
+    return first_bad_batch_index(batch_indices, num_rois, num_images) < 0
+               ? PYROI_OK
+               : PYROI_E_INVALID_BATCH_INDEX;
 }
 
 pyroi_status pyroi_check_roi_align_params(const pyroi_roi_align_params *params)
@@ -172,17 +175,14 @@ pyroi_status pyroi_check_roi_align_params(const pyroi_roi_align_params *params)
 pyroi_status pyroi_check_batch_indices(const int64_t *batch_indices, int64_t num_rois,
                                        int64_t num_images)
 {
-    int64_t k;
     if (num_rois < 0) {
         return PYROI_E_INVALID_SHAPE;
     }
     if (num_rois > 0 && batch_indices == NULL) {
         return PYROI_E_NULL_POINTER;
     }
-    for (k = 0; k < num_rois; ++k) {
-        if (batch_indices[k] < 0 || batch_indices[k] >= num_images) {
-            return PYROI_E_INVALID_BATCH_INDEX;
-        }
+    if (first_bad_batch_index(batch_indices, num_rois, num_images) >= 0) {
+        return PYROI_E_INVALID_BATCH_INDEX;
     }
     return PYROI_OK;
 }
