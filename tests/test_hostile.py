@@ -380,7 +380,7 @@ def test_backward_grad_output_with_no_bins(op):
 
 
 # --------------------------------------------------------------------------------------
-# (K, 1 + n) boxes: the one-pass check and the general path agree
+# (K, 1 + n) boxes: one pass in C (pyroi_roi_rows_batch_indices) checks and splits them
 # --------------------------------------------------------------------------------------
 
 def _rois(dtype, count, coords, seed=0):
@@ -388,58 +388,84 @@ def _rois(dtype, count, coords, seed=0):
     rois = rng.uniform(-50, 50, (count, 1 + coords)).astype(dtype)
     rois[:, 0] = rng.integers(0, N, count)
     if count:
-        rois[0, 0] = -0.0  # image 0, as the general path reads it
+        rois[0, 0] = -0.0  # image 0
         rois[-1, 0] = N - 1
     return rois
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-@pytest.mark.parametrize("count", [1, 7])  # K = 0 (NumPy gives it zero strides): general
+@pytest.mark.parametrize("count", [0, 1, 7])
 @pytest.mark.parametrize("coords", [4, 5])
-@pytest.mark.parametrize("rows", ["contiguous", "every other", "read-only"])
-def test_valid_rois_take_the_one_pass_check(dtype, count, coords, rows):
+@pytest.mark.parametrize("layout", ["contiguous", "every other row", "read-only",
+                                    "column-major", "byte-swapped"])
+def test_rois_rows_split_like_the_batch_indices_form(dtype, count, coords, layout):
     from pyroi import _validate
     rois = _rois(dtype, count, coords)
-    if rows == "every other":
-        rois = np.repeat(rois, 2, axis=0)[::2]
-    elif rows == "read-only":
-        rois.flags.writeable = False
-    fast = _validate._valid_native_rois(rois, np.dtype(dtype), N, None, coords)
-    assert fast is not None
-    general = _validate.boxes(np.ascontiguousarray(rois[:, 1:]), np.dtype(dtype), N,
-                              batch_indices=rois[:, 0].astype(np.int64), coords_per_box=coords)
-    np.testing.assert_array_equal(fast[0], general[0])
-    assert fast[1].dtype == np.int64
-    np.testing.assert_array_equal(fast[1], general[1])
+    given = rois
+    if layout == "every other row":
+        given = np.repeat(rois, 2, axis=0)[::2]
+    elif layout == "read-only":
+        given = rois.copy()
+        given.flags.writeable = False
+    elif layout == "column-major":
+        given = np.asfortranarray(rois)
+    elif layout == "byte-swapped":
+        given = rois.astype(np.dtype(dtype).newbyteorder())
+    coords_out, indices = _validate.boxes(given, np.dtype(dtype), N, coords_per_box=coords)
+    expected = _validate.boxes(np.ascontiguousarray(rois[:, 1:]), np.dtype(dtype), N,
+                               batch_indices=rois[:, 0].astype(np.int64), coords_per_box=coords)
+    assert coords_out.dtype == np.dtype(dtype) and coords_out.dtype.isnative
+    assert count == 0 or coords_out.strides[1] == coords_out.itemsize
+    np.testing.assert_array_equal(coords_out, expected[0])
+    assert indices.dtype == np.int64
+    np.testing.assert_array_equal(indices, expected[1])
 
 
-@pytest.mark.parametrize("column, value", [
-    (1, np.nan), (2, np.inf), (3, -np.inf),
-    (0, 0.5), (0, -1.0), (0, float(N)), (0, np.nan), (0, np.inf), (0, -np.inf), (0, 1e30),
-    (0, -0.5), (0, 2.0**63),
+_NOT_FINITE = r"RoI 2 has a non-finite coordinate"
+_NOT_INTEGER = r"RoI 2 has batch index .*; it must be an integer$"
+_OUT_OF_RANGE = rf"RoI 2 has batch index .*; it must be an integer in \[0, {N}\)$"
+
+
+@pytest.mark.parametrize("column, value, error, pattern", [
+    (1, np.nan, pyroi.BoxError, _NOT_FINITE),
+    (2, np.inf, pyroi.BoxError, _NOT_FINITE),
+    (4, -np.inf, pyroi.BoxError, _NOT_FINITE),
+    (0, 0.5, pyroi.BatchIndexError, _NOT_INTEGER),
+    (0, np.nan, pyroi.BatchIndexError, _NOT_INTEGER),
+    (0, -0.5, pyroi.BatchIndexError, _NOT_INTEGER),
+    (0, -1.0, pyroi.BatchIndexError, _OUT_OF_RANGE),
+    (0, float(N), pyroi.BatchIndexError, _OUT_OF_RANGE),
+    (0, np.inf, pyroi.BatchIndexError, _OUT_OF_RANGE),
+    (0, -np.inf, pyroi.BatchIndexError, _OUT_OF_RANGE),
+    (0, 1e30, pyroi.BatchIndexError, _OUT_OF_RANGE),
+    (0, 2.0**63, pyroi.BatchIndexError, _OUT_OF_RANGE),
 ])
-def test_rois_with_anything_to_report_take_the_general_path(column, value):
-    """The one-pass check declines every RoI the general path has an error for (which it
-    names, tested above per operator)."""
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_rois_rows_name_the_first_offender(column, value, error, pattern, dtype):
     from pyroi import _validate
-    rois = _rois(np.float32, 4, 4)
+    rois = _rois(dtype, 5, 4)
     rois[2, column] = value
-    assert _validate._valid_native_rois(rois, np.dtype(np.float32), N, None, 4) is None
-    with pytest.raises((pyroi.BoxError, pyroi.BatchIndexError)) as excinfo:
-        _validate.boxes(rois, np.dtype(np.float32), N)
-    assert "RoI 2" in str(excinfo.value)
+    rois[4, column] = value
+    with pytest.raises(error, match=pattern):
+        _validate.boxes(rois, np.dtype(dtype), N)
 
 
-@pytest.mark.parametrize("rois", [
-    np.zeros((3, 5), np.float32).astype(">f4"),  # non-native byte order
-    np.zeros((3, 5), np.float64),                # another dtype than the input's
-    np.asfortranarray(np.zeros((3, 5), np.float32)),
-    np.zeros((3, 6), np.float32),                # another width
-    [np.zeros((1, 4), np.float32)] * 2,          # another form
-])
-def test_other_box_forms_take_the_general_path(rois):
+def test_rois_rows_report_in_order_integer_then_range_then_finite():
+    """A later RoI's non-integer index is reported before an earlier out-of-range one, and
+    either before a non-finite coordinate: the order the checks had as separate passes."""
     from pyroi import _validate
-    assert _validate._valid_native_rois(rois, np.dtype(np.float32), N, None, 4) is None
+    rois = _rois(np.float32, 6, 4)
+    rois[1, 3] = np.nan
+    rois[2, 0] = N + 3
+    rois[4, 0] = 0.25
+    with pytest.raises(pyroi.BatchIndexError, match="RoI 4 .*must be an integer$"):
+        _validate.boxes(rois, np.dtype(np.float32), N)
+    rois[4, 0] = 0
+    with pytest.raises(pyroi.BatchIndexError, match=r"RoI 2 .*\[0, 2\)"):
+        _validate.boxes(rois, np.dtype(np.float32), N)
+    rois[2, 0] = 1
+    with pytest.raises(pyroi.BoxError, match="RoI 1 "):
+        _validate.boxes(rois, np.dtype(np.float32), N)
 
 
 # --------------------------------------------------------------------------------------

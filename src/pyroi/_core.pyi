@@ -173,11 +173,11 @@ def ps_roi_pool_backward(
     num_threads: int,
 ) -> None: ...
 
-# True, with indices = rois[:, 0], when every first entry is an integer in [0, num_images)
-# and every other entry finite; False otherwise.
-def batch_column_indices(
-    rois: _Real, num_images: int, indices: npt.NDArray[np.int64]
-) -> bool: ...
+# Write the batch index of each row [batch_index, coordinates...] into batch_indices:
+# (0, -1), or (1, k) for the first bad batch index, (2, k) for the first non-finite box.
+def roi_rows_batch_indices(
+    rows: _Real, num_images: int, batch_indices: npt.NDArray[np.int64]
+) -> tuple[int, int]: ...
 
 # Write the pyramid level index (or -1) of each (x1, y1, x2, y2) row into levels.
 def fpn_levels(

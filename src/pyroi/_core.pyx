@@ -7,7 +7,6 @@ arithmetic on data happens here; argument checking with good messages is in _val
 """
 from libc.stdint cimport int64_t, uint16_t
 from libc.stdint cimport int8_t
-from libc.math cimport isfinite
 
 from pyroi cimport _cpyroi as c
 
@@ -598,26 +597,36 @@ def ps_roi_pool_backward(const real[:, :, :, :] grad_output, const real[:, :] bo
 # ------------------------------------------------------------------------------------------
 # boxes given as (K, 1 + n) rows [batch_index, coordinates...]
 
-def batch_column_indices(const real[:, :] rois, int64_t num_images, int64_t[::1] indices):
-    """True, with indices[k] = rois[k, 0], when every row's first entry is an integer in
-    [0, num_images) and its other entries are finite; False at the first row that is not
-    (the caller's general path then finds and names it). One pass where NumPy would take
-    five calls of about a microsecond each, which small calls feel."""
-    cdef Py_ssize_t k, j
-    cdef double first
-    if indices.shape[0] != rois.shape[0]:
-        raise ShapeError("pyroi: rois and indices differ in length")
-    for k in range(rois.shape[0]):
-        first = rois[k, 0]
-        if not (first >= 0 and first < num_images):  # NaN fails too
-            return False
-        indices[k] = <int64_t>first  # in range: exact exactly when it converts back
-        if <double>indices[k] != first:
-            return False
-        for j in range(1, rois.shape[1]):
-            if not isfinite(rois[k, j]):
-                return False
-    return True
+def roi_rows_batch_indices(const real[:, :] rows, int64_t num_images,
+                           int64_t[::1] batch_indices):
+    """Write the batch index of each row [batch_index, coordinates...] into batch_indices:
+    (0, -1) when every index is an integer in [0, num_images) and every coordinate finite,
+    else (1, k) for the first bad batch index (RoI k), or (2, k) for the first non-finite
+    coordinate (nothing written then)."""
+    cdef int64_t failed_roi = -1
+    cdef int64_t num_rois = rows.shape[0]
+    cdef int64_t row_stride
+    cdef c.pyroi_status status
+    if batch_indices.shape[0] != num_rois or rows.shape[1] < 2:
+        raise ShapeError("pyroi: rows need an index and coordinates, and one output each")
+    if num_rois == 0:
+        return 0, -1
+    row_stride = box_rows_stride(rows.strides, sizeof(real))
+    with nogil:
+        if real is float:
+            status = c.pyroi_roi_rows_batch_indices_f32(&rows[0, 0], num_rois, row_stride,
+                                                        rows.shape[1] - 1, num_images,
+                                                        &batch_indices[0], &failed_roi)
+        else:
+            status = c.pyroi_roi_rows_batch_indices_f64(&rows[0, 0], num_rois, row_stride,
+                                                        rows.shape[1] - 1, num_images,
+                                                        &batch_indices[0], &failed_roi)
+    if status == c.PYROI_E_INVALID_BATCH_INDEX:
+        return 1, failed_roi
+    if status == c.PYROI_E_INVALID_BOX:
+        return 2, failed_roi
+    check_status(status)
+    return 0, -1
 
 
 # ------------------------------------------------------------------------------------------

@@ -240,6 +240,15 @@ cdef extern from "pyroi.h" nogil:
         const int64_t *batch_indices, int64_t num_images,
         const pyroi_ps_roi_pool_params *params, int64_t *failed_roi)
 
+    pyroi_status pyroi_roi_rows_batch_indices_f32(const float *rows, int64_t num_rois,
+                                                  int64_t row_stride, int64_t coords_per_box,
+                                                  int64_t num_images, int64_t *batch_indices,
+                                                  int64_t *failed_roi)
+    pyroi_status pyroi_roi_rows_batch_indices_f64(const double *rows, int64_t num_rois,
+                                                  int64_t row_stride, int64_t coords_per_box,
+                                                  int64_t num_images, int64_t *batch_indices,
+                                                  int64_t *failed_roi)
+
     ctypedef struct pyroi_fpn_level_params:
         int64_t min_level
         int64_t max_level

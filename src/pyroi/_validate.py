@@ -168,21 +168,16 @@ def boxes(value, dtype: np.dtype, num_images: int, batch_indices=None, name: str
     Coordinates must have ``dtype`` (as torchvision requires) and be finite; batch indices
     must be integers in ``[0, num_images)``. Errors name the first offending RoI.
     """
-    fast = _valid_native_rois(value, dtype, num_images, batch_indices, coords_per_box)
-    if fast is not None:
-        return fast
+    if batch_indices is None and not isinstance(value, (list, tuple)):
+        return _coords_from_rois(value, dtype, num_images, name, coords_per_box)
     if batch_indices is not None:
         coords, indices = _coords_with_indices(value, batch_indices, dtype, name, coords_per_box)
-    elif isinstance(value, (list, tuple)):
-        coords, indices = _coords_from_list(value, dtype, num_images, name, coords_per_box)
     else:
-        coords, indices = _coords_from_rois(value, dtype, name, coords_per_box)
+        coords, indices = _coords_from_list(value, dtype, num_images, name, coords_per_box)
     if indices.size and (indices.min() < 0 or indices.max() >= num_images):
         invalid = (indices < 0) | (indices >= num_images)
         k = int(np.argmax(invalid))
         shown = indices[k]
-        if batch_indices is None and not isinstance(value, (list, tuple)):
-            shown = _as_array(value, name)[k, 0].item()  # the value given, not its clipped cast
         raise BatchIndexError(
             f"{name}: RoI {k} has batch index {shown}; it must be an integer in "
             f"[0, {num_images})"
@@ -192,22 +187,6 @@ def boxes(value, dtype: np.dtype, num_images: int, batch_indices=None, name: str
         coords = np.ascontiguousarray(coords)
     _check_finite_coords(coords, name)
     return coords, np.ascontiguousarray(indices, dtype=np.int64)
-
-
-def _valid_native_rois(value, dtype, num_images, batch_indices, coords_per_box):
-    """:func:`boxes` of a valid ``(K, 1 + n)`` float32/float64 array of ``dtype`` (native
-    byte order, aligned, unit-stride rows) in one pass in C, or None when the value is
-    anything else or has anything to report: :func:`boxes` then takes the general path,
-    which finds and names the offender. Small calls spent ~8 µs on the general path."""
-    if (batch_indices is not None or type(value) is not np.ndarray or value.dtype != dtype
-            or dtype.char not in "fd" or value.ndim != 2
-            or value.shape[1] != 1 + coords_per_box
-            or value.strides[1] != value.itemsize or not value.flags.aligned):
-        return None
-    indices = np.empty(value.shape[0], dtype=np.int64)
-    if not _core.batch_column_indices(value, num_images, indices):
-        return None
-    return value[:, 1:], indices
 
 
 def same_channels(shape, grad: np.ndarray) -> None:
@@ -244,7 +223,7 @@ def _as_array(value, name: str = "boxes") -> np.ndarray:
 
 
 def _check_coords_dtype(array: np.ndarray, dtype: np.dtype, name: str) -> None:
-    if array.dtype.newbyteorder("=") != dtype:
+    if array.dtype != dtype and array.dtype.newbyteorder("=") != dtype:
         raise DTypeError(f"{name} must have the input's dtype {dtype}, got {array.dtype}")
 
 
@@ -298,10 +277,10 @@ def _coords_from_list(value, dtype, num_images, name, coords_per_box=4):
     return coords, indices
 
 
-_INDEX_LIMIT = float(np.iinfo(np.int64).max // 2)
-
-
-def _coords_from_rois(value, dtype, name, coords_per_box=4):
+def _coords_from_rois(value, dtype, num_images, name, coords_per_box=4):
+    """The ``(K, 1 + n)`` form, checked in one pass in C (pyroi_roi_rows_batch_indices):
+    every batch index an integer, then in range, then every coordinate finite, each error
+    naming its first RoI."""
     array = _as_array(value, name)
     if array.ndim != 2 or array.shape[1] != 1 + coords_per_box:
         raise ShapeError(
@@ -311,17 +290,24 @@ def _coords_from_rois(value, dtype, name, coords_per_box=4):
             f"batch_indices=; got shape {array.shape}"
         )
     _check_coords_dtype(array, dtype, name)
-    column = array[:, 0]
-    integral = column == np.floor(column)  # false for NaN; +-inf fails the range check
-    if not integral.all():
-        k = int(np.argmin(integral))
+    if not (array.dtype.isnative and array.flags.aligned and array.strides[1] == array.itemsize
+            and array.strides[0] % array.itemsize == 0):
+        array = np.ascontiguousarray(array, dtype=array.dtype.newbyteorder("="))
+    indices = np.empty(array.shape[0], dtype=np.int64)
+    problem, k = _core.roi_rows_batch_indices(array, num_images, indices)
+    if problem == 1:
+        given = array[k, 0]
+        if not np.floor(given) == given:  # NaN too; +-inf counts as out of range
+            raise BatchIndexError(
+                f"{name}: RoI {k} has batch index {given.item()!r}; it must be an integer")
         raise BatchIndexError(
-            f"{name}: RoI {k} has batch index {column[k].item()!r}; it must be an integer"
+            f"{name}: RoI {k} has batch index {given.item()}; it must be an integer in "
+            f"[0, {num_images})"
         )
-    # clip before the cast so huge values stay out of range instead of wrapping (two plain
-    # ufuncs: np.clip costs several microseconds more per call)
-    clipped = np.minimum(np.maximum(column, -_INDEX_LIMIT), _INDEX_LIMIT)
-    return array[:, 1:1 + coords_per_box], clipped.astype(np.int64)
+    if problem == 2:
+        raise BoxError(f"{name}: RoI {k} has a non-finite coordinate "
+                       f"{array[k, 1:1 + coords_per_box].tolist()}")
+    return array[:, 1:1 + coords_per_box], indices
 
 
 def output_array(out, shape: tuple, dtype: np.dtype, inputs: tuple, name: str = "out",

@@ -4,6 +4,7 @@
 #include "check.h"
 
 #include <float.h>
+#include <math.h>
 #include <string.h>
 
 enum { H = 4, W = 4 };
@@ -229,6 +230,68 @@ static void test_fpn_levels(void)
     CHECK_STATUS(pyroi_fpn_levels_f64(NULL, 0, 4, &p, NULL), PYROI_E_INVALID_OUTPUT_SIZE);
 }
 
+static void test_roi_rows(void)
+{
+    /* rows [batch_index, x1, y1, x2, y2], 6 floats apart (one element of padding) */
+    float rows[3 * 6] = {0, 1, 2, 3, 4, -1, 1, 5, 6, 7, 8, -1, -0.0f, 9, 10, 11, 12, -1};
+    const double rows64[2 * 5] = {1, 0, 0, 1, 1, 0, 2, 2, 3, 3};
+    int64_t indices[3] = {7, 7, 7}, failed = 99;
+
+    CHECK_STATUS(pyroi_roi_rows_batch_indices_f32(rows, 3, 6, 4, 2, indices, &failed), PYROI_OK);
+    CHECK(indices[0] == 0 && indices[1] == 1 && indices[2] == 0 && failed == -1);
+    CHECK_STATUS(pyroi_roi_rows_batch_indices_f64(rows64, 2, 5, 4, 2, indices, &failed),
+                 PYROI_OK);
+    CHECK(indices[0] == 1 && indices[1] == 0);
+
+    /* the order of the reports: a non-integer index anywhere, then an index out of range,
+     * then a coordinate that is not finite; nothing written on failure */
+    indices[0] = indices[1] = indices[2] = 7;
+    rows[1 * 6 + 3] = NAN;  /* RoI 1: a coordinate */
+    CHECK_STATUS(pyroi_roi_rows_batch_indices_f32(rows, 3, 6, 4, 2, indices, &failed),
+                 PYROI_E_INVALID_BOX);
+    CHECK(failed == 1);
+    rows[2 * 6] = 2;        /* RoI 2: out of range */
+    CHECK_STATUS(pyroi_roi_rows_batch_indices_f32(rows, 3, 6, 4, 2, indices, &failed),
+                 PYROI_E_INVALID_BATCH_INDEX);
+    CHECK(failed == 2);
+    rows[2 * 6] = INFINITY; /* +-inf: out of range, not a non-integer */
+    CHECK_STATUS(pyroi_roi_rows_batch_indices_f32(rows, 3, 6, 4, 2, indices, &failed),
+                 PYROI_E_INVALID_BATCH_INDEX);
+    CHECK(failed == 2);
+    rows[2 * 6] = 3e38f;    /* beyond int64: rejected, not converted */
+    CHECK_STATUS(pyroi_roi_rows_batch_indices_f32(rows, 3, 6, 4, 2, indices, &failed),
+                 PYROI_E_INVALID_BATCH_INDEX);
+    CHECK(failed == 2);
+    rows[2 * 6] = 1.5f;     /* RoI 2: not an integer, reported before RoI 1's NaN */
+    rows[1 * 6] = -3;       /* and before RoI 1's range */
+    CHECK_STATUS(pyroi_roi_rows_batch_indices_f32(rows, 3, 6, 4, 2, indices, &failed),
+                 PYROI_E_INVALID_BATCH_INDEX);
+    CHECK(failed == 2);
+    rows[2 * 6] = NAN;
+    CHECK_STATUS(pyroi_roi_rows_batch_indices_f32(rows, 3, 6, 4, 2, indices, &failed),
+                 PYROI_E_INVALID_BATCH_INDEX);
+    CHECK(failed == 2);
+    CHECK(indices[0] == 7 && indices[1] == 7 && indices[2] == 7);
+
+    /* arguments */
+    CHECK_STATUS(pyroi_roi_rows_batch_indices_f32(rows, 3, 6, 4, 2, indices, NULL),
+                 PYROI_E_NULL_POINTER);
+    CHECK_STATUS(pyroi_roi_rows_batch_indices_f32(NULL, 3, 6, 4, 2, indices, &failed),
+                 PYROI_E_NULL_POINTER);
+    CHECK(failed == -1);
+    CHECK_STATUS(pyroi_roi_rows_batch_indices_f32(rows, 3, 6, 4, 2, NULL, &failed),
+                 PYROI_E_NULL_POINTER);
+    CHECK_STATUS(pyroi_roi_rows_batch_indices_f32(rows, -1, 6, 4, 2, indices, &failed),
+                 PYROI_E_INVALID_SHAPE);
+    CHECK_STATUS(pyroi_roi_rows_batch_indices_f32(rows, 3, 6, 0, 2, indices, &failed),
+                 PYROI_E_INVALID_SHAPE);
+    CHECK_STATUS(pyroi_roi_rows_batch_indices_f32(rows, 3, 6, 4, -1, indices, &failed),
+                 PYROI_E_INVALID_SHAPE);
+    CHECK_STATUS(pyroi_roi_rows_batch_indices_f32(rows, 3, INT64_MIN, 4, 2, indices, &failed),
+                 PYROI_E_INVALID_STRIDES);
+    CHECK_STATUS(pyroi_roi_rows_batch_indices_f64(NULL, 0, 5, 4, 0, NULL, &failed), PYROI_OK);
+}
+
 static void test_no_memory(void)
 {
     /* 2^31 - 1 samples per bin on each axis, all inside the map, would need about 100 GB of
@@ -254,6 +317,7 @@ int main(void)
     test_rois();
     test_find_invalid_roi();
     test_fpn_levels();
+    test_roi_rows();
     test_no_memory();
     return check_report("test_validation");
 }

@@ -551,6 +551,32 @@ PYROI_API pyroi_status pyroi_ps_roi_pool_find_invalid_roi_f64(
     const pyroi_ps_roi_pool_params *params, int64_t *failed_roi);
 
 /* ------------------------------------------------------------------------------------------
+ * RoIs given as rows [batch_index, c_1, ..., c_n] in the boxes' dtype (torchvision's (K, 5)
+ * boxes, n = 4; rotated boxes n = 5): their batch indices as the int64 array the operators
+ * take. Row k is at rows + k * row_stride, its n coordinates consecutive after the index.
+ *
+ * Fails with PYROI_E_INVALID_BATCH_INDEX when a batch index is not an integer in
+ * [0, num_images): *failed_roi is the first RoI whose index is not an integer, else the first
+ * whose index is out of range; with PYROI_E_INVALID_BOX when every index is valid and a
+ * coordinate is not finite (*failed_roi: the first such RoI); also PYROI_E_NULL_POINTER,
+ * PYROI_E_INVALID_SHAPE (num_rois < 0, coords_per_box < 1, num_images < 0) and
+ * PYROI_E_INVALID_STRIDES. *failed_roi is -1 on success and for the other failures.
+ * Thread-safe.
+ * ---------------------------------------------------------------------------------------- */
+PYROI_API pyroi_status pyroi_roi_rows_batch_indices_f32(const float *rows, int64_t num_rois,
+                                                        int64_t row_stride,
+                                                        int64_t coords_per_box,
+                                                        int64_t num_images,
+                                                        int64_t *batch_indices,
+                                                        int64_t *failed_roi);
+PYROI_API pyroi_status pyroi_roi_rows_batch_indices_f64(const double *rows, int64_t num_rois,
+                                                        int64_t row_stride,
+                                                        int64_t coords_per_box,
+                                                        int64_t num_images,
+                                                        int64_t *batch_indices,
+                                                        int64_t *failed_roi);
+
+/* ------------------------------------------------------------------------------------------
  * Multi-scale (FPN) level assignment, as torchvision.ops.MultiScaleRoIAlign's LevelMapper.
  *
  * Box k (x1, y1, x2, y2 in input-image pixels) goes to pyramid level

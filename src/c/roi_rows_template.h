@@ -1,0 +1,46 @@
+/* roi_rows_template.h - the batch indices of RoI rows, included by roi_rows.c once per dtype
+ * with T and PYROI_TYPED(name) defined. */
+
+pyroi_status PYROI_TYPED(pyroi_roi_rows_batch_indices)(const T *rows, int64_t num_rois,
+                                                       int64_t row_stride,
+                                                       int64_t coords_per_box,
+                                                       int64_t num_images,
+                                                       int64_t *batch_indices,
+                                                       int64_t *failed_roi)
+{
+    int64_t k, j, not_integer = -1, out_of_range = -1, not_finite = -1;
+    pyroi_status status = check_roi_rows_call(rows, num_rois, row_stride, coords_per_box,
+                                              num_images, batch_indices, failed_roi);
+    if (status != PYROI_OK) {
+        return status;
+    }
+    /* one pass for the three checks, reported in their order (every index an integer, then
+     * in range, then the coordinates), each naming its first RoI */
+    for (k = 0; k < num_rois && not_integer < 0; ++k) {
+        const T *row = rows + k * row_stride;
+        if (!(row[0] == floor(row[0]))) { /* NaN too; +-inf is out of range */
+            not_integer = k;
+        } else if (out_of_range < 0 &&
+                   !(row[0] >= 0 && (double)row[0] < 9223372036854775808.0 &&
+                     (int64_t)row[0] < num_images)) { /* converted only below 2^63 */
+            out_of_range = k;
+        }
+        for (j = 1; j <= coords_per_box && not_finite < 0; ++j) {
+            if (!isfinite(row[j])) {
+                not_finite = k;
+            }
+        }
+    }
+    if (not_integer >= 0 || out_of_range >= 0) {
+        *failed_roi = not_integer >= 0 ? not_integer : out_of_range;
+        return PYROI_E_INVALID_BATCH_INDEX;
+    }
+    if (not_finite >= 0) {
+        *failed_roi = not_finite;
+        return PYROI_E_INVALID_BOX;
+    }
+    for (k = 0; k < num_rois; ++k) { /* every index is an integer in [0, num_images) */
+        batch_indices[k] = (int64_t)rows[k * row_stride];
+    }
+    return PYROI_OK;
+}
