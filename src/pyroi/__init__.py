@@ -4,7 +4,7 @@ Operators match their reference implementations (torchvision, ONNX Runtime) and 
 NumPy layout without copies. See ``roi_align`` and ``roi_align_backward``.
 """
 
-from pyroi import _core
+from pyroi import _core, _errors, layers, ops
 from pyroi._errors import (
     ArgumentTypeError,
     BatchIndexError,
@@ -30,33 +30,15 @@ if _core.version_number() != _core.header_version_number():  # pragma: no cover
         f"built against {_core.header_version_number()}"
     )
 
-__all__ = [
-    "ArgumentTypeError",
-    "BatchIndexError",
-    "BoxError",
-    "DTypeError",
-    "InvalidArgumentError",
-    "PyroiError",
-    "PyroiMemoryError",
-    "ShapeError",
-    "__version__",
-    "get_num_threads",
-    "get_result_cache_limit",
-    "roi_align",
-    "roi_align_backward",
-    "roi_pool",
-    "roi_pool_backward",
-    "set_num_threads",
-    "set_result_cache_limit",
-]
-
-__all__ += ["ps_roi_align", "ps_roi_align_backward", "ps_roi_pool", "ps_roi_pool_backward"]
-
 from pyroi.layers import (MultiScaleRoIAlign, PSRoIAlign, PSRoIPool, RoIAlign,  # noqa: E402
                           RoIAlignRotated, RoIPool)
 
-__all__ += ["MultiScaleRoIAlign", "PSRoIAlign", "PSRoIPool", "RoIAlign", "RoIAlignRotated",
-            "RoIPool", "roi_align_rotated", "roi_align_rotated_backward"]
+# the operators, layers and exceptions are listed once, in their modules
+__all__ = ["__version__", "get_num_threads", "get_result_cache_limit", "set_num_threads",
+           "set_result_cache_limit"]
+__all__ += _errors.__all__
+__all__ += ops.__all__
+__all__ += layers.__all__
 
 # Compatibility front-ends, as submodules: pyroi.onnx (ONNX RoiAlign / MaxRoiPool as
 # onnxruntime computes them; the onnx package is needed only by pyroi.onnx.run_node).
