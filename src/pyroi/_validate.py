@@ -366,7 +366,9 @@ def shares_memory(first: np.ndarray, second: np.ndarray) -> bool:
     if not np.may_share_memory(first, second):  # the bounds are apart: a quick no
         return False
     try:
-        return bool(np.shares_memory(first, second, max_work=OVERLAP_MAX_WORK))
+        # (NumPy's stubs list only -1 and 0 for max_work; any positive bound is documented)
+        return bool(np.shares_memory(first, second,
+                                     max_work=OVERLAP_MAX_WORK))  # type: ignore[arg-type]
     except _TooHardError:
         return True
 
