@@ -22,7 +22,7 @@ def _copy_boxes(boxes, half: bool):
     """The boxes as given, copied so that later changes by the caller do not reach backward
     (as float32 when the data is float16: the backward runs in float32)."""
     if half:
-        return _widen_boxes(list(boxes) if isinstance(boxes, tuple) else boxes, "boxes")
+        return _widen_boxes(boxes, "boxes")  # a copy, as float32
     if isinstance(boxes, (list, tuple)):
         return [np.array(b, copy=True) for b in boxes]
     return np.array(boxes, copy=True)
@@ -565,7 +565,8 @@ class MultiScaleRoIAlign(_TrainableLayer):
         x : dict of str -> ndarray (N, C, H_l, W_l)
             The pyramid; entries whose key is not in ``featmap_names`` are ignored.
         boxes : list of ndarray (L_i, 4)
-            ``[x1, y1, x2, y2]`` per image in input-image pixels, the features' dtype.
+            ``[x1, y1, x2, y2]`` per image in input-image pixels, the features' dtype (float16
+            or float32 for float16 features).
         image_shapes : list of (int, int)
             ``(height, width)`` of each input image (used on the first call only).
         num_threads : int, optional
