@@ -353,12 +353,13 @@ _TooHardError = getattr(np, "exceptions", np).TooHardError  # NumPy < 1.25: np.T
 
 
 def _arrays_in(values):
-    """The NumPy arrays among ``values``, also inside lists and tuples (a list of boxes)."""
+    """The NumPy arrays among ``values`` and the items of lists and tuples among them (a list
+    of boxes, one array per image)."""
     for value in values:
         if isinstance(value, np.ndarray):
             yield value
         elif isinstance(value, (list, tuple)):
-            yield from _arrays_in(value)
+            yield from (item for item in value if isinstance(item, np.ndarray))
 
 
 def shares_memory(first: np.ndarray, second: np.ndarray) -> bool:
@@ -376,7 +377,7 @@ def shares_memory(first: np.ndarray, second: np.ndarray) -> bool:
 def _disjoint_from(array: np.ndarray, inputs: tuple, name: str) -> None:
     """``array`` (an output or scratch buffer) shares no byte with any array of ``inputs``:
     the caller's arguments as passed (lists of arrays included) and the arrays made from
-    them. Other objects (scalars, None, nested lists of numbers) hold no shared memory."""
+    them. Other objects (scalars, None, lists of numbers) hold no memory an array shares."""
     for other in _arrays_in(inputs):
         if shares_memory(array, other):
             raise InvalidArgumentError(
