@@ -38,7 +38,7 @@ def roi_align(
 
     Parameters
     ----------
-    X : ndarray, shape (N, C, H, W), float32 or float64
+    X : ndarray, shape (N, C, H, W), float16, float32 or float64
         Feature maps (any strides).
     rois : ndarray, shape (K, 4), dtype of ``X``
         ``[x1, y1, x2, y2]`` per RoI in input-image pixels; finite.
@@ -153,7 +153,7 @@ def max_roi_pool(X, rois, pooled_shape, spatial_scale=1.0, *, batch_indices=None
 
     Parameters
     ----------
-    X : ndarray, shape (N, C, H, W), float32 or float64
+    X : ndarray, shape (N, C, H, W), float16, float32 or float64
         Feature maps. onnxruntime implements float32 only; float64 follows the same rule.
     rois : ndarray, shape (K, 5), dtype of ``X``
         ``[batch_index, x1, y1, x2, y2]`` rows (ONNX's layout); the batch index must be an
