@@ -29,6 +29,7 @@ extensions = [
 ]
 source_suffix = {".md": "markdown"}
 root_doc = "index"
+smartquotes = False  # "--libs" stays two hyphens, quotes stay straight
 exclude_patterns = ["_build", "**/_build", ".venv*"]
 
 # A page may link to a repository file outside docs/ (../README.md, ../examples/...), which
@@ -51,7 +52,10 @@ napoleon_use_rtype = False
 html_theme = "alabaster"
 html_title = f"pyroi {release}"
 html_theme_options = {"description": "Region-of-interest pooling, exact and fast",
-                      "fixed_sidebar": True}
+                      "fixed_sidebar": True, "page_width": "1240px", "sidebar_width": "230px",
+                      "body_max_width": "none"}
+html_static_path = ["_static"]
+html_css_files = ["pyroi.css"]
 html_sidebars = {"**": ["about.html", "navigation.html", "searchbox.html"]}
 
 

@@ -193,8 +193,8 @@ def _text_nodes(text: str):
                     indented and line.startswith("  "))):
                 if run:
                     body = "\n".join(run)
-                    result.append(nodes.literal_block(body, body) if indented
-                                  else nodes.paragraph(body, " ".join(run)))
+                    result.append(nodes.literal_block(body, body, language="text")
+                                  if indented else nodes.paragraph(body, " ".join(run)))
                 run = []
             if line is not None:
                 if not run:
