@@ -188,3 +188,37 @@ def test_site_includes_every_page():
     assert ":glob:" in toctree and "\n*\n" in toctree
     listed = set(re.findall(r"^([\w-]+)$", toctree, re.M))
     assert listed <= {p.stem for p in DOCS.glob("*.md")}
+
+
+# ---- citations of the semantics page ------------------------------------------------------
+
+def semantics_sections():
+    """The numbers of docs/semantics.md's sections ("## 3. ...", "### 3.2 ...")."""
+    text = (DOCS / "semantics.md").read_text(encoding="utf-8")
+    return set(re.findall(r"^#{2,3} (\d+(?:\.\d+)?)\.? ", text, re.M))
+
+
+def test_code_cites_existing_semantics_sections():
+    """Comments and docstrings in src/ and tests/ cite the project's own semantics page, by
+    section numbers that exist there (and no document outside the repository)."""
+    sections = semantics_sections()
+    assert {"2", "3.2", "4.1", "5.1", "6.2", "7.1", "8.1", "9.1", "11.6"} <= sections
+    cited, stale = [], []
+    for folder in ("src", "tests"):
+        for path in sorted((ROOT / folder).rglob("*")):
+            if path.suffix not in {".c", ".h", ".py", ".pyx", ".pxd", ".pyi"} or \
+                    path == Path(__file__).resolve():
+                continue
+            lines = path.read_text(encoding="utf-8").splitlines()
+            for number, line in enumerate(lines):
+                where = f"{path.relative_to(ROOT)}:{number + 1}"
+                if "SEMANTICS" in line:
+                    stale.append(where)
+                if "docs/semantics.md" in line:
+                    numbers = re.findall(r"§(\d+(?:\.\d+)?)", line + " " + (
+                        lines[number + 1] if number + 1 < len(lines) else ""))
+                    cited.append(where)
+                    assert numbers, f"{where} cites docs/semantics.md without a section"
+                    assert set(numbers) <= sections, (where, set(numbers) - sections)
+    assert not stale, stale
+    assert len(cited) > 40

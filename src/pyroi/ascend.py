@@ -71,7 +71,7 @@ def roi_pooling(
     -----
     Each real RoI is :func:`pyroi.roi_pool` with the separate scales: corners scaled and
     rounded half away from zero (end pixel included), bins ``floor``/``ceil`` of multiples of
-    ``size / pooled``, maximum of each bin, empty bins 0 (SEMANTICS.md 5.1). Ascend documents
+    ``size / pooled``, maximum of each bin, empty bins 0 (docs/semantics.md §5.1). Ascend documents
     that the feature map should be non-negative and the RoIs clipped to the map, else results
     "may differ from CPU"; pyroi computes the CPU definition for any input.
 

@@ -57,7 +57,7 @@ def roi_align(
     spatial_scale : float, default 1.0
         Factor from box to feature coordinates. An ONNX FLOAT attribute: it is rounded to
         float32 first, also for float64 data (onnxruntime widens the float32 attribute, so
-        ``0.3`` acts as ``float(np.float32(0.3))``; G10 of SEMANTICS.md).
+        ``0.3`` acts as ``float(np.float32(0.3))``; docs/semantics.md §9.1).
     coordinate_transformation_mode : {None, "half_pixel", "output_half_pixel"}, default None
         None means the attribute is absent: the opset's default ("half_pixel" from opset 16,
         no shift in RoiAlign-10). "half_pixel" shifts box corners by -0.5 pixel (torchvision

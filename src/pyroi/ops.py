@@ -574,7 +574,7 @@ def ps_roi_pool(
     -----
     Results equal torchvision 0.29's CPU kernel bit for bit, including its quirk that bin
     windows are clamped to rows ``0 ... H - 1`` and columns ``0 ... W - 1`` as half-open
-    ranges, so the last row and column of the map are never read (SEMANTICS.md 6.2).
+    ranges, so the last row and column of the map are never read (docs/semantics.md §6.2).
     Rounded coordinates saturate at +-2**61 pixels (torchvision overflows past 2**31); a
     coordinate that is not finite after scaling raises :class:`pyroi.BoxError`.
 
@@ -616,7 +616,7 @@ def ps_roi_pool_backward(
     backward exactly (bit for bit, whatever the thread count), which is NOT the adjoint of
     its forward at the map's far border: the backward clamps windows to rows ``0 ... H``
     and columns ``0 ... W`` (the forward to ``H - 1`` and ``W - 1``), and rounds box corners
-    with float32 ``roundf`` even for float64 data (SEMANTICS.md 6.2).
+    with float32 ``roundf`` even for float64 data (docs/semantics.md §6.2).
 
     Parameters
     ----------
