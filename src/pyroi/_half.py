@@ -24,25 +24,28 @@ import inspect
 
 import numpy as np
 
+from pyroi import _validate
 from pyroi._errors import DTypeError
 
 _HALF = np.dtype(np.float16)
 
 
 def _is_half(value) -> bool:
-    if isinstance(value, np.ndarray):
-        return value.dtype == _HALF
-    if value is None or isinstance(value, (list, tuple, dict, str, bytes)):
-        return False
-    dtype = getattr(value, "dtype", None)
-    return dtype is not None and np.dtype(dtype) == _HALF
+    """Whether ``value`` is a float16 NumPy array (convert other arrays with
+    ``_validate._as_array`` first)."""
+    return isinstance(value, np.ndarray) and value.dtype == _HALF
 
 
 def _widen_boxes(value, name: str):
-    """float16 / float32 boxes (array or list of arrays) as float32."""
+    """float16 / float32 boxes (array or list of arrays) as float32; Python numbers are
+    float16, the data's dtype, first."""
     if isinstance(value, (list, tuple)):
-        return [_widen_boxes(part, f"{name}[{i}]") for i, part in enumerate(value)]
-    array = value if isinstance(value, np.ndarray) else np.asarray(value)
+        return [_widen_part(part, f"{name}[{i}]") for i, part in enumerate(value)]
+    return _widen_part(value, name)
+
+
+def _widen_part(value, name: str):
+    array = _validate._as_array(value, name, _HALF)
     if array.dtype.kind == "f" and array.dtype.itemsize <= 4:
         return array.astype(np.float32)
     raise DTypeError(
@@ -52,8 +55,6 @@ def _widen_boxes(value, name: str):
 
 def _narrow(result, out):
     """The float32 result as float16, in ``out`` when given (checked like any ``out=``)."""
-    from pyroi import _validate
-
     with np.errstate(over="ignore"):  # beyond 65504: infinity, as documented
         half = result.astype(np.float16)
     if out is None:
@@ -87,9 +88,11 @@ def float16_support(data: str, boxes: tuple = ("boxes",)):
                 bound = signature.bind(*args, **kwargs)
             except TypeError:
                 return function(*args, **kwargs)  # let the function report it
+            if bound.arguments.get(data) is not None:  # another library's array: as NumPy
+                bound.arguments[data] = _validate._as_array(bound.arguments[data], data)
             if not _is_half(bound.arguments.get(data)):
-                return function(*args, **kwargs)
-            bound.arguments[data] = np.asarray(bound.arguments[data]).astype(np.float32)
+                return function(*bound.args, **bound.kwargs)
+            bound.arguments[data] = bound.arguments[data].astype(np.float32)
             for name in boxes:
                 if bound.arguments.get(name) is not None:
                     bound.arguments[name] = _widen_boxes(bound.arguments[name], name)

@@ -3,6 +3,8 @@ what the backward needs."""
 
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 
 from pyroi import _core, _validate
@@ -17,9 +19,11 @@ __all__ = ["MultiScaleRoIAlign", "PSRoIAlign", "PSRoIPool", "RoIAlign", "RoIAlig
 
 def _copy_boxes(boxes):
     """The boxes as given, copied so that later changes by the caller do not reach backward."""
+    if _validate._holds_python_numbers(boxes):  # converted with the features' dtype later
+        return copy.deepcopy(boxes)
     if isinstance(boxes, (list, tuple)):
-        return [np.array(b, copy=True) for b in boxes]
-    return np.array(boxes, copy=True)
+        return [_copy_boxes(b) for b in boxes]
+    return np.array(_validate._as_array(boxes, "boxes"), copy=True)
 
 
 class _RoILayer:
@@ -58,7 +62,7 @@ class _RoILayer:
         if self.training:
             features_shape = np.shape(input)
             self._saved = (tuple(features_shape), _copy_boxes(boxes),
-                           None if batch_indices is None else np.array(batch_indices, copy=True),
+                           None if batch_indices is None else _copy_boxes(batch_indices),
                            saved)
         return output
 
@@ -502,11 +506,14 @@ MultiScaleRoIAlign._float16 = False
 
 
 def _multiscale_call_float16(self, x, boxes, image_shapes, *, num_threads=None):
+    if isinstance(x, dict):  # other libraries' arrays as NumPy
+        x = {k: _validate._as_array(v, f"features[{k!r}]") if k in self.featmap_names else v
+             for k, v in x.items()}
     self._float16 = isinstance(x, dict) and any(
         _is_half(v) for k, v in x.items() if k in self.featmap_names)
     if not self._float16:
         return _multiscale_call(self, x, boxes, image_shapes, num_threads=num_threads)
-    x = {k: np.asarray(v).astype(np.float32) if _is_half(v) else v for k, v in x.items()}
+    x = {k: v.astype(np.float32) if _is_half(v) else v for k, v in x.items()}
     if isinstance(boxes, (list, tuple)):
         boxes = _widen_boxes(list(boxes), "boxes")
     result = _multiscale_call(self, x, boxes, image_shapes, num_threads=num_threads)
@@ -514,9 +521,10 @@ def _multiscale_call_float16(self, x, boxes, image_shapes, *, num_threads=None):
 
 
 def _multiscale_backward_float16(self, grad_output, lda_coeff=1.0, *, num_threads=None):
+    grad_output = _validate._as_array(grad_output, "grad_output")
     if not (self._float16 and _is_half(grad_output)):
         return _multiscale_backward(self, grad_output, lda_coeff, num_threads=num_threads)
-    gradients = _multiscale_backward(self, np.asarray(grad_output).astype(np.float32),
+    gradients = _multiscale_backward(self, grad_output.astype(np.float32),
                                      lda_coeff, num_threads=num_threads)
     return {name: gradient.astype(np.float16) for name, gradient in gradients.items()}
 
