@@ -312,3 +312,14 @@ def test_layer_backward_after_python_list_boxes():
     rows[0][0][0] = 3.0  # later changes by the caller do not reach backward
     grad = np.ones((2, 2, 2, 2), np.float32)
     _assert_same(layer.backward(grad), reference.backward(grad))
+
+
+def test_python_numbers_beyond_the_features_dtype_are_named():
+    features = np.zeros((1, 1, 8, 8), np.float32)
+    with pytest.raises(pyroi.InvalidArgumentError,
+                       match=r"boxes\[0\] holds 1e\+39, beyond the range of float32"):
+        pyroi.roi_align(features, [[[1, 1, 1e39, 3]]], 2)
+    with pytest.raises(pyroi.ArgumentTypeError, match="boxes cannot be converted"):
+        pyroi.roi_align(features, [[1, 1, 10**400, 3]], 2, batch_indices=[0])
+    with pytest.raises(pyroi.BoxError, match="non-finite"):  # inf given is inf
+        pyroi.roi_align(features, [[[1, 1, float("inf"), 3]]], 2)

@@ -335,7 +335,7 @@ def test_v2_backward_two_phase_workspace():
     np.testing.assert_array_equal(ascend.roi_align_v2_backward(
         grad, boxes, shape, *args, workspace=bytearray(size)), expected)
     with pytest.raises(pyroi.InvalidArgumentError, match="writeable"):
-        ascend.roi_align_v2_backward(grad, boxes, shape, *args, workspace=bytes(size))
+        ascend.roi_align_v2_backward(grad, boxes, shape, *args, workspace=memoryview(bytes(size)))
     # nothing to write: no workspace at all
     empty = ascend.roi_align_v2_backward_workspace_size(boxes, (2, 20, 15, 13)[:1] + (0, 15, 13),
                                                         *args)

@@ -233,7 +233,8 @@ def _device_of(value) -> str | None:
         else:
             if int(kind) in _HOST_DEVICES:
                 return None
-            return label or f"{_DLPACK_DEVICES.get(int(kind), f'DLPack device {int(kind)}')}:{index}"
+            kind_name = _DLPACK_DEVICES.get(int(kind), f"DLPack device type {int(kind)}")
+            return label or f"{kind_name}:{index}"
     if label is None or "cpu" in str(getattr(device, "type", label)).lower():
         return None
     return label
@@ -277,11 +278,20 @@ def _as_array(value, name: str = "boxes", dtype=None) -> np.ndarray:
         dlpack_error = None
     plain = dtype is not None and _holds_python_numbers(value)
     try:
-        with np.errstate(over="ignore"):  # beyond the dtype's range: inf, reported as such
-            return np.asarray(value, dtype=dtype if plain else None)
-    except (ValueError, TypeError, RuntimeError) as error:  # ragged nesting, unconvertible
+        with np.errstate(over="ignore"):
+            array = np.asarray(value, dtype=dtype if plain else None)
+    except (ValueError, TypeError, RuntimeError, OverflowError) as error:
+        # ragged nesting, unconvertible objects, Python ints beyond the dtype
         raise ArgumentTypeError(
             f"{name} cannot be converted to an array: {dlpack_error or error}") from None
+    if plain and array.dtype.kind == "f" and not np.isfinite(array).all():
+        given = np.asarray(value, dtype=np.float64)
+        overflow = np.isinf(array) & np.isfinite(given)
+        if overflow.any():
+            raise InvalidArgumentError(
+                f"{name} holds {float(given[overflow][0])!r}, beyond the range of {array.dtype} "
+                f"(the features' dtype)")
+    return array
 
 
 def _check_coords_dtype(array: np.ndarray, dtype: np.dtype, name: str) -> None:

@@ -4,6 +4,7 @@
     pyroi pool | ps-align | ps-pool | align-rotated FEATURES BOXES -o OUT.npy
     pyroi align                      # the embedded sample: a small map and four boxes
     pyroi explain --box 1.2,0.7,4.1,3.3 --output-size 2 --sampling-ratio 2 -o explain.png
+    pyroi sample -o DIR              # the embedded sample as DIR/features.npy, DIR/boxes.csv
     pyroi bench --quick -w small_call -t 1
 
 FEATURES is a ``.npy`` or ``.npz`` file (``--key`` picks the array of an ``.npz``; default:
@@ -12,12 +13,14 @@ W, C)``). BOXES is a ``.npy``, ``.csv`` or ``.json`` file of rows ``[batch_index
 y2]`` or ``[x1, y1, x2, y2]`` (then every box is on image ``--batch-index``, default 0);
 align-rotated rows are ``[batch_index, cx, cy, w, h, angle]`` or ``[cx, cy, w, h, angle]``.
 A ``.json`` file is a list of rows or ``{"boxes": [...], "batch_indices": [...]}``; a ``.csv``
-file has one box per line (``#`` comments and one header line are skipped). The computation
-is the library's: the command line reads files, checks them, calls :mod:`pyroi` and writes
-the result as ``.npy``.
+file has one box per line, comma-separated (``#`` comments are skipped, and a first line of
+names without a number as a header; any other field that is not a number is an error naming
+its line and column). The computation is the library's: the command line reads files, checks
+them, calls :mod:`pyroi` and writes the result as ``.npy``.
 
 Exit status: 0 on success, 1 for an input or runtime error (a file that cannot be read, a
-wrong shape, an error of pyroi), 2 for a usage error (unknown or malformed options).
+wrong shape, an error of pyroi), 2 for a usage error (unknown or malformed options), 141
+(128 + SIGPIPE, quietly, as Unix tools) when the reader of the output exits first.
 """
 
 from __future__ import annotations
@@ -141,7 +144,8 @@ def _load_boxes(path: str, key: str | None):
 
 def _parse_csv(text: str, path: str) -> np.ndarray:
     """Rows of numbers, one box per line. ``#`` starts a comment; the first non-empty line
-    is skipped only as a header, i.e. when none of its fields is a number. Every other
+    is skipped only as a header, i.e. when every field is a name and none is a number (a
+    typo such as ``5x`` in a first row of numbers is an error, not a header). Every other
     problem names its line (counted in the file, from 1) and column."""
     rows, numbers, header_seen = [], [], False
     for number, line in enumerate(text.splitlines(), 1):
