@@ -81,17 +81,22 @@ def float16_support(data: str, boxes: tuple = ("boxes",)):
 
         @functools.wraps(function)
         def wrapper(*args, **kwargs):
-            value = args[position] if len(args) > position else kwargs.get(data)
+            by_position = len(args) > position
+            value = args[position] if by_position else kwargs.get(data)
+            if value is not None and not isinstance(value, np.ndarray):
+                value = _validate._as_array(value, data)  # another library's array: NumPy
+                if by_position:
+                    args = args[:position] + (value,) + args[position + 1:]
+                else:
+                    kwargs = {**kwargs, data: value}
             if isinstance(value, np.ndarray) and value.dtype != _HALF:
                 return function(*args, **kwargs)
             try:
                 bound = signature.bind(*args, **kwargs)
             except TypeError:
                 return function(*args, **kwargs)  # let the function report it
-            if bound.arguments.get(data) is not None:  # another library's array: as NumPy
-                bound.arguments[data] = _validate._as_array(bound.arguments[data], data)
             if not _is_half(bound.arguments.get(data)):
-                return function(*bound.args, **bound.kwargs)
+                return function(*args, **kwargs)
             bound.arguments[data] = bound.arguments[data].astype(np.float32)
             for name in boxes:
                 if bound.arguments.get(name) is not None:

@@ -221,10 +221,13 @@ _DLPACK_DEVICES = {2: "cuda", 4: "opencl", 7: "vulkan", 8: "metal", 9: "vpi", 10
 
 
 def _device_of(value) -> str | None:
-    """The device of an array object whose memory is not the CPU's (per __dlpack_device__,
-    else a ``device`` attribute naming no CPU), or None."""
+    """The device of an array object whose memory is not the CPU's, or None: a ``device``
+    attribute naming the CPU settles it, else ``__dlpack_device__`` (host-readable types are
+    the CPU's), else the ``device`` attribute."""
     device = getattr(value, "device", None)
     label = str(device) if device is not None and not callable(device) else None
+    if label is not None and "cpu" in str(getattr(device, "type", label)).lower():
+        return None  # the cheap answer (torch.device("cpu"), "cpu", JAX's CpuDevice)
     if hasattr(value, "__dlpack_device__"):
         try:
             kind, index = value.__dlpack_device__()
@@ -235,8 +238,6 @@ def _device_of(value) -> str | None:
                 return None
             kind_name = _DLPACK_DEVICES.get(int(kind), f"DLPack device type {int(kind)}")
             return label or f"{kind_name}:{index}"
-    if label is None or "cpu" in str(getattr(device, "type", label)).lower():
-        return None
     return label
 
 
