@@ -329,8 +329,13 @@ def test_v2_backward_two_phase_workspace():
     with pytest.raises(pyroi.InvalidArgumentError, match="contiguous"):
         ascend.roi_align_v2_backward(grad, boxes, shape, *args,
                                      workspace=np.empty(2 * size, np.uint8)[::2])
-    with pytest.raises(pyroi.ArgumentTypeError, match="workspace"):
-        ascend.roi_align_v2_backward(grad, boxes, shape, *args, workspace=bytearray(size))
+    with pytest.raises(pyroi.DTypeError, match="workspace"):  # a list converts to int64
+        ascend.roi_align_v2_backward(grad, boxes, shape, *args, workspace=[0] * size)
+    # any writeable buffer of bytes works (the array interface / buffer protocol)
+    np.testing.assert_array_equal(ascend.roi_align_v2_backward(
+        grad, boxes, shape, *args, workspace=bytearray(size)), expected)
+    with pytest.raises(pyroi.InvalidArgumentError, match="writeable"):
+        ascend.roi_align_v2_backward(grad, boxes, shape, *args, workspace=memoryview(bytes(size)))
     # nothing to write: no workspace at all
     empty = ascend.roi_align_v2_backward_workspace_size(boxes, (2, 20, 15, 13)[:1] + (0, 15, 13),
                                                         *args)

@@ -90,7 +90,8 @@ def test_explain_writes_a_png(files):
     assert result.returncode == 0, result.stderr
     with open(path / "explain.png", "rb") as png:
         assert png.read(8) == b"\x89PNG\r\n\x1a\n"
-    assert matplotlib.image.imread(path / "explain.png").shape[:2] == (600, 1200)
+    height, width = matplotlib.image.imread(path / "explain.png").shape[:2]
+    assert width == 1300 and 700 <= height <= 1100  # 13 inches wide, the maps' height
 
 
 def test_explain_without_matplotlib(tmp_path):
@@ -240,3 +241,116 @@ def test_explain_in_process(files, capsys):
     assert cli.main(["explain", "--box", "1,1,3,3", "--features", str(path / "features.npy"),
                      "--channel", "99", "-o", str(path / "e.png")]) == 1
     assert "channel 99" in capsys.readouterr().err
+
+
+# ---- rough edges a new user hit --------------------------------------------------------------
+
+def test_negative_numbers_are_values(files, capsys):
+    path, features, boxes, _ = files
+    pytest.importorskip("matplotlib")
+    out = str(path / "negative.png")
+    assert cli.main(["explain", "--box", "-2,-1,3,2.5", "-o", out]) == 0
+    assert os.path.exists(out)
+    # a negative scale reaches pyroi, which names it (exit 1), not argparse (exit 2)
+    assert cli.main(["align", str(path / "features.npy"), str(path / "boxes.npy"),
+                     "--spatial-scale", "-1e-3"]) == 1
+    assert "spatial_scale must be finite and non-negative" in capsys.readouterr().err
+    assert cli._attach_negative_values(cli.build_parser(), [
+        "explain", "--box", "-2,-1,3,2.5", "--spatial-scale", "-.5", "-o", "x.png"]) == [
+        "explain", "--box=-2,-1,3,2.5", "--spatial-scale=-.5", "-o", "x.png"]
+
+
+@pytest.mark.parametrize("content", [b"garbage", b"\x93NUMPY\x01\x00v\x00{'descr': '<f4'"])
+@pytest.mark.parametrize("suffix", [".npy", ".npz"])
+def test_corrupt_numpy_file(tmp_path, capsys, content, suffix):
+    (tmp_path / f"bad{suffix}").write_bytes(content)
+    np.save(tmp_path / "boxes.npy", np.zeros((1, 5), np.float32))
+    assert cli.main(["align", str(tmp_path / f"bad{suffix}"), str(tmp_path / "boxes.npy")]) == 1
+    error = capsys.readouterr().err
+    assert f"is not a valid {suffix} file" in error and "pickle" not in error
+
+
+def test_help_texts(tmp_path):
+    text = run(["align", "--help"], tmp_path).stdout
+    assert "(default: None)" not in text
+    for option in text.split("\n  -"):
+        assert option.count("(default") <= 1, option
+    mode = text[text.index("  --mode"):text.index("  --layout")]
+    assert "mean" in mode and "maximum" in mode
+    from pyroi import bench
+
+    text = " ".join(run(["bench", "--help"], tmp_path).stdout.split())
+    for name in bench.WORKLOADS:
+        assert name in text
+
+
+@pytest.mark.skipif(os.name != "posix", reason="SIGPIPE")
+@pytest.mark.parametrize("args", [["align"], ["sample", "-o", "sample"]])
+def test_a_reader_that_exits_stops_the_command_quietly(tmp_path, args):
+    code = f"import sys, runpy; sys.argv = ['pyroi'] + {args!r}; " \
+           "runpy.run_module('pyroi', run_name='__main__', alter_sys=True)"
+    process = subprocess.Popen([sys.executable, "-c", code], cwd=tmp_path, env=_ENV,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    process.stdout.close()  # as `pyroi ... | head -0` does
+    with process.stderr:
+        error = process.stderr.read().decode()
+    assert process.wait(timeout=120) == 141, error  # 128 + SIGPIPE, as Unix tools exit
+    assert error == ""
+
+
+def test_a_box_too_large_to_sample_says_why(files, capsys):
+    path, *_ = files
+    (path / "huge.csv").write_text("0,1,1,1e30,5\n")
+    assert cli.main(["align", str(path / "features.npy"), str(path / "huge.csv")]) == 1
+    error = capsys.readouterr().err
+    assert "RoI 0 is too large to sample (its coordinates are finite)" in error
+    assert "more than 2147483647 samples" in error and "fixed sampling_ratio" in error
+    assert "not finite, or" not in error
+
+
+@pytest.mark.parametrize("text, message", [
+    ("0,1,1,5,5x\n0,1,1,4,4\n", "line 1, column 5: '5x' is not a number"),
+    ("0,1,1,5,5,\n", "line 1, column 6: '' is not a number"),
+    ("0;1;1;5;5\n", "line 1, column 1: '0;1;1;5;5' is not a number (fields are separated by "
+                    "commas)"),
+    ("0,a,b,c,d\n", "line 1, column 2: 'a' is not a number"),
+    ("x1,y1,x2,y2\n1,1,5,5\n2,2,4,oops\n", "line 3, column 4: 'oops' is not a number"),
+    ("# boxes\n\nb,x1,y1,x2,y2\n0,1,1,5,5\n0,1,1,5\n", "line 5 has 4 fields, line 4 has 5"),
+])
+def test_csv_errors_name_line_and_column(files, capsys, text, message):
+    path, *_ = files
+    (path / "bad.csv").write_text(text)
+    assert cli.main(["align", str(path / "features.npy"), str(path / "bad.csv")]) == 1
+    assert message in capsys.readouterr().err
+
+
+def test_csv_header_is_skipped_only_when_it_holds_no_number(files, capsys):
+    path, features, boxes, _ = files
+    expected = pyroi.roi_align(features, boxes, 2)
+    rows = "".join(",".join(f"{v:g}" for v in b) + "\n" for b in boxes)
+    for header in ("batch_index,x1,y1,x2,y2\n", '"b","x1","y1","x2","y2"\n', ""):
+        (path / "h.csv").write_text("# comment\n" + header + rows)
+        check(capsys, ["align", str(path / "features.npy"), str(path / "h.csv")], path,
+              expected)
+
+
+def test_output_name_printed_is_the_file_written(files, capsys):
+    path, features, boxes, _ = files
+    out = str(path / "res.dat")
+    assert cli.main(["align", str(path / "features.npy"), str(path / "boxes.npy"),
+                     "-o", out]) == 0
+    assert capsys.readouterr().out.rstrip().endswith(out + ".npy")
+    np.testing.assert_array_equal(np.load(out + ".npy"), pyroi.roi_align(features, boxes, 2))
+
+
+def test_sample_files_feed_the_other_commands(tmp_path, capsys):
+    folder = str(tmp_path / "sample")
+    assert cli.main(["sample", "-o", folder]) == 0
+    assert f"pyroi align {folder}/features.npy {folder}/boxes.csv" in capsys.readouterr().out
+    sample = np.load(os.path.join(os.path.dirname(pyroi.__file__), "data", "sample.npz"))
+    for op, rows, function in (("align", "boxes.csv", pyroi.roi_align),
+                               ("align-rotated", "rois.csv", pyroi.roi_align_rotated)):
+        out = str(tmp_path / f"{op}.npy")
+        assert cli.main([op, f"{folder}/features.npy", f"{folder}/{rows}", "-o", out]) == 0
+        expected = function(sample["features"], sample[rows[:-4]], 2)
+        np.testing.assert_array_equal(np.load(out), expected)

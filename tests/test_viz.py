@@ -135,7 +135,7 @@ def test_explain_png(tmp_path):
         data = png.read()
     assert data[:8] == PNG_SIGNATURE
     image = matplotlib.image.imread(path)
-    assert image.shape[:2] == (600, 1200)
+    assert image.shape[1] == 1300 and 700 <= image.shape[0] <= 1100
 
 
 def test_explain_figure_with_features():
@@ -143,7 +143,7 @@ def test_explain_figure_with_features():
     features = np.random.default_rng(1).random((2, 3, 8, 9)).astype(np.float32)
     fig = viz.explain([-4, 2, 14, 12], (2, 3), 0.5, 0, True, features=features, image=1,
                       channel=2)
-    assert len(fig.axes) == 2
+    assert len(fig.axes) == 4  # two maps, each with its explanation below
     with pytest.raises(pyroi.InvalidArgumentError, match="channel 3"):
         viz.explain([0, 0, 2, 2], features=features, channel=3)
 
@@ -154,3 +154,111 @@ def test_explain_without_matplotlib(monkeypatch):
     monkeypatch.setitem(sys.modules, "matplotlib", None)
     with pytest.raises(ImportError, match=r"pip install pyroi\[viz\]"):
         viz.explain([0, 0, 2, 2])
+
+
+# ---- the picture a student reads (issue: overlapping weights, unexplained shift, huge boxes)
+
+PICTURES = {
+    "tour, legacy": ([1.2, 0.7, 4.1, 3.3], dict(output_size=2, sampling_ratio=2)),
+    "aligned, off the map": ([-2, -1, 3, 2.5], dict(output_size=3, sampling_ratio=0,
+                                                    aligned=True)),
+    "box larger than the map": ([1, 1, 1e30, 5], {}),
+    "many samples": ([0.3, 0.2, 9.7, 8.1], dict(output_size=(3, 4), sampling_ratio=0)),
+    "features": ([-4, 2, 14, 12], dict(output_size=(2, 3), spatial_scale=0.5, sampling_ratio=0,
+                                       aligned=True, features=np.random.default_rng(1).random(
+                                           (2, 3, 8, 9)).astype(np.float32), image=1)),
+}
+
+
+def _texts(fig):
+    """The visible, non-empty texts of a drawn figure with their pixel boxes."""
+    from matplotlib.text import Text
+
+    renderer = fig.canvas.get_renderer()
+    ticks, drawn = set(), []
+    for ax in fig.axes:  # tick labels count only where their tick is in view (drawn)
+        for axis, limits in ((ax.xaxis, ax.get_xlim()), (ax.yaxis, ax.get_ylim())):
+            for tick in axis.get_major_ticks() + axis.get_minor_ticks():
+                ticks.update((id(tick.label1), id(tick.label2)))
+                if min(limits) <= tick.get_loc() <= max(limits):
+                    drawn += [tick.label1, tick.label2]
+    texts = [t for t in fig.findobj(Text) if id(t) not in ticks] + drawn
+    return [(t.get_text(), t.get_window_extent(renderer)) for t in texts
+            if t.get_visible() and t.get_text() and t.get_figure() is not None]
+
+
+@pytest.mark.parametrize("name", PICTURES)
+def test_explain_texts_do_not_overlap(name):
+    pytest.importorskip("matplotlib")
+    box, options = PICTURES[name]
+    fig = viz.explain(box, **options)
+    fig.canvas.draw()
+    texts = _texts(fig)
+    assert len(texts) > 10
+    for i, (text, extent) in enumerate(texts):
+        for other, other_extent in texts[i + 1:]:
+            # a text may contain another's box only if they are the same artist's parts
+            assert not extent.overlaps(other_extent), (text, other)
+    width, height = fig.canvas.get_width_height()
+    for text, extent in texts:  # and all of them inside the picture
+        assert -1 <= extent.x0 and extent.x1 <= width + 1, text
+        assert -1 <= extent.y0 and extent.y1 <= height + 1, text
+
+
+def _all_text(fig):
+    return " ".join(text for text, _ in _texts(fig)).replace("\n", " ")
+
+
+def test_explain_says_what_each_panel_computes():
+    pytest.importorskip("matplotlib")
+    fig = viz.explain([1.2, 0.7, 4.1, 3.3], 2, sampling_ratio=2)
+    fig.canvas.draw()
+    words = _all_text(fig)
+    assert "each bin is the MEAN of its 2 x 2 samples" in words
+    assert "interpolated bilinearly" in words
+    assert "each bin is the MAXIMUM of the pixels" in words
+    assert "RoIAlign averages interpolated samples; RoIPool takes the maximum" in words
+
+
+def test_explain_captions_the_legacy_half_pixel_shift():
+    pytest.importorskip("matplotlib")
+    legacy = viz.explain([1.2, 0.7, 4.1, 3.3], 2, sampling_ratio=2, aligned=False)
+    legacy.canvas.draw()
+    assert "bins sit half a pixel right of and below the box" in _all_text(legacy)
+    aligned = viz.explain([1.2, 0.7, 4.1, 3.3], 2, sampling_ratio=2, aligned=True)
+    aligned.canvas.draw()
+    words = _all_text(aligned)
+    assert "half a pixel right" not in words and "cover exactly the box" in words
+
+
+def test_explain_weight_table_matches_the_geometry():
+    pytest.importorskip("matplotlib")
+    box = [1.2, 0.7, 4.1, 3.3]
+    g = viz.explain_roi_align(box, 2, sampling_ratio=2, map_size=(6, 7))
+    fig = viz.explain(box, 2, sampling_ratio=2)
+    fig.canvas.draw()
+    table = next(text for text, _ in _texts(fig) if text.startswith("bin (0, 0) = mean"))
+    lines = table.splitlines()
+    assert len(lines) == 1 + g.grid[0] * g.grid[1]
+    # sample 1: its four weights, the products with 10 * row + col, and the mean on top
+    weights = np.outer(g.rows.weights[0, 0], g.cols.weights[0, 0]).ravel()
+    assert all(f"{w:.2f}x" in lines[1] for w in weights)
+    value = pyroi.roi_align(viz._sample_plane(6, 7)[None, None],
+                            np.array([[0.0] + box]), 2, 1.0, 2)[0, 0, 0, 0]
+    assert f"= {value:.4g};" in lines[0]
+
+
+def test_explain_clips_a_huge_box_to_the_map():
+    pytest.importorskip("matplotlib")
+    fig = viz.explain([1, 1, 1e30, 5])
+    fig.canvas.draw()
+    align, pool = fig.axes[:2]
+    height, width = 7, 32  # the default map: as large as the box, at most 32 pixels a side
+    for ax in (align, pool):
+        assert ax.get_xlim() == pytest.approx(viz._view(height, width)[:2])
+        assert ax.get_ylim() == pytest.approx(viz._view(height, width)[:1:-1])
+    words = _all_text(fig)
+    assert "box continues to x = 1e+30" in words
+    assert "rounded box continues to column" in words
+    assert "The box reaches beyond the map (to x = 1e+30)" in words
+    assert "16 of the 16 samples lie beyond this view" in words

@@ -104,7 +104,14 @@ cdef int check_status(c.pyroi_status status, int64_t failed_roi=-1,
     if status == c.PYROI_E_CANCELLED:
         return raise_interrupt()
     message = c.pyroi_status_string(status).decode("ascii")
-    if failed_roi >= 0:
+    if failed_roi >= 0 and status == c.PYROI_E_INVALID_BOX:
+        # pyroi._validate has rejected non-finite coordinates before the call: what is left
+        # is a finite box too large to sample
+        message = (f"{argument}: RoI {failed_roi} is too large to sample (its coordinates are "
+                   f"finite): times spatial_scale it overflows the dtype, or with adaptive "
+                   f"sampling (sampling_ratio <= 0) a bin needs more than 2147483647 samples "
+                   f"along an axis; give a fixed sampling_ratio or check the boxes' scale")
+    elif failed_roi >= 0:
         message = f"{argument}: RoI {failed_roi}: {message}"
     raise _STATUS_ERRORS.get(status, PyroiError)(f"pyroi: {message} (status {<int>status})")
 

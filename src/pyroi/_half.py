@@ -24,25 +24,28 @@ import inspect
 
 import numpy as np
 
+from pyroi import _validate
 from pyroi._errors import DTypeError
 
 _HALF = np.dtype(np.float16)
 
 
 def _is_half(value) -> bool:
-    if isinstance(value, np.ndarray):
-        return value.dtype == _HALF
-    if value is None or isinstance(value, (list, tuple, dict, str, bytes)):
-        return False
-    dtype = getattr(value, "dtype", None)
-    return dtype is not None and np.dtype(dtype) == _HALF
+    """Whether ``value`` is a float16 NumPy array (convert other arrays with
+    ``_validate._as_array`` first)."""
+    return isinstance(value, np.ndarray) and value.dtype == _HALF
 
 
 def _widen_boxes(value, name: str):
-    """float16 / float32 boxes (array or list of arrays) as float32."""
+    """float16 / float32 boxes (array or list of arrays) as float32; Python numbers are
+    float16, the data's dtype, first."""
     if isinstance(value, (list, tuple)):
-        return [_widen_boxes(part, f"{name}[{i}]") for i, part in enumerate(value)]
-    array = value if isinstance(value, np.ndarray) else np.asarray(value)
+        return [_widen_part(part, f"{name}[{i}]") for i, part in enumerate(value)]
+    return _widen_part(value, name)
+
+
+def _widen_part(value, name: str):
+    array = _validate._as_array(value, name, _HALF)
     if array.dtype.kind == "f" and array.dtype.itemsize <= 4:
         return array.astype(np.float32)
     raise DTypeError(
@@ -53,8 +56,6 @@ def _widen_boxes(value, name: str):
 def _narrow(result, out, inputs=()):
     """The float32 result as float16, in ``out`` when given (checked like any ``out=``,
     against the call's arguments ``inputs``)."""
-    from pyroi import _validate
-
     with np.errstate(over="ignore"):  # beyond 65504: infinity, as documented
         half = result.astype(np.float16)
     if out is None:
@@ -81,7 +82,14 @@ def float16_support(data: str, boxes: tuple = ("boxes",)):
 
         @functools.wraps(function)
         def wrapper(*args, **kwargs):
-            value = args[position] if len(args) > position else kwargs.get(data)
+            by_position = len(args) > position
+            value = args[position] if by_position else kwargs.get(data)
+            if value is not None and not isinstance(value, np.ndarray):
+                value = _validate._as_array(value, data)  # another library's array: NumPy
+                if by_position:
+                    args = args[:position] + (value,) + args[position + 1:]
+                else:
+                    kwargs = {**kwargs, data: value}
             if isinstance(value, np.ndarray) and value.dtype != _HALF:
                 return function(*args, **kwargs)
             try:
@@ -92,7 +100,7 @@ def float16_support(data: str, boxes: tuple = ("boxes",)):
                 return function(*args, **kwargs)
             out = bound.arguments.pop("out", None)
             given = tuple(bound.arguments.values())  # the arguments as passed, for out=
-            bound.arguments[data] = np.asarray(bound.arguments[data]).astype(np.float32)
+            bound.arguments[data] = bound.arguments[data].astype(np.float32)
             for name in boxes:
                 if bound.arguments.get(name) is not None:
                     bound.arguments[name] = _widen_boxes(bound.arguments[name], name)

@@ -216,13 +216,86 @@ def backward_boxes(value, grad: np.ndarray, num_images: int, batch_indices=None,
     return coords, indices
 
 
-def _as_array(value, name: str = "boxes") -> np.ndarray:
+# DLPack device types whose memory the CPU reads (NumPy imports them): CPU, CUDA and ROCm
+# pinned host memory, CUDA managed memory; the names of the others, for messages.
+_HOST_DEVICES = (1, 3, 11, 13)
+_DLPACK_DEVICES = {2: "cuda", 4: "opencl", 7: "vulkan", 8: "metal", 9: "vpi", 10: "rocm",
+                   12: "ext_dev", 14: "oneapi", 15: "webgpu", 16: "hexagon", 17: "maia"}
+
+
+def _device_of(value) -> str | None:
+    """The device of an array object whose memory is not the CPU's, or None: a ``device``
+    attribute naming the CPU settles it, else ``__dlpack_device__`` (host-readable types are
+    the CPU's), else the ``device`` attribute."""
+    device = getattr(value, "device", None)
+    label = str(device) if device is not None and not callable(device) else None
+    if label is not None and "cpu" in str(getattr(device, "type", label)).lower():
+        return None  # the cheap answer (torch.device("cpu"), "cpu", JAX's CpuDevice)
+    if hasattr(value, "__dlpack_device__"):
+        try:
+            kind, index = value.__dlpack_device__()
+        except Exception:  # e.g. torch's "meta" tensors: judged by .device below
+            pass
+        else:
+            if int(kind) in _HOST_DEVICES:
+                return None
+            kind_name = _DLPACK_DEVICES.get(int(kind), f"DLPack device type {int(kind)}")
+            return label or f"{kind_name}:{index}"
+    return label
+
+
+def _holds_python_numbers(value) -> bool:
+    """Whether ``value`` is a Python int or float, or a list/tuple of such (nested): data
+    without a dtype of its own (NumPy scalars and arrays inside keep theirs)."""
+    if type(value) in (int, float):
+        return True
+    return isinstance(value, (list, tuple)) and all(_holds_python_numbers(v) for v in value)
+
+
+def _as_array(value, name: str = "boxes", dtype=None) -> np.ndarray:
+    """The one conversion of an array argument to NumPy: an ndarray as is; any CPU array
+    exposing ``__dlpack__`` (PyTorch, JAX, array-API libraries) or the array interface /
+    buffer protocol as a NumPy view of its memory (no copy); Python lists, tuples and numbers
+    with ``dtype`` when given (they carry none: boxes take the features' dtype).
+
+    Raises ArgumentTypeError naming ``name`` for an array on another device, a tensor that
+    requires grad (NumPy results carry no gradient: pass ``.detach()``; autograd is
+    ``pyroi.torch``'s), and anything NumPy cannot convert.
+    """
     if isinstance(value, np.ndarray):
         return value
+    device = _device_of(value)
+    if device is not None:
+        raise ArgumentTypeError(
+            f"{name} is on device {device}; pyroi computes on the CPU: copy it to host memory "
+            f"first (e.g. .cpu())")
+    if getattr(value, "requires_grad", False) is True:
+        raise ArgumentTypeError(
+            f"{name} requires grad, but pyroi's NumPy functions record no gradient: pass "
+            f"{name}.detach() (autograd through pyroi is pyroi.torch)")
+    if hasattr(value, "__dlpack__"):
+        try:
+            return np.from_dlpack(value)
+        except (BufferError, TypeError, ValueError, RuntimeError) as error:
+            dlpack_error = error  # e.g. a dtype DLPack cannot carry: try the array interface
+    else:
+        dlpack_error = None
+    plain = dtype is not None and _holds_python_numbers(value)
     try:
-        return np.asarray(value)
-    except (ValueError, TypeError) as error:  # ragged nesting, unconvertible objects
-        raise ArgumentTypeError(f"{name} cannot be converted to an array: {error}") from None
+        with np.errstate(over="ignore"):
+            array = np.asarray(value, dtype=dtype if plain else None)
+    except (ValueError, TypeError, RuntimeError, OverflowError) as error:
+        # ragged nesting, unconvertible objects, Python ints beyond the dtype
+        raise ArgumentTypeError(
+            f"{name} cannot be converted to an array: {dlpack_error or error}") from None
+    if plain and array.dtype.kind == "f" and not np.isfinite(array).all():
+        given = np.asarray(value, dtype=np.float64)
+        overflow = np.isinf(array) & np.isfinite(given)
+        if overflow.any():
+            raise InvalidArgumentError(
+                f"{name} holds {float(given[overflow][0])!r}, beyond the range of {array.dtype} "
+                f"(the features' dtype)")
+    return array
 
 
 def _check_coords_dtype(array: np.ndarray, dtype: np.dtype, name: str) -> None:
@@ -239,7 +312,7 @@ def _box_fields(coords_per_box):
 
 
 def _coords_with_indices(value, batch_indices, dtype, name, coords_per_box=4):
-    coords = _as_array(value, name)
+    coords = _as_array(value, name, dtype)
     if coords.ndim != 2 or coords.shape[1] != coords_per_box:
         raise ShapeError(
             f"{name} must have shape (K, {coords_per_box}) [{_box_fields(coords_per_box)}] "
@@ -265,11 +338,22 @@ def _coords_with_indices(value, batch_indices, dtype, name, coords_per_box=4):
 def _coords_from_list(value, dtype, num_images, name, coords_per_box=4):
     parts = []
     for i, part in enumerate(value):
-        array = _as_array(part, f"{name}[{i}]")
+        array = _as_array(part, f"{name}[{i}]", dtype)
+        if array.shape == (0,):  # [] : an image without boxes
+            array = array.reshape(0, coords_per_box)
         if array.ndim != 2 or array.shape[1] != coords_per_box:
+            hint = ""
+            if array.ndim == 1 and array.shape[0] in (coords_per_box, coords_per_box + 1):
+                hint = (f"; a list means one (L_i, {coords_per_box}) array per image (as in "
+                        f"torchvision): " + (
+                            f"for rows [batch_index, {_box_fields(coords_per_box)}] pass a "
+                            f"(K, {coords_per_box + 1}) array, e.g. np.asarray({name}, dtype)"
+                            if array.shape[0] == coords_per_box + 1 else
+                            f"the boxes of one image are [[[{_box_fields(coords_per_box)}], "
+                            f"...]]"))
             raise ShapeError(
                 f"{name}[{i}] must have shape (L, {coords_per_box}) "
-                f"[{_box_fields(coords_per_box)}], got {array.shape}"
+                f"[{_box_fields(coords_per_box)}], got {array.shape}{hint}"
             )
         _check_coords_dtype(array, dtype, f"{name}[{i}]")
         parts.append(array)
@@ -284,7 +368,7 @@ def _coords_from_rois(value, dtype, num_images, name, coords_per_box=4):
     """The ``(K, 1 + n)`` form, checked in one pass in C (pyroi_roi_rows_batch_indices):
     every batch index an integer, then in range, then every coordinate finite, each error
     naming its first RoI."""
-    array = _as_array(value, name)
+    array = _as_array(value, name, dtype)
     if array.ndim != 2 or array.shape[1] != 1 + coords_per_box:
         raise ShapeError(
             f"{name} must have shape (K, {1 + coords_per_box}) "
@@ -328,8 +412,7 @@ def output_array(out, shape: tuple, dtype: np.dtype, inputs: tuple, name: str = 
             raise InvalidArgumentError(
                 f"{shape_from} gives a result of shape {tuple(shape)}, too large for NumPy"
             ) from None
-    if not isinstance(out, np.ndarray):
-        raise ArgumentTypeError(f"{name} must be a NumPy array, got {type(out).__name__}")
+    out = _as_array(out, name)  # another library's CPU array: written through a view
     if out.dtype != dtype:
         raise DTypeError(f"{name} must have dtype {dtype}, got {out.dtype}")
     if out.shape != tuple(shape):
@@ -573,7 +656,7 @@ def onnx_aligned(mode, opset: int) -> bool:
 
 def int64_indices(value, name: str = "batch_indices") -> np.ndarray:
     """An int64 index array (ONNX tensor(int64)); other dtypes are rejected."""
-    array = _as_array(value)
+    array = _as_array(value, name)
     if array.dtype.newbyteorder("=") != np.dtype(np.int64):
         raise DTypeError(f"{name} must be an int64 array, got dtype {array.dtype}")
     return array
@@ -632,7 +715,7 @@ def ascend_actual_counts(value, batch: int, count: int, strict: bool) -> np.ndar
     None means every one of the N RoIs of each image is real."""
     if value is None:
         return np.full(batch, count, dtype=np.int64)
-    array = _as_array(value)
+    array = _as_array(value, "roi_actual_num")
     if array.dtype.kind not in "iu" or (strict and array.dtype != np.int32):
         raise DTypeError(
             f"roi_actual_num must be an int32 array{'' if strict else ' (or any integers)'}, "
@@ -664,7 +747,7 @@ def ascend_v2_boxes(value, dtype: np.dtype, input_shape: tuple, scale: float):
     """Boxes of aclnnRoiAlignV2Backward: (K, 5) ``(image_id, x1, y1, x2, y2)`` of ``dtype``;
     image_id floored and in [0, B); 0 <= x1 <= x2 <= W / scale and 0 <= y1 <= y2 <= H / scale
     (bounds formed in float64). Returns (coords (K, 4), image ids (K,) int64)."""
-    array = _as_array(value)
+    array = _as_array(value, "boxes", dtype)
     if array.ndim != 2 or array.shape[1] != 5:
         raise ShapeError(
             f"boxes must have shape (K, 5) [image_id, x1, y1, x2, y2], got {array.shape}"
@@ -708,8 +791,7 @@ def ascend_v2_boxes(value, dtype: np.dtype, input_shape: tuple, scale: float):
 def workspace_array(value, inputs: tuple, name: str = "workspace") -> np.ndarray:
     """A caller's scratch buffer: a writeable, contiguous 1-D uint8 array not overlapping
     ``inputs``."""
-    if not isinstance(value, np.ndarray):
-        raise ArgumentTypeError(f"{name} must be a NumPy uint8 array, got {type(value).__name__}")
+    value = _as_array(value, name)
     if value.dtype != np.uint8 or value.ndim != 1:
         raise DTypeError(f"{name} must be a 1-D uint8 array, got {value.dtype} {value.shape}")
     if not value.flags.c_contiguous or not value.flags.writeable:

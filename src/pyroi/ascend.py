@@ -95,7 +95,7 @@ def roi_pooling(
     scale_h, scale_w = _validate.ascend_scales(spatial_scale, spatial_scale_h, spatial_scale_w)
     threads = _validate.num_threads(num_threads)
     batch, channels = features.shape[0], features.shape[1]
-    table = rois if isinstance(rois, np.ndarray) else np.asarray(rois)
+    table = _validate._as_array(rois, "rois")
     if table.ndim != 3 or table.shape[0] != batch or table.shape[1] != 5:
         raise _validate.ShapeError(
             f"rois must have shape (batch, 5, N) = ({batch}, 5, N) "
@@ -156,7 +156,7 @@ def pack_rois(boxes, *, dtype=None, strict=True):
         )
     arrays = []
     for i, part in enumerate(boxes):
-        array = part if isinstance(part, np.ndarray) else np.asarray(part)
+        array = _validate._as_array(part, f"boxes[{i}]")
         if array.ndim != 2 or array.shape[1] != 4:
             raise _validate.ShapeError(
                 f"boxes[{i}] must have shape (L, 4) [x1, y1, x2, y2], got {array.shape}"
@@ -314,7 +314,7 @@ def roi_align_v2_backward_workspace_size(boxes, input_shape, pooled_height, pool
     >>> ascend.roi_align_v2_backward_workspace_size(boxes, (1, 1, 2, 2), 2, 2, 1.0, 2, True) > 0
     True
     """
-    array = boxes if isinstance(boxes, np.ndarray) else np.asarray(boxes)
+    array = _validate._as_array(boxes, "boxes")
     if array.dtype == np.float16:  # a float16 call runs in float32 (see pyroi._half)
         array = array.astype(np.float32)
     dtype = array.dtype.newbyteorder("=")

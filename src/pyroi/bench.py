@@ -56,6 +56,20 @@ def random_boxes(rng, count, images, image_h, image_w, min_side, max_side):
     return np.concatenate([batch[:, None], boxes], axis=1).astype(np.float32)
 
 
+WORKLOADS = {
+    "box_head": "Mask R-CNN box head: 2x256x200x272, 1000 boxes, 7x7, sr 2, aligned",
+    "mask_head": "mask head: 2x256x200x272, 100 boxes, 14x14, sr 2, aligned",
+    "adaptive_large": "adaptive sampling: 1x256x100x136, 300 boxes 200-800 px at 1/8, 7x7, "
+                      "sr 0",
+    "vgg_conv5_align": "Fast R-CNN VGG conv5 1x512x38x50, 300 boxes, 7x7, sr 2, legacy",
+    "small_call": "small call: 2x256x200x272, 64 boxes, 7x7, sr 2, aligned",
+    "onnx_max": "ONNX RoiAlign mode=max (max of weighted taps): 2x256x200x272, 1000 boxes, "
+                "7x7, sr 2, half_pixel",
+    "vgg_conv5_pool": "RoIPool, Fast R-CNN VGG conv5 1x512x38x50, 300 boxes, 7x7",
+}
+"""The workloads of ``pyroi bench``: name -> description."""
+
+
 def make_workloads(rng) -> list[Workload]:
     box_features = rng.standard_normal((2, 256, 200, 272), dtype=np.float32)
     box_boxes = random_boxes(rng, 1000, 2, 800, 1088, 16, 256)
@@ -66,21 +80,19 @@ def make_workloads(rng) -> list[Workload]:
     large_boxes = random_boxes(rng, 300, 1, 800, 1088, 200, 800)
     small_boxes = random_boxes(rng, 64, 2, 800, 1088, 16, 256)
     return [
-        Workload("box_head", "Mask R-CNN box head: 2x256x200x272, 1000 boxes, 7x7, sr 2, aligned",
-                 box_features, box_boxes, 7, 0.25, 2, True),
-        Workload("mask_head", "mask head: 2x256x200x272, 100 boxes, 14x14, sr 2, aligned",
-                 box_features, mask_boxes, 14, 0.25, 2, True),
-        Workload("adaptive_large", "adaptive sampling: 1x256x100x136, 300 boxes 200-800 px at "
-                 "1/8, 7x7, sr 0", fpn_p5, large_boxes, 7, 0.125, 0, False),
-        Workload("vgg_conv5_align", "Fast R-CNN VGG conv5 1x512x38x50, 300 boxes, 7x7, sr 2, "
-                 "legacy", vgg, vgg_boxes, 7, 1 / 16, 2, False),
-        Workload("small_call", "small call: 2x256x200x272, 64 boxes, 7x7, sr 2, aligned",
-                 box_features, small_boxes, 7, 0.25, 2, True),
-        Workload("onnx_max", "ONNX RoiAlign mode=max (max of weighted taps): 2x256x200x272, "
-                 "1000 boxes, 7x7, sr 2, half_pixel", box_features, box_boxes, 7, 0.25, 2, True,
+        Workload("box_head", WORKLOADS["box_head"], box_features, box_boxes, 7, 0.25, 2, True),
+        Workload("mask_head", WORKLOADS["mask_head"], box_features, mask_boxes, 14, 0.25, 2,
+                 True),
+        Workload("adaptive_large", WORKLOADS["adaptive_large"], fpn_p5, large_boxes, 7, 0.125,
+                 0, False),
+        Workload("vgg_conv5_align", WORKLOADS["vgg_conv5_align"], vgg, vgg_boxes, 7, 1 / 16, 2,
+                 False),
+        Workload("small_call", WORKLOADS["small_call"], box_features, small_boxes, 7, 0.25, 2,
+                 True),
+        Workload("onnx_max", WORKLOADS["onnx_max"], box_features, box_boxes, 7, 0.25, 2, True,
                  backward=False, op="onnx_max"),
-        Workload("vgg_conv5_pool", "RoIPool, Fast R-CNN VGG conv5 1x512x38x50, 300 boxes, 7x7",
-                 vgg, vgg_boxes, 7, 1 / 16, 0, False, op="roi_pool"),
+        Workload("vgg_conv5_pool", WORKLOADS["vgg_conv5_pool"], vgg, vgg_boxes, 7, 1 / 16, 0,
+                 False, op="roi_pool"),
     ]
 
 
@@ -349,7 +361,8 @@ def format_scaling(rows) -> str:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The benchmark's options (shared by ``pyroi bench`` and ``bench/bench.py``)."""
     parser.add_argument("-w", "--workload", action="append",
-                        help="workload name (repeatable); default: all")
+                        help="workload (repeatable; default: all): "
+                             + ", ".join(WORKLOADS))
     parser.add_argument("-t", "--threads", type=int, action="append",
                         help="thread count (repeatable); default: 1 and 2")
     parser.add_argument("--repeat", type=int, default=7, help="pyroi repeats (median)")

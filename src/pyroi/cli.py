@@ -4,6 +4,7 @@
     pyroi pool | ps-align | ps-pool | align-rotated FEATURES BOXES -o OUT.npy
     pyroi align                      # the embedded sample: a small map and four boxes
     pyroi explain --box 1.2,0.7,4.1,3.3 --output-size 2 --sampling-ratio 2 -o explain.png
+    pyroi sample -o DIR              # the embedded sample as DIR/features.npy, DIR/boxes.csv
     pyroi bench --quick -w small_call -t 1
 
 FEATURES is a ``.npy`` or ``.npz`` file (``--key`` picks the array of an ``.npz``; default:
@@ -12,12 +13,14 @@ W, C)``). BOXES is a ``.npy``, ``.csv`` or ``.json`` file of rows ``[batch_index
 y2]`` or ``[x1, y1, x2, y2]`` (then every box is on image ``--batch-index``, default 0);
 align-rotated rows are ``[batch_index, cx, cy, w, h, angle]`` or ``[cx, cy, w, h, angle]``.
 A ``.json`` file is a list of rows or ``{"boxes": [...], "batch_indices": [...]}``; a ``.csv``
-file has one box per line (``#`` comments and one header line are skipped). The computation
-is the library's: the command line reads files, checks them, calls :mod:`pyroi` and writes
-the result as ``.npy``.
+file has one box per line, comma-separated (``#`` comments are skipped, and a first line of
+names without a number as a header; any other field that is not a number is an error naming
+its line and column). The computation is the library's: the command line reads files, checks
+them, calls :mod:`pyroi` and writes the result as ``.npy``.
 
 Exit status: 0 on success, 1 for an input or runtime error (a file that cannot be read, a
-wrong shape, an error of pyroi), 2 for a usage error (unknown or malformed options).
+wrong shape, an error of pyroi), 2 for a usage error (unknown or malformed options), 141
+(128 + SIGPIPE, quietly, as Unix tools) when the reader of the output exits first.
 """
 
 from __future__ import annotations
@@ -25,7 +28,10 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
+import signal
 import sys
+import zipfile
 from importlib import resources
 
 import numpy as np
@@ -84,8 +90,10 @@ def _load_array(path: str, key: str | None, what: str) -> np.ndarray:
         raise InputError(f"{what} file {path!r}: expected a .npy or .npz file")
     try:
         loaded = np.load(path, allow_pickle=False)
-    except (OSError, ValueError, EOFError) as error:
+    except OSError as error:
         raise InputError(f"cannot read {what} file {path!r}: {_reason(error)}") from None
+    except (ValueError, EOFError) as error:  # not NumPy's format (it would try a pickle)
+        raise _not_valid(what, path, suffix, error) from None
     if isinstance(loaded, np.ndarray):
         if key is not None:
             raise InputError(f"--key {key!r} applies to .npz files, not {path!r}")
@@ -100,8 +108,17 @@ def _load_array(path: str, key: str | None, what: str) -> np.ndarray:
             raise InputError(f"{what} file {path!r} has no array {key!r} (it has {names})")
         try:
             return loaded[key]
-        except (OSError, ValueError, EOFError) as error:
-            raise InputError(f"cannot read {what} file {path!r}: {_reason(error)}") from None
+        except (OSError, ValueError, EOFError, zipfile.BadZipFile) as error:
+            raise _not_valid(what, path, suffix, error) from None
+
+
+def _not_valid(what: str, path: str, suffix: str, error: Exception) -> InputError:
+    """The error for a file that is not a valid .npy / .npz (NumPy's own message then advises
+    loading it as a pickle, which is unsafe and not what the user asked for)."""
+    reason = _reason(error)
+    if "pickle" in reason:
+        reason = f"it does not start with the {suffix} format's header"
+    return InputError(f"{what} file {path!r} is not a valid {suffix} file: {reason}")
 
 
 def _reason(error: Exception) -> str:
@@ -126,20 +143,47 @@ def _load_boxes(path: str, key: str | None):
 
 
 def _parse_csv(text: str, path: str) -> np.ndarray:
-    rows = []
-    lines = [line.split("#", 1)[0].strip() for line in text.splitlines()]
-    lines = [line for line in lines if line]
-    for number, line in enumerate(lines, 1):
-        try:
-            rows.append([float(field) for field in line.split(",")])
-        except ValueError:
-            if number == 1:
-                continue  # a header line
-            raise InputError(f"BOXES file {path!r}: line {number} is not a row of numbers: "
-                             f"{line!r}") from None
-    if len({len(r) for r in rows}) > 1:
-        raise InputError(f"BOXES file {path!r}: rows have different lengths")
+    """Rows of numbers, one box per line. ``#`` starts a comment; the first non-empty line
+    is skipped only as a header, i.e. when every field is a name and none is a number (a
+    typo such as ``5x`` in a first row of numbers is an error, not a header). Every other
+    problem names its line (counted in the file, from 1) and column."""
+    rows, numbers, header_seen = [], [], False
+    for number, line in enumerate(text.splitlines(), 1):
+        line = line.split("#", 1)[0].strip()
+        if not line:
+            continue
+        fields = [field.strip() for field in line.split(",")]
+        values = [_csv_number(field) for field in fields]
+        if not header_seen and all(_HEADER_FIELD.fullmatch(f) for f in fields) and all(
+                v is None for v in values):
+            header_seen = True  # a header: names, no number
+            continue
+        header_seen = True
+        for column, (field, value) in enumerate(zip(fields, values), 1):
+            if value is None:
+                separator = " (fields are separated by commas)" if re.search(
+                    r"[;\t|]", field) else ""
+                raise InputError(
+                    f"BOXES file {path!r}: line {number}, column {column}: {field!r} is not a "
+                    f"number{separator}")
+        if rows and len(values) != len(rows[0]):
+            raise InputError(
+                f"BOXES file {path!r}: line {number} has {len(values)} fields, line "
+                f"{numbers[0]} has {len(rows[0])}")
+        rows.append(values)
+        numbers.append(number)
     return np.array(rows, dtype=np.float64).reshape(len(rows), -1 if rows else 0)
+
+
+# A header field: a name (optionally quoted), e.g. x1 or "batch_index".
+_HEADER_FIELD = re.compile(r"""(["']?)[A-Za-z_][\w .-]*\1""")
+
+
+def _csv_number(field: str) -> float | None:
+    try:
+        return float(field)
+    except ValueError:
+        return None
 
 
 def _parse_json(text: str, path: str):
@@ -250,14 +294,20 @@ def _run_op(op: str, args) -> int:
     if on_sample:
         _print_sample(op, features, rows, result, args)
     if args.output is not None:
+        written = _npy_path(args.output)
         try:
-            np.save(args.output, result)
+            np.save(written, result)
         except OSError as error:
-            raise InputError(f"cannot write {args.output!r}: {_reason(error)}") from None
-        print(f"pyroi {op}: {_summary(result)} -> {args.output}")
+            raise InputError(f"cannot write {written!r}: {_reason(error)}") from None
+        print(f"pyroi {op}: {_summary(result)} -> {written}")
     elif not on_sample:
         print(f"pyroi {op}: {_summary(result)} (not written: give -o OUT.npy)")
     return 0
+
+
+def _npy_path(path: str) -> str:
+    """The file np.save writes for ``path`` (it appends .npy to any other name)."""
+    return path if path.endswith(".npy") else path + ".npy"
 
 
 def _bins(output_size) -> int:
@@ -281,7 +331,31 @@ def _print_sample(op, features, rows, result, args):
         print(f"  [{corners}] -> {values}")
 
 
-# ---- explain and bench -------------------------------------------------------------------
+# ---- sample, explain and bench --------------------------------------------------------------
+
+def _run_sample(args) -> int:
+    """Write the embedded sample as files the other commands read: features.npy and the
+    boxes (boxes.csv) and rotated RoIs (rois.csv) as rows with their batch index."""
+    sample = _sample()
+    try:
+        os.makedirs(args.output, exist_ok=True)
+        np.save(os.path.join(args.output, "features.npy"), sample["features"])
+        for name, header in (("boxes", "batch_index,x1,y1,x2,y2"),
+                             ("rois", "batch_index,cx,cy,w,h,angle")):
+            lines = [header] + [",".join(np.format_float_positional(v, trim="-") for v in row)
+                                for row in sample[name]]
+            with open(os.path.join(args.output, f"{name}.csv"), "w", encoding="utf-8") as file:
+                file.write("\n".join(lines) + "\n")
+    except OSError as error:
+        raise InputError(f"cannot write {args.output!r}: {_reason(error)}") from None
+    features = os.path.join(args.output, "features.npy")
+    print(f"pyroi sample: wrote {features} {sample['features'].shape} "
+          f"{sample['features'].dtype}, {os.path.join(args.output, 'boxes.csv')} "
+          f"({len(sample['boxes'])} boxes), {os.path.join(args.output, 'rois.csv')} "
+          f"({len(sample['rois'])} rotated RoIs)")
+    print(f"try: pyroi align {features} {os.path.join(args.output, 'boxes.csv')}")
+    return 0
+
 
 def _run_explain(args) -> int:
     from pyroi import viz
@@ -306,12 +380,57 @@ def _run_explain(args) -> int:
 
 # ---- the parser ------------------------------------------------------------------------------
 
+class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """Shows "(default: ...)" for options with a default value, unless the help already says
+    what the default is (options whose default None means "see the help")."""
+
+    def _get_help_string(self, action):
+        text = action.help or ""
+        if action.default is None or "default" in text:
+            return text
+        return super()._get_help_string(action)
+
+
+# An option's value that argparse would take for an option because it starts with "-":
+# one or more comma-separated numbers, e.g. --box -2,-1,3,2.5 or --spatial-scale -1e-3.
+_NEGATIVE_VALUE = re.compile(r"-\s*[\d.][\w.+-]*(\s*,\s*[-+]?[\d.][\w.+-]*)*,?")
+
+
+def _attach_negative_values(parser: argparse.ArgumentParser, argv: list[str]) -> list[str]:
+    """``--option -2,-1`` as ``--option=-2,-1`` for every option that takes one value, so
+    that negative numbers work as values (argparse reads "-2,-1" as an unknown option)."""
+    takes_value = set()
+    parsers = [parser]
+    while parsers:
+        current = parsers.pop()
+        for action in current._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                parsers.extend(action.choices.values())
+            elif action.option_strings and action.nargs is None and isinstance(
+                    action, (argparse._StoreAction, argparse._AppendAction)):
+                takes_value.update(action.option_strings)
+    joined, index = [], 0
+    while index < len(argv):
+        token = argv[index]
+        if (token in takes_value and index + 1 < len(argv)
+                and _NEGATIVE_VALUE.fullmatch(argv[index + 1])):
+            joined.append(f"{token}={argv[index + 1]}")
+            index += 2
+            continue
+        if token == "--":  # the rest is positional
+            joined.extend(argv[index:])
+            break
+        joined.append(token)
+        index += 1
+    return joined
+
+
 def _add_op_parser(subparsers, op: str):
     rotated = op == "align-rotated"
     parser = subparsers.add_parser(
         op, help=_OPS[op], description=f"{_OPS[op]} of FEATURES over BOXES, written as .npy. "
         "Without FEATURES and BOXES: the embedded sample, printed.",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+        formatter_class=_HelpFormatter)
     parser.add_argument("features", metavar="FEATURES", nargs="?",
                         help="(N, C, H, W) feature maps, .npy or .npz")
     parser.add_argument("boxes", metavar="BOXES", nargs="?",
@@ -335,7 +454,9 @@ def _add_op_parser(subparsers, op: str):
         parser.add_argument("--aligned", action=argparse.BooleanOptionalAction,
                             default=rotated, help="half-pixel shift of the box corners")
     if op == "align":
-        parser.add_argument("--mode", choices=("avg", "max"), default="avg")
+        parser.add_argument("--mode", choices=("avg", "max"), default="avg",
+                            help="a bin is the mean of its bilinear samples (avg, "
+                                 "torchvision) or their maximum (max, mmcv)")
         parser.add_argument("--layout", choices=("NCHW", "NHWC"), default="NCHW",
                             help="FEATURES layout")
     if rotated:
@@ -363,11 +484,20 @@ def build_parser() -> argparse.ArgumentParser:
     subparsers = parser.add_subparsers(title="commands", metavar="COMMAND")
     for op in _OPS:
         _add_op_parser(subparsers, op)
+    sample = subparsers.add_parser(
+        "sample", help="write the embedded sample as files (features.npy, boxes.csv, rois.csv)",
+        description="Write the embedded sample (the map and boxes `pyroi align` uses without "
+        "inputs) into DIR: features.npy (N, C, H, W), boxes.csv (batch_index, x1, y1, x2, y2) "
+        "and rois.csv (batch_index, cx, cy, w, h, angle), for `pyroi align DIR/features.npy "
+        "DIR/boxes.csv`.")
+    sample.add_argument("-o", "--output", required=True, metavar="DIR",
+                        help="directory to write into (made if missing; files are replaced)")
+    sample.set_defaults(command="sample")
     explain = subparsers.add_parser(
         "explain", help="draw RoIAlign's samples and taps and RoIPool's bins for one box",
         description="Draw, for one box, the feature map, RoIAlign's bins, sample points and "
         "bilinear taps (weights), and beside it RoIPool's quantised bins. Needs matplotlib "
-        "(pip install pyroi[viz]).", formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+        "(pip install pyroi[viz]).", formatter_class=_HelpFormatter)
     explain.add_argument("--box", type=_box, required=True, metavar="X1,Y1,X2,Y2",
                          help="the box, in input-image pixels")
     explain.add_argument("--output-size", type=_output_size, default=2, metavar="H[,W]")
@@ -411,7 +541,29 @@ def main(argv: list[str] | None = None) -> int:
     0
     """
     parser = build_parser()
-    args = parser.parse_args(sys.argv[1:] if argv is None else argv)
+    try:
+        try:
+            return _main(parser, sys.argv[1:] if argv is None else list(argv))
+        finally:  # (also after --help) a reader that exited shows here, not at interpreter exit
+            sys.stdout.flush()
+    except BrokenPipeError:
+        return _reader_gone()
+
+
+def _reader_gone() -> int:
+    """The reader of standard output exited (``pyroi ... | head -1``): stop quietly, as Unix
+    tools do, with their status 128 + SIGPIPE (141; there is no signal number on Windows)."""
+    try:  # further writes (the interpreter's final flush) go nowhere instead of failing
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):  # stdout is not a real file
+        pass
+    return 128 + getattr(signal, "SIGPIPE", 13)
+
+
+def _main(parser: argparse.ArgumentParser, argv: list[str]) -> int:
+    args = parser.parse_args(_attach_negative_values(parser, argv))
     command = getattr(args, "command", None)
     if command is None:  # bare `pyroi` / `python -m pyroi`: the sample, through `pyroi align`
         args = parser.parse_args(["align"])
@@ -426,11 +578,15 @@ def main(argv: list[str] | None = None) -> int:
             return bench.run_from_args(args, args.bench_parser)
         if command == "explain":
             return _run_explain(args)
+        if command == "sample":
+            return _run_sample(args)
         return _run_op(command, args)
     except InputError as error:
         return _fail(command, str(error))
     except pyroi.PyroiError as error:
         return _fail(command, str(error))
+    except BrokenPipeError:
+        raise
     except OSError as error:
         return _fail(command, f"{getattr(error, 'filename', '') or ''} {_reason(error)}".strip())
 

@@ -3,6 +3,7 @@ what the backward needs."""
 
 from __future__ import annotations
 
+import copy
 import threading
 
 import numpy as np
@@ -18,14 +19,16 @@ __all__ = ["MultiScaleRoIAlign", "PSRoIAlign", "PSRoIPool", "RoIAlign", "RoIAlig
            "RoIPool"]
 
 
-def _copy_boxes(boxes, half: bool):
+def _copy_boxes(boxes, half: bool = False):
     """The boxes as given, copied so that later changes by the caller do not reach backward
     (as float32 when the data is float16: the backward runs in float32)."""
     if half:
         return _widen_boxes(boxes, "boxes")  # a copy, as float32
+    if _validate._holds_python_numbers(boxes):  # converted with the features' dtype later
+        return copy.deepcopy(boxes)
     if isinstance(boxes, (list, tuple)):
-        return [np.array(b, copy=True) for b in boxes]
-    return np.array(boxes, copy=True)
+        return [_copy_boxes(b) for b in boxes]
+    return np.array(_validate._as_array(boxes, "boxes"), copy=True)
 
 
 class _Saved:
@@ -214,7 +217,7 @@ class _RoILayer(_TrainableLayer):
             half = output.dtype == np.float16
             self._remember(output, (
                 tuple(np.shape(input)), _copy_boxes(boxes, half),
-                None if batch_indices is None else np.array(batch_indices, copy=True), extra))
+                None if batch_indices is None else _copy_boxes(batch_indices), extra))
         return output
 
     def backward(self, grad_output, lda_coeff=1.0, *, num_threads=None):
@@ -516,11 +519,13 @@ class MultiScaleRoIAlign(_TrainableLayer):
         if not isinstance(x, dict):
             raise _validate.ArgumentTypeError(
                 f"features must be a dict of name -> (N, C, H, W) array, got {type(x).__name__}")
-        half = any(_is_half(v) for k, v in x.items() if k in self.featmap_names)
+        levels = {name: _validate._as_array(value, f"features[{name!r}]")  # any library's
+                  for name, value in x.items() if name in self.featmap_names}
+        half = any(_is_half(value) for value in levels.values())
         selected = [(name, _validate.float_array(
-                        np.asarray(value).astype(np.float32) if _is_half(value) else value,
+                        value.astype(np.float32) if _is_half(value) else value,
                         f"features[{name!r}]", 4))
-                    for name, value in x.items() if name in self.featmap_names]
+                    for name, value in levels.items()]
         if not selected:
             raise InvalidArgumentError(
                 f"features has none of featmap_names {self.featmap_names}; keys: {list(x)}")
@@ -529,7 +534,7 @@ class MultiScaleRoIAlign(_TrainableLayer):
             if value.dtype != dtype:
                 raise _validate.DTypeError(
                     f"features[{name!r}] has dtype {value.dtype}, the first level {dtype}")
-        if half and not all(_is_half(x[name]) for name, _ in selected):
+        if half and not all(_is_half(levels[name]) for name, _ in selected):
             raise _validate.DTypeError("features must all be float16 when one level is")
         return selected, half
 

@@ -373,7 +373,7 @@ def roi_pool_backward(
     try:
         _core.roi_pool_backward(grad, winners, roi_images, result, scale, scale, threads)
     except _validate.InvalidArgumentError:
-        _validate.argmax_values(np.asarray(argmax), shape[2] * shape[3])
+        _validate.argmax_values(_validate._as_array(argmax, "argmax"), shape[2] * shape[3])
         raise
     return result
 

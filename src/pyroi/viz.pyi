@@ -64,7 +64,7 @@ def explain(
     map_size: tuple[int, int] | None = None,
     image: int = 0,
     channel: int = 0,
-    figsize: tuple[float, float] = (12.0, 6.0),
+    figsize: tuple[float, float] | None = None,
 ) -> Figure: ...
 
 def explain_roi_align(
