@@ -15,15 +15,20 @@ pyroi_status PYROI_TYPED(pyroi_roi_rows_batch_indices)(const T *rows, int64_t nu
         return status;
     }
     /* one pass for the three checks, reported in their order (every index an integer, then
-     * in range, then the coordinates), each naming its first RoI */
+     * in range, then the coordinates), each naming its first RoI. Each index is read once
+     * and converted from that read (a caller's thread may write the rows meanwhile). */
     for (k = 0; k < num_rois && not_integer < 0; ++k) {
         const T *row = rows + k * row_stride;
-        if (!(row[0] == floor(row[0]))) { /* NaN too; +-inf is out of range */
+        const T index = row[0];
+        if (!(index == floor(index))) { /* NaN too; +-inf is out of range */
             not_integer = k;
-        } else if (out_of_range < 0 &&
-                   !(row[0] >= 0 && (double)row[0] < 9223372036854775808.0 &&
-                     (int64_t)row[0] < num_images)) { /* converted only below 2^63 */
-            out_of_range = k;
+        } else if (!(index >= 0 && (double)index < 9223372036854775808.0 &&
+                     (int64_t)index < num_images)) { /* converted only below 2^63 */
+            if (out_of_range < 0) {
+                out_of_range = k;
+            }
+        } else {
+            batch_indices[k] = (int64_t)index;
         }
         for (j = 1; j <= coords_per_box && not_finite < 0; ++j) {
             if (!isfinite(row[j])) {
@@ -38,9 +43,6 @@ pyroi_status PYROI_TYPED(pyroi_roi_rows_batch_indices)(const T *rows, int64_t nu
     if (not_finite >= 0) {
         *failed_roi = not_finite;
         return PYROI_E_INVALID_BOX;
-    }
-    for (k = 0; k < num_rois; ++k) { /* every index is an integer in [0, num_images) */
-        batch_indices[k] = (int64_t)rows[k * row_stride];
     }
     return PYROI_OK;
 }
