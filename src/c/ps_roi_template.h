@@ -355,8 +355,7 @@ pyroi_status PYROI_TYPED(pyroi_ps_roi_align_backward)(
                                                   params, grad_input_shape[1] != 0,
                                                   &max_row_taps, &max_col_taps, &failed_roi);
     /* nothing to write with an empty grad_input (which may then be NULL) */
-    if (status == PYROI_OK && grad_input_shape[0] > 0 && grad_input_shape[1] > 0 &&
-        grad_input_shape[2] > 0 && grad_input_shape[3] > 0) {
+    if (status == PYROI_OK && !pyroi_shape_is_empty(grad_input_shape)) {
         PYROI_TYPED(ps_job_init)(&job, grad_output, NULL, grad_output_strides, &rois,
                                  grad_input, grad_input_shape, grad_input_strides,
                                  params->pooled_height, params->pooled_width,
@@ -663,8 +662,7 @@ pyroi_status PYROI_TYPED(pyroi_ps_roi_pool_backward)(
                                                  grad_input_shape[2], grad_input_shape[3],
                                                  params, &max_area, &failed_roi);
     /* nothing to write with an empty grad_input (which may then be NULL) */
-    if (status == PYROI_OK && grad_input_shape[0] > 0 && grad_input_shape[1] > 0 &&
-        grad_input_shape[2] > 0 && grad_input_shape[3] > 0) {
+    if (status == PYROI_OK && !pyroi_shape_is_empty(grad_input_shape)) {
         PYROI_TYPED(ps_job_init)(&job, grad_output, NULL, grad_output_strides, &rois,
                                  grad_input, grad_input_shape, grad_input_strides,
                                  params->pooled_height, params->pooled_width,

@@ -115,12 +115,6 @@ typedef struct roi_align_forward_tasks {
 } roi_align_forward_tasks;
 
 /* A RoI's place in the forward's image-block loop: by image, first sampled row, index. */
-/* Whether a (N, C, H, W) map has no element. */
-static int roi_align_map_is_empty(const int64_t shape[4])
-{
-    return shape[0] == 0 || shape[1] == 0 || shape[2] == 0 || shape[3] == 0;
-}
-
 typedef struct roi_align_row_key {
     int64_t image;
     int64_t row;

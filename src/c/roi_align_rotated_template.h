@@ -672,8 +672,7 @@ pyroi_status PYROI_TYPED(pyroi_roi_align_rotated_backward)(
                                              grad_input_shape[2], grad_input_shape[3], params,
                                              &mean_work, &failed_roi);
     /* nothing to write with an empty grad_input (which may then be NULL) */
-    if (status == PYROI_OK && grad_input_shape[0] > 0 && grad_input_shape[1] > 0 &&
-        grad_input_shape[2] > 0 && grad_input_shape[3] > 0) {
+    if (status == PYROI_OK && !pyroi_shape_is_empty(grad_input_shape)) {
         job.features = grad_output;
         job.features_shape = NULL;
         job.features_strides = grad_output_strides;

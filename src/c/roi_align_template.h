@@ -1340,7 +1340,7 @@ pyroi_status PYROI_TYPED(pyroi_roi_align_backward)(
     if (status != PYROI_OK) {
         return status;
     }
-    status = PYROI_TYPED(roi_align_call_plan)(&plan, roi_align_map_is_empty(grad_input_shape),
+    status = PYROI_TYPED(roi_align_call_plan)(&plan, pyroi_shape_is_empty(grad_input_shape),
                                               boxes, num_rois, box_row_stride, batch_indices,
                                               grad_input_shape, params, NULL, &planned);
     if (!planned) {
@@ -1763,7 +1763,7 @@ pyroi_status PYROI_TYPED(pyroi_roi_align_max_backward)(
     if (status != PYROI_OK) {
         return status;
     }
-    status = PYROI_TYPED(roi_align_call_plan)(&plan, roi_align_map_is_empty(grad_input_shape),
+    status = PYROI_TYPED(roi_align_call_plan)(&plan, pyroi_shape_is_empty(grad_input_shape),
                                               boxes, num_rois, box_row_stride, batch_indices,
                                               grad_input_shape, params, NULL, &planned);
     if (!planned) {
@@ -2211,7 +2211,7 @@ pyroi_status PYROI_TYPED(pyroi_roi_align_backward_with_workspace)(
     arena.base = (unsigned char *)workspace;
     arena.size = workspace == NULL ? 0 : workspace_size;
     arena.used = 0;
-    status = PYROI_TYPED(roi_align_call_plan)(&plan, roi_align_map_is_empty(grad_input_shape),
+    status = PYROI_TYPED(roi_align_call_plan)(&plan, pyroi_shape_is_empty(grad_input_shape),
                                               boxes, num_rois, box_row_stride, batch_indices,
                                               grad_input_shape, params, &arena, &planned);
     if (!planned) {

@@ -1114,8 +1114,7 @@ pyroi_status PYROI_TYPED(pyroi_roi_pool_backward)(
         return status;
     }
     /* nothing to write with an empty grad_input (which may then be NULL) */
-    if (grad_input_shape[0] > 0 && grad_input_shape[1] > 0 && grad_input_shape[2] > 0 &&
-        grad_input_shape[3] > 0) {
+    if (!pyroi_shape_is_empty(grad_input_shape)) {
         memset(&job, 0, sizeof(job));
         job.features = grad_output;
         job.features_strides = grad_output_strides;
