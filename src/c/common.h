@@ -69,6 +69,12 @@ static inline int pyroi_mul_nonneg(int64_t a, int64_t b, int64_t *out)
     return 1;
 }
 
+/* Whether a (N, C, H, W) shape has no element (a call into it writes nothing). */
+static inline int pyroi_shape_is_empty(const int64_t shape[4])
+{
+    return shape[0] == 0 || shape[1] == 0 || shape[2] == 0 || shape[3] == 0;
+}
+
 /* a + b for non-negative operands; returns 0 on int64 overflow. */
 static inline int pyroi_add_nonneg(int64_t a, int64_t b, int64_t *out)
 {

@@ -2,6 +2,7 @@
  * backward, float32 and float64, as torchvision.ops.ps_roi_align / ps_roi_pool
  * (docs/semantics.md §6). The kernel bodies are written once in ps_roi_template.h. */
 #include "parallel.h"
+#include "rois.h"
 #include "sampling.h"
 #include "validate.h"
 
@@ -60,14 +61,15 @@ static pyroi_status ps_output_channels(int64_t channels, int64_t pooled_height,
 
 /* Validation shared by every entry point once the parameters are checked: the feature tensor
  * (input or grad_input), its channel count, the pooled tensor (output or grad_output) of
- * shape (num_rois, C / (PH * PW), PH, PW), and the boxes. */
+ * shape (num_rois, C / (PH * PW), PH, PW), and the boxes; then copies the RoIs into *rois
+ * (value_bytes a coordinate), which the call reads from then on and frees. */
 static pyroi_status ps_check_call(const void *features, const int64_t features_shape[4],
                                   const int64_t features_strides[4],
                                   pyroi_tensor_role features_role, const void *pooled,
                                   const int64_t pooled_strides[4], pyroi_tensor_role pooled_role,
                                   const void *boxes, int64_t num_rois, int64_t box_row_stride,
                                   const int64_t *batch_indices, int64_t pooled_height,
-                                  int64_t pooled_width)
+                                  int64_t pooled_width, size_t value_bytes, pyroi_rois *rois)
 {
     int64_t pooled_channels = 0;
     pyroi_status status = PYROI_OK;
@@ -78,10 +80,15 @@ static pyroi_status ps_check_call(const void *features, const int64_t features_s
     if (status != PYROI_OK) {
         return status;
     }
-    return pyroi_check_pooling_call(features, features_shape, features_strides, features_role,
-                                    pooled, pooled_strides, pooled_role, pooled_channels,
-                                    pooled_height, pooled_width, boxes, num_rois,
-                                    box_row_stride, 4, batch_indices);
+    status = pyroi_check_pooling_call(features, features_shape, features_strides, features_role,
+                                      pooled, pooled_strides, pooled_role, pooled_channels,
+                                      pooled_height, pooled_width, boxes, num_rois,
+                                      box_row_stride, 4, batch_indices);
+    if (status != PYROI_OK) {
+        return status;
+    }
+    return pyroi_rois_copy(rois, boxes, value_bytes, num_rois, box_row_stride, 4, batch_indices,
+                           features_shape[0], NULL);
 }
 
 /* ps_roi_pool quantises box corners to whole pixels in int64. Rounded values beyond 2^61 in

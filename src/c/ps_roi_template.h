@@ -21,7 +21,7 @@ typedef struct PYROI_TYPED(ps_job) {
     const T *features; /* input (forward) or grad_output (backward) */
     const int64_t *features_shape;
     const int64_t *features_strides;
-    const T *boxes;
+    const T *boxes; /* the call's copy of the RoIs (rois.h) */
     int64_t num_rois;
     int64_t box_row_stride;
     const int64_t *batch_indices;
@@ -37,12 +37,12 @@ typedef struct PYROI_TYPED(ps_job) {
 } PYROI_TYPED(ps_job);
 
 /* A job with everything but the operator's parameters (align or pool, set by the caller):
- * features are read and result written; the map (input or grad_input) has map_channels. */
+ * features are read and result written; the map (input or grad_input) has map_channels; the
+ * RoIs are the call's copy. */
 static void PYROI_TYPED(ps_job_init)(PYROI_TYPED(ps_job) *job, const T *features,
                                      const int64_t *features_shape,
-                                     const int64_t features_strides[4], const T *boxes,
-                                     int64_t num_rois, int64_t box_row_stride,
-                                     const int64_t *batch_indices, T *result,
+                                     const int64_t features_strides[4], const pyroi_rois *rois,
+                                     T *result,
                                      const int64_t *result_shape,
                                      const int64_t result_strides[4], int64_t pooled_height,
                                      int64_t pooled_width, int64_t map_channels)
@@ -51,10 +51,10 @@ static void PYROI_TYPED(ps_job_init)(PYROI_TYPED(ps_job) *job, const T *features
     job->features = features;
     job->features_shape = features_shape;
     job->features_strides = features_strides;
-    job->boxes = boxes;
-    job->num_rois = num_rois;
-    job->box_row_stride = box_row_stride;
-    job->batch_indices = batch_indices;
+    job->boxes = (const T *)rois->boxes;
+    job->num_rois = rois->num_rois;
+    job->box_row_stride = rois->coords;
+    job->batch_indices = rois->batch_indices;
     job->result = result;
     job->result_shape = result_shape;
     job->result_strides = result_strides;
@@ -296,6 +296,7 @@ pyroi_status PYROI_TYPED(pyroi_ps_roi_align_forward)(
     const pyroi_ps_roi_align_params *params)
 {
     PYROI_TYPED(ps_job) job;
+    pyroi_rois rois;
     int64_t max_row_taps, max_col_taps, failed_roi;
     pyroi_status status = pyroi_check_ps_roi_align_params(params);
     if (status != PYROI_OK) {
@@ -303,28 +304,31 @@ pyroi_status PYROI_TYPED(pyroi_ps_roi_align_forward)(
     }
     status = ps_check_call(input, input_shape, input_strides, PYROI_TENSOR_INPUT, output,
                            output_strides, PYROI_TENSOR_OUTPUT, boxes, num_rois, box_row_stride,
-                           batch_indices, params->pooled_height, params->pooled_width);
+                           batch_indices, params->pooled_height, params->pooled_width,
+                           sizeof(T), &rois);
     if (status != PYROI_OK) {
         return status;
     }
-    status = PYROI_TYPED(ps_roi_align_scan_boxes)(boxes, num_rois, box_row_stride,
+    status = PYROI_TYPED(ps_roi_align_scan_boxes)((const T *)rois.boxes, num_rois, 4,
                                                   input_shape[2], input_shape[3], params,
                                                   input_shape[1] != 0, &max_row_taps,
                                                   &max_col_taps, &failed_roi);
-    if (status != PYROI_OK || num_rois == 0 || input_shape[1] == 0) {
-        return status;
+    if (status == PYROI_OK && num_rois > 0 && input_shape[1] > 0) {
+        input = (const T *)pyroi_data_or_placeholder(input); /* a map without pixels: NULL */
+        PYROI_TYPED(ps_job_init)(&job, input, input_shape, input_strides, &rois, output, NULL,
+                                 output_strides, params->pooled_height, params->pooled_width,
+                                 input_shape[1]);
+        job.align = params;
+        /* work per RoI: each output channel reads every (row tap, column tap) pair once */
+        status = PYROI_TYPED(ps_roi_align_run)(
+            &job, PYROI_TYPED(ps_roi_align_forward_task), num_rois,
+            (double)job.channels_out *
+                ((double)max_row_taps * (double)max_col_taps +
+                 (double)params->pooled_height * (double)params->pooled_width),
+            max_row_taps, max_col_taps);
     }
-    input = (const T *)pyroi_data_or_placeholder(input); /* a map without pixels may be NULL */
-    PYROI_TYPED(ps_job_init)(&job, input, input_shape, input_strides, boxes, num_rois,
-                             box_row_stride, batch_indices, output, NULL, output_strides,
-                             params->pooled_height, params->pooled_width, input_shape[1]);
-    job.align = params;
-    /* work per RoI: each output channel reads every (row tap, column tap) pair once */
-    return PYROI_TYPED(ps_roi_align_run)(
-        &job, PYROI_TYPED(ps_roi_align_forward_task), num_rois,
-        (double)job.channels_out * ((double)max_row_taps * (double)max_col_taps +
-                                    (double)params->pooled_height * (double)params->pooled_width),
-        max_row_taps, max_col_taps);
+    pyroi_rois_free(&rois);
+    return status;
 }
 
 pyroi_status PYROI_TYPED(pyroi_ps_roi_align_backward)(
@@ -335,6 +339,7 @@ pyroi_status PYROI_TYPED(pyroi_ps_roi_align_backward)(
     const pyroi_ps_roi_align_params *params)
 {
     PYROI_TYPED(ps_job) job;
+    pyroi_rois rois;
     int64_t max_row_taps, max_col_taps, failed_roi;
     double group;
     pyroi_status status = pyroi_check_ps_roi_align_params(params);
@@ -344,32 +349,33 @@ pyroi_status PYROI_TYPED(pyroi_ps_roi_align_backward)(
     status = ps_check_call(grad_input, grad_input_shape, grad_input_strides, PYROI_TENSOR_OUTPUT,
                            grad_output, grad_output_strides, PYROI_TENSOR_INPUT, boxes, num_rois,
                            box_row_stride, batch_indices, params->pooled_height,
-                           params->pooled_width);
+                           params->pooled_width, sizeof(T), &rois);
     if (status != PYROI_OK) {
         return status;
     }
-    status = PYROI_TYPED(ps_roi_align_scan_boxes)(boxes, num_rois, box_row_stride,
+    status = PYROI_TYPED(ps_roi_align_scan_boxes)((const T *)rois.boxes, num_rois, 4,
                                                   grad_input_shape[2], grad_input_shape[3],
                                                   params, grad_input_shape[1] != 0,
                                                   &max_row_taps, &max_col_taps, &failed_roi);
-    if (status != PYROI_OK || grad_input_shape[0] == 0 || grad_input_shape[1] == 0 ||
-        grad_input_shape[2] == 0 || grad_input_shape[3] == 0) {
-        return status; /* nothing to write (grad_input may then be NULL) */
+    /* nothing to write with an empty grad_input (which may then be NULL) */
+    if (status == PYROI_OK && !pyroi_shape_is_empty(grad_input_shape)) {
+        PYROI_TYPED(ps_job_init)(&job, grad_output, NULL, grad_output_strides, &rois,
+                                 grad_input, grad_input_shape, grad_input_strides,
+                                 params->pooled_height, params->pooled_width,
+                                 grad_input_shape[1]);
+        job.align = params;
+        group = (double)params->pooled_height * (double)params->pooled_width;
+        /* work per output channel: zero PH * PW planes of every image, then every RoI
+         * scatters all its tap pairs once */
+        status = PYROI_TYPED(ps_roi_align_run)(
+            &job, PYROI_TYPED(ps_roi_align_backward_task), job.channels_out,
+            group * (double)grad_input_shape[0] * (double)grad_input_shape[2] *
+                    (double)grad_input_shape[3] +
+                (double)num_rois * ((double)max_row_taps * (double)max_col_taps + group),
+            max_row_taps, max_col_taps);
     }
-    PYROI_TYPED(ps_job_init)(&job, grad_output, NULL, grad_output_strides, boxes, num_rois,
-                             box_row_stride, batch_indices, grad_input, grad_input_shape,
-                             grad_input_strides, params->pooled_height, params->pooled_width,
-                             grad_input_shape[1]);
-    job.align = params;
-    group = (double)params->pooled_height * (double)params->pooled_width;
-    /* work per output channel: zero PH * PW planes of every image, then every RoI scatters
-     * all its tap pairs once */
-    return PYROI_TYPED(ps_roi_align_run)(
-        &job, PYROI_TYPED(ps_roi_align_backward_task), job.channels_out,
-        group * (double)grad_input_shape[0] * (double)grad_input_shape[2] *
-                (double)grad_input_shape[3] +
-            (double)num_rois * ((double)max_row_taps * (double)max_col_taps + group),
-        max_row_taps, max_col_taps);
+    pyroi_rois_free(&rois);
+    return status;
 }
 
 pyroi_status PYROI_TYPED(pyroi_ps_roi_align_find_invalid_roi)(
@@ -600,6 +606,7 @@ pyroi_status PYROI_TYPED(pyroi_ps_roi_pool_forward)(
     const pyroi_ps_roi_pool_params *params)
 {
     PYROI_TYPED(ps_job) job;
+    pyroi_rois rois;
     int64_t failed_roi;
     double max_area;
     double work_per_item;
@@ -610,27 +617,29 @@ pyroi_status PYROI_TYPED(pyroi_ps_roi_pool_forward)(
     }
     status = ps_check_call(input, input_shape, input_strides, PYROI_TENSOR_INPUT, output,
                            output_strides, PYROI_TENSOR_OUTPUT, boxes, num_rois, box_row_stride,
-                           batch_indices, params->pooled_height, params->pooled_width);
+                           batch_indices, params->pooled_height, params->pooled_width,
+                           sizeof(T), &rois);
     if (status != PYROI_OK) {
         return status;
     }
-    status = PYROI_TYPED(ps_roi_pool_scan_boxes)(boxes, num_rois, box_row_stride,
+    status = PYROI_TYPED(ps_roi_pool_scan_boxes)((const T *)rois.boxes, num_rois, 4,
                                                  input_shape[2], input_shape[3], params,
                                                  &max_area, &failed_roi);
-    if (status != PYROI_OK || num_rois == 0 || input_shape[1] == 0) {
-        return status;
+    if (status == PYROI_OK && num_rois > 0 && input_shape[1] > 0) {
+        input = (const T *)pyroi_data_or_placeholder(input); /* a map without pixels: NULL */
+        PYROI_TYPED(ps_job_init)(&job, input, input_shape, input_strides, &rois, output, NULL,
+                                 output_strides, params->pooled_height, params->pooled_width,
+                                 input_shape[1]);
+        job.pool = params;
+        /* work per RoI: each output channel reads about the RoI's area (bins overlap) */
+        work_per_item = (double)job.channels_out *
+                        (max_area + (double)params->pooled_height * (double)params->pooled_width);
+        workers = pyroi_parallel_workers(params->num_threads, num_rois, work_per_item);
+        status = pyroi_parallel_for(workers, num_rois, work_per_item, params->cancel,
+                                    PYROI_TYPED(ps_roi_pool_forward_task), &job);
     }
-    input = (const T *)pyroi_data_or_placeholder(input); /* a map without pixels may be NULL */
-    PYROI_TYPED(ps_job_init)(&job, input, input_shape, input_strides, boxes, num_rois,
-                             box_row_stride, batch_indices, output, NULL, output_strides,
-                             params->pooled_height, params->pooled_width, input_shape[1]);
-    job.pool = params;
-    /* work per RoI: each output channel reads about the RoI's area (bins overlap a little) */
-    work_per_item = (double)job.channels_out *
-                    (max_area + (double)params->pooled_height * (double)params->pooled_width);
-    workers = pyroi_parallel_workers(params->num_threads, num_rois, work_per_item);
-    return pyroi_parallel_for(workers, num_rois, work_per_item, params->cancel,
-                              PYROI_TYPED(ps_roi_pool_forward_task), &job);
+    pyroi_rois_free(&rois);
+    return status;
 }
 
 pyroi_status PYROI_TYPED(pyroi_ps_roi_pool_backward)(
@@ -641,6 +650,7 @@ pyroi_status PYROI_TYPED(pyroi_ps_roi_pool_backward)(
     const pyroi_ps_roi_pool_params *params)
 {
     PYROI_TYPED(ps_job) job;
+    pyroi_rois rois;
     int64_t failed_roi;
     double max_area, group;
     double work_per_item;
@@ -652,31 +662,32 @@ pyroi_status PYROI_TYPED(pyroi_ps_roi_pool_backward)(
     status = ps_check_call(grad_input, grad_input_shape, grad_input_strides, PYROI_TENSOR_OUTPUT,
                            grad_output, grad_output_strides, PYROI_TENSOR_INPUT, boxes, num_rois,
                            box_row_stride, batch_indices, params->pooled_height,
-                           params->pooled_width);
+                           params->pooled_width, sizeof(T), &rois);
     if (status != PYROI_OK) {
         return status;
     }
-    status = PYROI_TYPED(ps_roi_pool_scan_boxes)(boxes, num_rois, box_row_stride,
+    status = PYROI_TYPED(ps_roi_pool_scan_boxes)((const T *)rois.boxes, num_rois, 4,
                                                  grad_input_shape[2], grad_input_shape[3],
                                                  params, &max_area, &failed_roi);
-    if (status != PYROI_OK || grad_input_shape[0] == 0 || grad_input_shape[1] == 0 ||
-        grad_input_shape[2] == 0 || grad_input_shape[3] == 0) {
-        return status; /* nothing to write (grad_input may then be NULL) */
+    /* nothing to write with an empty grad_input (which may then be NULL) */
+    if (status == PYROI_OK && !pyroi_shape_is_empty(grad_input_shape)) {
+        PYROI_TYPED(ps_job_init)(&job, grad_output, NULL, grad_output_strides, &rois,
+                                 grad_input, grad_input_shape, grad_input_strides,
+                                 params->pooled_height, params->pooled_width,
+                                 grad_input_shape[1]);
+        job.pool = params;
+        group = (double)params->pooled_height * (double)params->pooled_width;
+        /* work per output channel: zero PH * PW planes of every image, then every RoI
+         * writes about its area once */
+        work_per_item = group * (double)grad_input_shape[0] * (double)grad_input_shape[2] *
+                            (double)grad_input_shape[3] +
+                        (double)num_rois * (max_area + group);
+        workers = pyroi_parallel_workers(params->num_threads, job.channels_out, work_per_item);
+        status = pyroi_parallel_for(workers, job.channels_out, work_per_item, params->cancel,
+                                    PYROI_TYPED(ps_roi_pool_backward_task), &job);
     }
-    PYROI_TYPED(ps_job_init)(&job, grad_output, NULL, grad_output_strides, boxes, num_rois,
-                             box_row_stride, batch_indices, grad_input, grad_input_shape,
-                             grad_input_strides, params->pooled_height, params->pooled_width,
-                             grad_input_shape[1]);
-    job.pool = params;
-    group = (double)params->pooled_height * (double)params->pooled_width;
-    /* work per output channel: zero PH * PW planes of every image, then every RoI writes
-     * about its area once */
-    work_per_item = group * (double)grad_input_shape[0] * (double)grad_input_shape[2] *
-                        (double)grad_input_shape[3] +
-                    (double)num_rois * (max_area + group);
-    workers = pyroi_parallel_workers(params->num_threads, job.channels_out, work_per_item);
-    return pyroi_parallel_for(workers, job.channels_out, work_per_item, params->cancel,
-                              PYROI_TYPED(ps_roi_pool_backward_task), &job);
+    pyroi_rois_free(&rois);
+    return status;
 }
 
 pyroi_status PYROI_TYPED(pyroi_ps_roi_pool_find_invalid_roi)(

@@ -1,6 +1,7 @@
 /* roi_align.c - RoIAlign (average mode), forward and backward, float32 and float64.
  * The kernel body is written once in roi_align_template.h. */
 #include "parallel.h"
+#include "rois.h"
 #include "sampling.h"
 #include "transpose.h"
 #include "validate.h"
@@ -99,6 +100,10 @@ static int roi_align_workspace_add(size_t *total, size_t bytes)
     return 1;
 }
 
+/* int64 words of a RoIAlign plan per RoI besides its bin ranges: first tap, row taps, column
+ * taps, samples (roi_align_template.h). */
+#define ROI_ALIGN_PLAN_WORDS 4
+
 /* The loop orders a schedule picks (roi_align_template.h). */
 enum roi_align_order { ROI_ALIGN_ORDER_DIRECT, ROI_ALIGN_ORDER_REGION, ROI_ALIGN_ORDER_IMAGE };
 
@@ -111,12 +116,6 @@ typedef struct roi_align_forward_tasks {
 } roi_align_forward_tasks;
 
 /* A RoI's place in the forward's image-block loop: by image, first sampled row, index. */
-/* Whether a (N, C, H, W) map has no element. */
-static int roi_align_map_is_empty(const int64_t shape[4])
-{
-    return shape[0] == 0 || shape[1] == 0 || shape[2] == 0 || shape[3] == 0;
-}
-
 typedef struct roi_align_row_key {
     int64_t image;
     int64_t row;

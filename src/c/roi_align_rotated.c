@@ -2,6 +2,7 @@
  * (detectron2 ROIAlignRotated, mmcv roi_align_rotated). The kernel body is written once in
  * roi_align_rotated_template.h; the bilinear sampling is the shared one of sampling.h. */
 #include "parallel.h"
+#include "rois.h"
 #include "sampling.h"
 #include "validate.h"
 
@@ -55,22 +56,29 @@ void pyroi_roi_align_rotated_params_init(pyroi_roi_align_rotated_params *params)
     params->cancel = NULL;
 }
 
-/* Validation shared by forward and backward once the dtype no longer matters. */
+/* Validation shared by forward and backward once the dtype no longer matters; then the copy
+ * of the RoIs (value_bytes a coordinate) that the call reads from then on and frees. */
 static pyroi_status roi_align_rotated_check_call(
     const void *features, const int64_t features_shape[4], const int64_t features_strides[4],
     pyroi_tensor_role features_role, const void *pooled, const int64_t pooled_strides[4],
     pyroi_tensor_role pooled_role, const void *boxes, int64_t num_rois, int64_t box_row_stride,
-    const int64_t *batch_indices, const pyroi_roi_align_rotated_params *params)
+    const int64_t *batch_indices, const pyroi_roi_align_rotated_params *params,
+    size_t value_bytes, pyroi_rois *rois)
 {
     pyroi_status status = pyroi_check_roi_align_rotated_params(params);
     if (status != PYROI_OK) {
         return status;
     }
-    return pyroi_check_pooling_call(features, features_shape, features_strides, features_role,
-                                    pooled, pooled_strides, pooled_role,
-                                    -1, params->pooled_height,
-                                    params->pooled_width, boxes, num_rois, box_row_stride, 5,
-                                    batch_indices);
+    status = pyroi_check_pooling_call(features, features_shape, features_strides, features_role,
+                                      pooled, pooled_strides, pooled_role,
+                                      -1, params->pooled_height,
+                                      params->pooled_width, boxes, num_rois, box_row_stride, 5,
+                                      batch_indices);
+    if (status != PYROI_OK) {
+        return status;
+    }
+    return pyroi_rois_copy(rois, boxes, value_bytes, num_rois, box_row_stride, 5, batch_indices,
+                           features_shape[0], NULL);
 }
 
 /* One bin, or the part of a bin, whose samples are entries [begin, end) of a flush buffer. */

@@ -396,7 +396,7 @@ typedef struct PYROI_TYPED(rotated_job) {
     const T *features; /* input (forward) or grad_output (backward) */
     const int64_t *features_shape;
     const int64_t *features_strides;
-    const T *boxes;
+    const T *boxes; /* the call's copy of the RoIs (rois.h) */
     int64_t num_rois;
     int64_t box_row_stride;
     const int64_t *batch_indices;
@@ -406,6 +406,15 @@ typedef struct PYROI_TYPED(rotated_job) {
     const pyroi_roi_align_rotated_params *params;
     PYROI_TYPED(rotated_scratch) *scratch; /* one per worker */
 } PYROI_TYPED(rotated_job);
+
+/* Points the job at the call's copy of the RoIs. */
+static void PYROI_TYPED(rotated_job_rois)(PYROI_TYPED(rotated_job) *job, const pyroi_rois *rois)
+{
+    job->boxes = (const T *)rois->boxes;
+    job->num_rois = rois->num_rois;
+    job->box_row_stride = rois->coords;
+    job->batch_indices = rois->batch_indices;
+}
 
 /* What a flush needs besides the samples: the job, the channel range and the RoI's divisor. */
 typedef struct PYROI_TYPED(rotated_flush_context) {
@@ -617,34 +626,33 @@ pyroi_status PYROI_TYPED(pyroi_roi_align_rotated_forward)(
     const pyroi_roi_align_rotated_params *params)
 {
     PYROI_TYPED(rotated_job) job;
+    pyroi_rois rois;
     double mean_work;
     int64_t failed_roi;
     pyroi_status status = roi_align_rotated_check_call(
         input, input_shape, input_strides, PYROI_TENSOR_INPUT, output, output_strides,
-        PYROI_TENSOR_OUTPUT, boxes, num_rois, box_row_stride, batch_indices, params);
+        PYROI_TENSOR_OUTPUT, boxes, num_rois, box_row_stride, batch_indices, params, sizeof(T),
+        &rois);
     if (status != PYROI_OK) {
         return status;
     }
-    status = PYROI_TYPED(rotated_scan_boxes)(boxes, num_rois, box_row_stride, input_shape[2],
+    status = PYROI_TYPED(rotated_scan_boxes)((const T *)rois.boxes, num_rois, 5, input_shape[2],
                                              input_shape[3], params, &mean_work, &failed_roi);
-    if (status != PYROI_OK || num_rois == 0 || input_shape[1] == 0) {
-        return status;
+    if (status == PYROI_OK && num_rois > 0 && input_shape[1] > 0) {
+        job.features = (const T *)pyroi_data_or_placeholder(input); /* no pixels: NULL */
+        job.features_shape = input_shape;
+        job.features_strides = input_strides;
+        PYROI_TYPED(rotated_job_rois)(&job, &rois);
+        job.result = output;
+        job.result_shape = NULL;
+        job.result_strides = output_strides;
+        job.params = params;
+        /* work per RoI: its samples' coordinates, then every channel reads their taps */
+        status = PYROI_TYPED(rotated_run)(&job, PYROI_TYPED(rotated_forward_task), num_rois,
+                                          ((double)input_shape[1] + 4.0) * (mean_work + 1.0));
     }
-    input = (const T *)pyroi_data_or_placeholder(input); /* a map without pixels may be NULL */
-    job.features = input;
-    job.features_shape = input_shape;
-    job.features_strides = input_strides;
-    job.boxes = boxes;
-    job.num_rois = num_rois;
-    job.box_row_stride = box_row_stride;
-    job.batch_indices = batch_indices;
-    job.result = output;
-    job.result_shape = NULL;
-    job.result_strides = output_strides;
-    job.params = params;
-    /* work per RoI: its samples' coordinates, then every channel reads their taps */
-    return PYROI_TYPED(rotated_run)(&job, PYROI_TYPED(rotated_forward_task), num_rois,
-                                    ((double)input_shape[1] + 4.0) * (mean_work + 1.0));
+    pyroi_rois_free(&rois);
+    return status;
 }
 
 pyroi_status PYROI_TYPED(pyroi_roi_align_rotated_backward)(
@@ -655,39 +663,39 @@ pyroi_status PYROI_TYPED(pyroi_roi_align_rotated_backward)(
     const pyroi_roi_align_rotated_params *params)
 {
     PYROI_TYPED(rotated_job) job;
+    pyroi_rois rois;
     double mean_work;
     int64_t failed_roi;
     pyroi_status status = roi_align_rotated_check_call(
         grad_input, grad_input_shape, grad_input_strides, PYROI_TENSOR_OUTPUT, grad_output,
         grad_output_strides, PYROI_TENSOR_INPUT, boxes, num_rois, box_row_stride, batch_indices,
-        params);
+        params, sizeof(T), &rois);
     if (status != PYROI_OK) {
         return status;
     }
-    status = PYROI_TYPED(rotated_scan_boxes)(boxes, num_rois, box_row_stride,
+    status = PYROI_TYPED(rotated_scan_boxes)((const T *)rois.boxes, num_rois, 5,
                                              grad_input_shape[2], grad_input_shape[3], params,
                                              &mean_work, &failed_roi);
-    if (status != PYROI_OK || grad_input_shape[0] == 0 || grad_input_shape[1] == 0 ||
-        grad_input_shape[2] == 0 || grad_input_shape[3] == 0) {
-        return status; /* nothing to write (grad_input may then be NULL) */
+    /* nothing to write with an empty grad_input (which may then be NULL) */
+    if (status == PYROI_OK && !pyroi_shape_is_empty(grad_input_shape)) {
+        job.features = grad_output;
+        job.features_shape = NULL;
+        job.features_strides = grad_output_strides;
+        PYROI_TYPED(rotated_job_rois)(&job, &rois);
+        job.result = grad_input;
+        job.result_shape = grad_input_shape;
+        job.result_strides = grad_input_strides;
+        job.params = params;
+        /* work per channel: zero N planes, then every RoI scatters its samples (each worker
+         * also recomputes the samples' coordinates) */
+        status = PYROI_TYPED(rotated_run)(
+            &job, PYROI_TYPED(rotated_backward_task), grad_input_shape[1],
+            (double)grad_input_shape[0] * (double)grad_input_shape[2] *
+                    (double)grad_input_shape[3] +
+                (double)num_rois * 5.0 * (mean_work + 1.0));
     }
-    job.features = grad_output;
-    job.features_shape = NULL;
-    job.features_strides = grad_output_strides;
-    job.boxes = boxes;
-    job.num_rois = num_rois;
-    job.box_row_stride = box_row_stride;
-    job.batch_indices = batch_indices;
-    job.result = grad_input;
-    job.result_shape = grad_input_shape;
-    job.result_strides = grad_input_strides;
-    job.params = params;
-    /* work per channel: zero N planes, then every RoI scatters its samples (each worker also
-     * recomputes the samples' coordinates) */
-    return PYROI_TYPED(rotated_run)(
-        &job, PYROI_TYPED(rotated_backward_task), grad_input_shape[1],
-        (double)grad_input_shape[0] * (double)grad_input_shape[2] * (double)grad_input_shape[3] +
-            (double)num_rois * 5.0 * (mean_work + 1.0));
+    pyroi_rois_free(&rois);
+    return status;
 }
 
 pyroi_status PYROI_TYPED(pyroi_roi_align_rotated_find_invalid_roi)(

@@ -81,8 +81,9 @@ static pyroi_status PYROI_TYPED(roi_align_check_boxes)(
     return PYROI_OK;
 }
 
-/* The tap tables of every RoI of a call, and the RoIs grouped by image. */
+/* The call's copy of the RoIs (grouped by image) and the tap tables of every RoI. */
 typedef struct PYROI_TYPED(roi_align_plan) {
+    pyroi_rois rois;            /* the only place the call reads boxes and batch indices */
     int64_t num_rois;
     int64_t bins;               /* pooled_height + pooled_width: ranges per RoI */
     pyroi_tap_range *ranges;    /* RoI k: ranges[k*bins ..]: rows, then columns */
@@ -91,8 +92,6 @@ typedef struct PYROI_TYPED(roi_align_plan) {
     int64_t *row_taps;          /* per RoI: in-map samples along y (over all bins) */
     int64_t *col_taps;          /* per RoI: in-map samples along x */
     int64_t *samples;           /* per RoI: grid_h * grid_w (the averaging count) */
-    int64_t *order;             /* RoI indices sorted by image, stable */
-    int64_t *image_start;       /* RoIs of image n: order[image_start[n] .. image_start[n+1]) */
     double sampled_taps;        /* sum over RoIs of row_taps * col_taps: work per channel */
     double region_pixels;       /* sum over RoIs of their tap rows' pixels in their columns */
     void *allocation;
@@ -107,6 +106,7 @@ static void PYROI_TYPED(roi_align_plan_free)(PYROI_TYPED(roi_align_plan) *plan)
     }
     plan->allocation = NULL;
     plan->taps = NULL;
+    pyroi_rois_free(&plan->rois);
 }
 
 /* The map pixels RoI k reads: rows [*row_begin, *row_end), columns [*col_begin, *col_end);
@@ -194,20 +194,23 @@ static inline PYROI_TYPED(roi_align_tap_tables)
     return tables;
 }
 
-/* Validates the boxes and builds the plan (batch indices were checked before); its memory
- * comes from arena (a caller's workspace) or, when arena is NULL, from malloc. */
+/* Validates the boxes of the plan's copy of the RoIs (plan->rois, batch indices checked) and
+ * builds the rest of the plan from that copy; its memory comes from arena (a caller's
+ * workspace) or, when arena is NULL, from malloc. */
 static pyroi_status PYROI_TYPED(roi_align_plan_build_in)(
-    PYROI_TYPED(roi_align_plan) *plan, const T *boxes, int64_t num_rois, int64_t box_row_stride,
-    const int64_t *batch_indices, int64_t num_images, int64_t height, int64_t width,
+    PYROI_TYPED(roi_align_plan) *plan, int64_t height, int64_t width,
     const pyroi_roi_align_params *params, roi_align_arena *arena)
 {
+    const int64_t num_rois = plan->rois.num_rois;
+    const T *boxes = (const T *)plan->rois.boxes;
+    const int64_t box_row_stride = plan->rois.coords;
     /* ranges per RoI; none without RoIs (a backward with K = 0 only zeroes grad_input, and
      * its output size may then be as large as int64 allows) */
     const int64_t bins = num_rois > 0 && params->pooled_height <= INT64_MAX / 4 &&
                                  params->pooled_width <= INT64_MAX / 4
                              ? params->pooled_height + params->pooled_width
                              : 0;
-    int64_t k, n, failed_roi, total_taps = 0, per_roi_words, words;
+    int64_t k, failed_roi, total_taps = 0, per_roi_words, words;
     pyroi_status status;
 
     if (num_rois > 0 && bins == 0) {
@@ -218,14 +221,14 @@ static pyroi_status PYROI_TYPED(roi_align_plan_build_in)(
     plan->allocation = NULL;
     plan->taps = NULL;
     plan->borrowed = arena != NULL;
-    /* one allocation for everything sized by the RoI count: 5 int64 per RoI, the ranges,
-     * and the image offsets (the validated output size bounds every product below) */
-    per_roi_words = 5 + (int64_t)(sizeof(pyroi_tap_range) / sizeof(int64_t)) * bins;
-    if ((uint64_t)num_rois > (uint64_t)(SIZE_MAX / 16) / (uint64_t)per_roi_words ||
-        (uint64_t)num_images >= (uint64_t)(SIZE_MAX / 16)) { /* e.g. a broadcast batch */
+    /* one allocation for everything sized by the RoI count: 4 int64 per RoI and the ranges
+     * (the validated output size bounds every product below) */
+    per_roi_words =
+        ROI_ALIGN_PLAN_WORDS + (int64_t)(sizeof(pyroi_tap_range) / sizeof(int64_t)) * bins;
+    if ((uint64_t)num_rois > (uint64_t)(SIZE_MAX / 16) / (uint64_t)per_roi_words) {
         return PYROI_E_NO_MEMORY;
     }
-    words = num_rois * per_roi_words + num_images + 1;
+    words = num_rois * per_roi_words + 1;
     plan->allocation = roi_align_arena_alloc(arena, (size_t)words * sizeof(int64_t));
     if (plan->allocation == NULL) {
         return PYROI_E_NO_MEMORY;
@@ -234,9 +237,7 @@ static pyroi_status PYROI_TYPED(roi_align_plan_build_in)(
     plan->row_taps = plan->first_tap + num_rois;
     plan->col_taps = plan->row_taps + num_rois;
     plan->samples = plan->col_taps + num_rois;
-    plan->order = plan->samples + num_rois;
-    plan->image_start = plan->order + num_rois;
-    plan->ranges = (pyroi_tap_range *)(plan->image_start + num_images + 1);
+    plan->ranges = (pyroi_tap_range *)(plan->samples + num_rois);
 
     status = PYROI_TYPED(roi_align_check_boxes)(boxes, num_rois, box_row_stride, height, width,
                                                 params, plan->row_taps, plan->col_taps,
@@ -280,23 +281,7 @@ static pyroi_status PYROI_TYPED(roi_align_plan_build_in)(
     for (k = 0; k < num_rois; ++k) {
         plan->region_pixels += PYROI_TYPED(roi_align_region_pixels)(plan, k);
     }
-    /* counting sort of the RoIs by image, keeping RoI order within an image */
-    for (n = 0; n <= num_images; ++n) {
-        plan->image_start[n] = 0;
-    }
-    for (k = 0; k < num_rois; ++k) {
-        plan->image_start[batch_indices[k] + 1] += 1;
-    }
-    for (n = 0; n < num_images; ++n) {
-        plan->image_start[n + 1] += plan->image_start[n];
-    }
-    for (k = 0; k < num_rois; ++k) {
-        plan->order[plan->image_start[batch_indices[k]]++] = k;
-    }
-    for (n = num_images; n > 0; --n) { /* undo the increments of the placement pass */
-        plan->image_start[n] = plan->image_start[n - 1];
-    }
-    plan->image_start[0] = 0;
+    pyroi_rois_group_by_image(&plan->rois);
     return PYROI_OK;
 }
 
@@ -305,9 +290,10 @@ static pyroi_status PYROI_TYPED(roi_align_plan_build_in)(
  * than the L2 cache; measured on the box head: 7% faster). Every output is computed on its
  * own, so the order changes no result; the backward keeps RoI order, which is the order of
  * its additions. Left unsorted when the scratch cannot be had. */
-static void PYROI_TYPED(roi_align_plan_order_by_rows)(PYROI_TYPED(roi_align_plan) *plan,
-                                                      const int64_t *batch_indices)
+static void PYROI_TYPED(roi_align_plan_order_by_rows)(PYROI_TYPED(roi_align_plan) *plan)
 {
+    const int64_t *batch_indices = plan->rois.batch_indices;
+    int64_t *order = plan->rois.order;
     roi_align_row_key *keys;
     int64_t i;
     if (plan->num_rois < 2 || (uint64_t)plan->num_rois > SIZE_MAX / sizeof(*keys)) {
@@ -318,14 +304,14 @@ static void PYROI_TYPED(roi_align_plan_order_by_rows)(PYROI_TYPED(roi_align_plan
         return;
     }
     for (i = 0; i < plan->num_rois; ++i) {
-        const int64_t k = plan->order[i];
+        const int64_t k = order[i];
         keys[i].image = batch_indices[k];
         keys[i].row = plan->row_taps[k] > 0 ? plan->taps[plan->first_tap[k]].lo : 0;
         keys[i].roi = k;
     }
     qsort(keys, (size_t)plan->num_rois, sizeof(*keys), roi_align_row_key_compare);
     for (i = 0; i < plan->num_rois; ++i) {
-        plan->order[i] = keys[i].roi;
+        order[i] = keys[i].roi;
     }
     free(keys);
 }
@@ -348,27 +334,46 @@ typedef struct PYROI_TYPED(roi_align_job) {
     roi_align_arena *arena; /* caller's workspace for the scratch, or NULL: malloc */
 } PYROI_TYPED(roi_align_job);
 
-/* The plan of a call, built in arena (NULL: malloc) -- unless the call writes nothing
- * (writes_nothing: a forward without RoIs or channels, a backward into an empty grad_input),
- * which only checks the boxes and leaves *planned 0. On success with *planned 1 the caller
- * frees the plan. */
+/* The plan of a call, built in arena (NULL: malloc): the copy of the RoIs (their batch
+ * indices checked), then the tap tables. A call that writes nothing (writes_nothing: a forward
+ * without RoIs or channels, a backward into an empty grad_input) only checks the batch
+ * indices and boxes (each read once, deciding nothing but the status) and leaves *planned 0.
+ * On success with *planned 1 the caller frees the plan. */
 static pyroi_status PYROI_TYPED(roi_align_call_plan)(
     PYROI_TYPED(roi_align_plan) *plan, int writes_nothing, const T *boxes, int64_t num_rois,
     int64_t box_row_stride, const int64_t *batch_indices, const int64_t map_shape[4],
     const pyroi_roi_align_params *params, roi_align_arena *arena, int *planned)
 {
+    void *copy = NULL; /* NULL: the copy mallocs its own memory */
     pyroi_status status;
     *planned = 0;
     if (writes_nothing) {
         int64_t failed_roi;
-        return PYROI_TYPED(roi_align_check_boxes)(boxes, num_rois, box_row_stride, map_shape[2],
-                                                  map_shape[3], params, NULL, NULL,
-                                                  &failed_roi);
+        status = pyroi_check_rois(boxes, num_rois, box_row_stride, 4, batch_indices,
+                                  map_shape[0]);
+        return status != PYROI_OK ? status
+                                  : PYROI_TYPED(roi_align_check_boxes)(
+                                        boxes, num_rois, box_row_stride, map_shape[2],
+                                        map_shape[3], params, NULL, NULL, &failed_roi);
     }
-    status = PYROI_TYPED(roi_align_plan_build_in)(plan, boxes, num_rois, box_row_stride,
-                                                  batch_indices, map_shape[0], map_shape[2],
-                                                  map_shape[3], params, arena);
+    if (arena != NULL) {
+        const size_t copy_bytes = pyroi_rois_bytes(num_rois, 4, sizeof(T));
+        copy = copy_bytes > 0 ? roi_align_arena_alloc(arena, copy_bytes) : NULL;
+        if (copy == NULL) {
+            return PYROI_E_NO_MEMORY;
+        }
+    }
+    status = pyroi_rois_copy(&plan->rois, boxes, sizeof(T), num_rois, box_row_stride, 4,
+                             batch_indices, map_shape[0], copy);
+    if (status != PYROI_OK) {
+        return status;
+    }
+    status = PYROI_TYPED(roi_align_plan_build_in)(plan, map_shape[2], map_shape[3], params,
+                                                  arena);
     *planned = status == PYROI_OK;
+    if (!*planned) {
+        pyroi_rois_free(&plan->rois);
+    }
     return status;
 }
 
@@ -376,13 +381,13 @@ static pyroi_status PYROI_TYPED(roi_align_call_plan)(
  * fields); the loop order's fields are set by roi_align_execute. */
 static void PYROI_TYPED(roi_align_job_init)(
     PYROI_TYPED(roi_align_job) *job, const T *features, const int64_t features_strides[4],
-    const int64_t *batch_indices, T *result, const int64_t result_strides[4],
+    T *result, const int64_t result_strides[4],
     const int64_t map_shape[4], const pyroi_roi_align_params *params,
     const PYROI_TYPED(roi_align_plan) *plan, roi_align_arena *arena)
 {
     job->features = features;
     job->features_strides = features_strides;
-    job->batch_indices = batch_indices;
+    job->batch_indices = plan->rois.batch_indices;
     job->result = result;
     job->result_strides = result_strides;
     job->map_shape = map_shape;
@@ -808,8 +813,9 @@ static void PYROI_TYPED(roi_align_prefetch_bins)(const T *base, const int64_t st
     }
 }
 
-/* The image and channels [*c0, *c0 + *channels) of work item `item` of the image order: a
- * channel block, or a pair of them (job->pair). */
+/* The group of RoIs (one image with RoIs, see rois.h) and the channels
+ * [*c0, *c0 + *channels) of work item `item` of the forward's image order: a channel block, or
+ * a pair of them (job->pair). The items follow the images that have RoIs, not the batch. */
 static int64_t PYROI_TYPED(roi_align_image_item)(const PYROI_TYPED(roi_align_job) *job,
                                                  int64_t item, int64_t *c0, int64_t *channels)
 {
@@ -830,7 +836,8 @@ static void PYROI_TYPED(roi_align_prefetch_block_slice)(const PYROI_TYPED(roi_al
 {
     const int64_t *shape = job->map_shape, *strides = job->features_strides;
     int64_t c0, lanes;
-    const int64_t n = PYROI_TYPED(roi_align_image_item)(job, item, &c0, &lanes);
+    const int64_t n =
+        job->plan->rois.group_image[PYROI_TYPED(roi_align_image_item)(job, item, &c0, &lanes)];
     const int64_t pixels = shape[2] * shape[3];
     const int64_t first = pixels * part / parts, last = pixels * (part + 1) / parts;
     const int64_t step = PYROI_LANE_BYTES / (int64_t)sizeof(T);
@@ -923,27 +930,27 @@ PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_forward_image_items)(
 
     for (item = begin; item < end; ++item) {
         int64_t c0, lanes;
-        const int64_t n = PYROI_TYPED(roi_align_image_item)(job, item, &c0, &lanes);
-        if (plan->image_start[n] == plan->image_start[n + 1]) {
-            continue; /* no RoI samples this image */
-        }
+        const int64_t group = PYROI_TYPED(roi_align_image_item)(job, item, &c0, &lanes);
+        const int64_t n = plan->rois.group_image[group];
+        const int64_t first = plan->rois.group_start[group];
+        const int64_t last = plan->rois.group_start[group + 1];
         PYROI_TYPED(roi_align_region_to_block)(job->features, job->features_strides,
                                                shape[3], n, c0, lanes, 0, shape[2], 0,
                                                shape[3], block, job->pair * PYROI_LANES);
         if (reduction == ROI_ALIGN_REDUCE_ONNX_MAX) {
             PYROI_TYPED(roi_align_onnx_zero_lanes)(job, n, c0, lanes, zero);
         }
-        for (i = plan->image_start[n]; i < plan->image_start[n + 1]; ++i) {
+        for (i = first; i < last; ++i) {
             if (i % 8 == 0 && pyroi_cancel_requested(job->params->cancel)) {
                 break; /* an item can hold every RoI: the call ends at the next chunk */
             }
             if (item + 1 < end) { /* the next block's input, a slice per RoI */
-                PYROI_TYPED(roi_align_prefetch_block_slice)(
-                    job, item + 1, i - plan->image_start[n],
-                    plan->image_start[n + 1] - plan->image_start[n]);
+                PYROI_TYPED(roi_align_prefetch_block_slice)(job, item + 1, i - first,
+                                                            last - first);
             }
-            PYROI_TYPED(roi_align_forward_block_roi)(job, max_job, reduction, plan->order[i],
-                                                     c0, lanes, block, zero, tile, staging);
+            PYROI_TYPED(roi_align_forward_block_roi)(job, max_job, reduction,
+                                                     plan->rois.order[i], c0, lanes, block,
+                                                     zero, tile, staging);
         }
     }
     pyroi_stream_fence(); /* the streamed outputs are visible to the caller */
@@ -1031,18 +1038,21 @@ static void PYROI_TYPED(roi_align_backward_image_task)(void *context, int64_t be
         const int64_t n = item / blocks;
         const int64_t c0 = (item % blocks) * PYROI_LANES;
         const int64_t lanes = shape[1] - c0 < PYROI_LANES ? shape[1] - c0 : PYROI_LANES;
-        for (i = plan->image_start[n]; i < plan->image_start[n + 1]; ++i) {
-            const int64_t k = plan->order[i];
+        const int64_t *order = plan->rois.order;
+        int64_t first, last;
+        pyroi_rois_of_image(&plan->rois, n, &first, &last);
+        for (i = first; i < last; ++i) {
+            const int64_t k = order[i];
             const T *next = tile;
             int64_t next_elements = 1;
             if (i % 8 == 0 && pyroi_cancel_requested(job->params->cancel)) {
                 break; /* the write-out below still leaves the block zero */
             }
-            if (i + 1 < plan->image_start[n + 1]) { /* the next RoI's gradients: start loading */
-                next = job->features + plan->order[i + 1] * go_strides[0] + c0 * go_strides[1];
+            if (i + 1 < last) { /* the next RoI's gradients: start loading */
+                next = job->features + order[i + 1] * go_strides[0] + c0 * go_strides[1];
                 next_elements = packed_bins ? lanes * pooled_height * pooled_width : 1;
-                PYROI_TYPED(roi_align_prefetch_bins)(job->features, go_strides,
-                                                     plan->order[i + 1], c0, lanes);
+                PYROI_TYPED(roi_align_prefetch_bins)(job->features, go_strides, order[i + 1],
+                                                     c0, lanes);
             }
             if (plan->row_taps[k] == 0 || plan->col_taps[k] == 0) {
                 continue; /* no sample of this RoI lands in the map */
@@ -1156,7 +1166,10 @@ static PYROI_TYPED(roi_align_schedule) PYROI_TYPED(roi_align_plan_schedule)(
     const int64_t map_pixels = shape[2] * shape[3];
     const int64_t tile_pixels = params->pooled_height * params->pooled_width;
     const int64_t blocks = (shape[1] + PYROI_LANES - 1) / PYROI_LANES;
-    const double map_elements = (double)shape[0] * (double)shape[1] * (double)map_pixels;
+    /* the images a whole-image order visits: the backward writes every image, the forward
+     * gathers only those with RoIs (however large a broadcast batch is) */
+    const int64_t images = backward ? shape[0] : plan->rois.num_groups;
+    const double map_elements = (double)images * (double)shape[1] * (double)map_pixels;
     const double sampled = plan->sampled_taps * (double)shape[1];
     /* lane-major orders need a block of the whole map per worker */
     const int lane_major = allow_lane_major && map_pixels > 0 && blocks > 0 &&
@@ -1170,7 +1183,7 @@ static PYROI_TYPED(roi_align_schedule) PYROI_TYPED(roi_align_plan_schedule)(
      * 7.7 by image; 32 boxes 5.1 and 6.7) */
     const int whole_images =
         sampled * 4.0 >= map_elements ||
-        (!backward && plan->region_pixels * 4.0 >= (double)shape[0] * (double)map_pixels);
+        (!backward && plan->region_pixels * 4.0 >= (double)images * (double)map_pixels);
     PYROI_TYPED(roi_align_schedule) schedule;
     double work_per_item;
 
@@ -1181,8 +1194,8 @@ static PYROI_TYPED(roi_align_schedule) PYROI_TYPED(roi_align_plan_schedule)(
             (double)map_pixels * (double)PYROI_LANE_BYTES <= PYROI_PAIR_BLOCK_BYTES) {
             schedule.pair = 2;
         }
-        schedule.items = shape[0] * ((blocks + schedule.pair - 1) / schedule.pair);
-        work_per_item = (double)PYROI_LANES * (plan->sampled_taps / (double)shape[0] +
+        schedule.items = images * ((blocks + schedule.pair - 1) / schedule.pair);
+        work_per_item = (double)PYROI_LANES * (plan->sampled_taps / (double)images +
                                                (double)map_pixels);
         schedule.task = backward ? PYROI_TYPED(roi_align_backward_image_task)
                                  : PYROI_TYPED(roi_align_forward_image_task);
@@ -1317,10 +1330,10 @@ pyroi_status PYROI_TYPED(pyroi_roi_align_forward)(
     if (!planned) {
         return status;
     }
-    PYROI_TYPED(roi_align_plan_order_by_rows)(&plan, batch_indices);
+    PYROI_TYPED(roi_align_plan_order_by_rows)(&plan);
     input = (const T *)pyroi_data_or_placeholder(input); /* a map without pixels may be NULL */
-    PYROI_TYPED(roi_align_job_init)(&job, input, input_strides, batch_indices, output,
-                                    output_strides, input_shape, params, &plan, NULL);
+    PYROI_TYPED(roi_align_job_init)(&job, input, input_strides, output, output_strides,
+                                    input_shape, params, &plan, NULL);
     status = PYROI_TYPED(roi_align_execute)(&job, 0);
     PYROI_TYPED(roi_align_plan_free)(&plan);
     return status;
@@ -1343,15 +1356,14 @@ pyroi_status PYROI_TYPED(pyroi_roi_align_backward)(
     if (status != PYROI_OK) {
         return status;
     }
-    status = PYROI_TYPED(roi_align_call_plan)(&plan, roi_align_map_is_empty(grad_input_shape),
+    status = PYROI_TYPED(roi_align_call_plan)(&plan, pyroi_shape_is_empty(grad_input_shape),
                                               boxes, num_rois, box_row_stride, batch_indices,
                                               grad_input_shape, params, NULL, &planned);
     if (!planned) {
         return status;
     }
-    PYROI_TYPED(roi_align_job_init)(&job, grad_output, grad_output_strides, batch_indices,
-                                    grad_input, grad_input_strides, grad_input_shape, params,
-                                    &plan, NULL);
+    PYROI_TYPED(roi_align_job_init)(&job, grad_output, grad_output_strides, grad_input,
+                                    grad_input_strides, grad_input_shape, params, &plan, NULL);
     status = PYROI_TYPED(roi_align_execute)(&job, 1);
     PYROI_TYPED(roi_align_plan_free)(&plan);
     return status;
@@ -1494,7 +1506,9 @@ static void PYROI_TYPED(roi_align_max_backward_task)(void *context, int64_t begi
                         max_job->argmax_const[k * a[0] + c * a[1] + ph * a[2] + pw * a[3]];
                     int64_t iy, ix;
                     T g;
-                    if (winner < 0) {
+                    /* checked before the call, and again here: the caller may have written
+                     * argmax since (grid_w > 0 whenever samples[k] > 0) */
+                    if (winner < 0 || winner >= plan->samples[k]) {
                         continue;
                     }
                     iy = winner / grid_w - rr.first_sample;
@@ -1652,13 +1666,15 @@ static void PYROI_TYPED(roi_align_max_forward_region_task)(void *context, int64_
                                                 begin, end, worker);
 }
 
-/* Samples per bin along x of every RoI (the plan keeps only products). */
-static pyroi_status PYROI_TYPED(roi_align_grid_widths)(const T *boxes, int64_t num_rois,
-                                                       int64_t box_row_stride, int64_t height,
-                                                       int64_t width,
+/* Samples per bin along x of every RoI of the plan (which keeps only products). */
+static pyroi_status PYROI_TYPED(roi_align_grid_widths)(const PYROI_TYPED(roi_align_plan) *plan,
+                                                       int64_t height, int64_t width,
                                                        const pyroi_roi_align_params *params,
                                                        int64_t **grid_w)
 {
+    const int64_t num_rois = plan->num_rois;
+    const T *boxes = (const T *)plan->rois.boxes;
+    const int64_t box_row_stride = plan->rois.coords;
     int64_t k;
     *grid_w = (int64_t *)malloc((size_t)(num_rois > 0 ? num_rois : 1) * sizeof(int64_t));
     if (*grid_w == NULL) {
@@ -1706,12 +1722,12 @@ static pyroi_status PYROI_TYPED(roi_align_max_like_forward)(
     if (!planned) {
         return status;
     }
-    PYROI_TYPED(roi_align_plan_order_by_rows)(&plan, batch_indices);
+    PYROI_TYPED(roi_align_plan_order_by_rows)(&plan);
     input = (const T *)pyroi_data_or_placeholder(input); /* a map without pixels may be NULL */
-    status = PYROI_TYPED(roi_align_grid_widths)(boxes, num_rois, box_row_stride, input_shape[2],
-                                                input_shape[3], params, &grid_w);
+    status = PYROI_TYPED(roi_align_grid_widths)(&plan, input_shape[2], input_shape[3], params,
+                                                &grid_w);
     if (status == PYROI_OK) {
-        PYROI_TYPED(roi_align_job_init)(&job.base, input, input_strides, batch_indices, output,
+        PYROI_TYPED(roi_align_job_init)(&job.base, input, input_strides, output,
                                         output_strides, input_shape, params, &plan, NULL);
         job.argmax = argmax;
         job.argmax_const = NULL;
@@ -1766,7 +1782,7 @@ pyroi_status PYROI_TYPED(pyroi_roi_align_max_backward)(
     if (status != PYROI_OK) {
         return status;
     }
-    status = PYROI_TYPED(roi_align_call_plan)(&plan, roi_align_map_is_empty(grad_input_shape),
+    status = PYROI_TYPED(roi_align_call_plan)(&plan, pyroi_shape_is_empty(grad_input_shape),
                                               boxes, num_rois, box_row_stride, batch_indices,
                                               grad_input_shape, params, NULL, &planned);
     if (!planned) {
@@ -1787,14 +1803,13 @@ pyroi_status PYROI_TYPED(pyroi_roi_align_max_backward)(
         }
     }
     if (status == PYROI_OK) {
-        status = PYROI_TYPED(roi_align_grid_widths)(boxes, num_rois, box_row_stride,
-                                                    grad_input_shape[2], grad_input_shape[3],
-                                                    params, &grid_w);
+        status = PYROI_TYPED(roi_align_grid_widths)(&plan, grad_input_shape[2],
+                                                    grad_input_shape[3], params, &grid_w);
     }
     if (status == PYROI_OK) {
         PYROI_TYPED(roi_align_job_init)(&job.base, grad_output, grad_output_strides,
-                                        batch_indices, grad_input, grad_input_strides,
-                                        grad_input_shape, params, &plan, NULL);
+                                        grad_input, grad_input_strides, grad_input_shape, params,
+                                        &plan, NULL);
         job.argmax = NULL;
         job.argmax_const = argmax;
         job.argmax_strides = argmax_strides;
@@ -2164,15 +2179,17 @@ pyroi_status PYROI_TYPED(pyroi_roi_align_backward_workspace_size)(
         grad_input_shape[3] == 0) {
         return PYROI_OK; /* the call writes nothing and needs no memory */
     }
-    /* the plan, exactly as roi_align_plan_build_in sizes it */
-    per_roi_words = 5 + (int64_t)(sizeof(pyroi_tap_range) / sizeof(int64_t)) *
-                            (params->pooled_height + params->pooled_width);
+    /* the copy of the RoIs and the plan, exactly as roi_align_call_plan sizes them */
+    per_roi_words = ROI_ALIGN_PLAN_WORDS + (int64_t)(sizeof(pyroi_tap_range) / sizeof(int64_t)) *
+                                               (params->pooled_height + params->pooled_width);
     if ((uint64_t)num_rois > (uint64_t)(SIZE_MAX / 16) / (uint64_t)per_roi_words ||
-        (uint64_t)total_taps > (uint64_t)SIZE_MAX / sizeof(PYROI_TYPED(axis_tap))) {
+        (uint64_t)total_taps > (uint64_t)SIZE_MAX / sizeof(PYROI_TYPED(axis_tap)) ||
+        pyroi_rois_bytes(num_rois, 4, sizeof(T)) == 0) {
         return PYROI_E_NO_MEMORY;
     }
-    words = num_rois * per_roi_words + grad_input_shape[0] + 1;
-    if (!roi_align_workspace_add(&total, (size_t)words * sizeof(int64_t)) ||
+    words = num_rois * per_roi_words + 1;
+    if (!roi_align_workspace_add(&total, pyroi_rois_bytes(num_rois, 4, sizeof(T))) ||
+        !roi_align_workspace_add(&total, (size_t)words * sizeof(int64_t)) ||
         !roi_align_workspace_add(&total, (size_t)(total_taps > 0 ? total_taps : 1) *
                                              sizeof(PYROI_TYPED(axis_tap)))) {
         return PYROI_E_NO_MEMORY;
@@ -2215,15 +2232,14 @@ pyroi_status PYROI_TYPED(pyroi_roi_align_backward_with_workspace)(
     arena.base = (unsigned char *)workspace;
     arena.size = workspace == NULL ? 0 : workspace_size;
     arena.used = 0;
-    status = PYROI_TYPED(roi_align_call_plan)(&plan, roi_align_map_is_empty(grad_input_shape),
+    status = PYROI_TYPED(roi_align_call_plan)(&plan, pyroi_shape_is_empty(grad_input_shape),
                                               boxes, num_rois, box_row_stride, batch_indices,
                                               grad_input_shape, params, &arena, &planned);
     if (!planned) {
         return status;
     }
-    PYROI_TYPED(roi_align_job_init)(&job, grad_output, grad_output_strides, batch_indices,
-                                    grad_input, grad_input_strides, grad_input_shape, params,
-                                    &plan, &arena);
+    PYROI_TYPED(roi_align_job_init)(&job, grad_output, grad_output_strides, grad_input,
+                                    grad_input_strides, grad_input_shape, params, &plan, &arena);
     status = PYROI_TYPED(roi_align_execute)(&job, 1);
     PYROI_TYPED(roi_align_plan_free)(&plan);
     return status;

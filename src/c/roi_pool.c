@@ -2,6 +2,7 @@
  * backward, float32 and float64. The kernel body is written once in roi_pool_template.h.
  * Semantics: docs/semantics.md §5.1 (torchvision.ops.roi_pool). */
 #include "parallel.h"
+#include "rois.h"
 #include "transpose.h"
 #include "validate.h"
 
@@ -36,7 +37,8 @@ void pyroi_roi_pool_params_init(pyroi_roi_pool_params *params)
     params->cancel = NULL;
 }
 
-/* Validation of a forward call once the dtype no longer matters. */
+/* Validation of a forward call once the dtype no longer matters, with the copy of the RoIs
+ * (value_bytes a coordinate) that the call reads from then on and frees. */
 static pyroi_status roi_pool_check_forward(const void *input, const int64_t input_shape[4],
                                            const int64_t input_strides[4], const void *boxes,
                                            int64_t num_rois, int64_t box_row_stride,
@@ -44,7 +46,8 @@ static pyroi_status roi_pool_check_forward(const void *input, const int64_t inpu
                                            const int64_t output_strides[4],
                                            const int64_t *argmax,
                                            const int64_t argmax_strides[4],
-                                           const pyroi_roi_pool_params *params)
+                                           const pyroi_roi_pool_params *params,
+                                           size_t value_bytes, pyroi_rois *rois)
 {
     pyroi_status status = pyroi_check_roi_pool_params(params);
     if (status != PYROI_OK) {
@@ -55,17 +58,27 @@ static pyroi_status roi_pool_check_forward(const void *input, const int64_t inpu
                                       -1, params->pooled_height,
                                       params->pooled_width, boxes, num_rois, box_row_stride, 4,
                                       batch_indices);
+    if (status != PYROI_OK) {
+        return status;
+    }
+    status = pyroi_rois_copy(rois, boxes, value_bytes, num_rois, box_row_stride, 4,
+                             batch_indices, input_shape[0], NULL);
     if (status == PYROI_OK && argmax != NULL) {
         const int64_t pooled_shape[4] = {num_rois, input_shape[1], params->pooled_height,
                                          params->pooled_width};
         status = pyroi_check_tensor4(argmax, pooled_shape, argmax_strides, PYROI_TENSOR_OUTPUT);
+        if (status != PYROI_OK) {
+            pyroi_rois_free(rois);
+        }
     }
     return status;
 }
 
 /* Every argmax entry must be -1 (nothing to propagate) or a pixel of an H x W plane: the
  * backward writes at that pixel, so a bad entry would be an out-of-bounds write. The check
- * reads all of argmax, so large ones are split over the workers by RoI. */
+ * reads all of argmax, so large ones are split over the workers by RoI. It gives the call's
+ * status; the kernels test each entry again where they read it (the caller may write argmax
+ * meanwhile), see roi_pool_argmax_is_pixel. */
 typedef struct roi_pool_argmax_check {
     const int64_t *argmax;
     const int64_t *shape;
@@ -148,7 +161,8 @@ static pyroi_status roi_pool_check_argmax(const int64_t *argmax, const int64_t s
     return PYROI_OK;
 }
 
-/* Validation of a backward call once the dtype no longer matters. */
+/* Validation of a backward call once the dtype no longer matters, with the copy of the batch
+ * indices that the call reads from then on and frees. */
 static pyroi_status roi_pool_check_backward(const void *grad_output,
                                             const int64_t grad_output_strides[4],
                                             const int64_t *argmax,
@@ -157,7 +171,8 @@ static pyroi_status roi_pool_check_backward(const void *grad_output,
                                             const void *grad_input,
                                             const int64_t grad_input_shape[4],
                                             const int64_t grad_input_strides[4],
-                                            const pyroi_roi_pool_params *params)
+                                            const pyroi_roi_pool_params *params,
+                                            pyroi_rois *rois)
 {
     int64_t pooled_shape[4];
     int64_t plane_size;
@@ -186,14 +201,28 @@ static pyroi_status roi_pool_check_backward(const void *grad_output,
     if (status != PYROI_OK) {
         return status;
     }
-    status = pyroi_check_batch_indices(batch_indices, num_rois, grad_input_shape[0]);
+    if (num_rois > 0 && batch_indices == NULL) {
+        return PYROI_E_NULL_POINTER;
+    }
+    status = pyroi_rois_copy(rois, NULL, 1, num_rois, 0, 0, batch_indices, grad_input_shape[0],
+                             NULL);
     if (status != PYROI_OK) {
         return status;
     }
     if (!pyroi_mul_nonneg(grad_input_shape[2], grad_input_shape[3], &plane_size)) {
-        return PYROI_E_INVALID_SHAPE; /* unreachable: the tensor check bounds H * W */
+        plane_size = 0; /* unreachable: the tensor check bounds H * W */
     }
-    return roi_pool_check_argmax(argmax, pooled_shape, argmax_strides, plane_size, params);
+    status = roi_pool_check_argmax(argmax, pooled_shape, argmax_strides, plane_size, params);
+    if (status != PYROI_OK) {
+        pyroi_rois_free(rois);
+    }
+    return status;
+}
+
+/* Whether argmax entry a (read once by the caller) names a pixel of a plane of plane_size. */
+static inline int roi_pool_argmax_is_pixel(int64_t a, int64_t plane_size)
+{
+    return (uint64_t)a < (uint64_t)plane_size;
 }
 
 /* Per-worker scratch: the bin windows of one RoI (rows first, then columns). */
@@ -230,61 +259,36 @@ typedef char roi_pool_group_is_two[ROI_POOL_GROUP == 2 ? 1 : -1];
 /* Forward outputs of at least this size are written with streaming stores. */
 #define ROI_POOL_STREAM_BYTES ((double)(8 << 20))
 
-/* The bin windows of every RoI of a call, and the RoIs grouped by image. */
+/* The bin windows of every RoI of a call, and the call's RoIs grouped by image. */
 typedef struct roi_pool_plan {
+    const pyroi_rois *rois;   /* the call's copy, grouped by image */
     int64_t bins;             /* pooled_height + pooled_width: windows per RoI */
     roi_pool_window *windows; /* RoI k: windows + k * bins: rows, then columns (forward) */
-    int64_t *order;           /* RoI indices sorted by image, stable */
-    int64_t *image_start;     /* RoIs of image n: order[image_start[n] .. image_start[n + 1]) */
     double visits;            /* sum over RoIs and bins of the pixels in the window */
     double area;              /* sum over RoIs of the map pixels a RoI covers */
     int64_t max_area;         /* the largest of those */
-    int64_t images_used;      /* images with at least one RoI */
     void *allocation;
 } roi_pool_plan;
 
-/* Allocates the plan of num_rois RoIs on num_images images, with bins windows per RoI
- * (0: no windows, for the backward), and groups the RoIs by image (counting sort, RoI order
- * kept within an image). */
-static pyroi_status roi_pool_plan_init(roi_pool_plan *plan, const int64_t *batch_indices,
-                                       int64_t num_rois, int64_t num_images, int64_t bins)
+/* Allocates the plan of the call's RoIs, with bins windows per RoI (0: no windows, for the
+ * backward), and groups the RoIs by image. */
+static pyroi_status roi_pool_plan_init(roi_pool_plan *plan, pyroi_rois *rois, int64_t bins)
 {
-    const uint64_t per_roi_bytes = (uint64_t)bins * sizeof(roi_pool_window) + sizeof(int64_t);
-    uint64_t bytes;
-    int64_t k, n;
+    const uint64_t per_roi_bytes = (uint64_t)bins * sizeof(roi_pool_window);
     memset(plan, 0, sizeof(*plan));
+    plan->rois = rois;
     plan->bins = bins;
+    pyroi_rois_group_by_image(rois);
     /* bins <= 2 * (output elements per channel): the caller's output bounds the plan */
     if ((uint64_t)bins > (uint64_t)SIZE_MAX / 64 ||
-        (uint64_t)num_rois > (uint64_t)(SIZE_MAX / 4) / per_roi_bytes ||
-        (uint64_t)num_images >= (uint64_t)(SIZE_MAX / 4) / sizeof(int64_t)) {
+        (uint64_t)rois->num_rois > (uint64_t)(SIZE_MAX / 4) / (per_roi_bytes + 1)) {
         return PYROI_E_NO_MEMORY;
     }
-    bytes = (uint64_t)num_rois * per_roi_bytes + ((uint64_t)num_images + 1) * sizeof(int64_t);
-    plan->allocation = malloc((size_t)bytes);
+    plan->allocation = malloc((size_t)((uint64_t)rois->num_rois * per_roi_bytes + 1));
     if (plan->allocation == NULL) {
         return PYROI_E_NO_MEMORY;
     }
-    plan->windows = (roi_pool_window *)plan->allocation; /* int64 pairs come first */
-    plan->order = (int64_t *)(plan->windows + num_rois * bins);
-    plan->image_start = plan->order + num_rois;
-    for (n = 0; n <= num_images; ++n) {
-        plan->image_start[n] = 0;
-    }
-    for (k = 0; k < num_rois; ++k) {
-        plan->image_start[batch_indices[k] + 1] += 1;
-    }
-    for (n = 0; n < num_images; ++n) {
-        plan->images_used += plan->image_start[n + 1] > 0;
-        plan->image_start[n + 1] += plan->image_start[n];
-    }
-    for (k = 0; k < num_rois; ++k) {
-        plan->order[plan->image_start[batch_indices[k]]++] = k;
-    }
-    for (n = num_images; n > 0; --n) { /* undo the increments of the placement pass */
-        plan->image_start[n] = plan->image_start[n - 1];
-    }
-    plan->image_start[0] = 0;
+    plan->windows = (roi_pool_window *)plan->allocation;
     return PYROI_OK;
 }
 

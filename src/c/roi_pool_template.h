@@ -195,6 +195,7 @@ static void PYROI_TYPED(roi_pool_backward_channels)(
     int64_t channel_begin, int64_t channel_end)
 {
     const int64_t width = grad_input_shape[3];
+    const int64_t plane_size = grad_input_shape[2] * width;
     const int64_t row_stride = grad_input_strides[2], col_stride = grad_input_strides[3];
     int64_t n, k, c, h, w, ph, pw;
 
@@ -217,7 +218,7 @@ static void PYROI_TYPED(roi_pool_backward_channels)(
             for (ph = 0; ph < params->pooled_height; ++ph) {
                 for (pw = 0; pw < params->pooled_width; ++pw) {
                     const int64_t a = winners[ph * argmax_strides[2] + pw * argmax_strides[3]];
-                    if (a < 0) { /* validated: -1 or a pixel of the plane */
+                    if (!roi_pool_argmax_is_pixel(a, plane_size)) { /* -1: nothing */
                         continue;
                     }
                     /* rows evenly spaced: the pixel's offset needs no division */
@@ -236,7 +237,8 @@ typedef struct PYROI_TYPED(roi_pool_job) {
     const T *features; /* input (forward) or grad_output (backward) */
     const int64_t *features_shape;
     const int64_t *features_strides;
-    const T *boxes;
+    pyroi_rois *rois;  /* the call's copy of the RoIs: the fields below point into it */
+    const T *boxes;    /* forward */
     int64_t num_rois;
     int64_t box_row_stride;
     const int64_t *batch_indices;
@@ -253,6 +255,16 @@ typedef struct PYROI_TYPED(roi_pool_job) {
     int64_t scratch_stride;    /* elements per worker */
     int stream;                /* forward: stream the outputs past the caches (large calls) */
 } PYROI_TYPED(roi_pool_job);
+
+/* Points the job at the call's copy of the RoIs. */
+static void PYROI_TYPED(roi_pool_job_rois)(PYROI_TYPED(roi_pool_job) *job, pyroi_rois *rois)
+{
+    job->rois = rois;
+    job->boxes = (const T *)rois->boxes;
+    job->num_rois = rois->num_rois;
+    job->box_row_stride = rois->coords;
+    job->batch_indices = rois->batch_indices;
+}
 
 static void PYROI_TYPED(roi_pool_forward_task)(void *context, int64_t begin, int64_t end,
                                                int worker)
@@ -743,7 +755,7 @@ static void PYROI_TYPED(roi_pool_tiles_to_bins)(const PYROI_TYPED(roi_pool_job) 
     }
 }
 
-/* Forward, work item = (image, channel group): item / groups is the image. */
+/* Forward, work item = (image with RoIs, channel group): item / groups is the group of RoIs. */
 PYROI_VECTOR_CLONES
 static void PYROI_TYPED(roi_pool_forward_image_task)(void *context, int64_t begin, int64_t end,
                                                      int worker)
@@ -762,15 +774,13 @@ static void PYROI_TYPED(roi_pool_forward_image_task)(void *context, int64_t begi
     int64_t item, i;
 
     for (item = begin; item < end; ++item) {
-        const int64_t n = item / groups;
+        const int64_t group = item / groups; /* of RoIs: an image with RoIs (rois.h) */
+        const int64_t n = plan->rois->group_image[group];
         const int64_t c0 = (item % groups) * ROI_POOL_GROUP_LANES;
-        if (plan->image_start[n] == plan->image_start[n + 1]) {
-            continue; /* no RoI on this image */
-        }
         PYROI_TYPED(roi_pool_region_to_block)(job->features, shape, job->features_strides, n,
                                               c0, whole, scratch.block, scratch.sub_stride);
-        for (i = plan->image_start[n]; i < plan->image_start[n + 1]; ++i) {
-            const int64_t k = plan->order[i];
+        for (i = plan->rois->group_start[group]; i < plan->rois->group_start[group + 1]; ++i) {
+            const int64_t k = plan->rois->order[i];
             if (i % 8 == 0 && pyroi_cancel_requested(job->params->cancel)) {
                 break; /* an item can hold every RoI: the call ends at the next chunk */
             }
@@ -850,6 +860,7 @@ static void PYROI_TYPED(roi_pool_backward_image_task)(void *context, int64_t beg
     const int64_t pooled_width = job->params->pooled_width;
     const int64_t blocks = (shape[1] + ROI_POOL_LANES - 1) / ROI_POOL_LANES;
     const int64_t block_elements = shape[2] * shape[3] * ROI_POOL_LANES;
+    const int64_t plane_size = shape[2] * shape[3];
     /* in locals: the compiler cannot tell that the block's stores leave them alone */
     const int64_t g_row = g_strides[2], g_column = g_strides[3];
     const int64_t a_row = a_strides[2], a_column = a_strides[3];
@@ -860,7 +871,7 @@ static void PYROI_TYPED(roi_pool_backward_image_task)(void *context, int64_t beg
                 g_column == 1 && a_column == 1
             ? pooled_height * pooled_width
             : 1;
-    int64_t item, i, j, h, ph, pw;
+    int64_t item, i, j, h, ph, pw, first, last;
 
     for (item = begin; item < end; ++item) {
         const int64_t n = item / blocks;
@@ -870,11 +881,12 @@ static void PYROI_TYPED(roi_pool_backward_image_task)(void *context, int64_t beg
         for (i = 0; i < block_elements; ++i) {
             block[i] = (T)0;
         }
-        for (i = plan->image_start[n]; i < plan->image_start[n + 1]; ++i) {
-            const int64_t k = plan->order[i];
+        pyroi_rois_of_image(plan->rois, n, &first, &last);
+        for (i = first; i < last; ++i) {
+            const int64_t k = plan->rois->order[i];
             /* the next RoI's gradients and argmax, channel by channel while this RoI's are
              * added: a burst of prefetches before the RoI was mostly dropped */
-            const int64_t next = i + 1 < plan->image_start[n + 1] ? plan->order[i + 1] : k;
+            const int64_t next = i + 1 < last ? plan->rois->order[i + 1] : k;
             if (i % 8 == 0 && pyroi_cancel_requested(job->params->cancel)) {
                 break;
             }
@@ -892,7 +904,7 @@ static void PYROI_TYPED(roi_pool_backward_image_task)(void *context, int64_t beg
                     const T *g = grad + ph * g_row;
                     for (pw = 0; pw < pooled_width; ++pw) {
                         const int64_t a = winner[pw * a_column];
-                        if (a >= 0) { /* validated: -1 or a pixel of the plane */
+                        if (roi_pool_argmax_is_pixel(a, plane_size)) { /* -1: nothing */
                             lane[a * ROI_POOL_LANES] += g[pw * g_column];
                         }
                     }
@@ -941,8 +953,7 @@ static pyroi_status PYROI_TYPED(roi_pool_forward_lanes)(PYROI_TYPED(roi_pool_job
     const int64_t groups = (shape[1] + ROI_POOL_GROUP_LANES - 1) / ROI_POOL_GROUP_LANES;
     roi_pool_plan plan;
     pyroi_status status = roi_pool_plan_init(
-        &plan, job->batch_indices, job->num_rois, shape[0],
-        job->params->pooled_height + job->params->pooled_width);
+        &plan, job->rois, job->params->pooled_height + job->params->pooled_width);
     if (status != PYROI_OK) {
         return status;
     }
@@ -951,11 +962,12 @@ static pyroi_status PYROI_TYPED(roi_pool_forward_lanes)(PYROI_TYPED(roi_pool_job
     job->plan = &plan;
     /* gathering whole images pays once the RoIs cover about half the pixels of the images
      * they are on; below that, gathering each RoI's region reads less */
-    if (plan.area * 2.0 >= (double)plan.images_used * (double)map_pixels) {
+    if (plan.area * 2.0 >= (double)job->rois->num_groups * (double)map_pixels) {
+        /* items follow the images with RoIs, not the batch (which may be broadcast) */
         status = PYROI_TYPED(roi_pool_run_lanes)(
-            job, PYROI_TYPED(roi_pool_forward_image_task), shape[0] * groups,
+            job, PYROI_TYPED(roi_pool_forward_image_task), job->rois->num_groups * groups,
             (double)ROI_POOL_GROUP_LANES *
-                (plan.visits / (double)shape[0] + (double)map_pixels),
+                (plan.visits / (double)job->rois->num_groups + (double)map_pixels),
             PYROI_TYPED(roi_pool_scratch_elements)(map_pixels, tile));
     } else {
         status = PYROI_TYPED(roi_pool_run_lanes)(
@@ -964,6 +976,46 @@ static pyroi_status PYROI_TYPED(roi_pool_forward_lanes)(PYROI_TYPED(roi_pool_job
             PYROI_TYPED(roi_pool_scratch_elements)(plan.max_area, tile));
     }
     roi_pool_plan_free(&plan);
+    return status;
+}
+
+/* The forward of the call's RoIs (job->rois, job->boxes...) once its checks passed. */
+static pyroi_status PYROI_TYPED(roi_pool_forward_checked)(PYROI_TYPED(roi_pool_job) *job)
+{
+    const int64_t *input_shape = job->features_shape;
+    const pyroi_roi_pool_params *params = job->params;
+    const int64_t num_rois = job->num_rois;
+    double max_area;
+    int64_t failed_roi;
+    int workers;
+    pyroi_status status = PYROI_TYPED(roi_pool_scan_boxes)(
+        job->boxes, num_rois, job->box_row_stride, input_shape[2], input_shape[3], params,
+        &max_area, &failed_roi);
+    if (status != PYROI_OK || num_rois == 0 || input_shape[1] == 0) {
+        return status;
+    }
+    /* an output much larger than a core's caches is not read back soon: stream it */
+    job->stream = (double)num_rois * (double)input_shape[1] * (double)params->pooled_height *
+                      (double)params->pooled_width * (double)sizeof(T) >=
+                  (double)ROI_POOL_STREAM_BYTES;
+    if (PYROI_TYPED(roi_pool_scratch_fits)(input_shape[2] * input_shape[3],
+                                           params->pooled_height * params->pooled_width)) {
+        return PYROI_TYPED(roi_pool_forward_lanes)(job);
+    }
+    /* direct order. Work per RoI: every channel reads the pixels of every bin (bins overlap
+     * little) */
+    const double work_per_item = (double)input_shape[1] *
+                                 ((double)params->pooled_height * (double)params->pooled_width + max_area);
+    workers = pyroi_parallel_workers(params->num_threads, num_rois, work_per_item);
+    status = roi_pool_windows_alloc(&job->windows, workers, params->pooled_height,
+                                    params->pooled_width);
+    if (status != PYROI_OK) {
+        return status;
+    }
+    status = pyroi_parallel_for(workers, num_rois, work_per_item, params->cancel,
+                                PYROI_TYPED(roi_pool_forward_task), job);
+    free(job->windows);
+    job->windows = NULL;
     return status;
 }
 
@@ -976,62 +1028,26 @@ pyroi_status PYROI_TYPED(pyroi_roi_pool_forward)(
     const pyroi_roi_pool_params *params)
 {
     PYROI_TYPED(roi_pool_job) job;
-    double max_area;
-    int64_t failed_roi;
-    double work_per_item;
-    int workers;
+    pyroi_rois rois;
     pyroi_status status = roi_pool_check_forward(input, input_shape, input_strides, boxes,
                                                  num_rois, box_row_stride, batch_indices,
                                                  output, output_strides, argmax,
-                                                 argmax_strides, params);
+                                                 argmax_strides, params, sizeof(T), &rois);
     if (status != PYROI_OK) {
         return status;
     }
-    status = PYROI_TYPED(roi_pool_scan_boxes)(boxes, num_rois, box_row_stride, input_shape[2],
-                                              input_shape[3], params, &max_area, &failed_roi);
-    if (status != PYROI_OK || num_rois == 0 || input_shape[1] == 0) {
-        return status;
-    }
-    input = (const T *)pyroi_data_or_placeholder(input); /* a map without pixels may be NULL */
-    job.features = input;
+    memset(&job, 0, sizeof(job));
+    job.features = (const T *)pyroi_data_or_placeholder(input); /* no pixels: may be NULL */
     job.features_shape = input_shape;
     job.features_strides = input_strides;
-    job.boxes = boxes;
-    job.num_rois = num_rois;
-    job.box_row_stride = box_row_stride;
-    job.batch_indices = batch_indices;
+    PYROI_TYPED(roi_pool_job_rois)(&job, &rois);
     job.result = output;
-    job.result_shape = NULL;
     job.result_strides = output_strides;
     job.argmax_out = argmax;
-    job.argmax_in = NULL;
     job.argmax_strides = argmax_strides;
     job.params = params;
-    job.windows = NULL;
-    job.plan = NULL;
-    job.scratch = NULL;
-    job.scratch_stride = 0;
-    /* an output much larger than a core's caches is not read back soon: stream it */
-    job.stream = (double)num_rois * (double)input_shape[1] * (double)params->pooled_height *
-                     (double)params->pooled_width * (double)sizeof(T) >=
-                 (double)ROI_POOL_STREAM_BYTES;
-    if (PYROI_TYPED(roi_pool_scratch_fits)(input_shape[2] * input_shape[3],
-                                           params->pooled_height * params->pooled_width)) {
-        return PYROI_TYPED(roi_pool_forward_lanes)(&job);
-    }
-    /* direct order. Work per RoI: every channel reads the pixels of every bin (bins overlap
-     * little) */
-    work_per_item = (double)input_shape[1] *
-                    ((double)params->pooled_height * (double)params->pooled_width + max_area);
-    workers = pyroi_parallel_workers(params->num_threads, num_rois, work_per_item);
-    status = roi_pool_windows_alloc(&job.windows, workers, params->pooled_height,
-                                    params->pooled_width);
-    if (status != PYROI_OK) {
-        return status;
-    }
-    status = pyroi_parallel_for(workers, num_rois, work_per_item, params->cancel,
-                                PYROI_TYPED(roi_pool_forward_task), &job);
-    free(job.windows);
+    status = PYROI_TYPED(roi_pool_forward_checked)(&job);
+    pyroi_rois_free(&rois);
     return status;
 }
 
@@ -1052,6 +1068,42 @@ pyroi_status PYROI_TYPED(pyroi_roi_pool_find_invalid_roi)(
                                             &max_area, failed_roi);
 }
 
+/* The backward of the call's RoIs (job->rois) once its checks passed. */
+static pyroi_status PYROI_TYPED(roi_pool_backward_checked)(PYROI_TYPED(roi_pool_job) *job)
+{
+    const int64_t *grad_input_shape = job->result_shape;
+    const pyroi_roi_pool_params *params = job->params;
+    const int64_t map_pixels = grad_input_shape[2] * grad_input_shape[3];
+    const double bins =
+        (double)job->num_rois * (double)params->pooled_height * (double)params->pooled_width;
+    int workers;
+    /* image blocks once the RoIs' bins are not few next to the map pixels: the block turns
+     * every add into a unit-stride-free, division-free scalar add in a cache-resident block */
+    if (PYROI_TYPED(roi_pool_scratch_fits)(map_pixels, 0) &&
+        bins * 4.0 >= (double)grad_input_shape[0] * (double)map_pixels) {
+        const int64_t blocks = (grad_input_shape[1] + ROI_POOL_LANES - 1) / ROI_POOL_LANES;
+        roi_pool_plan plan;
+        pyroi_status status = roi_pool_plan_init(&plan, job->rois, 0);
+        if (status != PYROI_OK) {
+            return status;
+        }
+        job->plan = &plan;
+        status = PYROI_TYPED(roi_pool_run_lanes)(
+            job, PYROI_TYPED(roi_pool_backward_image_task), grad_input_shape[0] * blocks,
+            (double)ROI_POOL_LANES *
+                (2.0 * (double)map_pixels + bins / (double)grad_input_shape[0]),
+            map_pixels * ROI_POOL_LANES);
+        roi_pool_plan_free(&plan);
+        job->plan = NULL;
+        return status;
+    }
+    /* direct order. Work per channel: zero N planes, then one add per bin of every RoI */
+    const double work_per_item = (double)grad_input_shape[0] * (double)map_pixels + bins;
+    workers = pyroi_parallel_workers(params->num_threads, grad_input_shape[1], work_per_item);
+    return pyroi_parallel_for(workers, grad_input_shape[1], work_per_item, params->cancel,
+                              PYROI_TYPED(roi_pool_backward_task), job);
+}
+
 pyroi_status PYROI_TYPED(pyroi_roi_pool_backward)(
     const T *grad_output, const int64_t grad_output_strides[4],
     const int64_t *argmax, const int64_t argmax_strides[4],
@@ -1060,67 +1112,29 @@ pyroi_status PYROI_TYPED(pyroi_roi_pool_backward)(
     const pyroi_roi_pool_params *params)
 {
     PYROI_TYPED(roi_pool_job) job;
-    int64_t map_pixels;
-    double bins;
-    double work_per_item;
-    int workers;
+    pyroi_rois rois;
     pyroi_status status = roi_pool_check_backward(
         grad_output, grad_output_strides, argmax, argmax_strides, batch_indices, num_rois,
-        grad_input, grad_input_shape, grad_input_strides, params);
+        grad_input, grad_input_shape, grad_input_strides, params, &rois);
     if (status != PYROI_OK) {
         return status;
     }
-    if (grad_input_shape[0] == 0 || grad_input_shape[1] == 0 || grad_input_shape[2] == 0 ||
-        grad_input_shape[3] == 0) {
-        return PYROI_OK; /* nothing to write (grad_input may then be NULL) */
+    /* nothing to write with an empty grad_input (which may then be NULL) */
+    if (!pyroi_shape_is_empty(grad_input_shape)) {
+        memset(&job, 0, sizeof(job));
+        job.features = grad_output;
+        job.features_strides = grad_output_strides;
+        PYROI_TYPED(roi_pool_job_rois)(&job, &rois);
+        job.result = grad_input;
+        job.result_shape = grad_input_shape;
+        job.result_strides = grad_input_strides;
+        job.argmax_in = argmax;
+        job.argmax_strides = argmax_strides;
+        job.params = params;
+        status = PYROI_TYPED(roi_pool_backward_checked)(&job);
     }
-    job.features = grad_output;
-    job.features_shape = NULL;
-    job.features_strides = grad_output_strides;
-    job.boxes = NULL;
-    job.num_rois = num_rois;
-    job.box_row_stride = 0;
-    job.batch_indices = batch_indices;
-    job.result = grad_input;
-    job.result_shape = grad_input_shape;
-    job.result_strides = grad_input_strides;
-    job.argmax_out = NULL;
-    job.argmax_in = argmax;
-    job.argmax_strides = argmax_strides;
-    job.params = params;
-    job.windows = NULL;
-    job.plan = NULL;
-    job.scratch = NULL;
-    job.scratch_stride = 0;
-    job.stream = 0;
-    map_pixels = grad_input_shape[2] * grad_input_shape[3];
-    bins = (double)num_rois * (double)params->pooled_height * (double)params->pooled_width;
-    /* image blocks once the RoIs' bins are not few next to the map pixels: the block turns
-     * every add into a unit-stride-free, division-free scalar add in a cache-resident block */
-    if (grad_input_shape[0] > 0 && PYROI_TYPED(roi_pool_scratch_fits)(map_pixels, 0) &&
-        bins * 4.0 >= (double)grad_input_shape[0] * (double)map_pixels) {
-        const int64_t blocks = (grad_input_shape[1] + ROI_POOL_LANES - 1) / ROI_POOL_LANES;
-        roi_pool_plan plan;
-        status = roi_pool_plan_init(&plan, batch_indices, num_rois, grad_input_shape[0], 0);
-        if (status != PYROI_OK) {
-            return status;
-        }
-        job.plan = &plan;
-        status = PYROI_TYPED(roi_pool_run_lanes)(
-            &job, PYROI_TYPED(roi_pool_backward_image_task), grad_input_shape[0] * blocks,
-            (double)ROI_POOL_LANES *
-                (2.0 * (double)map_pixels + bins / (double)grad_input_shape[0]),
-            map_pixels * ROI_POOL_LANES);
-        roi_pool_plan_free(&plan);
-        return status;
-    }
-    /* direct order. Work per channel: zero N planes, then one add per bin of every RoI */
-    work_per_item =
-        (double)grad_input_shape[0] * (double)grad_input_shape[2] * (double)grad_input_shape[3] +
-        (double)num_rois * (double)params->pooled_height * (double)params->pooled_width;
-    workers = pyroi_parallel_workers(params->num_threads, grad_input_shape[1], work_per_item);
-    return pyroi_parallel_for(workers, grad_input_shape[1], work_per_item, params->cancel,
-                              PYROI_TYPED(roi_pool_backward_task), &job);
+    pyroi_rois_free(&rois);
+    return status;
 }
 
 #undef ROI_POOL_GROUP_LANES

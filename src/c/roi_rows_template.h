@@ -1,6 +1,12 @@
 /* roi_rows_template.h - the batch indices of RoI rows, included by roi_rows.c once per dtype
  * with T and PYROI_TYPED(name) defined. */
 
+/* Whether an integral index lies in [0, num_images) (converted only below 2^63). */
+static int PYROI_TYPED(roi_rows_index_in_range)(T index, int64_t num_images)
+{
+    return index >= 0 && (double)index < 9223372036854775808.0 && (int64_t)index < num_images;
+}
+
 pyroi_status PYROI_TYPED(pyroi_roi_rows_batch_indices)(const T *rows, int64_t num_rois,
                                                        int64_t row_stride,
                                                        int64_t coords_per_box,
@@ -15,14 +21,14 @@ pyroi_status PYROI_TYPED(pyroi_roi_rows_batch_indices)(const T *rows, int64_t nu
         return status;
     }
     /* one pass for the three checks, reported in their order (every index an integer, then
-     * in range, then the coordinates), each naming its first RoI */
+     * in range, then the coordinates), each naming its first RoI; nothing is written before
+     * every row passed */
     for (k = 0; k < num_rois && not_integer < 0; ++k) {
         const T *row = rows + k * row_stride;
-        if (!(row[0] == floor(row[0]))) { /* NaN too; +-inf is out of range */
+        const T index = row[0];
+        if (!(index == floor(index))) { /* NaN too; +-inf is out of range */
             not_integer = k;
-        } else if (out_of_range < 0 &&
-                   !(row[0] >= 0 && (double)row[0] < 9223372036854775808.0 &&
-                     (int64_t)row[0] < num_images)) { /* converted only below 2^63 */
+        } else if (out_of_range < 0 && !PYROI_TYPED(roi_rows_index_in_range)(index, num_images)) {
             out_of_range = k;
         }
         for (j = 1; j <= coords_per_box && not_finite < 0; ++j) {
@@ -39,8 +45,15 @@ pyroi_status PYROI_TYPED(pyroi_roi_rows_batch_indices)(const T *rows, int64_t nu
         *failed_roi = not_finite;
         return PYROI_E_INVALID_BOX;
     }
-    for (k = 0; k < num_rois; ++k) { /* every index is an integer in [0, num_images) */
-        batch_indices[k] = (int64_t)rows[k * row_stride];
+    /* each index converted from the read that checks it: another thread may have written
+     * the rows since the pass above (the result is then unspecified, never undefined) */
+    for (k = 0; k < num_rois; ++k) {
+        const T index = rows[k * row_stride];
+        if (!(index == floor(index) && PYROI_TYPED(roi_rows_index_in_range)(index, num_images))) {
+            *failed_roi = k;
+            return PYROI_E_INVALID_BATCH_INDEX;
+        }
+        batch_indices[k] = (int64_t)index;
     }
     return PYROI_OK;
 }

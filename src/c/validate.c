@@ -304,6 +304,6 @@ pyroi_status pyroi_check_pooling_call(const void *features, const int64_t featur
     if (status != PYROI_OK) {
         return status;
     }
-    return pyroi_check_rois(boxes, num_rois, box_row_stride, coords_per_box, batch_indices,
-                            features_shape[0]);
+    /* the batch indices' values are checked in the call's copy of them (pyroi_rois_copy) */
+    return pyroi_check_roi_rows(boxes, num_rois, box_row_stride, coords_per_box, batch_indices);
 }

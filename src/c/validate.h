@@ -60,8 +60,9 @@ pyroi_status pyroi_check_roi_align_rotated_params(const pyroi_roi_align_rotated_
 /* The checks every pooling entry point shares once its parameters are valid: num_rois >= 0,
  * the feature tensor (input or grad_input), the pooled tensor (output or grad_output) of shape
  * (num_rois, pooled_channels, pooled_height, pooled_width) (pooled_channels < 0: the
- * features' channel count), and the RoIs (coords_per_box
- * coordinates a row, batch indices in [0, N)). */
+ * features' channel count), and the RoIs' pointers and row offsets (coords_per_box
+ * coordinates a row; not the batch indices' values: pyroi_rois_copy checks those in the copy
+ * that the call then reads). */
 pyroi_status pyroi_check_pooling_call(const void *features, const int64_t features_shape[4],
                                       const int64_t features_strides[4],
                                       pyroi_tensor_role features_role, const void *pooled,

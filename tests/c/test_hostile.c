@@ -551,30 +551,42 @@ static void test_no_memory(void)
 }
 
 /* Regression: a zero-stride batch of 2^61 - 1 images made roi_align's per-image table size
- * wrap size_t, then wrote past the allocation (heap overflow); now a clean refusal. */
+ * wrap size_t, then wrote past the allocation (heap overflow); later a clean refusal; now the
+ * RoIs are grouped by sorting, so the call costs what its two RoIs cost and gives what the
+ * same RoIs give on a batch of one image (every image of the broadcast batch is that one). */
 static void test_broadcast_batch(void)
 {
     static const int64_t shape[4] = {INT64_C(2305843009213693951), 1, 1, 1};
+    static const int64_t one_image[4] = {1, 1, 1, 1};
     static const int64_t strides[4] = {0, 0, 0, 0};
     const float pixel = 3.0f;
     const float boxes[8] = {0, 0, 1, 1, -0.25f, 0, 0.5f, 0.75f};
-    const int64_t batch[2] = {0, INT64_C(2305843009213693950)};
+    const int64_t batch[2] = {INT64_C(2305843009213693950), 0};
+    const int64_t first[2] = {0, 0};
     const int64_t out_strides[4] = {1, 1, 1, 1};
-    float result[2] = {sentinel, sentinel};
+    float result[2] = {sentinel, sentinel}, expected[2];
     pyroi_roi_align_params p;
     pyroi_roi_pool_params q;
-    int64_t argmax[2];
+    int64_t argmax[2], expected_argmax[2];
     pyroi_roi_align_params_init(&p);
+    CHECK_STATUS(pyroi_roi_align_forward_f32(&pixel, one_image, strides, boxes, 2, 4, first,
+                                         expected, out_strides, &p), PYROI_OK);
     CHECK_STATUS(pyroi_roi_align_forward_f32(&pixel, shape, strides, boxes, 2, 4, batch, result,
-                                             out_strides, &p),
-                 PYROI_E_NO_MEMORY);
-    CHECK(result[0] == sentinel && result[1] == sentinel);
-    /* RoIPool's lane-major orders group the RoIs by image too: the same clean refusal */
+                                         out_strides, &p), PYROI_OK);
+    CHECK(result[0] == expected[0] && result[1] == expected[1]);
     pyroi_roi_pool_params_init(&q);
+    CHECK_STATUS(pyroi_roi_pool_forward_f32(&pixel, one_image, strides, boxes, 2, 4, first,
+                                        expected, out_strides, expected_argmax, out_strides, &q), PYROI_OK);
     CHECK_STATUS(pyroi_roi_pool_forward_f32(&pixel, shape, strides, boxes, 2, 4, batch, result,
-                                            out_strides, argmax, out_strides, &q),
-                 PYROI_E_NO_MEMORY);
-    CHECK(result[0] == sentinel && result[1] == sentinel);
+                                        out_strides, argmax, out_strides, &q), PYROI_OK);
+    CHECK(result[0] == expected[0] && result[1] == expected[1]);
+    CHECK(argmax[0] == expected_argmax[0] && argmax[1] == expected_argmax[1]);
+    CHECK_STATUS(pyroi_roi_align_max_forward_f32(&pixel, one_image, strides, boxes, 2, 4, first,
+                                             expected, out_strides, expected_argmax,
+                                             out_strides, &p), PYROI_OK);
+    CHECK_STATUS(pyroi_roi_align_max_forward_f32(&pixel, shape, strides, boxes, 2, 4, batch, result,
+                                             out_strides, argmax, out_strides, &p), PYROI_OK);
+    CHECK(result[0] == expected[0] && result[1] == expected[1]);
 }
 
 /* Regression: NULL is allowed for a tensor without elements; kernels formed plane pointers

@@ -15,7 +15,8 @@
  *   - with finite data of moderate size, every output value is finite;
  *   - the result does not depend on num_threads (bit for bit);
  *   - find_invalid_roi names the RoI status a forward call failed with, and a valid argmax;
- *   - fpn levels lie in [-1, max_level - min_level].
+ *   - fpn levels lie in [-1, max_level - min_level];
+ *   - roi_rows gives each row's integer index in [0, N), or names the first bad row.
  *
  * Build (clang), with SOURCES the library sources src/c/[a-z]*.c:
  *     clang -g -O1 -fsanitize=fuzzer,address,undefined -Isrc/c/include \
@@ -389,7 +390,9 @@ static void fuzz_boxes_free(fuzz_boxes *boxes)
     free(boxes->batch_indices);
 }
 
-/* The entry points, in the order of the selector byte. */
+/* The entry points, in the order of the selector byte (its low 7 bits modulo the count; the
+ * high bit picks float64). The kept corpus's selector bytes are the op numbers themselves
+ * (below the count), so an op added at the end leaves every kept input's meaning as it was. */
 enum fuzz_op {
     FUZZ_ROI_ALIGN_FORWARD,
     FUZZ_ROI_ALIGN_BACKWARD,
@@ -404,6 +407,7 @@ enum fuzz_op {
     FUZZ_ROTATED_FORWARD,
     FUZZ_ROTATED_BACKWARD,
     FUZZ_FPN_LEVELS,
+    FUZZ_ROI_ROWS, /* pyroi_roi_rows_batch_indices_*: added last, see the corpus note */
     FUZZ_OP_COUNT
 };
 
@@ -502,6 +506,47 @@ static void FUZZ_TYPED(fuzz_check_finite)(const fuzz_buffer *b)
                     FUZZ_REQUIRE(isfinite(data[fuzz_offset(t, n, c, h, w)]));
 }
 
+/* pyroi_roi_rows_batch_indices on the decoded rows (index column first): usually valid
+ * indices, else the decoded hostile values (NaN, inf, fractions, huge). */
+static void FUZZ_TYPED(fuzz_roi_rows)(fuzz_input *in, const fuzz_boxes *boxes, T *values,
+                                      int64_t num_images)
+{
+    const unsigned mode = fuzz_byte(in);
+    const int64_t count = boxes->num_rois > 0 ? boxes->num_rois : 1;
+    const int64_t step = boxes->row_stride == INT64_MIN ? INT64_MAX
+                         : boxes->row_stride < 0    ? -boxes->row_stride
+                                                    : boxes->row_stride;
+    int64_t *indices = (int64_t *)malloc((size_t)count * sizeof(int64_t));
+    int64_t k, failed = -2;
+    pyroi_status status;
+    if (indices == NULL) {
+        return;
+    }
+    for (k = 0; k < count; ++k) {
+        indices[k] = INT64_C(0x5A5A5A5A5A5A5A5A);
+    }
+    if (mode < 192 && step < boxes->elements) { /* rows within the buffer: valid indices */
+        for (k = 0; k < boxes->num_rois; ++k) {
+            values[boxes->base + k * boxes->row_stride] = (T)boxes->batch_indices[k];
+        }
+    }
+    status = PYROI_TYPED_CALL(pyroi_roi_rows_batch_indices)(
+        boxes->null_boxes ? NULL : values + boxes->base, boxes->num_rois, boxes->row_stride, 4,
+        num_images, (mode & 1u) && boxes->null_boxes ? NULL : indices, &failed);
+    if (status == PYROI_OK) {
+        FUZZ_REQUIRE(failed == -1);
+        for (k = 0; k < boxes->num_rois; ++k) {
+            const T index = values[boxes->base + k * boxes->row_stride];
+            FUZZ_REQUIRE(indices[k] >= 0 && indices[k] < num_images && (T)indices[k] == index);
+        }
+    } else if (status == PYROI_E_INVALID_BATCH_INDEX || status == PYROI_E_INVALID_BOX) {
+        FUZZ_REQUIRE(failed >= 0 && failed < boxes->num_rois);
+    } else {
+        FUZZ_REQUIRE(failed == -1);
+    }
+    free(indices);
+}
+
 /* Runs one decoded call. */
 static void FUZZ_TYPED(fuzz_run)(fuzz_input *in, int op)
 {
@@ -511,7 +556,8 @@ static void FUZZ_TYPED(fuzz_run)(fuzz_input *in, int op)
     const int backward = op == FUZZ_ROI_ALIGN_BACKWARD || op == FUZZ_ROI_ALIGN_MAX_BACKWARD ||
                          op == FUZZ_ROI_POOL_BACKWARD || op == FUZZ_PS_ROI_ALIGN_BACKWARD ||
                          op == FUZZ_PS_ROI_POOL_BACKWARD || op == FUZZ_ROTATED_BACKWARD;
-    const int64_t coords_per_box = rotated ? 5 : 4;
+    /* RoI rows hold an index before the four coordinates */
+    const int64_t coords_per_box = rotated || op == FUZZ_ROI_ROWS ? 5 : 4;
     const unsigned flags = fuzz_byte(in);
     const int hostile_data = (flags & 7u) == 0;
     const int check_threads = (flags & 0x18u) == 0x18u;
@@ -559,7 +605,7 @@ static void FUZZ_TYPED(fuzz_run)(fuzz_input *in, int op)
     /* a fixed grid of 2^10 samples per axis is valid but slow: only on tiny outputs */
     if (sampling_ratio > 64 && sampling_ratio <= 1024 &&
         (boxes.num_rois > 1 || map_shape[1] > 2 || pooled_height > 2 || pooled_width > 2 ||
-         pooled_height * pooled_width > 2)) {
+         (pooled_height > 0 && pooled_width > 0 && pooled_height * pooled_width > 2))) {
         sampling_ratio = 64;
     }
     box_values = (T *)malloc((size_t)boxes.elements * sizeof(T));
@@ -605,6 +651,11 @@ static void FUZZ_TYPED(fuzz_run)(fuzz_input *in, int op)
             }
         }
         free(levels);
+        goto done;
+    }
+
+    if (op == FUZZ_ROI_ROWS) {
+        FUZZ_TYPED(fuzz_roi_rows)(in, &boxes, box_values, map_shape[0]);
         goto done;
     }
 

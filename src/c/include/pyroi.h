@@ -53,7 +53,11 @@
  * Thread-safety: every function in this header is thread-safe. Concurrent calls may share
  * inputs (they are only read) but not outputs. A call that uses several threads starts and
  * joins them itself; if the system refuses a thread, the call does the work with fewer (the
- * result is the same).
+ * result is the same). Concurrent writes: if another thread writes a call's inputs (boxes,
+ * batch indices, argmax, data) while the call runs, the results (and the status) are
+ * unspecified, but the call never reads or writes outside the buffers it was given: every
+ * value that decides a size, an index or an address is read from the caller's memory once
+ * (the RoIs are copied before use; an argmax entry is checked where it is used).
  *
  * Linking: CMake users write find_package(pyroi) and link pyroi::pyroi (shared, or static
  * when only the static library is installed) or pyroi::pyroi_static; others use

@@ -1,0 +1,158 @@
+"""Another Python thread writes the boxes, batch indices or argmax while a call reads them
+(calls release the GIL). The results are then unspecified - any numbers, or a PyroiError for
+the values the call saw - but the process must not crash and no call may read or write
+outside its arrays: CI runs this file under AddressSanitizer too. Every operator, forward and
+backward, with (K, 5) boxes and with (K, 4) boxes + batch_indices."""
+
+import os
+import sys
+import threading
+import time
+
+import numpy as np
+import pytest
+
+import pyroi
+import pyroi.onnx
+
+N, C, H, W, K = 2, 8, 24, 24, 16
+SECONDS = float(os.environ.get("PYROI_CONCURRENT_SECONDS", "0.3"))  # per call and box form
+
+# What the writer cycles through: small boxes (one sample per bin), boxes covering the map
+# (many samples per bin), hostile coordinates; valid and hostile indices and argmax.
+SMALL = np.tile([1.0, 1.0, 1.5, 1.5, 0.0], (K, 1))
+LARGE = np.tile([-4.0, -4.0, 4.0 * W, 4.0 * H, 45.0], (K, 1))
+HOSTILE = np.resize([np.nan, np.inf, -np.inf, 1e30, -1e30, 3e38, -5.0, 1e6], (K, 5))
+GOOD_INDEX = np.arange(K) % N
+BAD_INDEX = np.resize([-1, N, 2**62, -(2**62), 2**40], K)
+BAD_ROW_INDEX = np.resize([-1.0, float(N), 0.5, np.nan, 1e30, np.inf], K)
+
+
+def coordinates(pattern, count):
+    return pattern[:, :count]
+
+
+class Writer(threading.Thread):
+    """Keeps writing hostile and valid values into the given arrays until stopped."""
+
+    def __init__(self, boxes, batch_indices=None, argmax=None):
+        super().__init__(daemon=True)
+        self.boxes, self.batch_indices, self.argmax = boxes, batch_indices, argmax
+        self.stopped = threading.Event()
+        self.writes = 0
+
+    def run(self):
+        coords = self.boxes.shape[1] - (1 if self.rows else 0)
+        step = 0
+        while not self.stopped.is_set():
+            pattern = (SMALL, LARGE, HOSTILE, LARGE)[step % 4]
+            values = self.boxes[:, 1:] if self.rows else self.boxes
+            np.copyto(values, coordinates(pattern, coords), casting="unsafe")
+            if self.rows:
+                self.boxes[:, 0] = BAD_ROW_INDEX if step % 3 == 2 else GOOD_INDEX
+            if self.batch_indices is not None:
+                self.batch_indices[:] = BAD_INDEX if step % 3 == 2 else GOOD_INDEX
+            if self.argmax is not None:
+                hostile = np.resize([-2, H * W, 2**62, -(2**62), 1 << 20], self.argmax.shape)
+                self.argmax[...] = hostile if step % 3 == 1 else self.valid_argmax
+            step += 1
+            self.writes += 1
+
+    @property
+    def rows(self):
+        return self.batch_indices is None
+
+
+def hammer(call, writer):
+    """Runs call repeatedly for SECONDS while writer scribbles; only PyroiError may escape."""
+    previous = sys.getswitchinterval()
+    sys.setswitchinterval(1e-5)  # hand the GIL over often: writes land during calls
+    calls = 0
+    writer.start()
+    try:
+        deadline = time.monotonic() + SECONDS
+        while time.monotonic() < deadline or calls < 20:
+            try:
+                call()
+            except pyroi.PyroiError:
+                pass  # the values seen were invalid: a clean refusal is a valid outcome
+            calls += 1
+    finally:
+        writer.stopped.set()
+        writer.join()
+        sys.setswitchinterval(previous)
+    assert calls >= 20 and writer.writes > 0
+
+
+def inputs(dtype, rows, coords=4):
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((N, C, H, W)).astype(dtype)
+    if rows:
+        boxes = np.concatenate([GOOD_INDEX[:, None], SMALL[:, :coords]], axis=1).astype(dtype)
+        return x, boxes, None, {}
+    boxes = SMALL[:, :coords].astype(dtype)
+    batch_indices = GOOD_INDEX.astype(np.int64)
+    return x, boxes, batch_indices, {"batch_indices": batch_indices}
+
+
+FORMS = [pytest.param(True, id="K5"), pytest.param(False, id="K4+batch_indices")]
+
+
+@pytest.mark.parametrize("rows", FORMS)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_roi_align_avg(rows, dtype):
+    x, boxes, bi, kw = inputs(dtype, rows)
+    grad = np.ones((K, C, 2, 2), dtype)
+    hammer(lambda: pyroi.roi_align(x, boxes, 2, 0.5, **kw), Writer(boxes, bi))
+    hammer(lambda: pyroi.roi_align_backward(grad, boxes, x.shape, 0.5, **kw), Writer(boxes, bi))
+
+
+@pytest.mark.parametrize("rows", FORMS)
+def test_roi_align_max(rows):
+    x, boxes, bi, kw = inputs(np.float32, rows)
+    _, argmax = pyroi.roi_align(x, boxes, 2, 0.5, mode="max", return_argmax=True, **kw)
+    grad = np.ones((K, C, 2, 2), np.float32)
+    hammer(lambda: pyroi.roi_align(x, boxes, 2, 0.5, mode="max", return_argmax=True, **kw),
+           Writer(boxes, bi))
+    writer = Writer(boxes, bi, argmax)
+    writer.valid_argmax = argmax.copy()
+    hammer(lambda: pyroi.roi_align_backward(grad, boxes, x.shape, 0.5, mode="max",
+                                            argmax=argmax, **kw), writer)
+
+
+@pytest.mark.parametrize("rows", FORMS)
+def test_ps_roi_align_and_ps_roi_pool(rows):
+    x, boxes, bi, kw = inputs(np.float32, rows)
+    grad = np.ones((K, C // 4, 2, 2), np.float32)
+    hammer(lambda: pyroi.ps_roi_align(x, boxes, 2, 0.5, **kw), Writer(boxes, bi))
+    hammer(lambda: pyroi.ps_roi_align_backward(grad, boxes, x.shape, 0.5, **kw),
+           Writer(boxes, bi))
+    hammer(lambda: pyroi.ps_roi_pool(x, boxes, 2, 0.5, **kw), Writer(boxes, bi))
+    hammer(lambda: pyroi.ps_roi_pool_backward(grad, boxes, x.shape, 0.5, **kw),
+           Writer(boxes, bi))
+
+
+@pytest.mark.parametrize("rows", FORMS)
+def test_roi_align_rotated(rows):
+    x, rois, bi, kw = inputs(np.float32, rows, coords=5)
+    grad = np.ones((K, C, 2, 2), np.float32)
+    hammer(lambda: pyroi.roi_align_rotated(x, rois, 2, 0.5, **kw), Writer(rois, bi))
+    hammer(lambda: pyroi.roi_align_rotated_backward(grad, rois, x.shape, 0.5, **kw),
+           Writer(rois, bi))
+
+
+def test_onnx_max():
+    x, boxes, bi, _ = inputs(np.float32, rows=False)
+    hammer(lambda: pyroi.onnx.roi_align(x, boxes, bi, mode="max", output_height=2,
+                                        output_width=2), Writer(boxes, bi))
+
+
+@pytest.mark.parametrize("rows", FORMS)
+def test_roi_pool_with_argmax(rows):
+    x, boxes, bi, kw = inputs(np.float32, rows)
+    y, argmax = pyroi.roi_pool(x, boxes, 2, 0.5, return_argmax=True, **kw)
+    hammer(lambda: pyroi.roi_pool(x, boxes, 2, 0.5, return_argmax=True, **kw),
+           Writer(boxes, bi))
+    writer = Writer(boxes, bi, argmax)
+    writer.valid_argmax = argmax.copy()
+    hammer(lambda: pyroi.roi_pool_backward(y, boxes, argmax, x.shape, 2, 0.5, **kw), writer)
