@@ -925,6 +925,20 @@ def roi_align_backward_f16(const uint16_t[:, :, :, :] grad_output, const float[:
     check_status(status)
 
 
+def scale_f32_to_f16(const float[::1] source, float scale, uint16_t[::1] target):
+    """target = scale * source, the product in float32 rounded once to float16 (bit patterns
+    in a uint16 view)."""
+    cdef int64_t count = source.shape[0]
+    cdef c.pyroi_status status
+    if target.shape[0] != count:
+        raise ShapeError("pyroi: source and target differ in length")
+    if count == 0:
+        return
+    with nogil:
+        status = c.pyroi_scale_f32_to_f16(&source[0], count, scale, &target[0])
+    check_status(status)
+
+
 # Largest fixed sampling_ratio the C core accepts (_validate.MAX_SAMPLING_RATIO mirrors it).
 MAX_SAMPLING_RATIO = c.PYROI_MAX_SAMPLING_RATIO
 

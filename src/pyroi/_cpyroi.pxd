@@ -358,6 +358,8 @@ cdef extern from "pyroi.h" nogil:
         const int64_t *batch_indices,
         uint16_t *grad_input, const int64_t *grad_input_shape,
         const int64_t *grad_input_strides, const pyroi_roi_align_params *params)
+    pyroi_status pyroi_scale_f32_to_f16(const float *source, int64_t count, float scale,
+                                        uint16_t *target)
 
     # Explaining one RoI (pictures): the geometry the operators use.
     ctypedef struct pyroi_roi_align_axis_samples_f32:

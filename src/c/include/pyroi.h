@@ -869,6 +869,15 @@ PYROI_API pyroi_status pyroi_roi_align_backward_f16(
     uint16_t *grad_input, const int64_t grad_input_shape[4],
     const int64_t grad_input_strides[4], const pyroi_roi_align_params *params);
 
+/* target[i] = scale * source[i] rounded to float16, for i in [0, count): the product is formed
+ * in float32 (it is the float32 result a float32 caller would hold), then rounded once to
+ * float16 (to nearest, ties to even; overflow gives infinity, NaN stays NaN). This is how a
+ * float16 gradient is scaled by a coefficient (the layers' lda_coeff) without a second
+ * rounding. source and target must not overlap. PYROI_E_INVALID_SHAPE: count < 0;
+ * PYROI_E_NULL_POINTER: a NULL array with count > 0. */
+PYROI_API pyroi_status pyroi_scale_f32_to_f16(const float *source, int64_t count, float scale,
+                                              uint16_t *target);
+
 /* ------------------------------------------------------------------------------------------
  * Explaining one RoI: the geometry the operators use, for pictures, teaching and debugging
  * (pyroi.viz and `pyroi explain` draw from these). Each function evaluates one box with the
