@@ -1,0 +1,625 @@
+"""pyroi's kernels as PyTorch operators and modules (CPU), with autograd.
+
+Drop-in replacements for ``torchvision.ops``' RoI functions and modules, with the same names,
+signatures, defaults and ``repr``, computing the same bits on the CPU much faster. Each is a
+real custom operator registered with ``torch.library`` under the namespace ``pyroi``
+(``torch.ops.pyroi.roi_align``, ...), taking the arguments of its ``torch.ops.torchvision``
+counterpart, with an autograd formula that calls pyroi's backward kernels and a fake (meta)
+implementation, so that ``torch.compile`` and ``torch.export`` trace through it.
+
+CPU tensors cross into the C core without copies (NumPy views of their memory, any
+strides); results are tensors over pyroi's result memory. float32, float64 and float16 are
+computed as in pyroi; bfloat16 in float32, rounded once. Calls use ``torch.get_num_threads()``
+threads. A tensor on another device goes to ``torchvision.ops`` when torchvision is
+importable; otherwise the call raises :class:`pyroi.InvalidArgumentError` naming the device.
+
+:func:`convert` puts these modules in place of torchvision's in a model.
+
+Importing this module imports torch (``import pyroi`` never does).
+"""
+
+from __future__ import annotations
+
+import functools
+
+import torch  # the real torch: imports are absolute, this module is pyroi.torch
+from torch import nn
+
+from pyroi import _results, _validate, layers, ops
+from pyroi._errors import ArgumentTypeError, InvalidArgumentError, ShapeError
+
+__all__ = [
+    "MultiScaleRoIAlign",
+    "PSRoIAlign",
+    "PSRoIPool",
+    "RoIAlign",
+    "RoIAlignRotated",
+    "RoIPool",
+    "convert",
+    "ps_roi_align",
+    "ps_roi_pool",
+    "roi_align",
+    "roi_align_rotated",
+    "roi_pool",
+]
+
+
+# ------------------------------------------------------------------------------------------
+# tensors in and out of the C core
+
+
+def _array(tensor: torch.Tensor):
+    """The memory of a CPU tensor as a NumPy array: a view, never a copy (bfloat16, which
+    NumPy lacks, is widened to float32 first)."""
+    if tensor.dtype == torch.bfloat16:
+        tensor = tensor.float()
+    return tensor.detach().numpy()
+
+
+def _compute(function, *args, **kwargs):
+    """``function`` (a pyroi.ops operator) on CPU tensors' memory; its results come back as
+    tensors sharing pyroi's result memory. bfloat16 data is computed in float32 and the first
+    result (the data result) rounded once to bfloat16."""
+    narrow = isinstance(args[0], torch.Tensor) and args[0].dtype == torch.bfloat16
+    arrays = [_array(a) if isinstance(a, torch.Tensor) else a for a in args]
+    result = function(*arrays, num_threads=torch.get_num_threads(), **kwargs)
+    tensors = [torch.from_numpy(r) for r in (result if isinstance(result, tuple) else (result,))]
+    if narrow:
+        tensors[0] = tensors[0].to(torch.bfloat16)
+    return tuple(tensors) if isinstance(result, tuple) else tensors[0]
+
+
+_NUMPY_DTYPES = {torch.float16: "float16", torch.float32: "float32", torch.float64: "float64"}
+
+
+def _result_tensor(shape: tuple, dtype: torch.dtype) -> torch.Tensor:
+    """An uninitialised CPU tensor in pyroi's result memory (recycled buffers: a large result
+    does not fault in fresh pages on every call, as a new torch allocation does)."""
+    if dtype not in _NUMPY_DTYPES:
+        return torch.empty(shape, dtype=dtype)
+    return torch.from_numpy(_results.empty(shape, _NUMPY_DTYPES[dtype]))
+
+
+# ------------------------------------------------------------------------------------------
+# the custom operators: torch.ops.pyroi.*, with torch.ops.torchvision's argument lists
+
+
+def _operator(name: str, schema: str, fake):
+    """Decorator: the CPU implementation of ``pyroi::name``, with its fake (meta) function."""
+
+    def register(implementation):
+        op = torch.library.custom_op(f"pyroi::{name}", implementation, mutates_args=(),
+                                     device_types="cpu", schema=schema)
+        op.register_fake(fake)
+        return op
+
+    return register
+
+
+def _pooled(input, rois, spatial_scale, pooled_height, pooled_width, *rest):
+    return input.new_empty((rois.shape[0], input.shape[1], pooled_height, pooled_width))
+
+
+def _ps_pooled(input, rois, spatial_scale, pooled_height, pooled_width, *rest):
+    channels = input.shape[1] // (pooled_height * pooled_width)
+    return input.new_empty((rois.shape[0], channels, pooled_height, pooled_width))
+
+
+def _pooled_with_argmax(*args):
+    output = _pooled(*args)
+    return output, torch.empty_like(output, dtype=torch.int64)
+
+
+@_operator("roi_align", "(Tensor input, Tensor rois, float spatial_scale, SymInt pooled_height, "
+                        "SymInt pooled_width, int sampling_ratio, bool aligned) -> Tensor", _pooled)
+def _roi_align_op(input, rois, spatial_scale, pooled_height, pooled_width, sampling_ratio,
+                  aligned):
+    return _compute(ops.roi_align, input, rois, (pooled_height, pooled_width), spatial_scale,
+                    sampling_ratio, aligned)
+
+
+@_operator("_roi_align_backward",
+           "(Tensor grad, Tensor rois, float spatial_scale, SymInt pooled_height, "
+           "SymInt pooled_width, SymInt batch_size, SymInt channels, SymInt height, "
+           "SymInt width, int sampling_ratio, bool aligned) -> Tensor",
+           lambda grad, rois, s, ph, pw, n, c, h, w, *rest: grad.new_empty((n, c, h, w)))
+def _roi_align_backward_op(grad, rois, spatial_scale, pooled_height, pooled_width, batch_size,
+                           channels, height, width, sampling_ratio, aligned):
+    return _compute(ops.roi_align_backward, grad, rois, (batch_size, channels, height, width),
+                    spatial_scale, sampling_ratio, aligned)
+
+
+@_operator("roi_pool", "(Tensor input, Tensor rois, float spatial_scale, SymInt pooled_height, "
+                       "SymInt pooled_width) -> (Tensor, Tensor)", _pooled_with_argmax)
+def _roi_pool_op(input, rois, spatial_scale, pooled_height, pooled_width):
+    return _compute(ops.roi_pool, input, rois, (pooled_height, pooled_width), spatial_scale,
+                    return_argmax=True)
+
+
+@_operator("_roi_pool_backward",
+           "(Tensor grad, Tensor rois, Tensor argmax, float spatial_scale, SymInt pooled_height, "
+           "SymInt pooled_width, SymInt batch_size, SymInt channels, SymInt height, "
+           "SymInt width) -> Tensor",
+           lambda grad, rois, argmax, s, ph, pw, n, c, h, w: grad.new_empty((n, c, h, w)))
+def _roi_pool_backward_op(grad, rois, argmax, spatial_scale, pooled_height, pooled_width,
+                          batch_size, channels, height, width):
+    return _compute(ops.roi_pool_backward, grad, rois, argmax,
+                    (batch_size, channels, height, width), (pooled_height, pooled_width),
+                    spatial_scale)
+
+
+@_operator("ps_roi_align", "(Tensor input, Tensor rois, float spatial_scale, "
+                           "SymInt pooled_height, SymInt pooled_width, int sampling_ratio) "
+                           "-> Tensor", _ps_pooled)
+def _ps_roi_align_op(input, rois, spatial_scale, pooled_height, pooled_width, sampling_ratio):
+    return _compute(ops.ps_roi_align, input, rois, (pooled_height, pooled_width), spatial_scale,
+                    sampling_ratio)
+
+
+@_operator("_ps_roi_align_backward",
+           "(Tensor grad, Tensor rois, float spatial_scale, SymInt pooled_height, "
+           "SymInt pooled_width, int sampling_ratio, SymInt batch_size, SymInt channels, "
+           "SymInt height, SymInt width) -> Tensor",
+           lambda grad, rois, s, ph, pw, ratio, n, c, h, w: grad.new_empty((n, c, h, w)))
+def _ps_roi_align_backward_op(grad, rois, spatial_scale, pooled_height, pooled_width,
+                              sampling_ratio, batch_size, channels, height, width):
+    return _compute(ops.ps_roi_align_backward, grad, rois, (batch_size, channels, height, width),
+                    spatial_scale, sampling_ratio)
+
+
+@_operator("ps_roi_pool", "(Tensor input, Tensor rois, float spatial_scale, "
+                          "SymInt pooled_height, SymInt pooled_width) -> Tensor", _ps_pooled)
+def _ps_roi_pool_op(input, rois, spatial_scale, pooled_height, pooled_width):
+    return _compute(ops.ps_roi_pool, input, rois, (pooled_height, pooled_width), spatial_scale)
+
+
+@_operator("_ps_roi_pool_backward",
+           "(Tensor grad, Tensor rois, float spatial_scale, SymInt pooled_height, "
+           "SymInt pooled_width, SymInt batch_size, SymInt channels, SymInt height, "
+           "SymInt width) -> Tensor",
+           lambda grad, rois, s, ph, pw, n, c, h, w: grad.new_empty((n, c, h, w)))
+def _ps_roi_pool_backward_op(grad, rois, spatial_scale, pooled_height, pooled_width, batch_size,
+                             channels, height, width):
+    return _compute(ops.ps_roi_pool_backward, grad, rois, (batch_size, channels, height, width),
+                    spatial_scale)
+
+
+@_operator("roi_align_rotated",
+           "(Tensor input, Tensor rois, float spatial_scale, SymInt pooled_height, "
+           "SymInt pooled_width, int sampling_ratio, bool aligned, bool clockwise, str angle) "
+           "-> Tensor", _pooled)
+def _roi_align_rotated_op(input, rois, spatial_scale, pooled_height, pooled_width,
+                          sampling_ratio, aligned, clockwise, angle):
+    return _compute(ops.roi_align_rotated, input, rois, (pooled_height, pooled_width),
+                    spatial_scale, sampling_ratio, aligned, clockwise, angle=angle)
+
+
+@_operator("_roi_align_rotated_backward",
+           "(Tensor grad, Tensor rois, float spatial_scale, SymInt pooled_height, "
+           "SymInt pooled_width, SymInt batch_size, SymInt channels, SymInt height, "
+           "SymInt width, int sampling_ratio, bool aligned, bool clockwise, str angle) "
+           "-> Tensor",
+           lambda grad, rois, s, ph, pw, n, c, h, w, *rest: grad.new_empty((n, c, h, w)))
+def _roi_align_rotated_backward_op(grad, rois, spatial_scale, pooled_height, pooled_width,
+                                   batch_size, channels, height, width, sampling_ratio, aligned,
+                                   clockwise, angle):
+    return _compute(ops.roi_align_rotated_backward, grad, rois,
+                    (batch_size, channels, height, width), spatial_scale, sampling_ratio,
+                    aligned, clockwise, angle=angle)
+
+
+def _differentiable(op, backward, shape_at=3, saves_argmax=False):
+    """Autograd for ``op``: the input gradient is ``backward(grad, rois, [argmax,] *scalars)``
+    with the forward's scalars and, from position ``shape_at``, the input's (N, C, H, W)
+    (torchvision's backward argument lists); the boxes get no gradient, as in torchvision."""
+
+    def setup_context(ctx, inputs, output):
+        input, rois, *scalars = inputs
+        if saves_argmax:
+            ctx.mark_non_differentiable(output[1])
+            ctx.save_for_backward(rois, output[1])
+        else:
+            ctx.save_for_backward(rois)
+        ctx.arguments = (*scalars[:shape_at], *input.shape, *scalars[shape_at:])
+        ctx.num_scalars = len(scalars)
+
+    def gradient(ctx, grad, *_):
+        return (backward(grad, *ctx.saved_tensors, *ctx.arguments), None) + (None,) * ctx.num_scalars
+
+    op.register_autograd(gradient, setup_context=setup_context)
+
+
+_differentiable(_roi_align_op, _roi_align_backward_op)
+_differentiable(_roi_pool_op, _roi_pool_backward_op, saves_argmax=True)
+_differentiable(_ps_roi_align_op, _ps_roi_align_backward_op, shape_at=4)
+_differentiable(_ps_roi_pool_op, _ps_roi_pool_backward_op)
+_differentiable(_roi_align_rotated_op, _roi_align_rotated_backward_op)
+
+
+# ------------------------------------------------------------------------------------------
+# other devices: torchvision.ops
+
+
+@functools.lru_cache(maxsize=None)
+def _torchvision():
+    """torchvision, or None when it cannot be imported."""
+    try:
+        import torchvision
+    except ImportError:
+        return None
+    return torchvision
+
+
+def _elsewhere(input: torch.Tensor, name: str):
+    """``torchvision.ops.<name>`` for an input that is not on the CPU; None for a CPU input."""
+    if input.device.type == "cpu":
+        return None
+    torchvision = _torchvision()
+    if torchvision is None or not hasattr(torchvision.ops, name):
+        reason = ("torchvision has no such operator" if torchvision is not None
+                  else "torchvision, which takes such calls, is not importable")
+        raise InvalidArgumentError(
+            f"input is on device {input.device}: pyroi.torch.{name} computes on the CPU and "
+            f"{reason}")
+    return getattr(torchvision.ops, name)
+
+
+# ------------------------------------------------------------------------------------------
+# the functions, with torchvision.ops' signatures
+
+
+def _data(input) -> torch.Tensor:
+    if not isinstance(input, torch.Tensor):
+        raise ArgumentTypeError(f"input must be a torch.Tensor, got {type(input).__name__}")
+    return input
+
+
+def _rois(boxes, input: torch.Tensor, name: str = "boxes", coords: int = 4) -> torch.Tensor:
+    """``boxes`` as one ``(K, 1 + coords)`` tensor of ``[batch_index, ...]`` rows, from that
+    tensor itself or from a list of ``(L_i, coords)`` tensors (list position = image)."""
+    if isinstance(boxes, torch.Tensor):
+        rois = boxes
+    elif isinstance(boxes, (list, tuple)):
+        for i, part in enumerate(boxes):
+            if not isinstance(part, torch.Tensor) or part.dim() != 2 or part.shape[1] != coords:
+                shape = tuple(part.shape) if isinstance(part, torch.Tensor) else type(part).__name__
+                raise ShapeError(f"{name}[{i}] must be a tensor of shape (L, {coords}), got {shape}")
+        if not boxes:
+            return input.new_empty((0, 1 + coords))
+        images = torch.cat([torch.full_like(part[:, :1], i) for i, part in enumerate(boxes)])
+        rois = torch.cat([images, torch.cat(list(boxes))], dim=1)
+    else:
+        raise ArgumentTypeError(
+            f"{name} must be a (K, {1 + coords}) tensor or a list of (L, {coords}) tensors, "
+            f"got {type(boxes).__name__}")
+    if rois.device != input.device:
+        raise InvalidArgumentError(
+            f"{name} is on device {rois.device} but input on {input.device}")
+    return rois
+
+
+def roi_align(input, boxes, output_size, spatial_scale=1.0, sampling_ratio=-1, aligned=False):
+    """RoIAlign, as ``torchvision.ops.roi_align`` (same arguments, same bits, with autograd).
+
+    ``boxes`` is a ``(K, 5)`` tensor of ``[batch_index, x1, y1, x2, y2]`` rows or a list of
+    ``(L_i, 4)`` tensors, one per image; see :func:`pyroi.roi_align` for the semantics.
+    Runs ``torch.ops.pyroi.roi_align``; an input on another device goes to torchvision.
+    """
+    rois = _rois(boxes, _data(input))
+    pooled_height, pooled_width = _validate.output_size(output_size)
+    elsewhere = _elsewhere(input, "roi_align")
+    if elsewhere is not None:
+        return elsewhere(input, rois, output_size, spatial_scale, sampling_ratio, aligned)
+    return torch.ops.pyroi.roi_align(
+        input, rois, _validate.spatial_scale(spatial_scale), pooled_height, pooled_width,
+        _validate.sampling_ratio(sampling_ratio), _validate.flag(aligned, "aligned"))
+
+
+def roi_pool(input, boxes, output_size, spatial_scale=1.0):
+    """RoIPool, as ``torchvision.ops.roi_pool`` (same arguments, same bits, with autograd);
+    see :func:`pyroi.roi_pool`. Runs ``torch.ops.pyroi.roi_pool``."""
+    rois = _rois(boxes, _data(input))
+    pooled_height, pooled_width = _validate.output_size(output_size)
+    elsewhere = _elsewhere(input, "roi_pool")
+    if elsewhere is not None:
+        return elsewhere(input, rois, output_size, spatial_scale)
+    output, _ = torch.ops.pyroi.roi_pool(
+        input, rois, _validate.spatial_scale(spatial_scale), pooled_height, pooled_width)
+    return output
+
+
+def ps_roi_align(input, boxes, output_size, spatial_scale=1.0, sampling_ratio=-1):
+    """Position-sensitive RoIAlign, as ``torchvision.ops.ps_roi_align`` (same bits, with
+    autograd); see :func:`pyroi.ps_roi_align`. Runs ``torch.ops.pyroi.ps_roi_align``."""
+    rois = _rois(boxes, _data(input))
+    pooled_height, pooled_width = _validate.output_size(output_size)
+    elsewhere = _elsewhere(input, "ps_roi_align")
+    if elsewhere is not None:
+        return elsewhere(input, rois, output_size, spatial_scale, sampling_ratio)
+    return torch.ops.pyroi.ps_roi_align(
+        input, rois, _validate.spatial_scale(spatial_scale), pooled_height, pooled_width,
+        _validate.sampling_ratio(sampling_ratio))
+
+
+def ps_roi_pool(input, boxes, output_size, spatial_scale=1.0):
+    """Position-sensitive RoIPool, as ``torchvision.ops.ps_roi_pool`` (same bits, with
+    autograd); see :func:`pyroi.ps_roi_pool`. Runs ``torch.ops.pyroi.ps_roi_pool``."""
+    rois = _rois(boxes, _data(input))
+    pooled_height, pooled_width = _validate.output_size(output_size)
+    elsewhere = _elsewhere(input, "ps_roi_pool")
+    if elsewhere is not None:
+        return elsewhere(input, rois, output_size, spatial_scale)
+    return torch.ops.pyroi.ps_roi_pool(
+        input, rois, _validate.spatial_scale(spatial_scale), pooled_height, pooled_width)
+
+
+def roi_align_rotated(input, rois, output_size, spatial_scale=1.0, sampling_ratio=0, aligned=True,
+                      clockwise=False, *, angle="degrees"):
+    """Rotated RoIAlign with :func:`pyroi.roi_align_rotated`'s arguments (detectron2's
+    defaults), with autograd. ``rois`` is a ``(K, 6)`` tensor of ``[batch_index, cx, cy, w, h,
+    angle]`` rows or a list of ``(L_i, 5)`` tensors. CPU only: torchvision has no such
+    operator. Runs ``torch.ops.pyroi.roi_align_rotated``."""
+    rows = _rois(rois, _data(input), "rois", coords=5)
+    pooled_height, pooled_width = _validate.output_size(output_size)
+    _elsewhere(input, "roi_align_rotated")
+    _validate.angle_unit(angle)
+    return torch.ops.pyroi.roi_align_rotated(
+        input, rows, _validate.spatial_scale(spatial_scale), pooled_height, pooled_width,
+        _validate.sampling_ratio(sampling_ratio), _validate.flag(aligned, "aligned"),
+        _validate.flag(clockwise, "clockwise"), angle)
+
+
+# ------------------------------------------------------------------------------------------
+# the modules, with torchvision.ops' constructors and repr
+
+
+class RoIAlign(nn.Module):
+    """See :func:`roi_align` (``torchvision.ops.RoIAlign``'s arguments and repr)."""
+
+    def __init__(self, output_size, spatial_scale, sampling_ratio, aligned=False):
+        super().__init__()
+        _validate.output_size(output_size)
+        self.output_size = output_size
+        self.spatial_scale = _validate.spatial_scale(spatial_scale)
+        self.sampling_ratio = _validate.integer(sampling_ratio, "sampling_ratio")
+        self.aligned = _validate.flag(aligned, "aligned")
+
+    def forward(self, input, rois):
+        return roi_align(input, rois, self.output_size, self.spatial_scale, self.sampling_ratio,
+                         self.aligned)
+
+    def __repr__(self) -> str:
+        return (f"{self.__class__.__name__}(output_size={self.output_size}, "
+                f"spatial_scale={self.spatial_scale}, sampling_ratio={self.sampling_ratio}, "
+                f"aligned={self.aligned})")
+
+
+class RoIPool(nn.Module):
+    """See :func:`roi_pool` (``torchvision.ops.RoIPool``'s arguments and repr)."""
+
+    def __init__(self, output_size, spatial_scale):
+        super().__init__()
+        _validate.output_size(output_size)
+        self.output_size = output_size
+        self.spatial_scale = _validate.spatial_scale(spatial_scale)
+
+    def forward(self, input, rois):
+        return roi_pool(input, rois, self.output_size, self.spatial_scale)
+
+    def __repr__(self) -> str:
+        return (f"{self.__class__.__name__}(output_size={self.output_size}, "
+                f"spatial_scale={self.spatial_scale})")
+
+
+class PSRoIAlign(nn.Module):
+    """See :func:`ps_roi_align` (``torchvision.ops.PSRoIAlign``'s arguments and repr)."""
+
+    def __init__(self, output_size, spatial_scale, sampling_ratio):
+        super().__init__()
+        _validate.output_size(output_size)
+        self.output_size = output_size
+        self.spatial_scale = _validate.spatial_scale(spatial_scale)
+        self.sampling_ratio = _validate.integer(sampling_ratio, "sampling_ratio")
+
+    def forward(self, input, rois):
+        return ps_roi_align(input, rois, self.output_size, self.spatial_scale,
+                            self.sampling_ratio)
+
+    def __repr__(self) -> str:
+        return (f"{self.__class__.__name__}(output_size={self.output_size}, "
+                f"spatial_scale={self.spatial_scale}, sampling_ratio={self.sampling_ratio})")
+
+
+class PSRoIPool(RoIPool):
+    """See :func:`ps_roi_pool` (``torchvision.ops.PSRoIPool``'s arguments and repr)."""
+
+    def forward(self, input, rois):
+        return ps_roi_pool(input, rois, self.output_size, self.spatial_scale)
+
+
+class RoIAlignRotated(nn.Module):
+    """See :func:`roi_align_rotated` (:class:`pyroi.RoIAlignRotated`'s arguments and repr)."""
+
+    def __init__(self, output_size, spatial_scale=1.0, sampling_ratio=0, aligned=True,
+                 clockwise=False, *, angle="degrees"):
+        super().__init__()
+        self.output_size = _validate.output_size(output_size)
+        self.spatial_scale = _validate.spatial_scale(spatial_scale)
+        self.sampling_ratio = _validate.integer(sampling_ratio, "sampling_ratio")
+        self.aligned = _validate.flag(aligned, "aligned")
+        self.clockwise = _validate.flag(clockwise, "clockwise")
+        _validate.angle_unit(angle)
+        self.angle = angle
+
+    def forward(self, input, rois):
+        return roi_align_rotated(input, rois, self.output_size, self.spatial_scale,
+                                 self.sampling_ratio, self.aligned, self.clockwise,
+                                 angle=self.angle)
+
+    def __repr__(self) -> str:
+        return (f"{self.__class__.__name__}(output_size={self.output_size}, "
+                f"spatial_scale={self.spatial_scale}, sampling_ratio={self.sampling_ratio}, "
+                f"aligned={self.aligned}, clockwise={self.clockwise}, angle={self.angle!r})")
+
+
+class _LevelMapper:
+    """torchvision's ``LevelMapper`` (FPN paper, eqn. 1: the pyramid level of each box), its
+    attributes and call, computed in pyroi's C core."""
+
+    def __init__(self, k_min, k_max, canonical_scale=224, canonical_level=4, eps=1e-6):
+        self.k_min = k_min
+        self.k_max = k_max
+        self.s0 = canonical_scale
+        self.lvl0 = canonical_level
+        self.eps = eps
+
+    def __call__(self, boxlists) -> torch.Tensor:
+        return self.levels(torch.cat(list(boxlists)))
+
+    def levels(self, boxes: torch.Tensor) -> torch.Tensor:
+        """Level index (from 0; -1 for none) of each (x1, y1, x2, y2) row of CPU ``boxes``."""
+        coords = _array(boxes if boxes.dtype in (torch.float32, torch.float64) else boxes.float())
+        levels = torch.empty(boxes.shape[0], dtype=torch.int64)
+        from pyroi import _core
+
+        _core.fpn_levels(coords, levels.numpy(), self.k_min, self.k_max, float(self.s0),
+                         float(self.lvl0), self.eps)
+        return levels
+
+
+class MultiScaleRoIAlign(nn.Module):
+    """RoIAlign over a feature pyramid, as ``torchvision.ops.MultiScaleRoIAlign`` (its
+    arguments, attributes ``scales`` and ``map_levels``, inferred on the first call, and
+    repr), each level pooled by :func:`roi_align`. A pyramid on another device goes to
+    torchvision's module."""
+
+    def __init__(self, featmap_names, output_size, sampling_ratio, *, canonical_scale=224,
+                 canonical_level=4):
+        super().__init__()
+        # pyroi's NumPy layer checks the arguments and infers the scales
+        self._layer = layers.MultiScaleRoIAlign(featmap_names, output_size, sampling_ratio,
+                                                canonical_scale=canonical_scale,
+                                                canonical_level=canonical_level)
+        if isinstance(output_size, int):
+            output_size = (output_size, output_size)
+        self.featmap_names = featmap_names
+        self.sampling_ratio = sampling_ratio
+        self.output_size = tuple(output_size)
+        self.scales = None
+        self.map_levels = None
+        self.canonical_scale = canonical_scale
+        self.canonical_level = canonical_level
+
+    def forward(self, x, boxes, image_shapes):
+        if not isinstance(x, dict):
+            raise ArgumentTypeError(
+                f"x must be a dict of name -> (N, C, H, W) tensor, got {type(x).__name__}")
+        features = [value for name, value in x.items() if name in self.featmap_names]
+        if not features:
+            raise InvalidArgumentError(
+                f"x has none of featmap_names {self.featmap_names}; keys: {list(x)}")
+        if self.scales is None or self.map_levels is None:
+            self._layer._infer_scales([(name, value) for name, value in x.items()
+                                       if name in self.featmap_names], image_shapes)
+            self.scales = self._layer.scales
+            self.map_levels = _LevelMapper(self._layer.min_level, self._layer.max_level,
+                                           self.canonical_scale, self.canonical_level)
+        if features[0].device.type != "cpu":
+            return self._elsewhere(x, boxes, image_shapes, features[0].device)
+        rois = _rois(boxes, _data(features[0]))
+        if len(features) == 1:
+            return roi_align(features[0], rois, self.output_size, self.scales[0],
+                             self.sampling_ratio)
+        levels = self.map_levels.levels(rois[:, 1:])
+        result = _result_tensor((rois.shape[0], features[0].shape[1], *self.output_size),
+                                features[0].dtype)
+        result[levels < 0] = 0  # boxes of no level (negative area): zeros, as torchvision
+        for level, (feature, scale) in enumerate(zip(features, self.scales)):
+            rows = torch.where(levels == level)[0]
+            pooled = roi_align(feature, rois[rows], self.output_size, scale, self.sampling_ratio)
+            result[rows] = pooled.to(result.dtype)
+        return result
+
+    def _elsewhere(self, x, boxes, image_shapes, device):
+        torchvision = _torchvision()
+        if torchvision is None:
+            raise InvalidArgumentError(
+                f"x is on device {device}: pyroi.torch.MultiScaleRoIAlign computes on the CPU "
+                f"and torchvision, which takes such calls, is not importable")
+        pooler = torchvision.ops.MultiScaleRoIAlign(
+            self.featmap_names, self.output_size, self.sampling_ratio,
+            canonical_scale=self.canonical_scale, canonical_level=self.canonical_level)
+        pooler.scales = self.scales
+        pooler.map_levels = torchvision.ops.poolers.LevelMapper(
+            self.map_levels.k_min, self.map_levels.k_max, self.map_levels.s0,
+            self.map_levels.lvl0, self.map_levels.eps)
+        return pooler(x, boxes, image_shapes)
+
+    def __repr__(self) -> str:
+        return (f"{self.__class__.__name__}(featmap_names={self.featmap_names}, "
+                f"output_size={self.output_size}, sampling_ratio={self.sampling_ratio})")
+
+
+# ------------------------------------------------------------------------------------------
+# convert: pyroi's modules in place of torchvision's
+
+
+def _replacement(module: nn.Module):
+    """pyroi's equivalent of a torchvision.ops RoI module (same parameters and state), or
+    None for any other module (subclasses included: they may compute something else)."""
+    torchvision = _torchvision()
+    if torchvision is None:
+        return None
+    tv = torchvision.ops
+    kind = type(module)
+    if kind is tv.RoIAlign:
+        return RoIAlign(module.output_size, module.spatial_scale, module.sampling_ratio,
+                        module.aligned)
+    if kind is tv.RoIPool:
+        return RoIPool(module.output_size, module.spatial_scale)
+    if kind is tv.PSRoIAlign:
+        return PSRoIAlign(module.output_size, module.spatial_scale, module.sampling_ratio)
+    if kind is tv.PSRoIPool:
+        return PSRoIPool(module.output_size, module.spatial_scale)
+    if kind is tv.MultiScaleRoIAlign:
+        pooler = MultiScaleRoIAlign(module.featmap_names, module.output_size,
+                                    module.sampling_ratio, canonical_scale=module.canonical_scale,
+                                    canonical_level=module.canonical_level)
+        if module.scales is not None and module.map_levels is not None:
+            mapper = module.map_levels
+            pooler.scales = list(module.scales)
+            pooler.map_levels = _LevelMapper(mapper.k_min, mapper.k_max, mapper.s0, mapper.lvl0,
+                                             mapper.eps)
+        return pooler
+    return None
+
+
+def convert(module: nn.Module) -> nn.Module:
+    """Replace every ``torchvision.ops`` ``RoIAlign``, ``RoIPool``, ``PSRoIAlign``,
+    ``PSRoIPool`` and ``MultiScaleRoIAlign`` in ``module`` by pyroi's equivalent, in place.
+
+    Shaped like ``torch.nn.SyncBatchNorm.convert_sync_batchnorm``: submodules are replaced in
+    their parents, and the return value is ``module`` itself, or its replacement when
+    ``module`` is one of those classes. The replacements keep the parameters, the state
+    (MultiScaleRoIAlign's inferred ``scales`` and level mapping) and ``training``; nothing
+    else changes. Exact classes only: a subclass of them is left alone.
+
+    Examples
+    --------
+    >>> import torchvision, pyroi.torch
+    >>> model = torchvision.models.detection.maskrcnn_resnet50_fpn(
+    ...     weights=None, weights_backbone=None)
+    >>> model = pyroi.torch.convert(model)
+    >>> model.roi_heads.box_roi_pool
+    MultiScaleRoIAlign(featmap_names=['0', '1', '2', '3'], output_size=(7, 7), sampling_ratio=2)
+    >>> type(model.roi_heads.box_roi_pool).__module__
+    'pyroi.torch'
+    """
+    converted = _replacement(module)
+    if converted is None:
+        converted = module
+    else:
+        converted.train(module.training)
+    for name, child in module.named_children():
+        converted.add_module(name, convert(child))
+    return converted
