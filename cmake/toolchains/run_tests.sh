@@ -2,11 +2,11 @@
 # Cross-compiles the C library and its ctest programs for one target and runs them under
 # emulation (CMAKE_CROSSCOMPILING_EMULATOR of the toolchain file: qemu-user or wine64).
 #
-#   cmake/toolchains/run_tests.sh TARGET BUILD_DIR [CTEST_REGEX]
+#   cmake/toolchains/run_tests.sh TARGET BUILD_DIR [EXCLUDE_REGEX]
 #
 # TARGET: aarch64-linux-gnu | s390x-linux-gnu | i686-linux-gnu | x86_64-w64-mingw32 (the
-# toolchain file cmake/toolchains/TARGET.cmake). CTEST_REGEX limits the programs run
-# (ctest -R); default: all of them. Prints the target, the compiler and the ctest summary.
+# toolchain file cmake/toolchains/TARGET.cmake). EXCLUDE_REGEX leaves ctest programs out
+# (ctest -E); default: all of them run. Prints the target, the compiler and the ctest summary.
 # For x86_64-w64-mingw32 it also checks the DLL's export table against pyroi.h (PYROI_API)
 # and builds and runs tests/consumer against the installed DLL and static library.
 # Needs the Debian packages listed in docs/portability.md; .ci/run installs them.
@@ -14,7 +14,7 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 target=$1
 build=$2
-regex=${3:-}
+exclude=${3:-}
 toolchain=$root/cmake/toolchains/$target.cmake
 [[ -f $toolchain ]] || { echo "no toolchain file $toolchain" >&2; exit 1; }
 options=(-DCMAKE_BUILD_TYPE=Release -DCMAKE_TOOLCHAIN_FILE="$toolchain")
@@ -37,7 +37,7 @@ if ((windows)); then
   "$(sed -n 's/^PYROI_WINE:FILEPATH=//p' "$build/CMakeCache.txt")" wineboot --init > /dev/null 2>&1
 fi
 ctest_args=(--test-dir "$build" --output-on-failure -j2 --timeout 900)
-[[ -n $regex ]] && ctest_args+=(-R "$regex")
+[[ -n $exclude ]] && ctest_args+=(-E "$exclude")
 ctest "${ctest_args[@]}" | tee "$build.ctest.log" | grep -E '(Passed|Failed|Not Run|Timeout)' || true
 summary=$(grep -E 'tests passed' "$build.ctest.log" || echo "ctest did not finish")
 echo "$target: $summary"
