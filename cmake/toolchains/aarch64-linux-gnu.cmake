@@ -1,10 +1,5 @@
-# ARM64 Linux (Debian: gcc-aarch64-linux-gnu, qemu-user-static). The C tests run under
-# qemu-aarch64; -L points it at the cross sysroot's dynamic loader and libc.
-set(CMAKE_SYSTEM_NAME Linux)
+# ARM64 Linux (Debian: gcc-aarch64-linux-gnu, qemu-user-static).
+set(PYROI_CROSS_TRIPLE aarch64-linux-gnu)
 set(CMAKE_SYSTEM_PROCESSOR aarch64)
-set(CMAKE_C_COMPILER aarch64-linux-gnu-gcc)
-set(CMAKE_FIND_ROOT_PATH /usr/aarch64-linux-gnu)
-set(CMAKE_FIND_ROOT_PATH_MODE_PROGRAM NEVER)
-set(CMAKE_FIND_ROOT_PATH_MODE_LIBRARY ONLY)
-set(CMAKE_FIND_ROOT_PATH_MODE_INCLUDE ONLY)
-set(CMAKE_CROSSCOMPILING_EMULATOR qemu-aarch64-static -L /usr/aarch64-linux-gnu)
+set(PYROI_CROSS_QEMU qemu-aarch64)
+include(${CMAKE_CURRENT_LIST_DIR}/debian-linux-cross.cmake)

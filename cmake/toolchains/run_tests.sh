@@ -29,9 +29,10 @@ fi
 cmake -S "$root" -B "$build" -G Ninja "${options[@]}" > "$build.configure.log" ||
   { cat "$build.configure.log"; exit 1; }
 compiler=$(sed -n 's/^set(CMAKE_C_COMPILER "\(.*\)")$/\1/p' "$build"/CMakeFiles/*/CMakeCCompiler.cmake)
-echo "== target $target: $("$compiler" --version | head -1);" \
-  "emulator: $(sed -n 's/^set(CMAKE_CROSSCOMPILING_EMULATOR \(.*\))$/\1/p' "$toolchain" |
-  sed "s|\${PYROI_WINE}|wine64|")"
+# the emulator as ctest will call it: the add_test command line without the program
+emulator=$(grep -m1 '^add_test' "$build/tests/c/CTestTestfile.cmake" |
+  sed -E 's/^add_test\("[a-z_]+" //; s/ "[^"]*"\).*$//; s/"//g')
+echo "== target $target: $("$compiler" --version | head -1); emulator: $emulator"
 cmake --build "$build" > "$build.build.log" || { tail -40 "$build.build.log"; exit 1; }
 if ((windows)); then
   "$(sed -n 's/^PYROI_WINE:FILEPATH=//p' "$build/CMakeCache.txt")" wineboot --init > /dev/null 2>&1
