@@ -99,6 +99,7 @@ for python in "${pythons[@]}"; do
   dist=$work/dist-$tag
   build_env=()
   build_args=()
+  builder=$venv
   if [[ -n $zig_arch ]]; then
     # The extension's file name and the wheel's platform tag are the target's, not this
     # interpreter's (scikit-build-core reads these two variables when cross-compiling).
@@ -109,11 +110,15 @@ for python in "${pythons[@]}"; do
     build_args=(-Ccmake.define.CMAKE_TOOLCHAIN_FILE="$root/cmake/toolchains/zig.cmake"
                 -Ccmake.define.Python_SOABI="${soabi%.so}" --no-build-isolation)
     # No isolated build: pip would fetch the build tools (cmake, ninja) for the target's
-    # platform too. The venv gets the build requirements of pyproject.toml for this machine.
-    "$venv/bin/python" -m pip install "${pip_quiet[@]}" "scikit-build-core>=0.10" "cython>=3.0" \
-      "cython-cmake>=0.2" cmake ninja
+    # platform too. A venv of its own gets pyproject.toml's build requirements for this
+    # machine; the test venv stays NumPy + pytest + the wheel.
+    builder=$work/build-venv-$tag
+    "$python" -m venv "$builder"
+    "$builder/bin/python" -m pip install "${pip_quiet[@]}" --upgrade pip
+    "$builder/bin/python" -m pip install "${pip_quiet[@]}" "scikit-build-core>=0.10" \
+      "cython>=3.0" "cython-cmake>=0.2" cmake ninja
   fi
-  env "${build_env[@]}" "$venv/bin/python" -m pip wheel "${pip_quiet[@]}" --no-deps -w "$dist" \
+  env "${build_env[@]}" "$builder/bin/python" -m pip wheel "${pip_quiet[@]}" --no-deps -w "$dist" \
     -Cbuild-dir="$work/build-$tag" "${build_args[@]}" "$root"
   raw=("$dist"/pyroi-*.whl)
   auditwheel repair "${repair_args[@]}" -w "$work/repaired-$tag" "${raw[0]}" 2>&1 |
