@@ -105,10 +105,9 @@ for python in "${pythons[@]}"; do
     # interpreter's (scikit-build-core reads these two variables when cross-compiling).
     suffix=$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))')
     suffix=${suffix/$host_arch/$zig_arch}
-    soabi=${suffix#.}
     build_env=(_PYTHON_HOST_PLATFORM="linux-$zig_arch" SETUPTOOLS_EXT_SUFFIX="$suffix")
     build_args=(-Ccmake.define.CMAKE_TOOLCHAIN_FILE="$root/cmake/toolchains/zig.cmake"
-                -Ccmake.define.Python_SOABI="${soabi%.so}" --no-build-isolation)
+                --no-build-isolation)
     # No isolated build: pip would fetch the build tools (cmake, ninja) for the target's
     # platform too. A venv of its own gets pyproject.toml's build requirements for this
     # machine; the test venv stays NumPy + pytest + the wheel.
@@ -160,7 +159,7 @@ strays = [n for n in names
           or "libpyroi" in n]
 if strays:
     sys.exit(f"unexpected files in the wheel: {strays}")
-extensions = [n for n in names if n.startswith("pyroi/_core.")]
+extensions = [n for n in names if n.startswith("pyroi/_core.") and n.endswith(".so")]
 if not extensions:
     sys.exit("the extension pyroi._core is missing")
 # The extension is built for the wheel's architecture (ELF e_machine) and named for it.
