@@ -1,5 +1,5 @@
 """Slow scalar reference of ONNX RoiAlign ``mode="max"`` as onnxruntime computes it, written
-from SEMANTICS.md sections 2, 3.2, 3.3 and 4.1 (not from the C kernel).
+from docs/semantics.md §2, §3.2, §3.3 and §4.1 (not from the C kernel).
 
 Every operation is one NumPy scalar operation in the working type (NumPy >= 2 keeps float32
 scalars in float32), so results are bit-exact where the C kernel is.
@@ -16,7 +16,7 @@ def _max(a, b):
 
 
 def _taps(plane, y, x):
-    """The four weighted taps w_k * P[tap_k] of a sample (SEMANTICS.md 2, 4.1)."""
+    """The four weighted taps w_k * P[tap_k] of a sample (docs/semantics.md §2, §4.1)."""
     T = plane.dtype.type
     height, width = plane.shape
     if not (y >= -1 and y <= height and x >= -1 and x <= width):

@@ -1,6 +1,6 @@
 /* ps_roi.c - position-sensitive RoIAlign and RoIPool (R-FCN, Light-Head R-CNN), forward and
  * backward, float32 and float64, as torchvision.ops.ps_roi_align / ps_roi_pool
- * (SEMANTICS.md section 6). The kernel bodies are written once in ps_roi_template.h. */
+ * (docs/semantics.md §6). The kernel bodies are written once in ps_roi_template.h. */
 #include "parallel.h"
 #include "sampling.h"
 #include "validate.h"
@@ -21,6 +21,7 @@ void pyroi_ps_roi_align_params_init(pyroi_ps_roi_align_params *params)
     params->spatial_scale_w = 1.0;
     params->sampling_ratio = -1;
     params->num_threads = 0;
+    params->cancel = NULL;
 }
 
 void pyroi_ps_roi_pool_params_init(pyroi_ps_roi_pool_params *params)
@@ -34,6 +35,7 @@ void pyroi_ps_roi_pool_params_init(pyroi_ps_roi_pool_params *params)
     params->spatial_scale_h = 1.0;
     params->spatial_scale_w = 1.0;
     params->num_threads = 0;
+    params->cancel = NULL;
 }
 
 /* Output channels C / (PH * PW); C must be a multiple of PH * PW (torchvision checks it). */

@@ -1,6 +1,6 @@
 /* roi_align_rotated_template.h - rotated RoIAlign (average) kernels, included by
  * roi_align_rotated.c once per dtype with T and PYROI_TYPED(name) defined. Semantics:
- * SEMANTICS.md section 7 and the block comment in pyroi.h; the evaluation order is
+ * docs/semantics.md §7 and the block comment in pyroi.h; the evaluation order is
  * detectron2's / mmcv's so that every sample coordinate and weight is theirs. */
 
 typedef PYROI_TYPED(pyroi_sample_axis) PYROI_TYPED(rotated_axis);
@@ -153,8 +153,8 @@ static pyroi_status PYROI_TYPED(rotated_roi_geometry)(const T *box,
           PYROI_TYPED(rotated_positions_finite)(&roi->cols))) {
         return PYROI_E_INVALID_BOX;
     }
-    /* cos and sin in double, narrowed to T (SEMANTICS.md 7.2: the peers' float32 choice between
-     * cosf and (float)cos is unverified; they can differ in the last ulp) */
+    /* cos and sin in double, narrowed to T (docs/semantics.md §7.2: the peers' float32 choice
+     * between cosf and (float)cos is unverified; they can differ in the last ulp) */
     roi->cos_theta = (T)cos((double)theta);
     roi->sin_theta = (T)sin((double)theta);
     roi->height = height;
@@ -529,6 +529,9 @@ static void PYROI_TYPED(rotated_backward_task)(void *context, int64_t begin, int
     fc.channel_end = end;
     for (k = 0; k < job->num_rois; ++k) {
         PYROI_TYPED(rotated_roi) roi;
+        if (k % 8 == 0 && pyroi_cancel_requested(job->params->cancel)) {
+            break; /* an item (channels) holds every RoI */
+        }
         if (PYROI_TYPED(rotated_roi_geometry)(job->boxes + k * job->box_row_stride, job->params,
                                               shape[2], shape[3], &roi) != PYROI_OK) {
             continue; /* unreachable: every box was checked before the call */
@@ -583,6 +586,7 @@ static pyroi_status PYROI_TYPED(rotated_run)(PYROI_TYPED(rotated_job) *job, pyro
     const size_t segment_bytes = PYROI_ROTATED_SEGMENTS * sizeof(pyroi_rotated_segment);
     const int workers = pyroi_parallel_workers(job->params->num_threads, item_count,
                                                work_per_item);
+    pyroi_status status;
     char *block;
     int i;
 
@@ -599,9 +603,10 @@ static pyroi_status PYROI_TYPED(rotated_run)(PYROI_TYPED(rotated_job) *job, pyro
         scratch[i].segment_count = 0;
     }
     job->scratch = scratch;
-    pyroi_parallel_for(workers, item_count, task, job);
+    status = pyroi_parallel_for(workers, item_count, work_per_item, job->params->cancel, task,
+                                job);
     free(block);
-    return PYROI_OK;
+    return status;
 }
 
 pyroi_status PYROI_TYPED(pyroi_roi_align_rotated_forward)(

@@ -36,7 +36,7 @@ def roi_pooling(
 
     Parameters
     ----------
-    x : ndarray, shape (batch, C, H, W), float32 or float64
+    x : ndarray, shape (batch, C, H, W), float16, float32 or float64
         Feature maps (any strides).
     rois : ndarray, shape (batch, 5, N), dtype of ``x``
         RoIs per image, one per column, fields in Caffe's order ``batch_index, x1, y1, x2, y2``
@@ -71,7 +71,7 @@ def roi_pooling(
     -----
     Each real RoI is :func:`pyroi.roi_pool` with the separate scales: corners scaled and
     rounded half away from zero (end pixel included), bins ``floor``/``ceil`` of multiples of
-    ``size / pooled``, maximum of each bin, empty bins 0 (SEMANTICS.md 5.1). Ascend documents
+    ``size / pooled``, maximum of each bin, empty bins 0 (docs/semantics.md §5.1). Ascend documents
     that the feature map should be non-negative and the RoIs clipped to the map, else results
     "may differ from CPU"; pyroi computes the CPU definition for any input.
 
@@ -108,7 +108,8 @@ def roi_pooling(
     per_image = [_validate.boxes(table[b, :, :counts[b]].T, features.dtype, batch,
                                  name=f"rois[{b}] (columns are RoIs)") for b in range(batch)]
     shape = (batch * count, channels, pooled_height, pooled_width)
-    result = _validate.output_array(out, shape, features.dtype, (features, table))
+    result = _validate.output_array(out, shape, features.dtype,
+                                    (x, rois, roi_actual_num, features, table))
     for b, (coords, roi_images) in enumerate(per_image):
         rows = result[b * count:(b + 1) * count]
         rows[counts[b]:] = 0
@@ -201,7 +202,7 @@ def roi_align_v2_backward(
 
     Parameters
     ----------
-    grad_output : ndarray, shape (K, C, pooled_height, pooled_width), float32 or float64
+    grad_output : ndarray, shape (K, C, pooled_height, pooled_width), float16, float32 or float64
         Gradient of the loss with respect to the RoIAlign output (NCHW).
     boxes : ndarray, shape (K, 5), dtype of ``grad_output``
         ``(image_id, x1, y1, x2, y2)`` per RoI. ``image_id`` is *floored* (1.7 -> image 1,
@@ -265,13 +266,15 @@ def roi_align_v2_backward(
         raise _validate.ShapeError(
             f"boxes has {coords.shape[0]} RoIs but grad_output has {grad.shape[0]} (K must match)"
         )
-    result = _validate.output_array(out, shape, grad.dtype, (grad, coords))
+    result = _validate.output_array(out, shape, grad.dtype,
+                                    (grad_output, boxes, grad, coords, roi_images))
     if workspace is None:
         workspace = np.empty(_core.roi_align_backward_workspace_size(
             coords, roi_images, shape, pooled[0], pooled[1], scale, scale, ratio, is_aligned,
             threads), dtype=np.uint8)
     else:
-        workspace = _validate.workspace_array(workspace, (grad, coords, result))
+        workspace = _validate.workspace_array(
+            workspace, (grad_output, boxes, grad, coords, roi_images, result))
     _core.roi_align_backward_with_workspace(grad, coords, roi_images, result, scale, scale,
                                             ratio, is_aligned, threads, workspace)
     return result

@@ -38,7 +38,7 @@ def roi_align(
 
     Parameters
     ----------
-    X : ndarray, shape (N, C, H, W), float32 or float64
+    X : ndarray, shape (N, C, H, W), float16, float32 or float64
         Feature maps (any strides).
     rois : ndarray, shape (K, 4), dtype of ``X``
         ``[x1, y1, x2, y2]`` per RoI in input-image pixels; finite.
@@ -57,7 +57,7 @@ def roi_align(
     spatial_scale : float, default 1.0
         Factor from box to feature coordinates. An ONNX FLOAT attribute: it is rounded to
         float32 first, also for float64 data (onnxruntime widens the float32 attribute, so
-        ``0.3`` acts as ``float(np.float32(0.3))``; G10 of SEMANTICS.md).
+        ``0.3`` acts as ``float(np.float32(0.3))``; docs/semantics.md §9.1).
     coordinate_transformation_mode : {None, "half_pixel", "output_half_pixel"}, default None
         None means the attribute is absent: the opset's default ("half_pixel" from opset 16,
         no shift in RoiAlign-10). "half_pixel" shifts box corners by -0.5 pixel (torchvision
@@ -133,7 +133,8 @@ def roi_align(
     if aligned and ratio == 0:
         _validate.onnx_negative_grid(coords, scale, (pooled_height, pooled_width))
     shape = (coords.shape[0], features.shape[1], pooled_height, pooled_width)
-    result = _validate.output_array(out, shape, features.dtype, (features, coords))
+    result = _validate.output_array(out, shape, features.dtype,
+                                    (X, rois, batch_indices, features, coords, roi_images))
     forward = _core.roi_align_onnx_max_forward if is_max else _core.roi_align_forward
     forward(
         features, coords, roi_images, result, pooled_height, pooled_width,
@@ -153,7 +154,7 @@ def max_roi_pool(X, rois, pooled_shape, spatial_scale=1.0, *, batch_indices=None
 
     Parameters
     ----------
-    X : ndarray, shape (N, C, H, W), float32 or float64
+    X : ndarray, shape (N, C, H, W), float16, float32 or float64
         Feature maps. onnxruntime implements float32 only; float64 follows the same rule.
     rois : ndarray, shape (K, 5), dtype of ``X``
         ``[batch_index, x1, y1, x2, y2]`` rows (ONNX's layout); the batch index must be an
@@ -186,7 +187,8 @@ def max_roi_pool(X, rois, pooled_shape, spatial_scale=1.0, *, batch_indices=None
         rois, features.dtype, features.shape[0], batch_indices, name="rois"
     )
     shape = (coords.shape[0], features.shape[1], pooled_height, pooled_width)
-    result = _validate.output_array(out, shape, features.dtype, (features, coords))
+    result = _validate.output_array(out, shape, features.dtype,
+                                    (X, rois, batch_indices, features, coords, roi_images))
     _core.roi_pool_forward(
         features, coords, roi_images, result, None, pooled_height, pooled_width,
         scale, scale, threads,

@@ -32,13 +32,14 @@ def roi_align(
 
     Parameters
     ----------
-    input : ndarray, shape (N, C, H, W), float32 or float64
+    input : ndarray, shape (N, C, H, W), float16, float32 or float64
         Feature maps. Any strides (transposed, sliced, negative, broadcast) are read in place.
     boxes : ndarray (K, 5), list of ndarray (L_i, 4), or ndarray (K, 4)
         ``[batch_index, x1, y1, x2, y2]`` rows in input-image pixels; or one ``(L_i, 4)``
         array of ``[x1, y1, x2, y2]`` per image (list position = batch index); or ``(K, 4)``
-        coordinates with ``batch_indices``. Same dtype as ``input``. Batch indices must be
-        integers in ``[0, N)``; coordinates finite.
+        coordinates with ``batch_indices``. Same dtype as ``input`` (float16 ``input``:
+        float16 or float32 boxes). Batch indices must be integers in ``[0, N)``; coordinates
+        finite.
     output_size : int or (int, int)
         Output bins ``(ph, pw)``; an int ``s`` means ``(s, s)``.
     spatial_scale : float, default 1.0
@@ -103,7 +104,8 @@ def roi_align(
         raise _validate.InvalidArgumentError('return_argmax=True needs mode="max"')
     coords, roi_images = _validate.boxes(boxes, features.dtype, features.shape[0], batch_indices)
     shape = (coords.shape[0], features.shape[1], pooled_height, pooled_width)
-    result = _validate.output_array(out, shape, features.dtype, (features, coords, roi_images))
+    result = _validate.output_array(out, shape, features.dtype,
+                                    (input, boxes, batch_indices, features, coords, roi_images))
     if not is_max:
         _core.roi_align_forward(
             features, coords, roi_images, result, pooled_height, pooled_width,
@@ -141,7 +143,7 @@ def roi_align_backward(
 
     Parameters
     ----------
-    grad_output : ndarray, shape (K, C, ph, pw), float32 or float64
+    grad_output : ndarray, shape (K, C, ph, pw), float16, float32 or float64
         Gradient of the loss with respect to the output of :func:`roi_align`; its last two
         dimensions give the output size.
     boxes : ndarray (K, 5), list of ndarray (L_i, 4), or ndarray (K, 4)
@@ -192,7 +194,8 @@ def roi_align_backward(
         winners = _validate.argmax_array(argmax, grad.shape, None)
     elif argmax is not None:
         raise _validate.InvalidArgumentError('argmax is only used with mode="max"')
-    inputs = (grad, coords, roi_images) + ((winners,) if is_max else ())
+    inputs = (grad_output, boxes, batch_indices, argmax, grad, coords, roi_images) + (
+        (winners,) if is_max else ())
     if channels_last:
         result = _validate.output_array(out, (shape[0], shape[2], shape[3], shape[1]),
                                         grad.dtype, inputs, shape_from="input_shape")
@@ -232,13 +235,14 @@ def roi_pool(
 
     Parameters
     ----------
-    input : ndarray, shape (N, C, H, W), float32 or float64
+    input : ndarray, shape (N, C, H, W), float16, float32 or float64
         Feature maps. Any strides (transposed, sliced, negative, broadcast) are read in place.
     boxes : ndarray (K, 5), list of ndarray (L_i, 4), or ndarray (K, 4)
         ``[batch_index, x1, y1, x2, y2]`` rows in input-image pixels; or one ``(L_i, 4)``
         array of ``[x1, y1, x2, y2]`` per image (list position = batch index); or ``(K, 4)``
-        coordinates with ``batch_indices``. Same dtype as ``input``. Batch indices must be
-        integers in ``[0, N)``; coordinates finite, also after scaling.
+        coordinates with ``batch_indices``. Same dtype as ``input`` (float16 ``input``:
+        float16 or float32 boxes). Batch indices must be integers in ``[0, N)``; coordinates
+        finite, also after scaling.
     output_size : int or (int, int)
         Output bins ``(ph, pw)``; an int ``s`` means ``(s, s)``.
     spatial_scale : float, default 1.0
@@ -286,7 +290,8 @@ def roi_pool(
     threads = _validate.num_threads(num_threads)
     coords, roi_images = _validate.boxes(boxes, features.dtype, features.shape[0], batch_indices)
     shape = (coords.shape[0], features.shape[1], pooled_height, pooled_width)
-    result = _validate.output_array(out, shape, features.dtype, (features, coords, roi_images))
+    result = _validate.output_array(out, shape, features.dtype,
+                                    (input, boxes, batch_indices, features, coords, roi_images))
     argmax = np.empty(shape, dtype=np.int64) if want_argmax else None
     _core.roi_pool_forward(
         features, coords, roi_images, result, argmax, pooled_height, pooled_width,
@@ -316,7 +321,7 @@ def roi_pool_backward(
 
     Parameters
     ----------
-    grad_output : ndarray, shape (K, C, ph, pw), float32 or float64
+    grad_output : ndarray, shape (K, C, ph, pw), float16, float32 or float64
         Gradient of the loss with respect to the output of :func:`roi_pool`.
     boxes : ndarray (K, 5), list of ndarray (L_i, 4), or ndarray (K, 4)
         The boxes given to the forward (same dtype as ``grad_output``); they supply the
@@ -362,7 +367,8 @@ def roi_pool_backward(
     # argmax, as long as the kernel's own): only when it refuses is the offender looked up
     winners = _validate.argmax_array(argmax, grad.shape, shape[2] * shape[3],
                                      check_values=False)
-    result = _validate.output_array(out, shape, grad.dtype, (grad, coords, roi_images, winners),
+    result = _validate.output_array(out, shape, grad.dtype, (grad_output, boxes, batch_indices,
+                                    argmax, grad, coords, roi_images, winners),
                                     shape_from="input_shape")
     try:
         _core.roi_pool_backward(grad, winners, roi_images, result, scale, scale, threads)
@@ -416,7 +422,7 @@ def ps_roi_align(
 
     Parameters
     ----------
-    input : ndarray, shape (N, C, H, W), float32 or float64
+    input : ndarray, shape (N, C, H, W), float16, float32 or float64
         Feature maps, ``C`` a multiple of ``ph * pw``. Any strides are read in place.
     boxes : ndarray (K, 5), list of ndarray (L_i, 4), or ndarray (K, 4)
         As for :func:`roi_align`: ``[batch_index, x1, y1, x2, y2]`` rows, one ``(L_i, 4)``
@@ -466,7 +472,8 @@ def ps_roi_align(
     threads = _validate.num_threads(num_threads)
     coords, roi_images = _validate.boxes(boxes, features.dtype, features.shape[0], batch_indices)
     shape = (coords.shape[0], channels_out, pooled_height, pooled_width)
-    result = _validate.output_array(out, shape, features.dtype, (features, coords, roi_images))
+    result = _validate.output_array(out, shape, features.dtype,
+                                    (input, boxes, batch_indices, features, coords, roi_images))
     _core.ps_roi_align_forward(
         features, coords, roi_images, result, pooled_height, pooled_width, scale, scale, ratio,
         threads,
@@ -525,7 +532,8 @@ def ps_roi_align_backward(
     ratio = _validate.sampling_ratio(sampling_ratio)
     threads = _validate.num_threads(num_threads)
     coords, roi_images = _validate.backward_boxes(boxes, grad, shape[0], batch_indices)
-    result = _validate.output_array(out, shape, grad.dtype, (grad, coords, roi_images),
+    result = _validate.output_array(out, shape, grad.dtype, (grad_output, boxes, batch_indices,
+                                    grad, coords, roi_images),
                                     shape_from="input_shape")
     _core.ps_roi_align_backward(grad, coords, roi_images, result, scale, scale, ratio, threads)
     return result
@@ -551,7 +559,7 @@ def ps_roi_pool(
 
     Parameters
     ----------
-    input : ndarray, shape (N, C, H, W), float32 or float64
+    input : ndarray, shape (N, C, H, W), float16, float32 or float64
         Feature maps, ``C`` a multiple of ``ph * pw``. Any strides are read in place.
     boxes : ndarray (K, 5), list of ndarray (L_i, 4), or ndarray (K, 4)
         As for :func:`ps_roi_align`.
@@ -572,7 +580,7 @@ def ps_roi_pool(
     -----
     Results equal torchvision 0.29's CPU kernel bit for bit, including its quirk that bin
     windows are clamped to rows ``0 ... H - 1`` and columns ``0 ... W - 1`` as half-open
-    ranges, so the last row and column of the map are never read (SEMANTICS.md 6.2).
+    ranges, so the last row and column of the map are never read (docs/semantics.md §6.2).
     Rounded coordinates saturate at +-2**61 pixels (torchvision overflows past 2**31); a
     coordinate that is not finite after scaling raises :class:`pyroi.BoxError`.
 
@@ -591,7 +599,8 @@ def ps_roi_pool(
     threads = _validate.num_threads(num_threads)
     coords, roi_images = _validate.boxes(boxes, features.dtype, features.shape[0], batch_indices)
     shape = (coords.shape[0], channels_out, pooled_height, pooled_width)
-    result = _validate.output_array(out, shape, features.dtype, (features, coords, roi_images))
+    result = _validate.output_array(out, shape, features.dtype,
+                                    (input, boxes, batch_indices, features, coords, roi_images))
     _core.ps_roi_pool_forward(
         features, coords, roi_images, result, pooled_height, pooled_width, scale, scale, threads
     )
@@ -614,7 +623,7 @@ def ps_roi_pool_backward(
     backward exactly (bit for bit, whatever the thread count), which is NOT the adjoint of
     its forward at the map's far border: the backward clamps windows to rows ``0 ... H``
     and columns ``0 ... W`` (the forward to ``H - 1`` and ``W - 1``), and rounds box corners
-    with float32 ``roundf`` even for float64 data (SEMANTICS.md 6.2).
+    with float32 ``roundf`` even for float64 data (docs/semantics.md §6.2).
 
     Parameters
     ----------
@@ -654,7 +663,8 @@ def ps_roi_pool_backward(
     scale = _validate.spatial_scale(spatial_scale)
     threads = _validate.num_threads(num_threads)
     coords, roi_images = _validate.backward_boxes(boxes, grad, shape[0], batch_indices)
-    result = _validate.output_array(out, shape, grad.dtype, (grad, coords, roi_images),
+    result = _validate.output_array(out, shape, grad.dtype, (grad_output, boxes, batch_indices,
+                                    grad, coords, roi_images),
                                     shape_from="input_shape")
     _core.ps_roi_pool_backward(grad, coords, roi_images, result, scale, scale, threads)
     return result
@@ -688,13 +698,14 @@ def roi_align_rotated(
 
     Parameters
     ----------
-    input : ndarray, shape (N, C, H, W), float32 or float64
+    input : ndarray, shape (N, C, H, W), float16, float32 or float64
         Feature maps. Any strides (transposed, sliced, negative, broadcast) are read in place.
     rois : ndarray (K, 6), list of ndarray (L_i, 5), or ndarray (K, 5)
         ``[batch_index, cx, cy, w, h, angle]`` rows; or one ``(L_i, 5)`` array of
         ``[cx, cy, w, h, angle]`` per image (list position = batch index); or ``(K, 5)``
-        coordinates with ``batch_indices``. Same dtype as ``input``. Batch indices must be
-        integers in ``[0, N)``; coordinates finite.
+        coordinates with ``batch_indices``. Same dtype as ``input`` (float16 ``input``:
+        float16 or float32 boxes). Batch indices must be integers in ``[0, N)``; coordinates
+        finite.
     output_size : int or (int, int)
         Output bins ``(ph, pw)`` along the RoI's height and width; an int ``s`` means
         ``(s, s)``.
@@ -773,7 +784,8 @@ def roi_align_rotated(
     coords, roi_images = _validate.boxes(rois, features.dtype, features.shape[0], batch_indices,
                                          name="rois", coords_per_box=5)
     shape = (coords.shape[0], features.shape[1], pooled_height, pooled_width)
-    result = _validate.output_array(out, shape, features.dtype, (features, coords, roi_images))
+    result = _validate.output_array(out, shape, features.dtype,
+                                    (input, rois, batch_indices, features, coords, roi_images))
     _core.roi_align_rotated_forward(
         features, coords, roi_images, result, pooled_height, pooled_width,
         scale, scale, ratio, is_aligned, is_clockwise, in_degrees, threads,
@@ -803,7 +815,7 @@ def roi_align_rotated_backward(
 
     Parameters
     ----------
-    grad_output : ndarray, shape (K, C, ph, pw), float32 or float64
+    grad_output : ndarray, shape (K, C, ph, pw), float16, float32 or float64
         Gradient of the loss with respect to the output of :func:`roi_align_rotated`; its
         last two dimensions give the output size.
     rois : ndarray (K, 6), list of ndarray (L_i, 5), or ndarray (K, 5)
@@ -841,7 +853,8 @@ def roi_align_rotated_backward(
     threads = _validate.num_threads(num_threads)
     coords, roi_images = _validate.backward_boxes(rois, grad, shape[0], batch_indices,
                                                   name="rois", coords_per_box=5)
-    result = _validate.output_array(out, shape, grad.dtype, (grad, coords, roi_images),
+    result = _validate.output_array(out, shape, grad.dtype, (grad_output, rois, batch_indices,
+                                    grad, coords, roi_images),
                                     shape_from="input_shape")
     _core.roi_align_rotated_backward(
         grad, coords, roi_images, result, scale, scale, ratio, is_aligned, is_clockwise,
