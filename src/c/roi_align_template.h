@@ -1657,18 +1657,20 @@ static pyroi_status PYROI_TYPED(roi_align_grid_widths)(const T *boxes, int64_t n
 
 /* The forward of both max reductions (mmcv's over samples; ONNX's over weighted taps): one
  * validation, plan and schedule; tasks are the reduction's (lane-major ones optional). argmax
- * may be NULL. */
+ * may be NULL; its codes number codes_per_sample per sample (mmcv 1, ONNX 4: the taps), so a
+ * RoI with more samples per bin than codes can count (ONNX: 2^61) is PYROI_E_INVALID_BOX. */
 static pyroi_status PYROI_TYPED(roi_align_max_like_forward)(
     const T *input, const int64_t input_shape[4], const int64_t input_strides[4],
     const T *boxes, int64_t num_rois, int64_t box_row_stride,
     const int64_t *batch_indices,
     T *output, const int64_t output_strides[4],
-    int64_t *argmax, const int64_t argmax_strides[4],
+    int64_t *argmax, const int64_t argmax_strides[4], int64_t codes_per_sample,
     const pyroi_roi_align_params *params, const roi_align_forward_tasks *tasks)
 {
     PYROI_TYPED(roi_align_max_job) job;
     PYROI_TYPED(roi_align_plan) plan;
     int64_t *grid_w = NULL;
+    int64_t k;
     int planned;
     pyroi_status status = roi_align_check_call(
         input, input_shape, input_strides, PYROI_TENSOR_INPUT, output, output_strides,
@@ -1686,6 +1688,12 @@ static pyroi_status PYROI_TYPED(roi_align_max_like_forward)(
                                               input_shape, params, NULL, &planned);
     if (!planned) {
         return status;
+    }
+    for (k = 0; argmax != NULL && k < num_rois; ++k) {
+        if (plan.samples[k] > (INT64_MAX - codes_per_sample) / codes_per_sample) {
+            PYROI_TYPED(roi_align_plan_free)(&plan);
+            return PYROI_E_INVALID_BOX;
+        }
     }
     PYROI_TYPED(roi_align_plan_order_by_rows)(&plan, batch_indices);
     input = (const T *)pyroi_data_or_placeholder(input); /* a map without pixels may be NULL */
@@ -1719,16 +1727,20 @@ pyroi_status PYROI_TYPED(pyroi_roi_align_max_forward)(
     tasks.image = PYROI_TYPED(roi_align_max_forward_image_task);
     return PYROI_TYPED(roi_align_max_like_forward)(
         input, input_shape, input_strides, boxes, num_rois, box_row_stride, batch_indices,
-        output, output_strides, argmax, argmax_strides, params, &tasks);
+        output, output_strides, argmax, argmax_strides, 1, params, &tasks);
 }
 
-pyroi_status PYROI_TYPED(pyroi_roi_align_max_backward)(
+/* The backward of both max reductions: validation (each argmax -1 or one of the
+ * codes_per_sample * samples codes of its bin, as the forward wrote them), plan, then task
+ * over the channels (the reduction's: mmcv's below, ONNX's in
+ * roi_align_onnx_max_backward_template.h). */
+static pyroi_status PYROI_TYPED(roi_align_max_like_backward)(
     const T *grad_output, const int64_t grad_output_strides[4],
-    const int64_t *argmax, const int64_t argmax_strides[4],
+    const int64_t *argmax, const int64_t argmax_strides[4], int64_t codes_per_sample,
     const T *boxes, int64_t num_rois, int64_t box_row_stride,
     const int64_t *batch_indices,
     T *grad_input, const int64_t grad_input_shape[4], const int64_t grad_input_strides[4],
-    const pyroi_roi_align_params *params)
+    const pyroi_roi_align_params *params, pyroi_range_task task)
 {
     PYROI_TYPED(roi_align_max_job) job;
     PYROI_TYPED(roi_align_plan) plan;
@@ -1760,7 +1772,8 @@ pyroi_status PYROI_TYPED(pyroi_roi_align_max_backward)(
                 for (pw = 0; pw < params->pooled_width; ++pw) {
                     const int64_t winner = argmax[k * argmax_strides[0] + c * argmax_strides[1] +
                                                   ph * argmax_strides[2] + pw * argmax_strides[3]];
-                    if (winner < -1 || winner >= plan.samples[k]) {
+                    if (winner < -1 ||
+                        (winner >= 0 && winner / codes_per_sample >= plan.samples[k])) {
                         status = PYROI_E_INVALID_ARGMAX;
                     }
                 }
@@ -1784,12 +1797,25 @@ pyroi_status PYROI_TYPED(pyroi_roi_align_max_backward)(
             params->num_threads, grad_input_shape[1],
             (double)grad_input_shape[0] * (double)grad_input_shape[2] * (double)grad_input_shape[3] +
                 (double)num_rois * (double)params->pooled_height * (double)params->pooled_width);
-        pyroi_parallel_for(workers, grad_input_shape[1], PYROI_TYPED(roi_align_max_backward_task),
-                           &job);
+        pyroi_parallel_for(workers, grad_input_shape[1], task, &job);
     }
     free(grid_w);
     PYROI_TYPED(roi_align_plan_free)(&plan);
     return status;
+}
+
+pyroi_status PYROI_TYPED(pyroi_roi_align_max_backward)(
+    const T *grad_output, const int64_t grad_output_strides[4],
+    const int64_t *argmax, const int64_t argmax_strides[4],
+    const T *boxes, int64_t num_rois, int64_t box_row_stride,
+    const int64_t *batch_indices,
+    T *grad_input, const int64_t grad_input_shape[4], const int64_t grad_input_strides[4],
+    const pyroi_roi_align_params *params)
+{
+    return PYROI_TYPED(roi_align_max_like_backward)(
+        grad_output, grad_output_strides, argmax, argmax_strides, 1, boxes, num_rois,
+        box_row_stride, batch_indices, grad_input, grad_input_shape, grad_input_strides, params,
+        PYROI_TYPED(roi_align_max_backward_task));
 }
 
 pyroi_status PYROI_TYPED(pyroi_roi_align_find_invalid_roi)(
@@ -1822,12 +1848,17 @@ static inline T PYROI_TYPED(roi_align_onnx_max_of)(T a, T b)
     return a < b ? b : a; /* std::max: NaN in a propagates, NaN in b is skipped */
 }
 
+/* *winner receives the code of the term the bin's value came from, 4 * s + t: tap t (0..3 =
+ * (lo, lo), (lo, hi), (hi, lo), (hi, hi)) of sample s = iy * grid_w + ix, an out-of-map
+ * sample's term being tap 0 (its four are alike); -1 for an empty bin. The gradient follows
+ * it (roi_align_onnx_max_backward_template.h). */
 static T PYROI_TYPED(roi_align_onnx_max_bin)(const T *plane, int64_t row_stride,
                                              int64_t col_stride, int64_t map_pixels,
                                              const PYROI_TYPED(axis_tap) *row_taps,
                                              pyroi_tap_range rr,
                                              const PYROI_TYPED(axis_tap) *col_taps,
-                                             pyroi_tap_range cr, int64_t grid_h, int64_t grid_w)
+                                             pyroi_tap_range cr, int64_t grid_h, int64_t grid_w,
+                                             int64_t *winner)
 {
     const int64_t outside = grid_h * grid_w > 0
                                 ? PYROI_TYPED(roi_align_first_outside)(rr, cr, grid_h, grid_w)
@@ -1837,6 +1868,7 @@ static T PYROI_TYPED(roi_align_onnx_max_bin)(const T *plane, int64_t row_stride,
     T best = (T)0;
     int have = 0, zero_offered = outside < 0;
     int64_t r, q;
+    *winner = -1;
     if (grid_h * grid_w <= 0) {
         return (T)0;
     }
@@ -1850,23 +1882,34 @@ static T PYROI_TYPED(roi_align_onnx_max_bin)(const T *plane, int64_t row_stride,
             const int64_t index = iy * grid_w + cr.first_sample + (q - cr.begin);
             const T w1 = ty.w_lo * tx.w_lo, w2 = ty.w_lo * tx.w_hi;
             const T w3 = ty.w_hi * tx.w_lo, w4 = ty.w_hi * tx.w_hi;
-            const T value = PYROI_TYPED(roi_align_onnx_max_of)(
-                PYROI_TYPED(roi_align_onnx_max_of)(
-                    PYROI_TYPED(roi_align_onnx_max_of)(w1 * row_lo[tx.lo * col_stride],
-                                                       w2 * row_lo[tx.hi * col_stride]),
-                    w3 * row_hi[tx.lo * col_stride]),
-                w4 * row_hi[tx.hi * col_stride]);
+            const T taps[4] = {w1 * row_lo[tx.lo * col_stride], w2 * row_lo[tx.hi * col_stride],
+                               w3 * row_hi[tx.lo * col_stride], w4 * row_hi[tx.hi * col_stride]};
+            T value = taps[0];
+            int64_t t, tap = 0;
+            for (t = 1; t < 4; ++t) { /* value = M(value, taps[t]), remembering which won */
+                if (value < taps[t]) {
+                    value = taps[t];
+                    tap = t;
+                }
+            }
             if (!zero_offered && outside < index) {
-                best = have ? PYROI_TYPED(roi_align_onnx_max_of)(best, zero_tap) : zero_tap;
+                if (!have || best < zero_tap) { /* M(best, z) */
+                    best = zero_tap;
+                    *winner = 4 * outside;
+                }
                 have = 1;
                 zero_offered = 1;
             }
-            best = have ? PYROI_TYPED(roi_align_onnx_max_of)(best, value) : value;
+            if (!have || best < value) { /* M(best, value) */
+                best = value;
+                *winner = 4 * index + tap;
+            }
             have = 1;
         }
     }
-    if (!zero_offered) {
-        best = have ? PYROI_TYPED(roi_align_onnx_max_of)(best, zero_tap) : zero_tap;
+    if (!zero_offered && (!have || best < zero_tap)) {
+        best = zero_tap;
+        *winner = 4 * outside;
     }
     return best;
 }
@@ -1898,21 +1941,20 @@ static void PYROI_TYPED(roi_align_max_forward_direct_items)(
             for (ph = 0; ph < pooled_height; ++ph) {
                 for (pw = 0; pw < pooled_width; ++pw) {
                     T *result = out + ph * out_strides[2] + pw * out_strides[3];
+                    int64_t winner;
                     if (reduction == ROI_ALIGN_REDUCE_ONNX_MAX) {
                         *result = PYROI_TYPED(roi_align_onnx_max_bin)(
                             plane, in_strides[2], in_strides[3], map_pixels, tables.row_taps,
                             tables.row_ranges[ph], tables.col_taps, tables.col_ranges[pw],
-                            grid_h, grid_w);
+                            grid_h, grid_w, &winner);
                     } else {
-                        int64_t winner;
                         *result = PYROI_TYPED(roi_align_max_bin)(
                             plane, in_strides[2], in_strides[3], tables.row_taps,
                             tables.row_ranges[ph], tables.col_taps, tables.col_ranges[pw],
                             grid_h, grid_w, &winner);
-                        if (max_job->argmax != NULL) {
-                            max_job->argmax[k * a[0] + c * a[1] + ph * a[2] + pw * a[3]] =
-                                winner;
-                        }
+                    }
+                    if (max_job->argmax != NULL) {
+                        max_job->argmax[k * a[0] + c * a[1] + ph * a[2] + pw * a[3]] = winner;
                     }
                 }
             }
@@ -2081,7 +2123,7 @@ pyroi_status PYROI_TYPED(pyroi_roi_align_onnx_max_forward)(
     tasks.image = PYROI_TYPED(roi_align_onnx_max_forward_image_task);
     return PYROI_TYPED(roi_align_max_like_forward)(
         input, input_shape, input_strides, boxes, num_rois, box_row_stride, batch_indices,
-        output, output_strides, NULL, NULL, params, &tasks);
+        output, output_strides, NULL, NULL, 4, params, &tasks);
 }
 
 /* ---- backward with a caller's workspace (aclnn two-phase shape) ------------------------- */
