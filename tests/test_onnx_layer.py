@@ -13,6 +13,8 @@ from pyroi import onnx as ponnx
 from conftest import random_rois, require_torchvision, stable_seed
 from reference_onnx import onnx_roi_align_max_backward_ref, onnx_roi_align_max_ref
 from test_onnx import _ort_session
+from test_onnx_orders import SCALE, order_case
+from test_onnx_orders import _kwargs as order_kwargs
 
 
 def _optional(name):
@@ -82,7 +84,7 @@ def test_forward_equals_onnxruntime_on_its_node(opset, coordinates, mode, sampli
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("shape", [(2, 3, 7, 9), (2, 40, 30, 30)])
 def test_max_forward_with_winners_is_the_same_forward(dtype, shape):
-    """The winners' loop order (scalar) gives the bits of the fast lane-major orders."""
+    """Recording the winners changes no output bit."""
     X, rois, batch_indices = case(dtype, ("winners", shape), num_rois=40, shape=shape)
     for threads in (1, 3):
         plain = ponnx.roi_align(X, rois, batch_indices, mode="max", output_height=2,
@@ -175,6 +177,32 @@ def test_max_backward_rules_equal_the_reference(data):
         with np.errstate(invalid="ignore"):
             layer(X, rois, batch_indices)
         assert_bits_equal(layer.backward(grad_output), expected)
+
+
+@pytest.mark.parametrize("kind", ["normal", "special"])
+@pytest.mark.parametrize("aligned", [False, True])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("name,channels", [("image", 19), ("region", 19), ("direct", 3)])
+def test_winners_of_every_loop_order_give_the_reference_gradient(name, channels, dtype,
+                                                                 aligned, kind):
+    """Each forward loop order records the winners (test_onnx_orders: the cases provably take
+    the order they are named after; "special" data has NaN, +-inf, ties, -0.0 taps and a
+    different z per channel); the first 16 RoIs' gradient is the reference's, bit for bit."""
+    sampling_ratio = 0 if aligned else 2
+    x, boxes, batch = order_case(name, channels, np.dtype(dtype).name, aligned, sampling_ratio,
+                                 kind)
+    kwargs = order_kwargs(aligned, sampling_ratio)
+    with np.errstate(invalid="ignore"):
+        output, argmax = ponnx.roi_align(x, boxes, batch, return_argmax=True, **kwargs)
+        assert_bits_equal(output, ponnx.roi_align(x, boxes, batch, **kwargs))
+    grad_output = np.random.default_rng(7).standard_normal(output[:16].shape).astype(dtype)
+    del kwargs["output_height"], kwargs["output_width"]
+    for threads in (1, 3):
+        actual = ponnx.roi_align_backward(grad_output, boxes[:16], batch[:16], x.shape,
+                                          argmax=argmax[:16], num_threads=threads, **kwargs)
+        expected = onnx_roi_align_max_backward_ref(x, boxes[:16], batch[:16], grad_output,
+                                                   sampling_ratio, SCALE, aligned)
+        assert_bits_equal(actual, expected)
 
 
 def test_max_backward_rules_by_hand():

@@ -3,16 +3,17 @@
  * included by roi_align.c after roi_align_template.h once per dtype with T and
  * PYROI_TYPED(name) defined.
  *
- * The forward (roi_align_onnx_max_bin) records each output's winning term as the code
- * 4 * s + t: tap t of sample s of its bin. The backward sends the output gradient g to that
+ * The forward (roi_align_onnx_max_bin, and per lane roi_align_onnx_max_roi) records each
+ * output's winning term as the code 4 * s + t: tap t of sample s of its bin. The backward sends the output gradient g to that
  * one tap, g * w_t with the weight the forward multiplied by -- the derivative of the forward
  * as computed. An out-of-map sample's term is 0 * P[0, 0] (onnxruntime's pre-computed form:
  * pixel (0, 0), weight 0), so its gradient is g * 0 at pixel (0, 0), like any weight-0 tap.
  * The plan, tap tables, validation and channel split are the max backward's
  * (roi_align_max_like_backward); only the per-bin rule is here. */
 
-/* Channels [begin, end): zero, then add g * w at each bin's winning tap, RoI by RoI and bin by
- * bin in order, so every pixel sees the same additions whatever the channel split. */
+/* Channels [begin, end), one at a time (its planes of every image stay in cache): zero them,
+ * then add g * w at each bin's winning tap, RoI by RoI and bin by bin in order, so every pixel
+ * sees the same additions whatever the channel split. */
 static void PYROI_TYPED(roi_align_onnx_max_backward_task)(void *context, int64_t begin,
                                                           int64_t end, int worker)
 {
@@ -28,8 +29,8 @@ static void PYROI_TYPED(roi_align_onnx_max_backward_task)(void *context, int64_t
     int64_t n, k, c, h, w, ph, pw;
     (void)worker;
 
-    for (n = 0; n < shape[0]; ++n) {
-        for (c = begin; c < end; ++c) {
+    for (c = begin; c < end; ++c) {
+        for (n = 0; n < shape[0]; ++n) {
             T *plane = job->result + n * gi_strides[0] + c * gi_strides[1];
             for (h = 0; h < shape[2]; ++h) {
                 for (w = 0; w < shape[3]; ++w) {
@@ -37,13 +38,14 @@ static void PYROI_TYPED(roi_align_onnx_max_backward_task)(void *context, int64_t
                 }
             }
         }
-    }
-    for (k = 0; k < plan->num_rois; ++k) {
-        const PYROI_TYPED(roi_align_tap_tables) tables =
-            PYROI_TYPED(roi_align_tap_tables_of)(plan, k, pooled_height);
-        const int64_t grid_w = max_job->grid_w[k];
-        for (c = begin; c < end; ++c) {
+        for (k = 0; k < plan->num_rois; ++k) {
+            const PYROI_TYPED(roi_align_tap_tables) tables =
+                PYROI_TYPED(roi_align_tap_tables_of)(plan, k, pooled_height);
+            const int64_t grid_w = max_job->grid_w[k];
             T *plane = job->result + job->batch_indices[k] * gi_strides[0] + c * gi_strides[1];
+            if (grid_w <= 0) {
+                continue; /* empty bins only */
+            }
             for (ph = 0; ph < pooled_height; ++ph) {
                 const pyroi_tap_range rr = tables.row_ranges[ph];
                 for (pw = 0; pw < pooled_width; ++pw) {
@@ -54,7 +56,7 @@ static void PYROI_TYPED(roi_align_onnx_max_backward_task)(void *context, int64_t
                     const T g = job->features[k * go_strides[0] + c * go_strides[1] +
                                               ph * go_strides[2] + pw * go_strides[3]];
                     int64_t iy, ix;
-                    if (code < 0 || grid_w <= 0) {
+                    if (code < 0) {
                         continue; /* an empty bin */
                     }
                     iy = code / 4 / grid_w - rr.first_sample;
@@ -87,11 +89,10 @@ pyroi_status PYROI_TYPED(pyroi_roi_align_onnx_max_forward_argmax)(
     int64_t *argmax, const int64_t argmax_strides[4],
     const pyroi_roi_align_params *params)
 {
-    /* winners: the direct order, whose scalar fold records them */
     roi_align_forward_tasks tasks;
     tasks.direct = PYROI_TYPED(roi_align_onnx_max_forward_task);
-    tasks.region = argmax == NULL ? PYROI_TYPED(roi_align_onnx_max_forward_region_task) : NULL;
-    tasks.image = argmax == NULL ? PYROI_TYPED(roi_align_onnx_max_forward_image_task) : NULL;
+    tasks.region = PYROI_TYPED(roi_align_onnx_max_forward_region_task);
+    tasks.image = PYROI_TYPED(roi_align_onnx_max_forward_image_task);
     return PYROI_TYPED(roi_align_max_like_forward)(
         input, input_shape, input_strides, boxes, num_rois, box_row_stride, batch_indices,
         output, output_strides, argmax, argmax_strides, 4, params, &tasks);

@@ -850,8 +850,8 @@ PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_max_roi)(
     const struct PYROI_TYPED(roi_align_max_job) *max_job, int64_t k, int64_t c0, int64_t lanes,
     const T *block, T *tile);
 PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_onnx_max_roi)(
-    const struct PYROI_TYPED(roi_align_max_job) *max_job, int64_t k, const T *block,
-    const T *zero, T *tile);
+    const struct PYROI_TYPED(roi_align_max_job) *max_job, int64_t k, int64_t c0, int64_t lanes,
+    const T *block, const T *zero, T *tile);
 
 /* The per-lane value of an out-of-map sample in ONNX max mode, z = 0 * P[n, c, 0, 0] for the
  * block's channels (unused lanes 0); the map has pixels on the lane-major orders. */
@@ -881,7 +881,7 @@ PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_forward_block_roi)(
     const int64_t tile_elements = PYROI_TYPED(roi_align_tile_elements)(job);
     int64_t b;
     if (reduction == ROI_ALIGN_REDUCE_ONNX_MAX) {
-        PYROI_TYPED(roi_align_onnx_max_roi)(max_job, k, block, zero, tile);
+        PYROI_TYPED(roi_align_onnx_max_roi)(max_job, k, c0, channels, block, zero, tile);
     } else if (reduction == ROI_ALIGN_REDUCE_MAX) {
         PYROI_TYPED(roi_align_max_roi)(max_job, k, c0, channels, block, tile);
     } else if (channels > PYROI_LANES) { /* the lane group counts are constants of each copy */
@@ -1981,10 +1981,11 @@ static void PYROI_TYPED(roi_align_onnx_max_forward_task)(void *context, int64_t 
 
 /* One sample of an ONNX max bin on a block, per lane: the four weighted taps (pixels p1..p4
  * of the block, weights from the row tap ty and the column tap tx) reduced with M left to
- * right, then either starting the fold (first) or folded into best with M. */
+ * right, then either starting the fold (first) or folded into best with M; winner follows
+ * the term kept, as roi_align_onnx_max_bin's code 4 * index + tap. */
 PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_onnx_max_sample)(
-    T *PYROI_RESTRICT best, const T *block, int64_t width, PYROI_TYPED(axis_tap) ty,
-    PYROI_TYPED(axis_tap) tx, int first)
+    T *PYROI_RESTRICT best, int64_t *PYROI_RESTRICT winner, const T *block, int64_t width,
+    PYROI_TYPED(axis_tap) ty, PYROI_TYPED(axis_tap) tx, int64_t index, int first)
 {
     const T w1 = ty.w_lo * tx.w_lo, w2 = ty.w_lo * tx.w_hi;
     const T w3 = ty.w_hi * tx.w_lo, w4 = ty.w_hi * tx.w_hi;
@@ -1992,41 +1993,45 @@ PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_onnx_max_sample)(
     const T *p2 = block + (ty.lo * width + tx.hi) * PYROI_LANES;
     const T *p3 = block + (ty.hi * width + tx.lo) * PYROI_LANES;
     const T *p4 = block + (ty.hi * width + tx.hi) * PYROI_LANES;
+    const int64_t code = 4 * index;
     int64_t j;
-    if (first) {
-        for (j = 0; j < PYROI_LANES; ++j) {
-            const T t2 = w2 * p2[j], t3 = w3 * p3[j], t4 = w4 * p4[j];
-            T v = w1 * p1[j];
-            v = v < t2 ? t2 : v;
-            v = v < t3 ? t3 : v;
-            best[j] = v < t4 ? t4 : v;
-        }
-        return;
-    }
     /* each lane is one channel, evaluated exactly as the scalar loop */
     for (j = 0; j < PYROI_LANES; ++j) {
         const T t2 = w2 * p2[j], t3 = w3 * p3[j], t4 = w4 * p4[j];
         T v = w1 * p1[j];
-        v = v < t2 ? t2 : v;
-        v = v < t3 ? t3 : v;
-        v = v < t4 ? t4 : v;
-        best[j] = best[j] < v ? v : best[j];
+        int64_t tap = code;
+        int up = v < t2;
+        v = up ? t2 : v;
+        tap = up ? code + 1 : tap;
+        up = v < t3;
+        v = up ? t3 : v;
+        tap = up ? code + 2 : tap;
+        up = v < t4;
+        v = up ? t4 : v;
+        tap = up ? code + 3 : tap;
+        up = first || best[j] < v;
+        best[j] = up ? v : best[j];
+        winner[j] = up ? tap : winner[j];
     }
 }
 
-/* z offered to an ONNX max fold (first: z starts it), per lane. */
+/* z offered to an ONNX max fold (first: z starts it), per lane; code: its winner code. */
 PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_onnx_max_zero)(T *PYROI_RESTRICT best,
-                                                                         const T *zero,
-                                                                         int first)
+                                                             int64_t *PYROI_RESTRICT winner,
+                                                             const T *zero, int64_t code,
+                                                             int first)
 {
     int64_t j;
     for (j = 0; j < PYROI_LANES; ++j) {
-        best[j] = first || best[j] < zero[j] ? zero[j] : best[j];
+        const int take = first || best[j] < zero[j];
+        best[j] = take ? zero[j] : best[j];
+        winner[j] = take ? code : winner[j];
     }
 }
 
-/* ONNX max of RoI k on a block: tile[ph][pw][lane] is what roi_align_onnx_max_bin gives for
- * the lane's channel, zero[lane] being its z. Each lane evaluates the same expression in the
+/* ONNX max of RoI k on a block of channels [c0, c0 + lanes): tile[ph][pw][lane] and, unless
+ * the call has no argmax, the winner codes are what roi_align_onnx_max_bin gives for the
+ * lane's channel, zero[lane] being its z. Each lane evaluates the same expression in the
  * same order: the fold starts from the first sample in row-major order (z if that one is out
  * of the map) and z is offered once, at its place among the in-map samples. That place is
  * always a row boundary of the bin's in-map samples: roi_align_first_outside names the first
@@ -2034,8 +2039,8 @@ PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_onnx_max_zero)(T *PYROI_RESTRICT b
  * row after the in-map rows (after all). M is a per-lane select, so NaNs and signed zeros
  * behave exactly as in the scalar kernel. The fold runs in the tile itself. */
 PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_onnx_max_roi)(
-    const struct PYROI_TYPED(roi_align_max_job) *max_job, int64_t k, const T *block,
-    const T *zero, T *tile)
+    const struct PYROI_TYPED(roi_align_max_job) *max_job, int64_t k, int64_t c0, int64_t lanes,
+    const T *block, const T *zero, T *tile)
 {
     const PYROI_TYPED(roi_align_plan) *plan = max_job->base.plan;
     const int64_t width = max_job->base.map_shape[3];
@@ -2045,6 +2050,7 @@ PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_onnx_max_roi)(
     const PYROI_TYPED(roi_align_tap_tables) tables =
         PYROI_TYPED(roi_align_tap_tables_of)(plan, k, pooled_height);
     const int64_t grid_h = grid_w > 0 ? plan->samples[k] / grid_w : 0;
+    const int64_t *a = max_job->argmax_strides;
     int64_t ph, pw, r, q, j;
 
     for (ph = 0; ph < pooled_height; ++ph) {
@@ -2053,36 +2059,48 @@ PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_onnx_max_roi)(
         for (pw = 0; pw < pooled_width; ++pw) {
             const pyroi_tap_range cr = tables.col_ranges[pw];
             T *best = tile + (ph * pooled_width + pw) * PYROI_LANES;
+            int64_t winner[PYROI_LANE_BYTES / sizeof(T)];
             int64_t outside, zero_rows;
             if (grid_h * grid_w <= 0) { /* empty bin */
                 for (j = 0; j < PYROI_LANES; ++j) {
                     best[j] = (T)0;
+                    winner[j] = -1;
                 }
-                continue;
-            }
-            /* z after zero_rows rows of in-map samples; -1: no sample is outside */
-            outside = PYROI_TYPED(roi_align_first_outside)(rr, cr, grid_h, grid_w);
-            zero_rows = outside < 0 ? -1 : outside == 0 ? 0 : outside < grid_w ? 1 : rows;
-            if (zero_rows == 0) { /* the fold starts from z ... */
-                PYROI_TYPED(roi_align_onnx_max_zero)(best, zero, 1);
-            } else { /* ... or from the first in-map sample */
-                PYROI_TYPED(roi_align_onnx_max_sample)(best, block, width,
-                                                       tables.row_taps[rr.begin],
-                                                       tables.col_taps[cr.begin], 1);
-            }
-            for (r = rr.begin; r < rr.end; ++r) {
-                const PYROI_TYPED(axis_tap) ty = tables.row_taps[r];
-                if (zero_rows > 0 && r - rr.begin == zero_rows) {
-                    PYROI_TYPED(roi_align_onnx_max_zero)(best, zero, 0);
+            } else {
+                /* z after zero_rows rows of in-map samples; -1: no sample is outside */
+                outside = PYROI_TYPED(roi_align_first_outside)(rr, cr, grid_h, grid_w);
+                zero_rows = outside < 0 ? -1 : outside == 0 ? 0 : outside < grid_w ? 1 : rows;
+                for (r = rr.begin; r < rr.end; ++r) {
+                    const PYROI_TYPED(axis_tap) ty = tables.row_taps[r];
+                    const int64_t row_index = (rr.first_sample + (r - rr.begin)) * grid_w +
+                                              cr.first_sample - cr.begin;
+                    if (zero_rows >= 0 && r - rr.begin == zero_rows) {
+                        PYROI_TYPED(roi_align_onnx_max_zero)(best, winner, zero, 4 * outside,
+                                                             zero_rows == 0);
+                    }
+                    q = cr.begin;
+                    if (r == rr.begin && zero_rows != 0) { /* the first sample starts the fold */
+                        PYROI_TYPED(roi_align_onnx_max_sample)(best, winner, block, width, ty,
+                                                               tables.col_taps[q],
+                                                               row_index + q, 1);
+                        ++q;
+                    }
+                    for (; q < cr.end; ++q) {
+                        PYROI_TYPED(roi_align_onnx_max_sample)(best, winner, block, width, ty,
+                                                               tables.col_taps[q],
+                                                               row_index + q, 0);
+                    }
                 }
-                /* the first sample started the fold unless z did */
-                for (q = cr.begin + (r == rr.begin && zero_rows != 0); q < cr.end; ++q) {
-                    PYROI_TYPED(roi_align_onnx_max_sample)(best, block, width, ty,
-                                                           tables.col_taps[q], 0);
+                if (zero_rows >= 0 && zero_rows == rows) { /* z after every in-map sample */
+                    PYROI_TYPED(roi_align_onnx_max_zero)(best, winner, zero, 4 * outside,
+                                                         rows == 0);
                 }
             }
-            if (zero_rows > 0 && zero_rows == rows) { /* z after every in-map sample */
-                PYROI_TYPED(roi_align_onnx_max_zero)(best, zero, 0);
+            if (max_job->argmax != NULL) {
+                int64_t *out = max_job->argmax + k * a[0] + c0 * a[1] + ph * a[2] + pw * a[3];
+                for (j = 0; j < lanes; ++j) {
+                    out[j * a[1]] = winner[j];
+                }
             }
         }
     }

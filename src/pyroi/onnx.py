@@ -79,7 +79,7 @@ def roi_align(
         With ``mode="max"``: also return each output's winner, what
         :func:`roi_align_backward` needs -- the code ``4 * s + t`` of the term the output
         took (tap ``t`` in 0..3 of sample ``s = iy * grid_w + ix`` of its bin; -1 for a bin
-        without samples). The output is the same bits (computed in the scalar loop order).
+        without samples). The output is the same bits.
     num_threads : int, optional
         Threads for this call; results are identical for every value.
     out : ndarray (K, C, output_height, output_width), optional

@@ -815,9 +815,8 @@ PYROI_API pyroi_status pyroi_roi_align_onnx_max_forward_f64(
  *   NaN:       a NaN that starts a fold (the first tap of a sample, the bin's first sample)
  *              stays and is the winner; a NaN offered later never wins;
  *   out-of-map samples: their term 0 * P[0, 0] is tap 0 of the (first) such sample.
- * With argmax the call runs the scalar loop order (the output is the same). A RoI whose bins
- * have more than 2^61 samples (codes would overflow) is PYROI_E_INVALID_BOX when argmax is
- * given. Thread-safe; bit-identical for every thread count.
+ * A RoI whose bins have more than 2^61 samples (codes would overflow) is PYROI_E_INVALID_BOX
+ * when argmax is given. Thread-safe; bit-identical for every thread count.
  *
  * pyroi_roi_align_onnx_max_backward_*: the gradient of that forward. grad_input (overwritten)
  * receives g * w_t at the winning tap's pixel of every bin whose argmax is not -1: an
