@@ -1981,11 +1981,12 @@ static void PYROI_TYPED(roi_align_onnx_max_forward_task)(void *context, int64_t 
 
 /* One sample of an ONNX max bin on a block, per lane: the four weighted taps (pixels p1..p4
  * of the block, weights from the row tap ty and the column tap tx) reduced with M left to
- * right, then either starting the fold (first) or folded into best with M; winner follows
- * the term kept, as roi_align_onnx_max_bin's code 4 * index + tap. */
+ * right, then either starting the fold (first) or folded into best with M; with track (a
+ * constant at each call, so the plain forward keeps its loop) winner follows the term kept,
+ * as roi_align_onnx_max_bin's code 4 * index + tap. */
 PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_onnx_max_sample)(
     T *PYROI_RESTRICT best, int64_t *PYROI_RESTRICT winner, const T *block, int64_t width,
-    PYROI_TYPED(axis_tap) ty, PYROI_TYPED(axis_tap) tx, int64_t index, int first)
+    PYROI_TYPED(axis_tap) ty, PYROI_TYPED(axis_tap) tx, int64_t index, int first, int track)
 {
     const T w1 = ty.w_lo * tx.w_lo, w2 = ty.w_lo * tx.w_hi;
     const T w3 = ty.w_hi * tx.w_lo, w4 = ty.w_hi * tx.w_hi;
@@ -2011,21 +2012,26 @@ PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_onnx_max_sample)(
         tap = up ? code + 3 : tap;
         up = first || best[j] < v;
         best[j] = up ? v : best[j];
-        winner[j] = up ? tap : winner[j];
+        if (track) {
+            winner[j] = up ? tap : winner[j];
+        }
     }
 }
 
-/* z offered to an ONNX max fold (first: z starts it), per lane; code: its winner code. */
+/* z offered to an ONNX max fold (first: z starts it), per lane; with track, code is its
+ * winner code. */
 PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_onnx_max_zero)(T *PYROI_RESTRICT best,
                                                              int64_t *PYROI_RESTRICT winner,
                                                              const T *zero, int64_t code,
-                                                             int first)
+                                                             int first, int track)
 {
     int64_t j;
     for (j = 0; j < PYROI_LANES; ++j) {
         const int take = first || best[j] < zero[j];
         best[j] = take ? zero[j] : best[j];
-        winner[j] = take ? code : winner[j];
+        if (track) {
+            winner[j] = take ? code : winner[j];
+        }
     }
 }
 
@@ -2037,10 +2043,11 @@ PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_onnx_max_zero)(T *PYROI_RESTRICT b
  * always a row boundary of the bin's in-map samples: roi_align_first_outside names the first
  * sample (before every row), the column after row 0's in-map samples (after one row) or the
  * row after the in-map rows (after all). M is a per-lane select, so NaNs and signed zeros
- * behave exactly as in the scalar kernel. The fold runs in the tile itself. */
-PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_onnx_max_roi)(
+ * behave exactly as in the scalar kernel. The fold runs in the tile itself. track: whether
+ * the call records winners (max_job->argmax), a constant of each inlined copy. */
+PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_onnx_max_roi_fold)(
     const struct PYROI_TYPED(roi_align_max_job) *max_job, int64_t k, int64_t c0, int64_t lanes,
-    const T *block, const T *zero, T *tile)
+    const T *block, const T *zero, T *tile, int track)
 {
     const PYROI_TYPED(roi_align_plan) *plan = max_job->base.plan;
     const int64_t width = max_job->base.map_shape[3];
@@ -2076,33 +2083,44 @@ PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_onnx_max_roi)(
                                               cr.first_sample - cr.begin;
                     if (zero_rows >= 0 && r - rr.begin == zero_rows) {
                         PYROI_TYPED(roi_align_onnx_max_zero)(best, winner, zero, 4 * outside,
-                                                             zero_rows == 0);
+                                                             zero_rows == 0, track);
                     }
                     q = cr.begin;
                     if (r == rr.begin && zero_rows != 0) { /* the first sample starts the fold */
                         PYROI_TYPED(roi_align_onnx_max_sample)(best, winner, block, width, ty,
                                                                tables.col_taps[q],
-                                                               row_index + q, 1);
+                                                               row_index + q, 1, track);
                         ++q;
                     }
                     for (; q < cr.end; ++q) {
                         PYROI_TYPED(roi_align_onnx_max_sample)(best, winner, block, width, ty,
                                                                tables.col_taps[q],
-                                                               row_index + q, 0);
+                                                               row_index + q, 0, track);
                     }
                 }
                 if (zero_rows >= 0 && zero_rows == rows) { /* z after every in-map sample */
                     PYROI_TYPED(roi_align_onnx_max_zero)(best, winner, zero, 4 * outside,
-                                                         rows == 0);
+                                                         rows == 0, track);
                 }
             }
-            if (max_job->argmax != NULL) {
+            if (track) {
                 int64_t *out = max_job->argmax + k * a[0] + c0 * a[1] + ph * a[2] + pw * a[3];
                 for (j = 0; j < lanes; ++j) {
                     out[j * a[1]] = winner[j];
                 }
             }
         }
+    }
+}
+
+PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_onnx_max_roi)(
+    const struct PYROI_TYPED(roi_align_max_job) *max_job, int64_t k, int64_t c0, int64_t lanes,
+    const T *block, const T *zero, T *tile)
+{
+    if (max_job->argmax != NULL) {
+        PYROI_TYPED(roi_align_onnx_max_roi_fold)(max_job, k, c0, lanes, block, zero, tile, 1);
+    } else {
+        PYROI_TYPED(roi_align_onnx_max_roi_fold)(max_job, k, c0, lanes, block, zero, tile, 0);
     }
 }
 
