@@ -2153,13 +2153,10 @@ pyroi_status PYROI_TYPED(pyroi_roi_align_onnx_max_forward)(
     T *output, const int64_t output_strides[4],
     const pyroi_roi_align_params *params)
 {
-    roi_align_forward_tasks tasks;
-    tasks.direct = PYROI_TYPED(roi_align_onnx_max_forward_task);
-    tasks.region = PYROI_TYPED(roi_align_onnx_max_forward_region_task);
-    tasks.image = PYROI_TYPED(roi_align_onnx_max_forward_image_task);
-    return PYROI_TYPED(roi_align_max_like_forward)(
+    /* the forward without winners (roi_align_onnx_max_backward_template.h) */
+    return PYROI_TYPED(pyroi_roi_align_onnx_max_forward_argmax)(
         input, input_shape, input_strides, boxes, num_rois, box_row_stride, batch_indices,
-        output, output_strides, NULL, NULL, 4, params, &tasks);
+        output, output_strides, NULL, NULL, params);
 }
 
 /* ---- backward with a caller's workspace (aclnn two-phase shape) ------------------------- */

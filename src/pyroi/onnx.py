@@ -353,6 +353,20 @@ def _node_attributes(node, allowed):
     return attributes
 
 
+def _node_op_type(node) -> str:
+    """The operator of ``node``, an ``onnx.NodeProto`` of the default domain (checked)."""
+    op_type = getattr(node, "op_type", None)
+    if op_type is None:
+        raise _validate.ArgumentTypeError(
+            f"node must be an onnx.NodeProto, got {type(node).__name__}"
+        )
+    if node.domain not in ("", "ai.onnx"):
+        raise _validate.InvalidArgumentError(
+            f"node must be in the default ONNX domain, got domain {node.domain!r}"
+        )
+    return op_type
+
+
 def run_node(node, X, rois, batch_indices=None, *, opset=16, num_threads=None):
     """Runs one ONNX ``RoiAlign`` or ``MaxRoiPool`` node on NumPy inputs.
 
@@ -383,15 +397,7 @@ def run_node(node, X, rois, batch_indices=None, *, opset=16, num_threads=None):
     >>> ponnx.run_node(node, X, np.array([[0, 0, 1, 1]], np.float32), np.zeros(1, np.int64))
     array([[[[1.]]]], dtype=float32)
     """
-    op_type = getattr(node, "op_type", None)
-    if op_type is None:
-        raise _validate.ArgumentTypeError(
-            f"node must be an onnx.NodeProto, got {type(node).__name__}"
-        )
-    if node.domain not in ("", "ai.onnx"):
-        raise _validate.InvalidArgumentError(
-            f"node must be in the default ONNX domain, got domain {node.domain!r}"
-        )
+    op_type = _node_op_type(node)
     if op_type == "RoiAlign":
         attributes = _node_attributes(node, _ROI_ALIGN_ATTRIBUTES)
         if batch_indices is None:
@@ -477,13 +483,7 @@ class _OnnxLayer(_RoILayer):
     @classmethod
     def _attributes_of(cls, node) -> dict:
         """The attributes of ``node``, validated as :func:`run_node` does."""
-        op_type = getattr(node, "op_type", None)
-        if op_type is None:
-            raise _validate.ArgumentTypeError(
-                f"node must be an onnx.NodeProto, got {type(node).__name__}")
-        if node.domain not in ("", "ai.onnx"):
-            raise _validate.InvalidArgumentError(
-                f"node must be in the default ONNX domain, got domain {node.domain!r}")
+        op_type = _node_op_type(node)
         if op_type != cls._OP_TYPE:
             raise _validate.InvalidArgumentError(
                 f"node.op_type must be {cls._OP_TYPE!r}, got {op_type!r}")
