@@ -58,7 +58,7 @@ def inverted_policy(aligned, sampling_ratio):
     """Which inverted boxes torchvision 0.29.1 accepts for this configuration.
 
     aligned=True with adaptive sampling raises in torchvision when exactly one axis has a
-    negative size (SEMANTICS.md 3.2), so only boxes inverted on both axes are allowed there.
+    negative size (docs/semantics.md §3.2), so only boxes inverted on both axes are allowed there.
     """
     if aligned and sampling_ratio <= 0:
         return "both"
@@ -275,7 +275,7 @@ def tv():
 
 
 # --------------------------------------------------------------------------------------
-# known answers (SEMANTICS.md 3.6, 12.2-12.5)
+# known answers (docs/semantics.md §3.6, §11.2-§11.5)
 # --------------------------------------------------------------------------------------
 
 def _plane(rows):
@@ -283,7 +283,7 @@ def _plane(rows):
 
 
 def _edge_table():
-    """SEMANTICS.md 3.6: 6x7 arange map, 2x2 output, spatial_scale 1."""
+    """docs/semantics.md §3.6: 6x7 arange map, 2x2 output, spatial_scale 1."""
     x = np.arange(42, dtype=np.float64).reshape(1, 1, 6, 7)
     rows = [
         # box, sampling_ratio, aligned, expected (2x2 flattened), torchvision accepts it
@@ -319,7 +319,7 @@ def _edge_table():
 
 
 def _mmcv_cases():
-    """SEMANTICS.md 12.3 (mmcv tests): aligned=True, sr=2, scale 1, 2x2, grad ones."""
+    """docs/semantics.md §11.3 (mmcv tests): aligned=True, sr=2, scale 1, 2x2, grad ones."""
     cases = []
     x1 = _plane([[1, 2], [3, 4]])
     y1 = [[1.0, 1.25], [1.5, 1.75]]
@@ -351,7 +351,7 @@ def _mmcv_cases():
 
 
 def _detectron2_cases():
-    """SEMANTICS.md 12.4 (detectron2 tests)."""
+    """docs/semantics.md §11.4 (detectron2 tests)."""
     x = np.arange(25, dtype=np.float64).reshape(1, 1, 5, 5)
     box = np.array([[0, 1, 1, 3, 3]], dtype=np.float64)
     legacy = [[7.5, 8, 8.5, 9], [10, 10.5, 11, 11.5], [12.5, 13, 13.5, 14], [15, 15.5, 16, 16.5]]
@@ -374,7 +374,7 @@ def _detectron2_cases():
 
 
 def _torchvision_issue_cases():
-    """SEMANTICS.md 12.5 (torchvision issues #1875 and #2481)."""
+    """docs/semantics.md §11.5 (torchvision issues #1875 and #2481)."""
     return [
         dict(name="tv1875_height_clamped", x=_plane([[1, 2, 3], [4, 5, 6], [7, 8, 9]]),
              boxes=np.array([[0, 0, 2, 2, 0]], dtype=np.float64), output_size=(2, 2),
@@ -390,7 +390,7 @@ def _torchvision_issue_cases():
 
 
 def _onnxruntime_cases():
-    """SEMANTICS.md 12.2 (onnxruntime AvgModePositive); printed to 6 significant digits."""
+    """docs/semantics.md §11.2 (onnxruntime AvgModePositive); printed to 6 significant digits."""
     x = np.arange(75, dtype=np.float64).reshape(1, 3, 5, 5)
     boxes = np.array([[0, 7, 5, 7, 5], [0, -15, -15, -15, -15], [0, -10, 21, -10, 21],
                       [0, 13, 8, 13, 8], [0, -14, 19, -14, 19]], dtype=np.float64)

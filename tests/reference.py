@@ -1,6 +1,6 @@
 """Slow, loop-based NumPy reference of RoIAlign (average mode), forward and backward.
 
-Written from docs/SEMANTICS.md sections 2 and 3 (the "Caffe2" bilinear sampler, the RoI
+Written from docs/semantics.md §2 and §3 (the "Caffe2" bilinear sampler, the RoI
 geometry, the sample positions, the aggregation and the backward scatter), with the two
 documented pyroi choices that go beyond torchvision 0.29.1:
 
@@ -80,7 +80,7 @@ def _pair(output_size):
 
 
 def roi_geometry(roi, T, spatial_scale, pooled_h, pooled_w, sampling_ratio, aligned):
-    """Per-RoI geometry of SEMANTICS.md 3.2, in working type ``T``.
+    """Per-RoI geometry of docs/semantics.md §3.2, in working type ``T``.
 
     Returns ``(start_y, start_x, bin_h, bin_w, grid_h, grid_w)``; grids are Python ints and
     may be <= 0 (meaning: no samples along that axis).
@@ -110,7 +110,7 @@ def roi_geometry(roi, T, spatial_scale, pooled_h, pooled_w, sampling_ratio, alig
 
 
 def sample_taps(height, width, y, x, T):
-    """The bilinear sampler of SEMANTICS.md 2.
+    """The bilinear sampler of docs/semantics.md §2.
 
     Returns ``None`` when the sample contributes nothing, otherwise the four
     ``((row, col), weight)`` taps in the order (yl,xl), (yl,xh), (yh,xl), (yh,xh).
@@ -151,7 +151,7 @@ def sample_taps(height, width, y, x, T):
 
 
 def _sample_coordinate(start, bin_size, bin_index, sample_index, grid, T):
-    # SEMANTICS.md 3.3: (start + bin_index*bin) + ((sample_index + 0.5)*bin) / grid
+    # docs/semantics.md §3.3: (start + bin_index*bin) + ((sample_index + 0.5)*bin) / grid
     base = T(start + T(T(bin_index) * bin_size))
     within = T(T(T(sample_index + 0.5) * bin_size) / T(grid))
     return T(base + within)

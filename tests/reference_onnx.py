@@ -1,5 +1,5 @@
 """Slow scalar reference of ONNX RoiAlign ``mode="max"`` as onnxruntime computes it, written
-from SEMANTICS.md sections 2, 3.2, 3.3 and 4.1 (not from the C kernel), and of its gradient:
+from docs/semantics.md §2, §3.2, §3.3 and §4.1 (not from the C kernel), and of its gradient:
 the derivative of the term each output took (tracked here by following the fold).
 
 Every operation is one NumPy scalar operation in the working type (NumPy >= 2 keeps float32
@@ -17,7 +17,7 @@ def _max(a, b):
 
 
 def _taps(plane, y, x):
-    """The four taps (w_k, row_k, col_k) of a sample (SEMANTICS.md 2, 4.1)."""
+    """The four taps (w_k, row_k, col_k) of a sample (docs/semantics.md §2, §4.1)."""
     T = plane.dtype.type
     height, width = plane.shape
     if not (y >= -1 and y <= height and x >= -1 and x <= width):

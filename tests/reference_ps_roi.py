@@ -1,6 +1,6 @@
 """Slow, loop-based NumPy reference of the position-sensitive operators.
 
-Written from docs/SEMANTICS.md section 6 (channel mapping 6.1, torchvision ``ps_roi_pool``
+Written from docs/semantics.md §6 (channel mapping §6.1, torchvision ``ps_roi_pool``
 6.2, torchvision ``ps_roi_align`` 6.3) on top of the test suite's section-2 bilinear sampler
 (``reference.sample_taps``), with pyroi's one documented choice beyond torchvision 0.29.1:
 
@@ -50,7 +50,7 @@ def _pair(output_size):
 
 
 def ps_channel(c_out, ph, pw, pooled_h, pooled_w):
-    """SEMANTICS.md 6.1: the input channel read by output (c_out, ph, pw)."""
+    """docs/semantics.md §6.1: the input channel read by output (c_out, ph, pw)."""
     return (c_out * pooled_h + ph) * pooled_w + pw
 
 
@@ -68,7 +68,7 @@ def _image(roi, num_images):
 
 
 # --------------------------------------------------------------------------------------
-# ps_roi_align (SEMANTICS.md 6.3 = section 3 with offset 0.5, no size clamp)
+# ps_roi_align (docs/semantics.md §6.3 = §3 with offset 0.5, no size clamp)
 # --------------------------------------------------------------------------------------
 
 def ps_roi_align_geometry(roi, T, spatial_scale, pooled_h, pooled_w, sampling_ratio):
@@ -92,7 +92,7 @@ def ps_roi_align_geometry(roi, T, spatial_scale, pooled_h, pooled_w, sampling_ra
 
 
 def _coordinate(start, bin_size, bin_index, sample_index, grid, T):
-    # SEMANTICS.md 3.3: (start + bin_index * bin) + ((sample_index + 0.5) * bin) / grid
+    # docs/semantics.md §3.3: (start + bin_index * bin) + ((sample_index + 0.5) * bin) / grid
     origin = T(start + T(T(bin_index) * bin_size))
     return T(origin + T(T(T(sample_index + 0.5) * bin_size) / T(grid)))
 
@@ -173,7 +173,7 @@ def ps_roi_align_backward_ref(grad_output, boxes, input_shape, spatial_scale=1.0
 
 
 # --------------------------------------------------------------------------------------
-# ps_roi_pool (SEMANTICS.md 6.2)
+# ps_roi_pool (docs/semantics.md §6.2)
 # --------------------------------------------------------------------------------------
 
 def _round_half_away_from_zero(value):

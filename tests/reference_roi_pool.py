@@ -1,7 +1,7 @@
 """Slow, loop-based NumPy reference of RoIPool (quantised max pooling), forward with argmax
 and backward.
 
-Written from docs/SEMANTICS.md section 5.1 (torchvision.ops.roi_pool / Caffe Fast R-CNN /
+Written from docs/semantics.md §5.1 (torchvision.ops.roi_pool / Caffe Fast R-CNN /
 ONNX MaxRoiPool), plus the one pyroi choice beyond torchvision 0.29.1:
 
 * a rounded box coordinate is clamped to ``[-2**53, 2**53]`` pixels before the integer
@@ -62,7 +62,7 @@ def _int_to(T, n):
 
 
 def _axis_windows(edge1, edge2, scale, bins, extent, T):
-    """[begin, end) pixel windows of the bins along one axis (SEMANTICS.md 5.1)."""
+    """[begin, end) pixel windows of the bins along one axis (docs/semantics.md §5.1)."""
     s = T(scale)
     starts = []
     for edge in (edge1, edge2):

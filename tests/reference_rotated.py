@@ -1,6 +1,6 @@
 """Slow NumPy reference of rotated RoIAlign (average mode), forward and backward.
 
-Written from docs/SEMANTICS.md section 7.1 (detectron2 ROIAlignRotated) and 7.2 (mmcv
+Written from docs/semantics.md §7.1 (detectron2 ROIAlignRotated) and §7.2 (mmcv
 roi_align_rotated: radians, ``clockwise``, ``aligned``) with the bilinear sampler of section 2,
 plus pyroi's documented choices where the peers are undefined:
 
@@ -76,7 +76,7 @@ def axis_aligned_boxes(rois):
 
 def rotated_geometry(roi, T, spatial_scale, pooled_h, pooled_w, sampling_ratio, aligned,
                      clockwise=False, degrees=True):
-    """Per-RoI quantities of SEMANTICS.md 7.1 in working type ``T``.
+    """Per-RoI quantities of docs/semantics.md §7.1 in working type ``T``.
 
     Returns a dict with the centre (``cy``, ``cx``), ``cos``/``sin``, the frame start
     (``start_h``, ``start_w``), bin sizes and grids (Python ints, <= 0 meaning no samples).

@@ -217,3 +217,27 @@ def test_c_float16_entry_points_match(aligned):
                                  grad_input.view(np.uint16), 0.5, 0.5, 2, aligned, 2)
     np.testing.assert_array_equal(grad_input.view(np.uint16), expected_grad.view(np.uint16))
     assert np.isinf(expected_grad).any() or np.abs(expected_grad).max() > 1e4
+
+
+_INT_FEATURES = np.zeros((1, 4, 6, 6), np.int32)
+_BOXES = np.array([[0, 0, 0, 2, 2]], np.float32)
+
+
+@pytest.mark.parametrize("name, call", [
+    ("input", lambda: pyroi.roi_align(_INT_FEATURES, _BOXES, 2)),
+    ("grad_output", lambda: pyroi.roi_align_backward(_INT_FEATURES[:, :, :2, :2], _BOXES,
+                                                     (1, 4, 6, 6))),
+    ("input", lambda: pyroi.roi_pool(_INT_FEATURES, _BOXES, 2)),
+    ("input", lambda: pyroi.ps_roi_pool(_INT_FEATURES, _BOXES, 1)),
+    ("input", lambda: pyroi.RoIAlign(2)(_INT_FEATURES, _BOXES)),
+    ("X", lambda: ponnx.roi_align(_INT_FEATURES, _BOXES[:, 1:], np.zeros(1, np.int64))),
+    ("x", lambda: ascend.roi_pooling(_INT_FEATURES, *ascend.pack_rois([_BOXES[:, 1:]]),
+                                     pooled_h=2, pooled_w=2)),
+], ids=["roi_align", "roi_align_backward", "roi_pool", "ps_roi_pool", "RoIAlign", "onnx",
+        "ascend"])
+def test_wrong_dtype_message_lists_float16(name, call):
+    """An integer feature map is refused with a message that names the argument and every
+    dtype the operators accept, float16 included."""
+    with pytest.raises(pyroi.DTypeError, match=f"^{name} must be a float16, float32 or "
+                                               "float64 array, got dtype int32$"):
+        call()

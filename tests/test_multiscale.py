@@ -64,7 +64,7 @@ def test_matches_torchvision_forward_and_gradients(tv, dtype, output_size, sampl
 
 
 def test_level_boundaries():
-    # SEMANTICS 8.1 (float32, levels 2..5): sides 111.9999 -> 0, 112 -> 1, 223.99 -> 1,
+    # docs/semantics.md §8.1 (float32, levels 2..5): sides 111.9999 -> 0, 112 -> 1, 223.99 -> 1,
     # 224 -> 2, 447.9 -> 2, 448 -> 3; zero area -> 0; negative area -> -1
     sides = np.array([111.9999, 112.0, 223.99, 224.0, 447.9, 448.0, 0.0, 2000.0], np.float32)
     boxes = np.stack([np.zeros_like(sides), np.zeros_like(sides), sides, sides], axis=1)

@@ -1,6 +1,7 @@
 """pyroi.onnx: ONNX RoiAlign (avg and onnxruntime's max) and MaxRoiPool, against onnxruntime
 (bit for bit), the ONNX backend node tests, onnxruntime's unit-test expectations and a slow
-reference written from SEMANTICS.md 4.1. Tests needing onnx / onnxruntime skip without them."""
+reference written from docs/semantics.md §4.1. Tests needing onnx / onnxruntime skip without
+them."""
 
 import numpy as np
 import pytest
@@ -112,7 +113,7 @@ def test_random_bit_exact_vs_onnxruntime(onnx_mod, ort, dtype, mode, opset, ctm,
 @pytest.mark.parametrize("aligned", [False, True])
 @pytest.mark.parametrize("sampling_ratio", [0, 2])
 def test_max_matches_reference(dtype, aligned, sampling_ratio):
-    """The slow reference of SEMANTICS.md 4.1 (runs without onnxruntime)."""
+    """The slow reference of docs/semantics.md §4.1 (runs without onnxruntime)."""
     x, rois, batch, scale = random_onnx_case(dtype, aligned, sampling_ratio, salt="ref")
     ctm = "half_pixel" if aligned else "output_half_pixel"
     actual = ponnx.roi_align(x, rois, batch, mode="max", output_height=3, output_width=2,
@@ -235,7 +236,7 @@ def test_onnx_backend_node_tests_vs_onnxruntime(onnx_mod, ort, name, tmp_path_fa
     assert_bits_equal(actual, expected)
 
 
-# ---- onnxruntime unit tests (SEMANTICS.md 12.2) and verified quirks (12.6) -----------------
+# ---- onnxruntime unit tests (docs/semantics.md §11.2) and verified quirks (§11.6) ----------
 
 def _ort_unit_inputs(dtype):
     x = np.arange(75, dtype=dtype).reshape(1, 3, 5, 5)
@@ -308,7 +309,7 @@ def test_max_mode_unit_tests_vs_onnxruntime(onnx_mod, ort, dtype):
     (-1, "half_pixel", -0.0, -1.0),
 ])
 def test_max_quirks(sign, ctm, max_value, avg_value):
-    """SEMANTICS.md 12.6: a quarter of the peak, and -0.0 beating every negative tap."""
+    """docs/semantics.md §11.6: a quarter of the peak, and -0.0 beating every negative tap."""
     x = sign * np.array([[[[1, 2], [3, 4]]]], np.float32)
     rois = np.array([[0, 0, 1, 1]], np.float32)
     batch = np.zeros(1, np.int64)

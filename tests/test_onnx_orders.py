@@ -6,7 +6,7 @@ planes read in place; maps over the lane-major scratch limit), "region" (each Ro
 a block of 16 float / 8 double channels copied channels-last; the RoIs sample less than a
 quarter of the map) and "image" (whole images copied channels-last). `core_order` restates
 that rule so each case below provably takes the order it is named after. Every order must
-give onnxruntime's bits, the slow reference's bits (SEMANTICS.md 4.1), the other orders' bits
+give onnxruntime's bits, the slow reference's bits (docs/semantics.md §4.1), the other orders' bits
 on the same data, and the same bytes for every thread count -- with NaN / inf features,
 negative values (the out-of-map value z = 0 * X[b, c, 0, 0] is -0.0 there, and differs per
 channel), out-of-map samples and empty bins.
@@ -30,7 +30,7 @@ SCALE = 0.8  # an ONNX float attribute: exact in float32 as 0.800000011920929
 
 def _in_map_samples(edge1, edge2, bins, sampling_ratio, extent, aligned, scale, T):
     """In-map samples of one axis of a box over all its bins, with the kernel's arithmetic
-    (SEMANTICS.md 3.2-3.3): the length of that axis's tap table."""
+    (docs/semantics.md §3.2-§3.3): the length of that axis's tap table."""
     scale = T(scale)
     offset = T(0.5) if aligned else T(0)
     start = T(edge1) * scale - offset
@@ -179,7 +179,7 @@ def test_orders_bit_exact_with_onnxruntime(onnx_mod, ort, name, channels, dtype,
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("name,channels", [("image", 19), ("region", 19), ("direct", 3)])
 def test_orders_bit_exact_with_reference(name, channels, dtype, aligned, kind):
-    """Against the slow reference of SEMANTICS.md 4.1 (runs without onnxruntime); the first
+    """Against the slow reference of docs/semantics.md §4.1 (runs without onnxruntime); the first
     16 RoIs only, to keep it fast."""
     sampling_ratio = 0 if aligned else 2
     x, boxes, batch = order_case(name, channels, np.dtype(dtype).name, aligned, sampling_ratio,

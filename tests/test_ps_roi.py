@@ -1,8 +1,8 @@
 """Tests of pyroi.ps_roi_align, pyroi.ps_roi_pool and their backward functions.
 
 Oracles: the loop-based NumPy reference (tests/reference_ps_roi.py, written from
-SEMANTICS.md section 6), torchvision's CPU kernels and autograd when installed, the known
-answers of SEMANTICS.md 3.6 / 12.6, the adjoint identity (ps_roi_align) and finite
+docs/semantics.md §6), torchvision's CPU kernels and autograd when installed, the known
+answers of docs/semantics.md §3.6 / §11.6, the adjoint identity (ps_roi_align) and finite
 differences.
 """
 
@@ -296,7 +296,7 @@ def test_torchvision_test_ops_inputs_match_torchvision(tv, dtype):
                         tv.grad("pool", x, rois, grad, 5), dtype, "pool backward")
 
 
-# boxes on a 6x7 map with a 2x2 output (SEMANTICS.md 3.6, 6.3)
+# boxes on a 6x7 map with a 2x2 output (docs/semantics.md §3.6, §6.3)
 ZERO_SIZE = [1, 1, 1, 4]          # zero width
 INVERTED_X = [4, 1, 1, 4]         # inverted on x only, |size| / bins >= 1: ceil <= -1
 INVERTED_Y_SMALL = [1, 2.2, 4, 1]  # inverted on y only, |size| / bins < 1: ceil = 0
@@ -378,7 +378,7 @@ def test_ps_roi_pool_inverted_and_tiny_boxes_use_size_one(dtype):
 # --------------------------------------------------------------------------------------
 
 def _quirk_case(dtype):
-    """SEMANTICS.md 6.2 / 12.6: arange(100) as (1, 4, 5, 5), RoI [0, 0, 0, 5, 5], 2x2."""
+    """docs/semantics.md §6.2 / §11.6: arange(100) as (1, 4, 5, 5), RoI [0, 0, 0, 5, 5], 2x2."""
     return (np.arange(100, dtype=dtype).reshape(1, 4, 5, 5),
             np.array([[0, 0, 0, 5, 5]], dtype))
 
@@ -460,7 +460,7 @@ def test_ps_roi_pool_float64_backward_rounding_vs_torchvision(tv):
                                   tv.grad("pool", x, rois, g, 2))
 
 
-# SEMANTICS.md 3.6, aligned=True column: ps_roi_align's geometry (offset 0.5, no clamp)
+# docs/semantics.md §3.6, aligned=True column: ps_roi_align's geometry (offset 0.5, no clamp)
 EDGE_TABLE = [
     ([1, 1, 1, 4], 2, [9.25, 9.25, 19.75, 19.75]),
     ([2, 2, 2, 2], 2, [12, 12, 12, 12]),

@@ -215,7 +215,7 @@ def test_float32_bit_exact_with_torchvision(tv):
 
 
 # --------------------------------------------------------------------------------------
-# known answers (SEMANTICS.md 3.6, 12.2-12.5)
+# known answers (docs/semantics.md §3.6, §11.2-§11.5)
 # --------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)

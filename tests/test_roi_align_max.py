@@ -1,6 +1,7 @@
-"""RoIAlign max mode (mmcv's definition) against a slow reference written from SEMANTICS.md
-4.2 and the documented pyroi choices: first largest sample wins, NaN propagates, out-of-map
-samples are worth 0 and route no gradient, an empty bin gives 0 with argmax -1."""
+"""RoIAlign max mode (mmcv's definition) against a slow reference written from
+docs/semantics.md §4.2 and the documented pyroi choices: first largest sample wins, NaN
+propagates, out-of-map samples are worth 0 and route no gradient, an empty bin gives 0 with
+argmax -1."""
 
 import numpy as np
 import pytest

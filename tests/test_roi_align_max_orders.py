@@ -3,7 +3,7 @@ are exact.
 
 The forward takes the loop orders of the average kernel ("direct", "region", "image"; see
 tests/test_onnx_orders.py, whose `core_order` restates the rule). On each order the values
-and the argmax must equal the slow reference of tests/test_roi_align_max.py (SEMANTICS.md 4.2
+and the argmax must equal the slow reference of tests/test_roi_align_max.py (docs/semantics.md §4.2
 and pyroi's choices), the other orders' on the same data, and be the same bytes for every
 thread count and with or without argmax -- with NaN / inf features, ties, out-of-map samples
 (worth 0, offered once at the place of the first of them) and empty bins.

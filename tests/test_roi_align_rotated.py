@@ -1,7 +1,7 @@
 """Tests of pyroi.roi_align_rotated and pyroi.roi_align_rotated_backward.
 
 No rotated peer (detectron2, mmcv) is installed, so the oracles are: the NumPy reference
-written from SEMANTICS.md 7.1/7.2 (tests/reference_rotated.py, which visits every sample and
+written from docs/semantics.md §7.1/§7.2 (tests/reference_rotated.py, which visits every sample and
 evaluates every step in the documented order, so the comparison is bit for bit), detectron2's
 published answers, pyroi.roi_align on the equivalent axis-aligned box at angle 0 (an
 independent, separable implementation), the degrees/radians/clockwise equivalences, the adjoint
@@ -230,7 +230,7 @@ def test_defaults_are_detectron2(dtype):
 
 
 # --------------------------------------------------------------------------------------
-# known answers (detectron2 tests/layers/test_roi_align_rotated.py, SEMANTICS.md 7.1, 12.4)
+# known answers (detectron2 tests/layers/test_roi_align_rotated.py, docs/semantics.md §7.1, §11.4)
 # --------------------------------------------------------------------------------------
 
 DETECTRON2_ANSWER = np.array([[4.5, 5.0, 5.5, 6.0], [7.0, 7.5, 8.0, 8.5],
@@ -429,7 +429,7 @@ def test_angle_zero_close_to_roi_align_on_arbitrary_boxes(dtype, aligned, sampli
 
 
 def test_reference_at_angle_zero_equals_roi_align_reference():
-    """The two NumPy references (written separately from SEMANTICS.md 3 and 7) agree on
+    """The two NumPy references (written separately from docs/semantics.md §3 and §7) agree on
     exact boxes: a check of the rotated reference itself."""
     rng = np.random.default_rng(77)
     x = random_input(rng, (2, 2, 7, 8), np.float32)

@@ -2,7 +2,7 @@
 
 Oracles: the loop-based NumPy reference (tests/reference_roi_pool.py, itself checked against
 torchvision below), torchvision's CPU kernel and autograd when installed, the published known
-answers (SEMANTICS.md 5.1, 12.3, 12.6), the adjoint identity for a fixed argmax and finite
+answers (docs/semantics.md §5.1, §11.3, §11.6), the adjoint identity for a fixed argmax and finite
 differences. Max pooling involves no rounding of sums, so every comparison is exact, in
 float32 and float64.
 """
@@ -232,7 +232,7 @@ def test_unusual_scales_and_output_sizes(tvp, scale, dtype):
 
 
 # --------------------------------------------------------------------------------------
-# known answers (SEMANTICS.md 5.1, 12.3, 12.6) and special values
+# known answers (docs/semantics.md §5.1, §11.3, §11.6) and special values
 # --------------------------------------------------------------------------------------
 
 def _plane(rows, dtype):

@@ -1,6 +1,6 @@
 /* ps_roi.c - position-sensitive RoIAlign and RoIPool (R-FCN, Light-Head R-CNN), forward and
  * backward, float32 and float64, as torchvision.ops.ps_roi_align / ps_roi_pool
- * (SEMANTICS.md section 6). The kernel bodies are written once in ps_roi_template.h. */
+ * (docs/semantics.md §6). The kernel bodies are written once in ps_roi_template.h. */
 #include "parallel.h"
 #include "sampling.h"
 #include "validate.h"

@@ -1,6 +1,6 @@
 /* ps_roi_template.h - position-sensitive RoIAlign and RoIPool kernels, included by ps_roi.c
  * once per dtype with T, PYROI_TYPED(name), PYROI_FLOOR, PYROI_CEIL and PYROI_ROUND defined.
- * Semantics: SEMANTICS.md section 6; evaluation order is torchvision's so that results match
+ * Semantics: docs/semantics.md §6; evaluation order is torchvision's so that results match
  * it bit for bit. Output bin (ph, pw) of output channel c_out always reads input channel
  * (c_out * PH + ph) * PW + pw, so the backward of output channels [a, b) writes exactly input
  * channels [a * PH * PW, b * PH * PW): the unit of deterministic parallel work. */

@@ -1,6 +1,6 @@
 /* roi_align_rotated_template.h - rotated RoIAlign (average) kernels, included by
  * roi_align_rotated.c once per dtype with T and PYROI_TYPED(name) defined. Semantics:
- * SEMANTICS.md section 7 and the block comment in pyroi.h; the evaluation order is
+ * docs/semantics.md §7 and the block comment in pyroi.h; the evaluation order is
  * detectron2's / mmcv's so that every sample coordinate and weight is theirs. */
 
 typedef PYROI_TYPED(pyroi_sample_axis) PYROI_TYPED(rotated_axis);
@@ -153,8 +153,8 @@ static pyroi_status PYROI_TYPED(rotated_roi_geometry)(const T *box,
           PYROI_TYPED(rotated_positions_finite)(&roi->cols))) {
         return PYROI_E_INVALID_BOX;
     }
-    /* cos and sin in double, narrowed to T (SEMANTICS.md 7.2: the peers' float32 choice between
-     * cosf and (float)cos is unverified; they can differ in the last ulp) */
+    /* cos and sin in double, narrowed to T (docs/semantics.md §7.2: the peers' float32 choice
+     * between cosf and (float)cos is unverified; they can differ in the last ulp) */
     roi->cos_theta = (T)cos((double)theta);
     roi->sin_theta = (T)sin((double)theta);
     roi->height = height;

@@ -1,5 +1,5 @@
 /* roi_align_template.h - RoIAlign (average) kernels, included by roi_align.c once per dtype
- * with T and PYROI_TYPED(name) defined. Semantics: SEMANTICS.md section 3; every output (and
+ * with T and PYROI_TYPED(name) defined. Semantics: docs/semantics.md §3; every output (and
  * every input-gradient pixel) is accumulated in torchvision's order, so results match it bit
  * for bit whichever loop order or thread count computes them.
  *
@@ -1833,7 +1833,7 @@ pyroi_status PYROI_TYPED(pyroi_roi_align_find_invalid_roi)(
                                               params, NULL, NULL, failed_roi);
 }
 
-/* ---- ONNX max mode (onnxruntime's definition, SEMANTICS.md section 4.1) ------------------ */
+/* ---- ONNX max mode (onnxruntime's definition, docs/semantics.md §4.1) -------------------- */
 /* Each sample is reduced to the largest of its four weighted taps t_k = w_k * P[tap_k] (the
  * interpolated sum is never formed), with M(a, b) = a < b ? b : a applied left to right, and
  * the bin to M over its samples in row-major order, starting from the first sample. An

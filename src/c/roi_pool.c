@@ -1,6 +1,6 @@
 /* roi_pool.c - RoIPool (quantised max pooling of Fast R-CNN), forward with argmax and
  * backward, float32 and float64. The kernel body is written once in roi_pool_template.h.
- * Semantics: SEMANTICS.md section 5.1 (torchvision.ops.roi_pool). */
+ * Semantics: docs/semantics.md §5.1 (torchvision.ops.roi_pool). */
 #include "parallel.h"
 #include "transpose.h"
 #include "validate.h"

@@ -1,6 +1,6 @@
 /* roi_pool_template.h - RoIPool kernels, included by roi_pool.c once per dtype with T,
  * PYROI_TYPED(name), ROI_POOL_ROUND, ROI_POOL_FLOOR and ROI_POOL_CEIL defined. Semantics:
- * SEMANTICS.md section 5.1; the arithmetic is torchvision's (one rounding per operation, in
+ * docs/semantics.md §5.1; the arithmetic is torchvision's (one rounding per operation, in
  * T) so that windows, maxima and argmax match it exactly. */
 
 /* One axis (rows or columns) of a RoI's quantised bin grid. */

@@ -1,7 +1,7 @@
 /* sampling.h - the one bilinear sampler of pyroi (internal, not installed).
  *
  * Every RoIAlign-family operator samples its feature plane the same way (the "Caffe2 rule"
- * that torchvision, ONNX Runtime, mmcv and detectron2 share; SEMANTICS.md section 2): a real
+ * that torchvision, ONNX Runtime, mmcv and detectron2 share; docs/semantics.md §2): a real
  * coordinate in [-1, extent] is clamped into the map and split into two neighbouring pixels
  * with linear weights; a coordinate outside contributes nothing. The rule is applied per
  * axis, so an axis-aligned RoI needs only two small tables of per-axis taps (one for rows,

@@ -44,10 +44,13 @@ def _kernel_ready(array: np.ndarray) -> np.ndarray:
 
 
 def float_array(value, name: str, ndim: int) -> np.ndarray:
-    """A float32/float64 array of rank ``ndim`` (any strides; copied only if unreadable)."""
+    """A float32/float64 array of rank ``ndim`` (any strides; copied only if unreadable).
+    float16 data never gets here (_half widens it first), but callers may pass it, so the
+    message lists it."""
     array = _as_array(value, name)
     if array.dtype.newbyteorder("=") not in FLOAT_DTYPES:
-        raise DTypeError(f"{name} must be a float32 or float64 array, got dtype {array.dtype}")
+        raise DTypeError(
+            f"{name} must be a float16, float32 or float64 array, got dtype {array.dtype}")
     if array.ndim != ndim:
         raise ShapeError(f"{name} must have {ndim} dimensions, got shape {array.shape}")
     return _kernel_ready(array)

@@ -36,7 +36,7 @@ def roi_pooling(
 
     Parameters
     ----------
-    x : ndarray, shape (batch, C, H, W), float32 or float64
+    x : ndarray, shape (batch, C, H, W), float16, float32 or float64
         Feature maps (any strides).
     rois : ndarray, shape (batch, 5, N), dtype of ``x``
         RoIs per image, one per column, fields in Caffe's order ``batch_index, x1, y1, x2, y2``
@@ -71,7 +71,7 @@ def roi_pooling(
     -----
     Each real RoI is :func:`pyroi.roi_pool` with the separate scales: corners scaled and
     rounded half away from zero (end pixel included), bins ``floor``/``ceil`` of multiples of
-    ``size / pooled``, maximum of each bin, empty bins 0 (SEMANTICS.md 5.1). Ascend documents
+    ``size / pooled``, maximum of each bin, empty bins 0 (docs/semantics.md §5.1). Ascend documents
     that the feature map should be non-negative and the RoIs clipped to the map, else results
     "may differ from CPU"; pyroi computes the CPU definition for any input.
 
@@ -201,7 +201,7 @@ def roi_align_v2_backward(
 
     Parameters
     ----------
-    grad_output : ndarray, shape (K, C, pooled_height, pooled_width), float32 or float64
+    grad_output : ndarray, shape (K, C, pooled_height, pooled_width), float16, float32 or float64
         Gradient of the loss with respect to the RoIAlign output (NCHW).
     boxes : ndarray, shape (K, 5), dtype of ``grad_output``
         ``(image_id, x1, y1, x2, y2)`` per RoI. ``image_id`` is *floored* (1.7 -> image 1,

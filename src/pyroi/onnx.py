@@ -44,7 +44,7 @@ def roi_align(
 
     Parameters
     ----------
-    X : ndarray, shape (N, C, H, W), float32 or float64
+    X : ndarray, shape (N, C, H, W), float16, float32 or float64
         Feature maps (any strides).
     rois : ndarray, shape (K, 4), dtype of ``X``
         ``[x1, y1, x2, y2]`` per RoI in input-image pixels; finite.
@@ -63,7 +63,7 @@ def roi_align(
     spatial_scale : float, default 1.0
         Factor from box to feature coordinates. An ONNX FLOAT attribute: it is rounded to
         float32 first, also for float64 data (onnxruntime widens the float32 attribute, so
-        ``0.3`` acts as ``float(np.float32(0.3))``; G10 of SEMANTICS.md).
+        ``0.3`` acts as ``float(np.float32(0.3))``; docs/semantics.md §9.1).
     coordinate_transformation_mode : {None, "half_pixel", "output_half_pixel"}, default None
         None means the attribute is absent: the opset's default ("half_pixel" from opset 16,
         no shift in RoiAlign-10). "half_pixel" shifts box corners by -0.5 pixel (torchvision
@@ -285,7 +285,7 @@ def max_roi_pool(X, rois, pooled_shape, spatial_scale=1.0, *, batch_indices=None
 
     Parameters
     ----------
-    X : ndarray, shape (N, C, H, W), float32 or float64
+    X : ndarray, shape (N, C, H, W), float16, float32 or float64
         Feature maps. onnxruntime implements float32 only; float64 follows the same rule.
     rois : ndarray, shape (K, 5), dtype of ``X``
         ``[batch_index, x1, y1, x2, y2]`` rows (ONNX's layout); the batch index must be an

@@ -32,13 +32,14 @@ def roi_align(
 
     Parameters
     ----------
-    input : ndarray, shape (N, C, H, W), float32 or float64
+    input : ndarray, shape (N, C, H, W), float16, float32 or float64
         Feature maps. Any strides (transposed, sliced, negative, broadcast) are read in place.
     boxes : ndarray (K, 5), list of ndarray (L_i, 4), or ndarray (K, 4)
         ``[batch_index, x1, y1, x2, y2]`` rows in input-image pixels; or one ``(L_i, 4)``
         array of ``[x1, y1, x2, y2]`` per image (list position = batch index); or ``(K, 4)``
-        coordinates with ``batch_indices``. Same dtype as ``input``. Batch indices must be
-        integers in ``[0, N)``; coordinates finite.
+        coordinates with ``batch_indices``. Same dtype as ``input`` (float16 ``input``:
+        float16 or float32 boxes). Batch indices must be integers in ``[0, N)``; coordinates
+        finite.
     output_size : int or (int, int)
         Output bins ``(ph, pw)``; an int ``s`` means ``(s, s)``.
     spatial_scale : float, default 1.0
@@ -141,7 +142,7 @@ def roi_align_backward(
 
     Parameters
     ----------
-    grad_output : ndarray, shape (K, C, ph, pw), float32 or float64
+    grad_output : ndarray, shape (K, C, ph, pw), float16, float32 or float64
         Gradient of the loss with respect to the output of :func:`roi_align`; its last two
         dimensions give the output size.
     boxes : ndarray (K, 5), list of ndarray (L_i, 4), or ndarray (K, 4)
@@ -232,13 +233,14 @@ def roi_pool(
 
     Parameters
     ----------
-    input : ndarray, shape (N, C, H, W), float32 or float64
+    input : ndarray, shape (N, C, H, W), float16, float32 or float64
         Feature maps. Any strides (transposed, sliced, negative, broadcast) are read in place.
     boxes : ndarray (K, 5), list of ndarray (L_i, 4), or ndarray (K, 4)
         ``[batch_index, x1, y1, x2, y2]`` rows in input-image pixels; or one ``(L_i, 4)``
         array of ``[x1, y1, x2, y2]`` per image (list position = batch index); or ``(K, 4)``
-        coordinates with ``batch_indices``. Same dtype as ``input``. Batch indices must be
-        integers in ``[0, N)``; coordinates finite, also after scaling.
+        coordinates with ``batch_indices``. Same dtype as ``input`` (float16 ``input``:
+        float16 or float32 boxes). Batch indices must be integers in ``[0, N)``; coordinates
+        finite, also after scaling.
     output_size : int or (int, int)
         Output bins ``(ph, pw)``; an int ``s`` means ``(s, s)``.
     spatial_scale : float, default 1.0
@@ -316,7 +318,7 @@ def roi_pool_backward(
 
     Parameters
     ----------
-    grad_output : ndarray, shape (K, C, ph, pw), float32 or float64
+    grad_output : ndarray, shape (K, C, ph, pw), float16, float32 or float64
         Gradient of the loss with respect to the output of :func:`roi_pool`.
     boxes : ndarray (K, 5), list of ndarray (L_i, 4), or ndarray (K, 4)
         The boxes given to the forward (same dtype as ``grad_output``); they supply the
@@ -416,7 +418,7 @@ def ps_roi_align(
 
     Parameters
     ----------
-    input : ndarray, shape (N, C, H, W), float32 or float64
+    input : ndarray, shape (N, C, H, W), float16, float32 or float64
         Feature maps, ``C`` a multiple of ``ph * pw``. Any strides are read in place.
     boxes : ndarray (K, 5), list of ndarray (L_i, 4), or ndarray (K, 4)
         As for :func:`roi_align`: ``[batch_index, x1, y1, x2, y2]`` rows, one ``(L_i, 4)``
@@ -551,7 +553,7 @@ def ps_roi_pool(
 
     Parameters
     ----------
-    input : ndarray, shape (N, C, H, W), float32 or float64
+    input : ndarray, shape (N, C, H, W), float16, float32 or float64
         Feature maps, ``C`` a multiple of ``ph * pw``. Any strides are read in place.
     boxes : ndarray (K, 5), list of ndarray (L_i, 4), or ndarray (K, 4)
         As for :func:`ps_roi_align`.
@@ -572,7 +574,7 @@ def ps_roi_pool(
     -----
     Results equal torchvision 0.29's CPU kernel bit for bit, including its quirk that bin
     windows are clamped to rows ``0 ... H - 1`` and columns ``0 ... W - 1`` as half-open
-    ranges, so the last row and column of the map are never read (SEMANTICS.md 6.2).
+    ranges, so the last row and column of the map are never read (docs/semantics.md §6.2).
     Rounded coordinates saturate at +-2**61 pixels (torchvision overflows past 2**31); a
     coordinate that is not finite after scaling raises :class:`pyroi.BoxError`.
 
@@ -614,7 +616,7 @@ def ps_roi_pool_backward(
     backward exactly (bit for bit, whatever the thread count), which is NOT the adjoint of
     its forward at the map's far border: the backward clamps windows to rows ``0 ... H``
     and columns ``0 ... W`` (the forward to ``H - 1`` and ``W - 1``), and rounds box corners
-    with float32 ``roundf`` even for float64 data (SEMANTICS.md 6.2).
+    with float32 ``roundf`` even for float64 data (docs/semantics.md §6.2).
 
     Parameters
     ----------
@@ -688,13 +690,14 @@ def roi_align_rotated(
 
     Parameters
     ----------
-    input : ndarray, shape (N, C, H, W), float32 or float64
+    input : ndarray, shape (N, C, H, W), float16, float32 or float64
         Feature maps. Any strides (transposed, sliced, negative, broadcast) are read in place.
     rois : ndarray (K, 6), list of ndarray (L_i, 5), or ndarray (K, 5)
         ``[batch_index, cx, cy, w, h, angle]`` rows; or one ``(L_i, 5)`` array of
         ``[cx, cy, w, h, angle]`` per image (list position = batch index); or ``(K, 5)``
-        coordinates with ``batch_indices``. Same dtype as ``input``. Batch indices must be
-        integers in ``[0, N)``; coordinates finite.
+        coordinates with ``batch_indices``. Same dtype as ``input`` (float16 ``input``:
+        float16 or float32 boxes). Batch indices must be integers in ``[0, N)``; coordinates
+        finite.
     output_size : int or (int, int)
         Output bins ``(ph, pw)`` along the RoI's height and width; an int ``s`` means
         ``(s, s)``.
@@ -803,7 +806,7 @@ def roi_align_rotated_backward(
 
     Parameters
     ----------
-    grad_output : ndarray, shape (K, C, ph, pw), float32 or float64
+    grad_output : ndarray, shape (K, C, ph, pw), float16, float32 or float64
         Gradient of the loss with respect to the output of :func:`roi_align_rotated`; its
         last two dimensions give the output size.
     rois : ndarray (K, 6), list of ndarray (L_i, 5), or ndarray (K, 5)

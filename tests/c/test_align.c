@@ -1,5 +1,5 @@
 /* Known answers for RoIAlign (average), forward and backward, float32 and float64.
- * Values: SEMANTICS.md section 12 (peer test files) and section 3.6 (verified on
+ * Values: docs/semantics.md §11 (peer test files) and §3.6 (verified on
  * torchvision 0.29.1 and onnxruntime 1.32). */
 #include "pyroi.h"
 #include "check.h"
@@ -123,7 +123,7 @@ static void test_detectron2(void)
     }
 }
 
-/* Edge table (SEMANTICS.md 3.6): 6x7 arange map, 2x2 output. */
+/* Edge table (docs/semantics.md §3.6): 6x7 arange map, 2x2 output. */
 static void test_edge_table(void)
 {
     struct edge_case {

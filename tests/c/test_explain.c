@@ -257,7 +257,7 @@ static void test_pool_known_answers(void)
 {
     pyroi_roi_pool_params p;
     int64_t roi[4], rows[6], cols[6];
-    /* SEMANTICS.md 5.1: a 2 x 2 RoI (pixels 1..2) in 3 bins: [1,2), [1,3), [2,3) */
+    /* docs/semantics.md §5.1: a 2 x 2 RoI (pixels 1..2) in 3 bins: [1,2), [1,3), [2,3) */
     const double box[4] = {1, 1, 2, 2};
     const int64_t expected[6] = {1, 2, 1, 3, 2, 3};
     int i;

@@ -1,5 +1,5 @@
 /* Known answers for the compatibility front-ends: ONNX RoiAlign mode="max" (onnxruntime's max
- * over weighted taps; SEMANTICS.md 4.1 and 12.6, verified on onnxruntime 1.32). */
+ * over weighted taps; docs/semantics.md §4.1 and §11.6, verified on onnxruntime 1.32). */
 #include "pyroi.h"
 #include "check.h"
 #include "half.h"

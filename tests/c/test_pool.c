@@ -1,4 +1,4 @@
-/* RoIPool (quantised max pooling): known answers (SEMANTICS.md 5.1, 12.3, 12.6, verified on
+/* RoIPool (quantised max pooling): known answers (docs/semantics.md §5.1, §11.3, §11.6, verified on
  * torchvision 0.29.1), argmax, the backward, layouts, thread counts and every status code. */
 #include "pyroi.h"
 #include "check.h"
@@ -29,7 +29,7 @@ static void test_defaults(void)
                  pyroi_status_string(PYROI_E_NO_MEMORY)) != 0);
 }
 
-/* SEMANTICS.md 5.1: a 2x2 RoI pooled to 3x3 on a 4x4 arange repeats pixels. */
+/* docs/semantics.md §5.1: a 2x2 RoI pooled to 3x3 on a 4x4 arange repeats pixels. */
 static void test_small_roi_repeats_pixels(void)
 {
     const int64_t shape[4] = {1, 1, 4, 4}, strides[4] = {16, 16, 4, 1};
@@ -62,7 +62,7 @@ static void test_small_roi_repeats_pixels(void)
     }
 }
 
-/* SEMANTICS.md 12.6: arange(100) as 10x10, 1x1 output; half away from zero rounding. */
+/* docs/semantics.md §11.6: arange(100) as 10x10, 1x1 output; half away from zero rounding. */
 static void test_rounding(void)
 {
     const int64_t shape[4] = {1, 1, 10, 10}, strides[4] = {100, 100, 10, 1};
@@ -93,7 +93,7 @@ static void test_rounding(void)
     }
 }
 
-/* SEMANTICS.md 12.3 (mmcv test_roi_pool.py; torchvision gives the same): 2x2 output. */
+/* docs/semantics.md §11.3 (mmcv test_roi_pool.py; torchvision gives the same): 2x2 output. */
 static void test_mmcv_cases(void)
 {
     const int64_t out_strides[4] = {4, 4, 2, 1};

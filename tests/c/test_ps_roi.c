@@ -1,4 +1,4 @@
-/* Position-sensitive RoIAlign / RoIPool: known answers (SEMANTICS.md 3.6, 6.2, 12.6; values
+/* Position-sensitive RoIAlign / RoIPool: known answers (docs/semantics.md §3.6, §6.2, §11.6; values
  * verified on torchvision 0.29.1), pyroi's defined results where torchvision has none,
  * the adjoint identity, thread-count invariance, and every status code. */
 #include "pyroi.h"
@@ -11,7 +11,7 @@
 
 static const int64_t out_2x2[4] = {4, 4, 2, 1}; /* one output channel of 2 x 2 bins */
 
-/* SEMANTICS.md 12.6: arange(100) as (1, 4, 5, 5), RoI (0, 0, 5, 5), 2x2 output. */
+/* docs/semantics.md §11.6: arange(100) as (1, 4, 5, 5), RoI (0, 0, 5, 5), 2x2 output. */
 static void test_pool_quirk_known_answer(void)
 {
     const int64_t shape[4] = {1, 4, 5, 5}, strides[4] = {100, 25, 5, 1};
@@ -90,7 +90,7 @@ static void test_pool_float64_backward_rounding(void)
     }
 }
 
-/* SEMANTICS.md 3.6, aligned column: 6x7 arange map broadcast to 4 channels (zero channel
+/* docs/semantics.md §3.6, aligned column: 6x7 arange map broadcast to 4 channels (zero channel
  * stride), so bin (ph, pw) reads channel ph * 2 + pw holding the same plane. */
 static void test_align_edge_table(void)
 {

@@ -1,5 +1,5 @@
-/* Rotated RoIAlign: known answers (detectron2 tests, SEMANTICS.md 7.1 / 12.4), agreement with
- * pyroi_roi_align at angle 0, degrees / radians / clockwise equivalences, the adjoint
+/* Rotated RoIAlign: known answers (detectron2 tests, docs/semantics.md §7.1 / §11.4), agreement
+ * with pyroi_roi_align at angle 0, degrees / radians / clockwise equivalences, the adjoint
  * identity, thread-count independence, huge boxes, and every reachable status code. */
 #include "pyroi.h"
 #include "check.h"

@@ -202,7 +202,7 @@ static void test_find_invalid_roi(void)
 
 static void test_fpn_levels(void)
 {
-    /* SEMANTICS 8.1 boundaries (levels 2..5), zero and negative area */
+    /* docs/semantics.md §8.1 boundaries (levels 2..5), zero and negative area */
     const float boxes[8 * 4] = {0, 0, 111.9999f, 111.9999f, 0, 0, 112, 112, 0, 0, 224, 224,
                                 0, 0, 447.9f, 447.9f, 0, 0, 448, 448, 3, 3, 3, 9,
                                 5, 5, 3, 9, 0, 0, 5000, 5000};

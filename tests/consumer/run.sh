@@ -14,6 +14,7 @@
 # 5. A static-only install (PYROI_BUILD_SHARED=OFF): find_package gives pyroi::pyroi as the
 #    static library, and plain `pkg-config --libs` links it with its dependencies.
 # 6. pyroi.h compiles as C++ (extern "C").
+# (Step 1 also checks that the license is installed, in share/doc/pyroi.)
 # Needs cmake, a C compiler, pkg-config (or pkgconf) and python3 (for the ctypes example).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -68,6 +69,7 @@ step "install the shared + static library, then move the prefix"
 install_library "${library_build:-$work/build-lib}" "$work/staging"
 mv "$work/staging" "$work/prefix"
 prefix=$work/prefix
+test -f "$prefix/share/doc/pyroi/LICENSE" || { echo "LICENSE not installed" >&2; exit 1; }
 
 step "find_package(pyroi): pyroi::pyroi, pyroi::pyroi_static, examples/roi_align.c"
 build_consumer "$prefix" "$work/consumer"

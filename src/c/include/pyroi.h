@@ -782,7 +782,7 @@ PYROI_API pyroi_status pyroi_roi_align_rotated_find_invalid_roi_f64(
  * So the result is at most the interpolated maximum (a sample midway between four pixels
  * gives a quarter of the local peak) and, for negative data, a sample exactly on a pixel
  * yields -0.0, which beats every negative tap. These are onnxruntime's quirks, reproduced on
- * purpose (SEMANTICS.md 4.1). Deviations: onnxruntime raises for an aligned RoI inverted on
+ * purpose (docs/semantics.md §4.1). Deviations: onnxruntime raises for an aligned RoI inverted on
  * exactly one axis with adaptive sampling (pyroi gives 0, as avg mode) and reads out of
  * bounds on an empty map (pyroi uses z = 0 when H * W = 0).
  * Arguments as pyroi_roi_align_forward_*. Returns PYROI_OK or the first validation failure.
