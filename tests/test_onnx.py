@@ -50,8 +50,8 @@ def assert_bits_equal(actual, expected):
 def _ort_session(onnx_mod, ort, node, inputs, opset):
     from onnx import TensorProto, helper
 
-    types = {np.dtype(np.float32): TensorProto.FLOAT, np.dtype(np.float64): TensorProto.DOUBLE,
-             np.dtype(np.int64): TensorProto.INT64}
+    types = {np.dtype(np.float16): TensorProto.FLOAT16, np.dtype(np.float32): TensorProto.FLOAT,
+             np.dtype(np.float64): TensorProto.DOUBLE, np.dtype(np.int64): TensorProto.INT64}
     graph = helper.make_graph(
         [node], "g",
         [helper.make_tensor_value_info(name, types[array.dtype], array.shape)

@@ -1,5 +1,6 @@
 /* roi_align.c - RoIAlign (average mode), forward and backward, float32 and float64.
- * The kernel body is written once in roi_align_template.h. */
+ * The kernel body is written once in roi_align_template.h (the gradient of ONNX max mode in
+ * roi_align_onnx_max_backward_template.h). */
 #include "parallel.h"
 #include "rois.h"
 #include "sampling.h"
@@ -143,6 +144,7 @@ enum roi_align_reduction { ROI_ALIGN_REDUCE_AVG, ROI_ALIGN_REDUCE_ONNX_MAX, ROI_
 #define T float
 #define PYROI_TYPED(name) PYROI_CAT(name, _f32)
 #include "roi_align_template.h"
+#include "roi_align_onnx_max_backward_template.h"
 #include "roi_align_explain_template.h"
 #undef PYROI_TYPED
 #undef T
@@ -150,6 +152,7 @@ enum roi_align_reduction { ROI_ALIGN_REDUCE_AVG, ROI_ALIGN_REDUCE_ONNX_MAX, ROI_
 #define T double
 #define PYROI_TYPED(name) PYROI_CAT(name, _f64)
 #include "roi_align_template.h"
+#include "roi_align_onnx_max_backward_template.h"
 #include "roi_align_explain_template.h"
 #undef PYROI_TYPED
 #undef T

@@ -860,8 +860,8 @@ PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_max_roi)(
     const struct PYROI_TYPED(roi_align_max_job) *max_job, int64_t k, int64_t c0, int64_t lanes,
     const T *block, T *tile);
 PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_onnx_max_roi)(
-    const struct PYROI_TYPED(roi_align_max_job) *max_job, int64_t k, const T *block,
-    const T *zero, T *tile);
+    const struct PYROI_TYPED(roi_align_max_job) *max_job, int64_t k, int64_t c0, int64_t lanes,
+    const T *block, const T *zero, T *tile);
 
 /* The per-lane value of an out-of-map sample in ONNX max mode, z = 0 * P[n, c, 0, 0] for the
  * block's channels (unused lanes 0); the map has pixels on the lane-major orders. */
@@ -891,7 +891,7 @@ PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_forward_block_roi)(
     const int64_t tile_elements = PYROI_TYPED(roi_align_tile_elements)(job);
     int64_t b;
     if (reduction == ROI_ALIGN_REDUCE_ONNX_MAX) {
-        PYROI_TYPED(roi_align_onnx_max_roi)(max_job, k, block, zero, tile);
+        PYROI_TYPED(roi_align_onnx_max_roi)(max_job, k, c0, channels, block, zero, tile);
     } else if (reduction == ROI_ALIGN_REDUCE_MAX) {
         PYROI_TYPED(roi_align_max_roi)(max_job, k, c0, channels, block, tile);
     } else if (channels > PYROI_LANES) { /* the lane group counts are constants of each copy */
@@ -1692,18 +1692,20 @@ static pyroi_status PYROI_TYPED(roi_align_grid_widths)(const PYROI_TYPED(roi_ali
 
 /* The forward of both max reductions (mmcv's over samples; ONNX's over weighted taps): one
  * validation, plan and schedule; tasks are the reduction's (lane-major ones optional). argmax
- * may be NULL. */
+ * may be NULL; its codes number codes_per_sample per sample (mmcv 1, ONNX 4: the taps), so a
+ * RoI with more samples per bin than codes can count (ONNX: 2^61) is PYROI_E_INVALID_BOX. */
 static pyroi_status PYROI_TYPED(roi_align_max_like_forward)(
     const T *input, const int64_t input_shape[4], const int64_t input_strides[4],
     const T *boxes, int64_t num_rois, int64_t box_row_stride,
     const int64_t *batch_indices,
     T *output, const int64_t output_strides[4],
-    int64_t *argmax, const int64_t argmax_strides[4],
+    int64_t *argmax, const int64_t argmax_strides[4], int64_t codes_per_sample,
     const pyroi_roi_align_params *params, const roi_align_forward_tasks *tasks)
 {
     PYROI_TYPED(roi_align_max_job) job;
     PYROI_TYPED(roi_align_plan) plan;
     int64_t *grid_w = NULL;
+    int64_t k;
     int planned;
     pyroi_status status = roi_align_check_call(
         input, input_shape, input_strides, PYROI_TENSOR_INPUT, output, output_strides,
@@ -1721,6 +1723,12 @@ static pyroi_status PYROI_TYPED(roi_align_max_like_forward)(
                                               input_shape, params, NULL, &planned);
     if (!planned) {
         return status;
+    }
+    for (k = 0; argmax != NULL && k < num_rois; ++k) {
+        if (plan.samples[k] > (INT64_MAX - codes_per_sample) / codes_per_sample) {
+            PYROI_TYPED(roi_align_plan_free)(&plan);
+            return PYROI_E_INVALID_BOX;
+        }
     }
     PYROI_TYPED(roi_align_plan_order_by_rows)(&plan);
     input = (const T *)pyroi_data_or_placeholder(input); /* a map without pixels may be NULL */
@@ -1754,16 +1762,20 @@ pyroi_status PYROI_TYPED(pyroi_roi_align_max_forward)(
     tasks.image = PYROI_TYPED(roi_align_max_forward_image_task);
     return PYROI_TYPED(roi_align_max_like_forward)(
         input, input_shape, input_strides, boxes, num_rois, box_row_stride, batch_indices,
-        output, output_strides, argmax, argmax_strides, params, &tasks);
+        output, output_strides, argmax, argmax_strides, 1, params, &tasks);
 }
 
-pyroi_status PYROI_TYPED(pyroi_roi_align_max_backward)(
+/* The backward of both max reductions: validation (each argmax -1 or one of the
+ * codes_per_sample * samples codes of its bin, as the forward wrote them), plan, then task
+ * over the channels (the reduction's: mmcv's below, ONNX's in
+ * roi_align_onnx_max_backward_template.h). */
+static pyroi_status PYROI_TYPED(roi_align_max_like_backward)(
     const T *grad_output, const int64_t grad_output_strides[4],
-    const int64_t *argmax, const int64_t argmax_strides[4],
+    const int64_t *argmax, const int64_t argmax_strides[4], int64_t codes_per_sample,
     const T *boxes, int64_t num_rois, int64_t box_row_stride,
     const int64_t *batch_indices,
     T *grad_input, const int64_t grad_input_shape[4], const int64_t grad_input_strides[4],
-    const pyroi_roi_align_params *params)
+    const pyroi_roi_align_params *params, pyroi_range_task task)
 {
     PYROI_TYPED(roi_align_max_job) job;
     PYROI_TYPED(roi_align_plan) plan;
@@ -1795,7 +1807,8 @@ pyroi_status PYROI_TYPED(pyroi_roi_align_max_backward)(
                 for (pw = 0; pw < params->pooled_width; ++pw) {
                     const int64_t winner = argmax[k * argmax_strides[0] + c * argmax_strides[1] +
                                                   ph * argmax_strides[2] + pw * argmax_strides[3]];
-                    if (winner < -1 || winner >= plan.samples[k]) {
+                    if (winner < -1 ||
+                        (winner >= 0 && winner / codes_per_sample >= plan.samples[k])) {
                         status = PYROI_E_INVALID_ARGMAX;
                     }
                 }
@@ -1820,12 +1833,25 @@ pyroi_status PYROI_TYPED(pyroi_roi_align_max_backward)(
         workers = pyroi_parallel_workers(params->num_threads, grad_input_shape[1],
                                          work_per_channel);
         status = pyroi_parallel_for(workers, grad_input_shape[1], work_per_channel,
-                                    params->cancel, PYROI_TYPED(roi_align_max_backward_task),
-                                    &job);
+                                    params->cancel, task, &job);
     }
     free(grid_w);
     PYROI_TYPED(roi_align_plan_free)(&plan);
     return status;
+}
+
+pyroi_status PYROI_TYPED(pyroi_roi_align_max_backward)(
+    const T *grad_output, const int64_t grad_output_strides[4],
+    const int64_t *argmax, const int64_t argmax_strides[4],
+    const T *boxes, int64_t num_rois, int64_t box_row_stride,
+    const int64_t *batch_indices,
+    T *grad_input, const int64_t grad_input_shape[4], const int64_t grad_input_strides[4],
+    const pyroi_roi_align_params *params)
+{
+    return PYROI_TYPED(roi_align_max_like_backward)(
+        grad_output, grad_output_strides, argmax, argmax_strides, 1, boxes, num_rois,
+        box_row_stride, batch_indices, grad_input, grad_input_shape, grad_input_strides, params,
+        PYROI_TYPED(roi_align_max_backward_task));
 }
 
 pyroi_status PYROI_TYPED(pyroi_roi_align_find_invalid_roi)(
@@ -1858,12 +1884,17 @@ static inline T PYROI_TYPED(roi_align_onnx_max_of)(T a, T b)
     return a < b ? b : a; /* std::max: NaN in a propagates, NaN in b is skipped */
 }
 
+/* *winner receives the code of the term the bin's value came from, 4 * s + t: tap t (0..3 =
+ * (lo, lo), (lo, hi), (hi, lo), (hi, hi)) of sample s = iy * grid_w + ix, an out-of-map
+ * sample's term being tap 0 (its four are alike); -1 for an empty bin. The gradient follows
+ * it (roi_align_onnx_max_backward_template.h). */
 static T PYROI_TYPED(roi_align_onnx_max_bin)(const T *plane, int64_t row_stride,
                                              int64_t col_stride, int64_t map_pixels,
                                              const PYROI_TYPED(axis_tap) *row_taps,
                                              pyroi_tap_range rr,
                                              const PYROI_TYPED(axis_tap) *col_taps,
-                                             pyroi_tap_range cr, int64_t grid_h, int64_t grid_w)
+                                             pyroi_tap_range cr, int64_t grid_h, int64_t grid_w,
+                                             int64_t *winner)
 {
     const int64_t outside = grid_h * grid_w > 0
                                 ? PYROI_TYPED(roi_align_first_outside)(rr, cr, grid_h, grid_w)
@@ -1873,6 +1904,7 @@ static T PYROI_TYPED(roi_align_onnx_max_bin)(const T *plane, int64_t row_stride,
     T best = (T)0;
     int have = 0, zero_offered = outside < 0;
     int64_t r, q;
+    *winner = -1;
     if (grid_h * grid_w <= 0) {
         return (T)0;
     }
@@ -1886,23 +1918,34 @@ static T PYROI_TYPED(roi_align_onnx_max_bin)(const T *plane, int64_t row_stride,
             const int64_t index = iy * grid_w + cr.first_sample + (q - cr.begin);
             const T w1 = ty.w_lo * tx.w_lo, w2 = ty.w_lo * tx.w_hi;
             const T w3 = ty.w_hi * tx.w_lo, w4 = ty.w_hi * tx.w_hi;
-            const T value = PYROI_TYPED(roi_align_onnx_max_of)(
-                PYROI_TYPED(roi_align_onnx_max_of)(
-                    PYROI_TYPED(roi_align_onnx_max_of)(w1 * row_lo[tx.lo * col_stride],
-                                                       w2 * row_lo[tx.hi * col_stride]),
-                    w3 * row_hi[tx.lo * col_stride]),
-                w4 * row_hi[tx.hi * col_stride]);
+            const T taps[4] = {w1 * row_lo[tx.lo * col_stride], w2 * row_lo[tx.hi * col_stride],
+                               w3 * row_hi[tx.lo * col_stride], w4 * row_hi[tx.hi * col_stride]};
+            T value = taps[0];
+            int64_t t, tap = 0;
+            for (t = 1; t < 4; ++t) { /* value = M(value, taps[t]), remembering which won */
+                if (value < taps[t]) {
+                    value = taps[t];
+                    tap = t;
+                }
+            }
             if (!zero_offered && outside < index) {
-                best = have ? PYROI_TYPED(roi_align_onnx_max_of)(best, zero_tap) : zero_tap;
+                if (!have || best < zero_tap) { /* M(best, z) */
+                    best = zero_tap;
+                    *winner = 4 * outside;
+                }
                 have = 1;
                 zero_offered = 1;
             }
-            best = have ? PYROI_TYPED(roi_align_onnx_max_of)(best, value) : value;
+            if (!have || best < value) { /* M(best, value) */
+                best = value;
+                *winner = 4 * index + tap;
+            }
             have = 1;
         }
     }
-    if (!zero_offered) {
-        best = have ? PYROI_TYPED(roi_align_onnx_max_of)(best, zero_tap) : zero_tap;
+    if (!zero_offered && (!have || best < zero_tap)) {
+        best = zero_tap;
+        *winner = 4 * outside;
     }
     return best;
 }
@@ -1934,21 +1977,20 @@ static void PYROI_TYPED(roi_align_max_forward_direct_items)(
             for (ph = 0; ph < pooled_height; ++ph) {
                 for (pw = 0; pw < pooled_width; ++pw) {
                     T *result = out + ph * out_strides[2] + pw * out_strides[3];
+                    int64_t winner;
                     if (reduction == ROI_ALIGN_REDUCE_ONNX_MAX) {
                         *result = PYROI_TYPED(roi_align_onnx_max_bin)(
                             plane, in_strides[2], in_strides[3], map_pixels, tables.row_taps,
                             tables.row_ranges[ph], tables.col_taps, tables.col_ranges[pw],
-                            grid_h, grid_w);
+                            grid_h, grid_w, &winner);
                     } else {
-                        int64_t winner;
                         *result = PYROI_TYPED(roi_align_max_bin)(
                             plane, in_strides[2], in_strides[3], tables.row_taps,
                             tables.row_ranges[ph], tables.col_taps, tables.col_ranges[pw],
                             grid_h, grid_w, &winner);
-                        if (max_job->argmax != NULL) {
-                            max_job->argmax[k * a[0] + c * a[1] + ph * a[2] + pw * a[3]] =
-                                winner;
-                        }
+                    }
+                    if (max_job->argmax != NULL) {
+                        max_job->argmax[k * a[0] + c * a[1] + ph * a[2] + pw * a[3]] = winner;
                     }
                 }
             }
@@ -1975,10 +2017,12 @@ static void PYROI_TYPED(roi_align_onnx_max_forward_task)(void *context, int64_t 
 
 /* One sample of an ONNX max bin on a block, per lane: the four weighted taps (pixels p1..p4
  * of the block, weights from the row tap ty and the column tap tx) reduced with M left to
- * right, then either starting the fold (first) or folded into best with M. */
+ * right, then either starting the fold (first) or folded into best with M; with track (a
+ * constant at each call, so the plain forward keeps its loop) winner follows the term kept,
+ * as roi_align_onnx_max_bin's code 4 * index + tap. */
 PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_onnx_max_sample)(
-    T *PYROI_RESTRICT best, const T *block, int64_t width, PYROI_TYPED(axis_tap) ty,
-    PYROI_TYPED(axis_tap) tx, int first)
+    T *PYROI_RESTRICT best, int64_t *PYROI_RESTRICT winner, const T *block, int64_t width,
+    PYROI_TYPED(axis_tap) ty, PYROI_TYPED(axis_tap) tx, int64_t index, int first, int track)
 {
     const T w1 = ty.w_lo * tx.w_lo, w2 = ty.w_lo * tx.w_hi;
     const T w3 = ty.w_hi * tx.w_lo, w4 = ty.w_hi * tx.w_hi;
@@ -1986,50 +2030,60 @@ PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_onnx_max_sample)(
     const T *p2 = block + (ty.lo * width + tx.hi) * PYROI_LANES;
     const T *p3 = block + (ty.hi * width + tx.lo) * PYROI_LANES;
     const T *p4 = block + (ty.hi * width + tx.hi) * PYROI_LANES;
+    const int64_t code = 4 * index;
     int64_t j;
-    if (first) {
-        for (j = 0; j < PYROI_LANES; ++j) {
-            const T t2 = w2 * p2[j], t3 = w3 * p3[j], t4 = w4 * p4[j];
-            T v = w1 * p1[j];
-            v = v < t2 ? t2 : v;
-            v = v < t3 ? t3 : v;
-            best[j] = v < t4 ? t4 : v;
-        }
-        return;
-    }
     /* each lane is one channel, evaluated exactly as the scalar loop */
     for (j = 0; j < PYROI_LANES; ++j) {
         const T t2 = w2 * p2[j], t3 = w3 * p3[j], t4 = w4 * p4[j];
         T v = w1 * p1[j];
-        v = v < t2 ? t2 : v;
-        v = v < t3 ? t3 : v;
-        v = v < t4 ? t4 : v;
-        best[j] = best[j] < v ? v : best[j];
+        int64_t tap = code;
+        int up = v < t2;
+        v = up ? t2 : v;
+        tap = up ? code + 1 : tap;
+        up = v < t3;
+        v = up ? t3 : v;
+        tap = up ? code + 2 : tap;
+        up = v < t4;
+        v = up ? t4 : v;
+        tap = up ? code + 3 : tap;
+        up = first || best[j] < v;
+        best[j] = up ? v : best[j];
+        if (track) {
+            winner[j] = up ? tap : winner[j];
+        }
     }
 }
 
-/* z offered to an ONNX max fold (first: z starts it), per lane. */
+/* z offered to an ONNX max fold (first: z starts it), per lane; with track, code is its
+ * winner code. */
 PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_onnx_max_zero)(T *PYROI_RESTRICT best,
-                                                                         const T *zero,
-                                                                         int first)
+                                                             int64_t *PYROI_RESTRICT winner,
+                                                             const T *zero, int64_t code,
+                                                             int first, int track)
 {
     int64_t j;
     for (j = 0; j < PYROI_LANES; ++j) {
-        best[j] = first || best[j] < zero[j] ? zero[j] : best[j];
+        const int take = first || best[j] < zero[j];
+        best[j] = take ? zero[j] : best[j];
+        if (track) {
+            winner[j] = take ? code : winner[j];
+        }
     }
 }
 
-/* ONNX max of RoI k on a block: tile[ph][pw][lane] is what roi_align_onnx_max_bin gives for
- * the lane's channel, zero[lane] being its z. Each lane evaluates the same expression in the
+/* ONNX max of RoI k on a block of channels [c0, c0 + lanes): tile[ph][pw][lane] and, unless
+ * the call has no argmax, the winner codes are what roi_align_onnx_max_bin gives for the
+ * lane's channel, zero[lane] being its z. Each lane evaluates the same expression in the
  * same order: the fold starts from the first sample in row-major order (z if that one is out
  * of the map) and z is offered once, at its place among the in-map samples. That place is
  * always a row boundary of the bin's in-map samples: roi_align_first_outside names the first
  * sample (before every row), the column after row 0's in-map samples (after one row) or the
  * row after the in-map rows (after all). M is a per-lane select, so NaNs and signed zeros
- * behave exactly as in the scalar kernel. The fold runs in the tile itself. */
-PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_onnx_max_roi)(
-    const struct PYROI_TYPED(roi_align_max_job) *max_job, int64_t k, const T *block,
-    const T *zero, T *tile)
+ * behave exactly as in the scalar kernel. The fold runs in the tile itself. track: whether
+ * the call records winners (max_job->argmax), a constant of each inlined copy. */
+PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_onnx_max_roi_fold)(
+    const struct PYROI_TYPED(roi_align_max_job) *max_job, int64_t k, int64_t c0, int64_t lanes,
+    const T *block, const T *zero, T *tile, int track)
 {
     const PYROI_TYPED(roi_align_plan) *plan = max_job->base.plan;
     const int64_t width = max_job->base.map_shape[3];
@@ -2039,6 +2093,7 @@ PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_onnx_max_roi)(
     const PYROI_TYPED(roi_align_tap_tables) tables =
         PYROI_TYPED(roi_align_tap_tables_of)(plan, k, pooled_height);
     const int64_t grid_h = grid_w > 0 ? plan->samples[k] / grid_w : 0;
+    const int64_t *a = max_job->argmax_strides;
     int64_t ph, pw, r, q, j;
 
     for (ph = 0; ph < pooled_height; ++ph) {
@@ -2047,38 +2102,61 @@ PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_onnx_max_roi)(
         for (pw = 0; pw < pooled_width; ++pw) {
             const pyroi_tap_range cr = tables.col_ranges[pw];
             T *best = tile + (ph * pooled_width + pw) * PYROI_LANES;
+            int64_t winner[PYROI_LANE_BYTES / sizeof(T)];
             int64_t outside, zero_rows;
             if (grid_h * grid_w <= 0) { /* empty bin */
                 for (j = 0; j < PYROI_LANES; ++j) {
                     best[j] = (T)0;
+                    winner[j] = -1;
                 }
-                continue;
-            }
-            /* z after zero_rows rows of in-map samples; -1: no sample is outside */
-            outside = PYROI_TYPED(roi_align_first_outside)(rr, cr, grid_h, grid_w);
-            zero_rows = outside < 0 ? -1 : outside == 0 ? 0 : outside < grid_w ? 1 : rows;
-            if (zero_rows == 0) { /* the fold starts from z ... */
-                PYROI_TYPED(roi_align_onnx_max_zero)(best, zero, 1);
-            } else { /* ... or from the first in-map sample */
-                PYROI_TYPED(roi_align_onnx_max_sample)(best, block, width,
-                                                       tables.row_taps[rr.begin],
-                                                       tables.col_taps[cr.begin], 1);
-            }
-            for (r = rr.begin; r < rr.end; ++r) {
-                const PYROI_TYPED(axis_tap) ty = tables.row_taps[r];
-                if (zero_rows > 0 && r - rr.begin == zero_rows) {
-                    PYROI_TYPED(roi_align_onnx_max_zero)(best, zero, 0);
+            } else {
+                /* z after zero_rows rows of in-map samples; -1: no sample is outside */
+                outside = PYROI_TYPED(roi_align_first_outside)(rr, cr, grid_h, grid_w);
+                zero_rows = outside < 0 ? -1 : outside == 0 ? 0 : outside < grid_w ? 1 : rows;
+                for (r = rr.begin; r < rr.end; ++r) {
+                    const PYROI_TYPED(axis_tap) ty = tables.row_taps[r];
+                    const int64_t row_index = (rr.first_sample + (r - rr.begin)) * grid_w +
+                                              cr.first_sample - cr.begin;
+                    if (zero_rows >= 0 && r - rr.begin == zero_rows) {
+                        PYROI_TYPED(roi_align_onnx_max_zero)(best, winner, zero, 4 * outside,
+                                                             zero_rows == 0, track);
+                    }
+                    q = cr.begin;
+                    if (r == rr.begin && zero_rows != 0) { /* the first sample starts the fold */
+                        PYROI_TYPED(roi_align_onnx_max_sample)(best, winner, block, width, ty,
+                                                               tables.col_taps[q],
+                                                               row_index + q, 1, track);
+                        ++q;
+                    }
+                    for (; q < cr.end; ++q) {
+                        PYROI_TYPED(roi_align_onnx_max_sample)(best, winner, block, width, ty,
+                                                               tables.col_taps[q],
+                                                               row_index + q, 0, track);
+                    }
                 }
-                /* the first sample started the fold unless z did */
-                for (q = cr.begin + (r == rr.begin && zero_rows != 0); q < cr.end; ++q) {
-                    PYROI_TYPED(roi_align_onnx_max_sample)(best, block, width, ty,
-                                                           tables.col_taps[q], 0);
+                if (zero_rows >= 0 && zero_rows == rows) { /* z after every in-map sample */
+                    PYROI_TYPED(roi_align_onnx_max_zero)(best, winner, zero, 4 * outside,
+                                                         rows == 0, track);
                 }
             }
-            if (zero_rows > 0 && zero_rows == rows) { /* z after every in-map sample */
-                PYROI_TYPED(roi_align_onnx_max_zero)(best, zero, 0);
+            if (track) {
+                int64_t *out = max_job->argmax + k * a[0] + c0 * a[1] + ph * a[2] + pw * a[3];
+                for (j = 0; j < lanes; ++j) {
+                    out[j * a[1]] = winner[j];
+                }
             }
         }
+    }
+}
+
+PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_onnx_max_roi)(
+    const struct PYROI_TYPED(roi_align_max_job) *max_job, int64_t k, int64_t c0, int64_t lanes,
+    const T *block, const T *zero, T *tile)
+{
+    if (max_job->argmax != NULL) {
+        PYROI_TYPED(roi_align_onnx_max_roi_fold)(max_job, k, c0, lanes, block, zero, tile, 1);
+    } else {
+        PYROI_TYPED(roi_align_onnx_max_roi_fold)(max_job, k, c0, lanes, block, zero, tile, 0);
     }
 }
 
@@ -2111,13 +2189,10 @@ pyroi_status PYROI_TYPED(pyroi_roi_align_onnx_max_forward)(
     T *output, const int64_t output_strides[4],
     const pyroi_roi_align_params *params)
 {
-    roi_align_forward_tasks tasks;
-    tasks.direct = PYROI_TYPED(roi_align_onnx_max_forward_task);
-    tasks.region = PYROI_TYPED(roi_align_onnx_max_forward_region_task);
-    tasks.image = PYROI_TYPED(roi_align_onnx_max_forward_image_task);
-    return PYROI_TYPED(roi_align_max_like_forward)(
+    /* the forward without winners (roi_align_onnx_max_backward_template.h) */
+    return PYROI_TYPED(pyroi_roi_align_onnx_max_forward_argmax)(
         input, input_shape, input_strides, boxes, num_rois, box_row_stride, batch_indices,
-        output, output_strides, NULL, NULL, params, &tasks);
+        output, output_strides, NULL, NULL, params);
 }
 
 /* ---- backward with a caller's workspace (aclnn two-phase shape) ------------------------- */

@@ -69,6 +69,7 @@ def roi_align_backward(
 ) -> None: ...
 
 # RoIAlign max mode into output; argmax is an int64 array of the output's shape or None.
+# onnx: ONNX's max over weighted taps (argmax: winner codes 4 * sample + tap), else mmcv's.
 def roi_align_max_forward(
     input: _Real,
     boxes: _Real,
@@ -82,9 +83,11 @@ def roi_align_max_forward(
     sampling_ratio: int,
     aligned: bool,
     num_threads: int,
+    onnx: bool = False,
 ) -> None: ...
 
-# RoIAlign max-mode backward: overwrite grad_input with the input gradient.
+# RoIAlign max-mode backward: overwrite grad_input with the input gradient (onnx: of
+# ONNX's max, from its winner codes; else of mmcv's).
 def roi_align_max_backward(
     grad_output: _Real,
     argmax: npt.NDArray[np.int64],
@@ -96,6 +99,7 @@ def roi_align_max_backward(
     sampling_ratio: int,
     aligned: bool,
     num_threads: int,
+    onnx: bool = False,
 ) -> None: ...
 
 # RoIPool forward into output (K, C, pooled_height, pooled_width) and, unless it is
@@ -219,21 +223,6 @@ def roi_align_rotated_backward(
     aligned: bool,
     clockwise: bool,
     angle_in_degrees: bool,
-    num_threads: int,
-) -> None: ...
-
-# ONNX RoiAlign mode="max" (onnxruntime's max over weighted taps) into output.
-def roi_align_onnx_max_forward(
-    input: _Real,
-    boxes: _Real,
-    batch_indices: npt.NDArray[np.int64],
-    output: _Real,
-    pooled_height: int,
-    pooled_width: int,
-    spatial_scale_h: float,
-    spatial_scale_w: float,
-    sampling_ratio: int,
-    aligned: bool,
     num_threads: int,
 ) -> None: ...
 

@@ -276,8 +276,10 @@ def roi_align_max_forward(const real[:, :, :, :] input, const real[:, :] boxes,
                           const int64_t[::1] batch_indices, real[:, :, :, :] output,
                           argmax, int64_t pooled_height, int64_t pooled_width,
                           double spatial_scale_h, double spatial_scale_w,
-                          int64_t sampling_ratio, bint aligned, int num_threads):
-    """RoIAlign max mode into output; argmax is an int64 array of the output's shape or None."""
+                          int64_t sampling_ratio, bint aligned, int num_threads,
+                          bint onnx=False):
+    """RoIAlign max mode into output; argmax is an int64 array of the output's shape or None.
+    onnx: ONNX's max over weighted taps (argmax: winner codes 4 * sample + tap), else mmcv's."""
     cdef c.pyroi_roi_align_params params
     cdef int64_t argmax_strides[4]
     cdef int64_t[:, :, :, :] argmax_view
@@ -299,8 +301,18 @@ def roi_align_max_forward(const real[:, :, :, :] input, const real[:, :] boxes,
     fill_roi_align_params(&params, pooled_height, pooled_width, spatial_scale_h,
                           spatial_scale_w, sampling_ratio, aligned, num_threads)
     with nogil:
-        if real is float:
+        if real is float and onnx:
+            status = c.pyroi_roi_align_onnx_max_forward_argmax_f32(
+                &input[0, 0, 0, 0], a.map_shape, a.map_strides, &boxes[0, 0], num_rois,
+                a.box_row_stride, &batch_indices[0], &output[0, 0, 0, 0], a.pooled_strides,
+                argmax_data, argmax_strides, &params)
+        elif real is float:
             status = c.pyroi_roi_align_max_forward_f32(
+                &input[0, 0, 0, 0], a.map_shape, a.map_strides, &boxes[0, 0], num_rois,
+                a.box_row_stride, &batch_indices[0], &output[0, 0, 0, 0], a.pooled_strides,
+                argmax_data, argmax_strides, &params)
+        elif onnx:
+            status = c.pyroi_roi_align_onnx_max_forward_argmax_f64(
                 &input[0, 0, 0, 0], a.map_shape, a.map_strides, &boxes[0, 0], num_rois,
                 a.box_row_stride, &batch_indices[0], &output[0, 0, 0, 0], a.pooled_strides,
                 argmax_data, argmax_strides, &params)
@@ -318,8 +330,10 @@ def roi_align_max_backward(const real[:, :, :, :] grad_output,
                            const int64_t[:, :, :, :] argmax, const real[:, :] boxes,
                            const int64_t[::1] batch_indices, real[:, :, :, :] grad_input,
                            double spatial_scale_h, double spatial_scale_w,
-                           int64_t sampling_ratio, bint aligned, int num_threads):
-    """RoIAlign max-mode backward: overwrite grad_input with the input gradient."""
+                           int64_t sampling_ratio, bint aligned, int num_threads,
+                           bint onnx=False):
+    """RoIAlign max-mode backward: overwrite grad_input with the input gradient (onnx: of
+    ONNX's max, from its winner codes; else of mmcv's)."""
     cdef c.pyroi_roi_align_params params
     cdef int64_t argmax_strides[4]
     cdef int64_t num_rois = boxes.shape[0]
@@ -337,8 +351,18 @@ def roi_align_max_backward(const real[:, :, :, :] grad_output,
     fill_roi_align_params(&params, grad_output.shape[2], grad_output.shape[3], spatial_scale_h,
                           spatial_scale_w, sampling_ratio, aligned, num_threads)
     with nogil:
-        if real is float:
+        if real is float and onnx:
+            status = c.pyroi_roi_align_onnx_max_backward_f32(
+                &grad_output[0, 0, 0, 0], a.pooled_strides, &argmax[0, 0, 0, 0],
+                argmax_strides, &boxes[0, 0], num_rois, a.box_row_stride, &batch_indices[0],
+                &grad_input[0, 0, 0, 0], a.map_shape, a.map_strides, &params)
+        elif real is float:
             status = c.pyroi_roi_align_max_backward_f32(
+                &grad_output[0, 0, 0, 0], a.pooled_strides, &argmax[0, 0, 0, 0],
+                argmax_strides, &boxes[0, 0], num_rois, a.box_row_stride, &batch_indices[0],
+                &grad_input[0, 0, 0, 0], a.map_shape, a.map_strides, &params)
+        elif onnx:
+            status = c.pyroi_roi_align_onnx_max_backward_f64(
                 &grad_output[0, 0, 0, 0], a.pooled_strides, &argmax[0, 0, 0, 0],
                 argmax_strides, &boxes[0, 0], num_rois, a.box_row_stride, &batch_indices[0],
                 &grad_input[0, 0, 0, 0], a.map_shape, a.map_strides, &params)
@@ -842,38 +866,6 @@ def roi_align_rotated_backward(const real[:, :, :, :] grad_output, const real[:,
 
 # ------------------------------------------------------------------------------------------
 # compatibility front-ends
-
-def roi_align_onnx_max_forward(const real[:, :, :, :] input, const real[:, :] boxes,
-                               const int64_t[::1] batch_indices, real[:, :, :, :] output,
-                               int64_t pooled_height, int64_t pooled_width,
-                               double spatial_scale_h, double spatial_scale_w,
-                               int64_t sampling_ratio, bint aligned, int num_threads):
-    """ONNX RoiAlign mode="max" (onnxruntime's max over weighted taps) into output."""
-    cdef c.pyroi_roi_align_params params
-    cdef int64_t num_rois = boxes.shape[0]
-    cdef Arrays a
-    cdef c.pyroi_status status
-    if batch_indices.shape[0] != num_rois:
-        raise ShapeError("pyroi: boxes and batch_indices differ in length")
-    marshal(&a, input.shape, input.strides, output.strides, sizeof(real), boxes.strides,
-            sizeof(real))
-    fill_roi_align_params(&params, pooled_height, pooled_width, spatial_scale_h,
-                          spatial_scale_w, sampling_ratio, aligned, num_threads)
-    with nogil:
-        if real is float:
-            status = c.pyroi_roi_align_onnx_max_forward_f32(
-                &input[0, 0, 0, 0], a.map_shape, a.map_strides, &boxes[0, 0], num_rois,
-                a.box_row_stride, &batch_indices[0], &output[0, 0, 0, 0], a.pooled_strides,
-                &params)
-        else:
-            status = c.pyroi_roi_align_onnx_max_forward_f64(
-                &input[0, 0, 0, 0], a.map_shape, a.map_strides, &boxes[0, 0], num_rois,
-                a.box_row_stride, &batch_indices[0], &output[0, 0, 0, 0], a.pooled_strides,
-                &params)
-    if is_roi_status(status):
-        check_status(status, first_invalid_roi(boxes, batch_indices, &a, &params), "rois")
-    check_status(status)
-
 
 def roi_align_backward_workspace_size(const real[:, :] boxes, const int64_t[::1] batch_indices,
                                       grad_input_shape, int64_t pooled_height,

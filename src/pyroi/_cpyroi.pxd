@@ -325,17 +325,33 @@ cdef extern from "pyroi.h" nogil:
         const int64_t *batch_indices, int64_t num_images, int64_t height, int64_t width,
         const pyroi_roi_align_rotated_params *params, int64_t *failed_roi)
 
-    pyroi_status pyroi_roi_align_onnx_max_forward_f32(
+    pyroi_status pyroi_roi_align_onnx_max_forward_argmax_f32(
         const float *input, const int64_t *input_shape, const int64_t *input_strides,
         const float *boxes, int64_t num_rois, int64_t box_row_stride,
         const int64_t *batch_indices,
         float *output, const int64_t *output_strides,
+        int64_t *argmax, const int64_t *argmax_strides,
         const pyroi_roi_align_params *params)
-    pyroi_status pyroi_roi_align_onnx_max_forward_f64(
+    pyroi_status pyroi_roi_align_onnx_max_forward_argmax_f64(
         const double *input, const int64_t *input_shape, const int64_t *input_strides,
         const double *boxes, int64_t num_rois, int64_t box_row_stride,
         const int64_t *batch_indices,
         double *output, const int64_t *output_strides,
+        int64_t *argmax, const int64_t *argmax_strides,
+        const pyroi_roi_align_params *params)
+    pyroi_status pyroi_roi_align_onnx_max_backward_f32(
+        const float *grad_output, const int64_t *grad_output_strides,
+        const int64_t *argmax, const int64_t *argmax_strides,
+        const float *boxes, int64_t num_rois, int64_t box_row_stride,
+        const int64_t *batch_indices,
+        float *grad_input, const int64_t *grad_input_shape, const int64_t *grad_input_strides,
+        const pyroi_roi_align_params *params)
+    pyroi_status pyroi_roi_align_onnx_max_backward_f64(
+        const double *grad_output, const int64_t *grad_output_strides,
+        const int64_t *argmax, const int64_t *argmax_strides,
+        const double *boxes, int64_t num_rois, int64_t box_row_stride,
+        const int64_t *batch_indices,
+        double *grad_input, const int64_t *grad_input_shape, const int64_t *grad_input_strides,
         const pyroi_roi_align_params *params)
 
     pyroi_status pyroi_roi_align_backward_workspace_size_f32(

@@ -1,13 +1,15 @@
 """ONNX front-end: the ONNX ``RoiAlign`` and ``MaxRoiPool`` operators as onnxruntime computes
-them, on NumPy arrays.
+them, on NumPy arrays, and as trainable layers (:class:`RoiAlign`, :class:`MaxRoiPool`).
 
 Nothing here computes: each function checks the operator's documented constraints, converts
 the ONNX conventions (attributes, opset-dependent defaults, float32 attributes) and calls the
 same C kernels as :func:`pyroi.roi_align` and :func:`pyroi.roi_pool` -- except
 ``mode="max"``, which onnxruntime defines as a different reduction (a maximum over weighted
-bilinear taps) and has its own C kernel, ``pyroi_roi_align_onnx_max_forward_*``.
+bilinear taps) and has its own C kernels, ``pyroi_roi_align_onnx_max_forward*`` and the
+gradient ``pyroi_roi_align_onnx_max_backward_*``.
 
-The ``onnx`` package is optional: it is imported only by :func:`run_node`.
+The ``onnx`` package is optional: it is imported only by :func:`run_node`, ``from_node`` and
+``to_node``.
 """
 
 from __future__ import annotations
@@ -15,8 +17,11 @@ from __future__ import annotations
 import numpy as np
 
 from pyroi import _core, _validate
+from pyroi.layers import _RoILayer
+from pyroi.ops import roi_pool_backward
 
-__all__ = ["max_roi_pool", "roi_align", "run_node"]
+__all__ = ["MaxRoiPool", "RoiAlign", "max_roi_pool", "roi_align", "roi_align_backward",
+           "run_node"]
 
 
 def roi_align(
@@ -31,6 +36,7 @@ def roi_align(
     spatial_scale=1.0,
     coordinate_transformation_mode=None,
     opset=16,
+    return_argmax=False,
     num_threads=None,
     out=None,
 ):
@@ -69,6 +75,11 @@ def roi_align(
         The model's opset (>= 10): 10-15 select RoiAlign-10, 16-21 RoiAlign-16, 22 and
         later RoiAlign-22 (same numerics as 16). Re-stamping an opset-10 model as 16 without
         setting the mode changes its meaning (G16).
+    return_argmax : bool, default False
+        With ``mode="max"``: also return each output's winner, what
+        :func:`roi_align_backward` needs -- the code ``4 * s + t`` of the term the output
+        took (tap ``t`` in 0..3 of sample ``s = iy * grid_w + ix`` of its bin; -1 for a bin
+        without samples). The output is the same bits.
     num_threads : int, optional
         Threads for this call; results are identical for every value.
     out : ndarray (K, C, output_height, output_width), optional
@@ -77,6 +88,7 @@ def roi_align(
     Returns
     -------
     ndarray, shape (K, C, output_height, output_width), dtype of ``X``
+        With ``return_argmax=True``, a pair ``(output, argmax)``, argmax int64 of that shape.
 
     Notes
     -----
@@ -117,14 +129,11 @@ def roi_align(
     is_max = _validate.onnx_mode(mode)
     pooled_height = _validate.positive_int(output_height, "output_height")
     pooled_width = _validate.positive_int(output_width, "output_width")
-    ratio = _validate.non_negative_int(sampling_ratio, "sampling_ratio")
-    if ratio > _validate.MAX_SAMPLING_RATIO:
-        raise _validate.InvalidArgumentError(
-            f"sampling_ratio must be at most {_validate.MAX_SAMPLING_RATIO}, got {ratio}"
-        )
-    scale = _validate.onnx_float_attribute(spatial_scale, "spatial_scale")
-    version = _validate.onnx_opset(opset)
-    aligned = _validate.onnx_aligned(coordinate_transformation_mode, version)
+    ratio, scale, aligned = _sampling_attributes(
+        sampling_ratio, spatial_scale, coordinate_transformation_mode, opset)
+    wants_argmax = _validate.flag(return_argmax, "return_argmax")
+    if wants_argmax and not is_max:
+        raise _validate.InvalidArgumentError('return_argmax=True needs mode="max"')
     threads = _validate.num_threads(num_threads)
     indices = _validate.int64_indices(batch_indices)
     coords, roi_images = _validate.boxes(
@@ -135,16 +144,139 @@ def roi_align(
     shape = (coords.shape[0], features.shape[1], pooled_height, pooled_width)
     result = _validate.output_array(out, shape, features.dtype,
                                     (X, rois, batch_indices, features, coords, roi_images))
-    forward = _core.roi_align_onnx_max_forward if is_max else _core.roi_align_forward
-    forward(
-        features, coords, roi_images, result, pooled_height, pooled_width,
-        scale, scale, ratio, aligned, threads,
+    if not is_max:
+        _core.roi_align_forward(
+            features, coords, roi_images, result, pooled_height, pooled_width,
+            scale, scale, ratio, aligned, threads,
+        )
+        return result
+    argmax = np.empty(shape, dtype=np.int64) if wants_argmax else None
+    _core.roi_align_max_forward(
+        features, coords, roi_images, result, argmax, pooled_height, pooled_width,
+        scale, scale, ratio, aligned, threads, onnx=True,
     )
+    return (result, argmax) if wants_argmax else result
+
+
+def _sampling_attributes(sampling_ratio, spatial_scale, coordinate_transformation_mode, opset):
+    """RoiAlign's sampling attributes as the kernels take them: (ratio, scale, aligned)."""
+    ratio = _validate.non_negative_int(sampling_ratio, "sampling_ratio")
+    if ratio > _validate.MAX_SAMPLING_RATIO:
+        raise _validate.InvalidArgumentError(
+            f"sampling_ratio must be at most {_validate.MAX_SAMPLING_RATIO}, got {ratio}"
+        )
+    scale = _validate.onnx_float_attribute(spatial_scale, "spatial_scale")
+    aligned = _validate.onnx_aligned(coordinate_transformation_mode, _validate.onnx_opset(opset))
+    return ratio, scale, aligned
+
+
+def roi_align_backward(
+    grad_output,
+    rois,
+    batch_indices,
+    input_shape,
+    *,
+    mode="avg",
+    argmax=None,
+    sampling_ratio=0,
+    spatial_scale=1.0,
+    coordinate_transformation_mode=None,
+    opset=16,
+    num_threads=None,
+    out=None,
+):
+    """Gradient of :func:`roi_align` with respect to ``X``.
+
+    Parameters
+    ----------
+    grad_output : ndarray, shape (K, C, output_height, output_width), float32 or float64
+        Gradient of the loss with respect to the forward's output; its last two dimensions
+        are the output size.
+    rois, batch_indices
+        The forward's (``rois`` of ``grad_output``'s dtype).
+    input_shape : sequence of 4 ints
+        ``(N, C, H, W)`` of the forward's ``X``; ``C`` must equal ``grad_output.shape[1]``.
+    mode : {"avg", "max"}, default "avg"
+        ``"avg"``: each output's gradient is spread over its samples' four taps,
+        ``g * w / count`` -- torchvision's ``roi_align`` autograd bit for bit
+        (``"half_pixel"`` is ``aligned=True``, ``"output_half_pixel"`` and RoiAlign-10
+        ``aligned=False``). ``"max"``: each output's gradient goes to its winning tap only,
+        ``g * w`` (see Notes).
+    argmax : ndarray of int, shape of ``grad_output``
+        Required with ``mode="max"``: what ``roi_align(..., mode="max", return_argmax=True)``
+        returned. Each entry must be -1 or a code of its bin (:class:`pyroi.InvalidArgumentError`
+        otherwise).
+    sampling_ratio, spatial_scale, coordinate_transformation_mode, opset, num_threads
+        As for :func:`roi_align`.
+    out : ndarray of shape ``input_shape``, optional
+        Array to write the gradient into (overwritten, not accumulated).
+
+    Returns
+    -------
+    ndarray of shape ``input_shape``, dtype of ``grad_output``
+
+    Notes
+    -----
+    Max mode is the derivative of onnxruntime's reduction as :func:`roi_align` computes it:
+    the output equals one term ``w_t * X[tap_t]``, whose derivative is ``w_t`` at that pixel
+    and 0 elsewhere. Which term is the one the fold ``M(a, b) = b if a < b else a`` kept:
+
+    - ties: the first in fold order (taps of a sample in order, samples row-major; ``+0.0``
+      and ``-0.0`` tie), so the ``-0.0`` of a weight-0 tap that beats negative taps sends
+      ``g * 0`` to that tap's pixel;
+    - NaN: a NaN that starts a fold (a sample's first tap, a bin's first sample) is kept and
+      receives the gradient; a NaN met later never wins;
+    - out-of-map samples: their term is ``0 * X[b, c, 0, 0]``, so a winning one sends
+      ``g * 0`` to pixel ``(0, 0)`` (nothing for finite ``g``; NaN when ``g`` is not finite).
+
+    Contributions are added per pixel in order (RoI, bin), whatever the thread count: results
+    are identical for every ``num_threads``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from pyroi import onnx as ponnx
+    >>> X = np.array([[[[1, 2], [3, 4]]]], np.float64)
+    >>> rois, b = np.array([[0, 0, 1, 1]], np.float64), np.zeros(1, np.int64)
+    >>> attributes = dict(mode="max", sampling_ratio=1,
+    ...                   coordinate_transformation_mode="output_half_pixel")
+    >>> y, winners = ponnx.roi_align(X, rois, b, return_argmax=True, **attributes)
+    >>> y, winners  # 0.25 * 4: tap 3 of sample 0
+    (array([[[[1.]]]]), array([[[[3]]]]))
+    >>> ponnx.roi_align_backward(np.ones_like(y), rois, b, X.shape, argmax=winners,
+    ...                          **attributes)[0, 0]
+    array([[0.  , 0.  ],
+           [0.  , 0.25]])
+    """
+    grad = _validate.float_array(grad_output, "grad_output", 4)
+    shape = _validate.shape4(input_shape, "input_shape")
+    _validate.same_channels(shape, grad)
+    _validate.positive_pooled_size(grad)
+    is_max = _validate.onnx_mode(mode)
+    ratio, scale, aligned = _sampling_attributes(
+        sampling_ratio, spatial_scale, coordinate_transformation_mode, opset)
+    threads = _validate.num_threads(num_threads)
+    indices = _validate.int64_indices(batch_indices)
+    coords, roi_images = _validate.backward_boxes(rois, grad, shape[0], indices, name="rois")
+    if aligned and ratio == 0:
+        _validate.onnx_negative_grid(coords, scale, grad.shape[2:])
+    if is_max:
+        winners = _validate.argmax_array(argmax, grad.shape, None)
+    elif argmax is not None:
+        raise _validate.InvalidArgumentError('argmax is only used with mode="max"')
+    inputs = (grad, coords, roi_images) + ((winners,) if is_max else ())
+    result = _validate.output_array(out, shape, grad.dtype, inputs, shape_from="input_shape")
+    if is_max:
+        _core.roi_align_max_backward(grad, winners, coords, roi_images, result, scale, scale,
+                                     ratio, aligned, threads, onnx=True)
+    else:
+        _core.roi_align_backward(grad, coords, roi_images, result, scale, scale, ratio,
+                                 aligned, threads)
     return result
 
 
 def max_roi_pool(X, rois, pooled_shape, spatial_scale=1.0, *, batch_indices=None,
-                 num_threads=None, out=None):
+                 return_argmax=False, num_threads=None, out=None):
     """ONNX ``MaxRoiPool`` (opset 1 / 22), as onnxruntime 1.32 computes it.
 
     Box corners are scaled, rounded half away from zero to whole pixels (end pixel
@@ -163,12 +295,14 @@ def max_roi_pool(X, rois, pooled_shape, spatial_scale=1.0, *, batch_indices=None
         The required ``pooled_shape`` attribute ``[height, width]``.
     spatial_scale : float, default 1.0
         A FLOAT attribute: rounded to float32 first.
-    batch_indices, num_threads, out
-        As for :func:`pyroi.roi_pool`.
+    batch_indices, return_argmax, num_threads, out
+        As for :func:`pyroi.roi_pool` (``return_argmax``: also the winning pixels, what
+        :func:`pyroi.roi_pool_backward` needs).
 
     Returns
     -------
     ndarray, shape (K, C, height, width), dtype of ``X``
+        With ``return_argmax=True``, a pair ``(output, argmax)``.
 
     Examples
     --------
@@ -182,6 +316,7 @@ def max_roi_pool(X, rois, pooled_shape, spatial_scale=1.0, *, batch_indices=None
     features = _validate.float_array(X, "X", 4)
     pooled_height, pooled_width = _validate.int_pair(pooled_shape, "pooled_shape")
     scale = _validate.onnx_float_attribute(spatial_scale, "spatial_scale")
+    wants_argmax = _validate.flag(return_argmax, "return_argmax")
     threads = _validate.num_threads(num_threads)
     coords, roi_images = _validate.boxes(
         rois, features.dtype, features.shape[0], batch_indices, name="rois"
@@ -189,11 +324,12 @@ def max_roi_pool(X, rois, pooled_shape, spatial_scale=1.0, *, batch_indices=None
     shape = (coords.shape[0], features.shape[1], pooled_height, pooled_width)
     result = _validate.output_array(out, shape, features.dtype,
                                     (X, rois, batch_indices, features, coords, roi_images))
+    argmax = np.empty(shape, dtype=np.int64) if wants_argmax else None
     _core.roi_pool_forward(
-        features, coords, roi_images, result, None, pooled_height, pooled_width,
+        features, coords, roi_images, result, argmax, pooled_height, pooled_width,
         scale, scale, threads,
     )
-    return result
+    return (result, argmax) if wants_argmax else result
 
 
 _ROI_ALIGN_ATTRIBUTES = {
@@ -217,6 +353,20 @@ def _node_attributes(node, allowed):
             value = value.decode("utf-8")
         attributes[attribute.name] = value
     return attributes
+
+
+def _node_op_type(node) -> str:
+    """The operator of ``node``, an ``onnx.NodeProto`` of the default domain (checked)."""
+    op_type = getattr(node, "op_type", None)
+    if op_type is None:
+        raise _validate.ArgumentTypeError(
+            f"node must be an onnx.NodeProto, got {type(node).__name__}"
+        )
+    if node.domain not in ("", "ai.onnx"):
+        raise _validate.InvalidArgumentError(
+            f"node must be in the default ONNX domain, got domain {node.domain!r}"
+        )
+    return op_type
 
 
 def run_node(node, X, rois, batch_indices=None, *, opset=16, num_threads=None):
@@ -249,15 +399,7 @@ def run_node(node, X, rois, batch_indices=None, *, opset=16, num_threads=None):
     >>> ponnx.run_node(node, X, np.array([[0, 0, 1, 1]], np.float32), np.zeros(1, np.int64))
     array([[[[1.]]]], dtype=float32)
     """
-    op_type = getattr(node, "op_type", None)
-    if op_type is None:
-        raise _validate.ArgumentTypeError(
-            f"node must be an onnx.NodeProto, got {type(node).__name__}"
-        )
-    if node.domain not in ("", "ai.onnx"):
-        raise _validate.InvalidArgumentError(
-            f"node must be in the default ONNX domain, got domain {node.domain!r}"
-        )
+    op_type = _node_op_type(node)
     if op_type == "RoiAlign":
         attributes = _node_attributes(node, _ROI_ALIGN_ATTRIBUTES)
         if batch_indices is None:
@@ -277,8 +419,318 @@ def run_node(node, X, rois, batch_indices=None, *, opset=16, num_threads=None):
     )
 
 
+class _OnnxLayer(_RoILayer):
+    """A trainable ONNX node: :class:`pyroi.layers._RoILayer`'s training mode with the node's
+    own ``lda_coeff`` and ``name``, the strict backward (``grad_output`` must have the shape and
+    dtype of the last output; a failed call leaves nothing to differentiate), and the round
+    trip with an ``onnx.NodeProto``."""
+
+    _OP_TYPE = ""
+    _ATTRIBUTES: frozenset = frozenset()
+    _INPUTS: tuple = ()
+
+    def __init__(self, training, lda_coeff, name):
+        super().__init__()
+        self.training = _validate.flag(training, "training")
+        self.lda_coeff = _validate.real_number(lda_coeff, "lda_coeff")
+        if name is not None and not isinstance(name, str):
+            raise _validate.ArgumentTypeError(f"name must be a str or None, got {name!r}")
+        self.name = name
+
+    def _call(self, X, rois, batch_indices, num_threads):
+        return super().__call__(X, rois, batch_indices=batch_indices, num_threads=num_threads)
+
+    def backward(self, grad_output, *, num_threads=None):
+        """``lda_coeff`` times the gradient of the last call's loss with respect to ``X``.
+
+        Parameters
+        ----------
+        grad_output : ndarray
+            Gradient with respect to the last call's output: its shape and dtype.
+        num_threads : int, optional
+            Threads for this call; results are identical for every value.
+
+        Returns
+        -------
+        ndarray of the last ``X``'s shape and dtype
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from pyroi import onnx as ponnx
+        >>> layer = ponnx.RoiAlign(lda_coeff=2.0)
+        >>> y = layer(np.ones((1, 1, 2, 2)), np.array([[0.0, 0, 2, 2]]), np.zeros(1, np.int64))
+        >>> layer.backward(np.ones_like(y))[0, 0]
+        array([[0.5, 0.5],
+               [0.5, 0.5]])
+        """
+        return super().backward(grad_output, self.lda_coeff, num_threads=num_threads)
+
+    def _node_attributes(self) -> dict:
+        raise NotImplementedError
+
+    @classmethod
+    def _attributes_of(cls, node) -> dict:
+        """The attributes of ``node``, validated as :func:`run_node` does."""
+        op_type = _node_op_type(node)
+        if op_type != cls._OP_TYPE:
+            raise _validate.InvalidArgumentError(
+                f"node.op_type must be {cls._OP_TYPE!r}, got {op_type!r}")
+        if len(node.input) != len(cls._INPUTS) or len(node.output) != 1:
+            raise _validate.InvalidArgumentError(
+                f"{cls._OP_TYPE} has {len(cls._INPUTS)} inputs and 1 output, the node "
+                f"{len(node.input)} and {len(node.output)}")
+        return _node_attributes(node, cls._ATTRIBUTES)
+
+    def to_node(self, inputs=None, outputs=("Y",)):
+        """This layer as an ONNX node (every attribute explicit), named :attr:`name`.
+
+        Parameters
+        ----------
+        inputs : sequence of str, optional
+            The node's input names (default: the operator's own input names).
+        outputs : sequence of str, default ("Y",)
+            Its output name.
+
+        Returns
+        -------
+        onnx.NodeProto
+            Accepted by ``onnx.checker``; onnxruntime computes this layer's forward from it,
+            bit for bit. ``training`` and ``lda_coeff`` are not ONNX attributes and are not
+            stored.
+
+        Examples
+        --------
+        >>> from pyroi import onnx as ponnx
+        >>> node = ponnx.RoiAlign(output_height=7, output_width=7, name="pool").to_node()
+        >>> node.name, list(node.input), [a.name for a in node.attribute][:2]
+        ('pool', ['X', 'rois', 'batch_indices'], ['coordinate_transformation_mode', 'mode'])
+        """
+        from onnx import helper  # optional dependency, imported only here
+
+        return helper.make_node(self._OP_TYPE, list(self._INPUTS if inputs is None else inputs),
+                                list(outputs), name=self.name, **self._node_attributes())
+
+
+class RoiAlign(_OnnxLayer):
+    """The ONNX ``RoiAlign`` node as a trainable layer: ONNX's attribute names and defaults,
+    onnxruntime's forward bit for bit, and the gradient of either mode.
+
+    Parameters
+    ----------
+    coordinate_transformation_mode : {"half_pixel", "output_half_pixel"}, optional
+        ONNX's default, ``"half_pixel"``, when not given (opset 16 on). RoiAlign-10
+        (``opset`` 10-15) has no such attribute: leave it None (it samples as
+        ``"output_half_pixel"``).
+    mode : {"avg", "max"}, default "avg"
+        Case-insensitive; stored lower-case.
+    output_height, output_width : int, default 1
+    sampling_ratio : int, default 0
+        0: adaptive (``ceil(roi_size / output_size)`` samples per bin and axis).
+    spatial_scale : float, default 1.0
+        ONNX's default (1.0: rois in the map's own pixels); a FLOAT attribute, rounded to
+        float32. (Some training-framework documentation gives 0, which would pool every RoI at
+        the origin; pyroi keeps ONNX's.)
+    training : bool, default True
+        Whether a call keeps what :meth:`backward` needs (boxes, the input shape, the max-mode
+        winners); with False nothing is kept and :meth:`backward` raises.
+    lda_coeff : float, default 1.0
+        The loss-derivative coefficient: :meth:`backward` returns ``lda_coeff * dL/dX``.
+    name : str, optional
+        The node's name (:meth:`to_node`, :meth:`from_node`).
+    opset : int, default 16
+        The model's opset: 10-15 select RoiAlign-10, 16 and later RoiAlign-16/22.
+
+    Notes
+    -----
+    ``layer(X, rois, batch_indices)`` is :func:`roi_align` with these attributes (max mode also
+    records its winners when training); ``layer.backward(dY)`` is ``lda_coeff`` times
+    :func:`roi_align_backward` of that call -- in avg mode torchvision's ``roi_align``
+    autograd bit for bit (``"half_pixel"`` is ``aligned=True``), in max mode the derivative of
+    onnxruntime's reduction (ties, NaN and out-of-map rules: :func:`roi_align_backward`).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from pyroi import onnx as ponnx
+    >>> layer = ponnx.RoiAlign(mode="max", output_height=2, output_width=2, lda_coeff=0.5)
+    >>> X = np.arange(16, dtype=np.float32).reshape(1, 1, 4, 4)
+    >>> y = layer(X, np.array([[0, 0, 4, 4]], np.float32), np.zeros(1, np.int64))
+    >>> y[0, 0]  # samples on pixels: the largest of each bin's four
+    array([[ 5.,  7.],
+           [13., 15.]], dtype=float32)
+    >>> float(layer.backward(np.ones_like(y)).sum())  # 4 outputs x weight 1 x lda_coeff
+    2.0
+    """
+
+    _OP_TYPE = "RoiAlign"
+    _ATTRIBUTES = frozenset(_ROI_ALIGN_ATTRIBUTES)
+    _INPUTS = ("X", "rois", "batch_indices")
+
+    def __init__(self, *, coordinate_transformation_mode=None, mode="avg", output_height=1,
+                 output_width=1, sampling_ratio=0, spatial_scale=1.0, training=True,
+                 lda_coeff=1.0, name=None, opset=16):
+        super().__init__(training, lda_coeff, name)
+        self.opset = _validate.onnx_opset(opset)
+        _validate.onnx_aligned(coordinate_transformation_mode, self.opset)
+        if coordinate_transformation_mode is None and self.opset >= 16:
+            coordinate_transformation_mode = "half_pixel"
+        self.coordinate_transformation_mode = coordinate_transformation_mode
+        self.mode = "max" if _validate.onnx_mode(mode) else "avg"
+        self.output_height = _validate.positive_int(output_height, "output_height")
+        self.output_width = _validate.positive_int(output_width, "output_width")
+        self.sampling_ratio, self.spatial_scale, _ = _sampling_attributes(
+            sampling_ratio, spatial_scale, coordinate_transformation_mode, self.opset)
+
+    def __repr__(self) -> str:
+        return (f"RoiAlign(coordinate_transformation_mode={self.coordinate_transformation_mode!r}"
+                f", mode={self.mode!r}, output_height={self.output_height}, "
+                f"output_width={self.output_width}, sampling_ratio={self.sampling_ratio}, "
+                f"spatial_scale={self.spatial_scale}, training={self.training}, "
+                f"lda_coeff={self.lda_coeff}, name={self.name!r}, opset={self.opset})")
+
+    def __call__(self, X, rois, batch_indices, *, num_threads=None):
+        """The node's output (:func:`roi_align`); in training mode also keeps what
+        :meth:`backward` needs.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from pyroi import onnx as ponnx
+        >>> X = np.arange(16, dtype=np.float32).reshape(1, 1, 4, 4)
+        >>> ponnx.RoiAlign()(X, np.array([[1, 1, 3, 3]], np.float32), np.zeros(1, np.int64))
+        array([[[[7.5]]]], dtype=float32)
+        """
+        return self._call(X, rois, batch_indices, num_threads)
+
+    def _sampling(self) -> dict:
+        return {"sampling_ratio": self.sampling_ratio, "spatial_scale": self.spatial_scale,
+                "coordinate_transformation_mode": self.coordinate_transformation_mode,
+                "opset": self.opset}
+
+    def _forward(self, X, rois, batch_indices, num_threads):
+        keep_winners = self.mode == "max" and self.training
+        result = roi_align(X, rois, batch_indices, mode=self.mode,
+                           output_height=self.output_height, output_width=self.output_width,
+                           return_argmax=keep_winners, num_threads=num_threads,
+                           **self._sampling())
+        return result if keep_winners else (result, None)
+
+    def _backward(self, grad_output, saved, num_threads):
+        shape, rois, batch_indices, argmax = saved
+        return roi_align_backward(grad_output, rois, batch_indices, shape, mode=self.mode,
+                                  argmax=argmax, num_threads=num_threads, **self._sampling())
+
+    def _node_attributes(self) -> dict:
+        attributes = {"mode": self.mode, "output_height": self.output_height,
+                      "output_width": self.output_width, "sampling_ratio": self.sampling_ratio,
+                      "spatial_scale": self.spatial_scale}
+        if self.opset >= 16:
+            attributes["coordinate_transformation_mode"] = self.coordinate_transformation_mode
+        return attributes
+
+    @classmethod
+    def from_node(cls, node, *, opset=16, training=True, lda_coeff=1.0):
+        """The layer of an ONNX ``RoiAlign`` node (attributes validated as :func:`run_node`
+        does; absent ones take the opset's defaults; the name is the node's, or None).
+
+        Examples
+        --------
+        >>> import onnx
+        >>> from pyroi import onnx as ponnx
+        >>> node = onnx.helper.make_node("RoiAlign", ["X", "rois", "b"], ["Y"], mode="max",
+        ...                              output_height=7, output_width=7, name="pool")
+        >>> ponnx.RoiAlign.from_node(node, lda_coeff=0.5)  # doctest: +NORMALIZE_WHITESPACE
+        RoiAlign(coordinate_transformation_mode='half_pixel', mode='max', output_height=7,
+        output_width=7, sampling_ratio=0, spatial_scale=1.0, training=True, lda_coeff=0.5,
+        name='pool', opset=16)
+        """
+        attributes = cls._attributes_of(node)
+        return cls(**attributes, training=training, lda_coeff=lda_coeff,
+                   name=node.name or None, opset=opset)
+
+
+class MaxRoiPool(_OnnxLayer):
+    """The ONNX ``MaxRoiPool`` node as a trainable layer: :func:`max_roi_pool` forward and
+    RoIPool's argmax gradient (each output's gradient to its winning pixel, torchvision's
+    ``roi_pool`` autograd bit for bit).
+
+    ``layer(X, rois)`` takes ONNX's ``(K, 5)`` rows ``[batch_index, x1, y1, x2, y2]``;
+    ``training``, ``lda_coeff`` and ``name`` as for :class:`RoiAlign`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from pyroi import onnx as ponnx
+    >>> layer = ponnx.MaxRoiPool((1, 1), lda_coeff=2.0)
+    >>> X = np.arange(16, dtype=np.float32).reshape(1, 1, 4, 4)
+    >>> y = layer(X, np.array([[0, 0, 0, 1, 1]], np.float32))
+    >>> layer.backward(np.ones_like(y))[0, 0, 1]
+    array([0., 2., 0., 0.], dtype=float32)
+    """
+
+    _OP_TYPE = "MaxRoiPool"
+    _ATTRIBUTES = frozenset(_MAX_ROI_POOL_ATTRIBUTES)
+    _INPUTS = ("X", "rois")
+
+    def __init__(self, pooled_shape, spatial_scale=1.0, *, training=True, lda_coeff=1.0,
+                 name=None):
+        super().__init__(training, lda_coeff, name)
+        self.pooled_shape = _validate.int_pair(pooled_shape, "pooled_shape")
+        self.spatial_scale = _validate.onnx_float_attribute(spatial_scale, "spatial_scale")
+
+    def __repr__(self) -> str:
+        return (f"MaxRoiPool(pooled_shape={self.pooled_shape}, "
+                f"spatial_scale={self.spatial_scale}, training={self.training}, "
+                f"lda_coeff={self.lda_coeff}, name={self.name!r})")
+
+    def __call__(self, X, rois, *, num_threads=None):
+        """The node's output (:func:`max_roi_pool`); in training mode also keeps the argmax.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from pyroi import onnx as ponnx
+        >>> X = np.arange(16, dtype=np.float32).reshape(1, 1, 4, 4)
+        >>> ponnx.MaxRoiPool((1, 2))(X, np.array([[0, 0, 0, 3, 1]], np.float32))
+        array([[[[5., 7.]]]], dtype=float32)
+        """
+        return self._call(X, rois, None, num_threads)
+
+    def _forward(self, X, rois, batch_indices, num_threads):
+        output, argmax = max_roi_pool(X, rois, self.pooled_shape, self.spatial_scale,
+                                      return_argmax=True, num_threads=num_threads)
+        return output, argmax
+
+    def _backward(self, grad_output, saved, num_threads):
+        shape, rois, _, argmax = saved
+        return roi_pool_backward(grad_output, rois, argmax, shape, self.pooled_shape,
+                                 self.spatial_scale, num_threads=num_threads)
+
+    def _node_attributes(self) -> dict:
+        return {"pooled_shape": list(self.pooled_shape), "spatial_scale": self.spatial_scale}
+
+    @classmethod
+    def from_node(cls, node, *, training=True, lda_coeff=1.0):
+        """The layer of an ONNX ``MaxRoiPool`` node (validated as :func:`run_node` does).
+
+        Examples
+        --------
+        >>> import onnx
+        >>> from pyroi import onnx as ponnx
+        >>> node = onnx.helper.make_node("MaxRoiPool", ["X", "rois"], ["Y"], pooled_shape=[7, 7])
+        >>> ponnx.MaxRoiPool.from_node(node)
+        MaxRoiPool(pooled_shape=(7, 7), spatial_scale=1.0, training=True, lda_coeff=1.0, name=None)
+        """
+        attributes = cls._attributes_of(node)
+        if "pooled_shape" not in attributes:
+            raise _validate.InvalidArgumentError("MaxRoiPool needs its pooled_shape attribute")
+        return cls(**attributes, training=training, lda_coeff=lda_coeff, name=node.name or None)
+
+
 # float16 (ONNX T1 includes tensor(float16)): computed in float32, rounded once (_half.py)
 from pyroi._half import float16_support as _float16_support  # noqa: E402
 
 roi_align = _float16_support("X", boxes=("rois",))(roi_align)
+roi_align_backward = _float16_support("grad_output", boxes=("rois",))(roi_align_backward)
 max_roi_pool = _float16_support("X", boxes=("rois",))(max_roi_pool)

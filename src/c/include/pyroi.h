@@ -137,7 +137,7 @@ typedef enum pyroi_status {
     /* A scratch allocation failed. */
     PYROI_E_NO_MEMORY = 10,
     /* An argmax entry given to a max-pooling backward is neither -1 nor a pixel index in
-     * [0, H * W). */
+     * [0, H * W) (RoIPool) or a winner code of its bin (the RoIAlign max modes). */
     PYROI_E_INVALID_ARGMAX = 11,
     /* The call was cancelled through params.cancel (pyroi_cancel) before it finished. */
     PYROI_E_CANCELLED = 12
@@ -852,6 +852,62 @@ PYROI_API pyroi_status pyroi_roi_align_onnx_max_forward_f64(
     const double *boxes, int64_t num_rois, int64_t box_row_stride,
     const int64_t *batch_indices,
     double *output, const int64_t output_strides[4],
+    const pyroi_roi_align_params *params);
+
+/* ONNX RoiAlign mode="max" for training: the forward that also records each output's winner,
+ * and the backward that follows it (a layer's forward, winners and backward; its lda_coeff is a
+ * product the caller applies to the result, see examples/onnx_roi_align_layer.c).
+ *
+ * pyroi_roi_align_onnx_max_forward_argmax_*: output exactly as pyroi_roi_align_onnx_max_forward_*
+ * (bit for bit) and, when argmax is not NULL (strides argmax_strides, the output's shape, not
+ * overlapping it), the code of the term each output took: 4 * s + t for tap t of sample
+ * s = iy * grid_w + ix of its bin (taps 0..3: (y_lo, x_lo), (y_lo, x_hi), (y_hi, x_lo),
+ * (y_hi, x_hi), the sampler's pixels and weights w_t); -1 for a bin without samples. The
+ * winner is the term M's fold kept, so:
+ *   ties:      the first in fold order wins (taps in order, samples row-major; +0.0 and -0.0
+ *              tie), so -0.0 from a weight-0 tap beating negative taps is that tap;
+ *   NaN:       a NaN that starts a fold (the first tap of a sample, the bin's first sample)
+ *              stays and is the winner; a NaN offered later never wins;
+ *   out-of-map samples: their term 0 * P[0, 0] is tap 0 of the (first) such sample.
+ * A RoI whose bins have more than 2^61 samples (codes would overflow) is PYROI_E_INVALID_BOX
+ * when argmax is given. Thread-safe; bit-identical for every thread count.
+ *
+ * pyroi_roi_align_onnx_max_backward_*: the gradient of that forward. grad_input (overwritten)
+ * receives g * w_t at the winning tap's pixel of every bin whose argmax is not -1: an
+ * out-of-map winner adds g * 0 at pixel (0, 0) of its plane (its term is 0 * P[0, 0]; a
+ * no-op for finite g, NaN for infinite or NaN g), as does an in-map weight-0 tap at its pixel.
+ * Additions per input pixel in order RoI, bin row, bin column whatever the thread count (no
+ * atomics), so the result is bit-identical for every thread count. argmax is the forward's:
+ * each entry -1 or a code of its bin (< 4 * grid_h * grid_w), else PYROI_E_INVALID_ARGMAX,
+ * checked before anything is written. Other arguments as pyroi_roi_align_max_backward_*.
+ * Thread-safe. */
+PYROI_API pyroi_status pyroi_roi_align_onnx_max_forward_argmax_f32(
+    const float *input, const int64_t input_shape[4], const int64_t input_strides[4],
+    const float *boxes, int64_t num_rois, int64_t box_row_stride,
+    const int64_t *batch_indices,
+    float *output, const int64_t output_strides[4],
+    int64_t *argmax, const int64_t argmax_strides[4],
+    const pyroi_roi_align_params *params);
+PYROI_API pyroi_status pyroi_roi_align_onnx_max_forward_argmax_f64(
+    const double *input, const int64_t input_shape[4], const int64_t input_strides[4],
+    const double *boxes, int64_t num_rois, int64_t box_row_stride,
+    const int64_t *batch_indices,
+    double *output, const int64_t output_strides[4],
+    int64_t *argmax, const int64_t argmax_strides[4],
+    const pyroi_roi_align_params *params);
+PYROI_API pyroi_status pyroi_roi_align_onnx_max_backward_f32(
+    const float *grad_output, const int64_t grad_output_strides[4],
+    const int64_t *argmax, const int64_t argmax_strides[4],
+    const float *boxes, int64_t num_rois, int64_t box_row_stride,
+    const int64_t *batch_indices,
+    float *grad_input, const int64_t grad_input_shape[4], const int64_t grad_input_strides[4],
+    const pyroi_roi_align_params *params);
+PYROI_API pyroi_status pyroi_roi_align_onnx_max_backward_f64(
+    const double *grad_output, const int64_t grad_output_strides[4],
+    const int64_t *argmax, const int64_t argmax_strides[4],
+    const double *boxes, int64_t num_rois, int64_t box_row_stride,
+    const int64_t *batch_indices,
+    double *grad_input, const int64_t grad_input_shape[4], const int64_t grad_input_strides[4],
     const pyroi_roi_align_params *params);
 
 /* RoIAlign backward in the two-phase shape of aclnnRoiAlignV2Backward (query the workspace,
