@@ -3,11 +3,11 @@
 Every error pyroi raises derives from :class:`PyroiError` and also from the builtin a caller
 would expect (``ValueError``, ``TypeError``, ``IndexError``, ``MemoryError``), so
 ``except ValueError`` keeps working. Each C status code maps to exactly one class.
-
-May import: nothing of this package (the bottom layer).
 """
 
 from __future__ import annotations
+
+# May import: nothing of this package (the bottom layer).
 
 __all__ = [
     "ArgumentTypeError",

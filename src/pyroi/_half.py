@@ -15,11 +15,11 @@ is a float32 copy of the float16 arrays for the duration of the call. (C entry p
 
 Boxes may be float16 or float32 with float16 data (float64 boxes are rejected, as any dtype
 mismatch is); ``out=`` must be float16. Integer arrays (argmax, batch indices) pass through.
-
-May import: _errors, _validate.
 """
 
 from __future__ import annotations
+
+# May import: _errors, _validate.
 
 import functools
 import inspect

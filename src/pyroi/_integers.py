@@ -3,11 +3,11 @@
 Owns :func:`integer` and :func:`positive_int` (re-exported by :mod:`pyroi._validate`, where
 callers find them); they live here so that :mod:`pyroi._threads` can check
 ``set_num_threads``'s argument without importing :mod:`pyroi._validate`, which imports it.
-
-May import: _errors (and NumPy).
 """
 
 from __future__ import annotations
+
+# May import: _errors (and NumPy).
 
 import operator
 

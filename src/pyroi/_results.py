@@ -12,11 +12,11 @@ The limit is ``PYROI_RESULT_CACHE_BYTES`` (bytes, read at import) or
 ``pyroi.set_result_cache_limit``; 0 turns the reuse off and frees what is kept. Results are
 ordinary writeable NumPy arrays (their ``base`` is the buffer); every operator writes every
 element of its result, so a reused buffer never shows old data.
-
-May import: _core, _errors.
 """
 
 from __future__ import annotations
+
+# May import: _core, _errors.
 
 import math
 import os

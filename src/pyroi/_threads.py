@@ -5,11 +5,11 @@ default used when a call passes ``num_threads=None``: ``set_num_threads(n)`` if 
 else the environment variable ``PYROI_NUM_THREADS`` (read at the first call that needs it),
 else the CPUs this process may run on.
 Results never depend on the thread count.
-
-May import: _errors, _integers.
 """
 
 from __future__ import annotations
+
+# May import: _errors, _integers.
 
 import os
 

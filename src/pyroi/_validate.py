@@ -1,10 +1,10 @@
 """The one place where arguments are checked against the documented constraints and boxes
 are normalised to ``(coords, batch_indices)``. No computation on feature data happens here.
-
-May import: _core, _errors, _integers, _results, _threads (never a front-end).
 """
 
 from __future__ import annotations
+
+# May import: _core, _errors, _integers, _results, _threads (never a front-end).
 
 import math
 import numbers

@@ -6,11 +6,11 @@ its layout and calls the same C kernels as :func:`pyroi.roi_pool` and
 :func:`pyroi.roi_align_backward`. The numerics are the CPU reference semantics those kernels
 implement (Caffe / torchvision); Ascend hardware computes in its own precision and was not
 available to compare against.
-
-May import: _core, _validate, _half.
 """
 
 from __future__ import annotations
+
+# May import: _core, _validate, _half.
 
 import numpy as np
 

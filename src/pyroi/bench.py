@@ -12,11 +12,11 @@ anywhere; quote ratios, not absolute times (machines are shared and noisy).
     pyroi bench --scaling            # adaptive sampling: time against box size
 
 (``python bench/bench.py ...`` in a source checkout is the same program.)
-
-May import: the package (``pyroi``), onnx, viz; the peers it times, lazily.
 """
 
 from __future__ import annotations
+
+# May import: the package (``pyroi``), onnx, viz; the peers it times, lazily.
 
 import argparse
 import functools

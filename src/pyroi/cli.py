@@ -18,11 +18,11 @@ the result as ``.npy``.
 
 Exit status: 0 on success, 1 for an input or runtime error (a file that cannot be read, a
 wrong shape, an error of pyroi), 2 for a usage error (unknown or malformed options).
-
-May import: the package (``pyroi``), viz, bench.
 """
 
 from __future__ import annotations
+
+# May import: the package (``pyroi``), viz, bench.
 
 import argparse
 import json

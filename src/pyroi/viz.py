@@ -10,11 +10,11 @@ need matplotlib (``pip install pyroi[viz]``), imported when they are called.
 Coordinates in the pictures are feature-map pixels with pixel ``(h, w)`` centred on
 ``(x, y) = (w, h)``, the convention of the bilinear sampler: a sample at ``y = 2.25`` reads
 rows 2 and 3 with weights 0.75 and 0.25.
-
-May import: _core, _validate, ops (and matplotlib, lazily).
 """
 
 from __future__ import annotations
+
+# May import: _core, _validate, ops (and matplotlib, lazily).
 
 import math
 from dataclasses import dataclass
