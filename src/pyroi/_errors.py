@@ -5,9 +5,9 @@ would expect (``ValueError``, ``TypeError``, ``IndexError``, ``MemoryError``), s
 ``except ValueError`` keeps working. Each C status code maps to exactly one class.
 """
 
-from __future__ import annotations
-
 # May import: nothing of this package (the bottom layer).
+
+from __future__ import annotations
 
 __all__ = [
     "ArgumentTypeError",

@@ -17,9 +17,9 @@ Boxes may be float16 or float32 with float16 data (float64 boxes are rejected, a
 mismatch is); ``out=`` must be float16. Integer arrays (argmax, batch indices) pass through.
 """
 
-from __future__ import annotations
-
 # May import: _errors, _validate.
+
+from __future__ import annotations
 
 import functools
 import inspect

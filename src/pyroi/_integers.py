@@ -5,9 +5,9 @@ callers find them); they live here so that :mod:`pyroi._threads` can check
 ``set_num_threads``'s argument without importing :mod:`pyroi._validate`, which imports it.
 """
 
-from __future__ import annotations
-
 # May import: _errors (and NumPy).
+
+from __future__ import annotations
 
 import operator
 

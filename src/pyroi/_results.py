@@ -14,9 +14,9 @@ ordinary writeable NumPy arrays (their ``base`` is the buffer); every operator w
 element of its result, so a reused buffer never shows old data.
 """
 
-from __future__ import annotations
-
 # May import: _core, _errors.
+
+from __future__ import annotations
 
 import math
 import os

@@ -7,9 +7,9 @@ else the CPUs this process may run on.
 Results never depend on the thread count.
 """
 
-from __future__ import annotations
-
 # May import: _errors, _integers.
+
+from __future__ import annotations
 
 import os
 

@@ -2,9 +2,9 @@
 are normalised to ``(coords, batch_indices)``. No computation on feature data happens here.
 """
 
-from __future__ import annotations
-
 # May import: _core, _errors, _integers, _results, _threads (never a front-end).
+
+from __future__ import annotations
 
 import math
 import numbers

@@ -8,9 +8,9 @@ implement (Caffe / torchvision); Ascend hardware computes in its own precision a
 available to compare against.
 """
 
-from __future__ import annotations
-
 # May import: _core, _validate, _half.
+
+from __future__ import annotations
 
 import numpy as np
 

@@ -20,9 +20,9 @@ Exit status: 0 on success, 1 for an input or runtime error (a file that cannot b
 wrong shape, an error of pyroi), 2 for a usage error (unknown or malformed options).
 """
 
-from __future__ import annotations
-
 # May import: the package (``pyroi``), viz, bench.
+
+from __future__ import annotations
 
 import argparse
 import json

@@ -1,9 +1,9 @@
 """Layer objects: the operators with their parameters bound, and a training mode that keeps
 what the backward needs."""
 
-from __future__ import annotations
-
 # May import: _core, _errors, _validate, _half, ops.
+
+from __future__ import annotations
 
 import numpy as np
 

@@ -10,9 +10,9 @@ bilinear taps) and has its own C kernel, ``pyroi_roi_align_onnx_max_forward_*``.
 The ``onnx`` package is optional: it is imported only by :func:`run_node`.
 """
 
-from __future__ import annotations
-
 # May import: _core, _validate, _half (and the optional ``onnx`` package, lazily).
+
+from __future__ import annotations
 
 import numpy as np
 

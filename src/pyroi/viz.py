@@ -12,9 +12,9 @@ Coordinates in the pictures are feature-map pixels with pixel ``(h, w)`` centred
 rows 2 and 3 with weights 0.75 and 0.25.
 """
 
-from __future__ import annotations
-
 # May import: _core, _validate, ops (and matplotlib, lazily).
+
+from __future__ import annotations
 
 import math
 from dataclasses import dataclass
