@@ -87,7 +87,7 @@ def ps_roi_align_ref(input, boxes, output_size, spatial_scale=1.0, sampling_rati
     """Reference forward: (K, C / (PH * PW), PH, PW) array of the input's dtype."""
     input, T, rois, output = _forward_arrays(input, boxes, output_size)
     num_images, _, height, width = input.shape
-    _, _, pooled_h, pooled_w = output.shape
+    _, channels_out, pooled_h, pooled_w = output.shape
     group = pooled_h * pooled_w
     with np.errstate(invalid="ignore", over="ignore"):
         for k in range(rois.shape[0]):
@@ -174,7 +174,7 @@ def ps_roi_pool_ref(input, boxes, output_size, spatial_scale=1.0):
     """Reference forward: the average of each bin's forward window, 0 when it is empty."""
     input, T, rois, output = _forward_arrays(input, boxes, output_size)
     num_images, _, height, width = input.shape
-    _, _, pooled_h, pooled_w = output.shape
+    _, channels_out, pooled_h, pooled_w = output.shape
     group = pooled_h * pooled_w
     with np.errstate(invalid="ignore", over="ignore"):
         for k in range(rois.shape[0]):
