@@ -37,6 +37,7 @@ class RoIAlignParams(ctypes.Structure):
         ("sampling_ratio", ctypes.c_int64),
         ("aligned", ctypes.c_int),
         ("num_threads", ctypes.c_int),
+        ("cancel", ctypes.c_void_p),  # pyroi_cancel *, NULL: not cancellable
     ]
 
 

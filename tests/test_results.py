@@ -78,7 +78,6 @@ def test_limit_zero_turns_reuse_off():
         assert _core.result_cache_bytes() == 0
         features, boxes = large_case()
         result = pyroi.roi_align(features, boxes, 7, 1.0, 2, True)
-        assert result.flags.owndata  # a plain np.empty array
         del result
         assert _core.result_cache_bytes() == 0
     finally:
@@ -100,7 +99,8 @@ def test_bad_limits_are_rejected(limit):
 
 
 @pytest.mark.parametrize("text,ok", [("0", True), ("1048576", True), ("-5", False),
-                                     ("lots", False)])
+                                     ("lots", False), (str(2**64), False),
+                                     (str(2**63), False)])
 def test_environment_variable(text, ok):
     code = "import pyroi; print(pyroi.get_result_cache_limit())"
     env = dict(os.environ, PYROI_RESULT_CACHE_BYTES=text)
@@ -109,3 +109,54 @@ def test_environment_variable(text, ok):
         assert run.returncode == 0 and run.stdout.strip() == text
     else:
         assert run.returncode != 0 and "PYROI_RESULT_CACHE_BYTES" in run.stderr
+
+
+@pytest.mark.parametrize("text", ["-5", str(2**64)])
+def test_bad_environment_value_does_not_break_import(text):
+    # as a bad PYROI_NUM_THREADS: import works, each call that needs the limit names it
+    code = ("import pyroi, numpy as np\n"
+            "try:\n    pyroi.get_result_cache_limit()\n"
+            "except pyroi.InvalidArgumentError as e:\n    print('ERR', e)\n"
+            "pyroi.roi_align(np.ones((1, 1, 4, 4), np.float32), np.zeros((1, 5), np.float32), 2)\n"
+            "print(pyroi.set_result_cache_limit(1 << 20), pyroi.get_result_cache_limit())")
+    env = dict(os.environ, PYROI_RESULT_CACHE_BYTES=text)
+    run = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    first, second = run.stdout.splitlines()
+    assert first.startswith("ERR") and "PYROI_RESULT_CACHE_BYTES" in first
+    assert second == f"{256 << 20} {1 << 20}"
+
+
+RSS_CHILD = r"""
+import sys, numpy as np, pyroi
+limit, live = int(sys.argv[1]), []
+pyroi.set_result_cache_limit(limit)
+page = 4096
+def rss():
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * page
+rng = np.random.default_rng(0)
+boxes = np.array([[0, 0, 0, 4, 4]], np.float32)
+grad = np.ones((1, 1, 2, 2), np.float32)
+pyroi.roi_align_backward(grad, boxes, (1, 1, 512, 512), 1.0, 2)  # warm up
+before = rss()
+for i in range(400):
+    side = int(rng.integers(512, 3600))  # results of 1-50 MB
+    live.append(pyroi.roi_align_backward(grad, boxes, (1, 1, side, side), 1.0, 2))
+    if len(live) > 2:
+        live.pop(0)
+live.clear()
+print((rss() - before) / 2**20)
+"""
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/statm"), reason="Linux /proc")
+@pytest.mark.parametrize("limit_mib", [0, 64])
+def test_memory_stays_within_the_limit(limit_mib):
+    # results of 1-50 MB, at most 3 alive: freed buffers beyond the limit go back to the OS
+    # (with malloc, glibc kept hundreds of MB)
+    run = subprocess.run([sys.executable, "-c", RSS_CHILD, str(limit_mib << 20)],
+                         capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr
+    growth_mib = float(run.stdout)
+    assert growth_mib < limit_mib + 15, growth_mib

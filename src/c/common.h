@@ -88,8 +88,10 @@ static inline const void *pyroi_data_or_placeholder(const void *data)
     return data != NULL ? data : (const void *)placeholder;
 }
 
-/* malloc for vector scratch: the result is aligned to 64 bytes (one cache line, one AVX-512
- * register), so a lane block never straddles two lines. Free with pyroi_aligned_free. */
+/* malloc for vector scratch and large results: the result is aligned to 64 bytes (one cache
+ * line, one AVX-512 register), so a lane block never straddles two lines. Blocks of 1 MiB and
+ * more are pages mapped for the block alone, returned to the OS by pyroi_aligned_free (see
+ * memory.c). Also used by the Python bindings for their result buffers. */
 void *pyroi_aligned_malloc(size_t bytes);
 void pyroi_aligned_free(void *pointer);
 

@@ -1,6 +1,6 @@
 /* half.c - float16 entry points of RoIAlign: the float16 tensors are widened (exactly) into
  * float32 scratch, the float32 kernels run (so every sum is accumulated in float32), and the
- * result is rounded once to float16. */
+ * result is rounded once to float16; and the scaled rounding of a float32 result to float16. */
 #include "half.h"
 #include "validate.h"
 
@@ -171,4 +171,21 @@ pyroi_status pyroi_roi_align_backward_f16(
     free(wide_grad_output);
     free(wide_grad_input);
     return status;
+}
+
+pyroi_status pyroi_scale_f32_to_f16(const float *source, int64_t count, float scale,
+                                    uint16_t *target)
+{
+    int64_t i;
+    if (count < 0) {
+        return PYROI_E_INVALID_SHAPE;
+    }
+    if (count > 0 && (source == NULL || target == NULL)) {
+        return PYROI_E_NULL_POINTER;
+    }
+    for (i = 0; i < count; ++i) {
+        const float product = source[i] * scale; /* rounded to float32 here, as in C99 */
+        target[i] = pyroi_float_to_half(product);
+    }
+    return PYROI_OK;
 }

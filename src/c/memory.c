@@ -1,32 +1,112 @@
-/* memory.c - aligned scratch allocation (see common.h). */
+/* memory.c - aligned scratch and result buffers (see common.h).
+ *
+ * Blocks of PYROI_MAPPED_BYTES or more are mapped from the operating system (mmap, or
+ * VirtualAlloc on Windows) and unmapped when freed, so their pages go back at once. malloc
+ * would keep many of them: glibc raises its mmap threshold to the largest block freed (up to
+ * 32 MB) and keeps freed heap blocks in its arenas, one per thread that allocated, so a
+ * process that allocates blocks of varying sizes grows well past what it holds. Smaller
+ * blocks, and every block where neither is available, come from malloc. */
+#if !defined(_WIN32) && !defined(_DEFAULT_SOURCE)
+#  define _DEFAULT_SOURCE 1 /* MAP_ANONYMOUS under -std=c99 (glibc, musl) */
+#endif
+
 #include "common.h"
 
 #include <stdlib.h>
 
-#define PYROI_SCRATCH_ALIGNMENT 64
+#if defined(_WIN32)
+#  define WIN32_LEAN_AND_MEAN
+#  include <windows.h>
+#  define PYROI_MAPPED_PAGES 1
+#elif defined(__unix__) || defined(__APPLE__)
+#  include <sys/mman.h>
+#  if defined(MAP_ANONYMOUS) || defined(MAP_ANON)
+#    define PYROI_MAPPED_PAGES 1
+#    ifndef MAP_ANONYMOUS
+#      define MAP_ANONYMOUS MAP_ANON
+#    endif
+#  endif
+#endif
 
-/* malloc's own block, with the aligned pointer after it and the block's address stored just
- * before the aligned pointer (C99 has no aligned_alloc). */
+#define PYROI_SCRATCH_ALIGNMENT 64
+/* Below this, malloc's reuse of freed memory is what small blocks want. */
+#define PYROI_MAPPED_BYTES ((size_t)1 << 20)
+
+/* Every block starts with this header; the aligned pointer handed out follows it at
+ * PYROI_SCRATCH_ALIGNMENT bytes (mapped blocks start on a page) or at the next multiple of it
+ * after the header (malloc'd blocks), and the header's address is stored just before it. */
+typedef struct block_header {
+    void *block;
+    size_t mapped_bytes; /* 0: the block came from malloc */
+} block_header;
+
+#define PYROI_HEADER_BYTES (sizeof(block_header) + sizeof(void *))
+
+static void *map_pages(size_t bytes)
+{
+#if defined(_WIN32)
+    return VirtualAlloc(NULL, bytes, MEM_COMMIT | MEM_RESERVE, PAGE_READWRITE);
+#elif defined(PYROI_MAPPED_PAGES)
+    void *pages = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    return pages == MAP_FAILED ? NULL : pages;
+#else
+    (void)bytes;
+    return NULL;
+#endif
+}
+
+static void unmap_pages(void *pages, size_t bytes)
+{
+#if defined(_WIN32)
+    (void)bytes;
+    VirtualFree(pages, 0, MEM_RELEASE);
+#elif defined(PYROI_MAPPED_PAGES)
+    munmap(pages, bytes);
+#else
+    (void)pages;
+    (void)bytes;
+#endif
+}
+
 void *pyroi_aligned_malloc(size_t bytes)
 {
-    unsigned char *block, *aligned;
-    if (bytes > SIZE_MAX - PYROI_SCRATCH_ALIGNMENT - sizeof(void *)) {
+    const size_t padding = PYROI_SCRATCH_ALIGNMENT + PYROI_HEADER_BYTES;
+    unsigned char *block = NULL, *aligned;
+    block_header *header;
+    size_t mapped_bytes = 0;
+    if (bytes > SIZE_MAX - padding) {
         return NULL;
     }
-    block = (unsigned char *)malloc(bytes + PYROI_SCRATCH_ALIGNMENT + sizeof(void *));
+    if (bytes >= PYROI_MAPPED_BYTES) {
+        block = (unsigned char *)map_pages(bytes + padding);
+        mapped_bytes = block != NULL ? bytes + padding : 0;
+    }
     if (block == NULL) {
-        return NULL;
+        block = (unsigned char *)malloc(bytes + padding);
+        if (block == NULL) {
+            return NULL;
+        }
     }
-    aligned = block + sizeof(void *);
+    aligned = block + PYROI_HEADER_BYTES;
     aligned += (PYROI_SCRATCH_ALIGNMENT - (uintptr_t)aligned % PYROI_SCRATCH_ALIGNMENT) %
                PYROI_SCRATCH_ALIGNMENT;
-    ((void **)(void *)aligned)[-1] = block;
+    header = (block_header *)(void *)block;
+    header->block = block;
+    header->mapped_bytes = mapped_bytes;
+    ((block_header **)(void *)aligned)[-1] = header;
     return aligned;
 }
 
 void pyroi_aligned_free(void *pointer)
 {
-    if (pointer != NULL) {
-        free(((void **)pointer)[-1]);
+    const block_header *header;
+    if (pointer == NULL) {
+        return;
+    }
+    header = ((block_header **)pointer)[-1];
+    if (header->mapped_bytes > 0) {
+        unmap_pages(header->block, header->mapped_bytes);
+    } else {
+        free(header->block);
     }
 }

@@ -7,6 +7,7 @@
 #include "parallel.h"
 
 #include <stdlib.h>
+#include <time.h>
 
 #if defined(PYROI_NO_THREADS)
 #elif defined(_WIN32)
@@ -26,6 +27,15 @@
  * shared counter cold. */
 #define PYROI_CHUNKS_PER_WORKER 8
 #define PYROI_MAX_THREADS PYROI_PARALLEL_MAX_WORKERS
+/* Operations per chunk of a cancellable call (about a millisecond): a worker reads the cancel
+ * flag at least this often, and the chunk's claim (a lock) costs nothing beside it. */
+#define PYROI_CANCEL_GRAIN 1.0e6
+/* Seconds between two calls of a cancel token's poll function. */
+#define PYROI_POLL_INTERVAL 0.02
+/* Operations above which a call with a poll function is polled by its calling thread while
+ * helpers work (about one poll interval: a shorter call would not poll once, and would pay a
+ * thread start, ~20-50 us, for nothing). */
+#define PYROI_POLLED_WORK 2.0e7
 
 static int online_processors(void)
 {
@@ -61,33 +71,71 @@ int pyroi_parallel_workers(int num_threads, int64_t item_count, double work_per_
     return workers;
 }
 
-#if defined(PYROI_POSIX_THREADS) || defined(PYROI_WIN32_THREADS)
+void pyroi_cancel_init(pyroi_cancel *token)
+{
+    if (token != NULL) {
+        token->requested = 0;
+        token->poll = NULL;
+        token->poll_context = NULL;
+    }
+}
+
+/* A monotonic clock in seconds, for spacing the poll calls. */
+static double now_seconds(void)
+{
+#if defined(PYROI_WIN32_THREADS)
+    return (double)GetTickCount64() / 1000.0;
+#elif defined(CLOCK_MONOTONIC)
+    struct timespec time;
+    if (clock_gettime(CLOCK_MONOTONIC, &time) == 0) {
+        return (double)time.tv_sec + 1e-9 * (double)time.tv_nsec;
+    }
+    return (double)clock() / CLOCKS_PER_SEC;
+#else
+    return (double)clock() / CLOCKS_PER_SEC;
+#endif
+}
 
 typedef struct parallel_job {
     pyroi_range_task task;
     void *context;
     int64_t item_count;
     int64_t chunk;
-    int64_t next; /* first unclaimed item, guarded by lock */
-#if defined(PYROI_POSIX_THREADS)
+    int64_t next; /* first unclaimed item, guarded by lock when threaded */
+    pyroi_cancel *cancel;
+    double next_poll; /* when the caller polls next (0: not yet set); the caller's alone */
+#if defined(PYROI_POSIX_THREADS) || defined(PYROI_WIN32_THREADS)
+    int threaded;
+#  if defined(PYROI_POSIX_THREADS)
     pthread_mutex_t lock;
-#elif defined(PYROI_WIN32_THREADS)
+    pthread_cond_t finished; /* signalled as each helper ends, for a polling caller */
+    int running;             /* helpers not yet ended, guarded by lock */
+#  else
     CRITICAL_SECTION lock;
+#  endif
 #endif
 } parallel_job;
 
 typedef struct parallel_worker {
     parallel_job *job;
     int index;
+    int is_caller; /* the thread that made the call: the one that may run the poll */
 } parallel_worker;
 
 static int claim_chunk(parallel_job *job, int64_t *begin, int64_t *end)
 {
     int64_t first;
+    if (pyroi_cancel_requested(job->cancel)) {
+        return 0;
+    }
 #if defined(PYROI_POSIX_THREADS)
-    pthread_mutex_lock(&job->lock);
+    if (job->threaded) {
+        pthread_mutex_lock(&job->lock);
+    }
 #elif defined(PYROI_WIN32_THREADS)
-    EnterCriticalSection(&job->lock);
+    if (job->threaded) {
+        EnterCriticalSection(&job->lock);
+    }
 #endif
     first = job->next;
     if (first < job->item_count) {
@@ -95,12 +143,33 @@ static int claim_chunk(parallel_job *job, int64_t *begin, int64_t *end)
     }
     *end = job->next;
 #if defined(PYROI_POSIX_THREADS)
-    pthread_mutex_unlock(&job->lock);
+    if (job->threaded) {
+        pthread_mutex_unlock(&job->lock);
+    }
 #elif defined(PYROI_WIN32_THREADS)
-    LeaveCriticalSection(&job->lock);
+    if (job->threaded) {
+        LeaveCriticalSection(&job->lock);
+    }
 #endif
     *begin = first;
     return first < *end;
+}
+
+/* The calling thread, between its chunks: runs the token's poll once it is due (never after
+ * the last chunk, so a call of one chunk reads no clock). */
+static void poll_if_due(parallel_job *job, int64_t end)
+{
+    double now;
+    if (job->cancel == NULL || job->cancel->poll == NULL || end >= job->item_count) {
+        return;
+    }
+    now = now_seconds();
+    if (job->next_poll == 0.0) {
+        job->next_poll = now + PYROI_POLL_INTERVAL;
+    } else if (now >= job->next_poll) {
+        job->cancel->poll(job->cancel);
+        job->next_poll = now_seconds() + PYROI_POLL_INTERVAL;
+    }
 }
 
 static void run_worker(parallel_worker *worker)
@@ -108,14 +177,44 @@ static void run_worker(parallel_worker *worker)
     int64_t begin, end;
     while (claim_chunk(worker->job, &begin, &end)) {
         worker->job->task(worker->job->context, begin, end, worker->index);
+        if (worker->is_caller) {
+            poll_if_due(worker->job, end);
+        }
     }
 }
 
 #if defined(PYROI_POSIX_THREADS)
 static void *posix_worker_main(void *arg)
 {
+    parallel_job *job = ((parallel_worker *)arg)->job;
     run_worker((parallel_worker *)arg);
+    pthread_mutex_lock(&job->lock);
+    --job->running;
+    pthread_cond_signal(&job->finished);
+    pthread_mutex_unlock(&job->lock);
     return NULL;
+}
+
+/* The calling thread of a polled call: calls poll every PYROI_POLL_INTERVAL until the
+ * helpers have ended. */
+static void poll_until_finished(parallel_job *job)
+{
+    pthread_mutex_lock(&job->lock);
+    while (job->running > 0) {
+        struct timespec deadline;
+        double when;
+        clock_gettime(CLOCK_REALTIME, &deadline); /* pthread_cond_timedwait's clock */
+        when = (double)deadline.tv_nsec + 1e9 * PYROI_POLL_INTERVAL;
+        deadline.tv_sec += (time_t)(when / 1e9);
+        deadline.tv_nsec = (long)(when - 1e9 * (double)(int64_t)(when / 1e9));
+        if (pthread_cond_timedwait(&job->finished, &job->lock, &deadline) != 0 &&
+            job->running > 0) {
+            pthread_mutex_unlock(&job->lock);
+            job->cancel->poll(job->cancel);
+            pthread_mutex_lock(&job->lock);
+        }
+    }
+    pthread_mutex_unlock(&job->lock);
 }
 #elif defined(PYROI_WIN32_THREADS)
 static DWORD WINAPI win32_worker_main(LPVOID arg)
@@ -123,82 +222,137 @@ static DWORD WINAPI win32_worker_main(LPVOID arg)
     run_worker((parallel_worker *)arg);
     return 0;
 }
+
+static void poll_until_finished(parallel_job *job, HANDLE *threads, int started)
+{
+    while (WaitForMultipleObjects((DWORD)started, threads, TRUE,
+                                  (DWORD)(1000.0 * PYROI_POLL_INTERVAL)) == WAIT_TIMEOUT) {
+        job->cancel->poll(job->cancel);
+    }
+}
 #endif
 
-static void run_threaded(int workers, int64_t item_count, pyroi_range_task task, void *context)
+#if defined(PYROI_POSIX_THREADS) || defined(PYROI_WIN32_THREADS)
+/* Starts helpers and joins them. The calling thread is worker 0, or, when `polled`, only
+ * calls the token's poll while the helpers (then `workers` of them) do the work: a long
+ * chunk of its own would delay the poll. */
+static void run_threaded(parallel_job *job, int workers, int polled)
+{
+#  if defined(PYROI_POSIX_THREADS)
+    pthread_t threads[PYROI_MAX_THREADS];
+#  else
+    HANDLE threads[PYROI_MAX_THREADS];
+#  endif
+    parallel_worker helpers[PYROI_MAX_THREADS];
+    parallel_worker caller;
+    int started = 0, i;
+
+    job->threaded = 1;
+#  if defined(PYROI_POSIX_THREADS)
+    pthread_mutex_init(&job->lock, NULL);
+    pthread_cond_init(&job->finished, NULL);
+    job->running = 0;
+#  else
+    InitializeCriticalSection(&job->lock);
+#  endif
+    for (i = polled ? 0 : 1; i < workers && i < PYROI_MAX_THREADS; ++i) {
+        helpers[started].job = job;
+        helpers[started].index = i;
+        helpers[started].is_caller = 0;
+#  if defined(PYROI_POSIX_THREADS)
+        pthread_mutex_lock(&job->lock);
+        ++job->running;
+        pthread_mutex_unlock(&job->lock);
+        if (pthread_create(&threads[started], NULL, posix_worker_main, &helpers[started]) != 0) {
+            pthread_mutex_lock(&job->lock);
+            --job->running;
+            pthread_mutex_unlock(&job->lock);
+            break;
+        }
+#  else
+        threads[started] = CreateThread(NULL, 0, win32_worker_main, &helpers[started], 0, NULL);
+        if (threads[started] == NULL) {
+            break;
+        }
+#  endif
+        ++started;
+    }
+    if (polled && started > 0) {
+#  if defined(PYROI_POSIX_THREADS)
+        poll_until_finished(job);
+#  else
+        poll_until_finished(job, threads, started);
+#  endif
+    } else {
+        /* worker 0 (index 0 is free: no helper took it, or none started) */
+        caller.job = job;
+        caller.index = 0;
+        caller.is_caller = 1;
+        run_worker(&caller);
+    }
+    for (i = 0; i < started; ++i) {
+#  if defined(PYROI_POSIX_THREADS)
+        pthread_join(threads[i], NULL);
+#  else
+        WaitForSingleObject(threads[i], INFINITE);
+        CloseHandle(threads[i]);
+#  endif
+    }
+#  if defined(PYROI_POSIX_THREADS)
+    pthread_cond_destroy(&job->finished);
+    pthread_mutex_destroy(&job->lock);
+#  else
+    DeleteCriticalSection(&job->lock);
+#  endif
+}
+#endif /* threads */
+
+pyroi_status pyroi_parallel_for(int workers, int64_t item_count, double work_per_item,
+                                pyroi_cancel *cancel, pyroi_range_task task, void *context)
 {
     parallel_job job;
     parallel_worker caller;
-    int started = 0;
-
+    if (item_count <= 0) {
+        return PYROI_OK;
+    }
+    if (workers <= 1 && cancel == NULL) {
+        task(context, 0, item_count, 0);
+        return PYROI_OK;
+    }
     job.task = task;
     job.context = context;
     job.item_count = item_count;
-    job.chunk = item_count / ((int64_t)workers * PYROI_CHUNKS_PER_WORKER);
+    /* one chunk for a serial call (cut below when cancellable), else enough to balance */
+    job.chunk = workers <= 1 ? item_count
+                             : item_count / ((int64_t)workers * PYROI_CHUNKS_PER_WORKER);
+    if (cancel != NULL && work_per_item * (double)job.chunk > PYROI_CANCEL_GRAIN) {
+        job.chunk = (int64_t)(PYROI_CANCEL_GRAIN / work_per_item); /* < chunk, so fits */
+    }
     if (job.chunk < 1) {
         job.chunk = 1;
     }
     job.next = 0;
-    caller.job = &job;
-    caller.index = 0;
-    {
-#if defined(PYROI_POSIX_THREADS)
-        pthread_t threads[PYROI_MAX_THREADS];
-#elif defined(PYROI_WIN32_THREADS)
-        HANDLE threads[PYROI_MAX_THREADS];
-#endif
-        parallel_worker helpers[PYROI_MAX_THREADS];
-        int i;
-#if defined(PYROI_POSIX_THREADS)
-        pthread_mutex_init(&job.lock, NULL);
-#elif defined(PYROI_WIN32_THREADS)
-        InitializeCriticalSection(&job.lock);
-#endif
-        for (i = 1; i < workers && i < PYROI_MAX_THREADS; ++i) {
-            helpers[started].job = &job;
-            helpers[started].index = i;
-#if defined(PYROI_POSIX_THREADS)
-            if (pthread_create(&threads[started], NULL, posix_worker_main, &helpers[started]) != 0) {
-                break;
-            }
-#elif defined(PYROI_WIN32_THREADS)
-            threads[started] = CreateThread(NULL, 0, win32_worker_main, &helpers[started], 0, NULL);
-            if (threads[started] == NULL) {
-                break;
-            }
-#endif
-            ++started;
-        }
-        run_worker(&caller);
-        for (i = 0; i < started; ++i) {
-#if defined(PYROI_POSIX_THREADS)
-            pthread_join(threads[i], NULL);
-#elif defined(PYROI_WIN32_THREADS)
-            WaitForSingleObject(threads[i], INFINITE);
-            CloseHandle(threads[i]);
-#endif
-        }
-#if defined(PYROI_POSIX_THREADS)
-        pthread_mutex_destroy(&job.lock);
-#elif defined(PYROI_WIN32_THREADS)
-        DeleteCriticalSection(&job.lock);
-#endif
-    }
-}
-
-#endif /* threads */
-
-void pyroi_parallel_for(int workers, int64_t item_count, pyroi_range_task task, void *context)
-{
-    if (item_count <= 0) {
-        return;
-    }
+    job.cancel = cancel;
+    job.next_poll = 0.0;
 #if defined(PYROI_POSIX_THREADS) || defined(PYROI_WIN32_THREADS)
-    if (workers > 1) {
-        run_threaded(workers, item_count, task, context);
-        return;
+    job.threaded = 0;
+    {
+        const int polled = cancel != NULL && cancel->poll != NULL &&
+                           work_per_item * (double)item_count > PYROI_POLLED_WORK;
+        if (workers > 1 || polled) {
+            run_threaded(&job, workers, polled);
+            return job.next < item_count || pyroi_cancel_requested(cancel) ? PYROI_E_CANCELLED
+                                                                            : PYROI_OK;
+        }
     }
 #endif
-    (void)workers;
-    task(context, 0, item_count, 0);
+    {
+        caller.job = &job;
+        caller.index = 0;
+        caller.is_caller = 1;
+        run_worker(&caller);
+    }
+    /* requested but every item claimed: a task may have stopped inside its items */
+    return job.next < item_count || pyroi_cancel_requested(cancel) ? PYROI_E_CANCELLED
+                                                                    : PYROI_OK;
 }

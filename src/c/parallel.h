@@ -4,7 +4,8 @@
  * nothing survives a call, a fork()ed child can always call pyroi, and concurrent calls from
  * several application threads do not interfere. Work items are claimed in chunks; every item
  * writes only its own outputs and is computed the same way whichever worker runs it, so the
- * results are bit-identical for every thread count.
+ * results are bit-identical for every thread count. This is also where a call is cancelled
+ * (pyroi_cancel in pyroi.h): the workers read the token before each chunk.
  */
 #ifndef PYROI_PARALLEL_H
 #define PYROI_PARALLEL_H
@@ -25,7 +26,22 @@ int pyroi_parallel_workers(int num_threads, int64_t item_count, double work_per_
 
 /* Runs task over [0, item_count) with at most `workers` workers, the calling thread being
  * one of them. If a thread cannot be started, the others (at least the caller) do its
- * share: the call never fails. */
-void pyroi_parallel_for(int workers, int64_t item_count, pyroi_range_task task, void *context);
+ * share. work_per_item is the estimate given to pyroi_parallel_workers.
+ * cancel (the call's params.cancel, may be NULL): the items are handed out in chunks of about
+ * a millisecond's work (by that estimate) and cancel->requested is read before each; a call
+ * of more than about 20 ms with a cancel->poll function runs on helper threads while the
+ * calling thread calls poll every 20 ms. Returns PYROI_OK when every item ran,
+ * PYROI_E_CANCELLED when the token was set (some items may not have run or may have stopped
+ * early: the caller must then return that status and use nothing they would have computed). */
+pyroi_status pyroi_parallel_for(int workers, int64_t item_count, double work_per_item,
+                                pyroi_cancel *cancel, pyroi_range_task task, void *context);
+
+/* Whether a call's token asks it to stop: tasks whose single items can take long read it
+ * between parts of an item and return early (pyroi_parallel_for then reports the call
+ * cancelled). */
+static inline int pyroi_cancel_requested(const pyroi_cancel *cancel)
+{
+    return cancel != NULL && cancel->requested != 0;
+}
 
 #endif /* PYROI_PARALLEL_H */

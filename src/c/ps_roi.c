@@ -21,6 +21,7 @@ void pyroi_ps_roi_align_params_init(pyroi_ps_roi_align_params *params)
     params->spatial_scale_w = 1.0;
     params->sampling_ratio = -1;
     params->num_threads = 0;
+    params->cancel = NULL;
 }
 
 void pyroi_ps_roi_pool_params_init(pyroi_ps_roi_pool_params *params)
@@ -34,6 +35,7 @@ void pyroi_ps_roi_pool_params_init(pyroi_ps_roi_pool_params *params)
     params->spatial_scale_h = 1.0;
     params->spatial_scale_w = 1.0;
     params->num_threads = 0;
+    params->cancel = NULL;
 }
 
 /* Output channels C / (PH * PW); C must be a multiple of PH * PW (torchvision checks it). */

@@ -243,6 +243,9 @@ static void PYROI_TYPED(ps_roi_align_backward_task)(void *context, int64_t c_beg
     PYROI_TYPED(ps_zero_channels)(job->result, in_shape, in_strides, c_begin * group,
                                   c_end * group);
     for (k = 0; k < job->num_rois; ++k) {
+        if (k % 8 == 0 && pyroi_cancel_requested(job->align->cancel)) {
+            break; /* an item (channel) holds every RoI */
+        }
         /* unclamped: a RoI without samples has no taps, so nothing divides by it */
         const T count = (T)PYROI_TYPED(ps_tap_tables_fill)(
             tables, job->boxes + k * job->box_row_stride, job->align, in_shape[2], in_shape[3]);
@@ -280,9 +283,9 @@ static pyroi_status PYROI_TYPED(ps_roi_align_run)(PYROI_TYPED(ps_job) *job, pyro
         return status;
     }
     job->tables = tables;
-    pyroi_parallel_for(workers, item_count, task, job);
+    status = pyroi_parallel_for(workers, item_count, work_per_item, job->align->cancel, task, job);
     free(block);
-    return PYROI_OK;
+    return status;
 }
 
 pyroi_status PYROI_TYPED(pyroi_ps_roi_align_forward)(
@@ -553,6 +556,9 @@ static void PYROI_TYPED(ps_roi_pool_backward_task)(void *context, int64_t c_begi
             PYROI_TYPED(ps_pool_quantise)(job->boxes + k * job->box_row_stride, job->pool, 1);
         T *image = job->result + job->batch_indices[k] * in_strides[0];
         const T *grad_roi = job->features + k * g_strides[0];
+        if (k % 8 == 0 && pyroi_cancel_requested(job->pool->cancel)) {
+            break; /* an item (channel) holds every RoI */
+        }
         for (ph = 0; ph < pooled_height; ++ph) {
             int64_t h_first, h_end;
             PYROI_TYPED(ps_pool_bin_window)(roi.bin_h, roi.start_y, ph, in_shape[2], &h_first,
@@ -596,6 +602,7 @@ pyroi_status PYROI_TYPED(pyroi_ps_roi_pool_forward)(
     PYROI_TYPED(ps_job) job;
     int64_t failed_roi;
     double max_area;
+    double work_per_item;
     int workers;
     pyroi_status status = pyroi_check_ps_roi_pool_params(params);
     if (status != PYROI_OK) {
@@ -619,12 +626,11 @@ pyroi_status PYROI_TYPED(pyroi_ps_roi_pool_forward)(
                              params->pooled_height, params->pooled_width, input_shape[1]);
     job.pool = params;
     /* work per RoI: each output channel reads about the RoI's area (bins overlap a little) */
-    workers = pyroi_parallel_workers(
-        params->num_threads, num_rois,
-        (double)job.channels_out *
-            (max_area + (double)params->pooled_height * (double)params->pooled_width));
-    pyroi_parallel_for(workers, num_rois, PYROI_TYPED(ps_roi_pool_forward_task), &job);
-    return PYROI_OK;
+    work_per_item = (double)job.channels_out *
+                    (max_area + (double)params->pooled_height * (double)params->pooled_width);
+    workers = pyroi_parallel_workers(params->num_threads, num_rois, work_per_item);
+    return pyroi_parallel_for(workers, num_rois, work_per_item, params->cancel,
+                              PYROI_TYPED(ps_roi_pool_forward_task), &job);
 }
 
 pyroi_status PYROI_TYPED(pyroi_ps_roi_pool_backward)(
@@ -637,6 +643,7 @@ pyroi_status PYROI_TYPED(pyroi_ps_roi_pool_backward)(
     PYROI_TYPED(ps_job) job;
     int64_t failed_roi;
     double max_area, group;
+    double work_per_item;
     int workers;
     pyroi_status status = pyroi_check_ps_roi_pool_params(params);
     if (status != PYROI_OK) {
@@ -664,13 +671,12 @@ pyroi_status PYROI_TYPED(pyroi_ps_roi_pool_backward)(
     group = (double)params->pooled_height * (double)params->pooled_width;
     /* work per output channel: zero PH * PW planes of every image, then every RoI writes
      * about its area once */
-    workers = pyroi_parallel_workers(
-        params->num_threads, job.channels_out,
-        group * (double)grad_input_shape[0] * (double)grad_input_shape[2] *
-                (double)grad_input_shape[3] +
-            (double)num_rois * (max_area + group));
-    pyroi_parallel_for(workers, job.channels_out, PYROI_TYPED(ps_roi_pool_backward_task), &job);
-    return PYROI_OK;
+    work_per_item = group * (double)grad_input_shape[0] * (double)grad_input_shape[2] *
+                        (double)grad_input_shape[3] +
+                    (double)num_rois * (max_area + group);
+    workers = pyroi_parallel_workers(params->num_threads, job.channels_out, work_per_item);
+    return pyroi_parallel_for(workers, job.channels_out, work_per_item, params->cancel,
+                              PYROI_TYPED(ps_roi_pool_backward_task), &job);
 }
 
 pyroi_status PYROI_TYPED(pyroi_ps_roi_pool_find_invalid_roi)(

@@ -21,6 +21,7 @@ void pyroi_roi_align_params_init(pyroi_roi_align_params *params)
     params->sampling_ratio = -1;
     params->aligned = 0;
     params->num_threads = 0;
+    params->cancel = NULL;
 }
 
 /* Validation shared by forward and backward once the dtype no longer matters. */

@@ -52,6 +52,7 @@ void pyroi_roi_align_rotated_params_init(pyroi_roi_align_rotated_params *params)
     params->clockwise = 0;
     params->angle_in_degrees = 1;
     params->num_threads = 0;
+    params->cancel = NULL;
 }
 
 /* Validation shared by forward and backward once the dtype no longer matters. */

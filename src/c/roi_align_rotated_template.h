@@ -529,6 +529,9 @@ static void PYROI_TYPED(rotated_backward_task)(void *context, int64_t begin, int
     fc.channel_end = end;
     for (k = 0; k < job->num_rois; ++k) {
         PYROI_TYPED(rotated_roi) roi;
+        if (k % 8 == 0 && pyroi_cancel_requested(job->params->cancel)) {
+            break; /* an item (channels) holds every RoI */
+        }
         if (PYROI_TYPED(rotated_roi_geometry)(job->boxes + k * job->box_row_stride, job->params,
                                               shape[2], shape[3], &roi) != PYROI_OK) {
             continue; /* unreachable: every box was checked before the call */
@@ -583,6 +586,7 @@ static pyroi_status PYROI_TYPED(rotated_run)(PYROI_TYPED(rotated_job) *job, pyro
     const size_t segment_bytes = PYROI_ROTATED_SEGMENTS * sizeof(pyroi_rotated_segment);
     const int workers = pyroi_parallel_workers(job->params->num_threads, item_count,
                                                work_per_item);
+    pyroi_status status;
     char *block;
     int i;
 
@@ -599,9 +603,10 @@ static pyroi_status PYROI_TYPED(rotated_run)(PYROI_TYPED(rotated_job) *job, pyro
         scratch[i].segment_count = 0;
     }
     job->scratch = scratch;
-    pyroi_parallel_for(workers, item_count, task, job);
+    status = pyroi_parallel_for(workers, item_count, work_per_item, job->params->cancel, task,
+                                job);
     free(block);
-    return PYROI_OK;
+    return status;
 }
 
 pyroi_status PYROI_TYPED(pyroi_roi_align_rotated_forward)(

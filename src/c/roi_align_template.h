@@ -457,6 +457,9 @@ static void PYROI_TYPED(roi_align_backward_direct_task)(void *context, int64_t b
             PYROI_TYPED(roi_align_tap_tables_of)(plan, k, pooled_height);
         /* unclamped: an empty grid has no taps, so nothing divides by it */
         const T count = (T)plan->samples[k];
+        if (k % 8 == 0 && pyroi_cancel_requested(job->params->cancel)) {
+            break; /* an item (channel) holds every RoI */
+        }
         for (c = begin; c < end; ++c) {
             T *plane = job->result + job->batch_indices[k] * gi_strides[0] + c * gi_strides[1];
             const T *grad = job->features + k * go_strides[0] + c * go_strides[1];
@@ -931,6 +934,9 @@ PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_forward_image_items)(
             PYROI_TYPED(roi_align_onnx_zero_lanes)(job, n, c0, lanes, zero);
         }
         for (i = plan->image_start[n]; i < plan->image_start[n + 1]; ++i) {
+            if (i % 8 == 0 && pyroi_cancel_requested(job->params->cancel)) {
+                break; /* an item can hold every RoI: the call ends at the next chunk */
+            }
             if (item + 1 < end) { /* the next block's input, a slice per RoI */
                 PYROI_TYPED(roi_align_prefetch_block_slice)(
                     job, item + 1, i - plan->image_start[n],
@@ -1029,6 +1035,9 @@ static void PYROI_TYPED(roi_align_backward_image_task)(void *context, int64_t be
             const int64_t k = plan->order[i];
             const T *next = tile;
             int64_t next_elements = 1;
+            if (i % 8 == 0 && pyroi_cancel_requested(job->params->cancel)) {
+                break; /* the write-out below still leaves the block zero */
+            }
             if (i + 1 < plan->image_start[n + 1]) { /* the next RoI's gradients: start loading */
                 next = job->features + plan->order[i + 1] * go_strides[0] + c0 * go_strides[1];
                 next_elements = packed_bins ? lanes * pooled_height * pooled_width : 1;
@@ -1085,6 +1094,9 @@ static void PYROI_TYPED(roi_align_backward_region_task)(void *context, int64_t b
         for (k = 0; k < plan->num_rois; ++k) {
             int64_t row_begin, row_end, col_begin, col_end;
             const int64_t n_k = job->batch_indices[k];
+            if (k % 8 == 0 && pyroi_cancel_requested(job->params->cancel)) {
+                break;
+            }
             if (plan->row_taps[k] == 0 || plan->col_taps[k] == 0) {
                 continue;
             }
@@ -1129,6 +1141,7 @@ typedef struct PYROI_TYPED(roi_align_schedule) {
     pyroi_range_task task;
     int64_t items;
     int workers;
+    double work_per_item; /* elementary operations per item, an estimate */
     int64_t scratch_stride;
     int64_t pair; /* channel blocks per work item of the image order */
     enum roi_align_order order;
@@ -1198,6 +1211,7 @@ static PYROI_TYPED(roi_align_schedule) PYROI_TYPED(roi_align_plan_schedule)(
     }
     schedule.workers = pyroi_parallel_workers(params->num_threads, schedule.items,
                                               work_per_item);
+    schedule.work_per_item = work_per_item;
     if (lane_major) {
         schedule.scratch_stride =
             (schedule.pair * (map_pixels + tile_pixels) +
@@ -1234,6 +1248,7 @@ static pyroi_status PYROI_TYPED(roi_align_execute_tasks)(PYROI_TYPED(roi_align_j
 {
     PYROI_TYPED(roi_align_schedule) schedule =
         PYROI_TYPED(roi_align_tasks_schedule)(job, backward, 1, tasks);
+    pyroi_status status;
 
     job->scratch = NULL;
     job->scratch_stride = schedule.scratch_stride;
@@ -1267,11 +1282,12 @@ static pyroi_status PYROI_TYPED(roi_align_execute_tasks)(PYROI_TYPED(roi_align_j
             return PYROI_E_NO_MEMORY;
         }
     }
-    pyroi_parallel_for(schedule.workers, schedule.items, schedule.task, context);
+    status = pyroi_parallel_for(schedule.workers, schedule.items, schedule.work_per_item,
+                                job->params->cancel, schedule.task, context);
     if (job->arena == NULL) {
         pyroi_aligned_free(job->scratch);
     }
-    return PYROI_OK;
+    return status;
 }
 
 static pyroi_status PYROI_TYPED(roi_align_execute)(PYROI_TYPED(roi_align_job) *job, int backward)
@@ -1465,6 +1481,9 @@ static void PYROI_TYPED(roi_align_max_backward_task)(void *context, int64_t begi
         const PYROI_TYPED(roi_align_tap_tables) tables =
             PYROI_TYPED(roi_align_tap_tables_of)(plan, k, pooled_height);
         const int64_t grid_w = max_job->grid_w[k];
+        if (k % 8 == 0 && pyroi_cancel_requested(job->params->cancel)) {
+            break; /* an item (channel) holds every RoI */
+        }
         for (c = begin; c < end; ++c) {
             T *plane = job->result + job->batch_indices[k] * gi_strides[0] + c * gi_strides[1];
             for (ph = 0; ph < pooled_height; ++ph) {
@@ -1780,12 +1799,14 @@ pyroi_status PYROI_TYPED(pyroi_roi_align_max_backward)(
         job.argmax_const = argmax;
         job.argmax_strides = argmax_strides;
         job.grid_w = grid_w;
-        workers = pyroi_parallel_workers(
-            params->num_threads, grad_input_shape[1],
+        const double work_per_channel =
             (double)grad_input_shape[0] * (double)grad_input_shape[2] * (double)grad_input_shape[3] +
-                (double)num_rois * (double)params->pooled_height * (double)params->pooled_width);
-        pyroi_parallel_for(workers, grad_input_shape[1], PYROI_TYPED(roi_align_max_backward_task),
-                           &job);
+            (double)num_rois * (double)params->pooled_height * (double)params->pooled_width;
+        workers = pyroi_parallel_workers(params->num_threads, grad_input_shape[1],
+                                         work_per_channel);
+        status = pyroi_parallel_for(workers, grad_input_shape[1], work_per_channel,
+                                    params->cancel, PYROI_TYPED(roi_align_max_backward_task),
+                                    &job);
     }
     free(grid_w);
     PYROI_TYPED(roi_align_plan_free)(&plan);

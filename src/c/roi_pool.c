@@ -33,6 +33,7 @@ void pyroi_roi_pool_params_init(pyroi_roi_pool_params *params)
     params->spatial_scale_h = 1.0;
     params->spatial_scale_w = 1.0;
     params->num_threads = 0;
+    params->cancel = NULL;
 }
 
 /* Validation of a forward call once the dtype no longer matters. */
@@ -117,12 +118,13 @@ static void roi_pool_check_argmax_task(void *context, int64_t begin, int64_t end
 
 static pyroi_status roi_pool_check_argmax(const int64_t *argmax, const int64_t shape[4],
                                           const int64_t strides[4], int64_t plane_size,
-                                          int num_threads)
+                                          const pyroi_roi_pool_params *params)
 {
     roi_pool_argmax_check check;
-    const int workers = pyroi_parallel_workers(
-        num_threads, shape[0], (double)shape[1] * (double)shape[2] * (double)shape[3]);
+    const double work_per_roi = (double)shape[1] * (double)shape[2] * (double)shape[3];
+    const int workers = pyroi_parallel_workers(params->num_threads, shape[0], work_per_roi);
     int worker;
+    pyroi_status status;
     if (shape[0] == 0 || shape[1] == 0 || shape[2] == 0 || shape[3] == 0) {
         return PYROI_OK; /* no entries (argmax may then be NULL) */
     }
@@ -133,7 +135,11 @@ static pyroi_status roi_pool_check_argmax(const int64_t *argmax, const int64_t s
     for (worker = 0; worker < PYROI_PARALLEL_MAX_WORKERS; ++worker) {
         check.bad[worker] = 0;
     }
-    pyroi_parallel_for(workers, shape[0], roi_pool_check_argmax_task, &check);
+    status = pyroi_parallel_for(workers, shape[0], work_per_roi, params->cancel,
+                                roi_pool_check_argmax_task, &check);
+    if (status != PYROI_OK) {
+        return status; /* not all checked: the backward must not run */
+    }
     for (worker = 0; worker < workers; ++worker) {
         if (check.bad[worker]) {
             return PYROI_E_INVALID_ARGMAX;
@@ -187,8 +193,7 @@ static pyroi_status roi_pool_check_backward(const void *grad_output,
     if (!pyroi_mul_nonneg(grad_input_shape[2], grad_input_shape[3], &plane_size)) {
         return PYROI_E_INVALID_SHAPE; /* unreachable: the tensor check bounds H * W */
     }
-    return roi_pool_check_argmax(argmax, pooled_shape, argmax_strides, plane_size,
-                                 params->num_threads);
+    return roi_pool_check_argmax(argmax, pooled_shape, argmax_strides, plane_size, params);
 }
 
 /* Per-worker scratch: the bin windows of one RoI (rows first, then columns). */

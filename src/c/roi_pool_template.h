@@ -771,6 +771,9 @@ static void PYROI_TYPED(roi_pool_forward_image_task)(void *context, int64_t begi
                                               c0, whole, scratch.block, scratch.sub_stride);
         for (i = plan->image_start[n]; i < plan->image_start[n + 1]; ++i) {
             const int64_t k = plan->order[i];
+            if (i % 8 == 0 && pyroi_cancel_requested(job->params->cancel)) {
+                break; /* an item can hold every RoI: the call ends at the next chunk */
+            }
             PYROI_TYPED(roi_pool_roi_lanes)(plan, k, scratch.block, scratch.sub_stride,
                                             shape[3], 0, 0, shape[3], pooled_height,
                                             pooled_width, scratch.values, scratch.winners,
@@ -872,6 +875,9 @@ static void PYROI_TYPED(roi_pool_backward_image_task)(void *context, int64_t beg
             /* the next RoI's gradients and argmax, channel by channel while this RoI's are
              * added: a burst of prefetches before the RoI was mostly dropped */
             const int64_t next = i + 1 < plan->image_start[n + 1] ? plan->order[i + 1] : k;
+            if (i % 8 == 0 && pyroi_cancel_requested(job->params->cancel)) {
+                break;
+            }
             for (j = 0; j < lanes; ++j) {
                 const T *grad = job->features + k * g_strides[0] + (c0 + j) * g_strides[1];
                 const int64_t *winners = job->argmax_in + k * a_strides[0] +
@@ -909,6 +915,7 @@ static pyroi_status PYROI_TYPED(roi_pool_run_lanes)(PYROI_TYPED(roi_pool_job) *j
                                                     int64_t scratch_elements)
 {
     const int workers = pyroi_parallel_workers(job->params->num_threads, items, work_per_item);
+    pyroi_status status;
     unsigned char *allocation = (unsigned char *)malloc(
         (size_t)workers * (size_t)scratch_elements * sizeof(T) + ROI_POOL_LANE_BYTES);
     if (allocation == NULL) {
@@ -919,10 +926,10 @@ static pyroi_status PYROI_TYPED(roi_pool_run_lanes)(PYROI_TYPED(roi_pool_job) *j
     job->scratch = (T *)(void *)(allocation + (ROI_POOL_LANE_BYTES -
                                                (uintptr_t)allocation % ROI_POOL_LANE_BYTES));
     job->scratch_stride = scratch_elements;
-    pyroi_parallel_for(workers, items, task, job);
+    status = pyroi_parallel_for(workers, items, work_per_item, job->params->cancel, task, job);
     free(allocation);
     job->scratch = NULL;
-    return PYROI_OK;
+    return status;
 }
 
 /* Forward in a lane-major order (the caller checked roi_pool_scratch_fits for the map). */
@@ -971,6 +978,7 @@ pyroi_status PYROI_TYPED(pyroi_roi_pool_forward)(
     PYROI_TYPED(roi_pool_job) job;
     double max_area;
     int64_t failed_roi;
+    double work_per_item;
     int workers;
     pyroi_status status = roi_pool_check_forward(input, input_shape, input_strides, boxes,
                                                  num_rois, box_row_stride, batch_indices,
@@ -1013,18 +1021,18 @@ pyroi_status PYROI_TYPED(pyroi_roi_pool_forward)(
     }
     /* direct order. Work per RoI: every channel reads the pixels of every bin (bins overlap
      * little) */
-    workers = pyroi_parallel_workers(
-        params->num_threads, num_rois,
-        (double)input_shape[1] *
-            ((double)params->pooled_height * (double)params->pooled_width + max_area));
+    work_per_item = (double)input_shape[1] *
+                    ((double)params->pooled_height * (double)params->pooled_width + max_area);
+    workers = pyroi_parallel_workers(params->num_threads, num_rois, work_per_item);
     status = roi_pool_windows_alloc(&job.windows, workers, params->pooled_height,
                                     params->pooled_width);
     if (status != PYROI_OK) {
         return status;
     }
-    pyroi_parallel_for(workers, num_rois, PYROI_TYPED(roi_pool_forward_task), &job);
+    status = pyroi_parallel_for(workers, num_rois, work_per_item, params->cancel,
+                                PYROI_TYPED(roi_pool_forward_task), &job);
     free(job.windows);
-    return PYROI_OK;
+    return status;
 }
 
 pyroi_status PYROI_TYPED(pyroi_roi_pool_find_invalid_roi)(
@@ -1054,6 +1062,7 @@ pyroi_status PYROI_TYPED(pyroi_roi_pool_backward)(
     PYROI_TYPED(roi_pool_job) job;
     int64_t map_pixels;
     double bins;
+    double work_per_item;
     int workers;
     pyroi_status status = roi_pool_check_backward(
         grad_output, grad_output_strides, argmax, argmax_strides, batch_indices, num_rois,
@@ -1106,12 +1115,12 @@ pyroi_status PYROI_TYPED(pyroi_roi_pool_backward)(
         return status;
     }
     /* direct order. Work per channel: zero N planes, then one add per bin of every RoI */
-    workers = pyroi_parallel_workers(
-        params->num_threads, grad_input_shape[1],
+    work_per_item =
         (double)grad_input_shape[0] * (double)grad_input_shape[2] * (double)grad_input_shape[3] +
-            (double)num_rois * (double)params->pooled_height * (double)params->pooled_width);
-    pyroi_parallel_for(workers, grad_input_shape[1], PYROI_TYPED(roi_pool_backward_task), &job);
-    return PYROI_OK;
+        (double)num_rois * (double)params->pooled_height * (double)params->pooled_width;
+    workers = pyroi_parallel_workers(params->num_threads, grad_input_shape[1], work_per_item);
+    return pyroi_parallel_for(workers, grad_input_shape[1], work_per_item, params->cancel,
+                              PYROI_TYPED(roi_pool_backward_task), &job);
 }
 
 #undef ROI_POOL_GROUP_LANES

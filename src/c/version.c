@@ -39,6 +39,8 @@ const char *pyroi_status_string(pyroi_status status)
         return "out of memory";
     case PYROI_E_INVALID_ARGMAX:
         return "invalid argmax: an entry is neither -1 nor a pixel index in [0, H * W)";
+    case PYROI_E_CANCELLED:
+        return "cancelled";
     }
     return "unknown status";
 }

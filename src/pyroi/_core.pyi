@@ -292,6 +292,10 @@ def roi_align_backward_f16(
     aligned: bool,
     num_threads: int,
 ) -> None: ...
+# target = scale * source in float32, rounded once to float16 (uint16 bit patterns).
+def scale_f32_to_f16(
+    source: npt.NDArray[np.float32], scale: float, target: npt.NDArray[np.uint16]
+) -> None: ...
 
 # (grid_h, grid_w): the samples per bin of one box's RoIAlign grid.
 def roi_align_sample_grid(

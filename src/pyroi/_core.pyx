@@ -9,6 +9,8 @@ arithmetic on data happens here; argument checking with good messages is in _val
 """
 from libc.stdint cimport int64_t, uint16_t
 from libc.stdint cimport int8_t
+from cpython.exc cimport PyErr_Fetch, PyErr_Restore
+from cpython.ref cimport PyObject
 
 from pyroi cimport _cpyroi as c
 
@@ -43,10 +45,66 @@ _STATUS_ERRORS = {
 MAX_SAMPLING_GRID = c.PYROI_MAX_SAMPLING_GRID
 
 
+# ---- Ctrl-C during a call --------------------------------------------------------------
+# Python runs signal handlers only in the main thread, and only when it checks for them,
+# which it cannot do while that thread is inside a C call. So a call made from the main
+# thread gets a cancel token whose poll (run by the C core every 20 ms in calls of more than
+# about 20 ms of work, while helper threads do the work) takes the GIL and checks for signals.
+# When a handler raises (KeyboardInterrupt for SIGINT), the exception is kept, the token
+# set, and check_status raises it once the call has stopped. One token serves the main
+# thread (it makes one call at a time); a pyroi call made from a signal handler while the
+# token polls is not interruptible.
+import threading
+
+cdef extern from "Python.h":
+    int check_signals "PyErr_CheckSignals" () noexcept
+    unsigned long PyThread_get_thread_ident() noexcept
+
+cdef struct SignalWatch:
+    c.pyroi_cancel token  # first: poll receives &token
+    PyObject *error_type
+    PyObject *error_value
+    PyObject *error_traceback
+    bint polling
+
+cdef SignalWatch _watch
+cdef unsigned long _main_thread = threading.main_thread().ident
+
+
+cdef void poll_signals(c.pyroi_cancel *token) noexcept nogil:
+    cdef SignalWatch *watch = <SignalWatch *>token
+    with gil:
+        watch.polling = True
+        if check_signals() != 0 and not token.requested:
+            PyErr_Fetch(&watch.error_type, &watch.error_value, &watch.error_traceback)
+            token.requested = 1
+        watch.polling = False
+
+
+cdef c.pyroi_cancel *signal_watch() noexcept:
+    """The cancel token of a call: the signal watch in the main thread, else NULL."""
+    if PyThread_get_thread_ident() != _main_thread or _watch.polling:
+        return NULL
+    c.pyroi_cancel_init(&_watch.token)
+    _watch.token.poll = poll_signals
+    return &_watch.token
+
+
+cdef int raise_interrupt() except -1:
+    """Raises the exception a signal handler raised during the cancelled call."""
+    if _watch.error_type == NULL:
+        raise KeyboardInterrupt
+    PyErr_Restore(_watch.error_type, _watch.error_value, _watch.error_traceback)
+    _watch.error_type = _watch.error_value = _watch.error_traceback = NULL
+    return -1
+
+
 cdef int check_status(c.pyroi_status status, int64_t failed_roi=-1,
                       str argument="boxes") except -1:
     if status == c.PYROI_OK:
         return 0
+    if status == c.PYROI_E_CANCELLED:
+        return raise_interrupt()
     message = c.pyroi_status_string(status).decode("ascii")
     if failed_roi >= 0:
         message = f"{argument}: RoI {failed_roi}: {message}"
@@ -138,6 +196,7 @@ cdef int fill_roi_align_params(c.pyroi_roi_align_params *params, int64_t pooled_
     params.sampling_ratio = sampling_ratio
     params.aligned = aligned
     params.num_threads = num_threads
+    params.cancel = signal_watch()
     return 0
 
 
@@ -296,6 +355,7 @@ cdef int fill_roi_pool_params(c.pyroi_roi_pool_params *params, int64_t pooled_he
     params.spatial_scale_h = spatial_scale_h
     params.spatial_scale_w = spatial_scale_w
     params.num_threads = num_threads
+    params.cancel = signal_watch()
     return 0
 
 
@@ -411,6 +471,7 @@ cdef int fill_ps_roi_align_params(c.pyroi_ps_roi_align_params *params, int64_t p
     params.spatial_scale_w = spatial_scale_w
     params.sampling_ratio = sampling_ratio
     params.num_threads = num_threads
+    params.cancel = signal_watch()
     return 0
 
 
@@ -423,6 +484,7 @@ cdef int fill_ps_roi_pool_params(c.pyroi_ps_roi_pool_params *params, int64_t poo
     params.spatial_scale_h = spatial_scale_h
     params.spatial_scale_w = spatial_scale_w
     params.num_threads = num_threads
+    params.cancel = signal_watch()
     return 0
 
 
@@ -695,6 +757,7 @@ cdef int fill_roi_align_rotated_params(c.pyroi_roi_align_rotated_params *params,
     params.clockwise = clockwise
     params.angle_in_degrees = angle_in_degrees
     params.num_threads = num_threads
+    params.cancel = signal_watch()
     return 0
 
 
@@ -927,6 +990,20 @@ def roi_align_backward_f16(const uint16_t[:, :, :, :] grad_output, const float[:
     check_status(status)
 
 
+def scale_f32_to_f16(const float[::1] source, float scale, uint16_t[::1] target):
+    """target = scale * source, the product in float32 rounded once to float16 (bit patterns
+    in a uint16 view)."""
+    cdef int64_t count = source.shape[0]
+    cdef c.pyroi_status status
+    if target.shape[0] != count:
+        raise ShapeError("pyroi: source and target differ in length")
+    if count == 0:
+        return
+    with nogil:
+        status = c.pyroi_scale_f32_to_f16(&source[0], count, scale, &target[0])
+    check_status(status)
+
+
 # Largest fixed sampling_ratio the C core accepts (_validate.MAX_SAMPLING_RATIO mirrors it).
 MAX_SAMPLING_RATIO = c.PYROI_MAX_SAMPLING_RATIO
 
@@ -1043,15 +1120,17 @@ def roi_pool_bin_edges(const real[::1] box, int64_t height, int64_t width,
 # one is freed it is kept, up to a byte limit, and handed to the next result of exactly the
 # same size, so a loop of same-shaped calls does not ask the OS for fresh pages on every call
 # (the OS zeroes each fresh page first). Only the GIL guards the cache: buffers are made and
-# freed by Python code.
-from libc.stdlib cimport free, malloc
-from libc.stdint cimport uintptr_t
+# freed by Python code. The buffers come from the C core's allocator: 64-byte aligned (one
+# cache line: streamed stores start on whole lines), and pages of their own for blocks of
+# 1 MiB and more, which go back to the OS when evicted (malloc would keep many of them).
+cdef extern from "common.h" nogil:
+    void *pyroi_aligned_malloc(size_t bytes)
+    void pyroi_aligned_free(void *pointer)
 
 cdef enum:
     _CACHE_SLOTS = 8
-    _ALIGNMENT = 64  # one cache line: streamed stores start on whole lines
 
-cdef void *_cached_raw[_CACHE_SLOTS]
+cdef void *_cached_data[_CACHE_SLOTS]
 cdef size_t _cached_size[_CACHE_SLOTS]
 cdef int _cached_count = 0
 cdef size_t _cached_bytes = 0
@@ -1064,10 +1143,10 @@ cdef void *_cache_take(size_t size) noexcept:
     cdef void *raw
     for i in range(_cached_count - 1, -1, -1):  # the most recently freed first
         if _cached_size[i] == size:
-            raw = _cached_raw[i]
+            raw = _cached_data[i]
             _cached_count -= 1
             _cached_bytes -= size
-            _cached_raw[i] = _cached_raw[_cached_count]
+            _cached_data[i] = _cached_data[_cached_count]
             _cached_size[i] = _cached_size[_cached_count]
             return raw
     return NULL
@@ -1076,22 +1155,22 @@ cdef void *_cache_take(size_t size) noexcept:
 cdef void _cache_evict_oldest() noexcept:
     global _cached_count, _cached_bytes
     cdef int i
-    free(_cached_raw[0])
+    pyroi_aligned_free(_cached_data[0])
     _cached_bytes -= _cached_size[0]
     _cached_count -= 1
     for i in range(_cached_count):
-        _cached_raw[i] = _cached_raw[i + 1]
+        _cached_data[i] = _cached_data[i + 1]
         _cached_size[i] = _cached_size[i + 1]
 
 
 cdef void _cache_give(void *raw, size_t size) noexcept:
     global _cached_count, _cached_bytes
     if size > _cache_limit:
-        free(raw)
+        pyroi_aligned_free(raw)
         return
     while _cached_count == _CACHE_SLOTS or _cached_bytes + size > _cache_limit:
         _cache_evict_oldest()
-    _cached_raw[_cached_count] = raw
+    _cached_data[_cached_count] = raw
     _cached_size[_cached_count] = size
     _cached_count += 1
     _cached_bytes += size
@@ -1120,22 +1199,17 @@ def result_cache_bytes():
 cdef class ResultBuffer:
     """size writable bytes, 64-byte aligned, exposed through the buffer protocol (NumPy
     arrays made with np.frombuffer keep it alive); returned to the cache when freed."""
-    cdef void *raw
-    cdef char *data
+    cdef void *data
     cdef size_t size
     cdef Py_ssize_t shape[1]
     cdef Py_ssize_t strides[1]
 
     def __cinit__(self, size_t size):
-        if size > <size_t>(-1) - _ALIGNMENT:
-            raise MemoryError()
-        self.raw = _cache_take(size)
-        if self.raw == NULL:
-            self.raw = malloc(size + _ALIGNMENT)
-            if self.raw == NULL:
+        self.data = _cache_take(size)
+        if self.data == NULL:
+            self.data = pyroi_aligned_malloc(size)
+            if self.data == NULL:
                 raise MemoryError()
-        self.data = <char *>(self.raw) + (
-            (_ALIGNMENT - <uintptr_t>self.raw % _ALIGNMENT) % _ALIGNMENT)
         self.size = size
         self.shape[0] = <Py_ssize_t>size
         self.strides[0] = 1
@@ -1157,5 +1231,5 @@ cdef class ResultBuffer:
         pass
 
     def __dealloc__(self):
-        if self.raw != NULL:
-            _cache_give(self.raw, self.size)
+        if self.data != NULL:
+            _cache_give(self.data, self.size)

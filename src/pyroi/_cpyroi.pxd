@@ -25,10 +25,18 @@ cdef extern from "pyroi.h" nogil:
         PYROI_E_INVALID_NUM_THREADS
         PYROI_E_NO_MEMORY
         PYROI_E_INVALID_ARGMAX
+        PYROI_E_CANCELLED
 
     int pyroi_version_number()
     const char *pyroi_version_string()
     const char *pyroi_status_string(pyroi_status status)
+
+    ctypedef struct pyroi_cancel:
+        int requested
+        void (*poll)(pyroi_cancel *token) noexcept nogil
+        void *poll_context
+
+    void pyroi_cancel_init(pyroi_cancel *token)
 
     ctypedef struct pyroi_roi_align_params:
         int64_t pooled_height
@@ -38,6 +46,7 @@ cdef extern from "pyroi.h" nogil:
         int64_t sampling_ratio
         int aligned
         int num_threads
+        pyroi_cancel *cancel
 
     void pyroi_roi_align_params_init(pyroi_roi_align_params *params)
 
@@ -111,6 +120,7 @@ cdef extern from "pyroi.h" nogil:
         double spatial_scale_h
         double spatial_scale_w
         int num_threads
+        pyroi_cancel *cancel
 
     void pyroi_roi_pool_params_init(pyroi_roi_pool_params *params)
 
@@ -158,6 +168,7 @@ cdef extern from "pyroi.h" nogil:
         double spatial_scale_w
         int64_t sampling_ratio
         int num_threads
+        pyroi_cancel *cancel
 
     void pyroi_ps_roi_align_params_init(pyroi_ps_roi_align_params *params)
 
@@ -202,6 +213,7 @@ cdef extern from "pyroi.h" nogil:
         double spatial_scale_h
         double spatial_scale_w
         int num_threads
+        pyroi_cancel *cancel
 
     void pyroi_ps_roi_pool_params_init(pyroi_ps_roi_pool_params *params)
 
@@ -274,6 +286,7 @@ cdef extern from "pyroi.h" nogil:
         int clockwise
         int angle_in_degrees
         int num_threads
+        pyroi_cancel *cancel
 
     void pyroi_roi_align_rotated_params_init(pyroi_roi_align_rotated_params *params)
 
@@ -358,6 +371,8 @@ cdef extern from "pyroi.h" nogil:
         const int64_t *batch_indices,
         uint16_t *grad_input, const int64_t *grad_input_shape,
         const int64_t *grad_input_strides, const pyroi_roi_align_params *params)
+    pyroi_status pyroi_scale_f32_to_f16(const float *source, int64_t count, float scale,
+                                        uint16_t *target)
 
     # Explaining one RoI (pictures): the geometry the operators use.
     ctypedef struct pyroi_roi_align_axis_samples_f32:

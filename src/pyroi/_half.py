@@ -52,15 +52,16 @@ def _widen_boxes(value, name: str):
     )
 
 
-def _narrow(result, out):
-    """The float32 result as float16, in ``out`` when given (checked like any ``out=``)."""
+def _narrow(result, out, inputs=()):
+    """The float32 result as float16, in ``out`` when given (checked like any ``out=``,
+    against the call's arguments ``inputs``)."""
     from pyroi import _validate
 
     with np.errstate(over="ignore"):  # beyond 65504: infinity, as documented
         half = result.astype(np.float16)
     if out is None:
         return half
-    target = _validate.output_array(out, half.shape, _HALF, ())
+    target = _validate.output_array(out, half.shape, _HALF, inputs)
     target[...] = half
     return target
 
@@ -91,15 +92,16 @@ def float16_support(data: str, boxes: tuple = ("boxes",)):
                 return function(*args, **kwargs)  # let the function report it
             if not _is_half(bound.arguments.get(data)):
                 return function(*args, **kwargs)
+            out = bound.arguments.pop("out", None)
+            given = tuple(bound.arguments.values())  # the arguments as passed, for out=
             bound.arguments[data] = np.asarray(bound.arguments[data]).astype(np.float32)
             for name in boxes:
                 if bound.arguments.get(name) is not None:
                     bound.arguments[name] = _widen_boxes(bound.arguments[name], name)
-            out = bound.arguments.pop("out", None)
             result = function(*bound.args, **bound.kwargs)
             if isinstance(result, tuple):
-                return (_narrow(result[0], out),) + result[1:]
-            return _narrow(result, out)
+                return (_narrow(result[0], out, given),) + result[1:]
+            return _narrow(result, out, given)
 
         return wrapper
 

@@ -8,10 +8,13 @@ operators that costs as much as the operator itself (measured on the development
 10 ms for a 56 MB gradient, of a 27 ms backward); a training or inference loop asks for
 the same sizes on every call. Smaller results are plain ``np.empty`` arrays.
 
-The limit is ``PYROI_RESULT_CACHE_BYTES`` (bytes, read at import) or
-``pyroi.set_result_cache_limit``; 0 turns the reuse off and frees what is kept. Results are
-ordinary writeable NumPy arrays (their ``base`` is the buffer); every operator writes every
-element of its result, so a reused buffer never shows old data.
+The limit is ``pyroi.set_result_cache_limit`` if called, else ``PYROI_RESULT_CACHE_BYTES``
+(bytes, read at the first call that needs it; an invalid value is reported by every such call,
+as for ``PYROI_NUM_THREADS``), else 256 MiB; 0 turns the reuse off and frees what is kept.
+The buffers are pages of their own (the C core's allocator), so an evicted buffer goes back to
+the OS: the process holds at most the limit beyond its live results. Results are ordinary
+writeable NumPy arrays (their ``base`` is the buffer); every operator writes every element of
+its result, so a reused buffer never shows old data.
 """
 
 # May import: _core, _errors.
@@ -29,6 +32,10 @@ from pyroi._errors import InvalidArgumentError
 ENV_VARIABLE = "PYROI_RESULT_CACHE_BYTES"
 DEFAULT_LIMIT = 256 << 20
 MIN_CACHED_BYTES = 1 << 20  # below this, np.empty is as fast (its allocator reuses memory)
+MAX_LIMIT = 2**63 - 1
+
+
+_limit_known = False  # set once the limit came from set_result_cache_limit or the environment
 
 
 def _limit_from_environment() -> int:
@@ -38,13 +45,21 @@ def _limit_from_environment() -> int:
     try:
         value = int(text)
     except ValueError:
+        value = -1
+    if not 0 <= value <= MAX_LIMIT:
         raise InvalidArgumentError(
-            f"{ENV_VARIABLE} must be a non-negative integer (bytes), got {text!r}"
-        ) from None
-    if value < 0:
-        raise InvalidArgumentError(
-            f"{ENV_VARIABLE} must be a non-negative integer (bytes), got {text!r}")
+            f"{ENV_VARIABLE} must be an integer number of bytes in [0, 2**63 - 1], got {text!r}")
     return value
+
+
+def _limit() -> int:
+    """The limit in force, reading the environment at the first call that needs it (an
+    invalid value is not kept: every call reports it)."""
+    global _limit_known
+    if not _limit_known:
+        _core.set_result_cache_limit(_limit_from_environment())
+        _limit_known = True
+    return int(_core.result_cache_limit())
 
 
 def set_result_cache_limit(limit: int) -> int:
@@ -75,9 +90,17 @@ def set_result_cache_limit(limit: int) -> int:
     """
     if isinstance(limit, bool) or not isinstance(limit, (int, np.integer)):
         raise InvalidArgumentError(f"limit must be an integer number of bytes, got {limit!r}")
-    if limit < 0 or limit > 2**63 - 1:
+    global _limit_known
+    if limit < 0 or limit > MAX_LIMIT:
         raise InvalidArgumentError(f"limit must be in [0, 2**63 - 1] bytes, got {limit}")
-    return int(_core.set_result_cache_limit(int(limit)))
+    previous = _core.set_result_cache_limit(int(limit))
+    if not _limit_known:  # the environment's limit, which this call overrides
+        _limit_known = True
+        try:
+            previous = _limit_from_environment()
+        except InvalidArgumentError:
+            previous = DEFAULT_LIMIT
+    return int(previous)
 
 
 def get_result_cache_limit() -> int:
@@ -89,7 +112,7 @@ def get_result_cache_limit() -> int:
     >>> pyroi.get_result_cache_limit() >= 0
     True
     """
-    return int(_core.result_cache_limit())
+    return _limit()
 
 
 def empty(shape: tuple, dtype: np.dtype) -> np.ndarray:
@@ -100,10 +123,9 @@ def empty(shape: tuple, dtype: np.dtype) -> np.ndarray:
     if count < 0 or any(n < 0 for n in shape):
         return np.empty(shape, dtype=dtype)  # NumPy's own error
     nbytes = count * dtype.itemsize
-    if nbytes < MIN_CACHED_BYTES or nbytes > 2**62 or _core.result_cache_limit() == 0:
+    if nbytes < MIN_CACHED_BYTES or nbytes > 2**62:
         return np.empty(shape, dtype=dtype)
+    _limit()  # reports a bad PYROI_RESULT_CACHE_BYTES; with 0, freed buffers go straight back
     buffer = _core.ResultBuffer(nbytes)
     return np.frombuffer(buffer, dtype=dtype, count=count).reshape(shape)
 
-
-_core.set_result_cache_limit(_limit_from_environment())

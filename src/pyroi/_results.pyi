@@ -6,6 +6,7 @@ import numpy as np
 ENV_VARIABLE: str
 DEFAULT_LIMIT: int
 MIN_CACHED_BYTES: int
+MAX_LIMIT: int
 
 def set_result_cache_limit(limit: int) -> int: ...
 def get_result_cache_limit() -> int: ...

@@ -328,10 +328,49 @@ def output_array(out, shape: tuple, dtype: np.dtype, inputs: tuple, name: str = 
             f"{name} must not have elements that share memory, got strides {out.strides} for "
             f"shape {out.shape}"
         )
-    for array in inputs:
-        if np.may_share_memory(out, array):
-            raise InvalidArgumentError(f"{name} must not share memory with the inputs")
+    _disjoint_from(out, inputs, name)
     return out
+
+
+# The most work np.shares_memory may spend deciding whether two arrays share a byte (its
+# max_work: candidate solutions of the overlap equation tried). Slices, strided and
+# interleaved views of one buffer are decided in a few steps; past the bound the answer is
+# "they overlap", the safe one.
+OVERLAP_MAX_WORK = 1 << 12
+_TooHardError = getattr(np, "exceptions", np).TooHardError  # NumPy < 1.25: np.TooHardError
+
+
+def _arrays_in(values):
+    """The NumPy arrays among ``values`` and the items of lists and tuples among them (a list
+    of boxes, one array per image)."""
+    for value in values:
+        if isinstance(value, np.ndarray):
+            yield value
+        elif isinstance(value, (list, tuple)):
+            yield from (item for item in value if isinstance(item, np.ndarray))
+
+
+def shares_memory(first: np.ndarray, second: np.ndarray) -> bool:
+    """Whether two arrays have a byte in common: exact up to OVERLAP_MAX_WORK, True beyond."""
+    if not np.may_share_memory(first, second):  # the bounds are apart: a quick no
+        return False
+    try:
+        # (NumPy's stubs list only -1 and 0 for max_work; any positive bound is documented)
+        return bool(np.shares_memory(first, second,
+                                     max_work=OVERLAP_MAX_WORK))  # type: ignore[arg-type]
+    except _TooHardError:
+        return True
+
+
+def _disjoint_from(array: np.ndarray, inputs: tuple, name: str) -> None:
+    """``array`` (an output or scratch buffer) shares no byte with any array of ``inputs``:
+    the caller's arguments as passed (lists of arrays included) and the arrays made from
+    them. Other objects (scalars, None, lists of numbers) hold no memory an array shares."""
+    for other in _arrays_in(inputs):
+        if shares_memory(array, other):
+            raise InvalidArgumentError(
+                f"{name} must not share memory with the inputs (it overlaps an input array of "
+                f"shape {other.shape} and dtype {other.dtype})")
 
 
 def _overlaps_itself(array: np.ndarray) -> bool:
@@ -660,9 +699,7 @@ def workspace_array(value, inputs: tuple, name: str = "workspace") -> np.ndarray
         raise DTypeError(f"{name} must be a 1-D uint8 array, got {value.dtype} {value.shape}")
     if not value.flags.c_contiguous or not value.flags.writeable:
         raise InvalidArgumentError(f"{name} must be contiguous and writeable")
-    for array in inputs:
-        if np.may_share_memory(value, array):
-            raise InvalidArgumentError(f"{name} must not share memory with the other arrays")
+    _disjoint_from(value, inputs, name)
     return value
 
 

@@ -110,7 +110,8 @@ def roi_pooling(
     per_image = [_validate.boxes(table[b, :, :counts[b]].T, features.dtype, batch,
                                  name=f"rois[{b}] (columns are RoIs)") for b in range(batch)]
     shape = (batch * count, channels, pooled_height, pooled_width)
-    result = _validate.output_array(out, shape, features.dtype, (features, table))
+    result = _validate.output_array(out, shape, features.dtype,
+                                    (x, rois, roi_actual_num, features, table))
     for b, (coords, roi_images) in enumerate(per_image):
         rows = result[b * count:(b + 1) * count]
         rows[counts[b]:] = 0
@@ -267,13 +268,15 @@ def roi_align_v2_backward(
         raise _validate.ShapeError(
             f"boxes has {coords.shape[0]} RoIs but grad_output has {grad.shape[0]} (K must match)"
         )
-    result = _validate.output_array(out, shape, grad.dtype, (grad, coords))
+    result = _validate.output_array(out, shape, grad.dtype,
+                                    (grad_output, boxes, grad, coords, roi_images))
     if workspace is None:
         workspace = np.empty(_core.roi_align_backward_workspace_size(
             coords, roi_images, shape, pooled[0], pooled[1], scale, scale, ratio, is_aligned,
             threads), dtype=np.uint8)
     else:
-        workspace = _validate.workspace_array(workspace, (grad, coords, result))
+        workspace = _validate.workspace_array(
+            workspace, (grad_output, boxes, grad, coords, roi_images, result))
     _core.roi_align_backward_with_workspace(grad, coords, roi_images, result, scale, scale,
                                             ratio, is_aligned, threads, workspace)
     return result

@@ -5,10 +5,13 @@ what the backward needs."""
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 
 from pyroi import _core, _validate
 from pyroi._errors import InvalidArgumentError, PyroiError, ShapeError
+from pyroi._half import _is_half, _widen_boxes
 from pyroi.ops import (ps_roi_align, ps_roi_align_backward, ps_roi_pool, ps_roi_pool_backward,
                        roi_align, roi_align_backward, roi_align_rotated,
                        roi_align_rotated_backward, roi_pool, roi_pool_backward)
@@ -17,31 +20,183 @@ __all__ = ["MultiScaleRoIAlign", "PSRoIAlign", "PSRoIPool", "RoIAlign", "RoIAlig
            "RoIPool"]
 
 
-def _copy_boxes(boxes):
-    """The boxes as given, copied so that later changes by the caller do not reach backward."""
+def _copy_boxes(boxes, half: bool):
+    """The boxes as given, copied so that later changes by the caller do not reach backward
+    (as float32 when the data is float16: the backward runs in float32)."""
+    if half:
+        return _widen_boxes(boxes, "boxes")  # a copy, as float32
     if isinstance(boxes, (list, tuple)):
         return [np.array(b, copy=True) for b in boxes]
     return np.array(boxes, copy=True)
 
 
-class _RoILayer:
+class _Saved:
+    """What one training forward keeps for its backward, in the thread that ran it."""
+
+    __slots__ = ("generation", "shape", "dtype", "data")
+
+    def __init__(self, generation: int, output: np.ndarray, data):
+        self.generation = generation
+        self.shape = output.shape
+        self.dtype = output.dtype
+        self.data = data
+
+
+def _scaled(gradient: np.ndarray, coeff, half: bool) -> np.ndarray:
+    """``coeff * gradient`` in the computation's dtype, rounded once to float16 when ``half``
+    (in C, in the same pass as the rounding)."""
+    if half:
+        source = np.ascontiguousarray(gradient, dtype=np.float32)
+        target = np.empty(source.shape, np.float16)
+        _core.scale_f32_to_f16(source.reshape(-1), coeff, target.reshape(-1).view(np.uint16))
+        return target
+    if coeff != 1:
+        with np.errstate(over="ignore"):  # beyond the dtype's range: infinity, as float16's
+            np.multiply(gradient, coeff, out=gradient)
+    return gradient
+
+
+class _TrainableLayer:
+    """A layer's training mode and the state its backward needs: the one mechanism every layer
+    uses (a layer calls :meth:`_forget` first in its forward, :meth:`_remember` when the
+    forward succeeded, and :meth:`_recall` first in its backward).
+
+    * The state is per thread (``threading.local``): ``backward`` in a thread uses the last
+      forward of that thread, as each PyTorch autograd graph belongs to its call; a layer can
+      be shared by threads (its parameters and ``training`` are shared).
+    * A forward that raises leaves no state: ``backward`` then raises.
+    * Switching ``training`` off discards what training calls kept, in every thread;
+      ``backward`` raises while it is off and until the next training forward.
+    * ``grad_output`` must have the shape and dtype of that forward's output, ``lda_coeff``
+      must be finite in the dtype the gradient is computed in (float32 for float16 data).
+    """
+
+    def __init__(self):
+        self._training = True
+        self._generation = 0  # bumped when training is switched off: older state is void
+        self._state = threading.local()
+
+    @property
+    def training(self) -> bool:
+        """True (the default): a call keeps what :meth:`backward` needs. Set it to False (or
+        call :meth:`eval`) for inference: nothing is kept, and what earlier calls kept is
+        discarded.
+
+        Examples
+        --------
+        >>> import pyroi
+        >>> layer = pyroi.RoIAlign(7, 1 / 16, 2)
+        >>> layer.training
+        True
+        >>> layer.training = False  # inference: calls keep nothing, backward raises
+        """
+        return self._training
+
+    @training.setter
+    def training(self, mode) -> None:
+        mode = _validate.flag(mode, "training")
+        if self._training and not mode:
+            self._generation += 1
+        self._training = mode
+
+    def train(self, mode=True):
+        """Set training mode (``mode=False``: inference) and return the layer, as PyTorch's
+        ``Module.train``.
+
+        Examples
+        --------
+        >>> import pyroi
+        >>> pyroi.RoIPool(7).eval().train().training
+        True
+        """
+        self.training = mode
+        return self
+
+    def eval(self):
+        """Inference mode (``training = False``); returns the layer, as PyTorch's
+        ``Module.eval``.
+
+        Examples
+        --------
+        >>> import pyroi
+        >>> pooler = pyroi.RoIAlign(7, 1 / 16, 2).eval()
+        >>> pooler.training
+        False
+        """
+        return self.train(False)
+
+    def __getstate__(self):
+        # copies and pickles carry the parameters and the mode, not a forward's state
+        state = self.__dict__.copy()
+        del state["_state"]
+        return state
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self._state = threading.local()
+
+    def _forget(self) -> None:
+        self._state.saved = None
+
+    def _remember(self, output: np.ndarray, data) -> None:
+        if self._training:
+            self._state.saved = _Saved(self._generation, output, data)
+
+    def _recall(self, grad_output, lda_coeff):
+        """``(grad_output as an array, lda_coeff in the computation's dtype, the kept data)``
+        after checking both against the calling thread's last training forward."""
+        saved = getattr(self._state, "saved", None)
+        name = type(self).__name__
+        if not self._training:
+            raise PyroiError(f"{name}.backward needs training mode, but layer.training is "
+                             "False (layer.train() switches it on; then call the layer again)")
+        if saved is None or saved.generation != self._generation:
+            raise PyroiError(f"{name}.backward needs a successful call of the layer in training "
+                             "mode (layer.training = True) in this thread first")
+        grad = _validate._as_array(grad_output, "grad_output")
+        if grad.dtype.newbyteorder("=") != saved.dtype:
+            raise _validate.DTypeError(
+                f"grad_output must have the dtype of the forward's output, {saved.dtype}, got "
+                f"{grad.dtype}")
+        if grad.shape != saved.shape:
+            raise ShapeError(
+                f"grad_output must have the shape of the forward's output, {saved.shape}, got "
+                f"{grad.shape}")
+        return grad, _coefficient(lda_coeff, saved.dtype), saved.data
+
+
+def _coefficient(lda_coeff, dtype: np.dtype):
+    """lda_coeff as a scalar of the dtype the gradient is computed in (float32 for float16
+    and float32 data), which it must be finite in."""
+    wide = np.float64 if dtype == np.float64 else np.float32
+    number = _validate.real_number(lda_coeff, "lda_coeff")
+    with np.errstate(over="ignore"):
+        coeff = wide(number)
+    if not np.isfinite(coeff):
+        raise InvalidArgumentError(
+            f"lda_coeff must be finite in {np.dtype(wide)} (the dtype the gradient is "
+            f"computed in), got {lda_coeff!r}")
+    return coeff
+
+
+class _RoILayer(_TrainableLayer):
     """An operator with its parameters bound, and a training mode.
 
     ``layer(input, boxes)`` runs the forward. With ``layer.training = True`` (the default) the
     call keeps what the backward needs (a copy of the boxes, the input shape and, for max
     pooling, the argmax); ``layer.backward(grad_output, lda_coeff=1.0)`` then returns the
     input gradient times ``lda_coeff`` (a loss-derivative coefficient, as in the ONNX-graph
-    training layers). With ``training = False`` nothing is kept and ``backward`` raises.
+    training layers). With ``training = False`` (``layer.eval()``) nothing is kept and
+    ``backward`` raises.
+
+    Threads: a layer may be shared by threads. What a call keeps belongs to the calling thread,
+    so ``backward`` returns the gradient of the same thread's last call, whatever other threads
+    do meanwhile. A call that raises keeps nothing (``backward`` then raises).
     """
 
-    training = True
-
-    def __init__(self):
-        self.training = True
-        self._saved = None
-
     # Each layer defines _forward(input, boxes, batch_indices, num_threads) -> (output, extra)
-    # and _backward(grad_output, (input_shape, boxes, batch_indices, extra), num_threads).
+    # and _backward(grad_output, (input_shape, boxes, batch_indices, extra), num_threads);
+    # the backward runs in float32 for float16 data (grad_output and boxes widened).
 
     def __call__(self, input, boxes, *, batch_indices=None, num_threads=None):
         """The forward of the bound operator on ``input`` and ``boxes`` (as the operator
@@ -55,13 +210,13 @@ class _RoILayer:
         >>> layer(x, np.array([[0, 0, 0, 1, 1]], np.float32))[:, :, 0, 0]
         array([[5.]], dtype=float32)
         """
-        output, saved = self._forward(input, boxes, batch_indices, num_threads)
-        self._saved = None
-        if self.training:
-            features_shape = np.shape(input)
-            self._saved = (tuple(features_shape), _copy_boxes(boxes),
-                           None if batch_indices is None else np.array(batch_indices, copy=True),
-                           saved)
+        self._forget()
+        output, extra = self._forward(input, boxes, batch_indices, num_threads)
+        if self._training:
+            half = output.dtype == np.float16
+            self._remember(output, (
+                tuple(np.shape(input)), _copy_boxes(boxes, half),
+                None if batch_indices is None else np.array(batch_indices, copy=True), extra))
         return output
 
     def backward(self, grad_output, lda_coeff=1.0, *, num_threads=None):
@@ -70,15 +225,24 @@ class _RoILayer:
         Parameters
         ----------
         grad_output : ndarray
-            Gradient with respect to the last call's output (same shape and dtype).
+            Gradient with respect to the output of this thread's last call: its shape and
+            dtype (else :class:`pyroi.ShapeError` / :class:`pyroi.DTypeError`).
         lda_coeff : float, default 1.0
-            Factor applied to the gradient.
+            Factor applied to the gradient, in the dtype the gradient is computed in
+            (float32 for float16 data, whose gradient is then rounded once); it must be
+            finite there.
         num_threads : int, optional
             Threads for this call.
 
         Returns
         -------
         ndarray of the last input's shape
+
+        Raises
+        ------
+        PyroiError
+            When the layer is not in training mode, or this thread has no successful
+            training call since training mode was last switched on.
 
         Examples
         --------
@@ -92,15 +256,11 @@ class _RoILayer:
                [0., 0., 0., 0.],
                [0., 0., 0., 0.]], dtype=float32)
         """
-        if self._saved is None:
-            raise PyroiError(
-                f"{type(self).__name__}.backward needs a preceding call in training mode "
-                "(layer.training = True)")
-        coeff = _validate.real_number(lda_coeff, "lda_coeff")
-        gradient = self._backward(grad_output, self._saved, num_threads)
-        if coeff != 1.0:
-            gradient *= gradient.dtype.type(coeff)
-        return gradient
+        grad, coeff, saved = self._recall(grad_output, lda_coeff)
+        half = grad.dtype.itemsize == 2  # float16, of either byte order
+        if half:
+            grad = grad.astype(np.float32)
+        return _scaled(self._backward(grad, saved, num_threads), coeff, half)
 
 
 class RoIAlign(_RoILayer):
@@ -289,7 +449,7 @@ class RoIAlignRotated(_RoILayer):
                                           num_threads=num_threads)
 
 
-class MultiScaleRoIAlign:
+class MultiScaleRoIAlign(_TrainableLayer):
     """RoIAlign over a feature pyramid, exactly as ``torchvision.ops.MultiScaleRoIAlign``.
 
     Each box is pooled from one pyramid level chosen by its size (FPN paper, eqn. 1):
@@ -316,7 +476,11 @@ class MultiScaleRoIAlign:
     height only) is inferred on the first call and reused by later calls; RoIAlign runs with
     ``aligned=False``. A box with negative area (inverted) belongs to no level and its output
     row stays zero. With ``training = True`` (the default) a call keeps the boxes and levels
-    so that :meth:`backward` can return each level's input gradient.
+    so that :meth:`backward` can return each level's input gradient; as for the other layers,
+    that state is per thread, and a call that raises keeps nothing.
+
+    float16 pyramids are widened to float32 (boxes too; levels are assigned in float32), pooled,
+    and the output and gradients rounded once to float16.
 
     Examples
     --------
@@ -342,18 +506,22 @@ class MultiScaleRoIAlign:
         self.scales: list[float] | None = None
         self.min_level: int | None = None
         self.max_level: int | None = None
-        self.training = True
-        self._saved = None
+        super().__init__()
 
     def __repr__(self) -> str:
         return (f"{type(self).__name__}(featmap_names={self.featmap_names}, "
                 f"output_size={self.output_size}, sampling_ratio={self.sampling_ratio})")
 
-    def _selected_features(self, x) -> list[tuple[str, np.ndarray]]:
+    def _selected_features(self, x) -> tuple[list[tuple[str, np.ndarray]], bool]:
+        """The levels to pool from (float16 ones widened to float32), and whether they were
+        float16."""
         if not isinstance(x, dict):
             raise _validate.ArgumentTypeError(
                 f"features must be a dict of name -> (N, C, H, W) array, got {type(x).__name__}")
-        selected = [(name, _validate.float_array(value, f"features[{name!r}]", 4))
+        half = any(_is_half(v) for k, v in x.items() if k in self.featmap_names)
+        selected = [(name, _validate.float_array(
+                        np.asarray(value).astype(np.float32) if _is_half(value) else value,
+                        f"features[{name!r}]", 4))
                     for name, value in x.items() if name in self.featmap_names]
         if not selected:
             raise InvalidArgumentError(
@@ -363,7 +531,9 @@ class MultiScaleRoIAlign:
             if value.dtype != dtype:
                 raise _validate.DTypeError(
                     f"features[{name!r}] has dtype {value.dtype}, the first level {dtype}")
-        return selected
+        if half and not all(_is_half(x[name]) for name, _ in selected):
+            raise _validate.DTypeError("features must all be float16 when one level is")
+        return selected, half
 
     def _infer_scales(self, features, image_shapes) -> None:
         """torchvision's scale inference: per level 2 ** round(log2(H_l / max image height))
@@ -397,7 +567,8 @@ class MultiScaleRoIAlign:
         x : dict of str -> ndarray (N, C, H_l, W_l)
             The pyramid; entries whose key is not in ``featmap_names`` are ignored.
         boxes : list of ndarray (L_i, 4)
-            ``[x1, y1, x2, y2]`` per image in input-image pixels, the features' dtype.
+            ``[x1, y1, x2, y2]`` per image in input-image pixels, the features' dtype (float16
+            or float32 for float16 features).
         image_shapes : list of (int, int)
             ``(height, width)`` of each input image (used on the first call only).
         num_threads : int, optional
@@ -415,10 +586,13 @@ class MultiScaleRoIAlign:
         >>> pooler(features, [np.array([[0, 0, 16, 16]], np.float32)], [(32, 32)])
         array([[[[3.]]]], dtype=float32)
         """
-        features = self._selected_features(x)
+        self._forget()
+        features, half = self._selected_features(x)
         if not isinstance(boxes, (list, tuple)):
             raise _validate.ArgumentTypeError(
                 "boxes must be a list of (L_i, 4) arrays, one per image")
+        if half:
+            boxes = _widen_boxes(list(boxes), "boxes")
         if self.scales is None:
             if not image_shapes:
                 raise InvalidArgumentError("image_shapes must not be empty")
@@ -442,10 +616,10 @@ class MultiScaleRoIAlign:
                 result[rows] = roi_align(feature, coords[rows], (ph, pw), scale,
                                          self.sampling_ratio, False,
                                          batch_indices=images[rows], num_threads=num_threads)
-        self._saved = None
-        if self.training:
-            self._saved = ([(name, f.shape) for name, f in features], coords, images, per_level,
-                           first.dtype)
+        if half:
+            result = _scaled(result, np.float32(1), True)
+        self._remember(result, ([(name, f.shape) for name, f in features], coords, images,
+                                per_level))
         return result
 
     def backward(self, grad_output, lda_coeff=1.0, *, num_threads=None):
@@ -454,9 +628,11 @@ class MultiScaleRoIAlign:
         Parameters
         ----------
         grad_output : ndarray (K, C, ph, pw)
-            Gradient of the loss with respect to the last call's output.
+            Gradient of the loss with respect to the output of this thread's last call: its
+            shape and dtype.
         lda_coeff : float, default 1.0
-            Factor applied to every gradient (a loss-derivative coefficient).
+            Factor applied to every gradient (a loss-derivative coefficient), in the dtype
+            the gradient is computed in (float32 for float16 data); it must be finite there.
 
         Returns
         -------
@@ -472,58 +648,14 @@ class MultiScaleRoIAlign:
         >>> float(pooler.backward(np.ones_like(y))["p2"].sum())
         1.0
         """
-        if self._saved is None:
-            raise PyroiError(
-                "backward needs a preceding call in training mode (layer.training = True)")
-        shapes, coords, images, per_level, dtype = self._saved
-        grad = _validate.float_array(grad_output, "grad_output", 4)
-        ph, pw = self.output_size
-        expected = (coords.shape[0], shapes[0][1][1], ph, pw)
-        if grad.shape != expected or grad.dtype != dtype:
-            raise ShapeError(f"grad_output must have shape {expected} and dtype {dtype}, got "
-                             f"{grad.shape} {grad.dtype}")
-        coeff = _validate.real_number(lda_coeff, "lda_coeff")
+        grad, coeff, (shapes, coords, images, per_level) = self._recall(grad_output, lda_coeff)
+        half = grad.dtype.itemsize == 2  # float16, of either byte order
+        grad = _validate.float_array(grad.astype(np.float32) if half else grad, "grad_output", 4)
         gradients = {}
         for (name, shape), rows, scale in zip(shapes, per_level, self.scales):
             gradients[name] = roi_align_backward(
                 grad[rows], coords[rows], shape, scale, self.sampling_ratio, False,
                 batch_indices=images[rows], num_threads=num_threads)
-            if coeff != 1.0:
-                gradients[name] *= gradients[name].dtype.type(coeff)
+            gradients[name] = _scaled(gradients[name], coeff, half)
         return gradients
 
-
-# float16 for MultiScaleRoIAlign (the other layers call the float16-capable operators): a
-# float16 pyramid and boxes are widened to float32, pooled (levels assigned in float32) and the
-# output and gradients rounded once to float16 -- see pyroi/_half.py.
-from pyroi._half import _is_half, _widen_boxes  # noqa: E402
-
-_multiscale_call = MultiScaleRoIAlign.__call__
-_multiscale_backward = MultiScaleRoIAlign.backward
-MultiScaleRoIAlign._float16 = False
-
-
-def _multiscale_call_float16(self, x, boxes, image_shapes, *, num_threads=None):
-    self._float16 = isinstance(x, dict) and any(
-        _is_half(v) for k, v in x.items() if k in self.featmap_names)
-    if not self._float16:
-        return _multiscale_call(self, x, boxes, image_shapes, num_threads=num_threads)
-    x = {k: np.asarray(v).astype(np.float32) if _is_half(v) else v for k, v in x.items()}
-    if isinstance(boxes, (list, tuple)):
-        boxes = _widen_boxes(list(boxes), "boxes")
-    result = _multiscale_call(self, x, boxes, image_shapes, num_threads=num_threads)
-    return result.astype(np.float16)
-
-
-def _multiscale_backward_float16(self, grad_output, lda_coeff=1.0, *, num_threads=None):
-    if not (self._float16 and _is_half(grad_output)):
-        return _multiscale_backward(self, grad_output, lda_coeff, num_threads=num_threads)
-    gradients = _multiscale_backward(self, np.asarray(grad_output).astype(np.float32),
-                                     lda_coeff, num_threads=num_threads)
-    return {name: gradient.astype(np.float16) for name, gradient in gradients.items()}
-
-
-_multiscale_call_float16.__doc__ = _multiscale_call.__doc__
-_multiscale_backward_float16.__doc__ = _multiscale_backward.__doc__
-MultiScaleRoIAlign.__call__ = _multiscale_call_float16
-MultiScaleRoIAlign.backward = _multiscale_backward_float16

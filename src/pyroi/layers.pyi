@@ -4,12 +4,17 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy.typing as npt
+from typing_extensions import Self
 
 __all__ = ["MultiScaleRoIAlign", "PSRoIAlign", "PSRoIPool", "RoIAlign", "RoIAlignRotated",
            "RoIPool"]
 
-class _RoILayer:
+class _TrainableLayer:
     training: bool
+    def train(self, mode: bool = True) -> Self: ...
+    def eval(self) -> Self: ...
+
+class _RoILayer(_TrainableLayer):
     def __call__(
         self,
         input: npt.ArrayLike,
@@ -80,7 +85,7 @@ class RoIAlignRotated(_RoILayer):
         angle: str = "degrees",
     ) -> None: ...
 
-class MultiScaleRoIAlign:
+class MultiScaleRoIAlign(_TrainableLayer):
     featmap_names: list[str]
     output_size: tuple[int, int]
     sampling_ratio: int
@@ -89,7 +94,6 @@ class MultiScaleRoIAlign:
     scales: list[float] | None
     min_level: int | None
     max_level: int | None
-    training: bool
     def __init__(
         self,
         featmap_names: Sequence[str],

@@ -135,7 +135,8 @@ def roi_align(
     if aligned and ratio == 0:
         _validate.onnx_negative_grid(coords, scale, (pooled_height, pooled_width))
     shape = (coords.shape[0], features.shape[1], pooled_height, pooled_width)
-    result = _validate.output_array(out, shape, features.dtype, (features, coords))
+    result = _validate.output_array(out, shape, features.dtype,
+                                    (X, rois, batch_indices, features, coords, roi_images))
     forward = _core.roi_align_onnx_max_forward if is_max else _core.roi_align_forward
     forward(
         features, coords, roi_images, result, pooled_height, pooled_width,
@@ -188,7 +189,8 @@ def max_roi_pool(X, rois, pooled_shape, spatial_scale=1.0, *, batch_indices=None
         rois, features.dtype, features.shape[0], batch_indices, name="rois"
     )
     shape = (coords.shape[0], features.shape[1], pooled_height, pooled_width)
-    result = _validate.output_array(out, shape, features.dtype, (features, coords))
+    result = _validate.output_array(out, shape, features.dtype,
+                                    (X, rois, batch_indices, features, coords, roi_images))
     _core.roi_pool_forward(
         features, coords, roi_images, result, None, pooled_height, pooled_width,
         scale, scale, threads,

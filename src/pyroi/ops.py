@@ -108,7 +108,8 @@ def roi_align(
         raise _validate.InvalidArgumentError('return_argmax=True needs mode="max"')
     coords, roi_images = _validate.boxes(boxes, features.dtype, features.shape[0], batch_indices)
     shape = (coords.shape[0], features.shape[1], pooled_height, pooled_width)
-    result = _validate.output_array(out, shape, features.dtype, (features, coords, roi_images))
+    result = _validate.output_array(out, shape, features.dtype,
+                                    (input, boxes, batch_indices, features, coords, roi_images))
     if not is_max:
         _core.roi_align_forward(
             features, coords, roi_images, result, pooled_height, pooled_width,
@@ -197,7 +198,8 @@ def roi_align_backward(
         winners = _validate.argmax_array(argmax, grad.shape, None)
     elif argmax is not None:
         raise _validate.InvalidArgumentError('argmax is only used with mode="max"')
-    inputs = (grad, coords, roi_images) + ((winners,) if is_max else ())
+    inputs = (grad_output, boxes, batch_indices, argmax, grad, coords, roi_images) + (
+        (winners,) if is_max else ())
     if channels_last:
         result = _validate.output_array(out, (shape[0], shape[2], shape[3], shape[1]),
                                         grad.dtype, inputs, shape_from="input_shape")
@@ -292,7 +294,8 @@ def roi_pool(
     threads = _validate.num_threads(num_threads)
     coords, roi_images = _validate.boxes(boxes, features.dtype, features.shape[0], batch_indices)
     shape = (coords.shape[0], features.shape[1], pooled_height, pooled_width)
-    result = _validate.output_array(out, shape, features.dtype, (features, coords, roi_images))
+    result = _validate.output_array(out, shape, features.dtype,
+                                    (input, boxes, batch_indices, features, coords, roi_images))
     argmax = np.empty(shape, dtype=np.int64) if want_argmax else None
     _core.roi_pool_forward(
         features, coords, roi_images, result, argmax, pooled_height, pooled_width,
@@ -368,7 +371,8 @@ def roi_pool_backward(
     # argmax, as long as the kernel's own): only when it refuses is the offender looked up
     winners = _validate.argmax_array(argmax, grad.shape, shape[2] * shape[3],
                                      check_values=False)
-    result = _validate.output_array(out, shape, grad.dtype, (grad, coords, roi_images, winners),
+    result = _validate.output_array(out, shape, grad.dtype, (grad_output, boxes, batch_indices,
+                                    argmax, grad, coords, roi_images, winners),
                                     shape_from="input_shape")
     try:
         _core.roi_pool_backward(grad, winners, roi_images, result, scale, scale, threads)
@@ -472,7 +476,8 @@ def ps_roi_align(
     threads = _validate.num_threads(num_threads)
     coords, roi_images = _validate.boxes(boxes, features.dtype, features.shape[0], batch_indices)
     shape = (coords.shape[0], channels_out, pooled_height, pooled_width)
-    result = _validate.output_array(out, shape, features.dtype, (features, coords, roi_images))
+    result = _validate.output_array(out, shape, features.dtype,
+                                    (input, boxes, batch_indices, features, coords, roi_images))
     _core.ps_roi_align_forward(
         features, coords, roi_images, result, pooled_height, pooled_width, scale, scale, ratio,
         threads,
@@ -531,7 +536,8 @@ def ps_roi_align_backward(
     ratio = _validate.sampling_ratio(sampling_ratio)
     threads = _validate.num_threads(num_threads)
     coords, roi_images = _validate.backward_boxes(boxes, grad, shape[0], batch_indices)
-    result = _validate.output_array(out, shape, grad.dtype, (grad, coords, roi_images),
+    result = _validate.output_array(out, shape, grad.dtype, (grad_output, boxes, batch_indices,
+                                    grad, coords, roi_images),
                                     shape_from="input_shape")
     _core.ps_roi_align_backward(grad, coords, roi_images, result, scale, scale, ratio, threads)
     return result
@@ -597,7 +603,8 @@ def ps_roi_pool(
     threads = _validate.num_threads(num_threads)
     coords, roi_images = _validate.boxes(boxes, features.dtype, features.shape[0], batch_indices)
     shape = (coords.shape[0], channels_out, pooled_height, pooled_width)
-    result = _validate.output_array(out, shape, features.dtype, (features, coords, roi_images))
+    result = _validate.output_array(out, shape, features.dtype,
+                                    (input, boxes, batch_indices, features, coords, roi_images))
     _core.ps_roi_pool_forward(
         features, coords, roi_images, result, pooled_height, pooled_width, scale, scale, threads
     )
@@ -660,7 +667,8 @@ def ps_roi_pool_backward(
     scale = _validate.spatial_scale(spatial_scale)
     threads = _validate.num_threads(num_threads)
     coords, roi_images = _validate.backward_boxes(boxes, grad, shape[0], batch_indices)
-    result = _validate.output_array(out, shape, grad.dtype, (grad, coords, roi_images),
+    result = _validate.output_array(out, shape, grad.dtype, (grad_output, boxes, batch_indices,
+                                    grad, coords, roi_images),
                                     shape_from="input_shape")
     _core.ps_roi_pool_backward(grad, coords, roi_images, result, scale, scale, threads)
     return result
@@ -780,7 +788,8 @@ def roi_align_rotated(
     coords, roi_images = _validate.boxes(rois, features.dtype, features.shape[0], batch_indices,
                                          name="rois", coords_per_box=5)
     shape = (coords.shape[0], features.shape[1], pooled_height, pooled_width)
-    result = _validate.output_array(out, shape, features.dtype, (features, coords, roi_images))
+    result = _validate.output_array(out, shape, features.dtype,
+                                    (input, rois, batch_indices, features, coords, roi_images))
     _core.roi_align_rotated_forward(
         features, coords, roi_images, result, pooled_height, pooled_width,
         scale, scale, ratio, is_aligned, is_clockwise, in_degrees, threads,
@@ -848,7 +857,8 @@ def roi_align_rotated_backward(
     threads = _validate.num_threads(num_threads)
     coords, roi_images = _validate.backward_boxes(rois, grad, shape[0], batch_indices,
                                                   name="rois", coords_per_box=5)
-    result = _validate.output_array(out, shape, grad.dtype, (grad, coords, roi_images),
+    result = _validate.output_array(out, shape, grad.dtype, (grad_output, rois, batch_indices,
+                                    grad, coords, roi_images),
                                     shape_from="input_shape")
     _core.roi_align_rotated_backward(
         grad, coords, roi_images, result, scale, scale, ratio, is_aligned, is_clockwise,

@@ -368,6 +368,28 @@ static void test_roi_align_f16(void)
                                              out_strides, &p), PYROI_OK); /* K = 0 */
 }
 
+/* pyroi_scale_f32_to_f16: the float32 product, rounded once to float16; statuses. */
+static void test_scale_to_f16(void)
+{
+    const float source[5] = {1.0f / 3.0f, 65504.0f, -2.5f, 0.0f, 1.0f + 0x1p-11f};
+    uint16_t target[5] = {0, 0, 0, 0, 0};
+    int i;
+    CHECK_STATUS(pyroi_scale_f32_to_f16(source, 5, 3.0f, target), PYROI_OK);
+    for (i = 0; i < 5; ++i) {
+        const float product = source[i] * 3.0f;
+        CHECK(target[i] == pyroi_float_to_half(product));
+    }
+    CHECK(target[1] == 0x7c00u); /* 196512 overflows float16: infinity */
+    CHECK(target[2] == pyroi_float_to_half(-7.5f));
+    /* 1 + 2^-11 is a float16 tie: rounded once (to even, 1.0) when scaled by 1 */
+    CHECK_STATUS(pyroi_scale_f32_to_f16(source + 4, 1, 1.0f, target), PYROI_OK);
+    CHECK(target[0] == 0x3c00u);
+    CHECK_STATUS(pyroi_scale_f32_to_f16(NULL, 0, 2.0f, NULL), PYROI_OK);
+    CHECK_STATUS(pyroi_scale_f32_to_f16(NULL, 1, 2.0f, target), PYROI_E_NULL_POINTER);
+    CHECK_STATUS(pyroi_scale_f32_to_f16(source, 1, 2.0f, NULL), PYROI_E_NULL_POINTER);
+    CHECK_STATUS(pyroi_scale_f32_to_f16(source, -1, 2.0f, target), PYROI_E_INVALID_SHAPE);
+}
+
 int main(void)
 {
     test_onnx_max_quirks();
@@ -377,5 +399,6 @@ int main(void)
     test_backward_workspace_f64();
     test_half_conversion();
     test_roi_align_f16();
+    test_scale_to_f16();
     return check_report("test_frontends");
 }

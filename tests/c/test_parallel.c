@@ -36,7 +36,7 @@ static void test_parallel_for(void)
     int i, workers_seen = 0, seen[4] = {0, 0, 0, 0};
 
     memset(&log, 0, sizeof(log));
-    pyroi_parallel_for(4, ITEMS, record, &log);
+    pyroi_parallel_for(4, ITEMS, 1.0, NULL, record, &log);
     for (i = 0; i < ITEMS; ++i) {
         CHECK(log.visits[i] == 1);
         CHECK(log.worker_of[i] >= 0 && log.worker_of[i] < 4);
@@ -48,11 +48,11 @@ static void test_parallel_for(void)
     CHECK(workers_seen >= 2); /* threads really ran */
 
     memset(&log, 0, sizeof(log));
-    pyroi_parallel_for(1, ITEMS, record, &log);
+    pyroi_parallel_for(1, ITEMS, 1.0, NULL, record, &log);
     for (i = 0; i < ITEMS; ++i) {
         CHECK(log.visits[i] == 1 && log.worker_of[i] == 0);
     }
-    pyroi_parallel_for(4, 0, record, &log); /* nothing to do: no call at all */
+    pyroi_parallel_for(4, 0, 1.0, NULL, record, &log); /* nothing to do: no call at all */
 }
 
 static void test_worker_counts(void)

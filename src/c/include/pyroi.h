@@ -23,6 +23,8 @@
  *     fork() at any time; params.num_threads = 0 uses every online processor for large calls
  *     and one thread for small ones. Results are bit-identical for every thread count.
  *   - A pointer may be NULL only when the tensor it addresses has no elements.
+ *   - Calls can be cancelled from another thread: params.cancel points to a pyroi_cancel
+ *     token (see below); the call then returns PYROI_E_CANCELLED within milliseconds.
  *
  * Ownership: every pointer argument is borrowed for the duration of the call only. A call
  * reads its inputs, writes its outputs (and nothing else), keeps no pointer after it returns
@@ -43,6 +45,8 @@
  *   4. scratch memory: PYROI_E_NO_MEMORY. It can come before the box and argmax checks of
  *      step 3 (some ops check box geometry while filling their first scratch table), never
  *      before the checks of steps 1-2 and the batch indices. Nothing is written either way.
+ *   5. cancellation: PYROI_E_CANCELLED, only once every argument was found valid (a token
+ *      set before the call gives it too). The outputs are then unspecified.
  * A function's comment names the codes that differ from this list or are specific to it.
  * Every code is reachable; the C tests in tests/c/ trigger each one.
  *
@@ -130,7 +134,9 @@ typedef enum pyroi_status {
     PYROI_E_NO_MEMORY = 10,
     /* An argmax entry given to a max-pooling backward is neither -1 nor a pixel index in
      * [0, H * W). */
-    PYROI_E_INVALID_ARGMAX = 11
+    PYROI_E_INVALID_ARGMAX = 11,
+    /* The call was cancelled through params.cancel (pyroi_cancel) before it finished. */
+    PYROI_E_CANCELLED = 12
 } pyroi_status;
 
 /* The library's version as PYROI_VERSION_NUMBER; compare with the macro to detect a header
@@ -143,6 +149,40 @@ PYROI_API const char *pyroi_version_string(void);
 /* A static, human-readable description of a status code ("unknown status" for values outside
  * the enum). Never NULL. Thread-safe. */
 PYROI_API const char *pyroi_status_string(pyroi_status status);
+
+/* ------------------------------------------------------------------------------------------
+ * Cooperative cancellation, shared by every operator: each params struct has a field
+ * `pyroi_cancel *cancel` (default NULL: the call cannot be cancelled).
+ *
+ * A call's workers read `requested` before each piece of work they take (about a millisecond
+ * of work each, by the library's estimate) and between the RoIs of a piece that holds many
+ * (a single RoI is never split). Once they read nonzero, no new piece starts and the call
+ * returns PYROI_E_CANCELLED when the pieces under way end: the outputs then hold unspecified
+ * values (old, new or partial), nothing outside them is written and all scratch is freed.
+ * The preparation before the work (argument checks, tables per RoI: linear in the RoIs) is
+ * not interrupted. Any thread may set `requested` during the call (a plain store of a
+ * nonzero int; the library only loads it); a token may serve several calls, also concurrent
+ * ones, and is never reset by the library.
+ *
+ * poll (optional) lets the thread that made the call take part, e.g. to check for a signal,
+ * a deadline or a user's request and then set token->requested. In a call of more than about
+ * 20 ms of work, helper threads do the work while the calling thread calls poll(token) every
+ * 20 ms (where threads are unavailable it works and polls between its pieces); shorter calls
+ * never poll and start no thread for it. poll runs inside the call: it must not call pyroi
+ * on the call's outputs, and should return quickly.
+ * ---------------------------------------------------------------------------------------- */
+typedef struct pyroi_cancel {
+    /* Nonzero asks every call given this token to stop. Default 0. */
+    volatile int requested;
+    /* Called by the calling thread every 20 ms of a long call (see above), or NULL. Default
+     * NULL. */
+    void (*poll)(struct pyroi_cancel *token);
+    /* For poll's own use; never read by the library. Default NULL. */
+    void *poll_context;
+} pyroi_cancel;
+
+/* Sets every field of *token to its documented default (NULL is ignored). Thread-safe. */
+PYROI_API void pyroi_cancel_init(pyroi_cancel *token);
 
 /* ------------------------------------------------------------------------------------------
  * RoIAlign (average mode), as torchvision.ops.roi_align / ONNX RoiAlign mode="avg".
@@ -170,6 +210,8 @@ typedef struct pyroi_roi_align_params {
     /* Worker threads for this call; 0 lets the library choose. Results are bit-identical for
      * every value. Default 0. */
     int num_threads;
+    /* Cancellation token (see pyroi_cancel), or NULL. Default NULL. */
+    pyroi_cancel *cancel;
 } pyroi_roi_align_params;
 
 /* Sets every field of *params to its documented default (NULL is ignored). Thread-safe. */
@@ -301,6 +343,8 @@ typedef struct pyroi_roi_pool_params {
     /* Worker threads for this call; 0 lets the library choose. Results are bit-identical for
      * every value. Default 0. */
     int num_threads;
+    /* Cancellation token (see pyroi_cancel), or NULL. Default NULL. */
+    pyroi_cancel *cancel;
 } pyroi_roi_pool_params;
 
 /* Sets every field of *params to its documented default (NULL is ignored). Thread-safe. */
@@ -406,6 +450,8 @@ typedef struct pyroi_ps_roi_align_params {
     /* Worker threads for this call; 0 lets the library choose. Results are bit-identical for
      * every value. Default 0. */
     int num_threads;
+    /* Cancellation token (see pyroi_cancel), or NULL. Default NULL. */
+    pyroi_cancel *cancel;
 } pyroi_ps_roi_align_params;
 
 /* Sets every field of *params to its documented default (NULL is ignored). Thread-safe. */
@@ -487,6 +533,8 @@ typedef struct pyroi_ps_roi_pool_params {
     /* Worker threads for this call; 0 lets the library choose. Results are bit-identical for
      * every value. Default 0. */
     int num_threads;
+    /* Cancellation token (see pyroi_cancel), or NULL. Default NULL. */
+    pyroi_cancel *cancel;
 } pyroi_ps_roi_pool_params;
 
 /* Sets every field of *params to its documented default (NULL is ignored). Thread-safe. */
@@ -697,6 +745,8 @@ typedef struct pyroi_roi_align_rotated_params {
     /* Worker threads for this call; 0 lets the library choose. Results are bit-identical for
      * every value. Default 0. */
     int num_threads;
+    /* Cancellation token (see pyroi_cancel), or NULL. Default NULL. */
+    pyroi_cancel *cancel;
 } pyroi_roi_align_rotated_params;
 
 /* Sets every field of *params to its documented default (detectron2's conventions); NULL
@@ -868,6 +918,15 @@ PYROI_API pyroi_status pyroi_roi_align_backward_f16(
     const int64_t *batch_indices,
     uint16_t *grad_input, const int64_t grad_input_shape[4],
     const int64_t grad_input_strides[4], const pyroi_roi_align_params *params);
+
+/* target[i] = scale * source[i] rounded to float16, for i in [0, count): the product is formed
+ * in float32 (it is the float32 result a float32 caller would hold), then rounded once to
+ * float16 (to nearest, ties to even; overflow gives infinity, NaN stays NaN). This is how a
+ * float16 gradient is scaled by a coefficient (the layers' lda_coeff) without a second
+ * rounding. source and target must not overlap. PYROI_E_INVALID_SHAPE: count < 0;
+ * PYROI_E_NULL_POINTER: a NULL array with count > 0. */
+PYROI_API pyroi_status pyroi_scale_f32_to_f16(const float *source, int64_t count, float scale,
+                                              uint16_t *target);
 
 /* ------------------------------------------------------------------------------------------
  * Explaining one RoI: the geometry the operators use, for pictures, teaching and debugging

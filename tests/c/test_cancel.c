@@ -1,0 +1,257 @@
+/* Cancellation (pyroi_cancel): for every operator family, a token set before the call makes
+ * it return PYROI_E_CANCELLED without writing outside its output, a token set by another
+ * thread (POSIX) or by the poll function during a long call stops it, validation comes
+ * first, and a call with a token that stays clear gives the same result as without one. */
+#if !defined(_WIN32) && !defined(_POSIX_C_SOURCE)
+#  define _POSIX_C_SOURCE 200809L /* nanosleep */
+#endif
+#include "pyroi.h"
+#include "check.h"
+
+#include <stdlib.h>
+#include <string.h>
+#if !defined(_WIN32)
+#  include <pthread.h>
+#  include <time.h>
+#endif
+
+enum { C = 196, OUT_CHANNELS = 4, H = 64, W = 64, P = 7, GUARD = 64 };
+static const int64_t map_shape[4] = {1, C, H, W};
+static const int64_t map_strides[4] = {C * H * W, H * W, W, 1};
+static const int64_t pooled_strides[4] = {C * P * P, P * P, P, 1};
+static const int64_t ps_strides[4] = {OUT_CHANNELS * P * P, P * P, P, 1};
+static const int64_t broadcast[4] = {0, 0, 0, 0}; /* one value for every gradient/argmax */
+
+typedef struct call_case {
+    const char *name;
+    int64_t rois;     /* enough for a call of well over 20 ms */
+    int64_t channels; /* of the output per RoI; 0: a backward (output C x H x W) */
+} call_case;
+
+static float *features, *boxes, *rotated, *out, one = 1.0f;
+static int64_t *batch, *argmax_out, zero_index = 0;
+
+/* Runs case `which` with the given token; writes into out. */
+static pyroi_status run(int which, int64_t rois, pyroi_cancel *token)
+{
+    pyroi_roi_align_params align;
+    pyroi_roi_pool_params pool;
+    pyroi_ps_roi_align_params ps_align;
+    pyroi_ps_roi_pool_params ps_pool;
+    pyroi_roi_align_rotated_params rot;
+    pyroi_roi_align_params_init(&align);
+    pyroi_roi_pool_params_init(&pool);
+    pyroi_ps_roi_align_params_init(&ps_align);
+    pyroi_ps_roi_pool_params_init(&ps_pool);
+    pyroi_roi_align_rotated_params_init(&rot);
+    align.pooled_height = align.pooled_width = P;
+    align.sampling_ratio = 16;
+    align.aligned = 1;
+    align.cancel = token;
+    pool.pooled_height = pool.pooled_width = P;
+    pool.cancel = token;
+    ps_align.pooled_height = ps_align.pooled_width = P;
+    ps_align.sampling_ratio = 16;
+    ps_align.cancel = token;
+    ps_pool.pooled_height = ps_pool.pooled_width = P;
+    ps_pool.cancel = token;
+    rot.pooled_height = rot.pooled_width = P;
+    rot.sampling_ratio = 8;
+    rot.cancel = token;
+    switch (which) {
+    case 0:
+        return pyroi_roi_align_forward_f32(features, map_shape, map_strides, boxes, rois, 4,
+                                           batch, out, pooled_strides, &align);
+    case 1:
+        return pyroi_roi_align_backward_f32(&one, broadcast, boxes, rois, 4, batch, out,
+                                            map_shape, map_strides, &align);
+    case 2:
+        return pyroi_roi_align_max_forward_f32(features, map_shape, map_strides, boxes, rois,
+                                               4, batch, out, pooled_strides, argmax_out,
+                                               pooled_strides, &align);
+    case 3:
+        return pyroi_roi_align_max_backward_f32(&one, broadcast, &zero_index, broadcast, boxes,
+                                                rois, 4, batch, out, map_shape, map_strides,
+                                                &align);
+    case 4:
+        return pyroi_roi_align_onnx_max_forward_f32(features, map_shape, map_strides, boxes,
+                                                    rois, 4, batch, out, pooled_strides,
+                                                    &align);
+    case 5:
+        return pyroi_roi_pool_forward_f32(features, map_shape, map_strides, boxes, rois, 4,
+                                          batch, out, pooled_strides, argmax_out,
+                                          pooled_strides, &pool);
+    case 6:
+        return pyroi_roi_pool_backward_f32(&one, broadcast, &zero_index, broadcast, batch, rois,
+                                           out, map_shape, map_strides, &pool);
+    case 7:
+        return pyroi_ps_roi_align_forward_f32(features, map_shape, map_strides, boxes, rois, 4,
+                                              batch, out, ps_strides, &ps_align);
+    case 8:
+        return pyroi_ps_roi_align_backward_f32(&one, broadcast, boxes, rois, 4, batch, out,
+                                               map_shape, map_strides, &ps_align);
+    case 9:
+        return pyroi_ps_roi_pool_forward_f32(features, map_shape, map_strides, boxes, rois, 4,
+                                             batch, out, ps_strides, &ps_pool);
+    case 10:
+        return pyroi_ps_roi_pool_backward_f32(&one, broadcast, boxes, rois, 4, batch, out,
+                                              map_shape, map_strides, &ps_pool);
+    case 11:
+        return pyroi_roi_align_rotated_forward_f32(features, map_shape, map_strides, rotated,
+                                                   rois, 5, batch, out, pooled_strides, &rot);
+    default:
+        return pyroi_roi_align_rotated_backward_f32(&one, broadcast, rotated, rois, 5, batch,
+                                                    out, map_shape, map_strides, &rot);
+    }
+}
+
+enum { MAX_OUT = 500 * C * P * P, MAX_ROIS = 200000 };
+static const call_case cases[] = {
+    {"roi_align forward", 500, C},
+    {"roi_align backward", 2000, 0},
+    {"roi_align max forward", 500, C},
+    {"roi_align max backward", 20000, 0},
+    {"onnx max forward", 500, C},
+    {"roi_pool forward", 500, C},
+    {"roi_pool backward", 200000, 0},
+    {"ps_roi_align forward", 20000, OUT_CHANNELS},
+    {"ps_roi_align backward", 20000, 0},
+    {"ps_roi_pool forward", 20000, OUT_CHANNELS},
+    {"ps_roi_pool backward", 20000, 0},
+    {"rotated forward", 500, C},
+    {"rotated backward", 2000, 0},
+};
+enum { CASES = sizeof(cases) / sizeof(cases[0]) };
+
+static int guards_intact(int64_t out_elements)
+{
+    int64_t i;
+    for (i = out_elements; i < out_elements + GUARD; ++i) {
+        if (out[i] != -7.0f) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+static void set_guards(int64_t out_elements)
+{
+    int64_t i;
+    for (i = out_elements; i < out_elements + GUARD; ++i) {
+        out[i] = -7.0f;
+    }
+}
+
+static void request_on_poll(pyroi_cancel *token)
+{
+    int *polls = (int *)token->poll_context;
+    if (++*polls >= 2) {
+        token->requested = 1;
+    }
+}
+
+#if !defined(_WIN32)
+static void *request_later(void *arg)
+{
+    struct timespec wait = {0, 20 * 1000 * 1000};
+    nanosleep(&wait, NULL);
+    ((pyroi_cancel *)arg)->requested = 1;
+    return NULL;
+}
+#endif
+
+static void test_case(int which)
+{
+    const call_case *c = &cases[which];
+    /* the outputs this case writes: the output proper, argmax for max/pool forwards */
+    const int64_t out_elements = c->channels == 0 ? (int64_t)C * H * W
+                                                  : c->rois * c->channels * P * P;
+    pyroi_cancel token;
+    int polls = 0;
+    pyroi_status status;
+
+    /* set before the call: cancelled, nothing outside the output written */
+    pyroi_cancel_init(&token);
+    token.requested = 1;
+    set_guards(out_elements);
+    CHECK_STATUS(run(which, c->rois, &token), PYROI_E_CANCELLED);
+    CHECK(guards_intact(out_elements));
+    CHECK(token.requested == 1); /* never reset by the library */
+
+    /* validation comes first: a negative RoI count is a shape error even when cancelled */
+    CHECK_STATUS(run(which, -1, &token), PYROI_E_INVALID_SHAPE);
+
+    /* a clear token: the call completes */
+    pyroi_cancel_init(&token);
+    CHECK_STATUS(run(which, 8, &token), PYROI_OK);
+
+    /* the poll function, on the calling thread, cancels the long call */
+    pyroi_cancel_init(&token);
+    token.poll = request_on_poll;
+    token.poll_context = &polls;
+    set_guards(out_elements);
+    status = run(which, c->rois, &token);
+    if (status != PYROI_E_CANCELLED) {
+        fprintf(stderr, "%s: poll did not cancel\n", c->name);
+    }
+    CHECK_STATUS(status, PYROI_E_CANCELLED);
+    CHECK(polls >= 2);
+    CHECK(guards_intact(out_elements));
+
+#if !defined(_WIN32)
+    { /* another thread sets the flag 20 ms into the call */
+        pthread_t thread;
+        pyroi_cancel_init(&token);
+        set_guards(out_elements);
+        CHECK(pthread_create(&thread, NULL, request_later, &token) == 0);
+        status = run(which, c->rois, &token);
+        pthread_join(thread, NULL);
+        if (status != PYROI_E_CANCELLED) {
+            fprintf(stderr, "%s: another thread did not cancel\n", c->name);
+        }
+        CHECK_STATUS(status, PYROI_E_CANCELLED);
+        CHECK(guards_intact(out_elements));
+    }
+#endif
+}
+
+int main(void)
+{
+    int64_t i, k;
+    int which;
+    features = (float *)malloc(sizeof(float) * C * H * W);
+    boxes = (float *)malloc(sizeof(float) * 4 * MAX_ROIS);
+    rotated = (float *)malloc(sizeof(float) * 5 * MAX_ROIS);
+    batch = (int64_t *)calloc(MAX_ROIS, sizeof(int64_t));
+    out = (float *)malloc(sizeof(float) * ((size_t)MAX_OUT + GUARD));
+    argmax_out = (int64_t *)malloc(sizeof(int64_t) * (size_t)MAX_OUT);
+    if (!features || !boxes || !rotated || !batch || !out || !argmax_out) {
+        fprintf(stderr, "out of memory\n");
+        return 1;
+    }
+    for (i = 0; i < C * H * W; ++i) {
+        features[i] = (float)((i * 7919) % 1000) / 1000.0f;
+    }
+    for (k = 0; k < MAX_ROIS; ++k) {
+        const float x = (float)(k % 5), y = (float)(k % 3);
+        boxes[4 * k] = x;
+        boxes[4 * k + 1] = y;
+        boxes[4 * k + 2] = x + 58.0f;
+        boxes[4 * k + 3] = y + 58.0f;
+        rotated[5 * k] = 32.0f + x;
+        rotated[5 * k + 1] = 32.0f + y;
+        rotated[5 * k + 2] = 50.0f;
+        rotated[5 * k + 3] = 40.0f;
+        rotated[5 * k + 4] = (float)(k % 90);
+    }
+    for (which = 0; which < CASES; ++which) {
+        test_case(which);
+    }
+    free(features);
+    free(boxes);
+    free(rotated);
+    free(batch);
+    free(out);
+    free(argmax_out);
+    return check_report("test_cancel");
+}

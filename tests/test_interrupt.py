@@ -1,0 +1,98 @@
+"""Ctrl-C stops a long call: the C core polls a cancel token that the bindings give every call
+from the main thread (pyroi.h, pyroi_cancel; _core.pyx, signal_watch). Each test runs one
+long call of an operator family in a child process, sends it SIGINT after half a second and
+expects KeyboardInterrupt soon after (the bound is loose for loaded machines; the latencies
+measured are in the report of the change that added this)."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+CHILD = r"""
+import signal, sys, time
+import numpy as np
+import pyroi, pyroi.onnx
+
+# Python's own handler, even where the test runs in the background of a shell (which starts
+# its children with SIGINT ignored)
+signal.signal(signal.SIGINT, signal.default_int_handler)
+
+op, rois, channels, sr = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+rng = np.random.default_rng(0)
+x = rng.standard_normal((1, channels, 128, 128)).astype(np.float32)
+xy = rng.uniform(0, 20, (rois, 2))
+boxes = np.concatenate([np.zeros((rois, 1)), xy, xy + 100], axis=1).astype(np.float32)
+rotated = np.concatenate([boxes[:, :1], xy + 50, np.full((rois, 2), 100.0),
+                          rng.uniform(-90, 90, (rois, 1))], axis=1).astype(np.float32)
+# gradients (and RoIPool's argmax) broadcast from one RoI's: long calls in little memory
+g = np.broadcast_to(np.ones((1, channels, 7, 7), np.float32), (rois, channels, 7, 7))
+gps = g[:, :channels // 49]
+argmax = np.broadcast_to(np.arange(49 * channels).reshape(1, channels, 7, 7) % (128 * 128),
+                         g.shape)
+calls = {
+    "roi_align": lambda: pyroi.roi_align(x, boxes, 7, 1.0, sr, True),
+    "roi_align_backward": lambda: pyroi.roi_align_backward(g, boxes, x.shape, 1.0, sr, True),
+    "roi_align_max": lambda: pyroi.roi_align(x, boxes, 7, 1.0, sr, True, mode="max"),
+    "roi_pool": lambda: pyroi.roi_pool(x, boxes, 7),
+    "roi_pool_backward": lambda: pyroi.roi_pool_backward(g, boxes, argmax, x.shape, 7),
+    "ps_roi_align": lambda: pyroi.ps_roi_align(x, boxes, 7, 1.0, sr),
+    "ps_roi_align_backward": lambda: pyroi.ps_roi_align_backward(gps, boxes, x.shape, 1.0, sr),
+    "ps_roi_pool": lambda: pyroi.ps_roi_pool(x, boxes, 7),
+    "ps_roi_pool_backward": lambda: pyroi.ps_roi_pool_backward(gps, boxes, x.shape),
+    "roi_align_rotated": lambda: pyroi.roi_align_rotated(x, rotated, 7, 1.0, sr),
+    "roi_align_rotated_backward":
+        lambda: pyroi.roi_align_rotated_backward(g, rotated, x.shape, 1.0, sr),
+    "onnx_max": lambda: pyroi.onnx.roi_align(
+        x, boxes[:, 1:], boxes[:, 0].astype(np.int64), mode="max", output_height=7,
+        output_width=7, sampling_ratio=sr),
+}
+call = calls[op]
+print("READY", flush=True)
+try:
+    call()
+    print("DONE", flush=True)
+except KeyboardInterrupt:
+    print("INTERRUPTED", time.monotonic(), flush=True)
+"""
+
+# (RoIs, channels, sampling_ratio) of a call with several seconds of work on 2 cores.
+OPS = {
+    "roi_align": (20000, 16, 16), "roi_align_backward": (20000, 16, 16),
+    "roi_align_max": (20000, 16, 8), "roi_pool": (30000, 16, 0),
+    "roi_pool_backward": (1000000, 16, 0), "ps_roi_align": (5000, 196, 16),
+    "ps_roi_align_backward": (5000, 196, 16), "ps_roi_pool": (30000, 196, 0),
+    "ps_roi_pool_backward": (40000, 196, 0), "roi_align_rotated": (4000, 16, 8),
+    "roi_align_rotated_backward": (2000, 16, 8), "onnx_max": (30000, 16, 8),
+}
+
+
+def interrupt(op, config, delay=0.5):
+    """Runs op's long call in a child, sends SIGINT `delay` s after it starts; returns the
+    child's last line, its stderr and the seconds from the signal to KeyboardInterrupt (None
+    if the call was not interrupted)."""
+    child = subprocess.Popen([sys.executable, "-c", CHILD, op, *map(str, config)],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert child.stdout.readline().strip() == "READY", child.stderr.read()
+        time.sleep(delay)
+        sent = time.monotonic()  # the system's monotonic clock, the child's too
+        child.send_signal(signal.SIGINT)
+        out, err = child.communicate(timeout=120)
+    finally:
+        child.kill()
+    words = out.split()
+    latency = float(words[1]) - sent if words[:1] == ["INTERRUPTED"] else None
+    return out.strip(), err, latency
+
+
+@pytest.mark.skipif(not hasattr(signal, "SIGINT") or os.name == "nt",
+                    reason="POSIX signals")
+@pytest.mark.parametrize("op", sorted(OPS))
+def test_sigint_stops_a_long_call(op):
+    out, err, latency = interrupt(op, OPS[op])
+    assert latency is not None, (out, err)
+    assert latency < 2.0, latency
