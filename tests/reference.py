@@ -21,62 +21,14 @@ uses the same sample weights, and element-wise NumPy arithmetic rounds per eleme
 
 import numpy as np
 
+from reference_common import (as_rois, at_least_one, batch_index, bin_samples, bins_and_grids,
+                              pair, working_type)
+
 __all__ = [
-    "boxes_list_to_rois",
-    "as_rois",
     "roi_geometry",
-    "sample_taps",
     "roi_align_ref",
     "roi_align_backward_ref",
 ]
-
-
-def _working_type(dtype):
-    dtype = np.dtype(dtype)
-    if dtype == np.float32:
-        return np.float32
-    if dtype == np.float64:
-        return np.float64
-    raise TypeError(f"reference supports float32 and float64 only, got {dtype}")
-
-
-def boxes_list_to_rois(boxes_list, dtype=None):
-    """Convert torchvision's list-of-(L_i, 4) form into one (K, 5) array.
-
-    The list position becomes the batch index in column 0 (torchvision's
-    ``convert_boxes_to_roi_format``).  ``dtype`` defaults to the dtype of the entries.
-    """
-    parts = []
-    for image_index, entry in enumerate(boxes_list):
-        entry = np.asarray(entry)
-        if dtype is None:
-            dtype = entry.dtype
-        if entry.ndim != 2 or entry.shape[1] != 4:
-            raise ValueError(f"list entry {image_index} must have shape (L, 4), got {entry.shape}")
-        column = np.full((entry.shape[0], 1), image_index, dtype=dtype)
-        parts.append(np.concatenate([column, entry.astype(dtype)], axis=1))
-    if dtype is None:
-        dtype = np.float32
-    if not parts:
-        return np.zeros((0, 5), dtype=dtype)
-    return np.concatenate(parts, axis=0).astype(dtype)
-
-
-def as_rois(boxes, dtype):
-    """Boxes as a (K, 5) array of ``dtype`` (accepts the (K, 5) form or a list of (L, 4))."""
-    if isinstance(boxes, (list, tuple)):
-        return boxes_list_to_rois(boxes, dtype)
-    rois = np.asarray(boxes)
-    if rois.ndim != 2 or rois.shape[1] != 5:
-        raise ValueError(f"boxes must have shape (K, 5), got {rois.shape}")
-    return rois.astype(dtype)
-
-
-def _pair(output_size):
-    if isinstance(output_size, (int, np.integer)):
-        return int(output_size), int(output_size)
-    pooled_h, pooled_w = output_size
-    return int(pooled_h), int(pooled_w)
 
 
 def roi_geometry(roi, T, spatial_scale, pooled_h, pooled_w, sampling_ratio, aligned):
@@ -93,110 +45,39 @@ def roi_geometry(roi, T, spatial_scale, pooled_h, pooled_w, sampling_ratio, alig
     end_y = T(T(roi[4]) * scale) - offset
     roi_w = T(end_x - start_x)
     roi_h = T(end_y - start_y)
-    if not aligned:
-        # legacy mode: malformed or tiny RoIs are forced to size 1
-        if roi_w < T(1):
-            roi_w = T(1)
-        if roi_h < T(1):
-            roi_h = T(1)
-    bin_h = T(roi_h / T(pooled_h))
-    bin_w = T(roi_w / T(pooled_w))
-    if sampling_ratio > 0:
-        grid_h = grid_w = int(sampling_ratio)
-    else:
-        grid_h = int(np.ceil(T(roi_h / T(pooled_h))))
-        grid_w = int(np.ceil(T(roi_w / T(pooled_w))))
+    if not aligned:  # legacy mode: malformed or tiny RoIs are forced to size 1
+        roi_w, roi_h = at_least_one(roi_w, T), at_least_one(roi_h, T)
+    bin_h, bin_w, grid_h, grid_w = bins_and_grids(roi_h, roi_w, pooled_h, pooled_w,
+                                                  sampling_ratio, T)
     return start_y, start_x, bin_h, bin_w, grid_h, grid_w
-
-
-def sample_taps(height, width, y, x, T):
-    """The bilinear sampler of docs/semantics.md §2.
-
-    Returns ``None`` when the sample contributes nothing, otherwise the four
-    ``((row, col), weight)`` taps in the order (yl,xl), (yl,xh), (yh,xl), (yh,xh).
-    """
-    if height == 0 or width == 0:
-        return None
-    # closed interval [-1, H] x [-1, W]; anything else (including NaN) is skipped
-    if not (y >= -1 and y <= height and x >= -1 and x <= width):
-        return None
-    y = T(y)
-    x = T(x)
-    if y <= 0:
-        y = T(0)
-    if x <= 0:
-        x = T(0)
-    y_low = int(y)
-    x_low = int(x)
-    if y_low >= height - 1:
-        y_low = y_high = height - 1
-        y = T(y_low)
-    else:
-        y_high = y_low + 1
-    if x_low >= width - 1:
-        x_low = x_high = width - 1
-        x = T(x_low)
-    else:
-        x_high = x_low + 1
-    ly = T(y - T(y_low))
-    lx = T(x - T(x_low))
-    hy = T(T(1) - ly)
-    hx = T(T(1) - lx)
-    return (
-        ((y_low, x_low), T(hy * hx)),
-        ((y_low, x_high), T(hy * lx)),
-        ((y_high, x_low), T(ly * hx)),
-        ((y_high, x_high), T(ly * lx)),
-    )
-
-
-def _sample_coordinate(start, bin_size, bin_index, sample_index, grid, T):
-    # docs/semantics.md §3.3: (start + bin_index*bin) + ((sample_index + 0.5)*bin) / grid
-    base = T(start + T(T(bin_index) * bin_size))
-    within = T(T(T(sample_index + 0.5) * bin_size) / T(grid))
-    return T(base + within)
-
-
-def _batch_index(roi, num_images, k):
-    value = float(roi[0])
-    index = int(value)
-    if index != value or not 0 <= index < num_images:
-        raise IndexError(f"RoI {k}: batch index {value} is not an integer in [0, {num_images})")
-    return index
 
 
 def roi_align_ref(input, boxes, output_size, spatial_scale=1.0, sampling_ratio=-1,
                   aligned=False):
     """Reference RoIAlign forward: (K, C, PH, PW) array of the input's dtype."""
     input = np.asarray(input)
-    T = _working_type(input.dtype)
+    T = working_type(input.dtype)
     rois = as_rois(boxes, input.dtype)
-    pooled_h, pooled_w = _pair(output_size)
+    pooled_h, pooled_w = pair(output_size)
     num_images, channels, height, width = input.shape
     output = np.zeros((rois.shape[0], channels, pooled_h, pooled_w), dtype=input.dtype)
     with np.errstate(invalid="ignore", over="ignore"):
         for k in range(rois.shape[0]):
             roi = rois[k]
-            image = input[_batch_index(roi, num_images, k)]
-            start_y, start_x, bin_h, bin_w, grid_h, grid_w = roi_geometry(
-                roi, T, spatial_scale, pooled_h, pooled_w, sampling_ratio, aligned)
-            count = T(max(grid_h * grid_w, 1))
+            image = input[batch_index(roi, num_images, k)]
+            geometry = roi_geometry(roi, T, spatial_scale, pooled_h, pooled_w, sampling_ratio,
+                                    aligned)
+            count = T(max(geometry[4] * geometry[5], 1))
             for ph in range(pooled_h):
                 for pw in range(pooled_w):
                     acc = np.zeros(channels, dtype=input.dtype)
-                    for iy in range(max(grid_h, 0)):
-                        y = _sample_coordinate(start_y, bin_h, ph, iy, grid_h, T)
-                        for ix in range(max(grid_w, 0)):
-                            x = _sample_coordinate(start_x, bin_w, pw, ix, grid_w, T)
-                            taps = sample_taps(height, width, y, x, T)
-                            if taps is None:
-                                continue
-                            (p1, w1), (p2, w2), (p3, w3), (p4, w4) = taps
-                            value = w1 * image[:, p1[0], p1[1]]
-                            value = value + w2 * image[:, p2[0], p2[1]]
-                            value = value + w3 * image[:, p3[0], p3[1]]
-                            value = value + w4 * image[:, p4[0], p4[1]]
-                            acc = acc + value
+                    for taps in bin_samples(height, width, geometry, ph, pw, T):
+                        (p1, w1), (p2, w2), (p3, w3), (p4, w4) = taps
+                        value = w1 * image[:, p1[0], p1[1]]
+                        value = value + w2 * image[:, p2[0], p2[1]]
+                        value = value + w3 * image[:, p3[0], p3[1]]
+                        value = value + w4 * image[:, p4[0], p4[1]]
+                        acc = acc + value
                     output[k, :, ph, pw] = acc / count
     return output
 
@@ -210,7 +91,7 @@ def roi_align_backward_ref(grad_output, boxes, input_shape, spatial_scale=1.0,
     unclamped ``grid_h * grid_w``.
     """
     grad_output = np.asarray(grad_output)
-    T = _working_type(grad_output.dtype)
+    T = working_type(grad_output.dtype)
     rois = as_rois(boxes, grad_output.dtype)
     num_images, channels, height, width = (int(v) for v in input_shape)
     num_rois, _, pooled_h, pooled_w = grad_output.shape
@@ -220,20 +101,14 @@ def roi_align_backward_ref(grad_output, boxes, input_shape, spatial_scale=1.0,
     with np.errstate(invalid="ignore", over="ignore"):
         for k in range(num_rois):
             roi = rois[k]
-            b = _batch_index(roi, num_images, k)
-            start_y, start_x, bin_h, bin_w, grid_h, grid_w = roi_geometry(
-                roi, T, spatial_scale, pooled_h, pooled_w, sampling_ratio, aligned)
-            count = T(grid_h * grid_w)
+            b = batch_index(roi, num_images, k)
+            geometry = roi_geometry(roi, T, spatial_scale, pooled_h, pooled_w, sampling_ratio,
+                                    aligned)
+            count = T(geometry[4] * geometry[5])
             for ph in range(pooled_h):
                 for pw in range(pooled_w):
                     g = grad_output[k, :, ph, pw]
-                    for iy in range(max(grid_h, 0)):
-                        y = _sample_coordinate(start_y, bin_h, ph, iy, grid_h, T)
-                        for ix in range(max(grid_w, 0)):
-                            x = _sample_coordinate(start_x, bin_w, pw, ix, grid_w, T)
-                            taps = sample_taps(height, width, y, x, T)
-                            if taps is None:
-                                continue
-                            for (row, col), weight in taps:
-                                grad_input[b, :, row, col] += (g * weight) / count
+                    for taps in bin_samples(height, width, geometry, ph, pw, T):
+                        for (row, col), weight in taps:
+                            grad_input[b, :, row, col] += (g * weight) / count
     return grad_input

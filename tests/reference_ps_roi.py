@@ -2,7 +2,7 @@
 
 Written from docs/semantics.md §6 (channel mapping §6.1, torchvision ``ps_roi_pool``
 6.2, torchvision ``ps_roi_align`` 6.3) on top of the test suite's section-2 bilinear sampler
-(``reference.sample_taps``), with pyroi's one documented choice beyond torchvision 0.29.1:
+(``reference_common.sample_taps``), with pyroi's one documented choice beyond torchvision 0.29.1:
 
 * ``ps_roi_align``: where the sample count ``grid_h * grid_w`` is not positive (adaptive
   sampling of a zero-size box, or of a box inverted on exactly one axis) the output is +0
@@ -19,7 +19,8 @@ import math
 
 import numpy as np
 
-from reference import as_rois, sample_taps
+from reference_common import (as_rois, batch_index, bin_samples, bins_and_grids, pair,
+                              working_type)
 
 __all__ = [
     "ps_channel",
@@ -33,38 +34,34 @@ __all__ = [
 ]
 
 
-def _working_type(dtype):
-    dtype = np.dtype(dtype)
-    if dtype == np.float32:
-        return np.float32
-    if dtype == np.float64:
-        return np.float64
-    raise TypeError(f"reference supports float32 and float64 only, got {dtype}")
-
-
-def _pair(output_size):
-    if isinstance(output_size, (int, np.integer)):
-        return int(output_size), int(output_size)
-    pooled_h, pooled_w = output_size
-    return int(pooled_h), int(pooled_w)
-
-
 def ps_channel(c_out, ph, pw, pooled_h, pooled_w):
     """docs/semantics.md §6.1: the input channel read by output (c_out, ph, pw)."""
     return (c_out * pooled_h + ph) * pooled_w + pw
 
 
-def _channels_out(channels, pooled_h, pooled_w):
+def _forward_arrays(input, boxes, output_size):
+    """The checked operands of a forward: ``(input, T, rois, zeroed output)``."""
+    input = np.asarray(input)
+    rois = as_rois(boxes, input.dtype)
+    pooled_h, pooled_w = pair(output_size)
+    channels = input.shape[1]
     if channels % (pooled_h * pooled_w):
         raise ValueError(f"{channels} channels are not a multiple of {pooled_h} * {pooled_w}")
-    return channels // (pooled_h * pooled_w)
+    channels_out = channels // (pooled_h * pooled_w)
+    output = np.zeros((rois.shape[0], channels_out, pooled_h, pooled_w), dtype=input.dtype)
+    return input, working_type(input.dtype), rois, output
 
 
-def _image(roi, num_images):
-    index = int(float(roi[0]))
-    if index != float(roi[0]) or not 0 <= index < num_images:
-        raise IndexError(f"batch index {roi[0]} is not an integer in [0, {num_images})")
-    return index
+def _backward_arrays(grad_output, boxes, input_shape):
+    """The checked operands of a backward: ``(grad_output, T, rois, zeroed grad_input)``."""
+    grad_output = np.asarray(grad_output)
+    rois = as_rois(boxes, grad_output.dtype)
+    num_images, channels, height, width = (int(v) for v in input_shape)
+    num_rois, channels_out, pooled_h, pooled_w = grad_output.shape
+    if channels != channels_out * pooled_h * pooled_w or num_rois != rois.shape[0]:
+        raise ValueError("grad_output does not match boxes and input_shape")
+    grad_input = np.zeros((num_images, channels, height, width), dtype=grad_output.dtype)
+    return grad_output, working_type(grad_output.dtype), rois, grad_input
 
 
 # --------------------------------------------------------------------------------------
@@ -81,49 +78,20 @@ def ps_roi_align_geometry(roi, T, spatial_scale, pooled_h, pooled_w, sampling_ra
     end_y = T(T(T(roi[4]) * scale) - half)
     roi_w = T(end_x - start_x)
     roi_h = T(end_y - start_y)
-    bin_h = T(roi_h / T(pooled_h))
-    bin_w = T(roi_w / T(pooled_w))
-    if sampling_ratio > 0:
-        grid_h = grid_w = int(sampling_ratio)
-    else:
-        grid_h = int(np.ceil(T(roi_h / T(pooled_h))))
-        grid_w = int(np.ceil(T(roi_w / T(pooled_w))))
+    bin_h, bin_w, grid_h, grid_w = bins_and_grids(roi_h, roi_w, pooled_h, pooled_w,
+                                                  sampling_ratio, T)
     return start_y, start_x, bin_h, bin_w, grid_h, grid_w
-
-
-def _coordinate(start, bin_size, bin_index, sample_index, grid, T):
-    # docs/semantics.md §3.3: (start + bin_index * bin) + ((sample_index + 0.5) * bin) / grid
-    origin = T(start + T(T(bin_index) * bin_size))
-    return T(origin + T(T(T(sample_index + 0.5) * bin_size) / T(grid)))
-
-
-def _bin_samples(height, width, geometry, ph, pw, T):
-    """The taps of every in-map sample of bin (ph, pw), samples in row-major order."""
-    start_y, start_x, bin_h, bin_w, grid_h, grid_w = geometry
-    samples = []
-    for iy in range(max(grid_h, 0)):
-        y = _coordinate(start_y, bin_h, ph, iy, grid_h, T)
-        for ix in range(max(grid_w, 0)):
-            x = _coordinate(start_x, bin_w, pw, ix, grid_w, T)
-            taps = sample_taps(height, width, y, x, T)
-            if taps is not None:
-                samples.append(taps)
-    return samples
 
 
 def ps_roi_align_ref(input, boxes, output_size, spatial_scale=1.0, sampling_ratio=-1):
     """Reference forward: (K, C / (PH * PW), PH, PW) array of the input's dtype."""
-    input = np.asarray(input)
-    T = _working_type(input.dtype)
-    rois = as_rois(boxes, input.dtype)
-    pooled_h, pooled_w = _pair(output_size)
-    num_images, channels, height, width = input.shape
+    input, T, rois, output = _forward_arrays(input, boxes, output_size)
+    num_images, _, height, width = input.shape
+    _, channels_out, pooled_h, pooled_w = output.shape
     group = pooled_h * pooled_w
-    channels_out = _channels_out(channels, pooled_h, pooled_w)
-    output = np.zeros((rois.shape[0], channels_out, pooled_h, pooled_w), dtype=input.dtype)
     with np.errstate(invalid="ignore", over="ignore"):
         for k in range(rois.shape[0]):
-            image = input[_image(rois[k], num_images)]
+            image = input[batch_index(rois[k], num_images, k)]
             geometry = ps_roi_align_geometry(rois[k], T, spatial_scale, pooled_h, pooled_w,
                                              sampling_ratio)
             count = geometry[4] * geometry[5]
@@ -131,7 +99,7 @@ def ps_roi_align_ref(input, boxes, output_size, spatial_scale=1.0, sampling_rati
                 for pw in range(pooled_w):
                     planes = image[ps_channel(0, ph, pw, pooled_h, pooled_w)::group]
                     acc = np.zeros(channels_out, dtype=input.dtype)
-                    for (p1, w1), (p2, w2), (p3, w3), (p4, w4) in _bin_samples(
+                    for (p1, w1), (p2, w2), (p3, w3), (p4, w4) in bin_samples(
                             height, width, geometry, ph, pw, T):
                         value = w1 * planes[:, p1[0], p1[1]]
                         value = value + w2 * planes[:, p2[0], p2[1]]
@@ -147,18 +115,13 @@ def ps_roi_align_backward_ref(grad_output, boxes, input_shape, spatial_scale=1.0
                               sampling_ratio=-1):
     """Reference backward: contributions per input element in torchvision's order
     (RoI, bin, sample, tap), each ``(g * w) / count`` with the unclamped count."""
-    grad_output = np.asarray(grad_output)
-    T = _working_type(grad_output.dtype)
-    rois = as_rois(boxes, grad_output.dtype)
-    num_images, channels, height, width = (int(v) for v in input_shape)
-    num_rois, channels_out, pooled_h, pooled_w = grad_output.shape
+    grad_output, T, rois, grad_input = _backward_arrays(grad_output, boxes, input_shape)
+    num_rois, _, pooled_h, pooled_w = grad_output.shape
+    num_images, _, height, width = grad_input.shape
     group = pooled_h * pooled_w
-    if channels != channels_out * group or num_rois != rois.shape[0]:
-        raise ValueError("grad_output does not match boxes and input_shape")
-    grad_input = np.zeros((num_images, channels, height, width), dtype=grad_output.dtype)
     with np.errstate(invalid="ignore", over="ignore"):
         for k in range(num_rois):
-            image = grad_input[_image(rois[k], num_images)]
+            image = grad_input[batch_index(rois[k], num_images, k)]
             geometry = ps_roi_align_geometry(rois[k], T, spatial_scale, pooled_h, pooled_w,
                                              sampling_ratio)
             count = T(geometry[4] * geometry[5])
@@ -166,7 +129,7 @@ def ps_roi_align_backward_ref(grad_output, boxes, input_shape, spatial_scale=1.0
                 for pw in range(pooled_w):
                     planes = image[ps_channel(0, ph, pw, pooled_h, pooled_w)::group]
                     g = grad_output[k, :, ph, pw]
-                    for taps in _bin_samples(height, width, geometry, ph, pw, T):
+                    for taps in bin_samples(height, width, geometry, ph, pw, T):
                         for (row, col), weight in taps:
                             planes[:, row, col] += (g * weight) / count
     return grad_input
@@ -209,17 +172,13 @@ def ps_roi_pool_window(bin_size, start, bin_index, limit, T):
 
 def ps_roi_pool_ref(input, boxes, output_size, spatial_scale=1.0):
     """Reference forward: the average of each bin's forward window, 0 when it is empty."""
-    input = np.asarray(input)
-    T = _working_type(input.dtype)
-    rois = as_rois(boxes, input.dtype)
-    pooled_h, pooled_w = _pair(output_size)
-    num_images, channels, height, width = input.shape
+    input, T, rois, output = _forward_arrays(input, boxes, output_size)
+    num_images, _, height, width = input.shape
+    _, channels_out, pooled_h, pooled_w = output.shape
     group = pooled_h * pooled_w
-    channels_out = _channels_out(channels, pooled_h, pooled_w)
-    output = np.zeros((rois.shape[0], channels_out, pooled_h, pooled_w), dtype=input.dtype)
     with np.errstate(invalid="ignore", over="ignore"):
         for k in range(rois.shape[0]):
-            image = input[_image(rois[k], num_images)]
+            image = input[batch_index(rois[k], num_images, k)]
             start_y, start_x, bin_h, bin_w = ps_roi_pool_quantise(
                 rois[k], T, spatial_scale, pooled_h, pooled_w)
             for ph in range(pooled_h):
@@ -240,18 +199,13 @@ def ps_roi_pool_ref(input, boxes, output_size, spatial_scale=1.0):
 def ps_roi_pool_backward_ref(grad_output, boxes, input_shape, spatial_scale=1.0):
     """Reference of torchvision's backward: ``g / area`` added to every pixel of each bin's
     *backward* window (clamped to [0, H] x [0, W]), RoI after RoI."""
-    grad_output = np.asarray(grad_output)
-    T = _working_type(grad_output.dtype)
-    rois = as_rois(boxes, grad_output.dtype)
-    num_images, channels, height, width = (int(v) for v in input_shape)
-    num_rois, channels_out, pooled_h, pooled_w = grad_output.shape
+    grad_output, T, rois, grad_input = _backward_arrays(grad_output, boxes, input_shape)
+    num_rois, _, pooled_h, pooled_w = grad_output.shape
+    num_images, _, height, width = grad_input.shape
     group = pooled_h * pooled_w
-    if channels != channels_out * group or num_rois != rois.shape[0]:
-        raise ValueError("grad_output does not match boxes and input_shape")
-    grad_input = np.zeros((num_images, channels, height, width), dtype=grad_output.dtype)
     with np.errstate(invalid="ignore", over="ignore"):
         for k in range(num_rois):
-            image = grad_input[_image(rois[k], num_images)]
+            image = grad_input[batch_index(rois[k], num_images, k)]
             start_y, start_x, bin_h, bin_w = ps_roi_pool_quantise(
                 rois[k], T, spatial_scale, pooled_h, pooled_w, backward=True)
             for ph in range(pooled_h):

@@ -18,20 +18,13 @@ import math
 
 import numpy as np
 
+from reference_common import as_rois, batch_index, pair, working_type
+
 __all__ = ["FLT_MAX", "COORD_LIMIT", "round_half_away", "roi_pool_ref",
            "roi_pool_backward_ref", "roi_windows"]
 
 FLT_MAX = float(np.finfo(np.float32).max)
 COORD_LIMIT = 2 ** 53
-
-
-def _working_type(dtype):
-    dtype = np.dtype(dtype)
-    if dtype == np.float32:
-        return np.float32
-    if dtype == np.float64:
-        return np.float64
-    raise TypeError(f"reference supports float32 and float64 only, got {dtype}")
 
 
 def round_half_away(value):
@@ -88,32 +81,6 @@ def roi_windows(roi, T, spatial_scale, pooled_h, pooled_w, height, width):
     return rows, cols
 
 
-def _pair(output_size):
-    if isinstance(output_size, (int, np.integer)):
-        return int(output_size), int(output_size)
-    pooled_h, pooled_w = output_size
-    return int(pooled_h), int(pooled_w)
-
-
-def _as_rois(boxes, dtype):
-    if isinstance(boxes, (list, tuple)):
-        parts = [np.concatenate([np.full((len(b), 1), i, dtype), np.asarray(b, dtype)], axis=1)
-                 for i, b in enumerate(boxes)]
-        return np.concatenate(parts) if parts else np.zeros((0, 5), dtype)
-    rois = np.asarray(boxes)
-    if rois.ndim != 2 or rois.shape[1] != 5:
-        raise ValueError(f"boxes must have shape (K, 5), got {rois.shape}")
-    return rois.astype(dtype)
-
-
-def _batch_index(roi, num_images, k):
-    value = float(roi[0])
-    index = int(value)
-    if index != value or not 0 <= index < num_images:
-        raise IndexError(f"RoI {k}: batch index {value} is not an integer in [0, {num_images})")
-    return index
-
-
 def roi_pool_ref(input, boxes, output_size, spatial_scale=1.0):
     """Reference RoIPool forward: ``(output, argmax)``, both (K, C, PH, PW); argmax int64.
 
@@ -122,9 +89,9 @@ def roi_pool_ref(input, boxes, output_size, spatial_scale=1.0):
     with no such pixel keeps -FLT_MAX and argmax -1.
     """
     input = np.asarray(input)
-    T = _working_type(input.dtype)
-    rois = _as_rois(boxes, input.dtype)
-    pooled_h, pooled_w = _pair(output_size)
+    T = working_type(input.dtype)
+    rois = as_rois(boxes, input.dtype)
+    pooled_h, pooled_w = pair(output_size)
     num_images, channels, height, width = input.shape
     shape = (rois.shape[0], channels, pooled_h, pooled_w)
     output = np.zeros(shape, dtype=input.dtype)
@@ -132,7 +99,7 @@ def roi_pool_ref(input, boxes, output_size, spatial_scale=1.0):
     with np.errstate(invalid="ignore", over="ignore"):
         for k in range(rois.shape[0]):
             roi = rois[k]
-            image = input[_batch_index(roi, num_images, k)]
+            image = input[batch_index(roi, num_images, k)]
             rows, cols = roi_windows(roi, T, spatial_scale, pooled_h, pooled_w, height, width)
             for ph, (h0, h1) in enumerate(rows):
                 for pw, (w0, w1) in enumerate(cols):
@@ -156,7 +123,7 @@ def roi_pool_backward_ref(grad_output, boxes, argmax, input_shape):
     grad_output[k, c, ph, pw]`` for every ``a = argmax[k, c, ph, pw] != -1``, accumulated in
     torchvision's order (RoI, channel, bin row, bin column), one rounding per addition."""
     grad_output = np.asarray(grad_output)
-    rois = _as_rois(boxes, grad_output.dtype)
+    rois = as_rois(boxes, grad_output.dtype)
     argmax = np.asarray(argmax)
     num_images, channels, height, width = (int(v) for v in input_shape)
     num_rois, _, pooled_h, pooled_w = grad_output.shape
@@ -164,7 +131,7 @@ def roi_pool_backward_ref(grad_output, boxes, argmax, input_shape):
         raise ValueError("grad_output, argmax and boxes disagree")
     grad_input = np.zeros((num_images, channels, height, width), dtype=grad_output.dtype)
     for k in range(num_rois):
-        b = _batch_index(rois[k], num_images, k)
+        b = batch_index(rois[k], num_images, k)
         for ph in range(pooled_h):
             for pw in range(pooled_w):
                 # every channel is its own plane, so vectorising over channels keeps each

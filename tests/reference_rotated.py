@@ -23,6 +23,8 @@ import math
 
 import numpy as np
 
+from reference_common import at_least_one, batch_index, bins_and_grids, pair, working_type
+
 __all__ = [
     "rotated_geometry",
     "rotated_samples",
@@ -31,22 +33,6 @@ __all__ = [
     "as_rotated_rois",
     "axis_aligned_boxes",
 ]
-
-
-def _working_type(dtype):
-    dtype = np.dtype(dtype)
-    if dtype == np.float32:
-        return np.float32
-    if dtype == np.float64:
-        return np.float64
-    raise TypeError(f"reference supports float32 and float64 only, got {dtype}")
-
-
-def _pair(output_size):
-    if isinstance(output_size, (int, np.integer)):
-        return int(output_size), int(output_size)
-    pooled_h, pooled_w = output_size
-    return int(pooled_h), int(pooled_w)
 
 
 def as_rotated_rois(rois, dtype):
@@ -95,19 +81,10 @@ def rotated_geometry(roi, T, spatial_scale, pooled_h, pooled_w, sampling_ratio, 
         theta = -theta
     cos_t = T(math.cos(float(theta)))
     sin_t = T(math.sin(float(theta)))
-    if not aligned:
-        # mmcv legacy mode: std::max(size, 1)
-        if roi_w < T(1):
-            roi_w = T(1)
-        if roi_h < T(1):
-            roi_h = T(1)
-    bin_h = T(roi_h / T(pooled_h))
-    bin_w = T(roi_w / T(pooled_w))
-    if sampling_ratio > 0:
-        grid_h = grid_w = int(sampling_ratio)
-    else:
-        grid_h = int(math.ceil(T(roi_h / T(pooled_h))))
-        grid_w = int(math.ceil(T(roi_w / T(pooled_w))))
+    if not aligned:  # mmcv legacy mode: std::max(size, 1)
+        roi_w, roi_h = at_least_one(roi_w, T), at_least_one(roi_h, T)
+    bin_h, bin_w, grid_h, grid_w = bins_and_grids(roi_h, roi_w, pooled_h, pooled_w,
+                                                  sampling_ratio, T)
     # roi_start = -size / 2.0: a double division, then narrowed to T
     start_h = T(-float(roi_h) / 2.0)
     start_w = T(-float(roi_w) / 2.0)
@@ -167,26 +144,18 @@ def rotated_samples(geometry, ph, pw, height, width, T):
     return inside, rows, cols, weights
 
 
-def _batch_index(roi, num_images, k):
-    value = float(roi[0])
-    index = int(value)
-    if index != value or not 0 <= index < num_images:
-        raise IndexError(f"RoI {k}: batch index {value} is not an integer in [0, {num_images})")
-    return index
-
-
 def roi_align_rotated_ref(input, rois, output_size, spatial_scale=1.0, sampling_ratio=0,
                           aligned=True, clockwise=False, angle="degrees"):
     """Reference forward: (K, C, PH, PW) array of the input's dtype."""
     input = np.asarray(input)
-    T = _working_type(input.dtype)
+    T = working_type(input.dtype)
     rois = as_rotated_rois(rois, input.dtype)
-    pooled_h, pooled_w = _pair(output_size)
+    pooled_h, pooled_w = pair(output_size)
     num_images, channels, height, width = input.shape
     output = np.zeros((rois.shape[0], channels, pooled_h, pooled_w), dtype=input.dtype)
     with np.errstate(invalid="ignore", over="ignore"):
         for k in range(rois.shape[0]):
-            image = input[_batch_index(rois[k], num_images, k)]
+            image = input[batch_index(rois[k], num_images, k)]
             g = rotated_geometry(rois[k], T, spatial_scale, pooled_h, pooled_w, sampling_ratio,
                                  aligned, clockwise, angle == "degrees")
             count = T(max(g["grid_h"] * g["grid_w"], 1))
@@ -214,14 +183,14 @@ def roi_align_rotated_backward_ref(grad_output, rois, input_shape, spatial_scale
     element in the peers' order: RoI, bin, sample, tap.
     """
     grad_output = np.asarray(grad_output)
-    T = _working_type(grad_output.dtype)
+    T = working_type(grad_output.dtype)
     rois = as_rotated_rois(rois, grad_output.dtype)
     num_images, channels, height, width = (int(v) for v in input_shape)
     num_rois, _, pooled_h, pooled_w = grad_output.shape
     grad_input = np.zeros((num_images, channels, height, width), dtype=grad_output.dtype)
     with np.errstate(invalid="ignore", over="ignore"):
         for k in range(num_rois):
-            b = _batch_index(rois[k], num_images, k)
+            b = batch_index(rois[k], num_images, k)
             g = rotated_geometry(rois[k], T, spatial_scale, pooled_h, pooled_w, sampling_ratio,
                                  aligned, clockwise, angle == "degrees")
             count = T(g["grid_h"] * g["grid_w"])

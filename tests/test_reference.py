@@ -12,8 +12,8 @@ from conftest import (CASE_CONFIGS, DTYPES, KNOWN_ANSWER_IDS, KNOWN_ANSWERS, SAM
                       assert_close, assert_known, backward_params, inverted_policy,
                       known_answer_args, make_case, random_input, random_rois, reference_case,
                       rois_to_list)
-from reference import (boxes_list_to_rois, roi_align_backward_ref, roi_align_ref,
-                       sample_taps)
+from reference import roi_align_backward_ref, roi_align_ref
+from reference_common import boxes_list_to_rois, sample_taps
 
 CONFIG_NAMES = sorted(CASE_CONFIGS)
 

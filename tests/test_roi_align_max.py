@@ -7,14 +7,14 @@ import numpy as np
 import pytest
 
 import pyroi
-from reference import (_pair, _sample_coordinate, _working_type, as_rois, roi_geometry,
-                       sample_taps)
+from reference import roi_geometry
+from reference_common import as_rois, pair, sample_coordinate, sample_taps, working_type
 
 
 def max_ref(x, boxes, output_size, spatial_scale, sampling_ratio, aligned):
-    T = _working_type(x.dtype)
+    T = working_type(x.dtype)
     rois = as_rois(boxes, x.dtype)
-    ph_n, pw_n = _pair(output_size)
+    ph_n, pw_n = pair(output_size)
     n_img, channels, height, width = x.shape
     out = np.zeros((len(rois), channels, ph_n, pw_n), x.dtype)
     argmax = np.full(out.shape, -1, np.int64)
@@ -29,9 +29,9 @@ def max_ref(x, boxes, output_size, spatial_scale, sampling_ratio, aligned):
                 for pw in range(pw_n):
                     best, winner = T(0), -1
                     for iy in range(gh):
-                        y = _sample_coordinate(sy, bh, ph, iy, gh, T)
+                        y = sample_coordinate(sy, bh, ph, iy, gh, T)
                         for ix in range(gw):
-                            xx = _sample_coordinate(sx, bw, pw, ix, gw, T)
+                            xx = sample_coordinate(sx, bw, pw, ix, gw, T)
                             taps = sample_taps(height, width, y, xx, T)
                             value = T(0)
                             if taps is not None:
@@ -51,7 +51,7 @@ def max_ref(x, boxes, output_size, spatial_scale, sampling_ratio, aligned):
 
 
 def max_backward_ref(grad, boxes, input_shape, spatial_scale, sampling_ratio, aligned, argmax):
-    T = _working_type(grad.dtype)
+    T = working_type(grad.dtype)
     rois = as_rois(boxes, grad.dtype)
     _, _, ph_n, pw_n = grad.shape
     height, width = input_shape[2], input_shape[3]
@@ -66,8 +66,8 @@ def max_backward_ref(grad, boxes, input_shape, spatial_scale, sampling_ratio, al
                     a = argmax[k, c, ph, pw]
                     if a < 0:
                         continue
-                    y = _sample_coordinate(sy, bh, ph, a // gw, gh, T)
-                    xx = _sample_coordinate(sx, bw, pw, a % gw, gw, T)
+                    y = sample_coordinate(sy, bh, ph, a // gw, gh, T)
+                    xx = sample_coordinate(sx, bw, pw, a % gw, gw, T)
                     taps = sample_taps(height, width, y, xx, T)
                     if taps is None:
                         continue

@@ -4,6 +4,9 @@ Operators match their reference implementations (torchvision, ONNX Runtime) and 
 NumPy layout without copies. See ``roi_align`` and ``roi_align_backward``.
 """
 
+# May import: every public module (it re-exports their names); nothing imports it but
+#   bench and cli, which use the public API as a caller would.
+
 from pyroi import _core, _errors, layers, ops
 from pyroi._errors import (
     ArgumentTypeError,

@@ -6,6 +6,8 @@ straddling the border, smaller than a pixel, inverted) and prints the pooled bin
 numbers can be checked by hand.
 """
 
+# May import: cli.
+
 import sys
 
 from pyroi.cli import main

@@ -1,6 +1,8 @@
 # cython: language_level=3
 """Typed bindings over the pyroi C core.
 
+May import: _errors (and cimport _cpyroi, the mirror of pyroi.h).
+
 Each function marshals already-validated NumPy arrays into pointers, shapes and element
 strides, calls C without the GIL and turns a non-OK status into its exception class. No
 arithmetic on data happens here; argument checking with good messages is in _validate.py.

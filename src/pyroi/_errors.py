@@ -5,6 +5,8 @@ would expect (``ValueError``, ``TypeError``, ``IndexError``, ``MemoryError``), s
 ``except ValueError`` keeps working. Each C status code maps to exactly one class.
 """
 
+# May import: nothing of this package (the bottom layer).
+
 from __future__ import annotations
 
 __all__ = [

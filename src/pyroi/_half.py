@@ -17,6 +17,8 @@ Boxes may be float16 or float32 with float16 data (float64 boxes are rejected, a
 mismatch is); ``out=`` must be float16. Integer arrays (argmax, batch indices) pass through.
 """
 
+# May import: _errors, _validate.
+
 from __future__ import annotations
 
 import functools

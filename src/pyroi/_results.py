@@ -17,6 +17,8 @@ writeable NumPy arrays (their ``base`` is the buffer); every operator writes eve
 its result, so a reused buffer never shows old data.
 """
 
+# May import: _core, _errors.
+
 from __future__ import annotations
 
 import math

@@ -7,11 +7,14 @@ else the CPUs this process may run on.
 Results never depend on the thread count.
 """
 
+# May import: _errors, _integers.
+
 from __future__ import annotations
 
 import os
 
 from pyroi._errors import InvalidArgumentError
+from pyroi._integers import positive_int
 
 ENV_VARIABLE = "PYROI_NUM_THREADS"
 _default_threads: int | None = None
@@ -96,6 +99,4 @@ def set_num_threads(num_threads: int | None) -> None:
     if num_threads is None:
         _default_threads = None
         return
-    from pyroi._validate import positive_int
-
     _default_threads = positive_int(num_threads, "num_threads")

@@ -2,6 +2,8 @@
 are normalised to ``(coords, batch_indices)``. No computation on feature data happens here.
 """
 
+# May import: _core, _errors, _integers, _results, _threads (never a front-end).
+
 from __future__ import annotations
 
 import math
@@ -11,6 +13,7 @@ import operator
 import numpy as np
 
 from pyroi import _core, _results
+from pyroi._integers import integer, positive_int
 from pyroi._errors import (
     ArgumentTypeError,
     BatchIndexError,
@@ -20,6 +23,7 @@ from pyroi._errors import (
     PyroiMemoryError,
     ShapeError,
 )
+from pyroi._threads import get_num_threads
 
 FLOAT_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 # Largest fixed samples-per-bin count per axis the C core accepts (PYROI_MAX_SAMPLING_RATIO,
@@ -54,23 +58,6 @@ def float_array(value, name: str, ndim: int) -> np.ndarray:
     if array.ndim != ndim:
         raise ShapeError(f"{name} must have {ndim} dimensions, got shape {array.shape}")
     return _kernel_ready(array)
-
-
-def integer(value, name: str) -> int:
-    """A Python or NumPy integer (not a bool, not a float with an integral value)."""
-    if isinstance(value, (bool, np.bool_)):
-        raise ArgumentTypeError(f"{name} must be an integer, got {value!r}")
-    try:
-        return operator.index(value)
-    except TypeError:
-        raise ArgumentTypeError(f"{name} must be an integer, got {value!r}") from None
-
-
-def positive_int(value, name: str) -> int:
-    number = integer(value, name)
-    if number <= 0:
-        raise InvalidArgumentError(f"{name} must be positive, got {number}")
-    return number
 
 
 def output_size(value) -> tuple[int, int]:
@@ -131,8 +118,6 @@ def num_threads(value) -> int:
     Counts beyond a C int are treated as 2**31 - 1 (the C core uses at most 64 workers, and
     results do not depend on the count)."""
     if value is None:
-        from pyroi._threads import get_num_threads
-
         return min(get_num_threads(), _INT_MAX)
     return min(positive_int(value, "num_threads"), _INT_MAX)
 

@@ -8,6 +8,8 @@ implement (Caffe / torchvision); Ascend hardware computes in its own precision a
 available to compare against.
 """
 
+# May import: _core, _validate, _half.
+
 from __future__ import annotations
 
 import numpy as np

@@ -14,6 +14,8 @@ anywhere; quote ratios, not absolute times (machines are shared and noisy).
 (``python bench/bench.py ...`` in a source checkout is the same program.)
 """
 
+# May import: the package (``pyroi``), onnx, viz; the peers it times, lazily.
+
 from __future__ import annotations
 
 import argparse

@@ -23,6 +23,8 @@ wrong shape, an error of pyroi), 2 for a usage error (unknown or malformed optio
 (128 + SIGPIPE, quietly, as Unix tools) when the reader of the output exits first.
 """
 
+# May import: the package (``pyroi``), viz, bench.
+
 from __future__ import annotations
 
 import argparse

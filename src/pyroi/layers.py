@@ -1,6 +1,8 @@
 """Layer objects: the operators with their parameters bound, and a training mode that keeps
 what the backward needs."""
 
+# May import: _core, _errors, _validate, _half, ops.
+
 from __future__ import annotations
 
 import copy

@@ -1,5 +1,9 @@
 """torchvision-compatible RoI operators on NumPy arrays."""
 
+# Each function checks its arguments (_validate), calls one C entry point through _core and
+# returns what it wrote.
+# May import: _core, _validate, _half.
+
 from __future__ import annotations
 
 import numpy as np

@@ -12,6 +12,8 @@ Coordinates in the pictures are feature-map pixels with pixel ``(h, w)`` centred
 rows 2 and 3 with weights 0.75 and 0.25.
 """
 
+# May import: _core, _validate, ops (and matplotlib, lazily).
+
 from __future__ import annotations
 
 import math
@@ -19,7 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pyroi import _core, _validate
+from pyroi import _core, _validate, ops
 
 __all__ = [
     "AxisSamples",
@@ -652,8 +654,6 @@ def explain(box, output_size=2, spatial_scale=1.0, sampling_ratio=2, aligned=Fal
     >>> [ax.get_title().split(":")[0] for ax in fig.axes[:2]]
     ['RoIAlign (legacy, aligned=False)', 'RoIPool']
     """
-    import pyroi
-
     _, Figure, FigureCanvasAgg = _matplotlib()
     if features is None:
         scale = _validate.spatial_scale(spatial_scale)
@@ -671,10 +671,10 @@ def explain(box, output_size=2, spatial_scale=1.0, sampling_ratio=2, aligned=Fal
                             dtype=dtype)
     rois = np.concatenate([[0], np.asarray(align.box)]).astype(dtype)[None]
     batch = plane[None, None]
-    aligned_values = pyroi.roi_align(batch, rois, output_size, spatial_scale, sampling_ratio,
-                                     aligned)[0, 0]
-    pooled_values, argmax = pyroi.roi_pool(batch, rois, output_size, spatial_scale,
-                                           return_argmax=True)
+    aligned_values = ops.roi_align(batch, rois, output_size, spatial_scale, sampling_ratio,
+                                   aligned)[0, 0]
+    pooled_values, argmax = ops.roi_pool(batch, rois, output_size, spatial_scale,
+                                         return_argmax=True)
     fig = Figure(figsize=figsize or (13.0, 9.0), dpi=100, layout="constrained")
     canvas = FigureCanvasAgg(fig)
     (left, right), (left_text, right_text) = fig.subplots(2, 2)
