@@ -60,13 +60,13 @@ except KeyboardInterrupt:
 """
 
 # (RoIs, channels, sampling_ratio) of a call with several seconds of work on 2 cores.
-OPS = {
-    "roi_align": (20000, 16, 16), "roi_align_backward": (20000, 16, 16),
-    "roi_align_max": (20000, 16, 8), "roi_pool": (30000, 16, 0),
-    "roi_pool_backward": (1000000, 16, 0), "ps_roi_align": (5000, 196, 16),
-    "ps_roi_align_backward": (5000, 196, 16), "ps_roi_pool": (30000, 196, 0),
-    "ps_roi_pool_backward": (40000, 196, 0), "roi_align_rotated": (4000, 16, 8),
-    "roi_align_rotated_backward": (2000, 16, 8), "onnx_max": (30000, 16, 8),
+OPS = {  # each call takes 3-5 s on an idle 2-core AMD EPYC, so SIGINT lands inside it
+    "roi_align": (60000, 16, 16), "roi_align_backward": (50000, 16, 16),
+    "roi_align_max": (40000, 16, 8), "roi_pool": (100000, 16, 0),
+    "roi_pool_backward": (2500000, 16, 0), "ps_roi_align": (40000, 196, 16),
+    "ps_roi_align_backward": (30000, 196, 16), "ps_roi_pool": (150000, 196, 0),
+    "ps_roi_pool_backward": (300000, 196, 0), "roi_align_rotated": (30000, 16, 8),
+    "roi_align_rotated_backward": (6000, 16, 8), "onnx_max": (100000, 16, 8),
 }
 
 

@@ -12,7 +12,8 @@ The ``onnx`` package is optional: it is imported only by :func:`run_node`, ``fro
 ``to_node``.
 """
 
-# May import: _core, _validate, _half (and the optional ``onnx`` package, lazily).
+# May import: _core, _validate, _half, ops, layers (its layers share their training state)
+# (and the optional ``onnx`` package, lazily).
 
 from __future__ import annotations
 
