@@ -66,7 +66,8 @@ if ((windows)); then
     -DCMAKE_TOOLCHAIN_FILE="$toolchain" -DCMAKE_PREFIX_PATH="$prefix" > "$build/consumer.log" ||
     { cat "$build/consumer.log"; exit 1; }
   cmake --build "$build/consumer" > /dev/null
-  if ! "$objdump" -p "$build/consumer/consumer.exe" | grep -q 'DLL Name: libpyroi.dll'; then
+  # grep reads all of objdump's output (grep -q would end the pipe early: SIGPIPE under pipefail)
+  if ! "$objdump" -p "$build/consumer/consumer.exe" | grep 'DLL Name: libpyroi.dll' > /dev/null; then
     echo "consumer.exe does not import libpyroi.dll" >&2
     exit 1
   fi
