@@ -71,6 +71,7 @@ DTYPES = [np.float32, np.float64, np.float16]
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_forward_equals_onnxruntime_on_its_node(opset, coordinates, mode, sampling_ratio,
                                                 dtype):
+    _optional("onnx")  # to_node / from_node build onnx protos
     X, rois, batch_indices = case(dtype, (opset, coordinates, mode, sampling_ratio),
                                   spatial_scale=0.5)
     layer = ponnx.RoiAlign(coordinate_transformation_mode=coordinates, mode=mode,
@@ -338,6 +339,7 @@ def test_lda_coeff_scales_the_gradient_exactly(mode, dtype):
 
 
 def test_max_roi_pool_layer_gradient_is_torchvision_roi_pool_autograd():
+    _optional("onnx")  # to_node / from_node build onnx protos
     torch, torchvision = require_torchvision()
     X, rois, b = case(np.float32, "max roi pool")
     rows = np.concatenate([b[:, None].astype(np.float32), rois], 1)
@@ -435,6 +437,7 @@ def test_attributes_are_validated_as_onnx_does():
 @pytest.mark.parametrize("opset,coordinates", COORDINATES)
 @pytest.mark.parametrize("mode", MODES)
 def test_node_round_trip(opset, coordinates, mode):
+    _optional("onnx")  # to_node / from_node build onnx protos
     onnx = _optional("onnx")
     layer = ponnx.RoiAlign(coordinate_transformation_mode=coordinates, mode=mode,
                            output_height=7, output_width=5, sampling_ratio=2,
@@ -464,6 +467,7 @@ def test_node_round_trip(opset, coordinates, mode):
 
 
 def test_from_node_takes_the_opset_defaults_and_validates():
+    _optional("onnx")  # to_node / from_node build onnx protos
     onnx = _optional("onnx")
     helper = onnx.helper
     node = helper.make_node("RoiAlign", ["X", "rois", "b"], ["Y"])
