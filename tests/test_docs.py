@@ -17,7 +17,10 @@ PUBLIC_MODULES = ("pyroi", "pyroi.ops", "pyroi.layers", "pyroi.onnx", "pyroi.asc
 
 # Examples that need an optional package: (docstring name prefix, module to import).
 OPTIONAL = (("pyroi.viz.explain", "matplotlib"), ("pyroi.viz.save_explain", "matplotlib"),
-            ("pyroi.onnx.run_node", "onnx"))
+            ("pyroi.onnx.run_node", "onnx"), ("pyroi.onnx.RoiAlign.from_node", "onnx"),
+            ("pyroi.onnx.RoiAlign.to_node", "onnx"), ("pyroi.onnx.MaxRoiPool.from_node", "onnx"),
+            ("pyroi.onnx.MaxRoiPool.to_node", "onnx"),
+            ("pyroi.onnx._OnnxLayer.to_node", "onnx"))
 
 
 def public_objects():
