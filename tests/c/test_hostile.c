@@ -72,31 +72,29 @@ typedef union op_params {
     pyroi_roi_align_rotated_params rotated;
 } op_params;
 
-#define SET_PARAMS(family, p, a)                                                          \
-    (pyroi_##family##_params_init(p), (p)->pooled_height = (a)->pooled_height,            \
-     (p)->pooled_width = (a)->pooled_width, (p)->num_threads = (a)->num_threads)
+/* init, then the fields every op has, then the op's own (more) */
+#define SET_PARAMS(family, p, a, more)                                                    \
+    do {                                                                                  \
+        pyroi_##family##_params_init(p);                                                  \
+        (p)->pooled_height = (a)->pooled_height;                                          \
+        (p)->pooled_width = (a)->pooled_width;                                            \
+        (p)->num_threads = (a)->num_threads;                                              \
+        more;                                                                             \
+    } while (0)
 
 static void fill_params(int op, const hostile_call *a, op_params *p)
 {
-    switch (op) {
-    case OP_ALIGN:
-    case OP_ALIGN_MAX:
-        SET_PARAMS(roi_align, &p->align, a);
-        p->align.sampling_ratio = a->sampling_ratio;
-        break;
-    case OP_POOL:
-        SET_PARAMS(roi_pool, &p->pool, a);
-        break;
-    case OP_PS_ALIGN:
-        SET_PARAMS(ps_roi_align, &p->ps_align, a);
-        p->ps_align.sampling_ratio = a->sampling_ratio;
-        break;
-    case OP_PS_POOL:
-        SET_PARAMS(ps_roi_pool, &p->ps_pool, a);
-        break;
-    default:
-        SET_PARAMS(roi_align_rotated, &p->rotated, a);
-        p->rotated.sampling_ratio = a->sampling_ratio;
+    if (op == OP_ALIGN || op == OP_ALIGN_MAX) {
+        SET_PARAMS(roi_align, &p->align, a, p->align.sampling_ratio = a->sampling_ratio);
+    } else if (op == OP_POOL) {
+        SET_PARAMS(roi_pool, &p->pool, a, (void)0);
+    } else if (op == OP_PS_ALIGN) {
+        SET_PARAMS(ps_roi_align, &p->ps_align, a, p->ps_align.sampling_ratio = a->sampling_ratio);
+    } else if (op == OP_PS_POOL) {
+        SET_PARAMS(ps_roi_pool, &p->ps_pool, a, (void)0);
+    } else {
+        SET_PARAMS(roi_align_rotated, &p->rotated, a,
+                   p->rotated.sampling_ratio = a->sampling_ratio);
     }
 }
 
