@@ -96,13 +96,39 @@ typedef struct PYROI_TYPED(roi_align_max_job) {
 static void PYROI_TYPED(roi_align_max_forward_task)(void *context, int64_t begin, int64_t end,
                                                     int worker);
 
-/* Channels [begin, end): zero, then add g * w to the four taps of each bin's winner, RoI by
- * RoI (mmcv's order; no division). */
-static void PYROI_TYPED(roi_align_max_backward_task)(void *context, int64_t begin, int64_t end,
-                                                     int worker)
+/* The gradient of an mmcv max bin whose winner is an in-map sample with row tap ty and column
+ * tap tx: g * w to each of its four taps (mmcv's order; no division). An out-of-map sample
+ * (ty and tx NULL) has no taps. tap: unused (mmcv's codes number samples). */
+PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_max_bin_gradient)(
+    T *plane, int64_t row_stride, int64_t col_stride, const PYROI_TYPED(axis_tap) *ty,
+    const PYROI_TYPED(axis_tap) *tx, int64_t tap, T g)
 {
-    const PYROI_TYPED(roi_align_max_job) *max_job =
-        (const PYROI_TYPED(roi_align_max_job) *)context;
+    (void)tap;
+    if (ty != NULL) {
+        T *row_lo = plane + ty->lo * row_stride;
+        T *row_hi = plane + ty->hi * row_stride;
+        row_lo[tx->lo * col_stride] += g * (ty->w_lo * tx->w_lo);
+        row_lo[tx->hi * col_stride] += g * (ty->w_lo * tx->w_hi);
+        row_hi[tx->lo * col_stride] += g * (ty->w_hi * tx->w_lo);
+        row_hi[tx->hi * col_stride] += g * (ty->w_hi * tx->w_hi);
+    }
+}
+
+/* ONNX's rule (roi_align_onnx_max_template.h): g * w_t to tap t of the winning sample. */
+PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_onnx_max_bin_gradient)(
+    T *plane, int64_t row_stride, int64_t col_stride, const PYROI_TYPED(axis_tap) *ty,
+    const PYROI_TYPED(axis_tap) *tx, int64_t tap, T g);
+
+/* The backward of both max reductions, channels [begin, end), one at a time (its planes of
+ * every image stay in cache): zero them, then send each bin's gradient where its winner says,
+ * RoI by RoI and bin by bin in order, so every pixel sees the same additions whatever the
+ * channel split. The reduction (a constant of each task) says how a winner code names a
+ * sample (mmcv: the sample; ONNX: 4 * sample + tap) and which rule sends the gradient. */
+PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_max_like_backward_channels)(
+    const PYROI_TYPED(roi_align_max_job) *max_job, enum roi_align_reduction reduction,
+    int64_t begin, int64_t end)
+{
+    const int64_t codes = reduction == ROI_ALIGN_REDUCE_ONNX_MAX ? 4 : 1; /* per sample */
     const PYROI_TYPED(roi_align_job) *job = &max_job->base;
     const PYROI_TYPED(roi_align_plan) *plan = job->plan;
     const int64_t *go_strides = job->features_strides, *gi_strides = job->result_strides;
@@ -111,10 +137,9 @@ static void PYROI_TYPED(roi_align_max_backward_task)(void *context, int64_t begi
     const int64_t pooled_height = job->params->pooled_height;
     const int64_t pooled_width = job->params->pooled_width;
     int64_t n, k, c, h, w, ph, pw;
-    (void)worker;
 
-    for (n = 0; n < shape[0]; ++n) {
-        for (c = begin; c < end; ++c) {
+    for (c = begin; c < end; ++c) {
+        for (n = 0; n < shape[0]; ++n) {
             T *plane = job->result + n * gi_strides[0] + c * gi_strides[1];
             for (h = 0; h < shape[2]; ++h) {
                 for (w = 0; w < shape[3]; ++w) {
@@ -122,50 +147,68 @@ static void PYROI_TYPED(roi_align_max_backward_task)(void *context, int64_t begi
                 }
             }
         }
-    }
-    for (k = 0; k < plan->num_rois; ++k) {
-        const PYROI_TYPED(roi_align_tap_tables) tables =
-            PYROI_TYPED(roi_align_tap_tables_of)(plan, k, pooled_height);
-        const int64_t grid_w = max_job->grid_w[k];
-        if (k % 8 == 0 && pyroi_cancel_requested(job->params->cancel)) {
-            break; /* an item (channel) holds every RoI */
-        }
-        for (c = begin; c < end; ++c) {
+        for (k = 0; k < plan->num_rois; ++k) {
+            const PYROI_TYPED(roi_align_tap_tables) tables =
+                PYROI_TYPED(roi_align_tap_tables_of)(plan, k, pooled_height);
+            const int64_t grid_w = max_job->grid_w[k];
             T *plane = job->result + job->batch_indices[k] * gi_strides[0] + c * gi_strides[1];
+            if (k % 8 == 0 && pyroi_cancel_requested(job->params->cancel)) {
+                break; /* the channel's planes are zero; the call ends at the next chunk */
+            }
+            if (grid_w <= 0) {
+                continue; /* empty bins only */
+            }
             for (ph = 0; ph < pooled_height; ++ph) {
                 const pyroi_tap_range rr = tables.row_ranges[ph];
                 for (pw = 0; pw < pooled_width; ++pw) {
                     const pyroi_tap_range cr = tables.col_ranges[pw];
-                    const int64_t winner =
+                    /* read once; checked before the call, and again here where it addresses
+                     * (the caller may have written argmax since) */
+                    const int64_t code =
                         max_job->argmax_const[k * a[0] + c * a[1] + ph * a[2] + pw * a[3]];
+                    const PYROI_TYPED(axis_tap) *ty = NULL, *tx = NULL;
                     int64_t iy, ix;
                     T g;
-                    /* checked before the call, and again here: the caller may have written
-                     * argmax since (grid_w > 0 whenever samples[k] > 0) */
-                    if (winner < 0 || winner >= plan->samples[k]) {
-                        continue;
+                    if (code < 0 || code / codes >= plan->samples[k]) {
+                        continue; /* -1: an empty bin */
                     }
-                    iy = winner / grid_w - rr.first_sample;
-                    ix = winner % grid_w - cr.first_sample;
-                    if (iy < 0 || iy >= rr.end - rr.begin || ix < 0 || ix >= cr.end - cr.begin) {
-                        continue; /* an out-of-map sample won: it has no taps */
-                    }
-                    g = job->features[k * go_strides[0] + c * go_strides[1] + ph * go_strides[2] +
-                                      pw * go_strides[3]];
-                    {
-                        const PYROI_TYPED(axis_tap) ty = tables.row_taps[rr.begin + iy];
-                        const PYROI_TYPED(axis_tap) tx = tables.col_taps[cr.begin + ix];
-                        T *row_lo = plane + ty.lo * gi_strides[2];
-                        T *row_hi = plane + ty.hi * gi_strides[2];
-                        row_lo[tx.lo * gi_strides[3]] += g * (ty.w_lo * tx.w_lo);
-                        row_lo[tx.hi * gi_strides[3]] += g * (ty.w_lo * tx.w_hi);
-                        row_hi[tx.lo * gi_strides[3]] += g * (ty.w_hi * tx.w_lo);
-                        row_hi[tx.hi * gi_strides[3]] += g * (ty.w_hi * tx.w_hi);
+                    g = job->features[k * go_strides[0] + c * go_strides[1] +
+                                      ph * go_strides[2] + pw * go_strides[3]];
+                    iy = code / codes / grid_w - rr.first_sample;
+                    ix = code / codes % grid_w - cr.first_sample;
+                    if (iy >= 0 && iy < rr.end - rr.begin && ix >= 0 && ix < cr.end - cr.begin) {
+                        ty = tables.row_taps + rr.begin + iy;
+                        tx = tables.col_taps + cr.begin + ix;
+                    } /* else an out-of-map sample won: NULL taps */
+                    if (reduction == ROI_ALIGN_REDUCE_ONNX_MAX) {
+                        PYROI_TYPED(roi_align_onnx_max_bin_gradient)(
+                            plane, gi_strides[2], gi_strides[3], ty, tx, code % codes, g);
+                    } else {
+                        PYROI_TYPED(roi_align_max_bin_gradient)(plane, gi_strides[2],
+                                                                gi_strides[3], ty, tx,
+                                                                code % codes, g);
                     }
                 }
             }
         }
     }
+}
+
+static void PYROI_TYPED(roi_align_max_backward_task)(void *context, int64_t begin, int64_t end,
+                                                     int worker)
+{
+    (void)worker;
+    PYROI_TYPED(roi_align_max_like_backward_channels)(
+        (const PYROI_TYPED(roi_align_max_job) *)context, ROI_ALIGN_REDUCE_MAX, begin, end);
+}
+
+static void PYROI_TYPED(roi_align_onnx_max_backward_task)(void *context, int64_t begin,
+                                                          int64_t end, int worker)
+{
+    (void)worker;
+    PYROI_TYPED(roi_align_max_like_backward_channels)(
+        (const PYROI_TYPED(roi_align_max_job) *)context, ROI_ALIGN_REDUCE_ONNX_MAX, begin,
+        end);
 }
 
 /* One offer to an mmcv max bin on a block, per lane: the interpolated value of a sample (the

@@ -338,73 +338,21 @@ pyroi_status PYROI_TYPED(pyroi_roi_align_onnx_max_forward)(
  * (0, 0), like any weight-0 tap. The plan, tap tables, validation and channel split are the
  * max backward's (roi_align_max_like_backward); only the per-bin rule is here. */
 
-/* Channels [begin, end), one at a time (its planes of every image stay in cache): zero them,
- * then add g * w at each bin's winning tap, RoI by RoI and bin by bin in order, so every pixel
- * sees the same additions whatever the channel split. */
-static void PYROI_TYPED(roi_align_onnx_max_backward_task)(void *context, int64_t begin,
-                                                          int64_t end, int worker)
+/* The gradient of an ONNX max bin whose winner is tap `tap` of a sample with row tap ty and
+ * column tap tx: g times the weight the forward multiplied that tap by (its w1..w4), at that
+ * tap's pixel. An out-of-map sample (ty and tx NULL) won with 0 * P[0, 0]: g * 0 at (0, 0).
+ * The loop around it is the max reductions' (roi_align_max_like_backward_channels). */
+PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_onnx_max_bin_gradient)(
+    T *plane, int64_t row_stride, int64_t col_stride, const PYROI_TYPED(axis_tap) *ty,
+    const PYROI_TYPED(axis_tap) *tx, int64_t tap, T g)
 {
-    const PYROI_TYPED(roi_align_max_job) *max_job =
-        (const PYROI_TYPED(roi_align_max_job) *)context;
-    const PYROI_TYPED(roi_align_job) *job = &max_job->base;
-    const PYROI_TYPED(roi_align_plan) *plan = job->plan;
-    const int64_t *go_strides = job->features_strides, *gi_strides = job->result_strides;
-    const int64_t *a = max_job->argmax_strides;
-    const int64_t *shape = job->map_shape;
-    const int64_t pooled_height = job->params->pooled_height;
-    const int64_t pooled_width = job->params->pooled_width;
-    int64_t n, k, c, h, w, ph, pw;
-    (void)worker;
-
-    for (c = begin; c < end; ++c) {
-        for (n = 0; n < shape[0]; ++n) {
-            T *plane = job->result + n * gi_strides[0] + c * gi_strides[1];
-            for (h = 0; h < shape[2]; ++h) {
-                for (w = 0; w < shape[3]; ++w) {
-                    plane[h * gi_strides[2] + w * gi_strides[3]] = (T)0;
-                }
-            }
-        }
-        for (k = 0; k < plan->num_rois; ++k) {
-            const PYROI_TYPED(roi_align_tap_tables) tables =
-                PYROI_TYPED(roi_align_tap_tables_of)(plan, k, pooled_height);
-            const int64_t grid_w = max_job->grid_w[k];
-            T *plane = job->result + job->batch_indices[k] * gi_strides[0] + c * gi_strides[1];
-            if (grid_w <= 0) {
-                continue; /* empty bins only */
-            }
-            for (ph = 0; ph < pooled_height; ++ph) {
-                const pyroi_tap_range rr = tables.row_ranges[ph];
-                for (pw = 0; pw < pooled_width; ++pw) {
-                    const pyroi_tap_range cr = tables.col_ranges[pw];
-                    /* read once; validated before, and re-checked below where it addresses */
-                    const int64_t code =
-                        max_job->argmax_const[k * a[0] + c * a[1] + ph * a[2] + pw * a[3]];
-                    const T g = job->features[k * go_strides[0] + c * go_strides[1] +
-                                              ph * go_strides[2] + pw * go_strides[3]];
-                    int64_t iy, ix;
-                    if (code < 0) {
-                        continue; /* an empty bin */
-                    }
-                    iy = code / 4 / grid_w - rr.first_sample;
-                    ix = code / 4 % grid_w - cr.first_sample;
-                    if (iy < 0 || iy >= rr.end - rr.begin || ix < 0 || ix >= cr.end - cr.begin) {
-                        /* an out-of-map sample won: its term is 0 * P[0, 0] */
-                        plane[0] += g * (T)0;
-                    } else {
-                        const PYROI_TYPED(axis_tap) ty = tables.row_taps[rr.begin + iy];
-                        const PYROI_TYPED(axis_tap) tx = tables.col_taps[cr.begin + ix];
-                        const int64_t tap = code % 4;
-                        const int64_t row = tap < 2 ? ty.lo : ty.hi;
-                        const int64_t col = tap % 2 == 0 ? tx.lo : tx.hi;
-                        /* the forward's weight products, w1..w4 */
-                        const T weight = (tap < 2 ? ty.w_lo : ty.w_hi) *
-                                         (tap % 2 == 0 ? tx.w_lo : tx.w_hi);
-                        plane[row * gi_strides[2] + col * gi_strides[3]] += g * weight;
-                    }
-                }
-            }
-        }
+    if (ty == NULL) {
+        plane[0] += g * (T)0;
+    } else {
+        const int64_t row = tap < 2 ? ty->lo : ty->hi;
+        const int64_t col = tap % 2 == 0 ? tx->lo : tx->hi;
+        const T weight = (tap < 2 ? ty->w_lo : ty->w_hi) * (tap % 2 == 0 ? tx->w_lo : tx->w_hi);
+        plane[row * row_stride + col * col_stride] += g * weight;
     }
 }
 
