@@ -1,14 +1,7 @@
 /* roi_align.c - RoIAlign (avg, mmcv max and ONNX max reductions), forward and backward,
- * float32 and float64. The body is written once per concern in templates included below once
- * per dtype, in this order:
- *   roi_align_plan_template.h      geometry of a RoI, the call's plan (RoI copy, tap tables), job
- *   roi_align_blocks_template.h    lane layout, scratch, channels-last gather, streamed write-out
- *   roi_align_avg_template.h       the avg reduction: direct and lane-major kernels
- *   roi_align_orders_template.h    the image-block and RoI-region loops and their tasks
- *   roi_align_driver_template.h    the schedule (loop order, workers, scratch), avg entry points
- *   roi_align_max_template.h       the max reductions' call path and mmcv's reduction
- *   roi_align_onnx_max_template.h  onnxruntime's max reduction, forward and gradient
- *   roi_align_explain_template.h   pyroi_roi_align_explain (the plan a call would take) */
+ * float32 and float64: the dtype-free checks, the caller-workspace arena and the enums the
+ * templates share here; the rest is written once per concern in templates that
+ * roi_align_dtype.h includes, once per dtype. */
 #include "parallel.h"
 #include "rois.h"
 #include "sampling.h"
@@ -151,36 +144,12 @@ enum roi_align_reduction { ROI_ALIGN_REDUCE_AVG, ROI_ALIGN_REDUCE_ONNX_MAX, ROI_
 
 #define T float
 #define PYROI_TYPED(name) PYROI_CAT(name, _f32)
-#include "roi_align_plan_template.h"
-#include "roi_align_blocks_template.h"
-#include "roi_align_avg_template.h"
-#include "roi_align_orders_template.h"
-#include "roi_align_driver_template.h"
-#include "roi_align_max_template.h"
-#include "roi_align_onnx_max_template.h"
-#include "roi_align_explain_template.h"
-/* the lane layout of roi_align_blocks_template.h, defined anew per dtype */
-#undef PYROI_VECTORS
-#undef PYROI_STAGING_RUN
-#undef PYROI_LANES
-#undef PYROI_LANE_BYTES
+#include "roi_align_dtype.h"
 #undef PYROI_TYPED
 #undef T
 
 #define T double
 #define PYROI_TYPED(name) PYROI_CAT(name, _f64)
-#include "roi_align_plan_template.h"
-#include "roi_align_blocks_template.h"
-#include "roi_align_avg_template.h"
-#include "roi_align_orders_template.h"
-#include "roi_align_driver_template.h"
-#include "roi_align_max_template.h"
-#include "roi_align_onnx_max_template.h"
-#include "roi_align_explain_template.h"
-/* the lane layout of roi_align_blocks_template.h, defined anew per dtype */
-#undef PYROI_VECTORS
-#undef PYROI_STAGING_RUN
-#undef PYROI_LANES
-#undef PYROI_LANE_BYTES
+#include "roi_align_dtype.h"
 #undef PYROI_TYPED
 #undef T

@@ -1,13 +1,10 @@
-/* roi_align_blocks_template.h - RoIAlign's lane-major block machinery: the lane layout, the
- * worker's scratch (block, bin tiles, staging), the channels-last gather of a region or a whole
- * image into the block, and the (streamed) write-out of tiles and blocks to the caller's
- * layout. No reduction lives here: the kernels (roi_align_avg_template.h and the max modes)
- * read the block, the loops (roi_align_orders_template.h) drive it. Included by roi_align.c
- * once per dtype with T and PYROI_TYPED(name) defined. */
-
-/* Channel lanes of a block: one 64-byte cache line (16 float, 8 double). */
-#define PYROI_LANE_BYTES 64
-#define PYROI_LANES ((int64_t)(PYROI_LANE_BYTES / sizeof(T)))
+/* roi_align_blocks_template.h - RoIAlign's part of the lane-major block machinery (the shared
+ * part, the gather and the write-out of a block, is lane_block_template.h): the lanes as the
+ * kernels see them, the worker's scratch (block, bin tiles, staging), the (streamed) write-out
+ * of a RoI's bin tiles, and the prefetches. No reduction lives here: the kernels
+ * (roi_align_avg_template.h and the max modes) read the block, the loops
+ * (roi_align_orders_template.h) drive it. Included by roi_align.c once per dtype with T and
+ * PYROI_TYPED(name) defined. */
 
 /* The lanes of one pixel as the kernels see them: PYROI_VECTORS GCC/Clang vectors (see
  * PYROI_VECTOR_BYTES), else PYROI_LANES scalars (a plain loop the auto-vectoriser may take).
@@ -43,15 +40,15 @@ static T *PYROI_TYPED(roi_align_bin_tile)(const PYROI_TYPED(roi_align_job) *job,
     return block + job->map_shape[2] * job->map_shape[3] * job->pair * PYROI_LANES;
 }
 
-/* Pixels of lanes a worker's staging area holds: a tile, or a run of a streamed image. */
-#define PYROI_STAGING_RUN 256
+/* Pixels of lanes a worker's staging area holds: a tile, or a run of a streamed image
+ * (PYROI_STAGING_RUN, lane_block_template.h). */
 static int64_t PYROI_TYPED(roi_align_staging_pixels)(int64_t tile_pixels)
 {
     return tile_pixels > PYROI_STAGING_RUN ? tile_pixels : PYROI_STAGING_RUN;
 }
 
 /* Where a worker transposes lanes before streaming them out (see roi_align_tile_to_bins and
- * roi_align_block_to_image). */
+ * lane_block_to_image). */
 static T *PYROI_TYPED(roi_align_staging)(const PYROI_TYPED(roi_align_job) *job, T *block)
 {
     return PYROI_TYPED(roi_align_bin_tile)(job, block) +
@@ -108,90 +105,6 @@ static void PYROI_TYPED(roi_align_bins_to_tile)(const T *base, const int64_t str
     }
 }
 
-/* Copies rows [row_begin, row_end) x columns [col_begin, col_end) of channels
- * [c0, c0 + channels) of image n from the caller's layout to the block, whose pixels are
- * pitch elements apart: PYROI_LANES, or pair * PYROI_LANES for the interleaved lane groups of
- * a pair of channel blocks (channels <= pitch; unused lanes 0). */
-static void PYROI_TYPED(roi_align_region_to_block)(const T *map, const int64_t strides[4],
-                                                   int64_t width, int64_t n, int64_t c0,
-                                                   int64_t channels, int64_t row_begin,
-                                                   int64_t row_end, int64_t col_begin,
-                                                   int64_t col_end, T *block, int64_t pitch)
-{
-    int64_t c, h;
-    for (c = 0; c < channels; c += PYROI_LANES) {
-        const T *image =
-            map + n * strides[0] + (c0 + c) * strides[1] + col_begin * strides[3];
-        const int64_t lanes = channels - c < PYROI_LANES ? channels - c : PYROI_LANES;
-        if (col_begin == 0 && col_end == width && strides[2] == width * strides[3]) {
-            /* whole rows of packed planes: one run (long runs are prefetched ahead) */
-            PYROI_TYPED(pyroi_channels_to_lanes)(image + row_begin * strides[2], strides[1],
-                                                 strides[3], (row_end - row_begin) * width,
-                                                 lanes, block + row_begin * width * pitch + c,
-                                                 pitch);
-            continue;
-        }
-        for (h = row_begin; h < row_end; ++h) {
-            PYROI_TYPED(pyroi_channels_to_lanes)(image + h * strides[2], strides[1],
-                                                 strides[3], col_end - col_begin, lanes,
-                                                 block + (h * width + col_begin) * pitch + c,
-                                                 pitch);
-        }
-    }
-}
-
-static void PYROI_TYPED(roi_align_block_to_region)(const T *block, int64_t width, int64_t n,
-                                                   int64_t c0, int64_t lanes,
-                                                   int64_t row_begin, int64_t row_end,
-                                                   int64_t col_begin, int64_t col_end, T *map,
-                                                   const int64_t strides[4])
-{
-    T *image = map + n * strides[0] + c0 * strides[1] + col_begin * strides[3];
-    int64_t h;
-    for (h = row_begin; h < row_end; ++h) {
-        PYROI_TYPED(pyroi_lanes_to_channels)(block + (h * width + col_begin) * PYROI_LANES,
-                                             col_end - col_begin, lanes, image + h * strides[2],
-                                             strides[1], strides[3]);
-    }
-}
-
-/* Writes the whole block back to image n and leaves the block zero, ready for the next
- * work item: for packed planes, PYROI_STAGING_RUN pixels at a time are transposed into
- * staging, zeroed while they are in L1 (measured: faster than a separate pass over the block
- * before each item) and streamed to each channel's plane (the gradient is written once and
- * not read back here); otherwise row by row in place. */
-static void PYROI_TYPED(roi_align_block_to_image)(T *block, int64_t height, int64_t width,
-                                                  int64_t n, int64_t c0, int64_t lanes,
-                                                  T *map, const int64_t strides[4], T *staging)
-{
-    const int64_t pixels = height * width;
-    T *image = map + n * strides[0] + c0 * strides[1];
-    int64_t first, i, j;
-    if (staging == NULL || strides[3] != 1 || strides[2] != width) {
-        PYROI_TYPED(roi_align_block_to_region)(block, width, n, c0, lanes, 0, height, 0, width,
-                                               map, strides);
-        for (i = 0; i < pixels * PYROI_LANES; ++i) {
-            block[i] = (T)0;
-        }
-        return;
-    }
-    for (first = 0; first < pixels; first += PYROI_STAGING_RUN) {
-        const int64_t run = pixels - first < PYROI_STAGING_RUN ? pixels - first
-                                                                : PYROI_STAGING_RUN;
-        T *lines = block + first * PYROI_LANES;
-        PYROI_TYPED(pyroi_lanes_to_channels)(lines, run, lanes, staging, run, 1);
-        for (i = 0; i < run * PYROI_LANES; ++i) {
-            lines[i] = (T)0;
-        }
-        for (j = 0; j < lanes; ++j) {
-            pyroi_row_stream stream;
-            pyroi_row_stream_init(&stream, image + j * strides[1] + first, staging + j * run, 1,
-                                  run, run);
-            PYROI_TYPED(pyroi_row_stream_advance)(&stream, INT64_MAX);
-        }
-    }
-}
-
 /* Prefetches the channel rows [c0, c0 + lanes) of RoI k's bins in a (K, C, PH, PW) tensor. */
 static void PYROI_TYPED(roi_align_prefetch_bins)(const T *base, const int64_t strides[4],
                                                  int64_t k, int64_t c0, int64_t lanes)
@@ -203,18 +116,13 @@ static void PYROI_TYPED(roi_align_prefetch_bins)(const T *base, const int64_t st
     }
 }
 
-/* The group of RoIs (one image with RoIs, see rois.h) and the channels
- * [*c0, *c0 + *channels) of work item `item` of the forward's image order: a channel block, or
- * a pair of them (job->pair). The items follow the images that have RoIs, not the batch. */
+/* The group of RoIs and the channels [*c0, *c0 + *channels) of work item `item` of the
+ * forward's image order: a channel block, or a pair of them (job->pair). */
 static int64_t PYROI_TYPED(roi_align_image_item)(const PYROI_TYPED(roi_align_job) *job,
                                                  int64_t item, int64_t *c0, int64_t *channels)
 {
-    const int64_t item_channels = job->pair * PYROI_LANES;
-    const int64_t groups = (job->map_shape[1] + item_channels - 1) / item_channels;
-    *c0 = (item % groups) * item_channels;
-    *channels = job->map_shape[1] - *c0 < item_channels ? job->map_shape[1] - *c0
-                                                        : item_channels;
-    return item / groups;
+    return PYROI_TYPED(lane_block_item)(item, job->map_shape[1], job->pair * PYROI_LANES, c0,
+                                        channels);
 }
 
 /* Starts loading slice `part` of `parts` of the input of work item `item` (image, channel

@@ -1,6 +1,7 @@
 /* roi_align_max_template.h - RoIAlign's max reductions: the call path both share (validation,
  * plan, the argmax check, the channel-split backward) and mmcv's reduction (the largest
- * interpolated sample); ONNX's reduction is in roi_align_onnx_max_template.h. Included by
+ * interpolated sample, docs/semantics.md §4.2); ONNX's reduction (§4.1) is in
+ * roi_align_onnx_max_template.h. Included by
  * roi_align.c once per dtype with T and PYROI_TYPED(name) defined. */
 
 /* ---- max mode (mmcv's definition) ------------------------------------------------------ */

@@ -1,7 +1,7 @@
 /* roi_align_onnx_max_template.h - RoIAlign mode="max" as onnxruntime defines it (the largest
- * weighted tap), forward with or without winners and its gradient; the call path is the max
- * reductions' (roi_align_max_template.h). Included by roi_align.c once per dtype with T and
- * PYROI_TYPED(name) defined. */
+ * weighted tap, docs/semantics.md §4.1), forward with or without winners and its gradient;
+ * the call path is the max reductions' (roi_align_max_template.h). Included by roi_align.c
+ * once per dtype with T and PYROI_TYPED(name) defined. */
 
 /* ---- ONNX max mode (onnxruntime's definition, docs/semantics.md §4.1) -------------------- */
 /* Each sample is reduced to the largest of its four weighted taps t_k = w_k * P[tap_k] (the

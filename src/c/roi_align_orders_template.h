@@ -86,9 +86,9 @@ PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_forward_image_items)(
         const int64_t n = plan->rois.group_image[group];
         const int64_t first = plan->rois.group_start[group];
         const int64_t last = plan->rois.group_start[group + 1];
-        PYROI_TYPED(roi_align_region_to_block)(job->features, job->features_strides,
-                                               shape[3], n, c0, lanes, 0, shape[2], 0,
-                                               shape[3], block, job->pair * PYROI_LANES);
+        PYROI_TYPED(lane_block_gather)(job->features, job->features_strides, shape[3], n, c0,
+                                       lanes, 0, shape[2], 0, shape[3], block, shape[3],
+                                       job->pair * PYROI_LANES, PYROI_LANES);
         if (reduction == ROI_ALIGN_REDUCE_ONNX_MAX) {
             PYROI_TYPED(roi_align_onnx_zero_lanes)(job, n, c0, lanes, zero);
         }
@@ -130,10 +130,11 @@ PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_forward_region_items)(
             /* only the rows the samples tap (measured: 64 boxes of 16-256 px at 1/4 on a
              * 200 x 272 map, 15.2 -> 12.7 ms) */
             while (PYROI_TYPED(roi_align_next_tap_rows)(plan, k, &next, &row_begin, &row_end)) {
-                PYROI_TYPED(roi_align_region_to_block)(job->features, job->features_strides,
-                                                       shape[3], job->batch_indices[k], c0,
-                                                       lanes, row_begin, row_end, col_begin,
-                                                       col_end, block, PYROI_LANES);
+                PYROI_TYPED(lane_block_gather)(
+                    job->features, job->features_strides, shape[3], job->batch_indices[k], c0,
+                    lanes, row_begin, row_end, col_begin, col_end,
+                    block + (row_begin * shape[3] + col_begin) * PYROI_LANES, shape[3],
+                    PYROI_LANES, PYROI_LANES);
             }
             if (reduction == ROI_ALIGN_REDUCE_ONNX_MAX) {
                 PYROI_TYPED(roi_align_onnx_zero_lanes)(job, job->batch_indices[k], c0, lanes,
@@ -216,8 +217,8 @@ static void PYROI_TYPED(roi_align_backward_image_task)(void *context, int64_t be
             PYROI_TYPED(roi_align_backward_roi)(plan, k, block, shape[3], pooled_height,
                                                 pooled_width, tile, next, next_elements);
         }
-        PYROI_TYPED(roi_align_block_to_image)(block, shape[2], shape[3], n, c0, lanes,
-                                              job->result, job->result_strides, staging);
+        PYROI_TYPED(lane_block_to_image)(block, shape[2], shape[3], n, c0, lanes, job->result,
+                                         job->result_strides, staging);
     }
     pyroi_stream_fence(); /* the streamed gradients are visible to the caller */
 }
@@ -264,18 +265,20 @@ static void PYROI_TYPED(roi_align_backward_region_task)(void *context, int64_t b
             }
             PYROI_TYPED(roi_align_roi_extent)(plan, k, &row_begin, &row_end, &col_begin,
                                               &col_end);
-            PYROI_TYPED(roi_align_region_to_block)(job->result, gi_strides, shape[3], n_k, c0,
-                                                   lanes, row_begin, row_end, col_begin,
-                                                   col_end, block, PYROI_LANES);
+            PYROI_TYPED(lane_block_gather)(job->result, gi_strides, shape[3], n_k, c0, lanes,
+                                           row_begin, row_end, col_begin, col_end,
+                                           block + (row_begin * shape[3] + col_begin) *
+                                                       PYROI_LANES,
+                                           shape[3], PYROI_LANES, PYROI_LANES);
             PYROI_TYPED(roi_align_bins_to_tile)(job->features + k * go_strides[0] +
                                                     c0 * go_strides[1],
                                                 go_strides, lanes, pooled_height, pooled_width,
                                                 tile);
             PYROI_TYPED(roi_align_backward_roi)(plan, k, block, shape[3], pooled_height,
                                                 pooled_width, tile, tile, 1);
-            PYROI_TYPED(roi_align_block_to_region)(block, shape[3], n_k, c0, lanes, row_begin,
-                                                   row_end, col_begin, col_end, job->result,
-                                                   gi_strides);
+            PYROI_TYPED(lane_block_to_region)(block, shape[3], n_k, c0, lanes, row_begin,
+                                              row_end, col_begin, col_end, job->result,
+                                              gi_strides);
         }
     }
 }

@@ -9,8 +9,8 @@
  * comparison at a time. The
  * lane-major orders instead copy a group of channels channels-last into a per-worker block
  * and pool every RoI from it with the channels as the vector axis. A group is
- * ROI_POOL_GROUP sub-blocks of ROI_POOL_LANES channels (one 64-byte line, the layout of
- * transpose.h): block[s][h][w][lane] is channel c0 + s * ROI_POOL_LANES + lane. Two ways to
+ * ROI_POOL_GROUP sub-blocks of PYROI_LANES channels (one 64-byte line, the layout of
+ * transpose.h): block[s][h][w][lane] is channel c0 + s * PYROI_LANES + lane. Two ways to
  * fill the block:
  *  - image blocks: work item = (image, channel group); the whole image is gathered once and
  *    every RoI of that image reads it (many or large RoIs);
@@ -23,37 +23,31 @@
 /* Channels of the group at c0 that sub-block s holds (0 when it is past the last channel). */
 static int64_t PYROI_TYPED(roi_pool_sub_lanes)(int64_t channels, int64_t c0, int64_t s)
 {
-    const int64_t first = c0 + s * ROI_POOL_LANES;
+    const int64_t first = c0 + s * PYROI_LANES;
     return channels <= first ? 0
-                             : (channels - first < ROI_POOL_LANES ? channels - first
-                                                                  : ROI_POOL_LANES);
+                             : (channels - first < PYROI_LANES ? channels - first
+                                                               : PYROI_LANES);
 }
 
 /* Copies rows [region[0], region[1]) x columns [region[2], region[3]) of the channel group
- * at c0 of image n into the block, packed with region[3] - region[2] pixels per row, sub-block
- * s at block + s * sub_stride (lanes past the last channel 0). */
+ * at c0 of image n into the block (lane_block_gather), packed with region[3] - region[2]
+ * pixels per row, sub-block s at block + s * sub_stride; a sub-block past the last channel is
+ * 0 (the bin kernels read both). */
 static void PYROI_TYPED(roi_pool_region_to_block)(const T *map, const int64_t shape[4],
                                                   const int64_t strides[4], int64_t n,
                                                   int64_t c0, const int64_t region[4],
                                                   T *block, int64_t sub_stride)
 {
     const int64_t pitch = region[3] - region[2];
-    int64_t s, h;
-    for (s = 0; s < ROI_POOL_GROUP; ++s) {
-        const int64_t lanes = PYROI_TYPED(roi_pool_sub_lanes)(shape[1], c0, s);
-        T *sub = block + s * sub_stride;
-        if (lanes == 0) {
-            memset(sub, 0, (size_t)((region[1] - region[0]) * pitch * ROI_POOL_LANES) *
-                               sizeof(T));
-            continue;
-        }
-        for (h = region[0]; h < region[1]; ++h) {
-            PYROI_TYPED(pyroi_channels_to_lanes)(
-                map + n * strides[0] + (c0 + s * ROI_POOL_LANES) * strides[1] +
-                    h * strides[2] + region[2] * strides[3],
-                strides[1], strides[3], pitch, lanes,
-                sub + (h - region[0]) * pitch * ROI_POOL_LANES, ROI_POOL_LANES);
-        }
+    const int64_t channels =
+        shape[1] - c0 < ROI_POOL_GROUP_LANES ? shape[1] - c0 : ROI_POOL_GROUP_LANES;
+    int64_t s;
+    PYROI_TYPED(lane_block_gather)(map, strides, shape[3], n, c0, channels, region[0],
+                                   region[1], region[2], region[3], block, pitch, PYROI_LANES,
+                                   sub_stride);
+    for (s = (channels + PYROI_LANES - 1) / PYROI_LANES; s < ROI_POOL_GROUP; ++s) {
+        memset(block + s * sub_stride, 0,
+               (size_t)((region[1] - region[0]) * pitch * PYROI_LANES) * sizeof(T));
     }
 }
 
@@ -79,7 +73,7 @@ typedef struct PYROI_TYPED(roi_pool_scratch) {
  * vectors (no store straddles a cache line) with the room pyroi_row_stream needs. */
 static int64_t PYROI_TYPED(roi_pool_staging_stride)(int64_t bins)
 {
-    const int64_t vector = ROI_POOL_LANES / 2; /* one AVX2 register */
+    const int64_t vector = PYROI_LANES / 2; /* one AVX2 register */
     return bins < vector ? bins : (bins + 3 + vector - 1) / vector * vector;
 }
 
@@ -97,7 +91,7 @@ static int PYROI_TYPED(roi_pool_scratch_fits)(int64_t block_pixels, int64_t bins
 {
     return (double)block_pixels > 0.0 &&
            ((double)block_pixels + 5.0 * (double)bins + 16.0) * ROI_POOL_GROUP *
-                   (double)ROI_POOL_LANE_BYTES <=
+                   (double)PYROI_LANE_BYTES <=
                (double)ROI_POOL_SCRATCH_BYTES;
 }
 
@@ -107,7 +101,7 @@ static PYROI_TYPED(roi_pool_scratch) PYROI_TYPED(roi_pool_scratch_of)(
     PYROI_TYPED(roi_pool_scratch) scratch;
     const int64_t bins = job->params->pooled_height * job->params->pooled_width;
     scratch.block = job->scratch + worker * job->scratch_stride;
-    scratch.sub_stride = block_pixels * ROI_POOL_LANES;
+    scratch.sub_stride = block_pixels * PYROI_LANES;
     scratch.values = scratch.block + ROI_POOL_GROUP * scratch.sub_stride;
     /* the index tile has the width of T: it takes the place of one tile of T */
     scratch.winners = job->argmax_out == NULL
@@ -181,28 +175,28 @@ static void PYROI_TYPED(roi_pool_tiles_to_bins)(const PYROI_TYPED(roi_pool_job) 
         /* large outputs: lay the group's run out in the scratch and stream it out past the
          * caches while the next tile is pooled (roi_pool_roi_lanes advances it) */
         PYROI_TYPED(pyroi_row_stream_advance)(&writer->run, INT64_MAX); /* the previous run */
-        for (s = 0; s * ROI_POOL_LANES < group_lanes; ++s) {
+        for (s = 0; s * PYROI_LANES < group_lanes; ++s) {
             PYROI_TYPED(pyroi_lanes_to_channels)(
-                scratch->values + s * bins * ROI_POOL_LANES, bins,
+                scratch->values + s * bins * PYROI_LANES, bins,
                 PYROI_TYPED(roi_pool_sub_lanes)(channels, c0, s),
-                scratch->staging + s * ROI_POOL_LANES * scratch->staging_stride,
+                scratch->staging + s * PYROI_LANES * scratch->staging_stride,
                 scratch->staging_stride, 1);
         }
         pyroi_row_stream_init(&writer->run, job->result + k * strides[0] + c0 * strides[1],
                               scratch->staging, group_lanes, bins, scratch->staging_stride);
         writer->per_row = (group_lanes * bins + pooled_height - 1) / pooled_height;
     } else {
-        for (s = 0; s * ROI_POOL_LANES < group_lanes; ++s) {
+        for (s = 0; s * PYROI_LANES < group_lanes; ++s) {
             const int64_t lanes = PYROI_TYPED(roi_pool_sub_lanes)(channels, c0, s);
-            const T *values = scratch->values + s * bins * ROI_POOL_LANES;
-            T *base = job->result + k * strides[0] + (c0 + s * ROI_POOL_LANES) * strides[1];
+            const T *values = scratch->values + s * bins * PYROI_LANES;
+            T *base = job->result + k * strides[0] + (c0 + s * PYROI_LANES) * strides[1];
             if (strides[2] == pooled_width * strides[3]) { /* a channel's bins evenly spaced */
                 PYROI_TYPED(pyroi_lanes_to_channels)(values, bins, lanes, base, strides[1],
                                                      strides[3]);
                 continue;
             }
             for (ph = 0; ph < pooled_height; ++ph) {
-                PYROI_TYPED(pyroi_lanes_to_channels)(values + ph * pooled_width * ROI_POOL_LANES,
+                PYROI_TYPED(pyroi_lanes_to_channels)(values + ph * pooled_width * PYROI_LANES,
                                                      pooled_width, lanes,
                                                      base + ph * strides[2], strides[1],
                                                      strides[3]);
@@ -216,10 +210,10 @@ static void PYROI_TYPED(roi_pool_tiles_to_bins)(const PYROI_TYPED(roi_pool_job) 
         pyroi_row_stream_advance_i64(&writer->index_run, INT64_MAX);
         for (j = 0; j < group_lanes; ++j) {
             const PYROI_TYPED(roi_pool_index) *winners =
-                scratch->winners + (j / ROI_POOL_LANES) * bins * ROI_POOL_LANES +
-                j % ROI_POOL_LANES;
+                scratch->winners + (j / PYROI_LANES) * bins * PYROI_LANES +
+                j % PYROI_LANES;
             for (i = 0; i < bins; ++i) {
-                scratch->staging_index[j * bins + i] = winners[i * ROI_POOL_LANES];
+                scratch->staging_index[j * bins + i] = winners[i * PYROI_LANES];
             }
         }
         pyroi_row_stream_init(&writer->index_run,
@@ -229,12 +223,12 @@ static void PYROI_TYPED(roi_pool_tiles_to_bins)(const PYROI_TYPED(roi_pool_job) 
     }
     for (j = 0; j < group_lanes; ++j) {
         const PYROI_TYPED(roi_pool_index) *winners =
-            scratch->winners + (j / ROI_POOL_LANES) * bins * ROI_POOL_LANES + j % ROI_POOL_LANES;
+            scratch->winners + (j / PYROI_LANES) * bins * PYROI_LANES + j % PYROI_LANES;
         int64_t *out = job->argmax_out + k * a_strides[0] + (c0 + j) * a_strides[1];
         for (ph = 0; ph < pooled_height; ++ph) {
             for (pw = 0; pw < pooled_width; ++pw) {
                 out[ph * a_strides[2] + pw * a_strides[3]] =
-                    winners[(ph * pooled_width + pw) * ROI_POOL_LANES];
+                    winners[(ph * pooled_width + pw) * PYROI_LANES];
             }
         }
     }

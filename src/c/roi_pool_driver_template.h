@@ -13,14 +13,14 @@ static pyroi_status PYROI_TYPED(roi_pool_run_lanes)(PYROI_TYPED(roi_pool_job) *j
     const int workers = pyroi_parallel_workers(job->params->num_threads, items, work_per_item);
     pyroi_status status;
     unsigned char *allocation = (unsigned char *)malloc(
-        (size_t)workers * (size_t)scratch_elements * sizeof(T) + ROI_POOL_LANE_BYTES);
+        (size_t)workers * (size_t)scratch_elements * sizeof(T) + PYROI_LANE_BYTES);
     if (allocation == NULL) {
         return PYROI_E_NO_MEMORY;
     }
     /* the first lane group on a 64-byte (cache line) boundary; every part is a whole number
      * of lane groups, so each starts on one too */
-    job->scratch = (T *)(void *)(allocation + (ROI_POOL_LANE_BYTES -
-                                               (uintptr_t)allocation % ROI_POOL_LANE_BYTES));
+    job->scratch = (T *)(void *)(allocation + (PYROI_LANE_BYTES -
+                                               (uintptr_t)allocation % PYROI_LANE_BYTES));
     job->scratch_stride = scratch_elements;
     status = pyroi_parallel_for(workers, items, work_per_item, job->params->cancel, task, job);
     free(allocation);
@@ -165,7 +165,7 @@ static pyroi_status PYROI_TYPED(roi_pool_backward_checked)(PYROI_TYPED(roi_pool_
      * every add into a unit-stride-free, division-free scalar add in a cache-resident block */
     if (PYROI_TYPED(roi_pool_scratch_fits)(map_pixels, 0) &&
         bins * 4.0 >= (double)grad_input_shape[0] * (double)map_pixels) {
-        const int64_t blocks = (grad_input_shape[1] + ROI_POOL_LANES - 1) / ROI_POOL_LANES;
+        const int64_t blocks = (grad_input_shape[1] + PYROI_LANES - 1) / PYROI_LANES;
         roi_pool_plan plan;
         pyroi_status status = roi_pool_plan_init(&plan, job->rois, 0);
         if (status != PYROI_OK) {
@@ -174,9 +174,9 @@ static pyroi_status PYROI_TYPED(roi_pool_backward_checked)(PYROI_TYPED(roi_pool_
         job->plan = &plan;
         status = PYROI_TYPED(roi_pool_run_lanes)(
             job, PYROI_TYPED(roi_pool_backward_image_task), grad_input_shape[0] * blocks,
-            (double)ROI_POOL_LANES *
+            (double)PYROI_LANES *
                 (2.0 * (double)map_pixels + bins / (double)grad_input_shape[0]),
-            map_pixels * ROI_POOL_LANES);
+            map_pixels * PYROI_LANES);
         roi_pool_plan_free(&plan);
         job->plan = NULL;
         return status;

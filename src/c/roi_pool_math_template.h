@@ -234,8 +234,7 @@ static void PYROI_TYPED(roi_pool_backward_channels)(
     }
 }
 
-#define ROI_POOL_LANES ((int64_t)(ROI_POOL_LANE_BYTES / sizeof(T)))
-#define ROI_POOL_GROUP_LANES (ROI_POOL_GROUP * ROI_POOL_LANES)
+#define ROI_POOL_GROUP_LANES (ROI_POOL_GROUP * PYROI_LANES)
 
 /* The bin kernels. first points at the window's (rw x cw, non-empty) top-left pixel in
  * sub-block 0 of a block of pitch pixels per row; sub-block s is s * sub_stride further.
@@ -251,31 +250,31 @@ static inline void PYROI_TYPED(roi_pool_bin_max)(const T *first, int64_t sub_str
                                                  roi_pool_window cw, T *PYROI_RESTRICT result,
                                                  int64_t result_sub_stride)
 {
-    T best0[ROI_POOL_LANE_BYTES / sizeof(T)], best1[ROI_POOL_LANE_BYTES / sizeof(T)];
+    T best0[PYROI_LANE_BYTES / sizeof(T)], best1[PYROI_LANE_BYTES / sizeof(T)];
     int64_t h, w, j;
-    for (j = 0; j < ROI_POOL_LANES; ++j) {
+    for (j = 0; j < PYROI_LANES; ++j) {
         best0[j] = (T)-FLT_MAX;
         best1[j] = (T)-FLT_MAX;
     }
     for (h = rw.begin; h < rw.end; ++h) {
-        const T *pixel = first + (h - rw.begin) * pitch * ROI_POOL_LANES;
+        const T *pixel = first + (h - rw.begin) * pitch * PYROI_LANES;
         for (w = cw.begin; w < cw.end; ++w) {
             /* kept loops: fully unrolled, GCC no longer vectorises them */
             ROI_POOL_NO_UNROLL
-            for (j = 0; j < ROI_POOL_LANES; ++j) {
+            for (j = 0; j < PYROI_LANES; ++j) {
                 best0[j] = pixel[j] > best0[j] ? pixel[j] : best0[j];
             }
             ROI_POOL_NO_UNROLL
-            for (j = 0; j < ROI_POOL_LANES; ++j) {
+            for (j = 0; j < PYROI_LANES; ++j) {
                 best1[j] = pixel[sub_stride + j] > best1[j] ? pixel[sub_stride + j] : best1[j];
             }
-            pixel += ROI_POOL_LANES;
+            pixel += PYROI_LANES;
         }
     }
-    for (j = 0; j < ROI_POOL_LANES; ++j) {
+    for (j = 0; j < PYROI_LANES; ++j) {
         result[j] = best0[j];
     }
-    for (j = 0; j < ROI_POOL_LANES; ++j) {
+    for (j = 0; j < PYROI_LANES; ++j) {
         result[result_sub_stride + j] = best1[j];
     }
 }
@@ -287,9 +286,9 @@ static inline void PYROI_TYPED(roi_pool_bin_max)(const T *first, int64_t sub_str
 #if defined(ROI_POOL_VECTORS)
 /* GCC turns the scalar form of the index update into masked stores; generic vectors of half
  * a lane line (one AVX2 register) give plain compare-and-blend code. */
-typedef T PYROI_TYPED(roi_pool_half) __attribute__((vector_size(ROI_POOL_LANE_BYTES / 2)));
+typedef T PYROI_TYPED(roi_pool_half) __attribute__((vector_size(PYROI_LANE_BYTES / 2)));
 typedef PYROI_TYPED(roi_pool_index)
-    PYROI_TYPED(roi_pool_half_index) __attribute__((vector_size(ROI_POOL_LANE_BYTES / 2)));
+    PYROI_TYPED(roi_pool_half_index) __attribute__((vector_size(PYROI_LANE_BYTES / 2)));
 
 /* The update of one running (maximum, index) pair of half a lane line with the values at
  * address, found at index (a vector of equal lanes). */
@@ -313,7 +312,7 @@ static inline void PYROI_TYPED(roi_pool_bin_argmax)(
 {
     const PYROI_TYPED(roi_pool_half) lowest = {0};
     const PYROI_TYPED(roi_pool_half_index) none = {0};
-    const int64_t half = ROI_POOL_LANES / 2;
+    const int64_t half = PYROI_LANES / 2;
     /* sub-block 0 low and high half, sub-block 1 low and high half */
     PYROI_TYPED(roi_pool_half) best0 = lowest - (T)FLT_MAX, best1 = best0, best2 = best0;
     PYROI_TYPED(roi_pool_half) best3 = best0;
@@ -321,7 +320,7 @@ static inline void PYROI_TYPED(roi_pool_bin_argmax)(
     PYROI_TYPED(roi_pool_half_index) index3 = index0;
     int64_t h, w;
     for (h = rw.begin; h < rw.end; ++h) {
-        const T *pixel = first + (h - rw.begin) * pitch * ROI_POOL_LANES;
+        const T *pixel = first + (h - rw.begin) * pitch * PYROI_LANES;
         PYROI_TYPED(roi_pool_half_index) at = none + (PYROI_TYPED(roi_pool_index))(
                                                          h * width + cw.begin);
         for (w = cw.begin; w < cw.end; ++w) {
@@ -329,7 +328,7 @@ static inline void PYROI_TYPED(roi_pool_bin_argmax)(
             ROI_POOL_UPDATE(best1, index1, pixel + half, at);
             ROI_POOL_UPDATE(best2, index2, pixel + sub_stride, at);
             ROI_POOL_UPDATE(best3, index3, pixel + sub_stride + half, at);
-            pixel += ROI_POOL_LANES;
+            pixel += PYROI_LANES;
             at += 1;
         }
     }
@@ -350,27 +349,27 @@ static inline void PYROI_TYPED(roi_pool_bin_argmax)(
     roi_pool_window cw, T *PYROI_RESTRICT result,
     PYROI_TYPED(roi_pool_index) *PYROI_RESTRICT winners, int64_t result_sub_stride)
 {
-    T best[ROI_POOL_LANE_BYTES / sizeof(T)];
-    PYROI_TYPED(roi_pool_index) best_index[ROI_POOL_LANE_BYTES / sizeof(T)];
+    T best[PYROI_LANE_BYTES / sizeof(T)];
+    PYROI_TYPED(roi_pool_index) best_index[PYROI_LANE_BYTES / sizeof(T)];
     int64_t s, h, w, j;
     for (s = 0; s < ROI_POOL_GROUP; ++s) {
-        for (j = 0; j < ROI_POOL_LANES; ++j) {
+        for (j = 0; j < PYROI_LANES; ++j) {
             best[j] = (T)-FLT_MAX;
             best_index[j] = -1;
         }
         for (h = rw.begin; h < rw.end; ++h) {
-            const T *pixel = first + s * sub_stride + (h - rw.begin) * pitch * ROI_POOL_LANES;
+            const T *pixel = first + s * sub_stride + (h - rw.begin) * pitch * PYROI_LANES;
             for (w = cw.begin; w < cw.end; ++w) {
-                for (j = 0; j < ROI_POOL_LANES; ++j) {
+                for (j = 0; j < PYROI_LANES; ++j) {
                     if (pixel[j] > best[j]) {
                         best[j] = pixel[j];
                         best_index[j] = (PYROI_TYPED(roi_pool_index))(h * width + w);
                     }
                 }
-                pixel += ROI_POOL_LANES;
+                pixel += PYROI_LANES;
             }
         }
-        for (j = 0; j < ROI_POOL_LANES; ++j) {
+        for (j = 0; j < PYROI_LANES; ++j) {
             result[s * result_sub_stride + j] = best[j];
             winners[s * result_sub_stride + j] = best_index[j];
         }

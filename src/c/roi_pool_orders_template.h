@@ -41,16 +41,16 @@ static inline void PYROI_TYPED(roi_pool_roi_lanes)(const roi_pool_plan *plan, in
 {
     const roi_pool_window *row_windows = plan->windows + k * plan->bins;
     const roi_pool_window *col_windows = row_windows + pooled_height;
-    const int64_t tile_sub_stride = pooled_height * pooled_width * ROI_POOL_LANES;
+    const int64_t tile_sub_stride = pooled_height * pooled_width * PYROI_LANES;
     int64_t ph, pw, s, j;
     for (ph = 0; ph < pooled_height; ++ph) {
         const roi_pool_window rw = row_windows[ph];
         for (pw = 0; pw < pooled_width; ++pw) {
             const roi_pool_window cw = col_windows[pw];
-            const int64_t bin = (ph * pooled_width + pw) * ROI_POOL_LANES;
+            const int64_t bin = (ph * pooled_width + pw) * PYROI_LANES;
             if (rw.end <= rw.begin || cw.end <= cw.begin) { /* clipped away: 0, argmax -1 */
                 for (s = 0; s < ROI_POOL_GROUP; ++s) {
-                    for (j = 0; j < ROI_POOL_LANES; ++j) {
+                    for (j = 0; j < PYROI_LANES; ++j) {
                         values[s * tile_sub_stride + bin + j] = (T)0;
                         if (winners != NULL) {
                             winners[s * tile_sub_stride + bin + j] = -1;
@@ -60,7 +60,7 @@ static inline void PYROI_TYPED(roi_pool_roi_lanes)(const roi_pool_plan *plan, in
             } else {
                 /* the window lies inside the block's rows and columns */
                 const T *first =
-                    block + ((rw.begin - row0) * pitch + cw.begin - col0) * ROI_POOL_LANES;
+                    block + ((rw.begin - row0) * pitch + cw.begin - col0) * PYROI_LANES;
                 if (winners == NULL) {
                     PYROI_TYPED(roi_pool_bin_max)(first, sub_stride, pitch, rw, cw,
                                                   values + bin, tile_sub_stride);
@@ -80,7 +80,7 @@ static inline void PYROI_TYPED(roi_pool_roi_lanes)(const roi_pool_plan *plan, in
     }
 }
 
-/* Forward, work item = (image with RoIs, channel group): item / groups is the group of RoIs. */
+/* Forward, work item = (image with RoIs, channel group). */
 PYROI_VECTOR_CLONES
 static void PYROI_TYPED(roi_pool_forward_image_task)(void *context, int64_t begin, int64_t end,
                                                      int worker)
@@ -90,7 +90,6 @@ static void PYROI_TYPED(roi_pool_forward_image_task)(void *context, int64_t begi
     const int64_t *shape = job->features_shape;
     const int64_t pooled_height = job->params->pooled_height;
     const int64_t pooled_width = job->params->pooled_width;
-    const int64_t groups = (shape[1] + ROI_POOL_GROUP_LANES - 1) / ROI_POOL_GROUP_LANES;
     const int64_t whole[4] = {0, shape[2], 0, shape[3]};
     const PYROI_TYPED(roi_pool_scratch) scratch =
         PYROI_TYPED(roi_pool_scratch_of)(job, worker, shape[2] * shape[3]);
@@ -99,9 +98,10 @@ static void PYROI_TYPED(roi_pool_forward_image_task)(void *context, int64_t begi
     int64_t item, i;
 
     for (item = begin; item < end; ++item) {
-        const int64_t group = item / groups; /* of RoIs: an image with RoIs (rois.h) */
+        int64_t c0, channels;
+        const int64_t group = PYROI_TYPED(lane_block_item)(item, shape[1], ROI_POOL_GROUP_LANES,
+                                                           &c0, &channels);
         const int64_t n = plan->rois->group_image[group];
-        const int64_t c0 = (item % groups) * ROI_POOL_GROUP_LANES;
         PYROI_TYPED(roi_pool_region_to_block)(job->features, shape, job->features_strides, n,
                                               c0, whole, scratch.block, scratch.sub_stride);
         for (i = plan->rois->group_start[group]; i < plan->rois->group_start[group + 1]; ++i) {
@@ -141,7 +141,7 @@ static void PYROI_TYPED(roi_pool_forward_region_task)(void *context, int64_t beg
         for (c0 = 0; c0 < shape[1]; c0 += ROI_POOL_GROUP_LANES) {
             /* packed: sub-blocks region-area apart */
             const int64_t sub_stride =
-                (region[1] - region[0]) * (region[3] - region[2]) * ROI_POOL_LANES;
+                (region[1] - region[0]) * (region[3] - region[2]) * PYROI_LANES;
             PYROI_TYPED(roi_pool_region_to_block)(job->features, shape, job->features_strides,
                                                   job->batch_indices[k], c0, region,
                                                   scratch.block, sub_stride);
@@ -161,10 +161,10 @@ static inline void PYROI_TYPED(roi_pool_prefetch_run)(const T *grad, const int64
                                                       int64_t elements)
 {
     int64_t e;
-    for (e = 0; e < elements; e += ROI_POOL_LANE_BYTES / (int64_t)sizeof(T)) {
+    for (e = 0; e < elements; e += PYROI_LANE_BYTES / (int64_t)sizeof(T)) {
         PYROI_PREFETCH(grad + e);
     }
-    for (e = 0; e < elements; e += ROI_POOL_LANE_BYTES / (int64_t)sizeof(int64_t)) {
+    for (e = 0; e < elements; e += PYROI_LANE_BYTES / (int64_t)sizeof(int64_t)) {
         PYROI_PREFETCH(winners + e);
     }
 }
@@ -183,8 +183,7 @@ static void PYROI_TYPED(roi_pool_backward_image_task)(void *context, int64_t beg
     const int64_t *gi_strides = job->result_strides;
     const int64_t pooled_height = job->params->pooled_height;
     const int64_t pooled_width = job->params->pooled_width;
-    const int64_t blocks = (shape[1] + ROI_POOL_LANES - 1) / ROI_POOL_LANES;
-    const int64_t block_elements = shape[2] * shape[3] * ROI_POOL_LANES;
+    const int64_t block_elements = shape[2] * shape[3] * PYROI_LANES;
     const int64_t plane_size = shape[2] * shape[3];
     /* in locals: the compiler cannot tell that the block's stores leave them alone */
     const int64_t g_row = g_strides[2], g_column = g_strides[3];
@@ -196,16 +195,14 @@ static void PYROI_TYPED(roi_pool_backward_image_task)(void *context, int64_t beg
                 g_column == 1 && a_column == 1
             ? pooled_height * pooled_width
             : 1;
-    int64_t item, i, j, h, ph, pw, first, last;
+    int64_t item, i, j, ph, pw, first, last;
 
+    for (i = 0; i < block_elements; ++i) { /* then each item's write-out leaves it zero */
+        block[i] = (T)0;
+    }
     for (item = begin; item < end; ++item) {
-        const int64_t n = item / blocks;
-        const int64_t c0 = (item % blocks) * ROI_POOL_LANES;
-        const int64_t lanes = shape[1] - c0 < ROI_POOL_LANES ? shape[1] - c0 : ROI_POOL_LANES;
-        T *image = job->result + n * gi_strides[0] + c0 * gi_strides[1];
-        for (i = 0; i < block_elements; ++i) {
-            block[i] = (T)0;
-        }
+        int64_t c0, lanes;
+        const int64_t n = PYROI_TYPED(lane_block_item)(item, shape[1], PYROI_LANES, &c0, &lanes);
         pyroi_rois_of_image(plan->rois, n, &first, &last);
         for (i = first; i < last; ++i) {
             const int64_t k = plan->rois->order[i];
@@ -213,7 +210,7 @@ static void PYROI_TYPED(roi_pool_backward_image_task)(void *context, int64_t beg
              * added: a burst of prefetches before the RoI was mostly dropped */
             const int64_t next = i + 1 < last ? plan->rois->order[i + 1] : k;
             if (i % 8 == 0 && pyroi_cancel_requested(job->params->cancel)) {
-                break;
+                break; /* the write-out below still leaves the block zero */
             }
             for (j = 0; j < lanes; ++j) {
                 const T *grad = job->features + k * g_strides[0] + (c0 + j) * g_strides[1];
@@ -230,16 +227,13 @@ static void PYROI_TYPED(roi_pool_backward_image_task)(void *context, int64_t beg
                     for (pw = 0; pw < pooled_width; ++pw) {
                         const int64_t a = winner[pw * a_column];
                         if (roi_pool_argmax_is_pixel(a, plane_size)) { /* -1: nothing */
-                            lane[a * ROI_POOL_LANES] += g[pw * g_column];
+                            lane[a * PYROI_LANES] += g[pw * g_column];
                         }
                     }
                 }
             }
         }
-        for (h = 0; h < shape[2]; ++h) {
-            PYROI_TYPED(pyroi_lanes_to_channels)(block + h * shape[3] * ROI_POOL_LANES, shape[3],
-                                                 lanes, image + h * gi_strides[2],
-                                                 gi_strides[1], gi_strides[3]);
-        }
+        PYROI_TYPED(lane_block_to_image)(block, shape[2], shape[3], n, c0, lanes, job->result,
+                                         gi_strides, NULL);
     }
 }
