@@ -2,6 +2,7 @@
  * The kernel body is written once in roi_align_template.h (the gradient of ONNX max mode in
  * roi_align_onnx_max_backward_template.h). */
 #include "parallel.h"
+#include "roi_align_rows.h"
 #include "rois.h"
 #include "sampling.h"
 #include "transpose.h"

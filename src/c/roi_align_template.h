@@ -332,7 +332,15 @@ typedef struct PYROI_TYPED(roi_align_job) {
     int stream_result; /* forward: write the output with streaming stores */
     int64_t scratch_stride; /* elements per worker */
     roi_align_arena *arena; /* caller's workspace for the scratch, or NULL: malloc */
+    const int64_t *rows; /* avg mode: the output (forward) or grad_output (backward) row of
+                          * RoI k is rows[k]; NULL: row k (roi_align_rows.h) */
 } PYROI_TYPED(roi_align_job);
+
+/* The output (forward) or grad_output (backward) row of RoI k. */
+static inline int64_t PYROI_TYPED(roi_align_row)(const PYROI_TYPED(roi_align_job) *job, int64_t k)
+{
+    return job->rows != NULL ? job->rows[k] : k;
+}
 
 /* The plan of a call, built in arena (NULL: malloc): the copy of the RoIs (their batch
  * indices checked), then the tap tables. A call that writes nothing (writes_nothing: a forward
@@ -394,6 +402,7 @@ static void PYROI_TYPED(roi_align_job_init)(
     job->params = params;
     job->plan = plan;
     job->arena = arena;
+    job->rows = NULL;
 }
 
 /* ---- direct loop order ------------------------------------------------------------------ */
@@ -419,7 +428,8 @@ static void PYROI_TYPED(roi_align_forward_direct_task)(void *context, int64_t be
         for (c = 0; c < job->map_shape[1]; ++c) {
             const T *plane = job->features + job->batch_indices[k] * in_strides[0] +
                              c * in_strides[1];
-            T *out = job->result + k * out_strides[0] + c * out_strides[1];
+            T *out = job->result + PYROI_TYPED(roi_align_row)(job, k) * out_strides[0] +
+                     c * out_strides[1];
             for (ph = 0; ph < pooled_height; ++ph) {
                 for (pw = 0; pw < pooled_width; ++pw) {
                     const T sum = PYROI_TYPED(pyroi_bilinear_bin_sum)(
@@ -467,7 +477,8 @@ static void PYROI_TYPED(roi_align_backward_direct_task)(void *context, int64_t b
         }
         for (c = begin; c < end; ++c) {
             T *plane = job->result + job->batch_indices[k] * gi_strides[0] + c * gi_strides[1];
-            const T *grad = job->features + k * go_strides[0] + c * go_strides[1];
+            const T *grad = job->features + PYROI_TYPED(roi_align_row)(job, k) * go_strides[0] +
+                            c * go_strides[1];
             for (ph = 0; ph < pooled_height; ++ph) {
                 for (pw = 0; pw < pooled_width; ++pw) {
                     PYROI_TYPED(pyroi_bilinear_bin_scatter)(
@@ -910,7 +921,9 @@ PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_forward_block_roi)(
             tile + b * tile_elements, channels - b * PYROI_LANES < PYROI_LANES
                                           ? channels - b * PYROI_LANES
                                           : PYROI_LANES,
-            pooled_height, pooled_width, job->result + k * out_strides[0] + c * out_strides[1],
+            pooled_height, pooled_width,
+            job->result + PYROI_TYPED(roi_align_row)(job, k) * out_strides[0] +
+                c * out_strides[1],
             out_strides, staging);
     }
 }
@@ -1049,15 +1062,18 @@ static void PYROI_TYPED(roi_align_backward_image_task)(void *context, int64_t be
                 break; /* the write-out below still leaves the block zero */
             }
             if (i + 1 < last) { /* the next RoI's gradients: start loading */
-                next = job->features + order[i + 1] * go_strides[0] + c0 * go_strides[1];
+                const int64_t next_row = PYROI_TYPED(roi_align_row)(job, order[i + 1]);
+                next = job->features + next_row * go_strides[0] + c0 * go_strides[1];
                 next_elements = packed_bins ? lanes * pooled_height * pooled_width : 1;
-                PYROI_TYPED(roi_align_prefetch_bins)(job->features, go_strides, order[i + 1],
-                                                     c0, lanes);
+                PYROI_TYPED(roi_align_prefetch_bins)(job->features, go_strides, next_row, c0,
+                                                     lanes);
             }
             if (plan->row_taps[k] == 0 || plan->col_taps[k] == 0) {
                 continue; /* no sample of this RoI lands in the map */
             }
-            PYROI_TYPED(roi_align_bins_to_tile)(job->features + k * go_strides[0] +
+            PYROI_TYPED(roi_align_bins_to_tile)(job->features +
+                                                    PYROI_TYPED(roi_align_row)(job, k) *
+                                                        go_strides[0] +
                                                     c0 * go_strides[1],
                                                 go_strides, lanes, pooled_height, pooled_width,
                                                 tile);
@@ -1115,7 +1131,9 @@ static void PYROI_TYPED(roi_align_backward_region_task)(void *context, int64_t b
             PYROI_TYPED(roi_align_region_to_block)(job->result, gi_strides, shape[3], n_k, c0,
                                                    lanes, row_begin, row_end, col_begin,
                                                    col_end, block, PYROI_LANES);
-            PYROI_TYPED(roi_align_bins_to_tile)(job->features + k * go_strides[0] +
+            PYROI_TYPED(roi_align_bins_to_tile)(job->features +
+                                                    PYROI_TYPED(roi_align_row)(job, k) *
+                                                        go_strides[0] +
                                                     c0 * go_strides[1],
                                                 go_strides, lanes, pooled_height, pooled_width,
                                                 tile);
@@ -1315,6 +1333,18 @@ pyroi_status PYROI_TYPED(pyroi_roi_align_forward)(
     T *output, const int64_t output_strides[4],
     const pyroi_roi_align_params *params)
 {
+    return PYROI_TYPED(pyroi_roi_align_forward_rows)(input, input_shape, input_strides, boxes,
+                                                     num_rois, box_row_stride, batch_indices,
+                                                     NULL, output, output_strides, params);
+}
+
+pyroi_status PYROI_TYPED(pyroi_roi_align_forward_rows)(
+    const T *input, const int64_t input_shape[4], const int64_t input_strides[4],
+    const T *boxes, int64_t num_rois, int64_t box_row_stride,
+    const int64_t *batch_indices, const int64_t *rows,
+    T *output, const int64_t output_strides[4],
+    const pyroi_roi_align_params *params)
+{
     PYROI_TYPED(roi_align_job) job;
     PYROI_TYPED(roi_align_plan) plan;
     int planned;
@@ -1334,6 +1364,7 @@ pyroi_status PYROI_TYPED(pyroi_roi_align_forward)(
     input = (const T *)pyroi_data_or_placeholder(input); /* a map without pixels may be NULL */
     PYROI_TYPED(roi_align_job_init)(&job, input, input_strides, output, output_strides,
                                     input_shape, params, &plan, NULL);
+    job.rows = rows;
     status = PYROI_TYPED(roi_align_execute)(&job, 0);
     PYROI_TYPED(roi_align_plan_free)(&plan);
     return status;
@@ -1343,6 +1374,18 @@ pyroi_status PYROI_TYPED(pyroi_roi_align_backward)(
     const T *grad_output, const int64_t grad_output_strides[4],
     const T *boxes, int64_t num_rois, int64_t box_row_stride,
     const int64_t *batch_indices,
+    T *grad_input, const int64_t grad_input_shape[4], const int64_t grad_input_strides[4],
+    const pyroi_roi_align_params *params)
+{
+    return PYROI_TYPED(pyroi_roi_align_backward_rows)(
+        grad_output, grad_output_strides, boxes, num_rois, box_row_stride, batch_indices, NULL,
+        grad_input, grad_input_shape, grad_input_strides, params);
+}
+
+pyroi_status PYROI_TYPED(pyroi_roi_align_backward_rows)(
+    const T *grad_output, const int64_t grad_output_strides[4],
+    const T *boxes, int64_t num_rois, int64_t box_row_stride,
+    const int64_t *batch_indices, const int64_t *rows,
     T *grad_input, const int64_t grad_input_shape[4], const int64_t grad_input_strides[4],
     const pyroi_roi_align_params *params)
 {
@@ -1364,6 +1407,7 @@ pyroi_status PYROI_TYPED(pyroi_roi_align_backward)(
     }
     PYROI_TYPED(roi_align_job_init)(&job, grad_output, grad_output_strides, grad_input,
                                     grad_input_strides, grad_input_shape, params, &plan, NULL);
+    job.rows = rows;
     status = PYROI_TYPED(roi_align_execute)(&job, 1);
     PYROI_TYPED(roi_align_plan_free)(&plan);
     return status;

@@ -194,6 +194,43 @@ def fpn_levels(
     eps: float,
 ) -> None: ...
 
+# Most levels of a pyramid (PYROI_MAX_FPN_LEVELS).
+MAX_FPN_LEVELS: int
+
+# Multi-scale RoIAlign forward: each RoI pooled from its pyramid level into its row of output.
+def roi_align_levels_forward(
+    inputs: list[_Real],
+    scales: list[float],
+    boxes: _Real,
+    batch_indices: npt.NDArray[np.int64],
+    output: _Real,
+    sampling_ratio: int,
+    aligned: bool,
+    min_level: int,
+    max_level: int,
+    canonical_scale: float,
+    canonical_level: float,
+    eps: float,
+    num_threads: int,
+) -> None: ...
+
+# Multi-scale RoIAlign backward: overwrite each level's grad_input (N, C, H_l, W_l).
+def roi_align_levels_backward(
+    grad_output: _Real,
+    boxes: _Real,
+    batch_indices: npt.NDArray[np.int64],
+    grad_inputs: list[_Real],
+    scales: list[float],
+    sampling_ratio: int,
+    aligned: bool,
+    min_level: int,
+    max_level: int,
+    canonical_scale: float,
+    canonical_level: float,
+    eps: float,
+    num_threads: int,
+) -> None: ...
+
 # Rotated RoIAlign forward into output (K, C, pooled_height, pooled_width); boxes are
 def roi_align_rotated_forward(
     input: _Real,

@@ -727,6 +727,18 @@ def roi_rows_batch_indices(const real[:, :] rows, int64_t num_images,
 # ------------------------------------------------------------------------------------------
 # multi-scale (FPN) level assignment
 
+cdef int fill_fpn_params(c.pyroi_fpn_level_params *params, int64_t min_level,
+                         int64_t max_level, double canonical_scale, double canonical_level,
+                         double eps) except -1:
+    c.pyroi_fpn_level_params_init(params)
+    params.min_level = min_level
+    params.max_level = max_level
+    params.canonical_scale = canonical_scale
+    params.canonical_level = canonical_level
+    params.eps = eps
+    return 0
+
+
 def fpn_levels(const real[:, :] boxes, int64_t[::1] levels, int64_t min_level,
                int64_t max_level, double canonical_scale, double canonical_level,
                double eps):
@@ -738,12 +750,7 @@ def fpn_levels(const real[:, :] boxes, int64_t[::1] levels, int64_t min_level,
     if levels.shape[0] != num_rois:
         raise ShapeError("pyroi: boxes and levels differ in length")
     box_row_stride = box_rows_stride(boxes.strides, sizeof(real))
-    c.pyroi_fpn_level_params_init(&params)
-    params.min_level = min_level
-    params.max_level = max_level
-    params.canonical_scale = canonical_scale
-    params.canonical_level = canonical_level
-    params.eps = eps
+    fill_fpn_params(&params, min_level, max_level, canonical_scale, canonical_level, eps)
     with nogil:
         if real is float:
             status = c.pyroi_fpn_levels_f32(&boxes[0, 0], num_rois, box_row_stride, &params,
@@ -751,6 +758,109 @@ def fpn_levels(const real[:, :] boxes, int64_t[::1] levels, int64_t min_level,
         else:
             status = c.pyroi_fpn_levels_f64(&boxes[0, 0], num_rois, box_row_stride, &params,
                                             &levels[0])
+    check_status(status)
+
+
+# ------------------------------------------------------------------------------------------
+# multi-scale RoIAlign: every level of a pyramid in one call
+
+MAX_FPN_LEVELS = c.PYROI_MAX_FPN_LEVELS
+
+
+cdef struct Pyramid:
+    # The maps of a multi-level call (a forward's inputs, a backward's grad_inputs) as the C
+    # API takes them: pointers, shapes and element strides, level after level.
+    const void *maps[c.PYROI_MAX_FPN_LEVELS]
+    int64_t shapes[4 * c.PYROI_MAX_FPN_LEVELS]
+    int64_t strides[4 * c.PYROI_MAX_FPN_LEVELS]
+    double scales[c.PYROI_MAX_FPN_LEVELS]
+
+
+cdef int marshal_pyramid(Pyramid *p, list maps, list scales, real dtype_tag) except -1:
+    """Fill p from the (N, C, H, W) arrays maps (already validated, of dtype real)."""
+    cdef const real[:, :, :, :] view
+    cdef int l, i
+    if len(maps) != len(scales) or not 0 < len(maps) <= c.PYROI_MAX_FPN_LEVELS:
+        raise ShapeError(f"pyroi: a pyramid has 1 to {c.PYROI_MAX_FPN_LEVELS} maps, one scale "
+                         f"each; got {len(maps)} maps and {len(scales)} scales")
+    for l in range(len(maps)):
+        view = maps[l]
+        p.maps[l] = <const void *>&view[0, 0, 0, 0] if view.size > 0 else NULL
+        for i in range(4):
+            p.shapes[4 * l + i] = view.shape[i]
+        element_strides(view.strides, sizeof(real), 4, &p.strides[4 * l])
+        p.scales[l] = scales[l]
+    return 0
+
+
+def roi_align_levels_forward(list inputs, list scales, const real[:, :] boxes,
+                             const int64_t[::1] batch_indices, real[:, :, :, :] output,
+                             int64_t sampling_ratio, bint aligned, int64_t min_level,
+                             int64_t max_level, double canonical_scale, double canonical_level,
+                             double eps, int num_threads):
+    """Multi-scale RoIAlign forward: each RoI pooled from its pyramid level into its row of
+    output (K, C, PH, PW)."""
+    cdef Pyramid p
+    cdef c.pyroi_roi_align_params params
+    cdef c.pyroi_fpn_level_params level_params
+    cdef int64_t num_rois = boxes.shape[0]
+    cdef int64_t num_levels = len(inputs)
+    cdef int64_t box_row_stride = box_rows_stride(boxes.strides, sizeof(real))
+    cdef int64_t output_strides[4]
+    cdef c.pyroi_status status
+    if batch_indices.shape[0] != num_rois:
+        raise ShapeError("pyroi: boxes and batch_indices differ in length")
+    marshal_pyramid(&p, inputs, scales, <real>0)
+    element_strides(output.strides, sizeof(real), 4, output_strides)
+    fill_roi_align_params(&params, output.shape[2], output.shape[3], 1.0, 1.0, sampling_ratio,
+                          aligned, num_threads)
+    fill_fpn_params(&level_params, min_level, max_level, canonical_scale, canonical_level, eps)
+    with nogil:
+        if real is float:
+            status = c.pyroi_roi_align_levels_forward_f32(
+                num_levels, <const float *const *>p.maps, p.shapes, p.strides, p.scales,
+                &boxes[0, 0], num_rois, box_row_stride, &batch_indices[0], &output[0, 0, 0, 0],
+                output_strides, &level_params, &params)
+        else:
+            status = c.pyroi_roi_align_levels_forward_f64(
+                num_levels, <const double *const *>p.maps, p.shapes, p.strides, p.scales,
+                &boxes[0, 0], num_rois, box_row_stride, &batch_indices[0], &output[0, 0, 0, 0],
+                output_strides, &level_params, &params)
+    check_status(status)
+
+
+def roi_align_levels_backward(const real[:, :, :, :] grad_output, const real[:, :] boxes,
+                              const int64_t[::1] batch_indices, list grad_inputs, list scales,
+                              int64_t sampling_ratio, bint aligned, int64_t min_level,
+                              int64_t max_level, double canonical_scale, double canonical_level,
+                              double eps, int num_threads):
+    """Multi-scale RoIAlign backward: overwrite each level's grad_input (N, C, H_l, W_l)."""
+    cdef Pyramid p
+    cdef c.pyroi_roi_align_params params
+    cdef c.pyroi_fpn_level_params level_params
+    cdef int64_t num_rois = boxes.shape[0]
+    cdef int64_t num_levels = len(grad_inputs)
+    cdef int64_t box_row_stride = box_rows_stride(boxes.strides, sizeof(real))
+    cdef int64_t grad_output_strides[4]
+    cdef c.pyroi_status status
+    if batch_indices.shape[0] != num_rois or grad_output.shape[0] != num_rois:
+        raise ShapeError("pyroi: boxes, batch_indices and grad_output differ in length")
+    marshal_pyramid(&p, grad_inputs, scales, <real>0)
+    element_strides(grad_output.strides, sizeof(real), 4, grad_output_strides)
+    fill_roi_align_params(&params, grad_output.shape[2], grad_output.shape[3], 1.0, 1.0,
+                          sampling_ratio, aligned, num_threads)
+    fill_fpn_params(&level_params, min_level, max_level, canonical_scale, canonical_level, eps)
+    with nogil:
+        if real is float:
+            status = c.pyroi_roi_align_levels_backward_f32(
+                &grad_output[0, 0, 0, 0], grad_output_strides, &boxes[0, 0], num_rois,
+                box_row_stride, &batch_indices[0], num_levels, <float *const *>p.maps,
+                p.shapes, p.strides, p.scales, &level_params, &params)
+        else:
+            status = c.pyroi_roi_align_levels_backward_f64(
+                &grad_output[0, 0, 0, 0], grad_output_strides, &boxes[0, 0], num_rois,
+                box_row_stride, &batch_indices[0], num_levels, <double *const *>p.maps,
+                p.shapes, p.strides, p.scales, &level_params, &params)
     check_status(status)
 
 

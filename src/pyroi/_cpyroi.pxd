@@ -276,6 +276,34 @@ cdef extern from "pyroi.h" nogil:
                                       int64_t box_row_stride,
                                       const pyroi_fpn_level_params *params, int64_t *levels)
 
+    enum: PYROI_MAX_FPN_LEVELS
+    pyroi_status pyroi_roi_align_levels_forward_f32(
+        int64_t num_levels, const float *const *inputs, const int64_t *input_shapes,
+        const int64_t *input_strides, const double *spatial_scales,
+        const float *boxes, int64_t num_rois, int64_t box_row_stride,
+        const int64_t *batch_indices, float *output, const int64_t *output_strides,
+        const pyroi_fpn_level_params *level_params, const pyroi_roi_align_params *params)
+    pyroi_status pyroi_roi_align_levels_forward_f64(
+        int64_t num_levels, const double *const *inputs, const int64_t *input_shapes,
+        const int64_t *input_strides, const double *spatial_scales,
+        const double *boxes, int64_t num_rois, int64_t box_row_stride,
+        const int64_t *batch_indices, double *output, const int64_t *output_strides,
+        const pyroi_fpn_level_params *level_params, const pyroi_roi_align_params *params)
+    pyroi_status pyroi_roi_align_levels_backward_f32(
+        const float *grad_output, const int64_t *grad_output_strides,
+        const float *boxes, int64_t num_rois, int64_t box_row_stride,
+        const int64_t *batch_indices, int64_t num_levels, float *const *grad_inputs,
+        const int64_t *grad_input_shapes, const int64_t *grad_input_strides,
+        const double *spatial_scales, const pyroi_fpn_level_params *level_params,
+        const pyroi_roi_align_params *params)
+    pyroi_status pyroi_roi_align_levels_backward_f64(
+        const double *grad_output, const int64_t *grad_output_strides,
+        const double *boxes, int64_t num_rois, int64_t box_row_stride,
+        const int64_t *batch_indices, int64_t num_levels, double *const *grad_inputs,
+        const int64_t *grad_input_shapes, const int64_t *grad_input_strides,
+        const double *spatial_scales, const pyroi_fpn_level_params *level_params,
+        const pyroi_roi_align_params *params)
+
     ctypedef struct pyroi_roi_align_rotated_params:
         int64_t pooled_height
         int64_t pooled_width
