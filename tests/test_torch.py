@@ -644,3 +644,31 @@ def test_detector_eval_and_train_bit_identical(name):
     assert grads_tv.keys() == grads_pyroi.keys() and len(grads_tv) > 50
     for key in grads_tv:
         same_bits(grads_pyroi[key], grads_tv[key])
+
+
+def test_pyroi_bench_model_runs_the_detector_bench(monkeypatch):
+    """`pyroi bench --model` is a thin entry to pyroi.detector_bench.run (bench/detector.py's
+    code), with bench's -t and --repeat."""
+    from pyroi import cli, detector_bench
+
+    calls = []
+    monkeypatch.setattr(detector_bench, "run", lambda *args: calls.append(args) or 0)
+    assert cli.main(["bench", "--model", "maskrcnn", "--size", "256", "--batch", "1", "-t", "1",
+                     "-t", "2", "--repeat", "2"]) == 0
+    assert calls == [("maskrcnn", 256, 1, [1, 2], 2)]
+
+
+def test_detector_bench_prints_the_table(capsys):
+    from pyroi import detector_bench
+
+    previous = torch.get_num_threads()
+    try:
+        assert detector_bench.run("fasterrcnn", size=96, batch_size=1, thread_counts=[1],
+                                  repeat=1) == 0
+    finally:
+        torch.set_num_threads(previous)
+    lines = capsys.readouterr().out.splitlines()
+    assert "CPU: " in lines[0] and "load average" in lines[0]
+    rows = [line for line in lines if line.startswith("| 1 |")]
+    assert [row.split(" | ")[1] for row in rows] == ["eval forward", "train step"]
+    assert lines[-1].startswith("load average after: ")

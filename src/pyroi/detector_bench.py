@@ -2,19 +2,28 @@
 pyroi.torch.convert: time in the RoI pooling modules (hooks), whole eval forward, whole
 train step (forward + backward), and RoI pooling's share, at each thread count.
 
+    pyroi bench --model maskrcnn -t 1 -t 2 --repeat 5
     python bench/detector.py --model maskrcnn --threads 1 2 --repeat 5
 
 Models have random weights from a fixed seed (nothing is downloaded). RoI pooling time is
 measured with hooks in the same runs as the totals: module forward pre/post hooks for the
 forward, and autograd-node pre/post hooks on every backward node between a pooler's output
-and its input feature maps for the backward. Original and converted model alternate within
-each repetition (both see the same machine load); the table gives medians.
+and its input feature maps for the backward. Each hook reads the wall clock and the process
+CPU time (all threads: on a shared machine CPU time depends far less on the load than wall
+time; at 1 thread it is the pooling's own work). Original and converted model alternate
+within each repetition (both see the same machine load); the table gives medians, and the
+load average before and after.
+
+Importing this module imports torch and torchvision (``pyroi bench --model`` does, on use).
 """
+
+# May import: the package (pyroi, pyroi.torch), and torch, torchvision.
 
 from __future__ import annotations
 
 import argparse
 import copy
+import os
 import platform
 import statistics
 import subprocess
@@ -135,33 +144,34 @@ def cpu_model() -> str:
     return platform.processor() or "unknown"
 
 
-def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--model", choices=sorted(MODELS), default="maskrcnn")
-    parser.add_argument("--size", type=int, default=512, help="image side in pixels")
-    parser.add_argument("--batch", type=int, default=2)
-    parser.add_argument("--threads", type=int, nargs="+", default=[1, 2])
-    parser.add_argument("--repeat", type=int, default=5)
-    args = parser.parse_args(argv)
+def load_average() -> str:
+    try:
+        return " ".join(f"{v:.1f}" for v in os.getloadavg())
+    except OSError:
+        return "unknown"
 
-    original, converted = build(args.model, args.size)
+
+def run(model_name="maskrcnn", size=512, batch_size=2, thread_counts=(1, 2), repeat=5):
+    """Print the table (Markdown) for ``model_name`` at each thread count; returns 0."""
+    original, converted = build(model_name, size)
     timers = {"torchvision": PoolingTimer(original), "pyroi": PoolingTimer(converted)}
     models = {"torchvision": original, "pyroi": converted}
-    images, targets = batch(args.size, args.batch, args.model == "maskrcnn")
-    print(f"{MODELS[args.model]}, batch {args.batch}, {args.size} px images; CPU: {cpu_model()}; "
+    images, targets = batch(size, batch_size, model_name == "maskrcnn")
+    print(f"{MODELS[model_name]}, batch {batch_size}, {size} px images; CPU: {cpu_model()}; "
           f"torch {torch.__version__}, torchvision {torchvision.__version__}, "
-          f"pyroi {pyroi.__version__}; medians of {args.repeat} runs")
-    header = ("| threads | step | RoI pooling torchvision | RoI pooling pyroi | speed-up | "
-              "pooling CPU-time speed-up | whole torchvision | whole pyroi | ratio | "
+          f"pyroi {pyroi.__version__}; medians of {repeat} runs; load average (1, 5, 15 min) "
+          f"before: {load_average()}", flush=True)
+    header = ("| threads | step | RoI pooling torchvision: wall, CPU | pyroi: wall, CPU | "
+              "speed-up wall | speed-up CPU | whole torchvision | whole pyroi | ratio | "
               "pooling share before | after |")
     print(header)
     print("|" + "---|" * (header.count("|") - 1))
-    for threads in args.threads:
+    for threads in thread_counts:
         torch.set_num_threads(threads)
         for name in models:  # warm up: first-call initialisation, inferred pooler scales
             eval_forward(models[name], timers[name], images)
         runs = {(step, name): [] for step in ("eval forward", "train step") for name in models}
-        for _ in range(args.repeat):
+        for _ in range(repeat):
             for name in models:
                 runs["eval forward", name].append(eval_forward(models[name], timers[name],
                                                                images))
@@ -172,14 +182,24 @@ def main(argv=None):
             pooled = {n: statistics.median(r[1] for r in runs[step, n]) for n in models}
             cpu = {n: statistics.median(r[2] for r in runs[step, n]) for n in models}
             shares = {n: statistics.median(r[1] / r[0] for r in runs[step, n]) for n in models}
-            print(f"| {threads} | {step} | {pooled['torchvision']:.3f} s | "
-                  f"{pooled['pyroi']:.3f} s | {pooled['torchvision'] / pooled['pyroi']:.1f}x | "
+            print(f"| {threads} | {step} | {pooled['torchvision']:.3f} s, "
+                  f"{cpu['torchvision']:.3f} s | {pooled['pyroi']:.3f} s, {cpu['pyroi']:.3f} s | "
+                  f"{pooled['torchvision'] / pooled['pyroi']:.1f}x | "
                   f"{cpu['torchvision'] / cpu['pyroi']:.1f}x | "
                   f"{whole['torchvision']:.2f} s | {whole['pyroi']:.2f} s | "
                   f"{whole['torchvision'] / whole['pyroi']:.2f}x | "
                   f"{100 * shares['torchvision']:.0f} % | {100 * shares['pyroi']:.0f} % |",
                   flush=True)
+    print(f"load average after: {load_average()}")
+    return 0
 
 
-if __name__ == "__main__":
-    main()
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--model", choices=sorted(MODELS), default="maskrcnn")
+    parser.add_argument("--size", type=int, default=512, help="image side in pixels")
+    parser.add_argument("--batch", type=int, default=2)
+    parser.add_argument("--threads", type=int, nargs="+", default=[1, 2])
+    parser.add_argument("--repeat", type=int, default=5)
+    args = parser.parse_args(argv)
+    return run(args.model, args.size, args.batch, args.threads, args.repeat)
