@@ -11,12 +11,13 @@
 #include <string.h>
 
 /* The call's own copy of everything that sizes or addresses memory, read from the caller
- * once: parameters, level parameters, and each level's map (pointer, shape, strides) and
- * params. */
+ * once: parameters, level parameters, each level's map (pointer, shape, strides) and
+ * params, and the pooled tensor's strides. */
 typedef struct roi_align_levels_call {
     int64_t num_levels;
     pyroi_fpn_level_params level_params;
     const void *maps[PYROI_MAX_FPN_LEVELS]; /* input or grad_input of each level */
+    int64_t pooled_strides[4];              /* output or grad_output */
     int64_t shapes[PYROI_MAX_FPN_LEVELS][4];
     int64_t strides[PYROI_MAX_FPN_LEVELS][4];
     pyroi_roi_align_params params[PYROI_MAX_FPN_LEVELS]; /* spatial scale of the level */
@@ -83,8 +84,14 @@ static pyroi_status roi_align_levels_check_call(
             return PYROI_E_INVALID_SHAPE; /* the levels share the batch and the channels */
         }
     }
+    if (pooled_strides == NULL) {
+        return PYROI_E_NULL_POINTER;
+    }
+    for (i = 0; i < 4; ++i) {
+        call->pooled_strides[i] = pooled_strides[i];
+    }
     return pyroi_check_pooling_call(call->maps[0], call->shapes[0], call->strides[0], maps_role,
-                                    pooled, pooled_strides, pooled_role, -1,
+                                    pooled, call->pooled_strides, pooled_role, -1,
                                     call->params[0].pooled_height, call->params[0].pooled_width,
                                     boxes, num_rois, box_row_stride, 4, batch_indices);
 }

@@ -59,10 +59,11 @@ pyroi_status PYROI_TYPED(pyroi_roi_align_levels_forward)(
     /* a RoI of no level (negative area) gets zeros, as in torchvision */
     for (i = rois.start[num_levels]; i < num_rois; ++i) {
         for (c = 0; c < call.shapes[0][1]; ++c) {
-            T *bins = output + rois.rows[i] * output_strides[0] + c * output_strides[1];
+            T *bins = output + rois.rows[i] * call.pooled_strides[0] +
+                      c * call.pooled_strides[1];
             for (ph = 0; ph < call.params[0].pooled_height; ++ph) {
                 for (pw = 0; pw < call.params[0].pooled_width; ++pw) {
-                    bins[ph * output_strides[2] + pw * output_strides[3]] = (T)0;
+                    bins[ph * call.pooled_strides[2] + pw * call.pooled_strides[3]] = (T)0;
                 }
             }
         }
@@ -72,7 +73,7 @@ pyroi_status PYROI_TYPED(pyroi_roi_align_levels_forward)(
             (const T *)call.maps[l], call.shapes[l], call.strides[l],
             (const T *)rois.boxes + 4 * rois.start[l], rois.start[l + 1] - rois.start[l], 4,
             rois.batch_indices + rois.start[l], rois.rows + rois.start[l], output,
-            output_strides, &call.params[l]);
+            call.pooled_strides, &call.params[l]);
     }
     roi_align_levels_rois_free(&rois);
     return status;
@@ -104,7 +105,7 @@ pyroi_status PYROI_TYPED(pyroi_roi_align_levels_backward)(
     /* each map is overwritten: zeroed, then the RoIs of its level added in their order */
     for (l = 0; l < num_levels && status == PYROI_OK; ++l) {
         status = PYROI_TYPED(pyroi_roi_align_backward_rows)(
-            grad_output, grad_output_strides, (const T *)rois.boxes + 4 * rois.start[l],
+            grad_output, call.pooled_strides, (const T *)rois.boxes + 4 * rois.start[l],
             rois.start[l + 1] - rois.start[l], 4, rois.batch_indices + rois.start[l],
             rois.rows + rois.start[l], (T *)(uintptr_t)call.maps[l], call.shapes[l],
             call.strides[l],
