@@ -165,7 +165,19 @@ def op_cases():
         (torch.ops.pyroi._roi_align_rotated_backward,
          (torch.randn(4, 8, 2, 3), rotated_rois(15, 4), 0.5, 2, 3, 2, 8, 10, 12, 2, True, False,
           "degrees")),
+        (torch.ops.pyroi.multi_scale_roi_align, pyramid_op_args(x)),
+        (torch.ops.pyroi._multi_scale_roi_align_backward,
+         (torch.randn(5, 8, 2, 3), rois, [1.0, 0.5], [2, 8, 20, 24, 2, 8, 10, 12], 2, 3, 4,
+          224.0, 4.0, 1e-6)),
     ]
+
+
+def pyramid_op_args(x):
+    """Arguments of torch.ops.pyroi.multi_scale_roi_align: a two-level pyramid whose finer
+    level is x upsampled, RoIs on both levels (min_level 3, max_level 4, canonical_scale 8)."""
+    fine = torch.nn.functional.interpolate(x.detach(), scale_factor=2).requires_grad_()
+    rois = random_rois(14, count=5, height=10, width=12)
+    return ([fine, x], rois, [1.0, 0.5], 2, 3, 2, 3, 4, 8.0, 4.0, 1e-6)
 
 
 # opcheck's own comparison of gradients reads .grad of a non-leaf tensor (a torch warning)
@@ -173,13 +185,23 @@ OPCHECK_WARNING = "ignore:The .grad attribute of a Tensor that is not a leaf"
 
 
 @pytest.mark.filterwarnings(OPCHECK_WARNING)
-@pytest.mark.parametrize("index", range(10))
+@pytest.mark.parametrize("index", range(12))
 def test_opcheck(index):
     op, args = op_cases()[index]
     torch.library.opcheck(op, args)
 
 
 @pytest.mark.filterwarnings(OPCHECK_WARNING)
+def test_multi_scale_gradcheck_float64():
+    x = feature_map(11, shape=(2, 3, 6, 7), dtype=torch.float64).requires_grad_()
+    fine = feature_map(12, shape=(2, 3, 12, 14), dtype=torch.float64).requires_grad_()
+    rois = random_rois(12, count=6, height=6, width=7, dtype=torch.float64)
+    assert torch.autograd.gradcheck(
+        lambda a, b: torch.ops.pyroi.multi_scale_roi_align([a, b], rois, [1.0, 0.5], 2, 2, 2,
+                                                           3, 4, 8.0, 4.0, 1e-6),
+        (fine, x), fast_mode=True)
+
+
 def test_opcheck_roi_pool_backward():
     x = feature_map(16, shape=(2, 8, 10, 12))
     rois = random_rois(17, count=5, height=10, width=12)
@@ -209,7 +231,13 @@ class Heads(torch.nn.Module):
     def forward(self, x, rois, rotated):
         return (self.align(x, rois).sum() + self.pool(x, rois).sum()
                 + self.ps_align(x, rois).sum() + self.ps_pool(x, rois).sum()
-                + self.rotated(x, rotated).sum())
+                + self.rotated(x, rotated).sum() + self.pyramid(x, rois).sum())
+
+    @staticmethod
+    def pyramid(x, rois):
+        fine = torch.nn.functional.interpolate(x, scale_factor=2)
+        return torch.ops.pyroi.multi_scale_roi_align([fine, x], rois, [1.0, 0.5], 2, 3, 2, 3, 4,
+                                                     8.0, 4.0, 1e-6)
 
 
 def test_torch_compile_fullgraph():
@@ -232,7 +260,8 @@ def test_torch_export():
     rois, rotated = random_rois(22, count=5, height=10, width=12), rotated_rois(23, 4)
     exported = torch.export.export(heads, (x, rois, rotated))
     targets = {str(node.target) for node in exported.graph.nodes if node.op == "call_function"}
-    for name in ("roi_align", "roi_pool", "ps_roi_align", "ps_roi_pool", "roi_align_rotated"):
+    for name in ("roi_align", "roi_pool", "ps_roi_align", "ps_roi_pool", "roi_align_rotated",
+                 "multi_scale_roi_align"):
         assert f"pyroi.{name}.default" in targets
     same_bits(exported.module()(x, rois, rotated), heads(x, rois, rotated))
 
@@ -283,6 +312,73 @@ def test_multiscale_roi_align_bits_equal_torchvision():
     for g_mine, g_reference in zip(torch.autograd.grad(mine, levels, grad),
                                    torch.autograd.grad(reference, levels, grad)):
         same_bits(g_mine, g_reference)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_multiscale_strided_pyramid_bits_equal_torchvision(dtype):
+    """Channels-last and sliced levels, float32 and float64: forward and every level's
+    gradient as torchvision's."""
+    features = {name: (value.detach().to(memory_format=torch.channels_last) if i % 2 else
+                       value.detach()[:, :, :, :].transpose(2, 3).contiguous().transpose(2, 3))
+                .to(dtype).requires_grad_()
+                for i, (name, value) in enumerate(pyramid(30).items())}
+    boxes = [b.to(dtype) for b in pyramid_boxes(31)]
+    ours = pt.MultiScaleRoIAlign(["0", "1", "2"], 4, -1)
+    theirs = tv.MultiScaleRoIAlign(["0", "1", "2"], 4, -1)
+    mine = ours(features, boxes, [(256, 192), (256, 192)])
+    reference = theirs(features, boxes, [(256, 192), (256, 192)])
+    same_bits(mine, reference)
+    grad = torch.randn(mine.shape, dtype=dtype)
+    levels = [features[n] for n in ("0", "1", "2")]
+    for g_mine, g_reference in zip(torch.autograd.grad(mine, levels, grad),
+                                   torch.autograd.grad(reference, levels, grad)):
+        same_bits(g_mine, g_reference)
+
+
+def test_multiscale_is_one_c_call_each_way_without_copies(monkeypatch):
+    """A float32 pyramid is pooled by one C call forward and one backward (no per-level
+    calls), which read the levels and the output gradient and write the output and the
+    levels' gradients in the tensors' own memory."""
+    seen = {}
+
+    def spy(name):
+        original = getattr(_core, name)
+
+        def record(*args):
+            seen.setdefault(name, []).append(args)
+            return original(*args)
+
+        monkeypatch.setattr(_core, name, record)
+
+    for name in ("roi_align_levels_forward", "roi_align_levels_backward", "roi_align_forward",
+                 "roi_align_backward"):
+        spy(name)
+    features = pyramid(32)
+    levels = [features[n] for n in ("0", "1", "2")]
+    pooler = pt.MultiScaleRoIAlign(["0", "1", "2"], 3, 2)
+    y = pooler(features, pyramid_boxes(33), [(256, 192)])
+    grad = torch.randn(y.shape)
+    gradients = torch.autograd.grad(y, levels, grad)
+    assert sorted(seen) == ["roi_align_levels_backward", "roi_align_levels_forward"]
+    assert [len(calls) for calls in seen.values()] == [1, 1]
+    address = lambda a: a.__array_interface__["data"][0]  # noqa: E731
+    maps, _, _, _, output = seen["roi_align_levels_forward"][0][:5]
+    assert [address(m) for m in maps] == [level.data_ptr() for level in levels]
+    assert address(output) == y.data_ptr()
+    grad_seen, _, _, grad_maps = seen["roi_align_levels_backward"][0][:4]
+    assert address(grad_seen) == grad.data_ptr()
+    assert [address(m) for m in grad_maps] == [g.data_ptr() for g in gradients]
+
+
+def test_multiscale_levels_must_agree():
+    pooler = pt.MultiScaleRoIAlign(["0", "1"], 2, 2)
+    boxes = [torch.tensor([[0.0, 0.0, 20.0, 20.0]])]
+    with pytest.raises(pyroi.ShapeError, match="level 1 has \\(N, C\\) \\(1, 3\\)"):
+        pooler({"0": torch.zeros(1, 4, 16, 16), "1": torch.zeros(1, 3, 8, 8)}, boxes,
+               [(64, 64)])
+    with pytest.raises(pyroi.DTypeError, match="level 1 has dtype torch.float64"):
+        pooler({"0": torch.zeros(1, 4, 16, 16), "1": torch.zeros(1, 4, 8, 8).double()}, boxes,
+               [(64, 64)])
 
 
 def test_multiscale_box_of_no_level_is_zeros():
@@ -548,3 +644,31 @@ def test_detector_eval_and_train_bit_identical(name):
     assert grads_tv.keys() == grads_pyroi.keys() and len(grads_tv) > 50
     for key in grads_tv:
         same_bits(grads_pyroi[key], grads_tv[key])
+
+
+def test_pyroi_bench_model_runs_the_detector_bench(monkeypatch):
+    """`pyroi bench --model` is a thin entry to pyroi.detector_bench.run (bench/detector.py's
+    code), with bench's -t and --repeat."""
+    from pyroi import cli, detector_bench
+
+    calls = []
+    monkeypatch.setattr(detector_bench, "run", lambda *args: calls.append(args) or 0)
+    assert cli.main(["bench", "--model", "maskrcnn", "--size", "256", "--batch", "1", "-t", "1",
+                     "-t", "2", "--repeat", "2"]) == 0
+    assert calls == [("maskrcnn", 256, 1, [1, 2], 2)]
+
+
+def test_detector_bench_prints_the_table(capsys):
+    from pyroi import detector_bench
+
+    previous = torch.get_num_threads()
+    try:
+        assert detector_bench.run("fasterrcnn", size=96, batch_size=1, thread_counts=[1],
+                                  repeat=1) == 0
+    finally:
+        torch.set_num_threads(previous)
+    lines = capsys.readouterr().out.splitlines()
+    assert "CPU: " in lines[0] and "load average" in lines[0]
+    rows = [line for line in lines if line.startswith("| 1 |")]
+    assert [row.split(" | ")[1] for row in rows] == ["eval forward", "train step"]
+    assert lines[-1].startswith("load average after: ")

@@ -3,6 +3,7 @@
  * templates share here; the rest is written once per concern in templates that
  * roi_align_dtype.h includes, once per dtype. */
 #include "parallel.h"
+#include "roi_align_rows.h"
 #include "rois.h"
 #include "sampling.h"
 #include "transpose.h"

@@ -28,7 +28,8 @@ static void PYROI_TYPED(roi_align_forward_direct_task)(void *context, int64_t be
         for (c = 0; c < job->map_shape[1]; ++c) {
             const T *plane = job->features + job->batch_indices[k] * in_strides[0] +
                              c * in_strides[1];
-            T *out = job->result + k * out_strides[0] + c * out_strides[1];
+            T *out = job->result + PYROI_TYPED(roi_align_row)(job, k) * out_strides[0] +
+                     c * out_strides[1];
             for (ph = 0; ph < pooled_height; ++ph) {
                 for (pw = 0; pw < pooled_width; ++pw) {
                     const T sum = PYROI_TYPED(pyroi_bilinear_bin_sum)(
@@ -76,7 +77,8 @@ static void PYROI_TYPED(roi_align_backward_direct_task)(void *context, int64_t b
         }
         for (c = begin; c < end; ++c) {
             T *plane = job->result + job->batch_indices[k] * gi_strides[0] + c * gi_strides[1];
-            const T *grad = job->features + k * go_strides[0] + c * go_strides[1];
+            const T *grad = job->features + PYROI_TYPED(roi_align_row)(job, k) * go_strides[0] +
+                            c * go_strides[1];
             for (ph = 0; ph < pooled_height; ++ph) {
                 for (pw = 0; pw < pooled_width; ++pw) {
                     PYROI_TYPED(pyroi_bilinear_bin_scatter)(

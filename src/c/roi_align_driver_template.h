@@ -190,6 +190,18 @@ pyroi_status PYROI_TYPED(pyroi_roi_align_forward)(
     T *output, const int64_t output_strides[4],
     const pyroi_roi_align_params *params)
 {
+    return PYROI_TYPED(pyroi_roi_align_forward_rows)(input, input_shape, input_strides, boxes,
+                                                     num_rois, box_row_stride, batch_indices,
+                                                     NULL, output, output_strides, params);
+}
+
+pyroi_status PYROI_TYPED(pyroi_roi_align_forward_rows)(
+    const T *input, const int64_t input_shape[4], const int64_t input_strides[4],
+    const T *boxes, int64_t num_rois, int64_t box_row_stride,
+    const int64_t *batch_indices, const int64_t *rows,
+    T *output, const int64_t output_strides[4],
+    const pyroi_roi_align_params *params)
+{
     PYROI_TYPED(roi_align_job) job;
     PYROI_TYPED(roi_align_plan) plan;
     int planned;
@@ -209,6 +221,7 @@ pyroi_status PYROI_TYPED(pyroi_roi_align_forward)(
     input = (const T *)pyroi_data_or_placeholder(input); /* a map without pixels may be NULL */
     PYROI_TYPED(roi_align_job_init)(&job, input, input_strides, output, output_strides,
                                     input_shape, params, &plan, NULL);
+    job.rows = rows;
     status = PYROI_TYPED(roi_align_execute)(&job, 0);
     PYROI_TYPED(roi_align_plan_free)(&plan);
     return status;
@@ -218,6 +231,18 @@ pyroi_status PYROI_TYPED(pyroi_roi_align_backward)(
     const T *grad_output, const int64_t grad_output_strides[4],
     const T *boxes, int64_t num_rois, int64_t box_row_stride,
     const int64_t *batch_indices,
+    T *grad_input, const int64_t grad_input_shape[4], const int64_t grad_input_strides[4],
+    const pyroi_roi_align_params *params)
+{
+    return PYROI_TYPED(pyroi_roi_align_backward_rows)(
+        grad_output, grad_output_strides, boxes, num_rois, box_row_stride, batch_indices, NULL,
+        grad_input, grad_input_shape, grad_input_strides, params);
+}
+
+pyroi_status PYROI_TYPED(pyroi_roi_align_backward_rows)(
+    const T *grad_output, const int64_t grad_output_strides[4],
+    const T *boxes, int64_t num_rois, int64_t box_row_stride,
+    const int64_t *batch_indices, const int64_t *rows,
     T *grad_input, const int64_t grad_input_shape[4], const int64_t grad_input_strides[4],
     const pyroi_roi_align_params *params)
 {
@@ -239,6 +264,7 @@ pyroi_status PYROI_TYPED(pyroi_roi_align_backward)(
     }
     PYROI_TYPED(roi_align_job_init)(&job, grad_output, grad_output_strides, grad_input,
                                     grad_input_strides, grad_input_shape, params, &plan, NULL);
+    job.rows = rows;
     status = PYROI_TYPED(roi_align_execute)(&job, 1);
     PYROI_TYPED(roi_align_plan_free)(&plan);
     return status;

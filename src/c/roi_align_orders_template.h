@@ -62,7 +62,9 @@ PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_forward_block_roi)(
             tile + b * tile_elements, channels - b * PYROI_LANES < PYROI_LANES
                                           ? channels - b * PYROI_LANES
                                           : PYROI_LANES,
-            pooled_height, pooled_width, job->result + k * out_strides[0] + c * out_strides[1],
+            pooled_height, pooled_width,
+            job->result + PYROI_TYPED(roi_align_row)(job, k) * out_strides[0] +
+                c * out_strides[1],
             out_strides, staging);
     }
 }
@@ -202,15 +204,18 @@ static void PYROI_TYPED(roi_align_backward_image_task)(void *context, int64_t be
                 break; /* the write-out below still leaves the block zero */
             }
             if (i + 1 < last) { /* the next RoI's gradients: start loading */
-                next = job->features + order[i + 1] * go_strides[0] + c0 * go_strides[1];
+                const int64_t next_row = PYROI_TYPED(roi_align_row)(job, order[i + 1]);
+                next = job->features + next_row * go_strides[0] + c0 * go_strides[1];
                 next_elements = packed_bins ? lanes * pooled_height * pooled_width : 1;
-                PYROI_TYPED(roi_align_prefetch_bins)(job->features, go_strides, order[i + 1],
-                                                     c0, lanes);
+                PYROI_TYPED(roi_align_prefetch_bins)(job->features, go_strides, next_row, c0,
+                                                     lanes);
             }
             if (plan->row_taps[k] == 0 || plan->col_taps[k] == 0) {
                 continue; /* no sample of this RoI lands in the map */
             }
-            PYROI_TYPED(roi_align_bins_to_tile)(job->features + k * go_strides[0] +
+            PYROI_TYPED(roi_align_bins_to_tile)(job->features +
+                                                    PYROI_TYPED(roi_align_row)(job, k) *
+                                                        go_strides[0] +
                                                     c0 * go_strides[1],
                                                 go_strides, lanes, pooled_height, pooled_width,
                                                 tile);
@@ -270,7 +275,9 @@ static void PYROI_TYPED(roi_align_backward_region_task)(void *context, int64_t b
                                            block + (row_begin * shape[3] + col_begin) *
                                                        PYROI_LANES,
                                            shape[3], PYROI_LANES, PYROI_LANES);
-            PYROI_TYPED(roi_align_bins_to_tile)(job->features + k * go_strides[0] +
+            PYROI_TYPED(roi_align_bins_to_tile)(job->features +
+                                                    PYROI_TYPED(roi_align_row)(job, k) *
+                                                        go_strides[0] +
                                                     c0 * go_strides[1],
                                                 go_strides, lanes, pooled_height, pooled_width,
                                                 tile);

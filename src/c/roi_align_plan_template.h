@@ -306,7 +306,15 @@ typedef struct PYROI_TYPED(roi_align_job) {
     int stream_result; /* forward: write the output with streaming stores */
     int64_t scratch_stride; /* elements per worker */
     roi_align_arena *arena; /* caller's workspace for the scratch, or NULL: malloc */
+    const int64_t *rows; /* avg mode: the output (forward) or grad_output (backward) row of
+                          * RoI k is rows[k]; NULL: row k (roi_align_rows.h) */
 } PYROI_TYPED(roi_align_job);
+
+/* The output (forward) or grad_output (backward) row of RoI k. */
+static inline int64_t PYROI_TYPED(roi_align_row)(const PYROI_TYPED(roi_align_job) *job, int64_t k)
+{
+    return job->rows != NULL ? job->rows[k] : k;
+}
 
 /* The plan of a call, built in arena (NULL: malloc): the copy of the RoIs (their batch
  * indices checked), then the tap tables. A call that writes nothing (writes_nothing: a forward
@@ -368,6 +376,7 @@ static void PYROI_TYPED(roi_align_job_init)(
     job->params = params;
     job->plan = plan;
     job->arena = arena;
+    job->rows = NULL;
 }
 
 pyroi_status PYROI_TYPED(pyroi_roi_align_find_invalid_roi)(

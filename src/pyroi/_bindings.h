@@ -192,6 +192,52 @@ static pyroi_status binding_fpn_levels(int f64, const void *boxes, int64_t num_r
                             (boxes, num_rois, box_row_stride, params, levels));
 }
 
+/* ---- multi-scale RoIAlign: a pyramid's maps, level after level ---------------------------- */
+typedef struct binding_pyramid {
+    int64_t num_levels;
+    void *maps[PYROI_MAX_FPN_LEVELS]; /* a forward's inputs, a backward's grad_inputs */
+    int64_t shapes[4 * PYROI_MAX_FPN_LEVELS];
+    int64_t strides[4 * PYROI_MAX_FPN_LEVELS];
+    double scales[PYROI_MAX_FPN_LEVELS];
+    pyroi_fpn_level_params levels;
+} binding_pyramid;
+
+/* The maps as the dtype's pointers (a pointer array of another type is not read through a cast) */
+#define BINDING_LEVEL_MAPS(type, maps, p)                                                   \
+    type *maps[PYROI_MAX_FPN_LEVELS];                                                       \
+    int64_t level_;                                                                         \
+    for (level_ = 0; level_ < (p)->num_levels && level_ < PYROI_MAX_FPN_LEVELS; ++level_) { \
+        maps[level_] = (type *)(p)->maps[level_];                                           \
+    }
+#define BINDING_LEVELS_FORWARD(type, suffix)                                                 \
+    {                                                                                        \
+        BINDING_LEVEL_MAPS(const type, maps, p)                                              \
+        return pyroi_roi_align_levels_forward_##suffix(                                      \
+            p->num_levels, maps, p->shapes, p->strides, p->scales, BINDING_ROIS,             \
+            BINDING_POOLED, &p->levels, &c->params.roi_align);                               \
+    }
+#define BINDING_LEVELS_BACKWARD(type, suffix)                                                \
+    {                                                                                        \
+        BINDING_LEVEL_MAPS(type, maps, p)                                                    \
+        return pyroi_roi_align_levels_backward_##suffix(                                     \
+            BINDING_POOLED, BINDING_ROIS, p->num_levels, maps, p->shapes, p->strides,        \
+            p->scales, &p->levels, &c->params.roi_align);                                    \
+    }
+
+static pyroi_status binding_roi_align_levels_forward(binding_call *c, const binding_pyramid *p)
+{
+    binding_roi_align_params(c);
+    if (c->f64) BINDING_LEVELS_FORWARD(double, f64)
+    BINDING_LEVELS_FORWARD(float, f32)
+}
+
+static pyroi_status binding_roi_align_levels_backward(binding_call *c, const binding_pyramid *p)
+{
+    binding_roi_align_params(c);
+    if (c->f64) BINDING_LEVELS_BACKWARD(double, f64)
+    BINDING_LEVELS_BACKWARD(float, f32)
+}
+
 /* Explaining one RoI: c holds f64 and the numbers of the params. */
 static pyroi_status binding_roi_align_sample_grid(binding_call *c, const void *box,
                                                   int64_t height, int64_t width, int64_t *grid)

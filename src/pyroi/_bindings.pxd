@@ -1,7 +1,8 @@
 # Mirror of src/pyroi/_bindings.h (the C half of the bindings) for Cython, and nothing else.
 from libc.stdint cimport int64_t, int8_t
 
-from pyroi._cpyroi cimport pyroi_cancel, pyroi_fpn_level_params, pyroi_status
+from pyroi._cpyroi cimport (PYROI_MAX_FPN_LEVELS, pyroi_cancel, pyroi_fpn_level_params,
+                            pyroi_status)
 
 
 cdef extern from "_bindings.h" nogil:
@@ -74,6 +75,18 @@ cdef extern from "_bindings.h" nogil:
     pyroi_status fpn_levels "binding_fpn_levels" (
         int f64, const void *boxes, int64_t num_rois, int64_t box_row_stride,
         const pyroi_fpn_level_params *params, int64_t *levels)
+
+    ctypedef struct Pyramid "binding_pyramid":
+        int64_t num_levels
+        void *maps[PYROI_MAX_FPN_LEVELS]
+        int64_t shapes[4 * PYROI_MAX_FPN_LEVELS]
+        int64_t strides[4 * PYROI_MAX_FPN_LEVELS]
+        double scales[PYROI_MAX_FPN_LEVELS]
+        pyroi_fpn_level_params levels
+    pyroi_status roi_align_levels_forward "binding_roi_align_levels_forward" (
+        Call *call, const Pyramid *pyramid)
+    pyroi_status roi_align_levels_backward "binding_roi_align_levels_backward" (
+        Call *call, const Pyramid *pyramid)
 
     ctypedef struct AxisSamples "binding_axis_samples":
         int64_t capacity

@@ -510,6 +510,20 @@ def roi_rows_batch_indices(const real[:, :] rows, int64_t num_images,
     return 0, -1
 
 
+# ---- multi-scale (FPN) level assignment ------------------------------------------------------
+
+cdef int fill_fpn_params(c.pyroi_fpn_level_params *params, int64_t min_level,
+                         int64_t max_level, double canonical_scale, double canonical_level,
+                         double eps) except -1:
+    c.pyroi_fpn_level_params_init(params)
+    params.min_level = min_level
+    params.max_level = max_level
+    params.canonical_scale = canonical_scale
+    params.canonical_level = canonical_level
+    params.eps = eps
+    return 0
+
+
 def fpn_levels(const real[:, :] boxes, int64_t[::1] levels, int64_t min_level,
                int64_t max_level, double canonical_scale, double canonical_level,
                double eps):
@@ -521,15 +535,100 @@ def fpn_levels(const real[:, :] boxes, int64_t[::1] levels, int64_t min_level,
     if levels.shape[0] != num_rois:
         raise ShapeError("pyroi: boxes and levels differ in length")
     box_row_stride = box_rows_stride(boxes.strides, sizeof(real))
-    c.pyroi_fpn_level_params_init(&params)
-    params.min_level = min_level
-    params.max_level = max_level
-    params.canonical_scale = canonical_scale
-    params.canonical_level = canonical_level
-    params.eps = eps
+    fill_fpn_params(&params, min_level, max_level, canonical_scale, canonical_level, eps)
     with nogil:
         status = b.fpn_levels(real is double, &boxes[0, 0], num_rois, box_row_stride, &params,
                               &levels[0])
+    check_status(status)
+
+
+# ---- multi-scale RoIAlign: every level of a pyramid in one call -------------------------------
+
+MAX_FPN_LEVELS = c.PYROI_MAX_FPN_LEVELS
+
+
+cdef int marshal_pyramid(b.Pyramid *p, list maps, list scales, bint writes, real dtype_tag,
+                         int64_t min_level, int64_t max_level, double canonical_scale,
+                         double canonical_level, double eps) except -1:
+    """Fill p from the (N, C, H, W) arrays maps of dtype real (a forward's inputs, or the
+    grad_inputs a backward writes) and the level assignment's numbers."""
+    cdef const real[:, :, :, :] view
+    cdef real[:, :, :, :] target
+    cdef int l, i
+    if len(maps) != len(scales) or not 0 < len(maps) <= c.PYROI_MAX_FPN_LEVELS:
+        raise ShapeError(f"pyroi: a pyramid has 1 to {c.PYROI_MAX_FPN_LEVELS} maps, one scale "
+                         f"each; got {len(maps)} maps and {len(scales)} scales")
+    p.num_levels = len(maps)
+    for l in range(p.num_levels):
+        if writes:
+            target = maps[l]
+            view = target
+        else:
+            view = maps[l]
+        p.maps[l] = <void *>&view[0, 0, 0, 0] if view.size > 0 else NULL
+        for i in range(4):
+            p.shapes[4 * l + i] = view.shape[i]
+        element_strides(view.strides, sizeof(real), 4, &p.strides[4 * l])
+        p.scales[l] = scales[l]
+    fill_fpn_params(&p.levels, min_level, max_level, canonical_scale, canonical_level, eps)
+    return 0
+
+
+cdef int marshal_level_rois(b.Call *call, const b.Pyramid *p, const real[:, :] boxes,
+                            const int64_t[::1] batch_indices,
+                            const real[:, :, :, :] pooled) except -1:
+    """The RoIs and the pooled tensor (K, C, PH, PW) of a multi-scale call."""
+    cdef int64_t num_rois = boxes.shape[0]
+    if batch_indices.shape[0] != num_rois or pooled.shape[0] != num_rois:
+        raise ShapeError(f"pyroi: {num_rois} RoIs but {batch_indices.shape[0]} batch indices "
+                         f"and {pooled.shape[0]} pooled rows")
+    if pooled.shape[1] != p.shapes[1]:
+        raise ShapeError(f"pyroi: the pooled tensor has {pooled.shape[1]} channels, the "
+                         f"pyramid {p.shapes[1]}")
+    call.f64 = real is double
+    call.boxes = <void *>&boxes[0, 0] if num_rois > 0 else NULL
+    call.num_rois = num_rois
+    call.box_row_stride = box_rows_stride(boxes.strides, sizeof(real))
+    call.batch_indices = <int64_t *>&batch_indices[0] if num_rois > 0 else NULL
+    call.pooled = <void *>&pooled[0, 0, 0, 0] if pooled.size > 0 else NULL
+    element_strides(pooled.strides, sizeof(real), 4, call.pooled_strides)
+    return 0
+
+
+def roi_align_levels_forward(list inputs, list scales, const real[:, :] boxes,
+                             const int64_t[::1] batch_indices, real[:, :, :, :] output,
+                             int64_t sampling_ratio, bint aligned, int64_t min_level,
+                             int64_t max_level, double canonical_scale, double canonical_level,
+                             double eps, int num_threads):
+    """Multi-scale RoIAlign forward: each RoI pooled from its pyramid level into its row of
+    output (K, C, PH, PW)."""
+    cdef b.Pyramid p
+    cdef b.Call call = numbers(output.shape[2], output.shape[3], 1.0, 1.0, num_threads,
+                               sampling_ratio, aligned)
+    cdef c.pyroi_status status
+    marshal_pyramid(&p, inputs, scales, False, <real>0, min_level, max_level, canonical_scale,
+                    canonical_level, eps)
+    marshal_level_rois(&call, &p, boxes, batch_indices, output)
+    with nogil:
+        status = b.roi_align_levels_forward(&call, &p)
+    check_status(status)
+
+
+def roi_align_levels_backward(const real[:, :, :, :] grad_output, const real[:, :] boxes,
+                              const int64_t[::1] batch_indices, list grad_inputs, list scales,
+                              int64_t sampling_ratio, bint aligned, int64_t min_level,
+                              int64_t max_level, double canonical_scale, double canonical_level,
+                              double eps, int num_threads):
+    """Multi-scale RoIAlign backward: overwrite each level's grad_input (N, C, H_l, W_l)."""
+    cdef b.Pyramid p
+    cdef b.Call call = numbers(grad_output.shape[2], grad_output.shape[3], 1.0, 1.0,
+                               num_threads, sampling_ratio, aligned)
+    cdef c.pyroi_status status
+    marshal_pyramid(&p, grad_inputs, scales, True, <real>0, min_level, max_level,
+                    canonical_scale, canonical_level, eps)
+    marshal_level_rois(&call, &p, boxes, batch_indices, grad_output)
+    with nogil:
+        status = b.roi_align_levels_backward(&call, &p)
     check_status(status)
 
 

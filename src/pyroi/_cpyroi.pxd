@@ -47,5 +47,6 @@ cdef extern from "pyroi.h" nogil:
 
     void pyroi_fpn_level_params_init(pyroi_fpn_level_params *params)
 
+    enum: PYROI_MAX_FPN_LEVELS
     pyroi_status pyroi_scale_f32_to_f16(const float *source, int64_t count, float scale,
                                         uint16_t *target)

@@ -6,6 +6,7 @@
     pyroi explain --box 1.2,0.7,4.1,3.3 --output-size 2 --sampling-ratio 2 -o explain.png
     pyroi sample -o DIR              # the embedded sample as DIR/features.npy, DIR/boxes.csv
     pyroi bench --quick -w small_call -t 1
+    pyroi bench --model maskrcnn -t 1 -t 2 --repeat 3   # in torchvision's Mask R-CNN (torch)
 
 FEATURES is a ``.npy`` or ``.npz`` file (``--key`` picks the array of an ``.npz``; default:
 its only, else first, array) holding ``(N, C, H, W)`` (``--layout NHWC`` for align: ``(N, H,
@@ -23,7 +24,7 @@ wrong shape, an error of pyroi), 2 for a usage error (unknown or malformed optio
 (128 + SIGPIPE, quietly, as Unix tools) when the reader of the output exits first.
 """
 
-# May import: the package (``pyroi``), viz, bench.
+# May import: the package (``pyroi``), viz, bench, detector_bench (on use: it imports torch).
 
 from __future__ import annotations
 
@@ -524,6 +525,15 @@ def build_parser() -> argparse.ArgumentParser:
         "bench", help="benchmark against the installed peers (torchvision, onnxruntime)",
         description=bench.__doc__.split("\n\n")[1].replace("\n", " "))
     bench.add_arguments(bench_parser)
+    # pyroi.detector_bench (imported on use: it imports torch)
+    bench_parser.add_argument("--model", choices=("fasterrcnn", "maskrcnn"),
+                              help="instead of the workloads: torchvision's detector as built "
+                                   "and as converted by pyroi.torch.convert (RoI pooling time, "
+                                   "eval forward, train step; -t and --repeat apply)")
+    bench_parser.add_argument("--size", type=int, default=512,
+                              help="--model: image side in pixels (default 512)")
+    bench_parser.add_argument("--batch", type=int, default=2,
+                              help="--model: images per batch (default 2)")
     bench_parser.set_defaults(command="bench", bench_parser=bench_parser)
     return parser
 
@@ -574,6 +584,11 @@ def _main(parser: argparse.ArgumentParser, argv: list[str]) -> int:
         parser.error(f"{command}: give both FEATURES and BOXES, or neither (the embedded "
                      f"sample)")
     try:
+        if command == "bench" and args.model is not None:
+            from pyroi import detector_bench
+
+            return detector_bench.run(args.model, args.size, args.batch, args.threads or [1, 2],
+                                      args.repeat)
         if command == "bench":
             from pyroi import bench
 

@@ -28,8 +28,8 @@ import functools
 import torch  # the real torch: imports are absolute, this module is pyroi.torch
 from torch import nn
 
-from pyroi import _results, _validate, layers, ops
-from pyroi._errors import ArgumentTypeError, InvalidArgumentError, ShapeError
+from pyroi import _core, _results, _validate, layers, ops
+from pyroi._errors import ArgumentTypeError, DTypeError, InvalidArgumentError, ShapeError
 
 __all__ = [
     "MultiScaleRoIAlign",
@@ -237,6 +237,68 @@ _differentiable(_roi_pool_op, _roi_pool_backward_op, saves_argmax=True)
 _differentiable(_ps_roi_align_op, _ps_roi_align_backward_op, shape_at=4)
 _differentiable(_ps_roi_pool_op, _ps_roi_pool_backward_op)
 _differentiable(_roi_align_rotated_op, _roi_align_rotated_backward_op)
+
+
+# MultiScaleRoIAlign over float32 / float64 pyramids: every level in one C call, each RoI's
+# row written (forward) and read (backward) in place, each level's gradient map written once.
+# The level assignment's arguments follow the pooling ones: min_level, max_level,
+# canonical_scale, canonical_level, eps (torchvision's LevelMapper).
+
+def _pyramid_pooled(features, rois, scales, pooled_height, pooled_width, *rest):
+    return features[0].new_empty((rois.shape[0], features[0].shape[1], pooled_height,
+                                  pooled_width))
+
+
+def _pyramid_rois(rois, first):
+    """The boxes and batch indices of (K, 5) ``rois`` for a pyramid like ``first``."""
+    return _validate.boxes(_array(rois), first.dtype, first.shape[0])
+
+
+@_operator("multi_scale_roi_align",
+           "(Tensor[] features, Tensor rois, float[] scales, SymInt pooled_height, "
+           "SymInt pooled_width, int sampling_ratio, int min_level, int max_level, "
+           "float canonical_scale, float canonical_level, float eps) -> Tensor", _pyramid_pooled)
+def _multi_scale_roi_align_op(features, rois, scales, pooled_height, pooled_width,
+                              sampling_ratio, *mapping):
+    maps = [_array(feature) for feature in features]
+    coords, images = _pyramid_rois(rois, maps[0])
+    output = _results.empty((coords.shape[0], maps[0].shape[1], pooled_height, pooled_width),
+                            maps[0].dtype)
+    _core.roi_align_levels_forward(maps, list(scales), coords, images, output, sampling_ratio,
+                                   False, *mapping, torch.get_num_threads())
+    return torch.from_numpy(output)
+
+
+@_operator("_multi_scale_roi_align_backward",
+           "(Tensor grad, Tensor rois, float[] scales, SymInt[] sizes, int sampling_ratio, "
+           "int min_level, int max_level, float canonical_scale, float canonical_level, "
+           "float eps) -> Tensor[]",
+           lambda grad, rois, scales, sizes, *rest: [
+               grad.new_empty(sizes[i:i + 4]) for i in range(0, len(sizes), 4)])
+def _multi_scale_roi_align_backward_op(grad, rois, scales, sizes, sampling_ratio, *mapping):
+    """The gradient of every level; ``sizes`` holds each level's (N, C, H, W), in order."""
+    gradients = [_result_tensor(tuple(sizes[i:i + 4]), grad.dtype)
+                 for i in range(0, len(sizes), 4)]
+    maps = [gradient.numpy() for gradient in gradients]
+    coords, images = _pyramid_rois(rois, maps[0])
+    _core.roi_align_levels_backward(_array(grad), coords, images, maps, list(scales),
+                                    sampling_ratio, False, *mapping, torch.get_num_threads())
+    return gradients
+
+
+def _pyramid_context(ctx, inputs, output):
+    features, rois, scales, _, _, *rest = inputs
+    ctx.save_for_backward(rois)
+    ctx.arguments = (scales, [size for feature in features for size in feature.shape], *rest)
+    ctx.num_scalars = len(inputs) - 2
+
+
+def _pyramid_gradient(ctx, grad):
+    gradients = _multi_scale_roi_align_backward_op(grad, *ctx.saved_tensors, *ctx.arguments)
+    return (list(gradients), None) + (None,) * ctx.num_scalars
+
+
+_multi_scale_roi_align_op.register_autograd(_pyramid_gradient, setup_context=_pyramid_context)
 
 
 # ------------------------------------------------------------------------------------------
@@ -483,11 +545,23 @@ class _LevelMapper:
         """Level index (from 0; -1 for none) of each (x1, y1, x2, y2) row of CPU ``boxes``."""
         coords = _array(boxes if boxes.dtype in (torch.float32, torch.float64) else boxes.float())
         levels = torch.empty(boxes.shape[0], dtype=torch.int64)
-        from pyroi import _core
-
         _core.fpn_levels(coords, levels.numpy(), self.k_min, self.k_max, float(self.s0),
                          float(self.lvl0), self.eps)
         return levels
+
+
+def _pyramid_checks(features) -> None:
+    """The levels of a pyramid agree in dtype, batch and channels (named errors before C)."""
+    first = features[0]
+    for level, feature in enumerate(features):
+        if feature.dim() != 4:
+            raise ShapeError(f"x's level {level} must be (N, C, H, W), got {tuple(feature.shape)}")
+        if feature.dtype != first.dtype:
+            raise DTypeError(
+                f"x's level {level} has dtype {feature.dtype}, the first level {first.dtype}")
+        if feature.shape[:2] != first.shape[:2]:
+            raise ShapeError(f"x's level {level} has (N, C) {tuple(feature.shape[:2])}, the "
+                             f"first level {tuple(first.shape[:2])}")
 
 
 class MultiScaleRoIAlign(nn.Module):
@@ -533,6 +607,14 @@ class MultiScaleRoIAlign(nn.Module):
         if len(features) == 1:
             return roi_align(features[0], rois, self.output_size, self.scales[0],
                              self.sampling_ratio)
+        if all(feature.dtype in (torch.float32, torch.float64) for feature in features):
+            _pyramid_checks(features)
+            mapper = self.map_levels
+            return torch.ops.pyroi.multi_scale_roi_align(
+                features, rois, list(self.scales), *self.output_size, self.sampling_ratio,
+                mapper.k_min, mapper.k_max, float(mapper.s0), float(mapper.lvl0),
+                float(mapper.eps))
+        # float16 / bfloat16: each level by roi_align, the rows scattered here
         levels = self.map_levels.levels(rois[:, 1:])
         result = _result_tensor((rois.shape[0], features[0].shape[1], *self.output_size),
                                 features[0].dtype)

@@ -668,6 +668,57 @@ PYROI_API pyroi_status pyroi_fpn_levels_f64(const double *boxes, int64_t num_roi
                                             int64_t *levels);
 
 /* ------------------------------------------------------------------------------------------
+ * Multi-scale RoIAlign, as torchvision.ops.MultiScaleRoIAlign: one call pools every RoI from
+ * its level of a feature pyramid (forward) or gives the gradient of every level (backward).
+ *
+ * The pyramid has num_levels maps, level l (0 = min_level) at inputs[l] (forward) or
+ * grad_inputs[l] (backward), of shape input_shapes[4 l .. 4 l + 3] (N, C, H_l, W_l: every level
+ * has the same N and C) and element strides input_strides[4 l .. 4 l + 3], sampled with
+ * spatial scale spatial_scales[l]. num_levels must be level_params->max_level -
+ * level_params->min_level + 1 and at most PYROI_MAX_FPN_LEVELS (else PYROI_E_INVALID_SHAPE).
+ * RoI k's level is the one pyroi_fpn_levels_* gives its box (level_params); it is pooled as
+ * pyroi_roi_align_* would pool it from that level alone, with params (whose spatial scales are
+ * replaced by the level's), into row k of the (num_rois, C, pooled_height, pooled_width)
+ * output. A RoI of no level (negative area) gets a row of zeros and gives no gradient.
+ * Results equal torchvision's MultiScaleRoIAlign bit for bit (forward, and its autograd
+ * backward per level) wherever pyroi_roi_align_* equals torchvision's roi_align.
+ * The arrays of the pyramid are read once; the maps of a backward must not overlap each other
+ * or grad_output (the caller's duty, as for memcpy). Status codes: as pyroi_roi_align_* and
+ * pyroi_fpn_levels_* (PYROI_E_INVALID_SCALE also for a bad level scale, PYROI_E_INVALID_SHAPE
+ * for levels that differ in N or C); a box that is not finite is PYROI_E_INVALID_BOX. Nothing
+ * is written on failure. Thread-safe. */
+#define PYROI_MAX_FPN_LEVELS 16
+
+PYROI_API pyroi_status pyroi_roi_align_levels_forward_f32(
+    int64_t num_levels, const float *const *inputs, const int64_t *input_shapes,
+    const int64_t *input_strides, const double *spatial_scales,
+    const float *boxes, int64_t num_rois, int64_t box_row_stride, const int64_t *batch_indices,
+    float *output, const int64_t output_strides[4],
+    const pyroi_fpn_level_params *level_params, const pyroi_roi_align_params *params);
+PYROI_API pyroi_status pyroi_roi_align_levels_forward_f64(
+    int64_t num_levels, const double *const *inputs, const int64_t *input_shapes,
+    const int64_t *input_strides, const double *spatial_scales,
+    const double *boxes, int64_t num_rois, int64_t box_row_stride, const int64_t *batch_indices,
+    double *output, const int64_t output_strides[4],
+    const pyroi_fpn_level_params *level_params, const pyroi_roi_align_params *params);
+
+/* Backward: grad_inputs[l] (shapes and strides as the forward's maps) is overwritten with the
+ * gradient of level l: zeroed, then the RoIs of that level added in their order, as
+ * pyroi_roi_align_backward_* does for a level's RoIs alone. */
+PYROI_API pyroi_status pyroi_roi_align_levels_backward_f32(
+    const float *grad_output, const int64_t grad_output_strides[4],
+    const float *boxes, int64_t num_rois, int64_t box_row_stride, const int64_t *batch_indices,
+    int64_t num_levels, float *const *grad_inputs, const int64_t *grad_input_shapes,
+    const int64_t *grad_input_strides, const double *spatial_scales,
+    const pyroi_fpn_level_params *level_params, const pyroi_roi_align_params *params);
+PYROI_API pyroi_status pyroi_roi_align_levels_backward_f64(
+    const double *grad_output, const int64_t grad_output_strides[4],
+    const double *boxes, int64_t num_rois, int64_t box_row_stride, const int64_t *batch_indices,
+    int64_t num_levels, double *const *grad_inputs, const int64_t *grad_input_shapes,
+    const int64_t *grad_input_strides, const double *spatial_scales,
+    const pyroi_fpn_level_params *level_params, const pyroi_roi_align_params *params);
+
+/* ------------------------------------------------------------------------------------------
  * Rotated RoIAlign (average), as detectron2 ROIAlignRotated / mmcv roi_align_rotated.
  *
  * A rotated RoI is (cx, cy, w, h, angle): a w x h rectangle centred on (cx, cy) in input-image
