@@ -97,6 +97,9 @@ static pyroi_status PYROI_TYPED(roi_pool_scan_boxes)(const T *boxes, int64_t num
         double area;
         pyroi_status status = PYROI_TYPED(roi_pool_axes)(boxes + k * box_row_stride, params,
                                                          height, width, &rows, &cols);
+        if (pyroi_cancel_at(params->cancel, k)) {
+            return PYROI_E_CANCELLED;
+        }
         if (status != PYROI_OK) {
             *failed_roi = k;
             return status;
@@ -309,7 +312,7 @@ static void PYROI_TYPED(roi_pool_backward_task)(void *context, int64_t begin, in
 #define ROI_POOL_GROUP_LANES (ROI_POOL_GROUP * ROI_POOL_LANES)
 
 /* Fills the plan's bin windows (boxes validated before) and its work statistics. */
-static void PYROI_TYPED(roi_pool_plan_windows)(roi_pool_plan *plan, const T *boxes,
+static pyroi_status PYROI_TYPED(roi_pool_plan_windows)(roi_pool_plan *plan, const T *boxes,
                                                int64_t num_rois, int64_t box_row_stride,
                                                int64_t height, int64_t width,
                                                const pyroi_roi_pool_params *params)
@@ -321,6 +324,9 @@ static void PYROI_TYPED(roi_pool_plan_windows)(roi_pool_plan *plan, const T *box
         roi_pool_window *windows = plan->windows + k * plan->bins;
         double row_pixels = 0.0, col_pixels = 0.0;
         int64_t region[4], area;
+        if (pyroi_cancel_at(params->cancel, k)) {
+            return PYROI_E_CANCELLED;
+        }
         (void)PYROI_TYPED(roi_pool_axes)(boxes + k * box_row_stride, params, height, width,
                                          &rows, &cols);
         for (b = 0; b < pooled_height + pooled_width; ++b) {
@@ -338,6 +344,7 @@ static void PYROI_TYPED(roi_pool_plan_windows)(roi_pool_plan *plan, const T *box
         plan->area += (double)area;
         plan->max_area = area > plan->max_area ? area : plan->max_area;
     }
+    return PYROI_OK;
 }
 
 /* Channels of the group at c0 that sub-block s holds (0 when it is past the last channel). */
@@ -953,12 +960,18 @@ static pyroi_status PYROI_TYPED(roi_pool_forward_lanes)(PYROI_TYPED(roi_pool_job
     const int64_t groups = (shape[1] + ROI_POOL_GROUP_LANES - 1) / ROI_POOL_GROUP_LANES;
     roi_pool_plan plan;
     pyroi_status status = roi_pool_plan_init(
-        &plan, job->rois, job->params->pooled_height + job->params->pooled_width);
+        &plan, job->rois, job->params->pooled_height + job->params->pooled_width,
+        job->params->cancel);
     if (status != PYROI_OK) {
         return status;
     }
-    PYROI_TYPED(roi_pool_plan_windows)(&plan, job->boxes, job->num_rois, job->box_row_stride,
-                                       shape[2], shape[3], job->params);
+    status = PYROI_TYPED(roi_pool_plan_windows)(&plan, job->boxes, job->num_rois,
+                                                job->box_row_stride, shape[2], shape[3],
+                                                job->params);
+    if (status != PYROI_OK) {
+        roi_pool_plan_free(&plan);
+        return status;
+    }
     job->plan = &plan;
     /* gathering whole images pays once the RoIs cover about half the pixels of the images
      * they are on; below that, gathering each RoI's region reads less */
@@ -1083,7 +1096,7 @@ static pyroi_status PYROI_TYPED(roi_pool_backward_checked)(PYROI_TYPED(roi_pool_
         bins * 4.0 >= (double)grad_input_shape[0] * (double)map_pixels) {
         const int64_t blocks = (grad_input_shape[1] + ROI_POOL_LANES - 1) / ROI_POOL_LANES;
         roi_pool_plan plan;
-        pyroi_status status = roi_pool_plan_init(&plan, job->rois, 0);
+        pyroi_status status = roi_pool_plan_init(&plan, job->rois, 0, params->cancel);
         if (status != PYROI_OK) {
             return status;
         }
