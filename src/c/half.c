@@ -2,6 +2,7 @@
  * float32 scratch, the float32 kernels run (so every sum is accumulated in float32), and the
  * result is rounded once to float16; and the scaled rounding of a float32 result to float16. */
 #include "half.h"
+#include "parallel.h"
 #include "validate.h"
 
 #include <stdlib.h>
@@ -29,10 +30,14 @@ static float *half_scratch(int64_t count)
     return (float *)malloc((size_t)(count > 0 ? count : 1) * sizeof(float));
 }
 
-static void half_widen(const uint16_t *source, const int64_t shape[4], const int64_t strides[4],
-                       float *PYROI_RESTRICT target)
+/* Elements converted between two cancellation checks (well under a millisecond). */
+#define HALF_CHECK_ELEMENTS ((int64_t)1 << 18)
+
+/* Both return 0 when the call's token stops them (checked between rows). */
+static int half_widen(const uint16_t *source, const int64_t shape[4], const int64_t strides[4],
+                      float *PYROI_RESTRICT target, pyroi_cancel *cancel)
 {
-    int64_t n, c, h, w, i = 0;
+    int64_t n, c, h, w, i = 0, checked = 0;
     for (n = 0; n < shape[0]; ++n) {
         for (c = 0; c < shape[1]; ++c) {
             for (h = 0; h < shape[2]; ++h) {
@@ -40,15 +45,23 @@ static void half_widen(const uint16_t *source, const int64_t shape[4], const int
                 for (w = 0; w < shape[3]; ++w) {
                     target[i++] = pyroi_half_to_float(row[w * strides[3]]);
                 }
+                if (i - checked >= HALF_CHECK_ELEMENTS) {
+                    if (pyroi_cancel_check(cancel)) {
+                        return 0;
+                    }
+                    checked = i;
+                }
             }
         }
     }
+    return 1;
 }
 
-static void half_narrow(const float *source, const int64_t shape[4],
-                        uint16_t *PYROI_RESTRICT target, const int64_t strides[4])
+static int half_narrow(const float *source, const int64_t shape[4],
+                       uint16_t *PYROI_RESTRICT target, const int64_t strides[4],
+                       pyroi_cancel *cancel)
 {
-    int64_t n, c, h, w, i = 0;
+    int64_t n, c, h, w, i = 0, checked = 0;
     for (n = 0; n < shape[0]; ++n) {
         for (c = 0; c < shape[1]; ++c) {
             for (h = 0; h < shape[2]; ++h) {
@@ -56,9 +69,16 @@ static void half_narrow(const float *source, const int64_t shape[4],
                 for (w = 0; w < shape[3]; ++w) {
                     row[w * strides[3]] = pyroi_float_to_half(source[i++]);
                 }
+                if (i - checked >= HALF_CHECK_ELEMENTS) {
+                    if (pyroi_cancel_check(cancel)) {
+                        return 0;
+                    }
+                    checked = i;
+                }
             }
         }
     }
+    return 1;
 }
 
 /* Every check of the float32 call, done before any element is read or written. */
@@ -124,12 +144,14 @@ pyroi_status pyroi_roi_align_forward_f16(
     }
     half_contiguous_strides(input_shape, input_contiguous);
     half_contiguous_strides(output_shape, output_contiguous);
-    half_widen(input, input_shape, input_strides, wide_input);
-    status = pyroi_roi_align_forward_f32(wide_input, input_shape, input_contiguous, boxes,
-                                         num_rois, box_row_stride, batch_indices, wide_output,
-                                         output_contiguous, params);
-    if (status == PYROI_OK) {
-        half_narrow(wide_output, output_shape, output, output_strides);
+    status = half_widen(input, input_shape, input_strides, wide_input, params->cancel)
+                 ? pyroi_roi_align_forward_f32(wide_input, input_shape, input_contiguous, boxes,
+                                               num_rois, box_row_stride, batch_indices,
+                                               wide_output, output_contiguous, params)
+                 : PYROI_E_CANCELLED;
+    if (status == PYROI_OK &&
+        !half_narrow(wide_output, output_shape, output, output_strides, params->cancel)) {
+        status = PYROI_E_CANCELLED;
     }
     free(wide_input);
     free(wide_output);
@@ -161,12 +183,16 @@ pyroi_status pyroi_roi_align_backward_f16(
     }
     half_contiguous_strides(grad_output_shape, go_contiguous);
     half_contiguous_strides(grad_input_shape, gi_contiguous);
-    half_widen(grad_output, grad_output_shape, grad_output_strides, wide_grad_output);
-    status = pyroi_roi_align_backward_f32(wide_grad_output, go_contiguous, boxes, num_rois,
-                                          box_row_stride, batch_indices, wide_grad_input,
-                                          grad_input_shape, gi_contiguous, params);
-    if (status == PYROI_OK) {
-        half_narrow(wide_grad_input, grad_input_shape, grad_input, grad_input_strides);
+    status = half_widen(grad_output, grad_output_shape, grad_output_strides, wide_grad_output,
+                        params->cancel)
+                 ? pyroi_roi_align_backward_f32(wide_grad_output, go_contiguous, boxes,
+                                                num_rois, box_row_stride, batch_indices,
+                                                wide_grad_input, grad_input_shape,
+                                                gi_contiguous, params)
+                 : PYROI_E_CANCELLED;
+    if (status == PYROI_OK && !half_narrow(wide_grad_input, grad_input_shape, grad_input,
+                                           grad_input_strides, params->cancel)) {
+        status = PYROI_E_CANCELLED;
     }
     free(wide_grad_output);
     free(wide_grad_input);

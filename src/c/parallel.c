@@ -96,6 +96,39 @@ static double now_seconds(void)
 #endif
 }
 
+/* Thread-local storage, where the compiler has it: the time of this thread's next poll in its
+ * preparation stages is its own, whatever tokens it holds (one token may serve several
+ * threads' calls). */
+#if defined(_MSC_VER)
+#  define PYROI_THREAD_LOCAL __declspec(thread)
+#elif defined(__GNUC__) || defined(__clang__)
+#  define PYROI_THREAD_LOCAL __thread
+#elif defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L && !defined(__STDC_NO_THREADS__)
+#  define PYROI_THREAD_LOCAL _Thread_local
+#endif
+
+#if defined(PYROI_THREAD_LOCAL)
+static PYROI_THREAD_LOCAL double next_stage_poll; /* 0: this thread has not polled yet */
+#endif
+
+int pyroi_cancel_check(pyroi_cancel *cancel)
+{
+    if (cancel == NULL) {
+        return 0;
+    }
+    if (cancel->poll != NULL && cancel->requested == 0) {
+#if defined(PYROI_THREAD_LOCAL)
+        if (now_seconds() >= next_stage_poll) {
+            cancel->poll(cancel);
+            next_stage_poll = now_seconds() + PYROI_POLL_INTERVAL;
+        }
+#else
+        cancel->poll(cancel); /* no per-thread clock: every check polls (a poll is quick) */
+#endif
+    }
+    return cancel->requested != 0;
+}
+
 typedef struct parallel_job {
     pyroi_range_task task;
     void *context;

@@ -44,4 +44,24 @@ static inline int pyroi_cancel_requested(const pyroi_cancel *cancel)
     return cancel != NULL && cancel->requested != 0;
 }
 
+/* The calling thread's check in the long single-threaded stages of a call, before or outside
+ * the workers (copying and grouping the RoIs, plan and tap tables, zeroing or widening a
+ * tensor): runs the token's poll when PYROI_POLL_INTERVAL has passed since this thread last
+ * polled, and returns nonzero when the call is to stop (it then returns PYROI_E_CANCELLED,
+ * freeing what it allocated). Reads a clock: call it every PYROI_CANCEL_STRIDE items of a
+ * per-RoI loop (pyroi_cancel_at), or per chunk of about a millisecond of other work. */
+int pyroi_cancel_check(pyroi_cancel *cancel);
+
+/* Items of a per-RoI preparation loop between two checks (a power of two; at most about a
+ * millisecond of the slowest such loop, well under one for most). */
+#define PYROI_CANCEL_STRIDE 256
+
+/* In a loop over items: pyroi_cancel_check after every PYROI_CANCEL_STRIDE items (so a short
+ * loop never reads the clock). */
+static inline int pyroi_cancel_at(pyroi_cancel *cancel, int64_t item)
+{
+    return cancel != NULL && ((item + 1) & (PYROI_CANCEL_STRIDE - 1)) == 0 &&
+           pyroi_cancel_check(cancel);
+}
+
 #endif /* PYROI_PARALLEL_H */

@@ -69,7 +69,8 @@ static pyroi_status ps_check_call(const void *features, const int64_t features_s
                                   const int64_t pooled_strides[4], pyroi_tensor_role pooled_role,
                                   const void *boxes, int64_t num_rois, int64_t box_row_stride,
                                   const int64_t *batch_indices, int64_t pooled_height,
-                                  int64_t pooled_width, size_t value_bytes, pyroi_rois *rois)
+                                  int64_t pooled_width, size_t value_bytes, pyroi_rois *rois,
+                                  pyroi_cancel *cancel)
 {
     int64_t pooled_channels = 0;
     pyroi_status status = PYROI_OK;
@@ -88,7 +89,7 @@ static pyroi_status ps_check_call(const void *features, const int64_t features_s
         return status;
     }
     return pyroi_rois_copy(rois, boxes, value_bytes, num_rois, box_row_stride, 4, batch_indices,
-                           features_shape[0], NULL);
+                           features_shape[0], NULL, cancel);
 }
 
 /* ps_roi_pool quantises box corners to whole pixels in int64. Rounded values beyond 2^61 in

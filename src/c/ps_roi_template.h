@@ -104,6 +104,9 @@ static pyroi_status PYROI_TYPED(ps_roi_align_scan_boxes)(
         int64_t n;
         pyroi_status status = PYROI_TYPED(ps_roi_align_axes)(boxes + k * box_row_stride, params,
                                                              height, width, &rows, &cols);
+        if (pyroi_cancel_at(params->cancel, k)) {
+            return PYROI_E_CANCELLED;
+        }
         if (status != PYROI_OK) {
             *failed_roi = k;
             return status;
@@ -305,7 +308,7 @@ pyroi_status PYROI_TYPED(pyroi_ps_roi_align_forward)(
     status = ps_check_call(input, input_shape, input_strides, PYROI_TENSOR_INPUT, output,
                            output_strides, PYROI_TENSOR_OUTPUT, boxes, num_rois, box_row_stride,
                            batch_indices, params->pooled_height, params->pooled_width,
-                           sizeof(T), &rois);
+                           sizeof(T), &rois, params->cancel);
     if (status != PYROI_OK) {
         return status;
     }
@@ -349,7 +352,7 @@ pyroi_status PYROI_TYPED(pyroi_ps_roi_align_backward)(
     status = ps_check_call(grad_input, grad_input_shape, grad_input_strides, PYROI_TENSOR_OUTPUT,
                            grad_output, grad_output_strides, PYROI_TENSOR_INPUT, boxes, num_rois,
                            box_row_stride, batch_indices, params->pooled_height,
-                           params->pooled_width, sizeof(T), &rois);
+                           params->pooled_width, sizeof(T), &rois, params->cancel);
     if (status != PYROI_OK) {
         return status;
     }
@@ -481,6 +484,9 @@ static pyroi_status PYROI_TYPED(ps_roi_pool_scan_boxes)(
         const T *box = boxes + k * box_row_stride;
         PYROI_TYPED(ps_pool_roi) roi;
         double rows, cols;
+        if (pyroi_cancel_at(params->cancel, k)) {
+            return PYROI_E_CANCELLED;
+        }
         if (!PYROI_TYPED(ps_pool_box_is_valid)(box, params)) {
             *failed_roi = k;
             return PYROI_E_INVALID_BOX;
@@ -618,7 +624,7 @@ pyroi_status PYROI_TYPED(pyroi_ps_roi_pool_forward)(
     status = ps_check_call(input, input_shape, input_strides, PYROI_TENSOR_INPUT, output,
                            output_strides, PYROI_TENSOR_OUTPUT, boxes, num_rois, box_row_stride,
                            batch_indices, params->pooled_height, params->pooled_width,
-                           sizeof(T), &rois);
+                           sizeof(T), &rois, params->cancel);
     if (status != PYROI_OK) {
         return status;
     }
@@ -662,7 +668,7 @@ pyroi_status PYROI_TYPED(pyroi_ps_roi_pool_backward)(
     status = ps_check_call(grad_input, grad_input_shape, grad_input_strides, PYROI_TENSOR_OUTPUT,
                            grad_output, grad_output_strides, PYROI_TENSOR_INPUT, boxes, num_rois,
                            box_row_stride, batch_indices, params->pooled_height,
-                           params->pooled_width, sizeof(T), &rois);
+                           params->pooled_width, sizeof(T), &rois, params->cancel);
     if (status != PYROI_OK) {
         return status;
     }

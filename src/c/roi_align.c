@@ -118,26 +118,6 @@ typedef struct roi_align_forward_tasks {
     pyroi_range_task image;
 } roi_align_forward_tasks;
 
-/* A RoI's place in the forward's image-block loop: by image, first sampled row, index. */
-typedef struct roi_align_row_key {
-    int64_t image;
-    int64_t row;
-    int64_t roi;
-} roi_align_row_key;
-
-static int roi_align_row_key_compare(const void *a, const void *b)
-{
-    const roi_align_row_key *x = (const roi_align_row_key *)a;
-    const roi_align_row_key *y = (const roi_align_row_key *)b;
-    if (x->image != y->image) {
-        return x->image < y->image ? -1 : 1;
-    }
-    if (x->row != y->row) {
-        return x->row < y->row ? -1 : 1;
-    }
-    return (x->roi > y->roi) - (x->roi < y->roi);
-}
-
 /* The per-RoI reductions of the lane-major forward orders; each task passes one as a constant
  * to the shared block loops, which are inlined into it, so every task keeps its own
  * specialised (and vectorised) loop. */

@@ -217,7 +217,10 @@ pyroi_status PYROI_TYPED(pyroi_roi_align_forward_rows)(
     if (!planned) {
         return status;
     }
-    PYROI_TYPED(roi_align_plan_order_by_rows)(&plan);
+    status = PYROI_TYPED(roi_align_plan_order_by_rows)(&plan, params->cancel);
+    if (status != PYROI_OK) {
+        return status;
+    }
     input = (const T *)pyroi_data_or_placeholder(input); /* a map without pixels may be NULL */
     PYROI_TYPED(roi_align_job_init)(&job, input, input_strides, output, output_strides,
                                     input_shape, params, &plan, NULL);

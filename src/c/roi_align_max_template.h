@@ -361,6 +361,9 @@ static pyroi_status PYROI_TYPED(roi_align_grid_widths)(const PYROI_TYPED(roi_ali
     for (k = 0; k < num_rois; ++k) {
         PYROI_TYPED(sample_axis) rows, cols;
         cols.grid = 0; /* validated boxes always set it; this keeps -Wmaybe-uninitialized quiet */
+        if (pyroi_cancel_at(params->cancel, k)) {
+            return PYROI_E_CANCELLED; /* the caller frees *grid_w */
+        }
         (void)PYROI_TYPED(roi_align_axes)(boxes + k * box_row_stride, params, height, width,
                                           &rows, &cols);
         (*grid_w)[k] = cols.grid;
@@ -408,7 +411,10 @@ static pyroi_status PYROI_TYPED(roi_align_max_like_forward)(
             return PYROI_E_INVALID_BOX;
         }
     }
-    PYROI_TYPED(roi_align_plan_order_by_rows)(&plan);
+    status = PYROI_TYPED(roi_align_plan_order_by_rows)(&plan, params->cancel);
+    if (status != PYROI_OK) {
+        return status;
+    }
     input = (const T *)pyroi_data_or_placeholder(input); /* a map without pixels may be NULL */
     status = PYROI_TYPED(roi_align_grid_widths)(&plan, input_shape[2], input_shape[3], params,
                                                 &grid_w);

@@ -78,7 +78,7 @@ static pyroi_status roi_align_rotated_check_call(
         return status;
     }
     return pyroi_rois_copy(rois, boxes, value_bytes, num_rois, box_row_stride, 5, batch_indices,
-                           features_shape[0], NULL);
+                           features_shape[0], NULL, params->cancel);
 }
 
 /* One bin, or the part of a bin, whose samples are entries [begin, end) of a flush buffer. */

@@ -571,6 +571,9 @@ static pyroi_status PYROI_TYPED(rotated_scan_boxes)(
         double samples;
         pyroi_status status = PYROI_TYPED(rotated_roi_geometry)(boxes + k * box_row_stride,
                                                                 params, height, width, &roi);
+        if (pyroi_cancel_at(params->cancel, k)) {
+            return PYROI_E_CANCELLED;
+        }
         if (status != PYROI_OK) {
             *failed_roi = k;
             return status;

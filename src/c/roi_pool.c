@@ -63,7 +63,7 @@ static pyroi_status roi_pool_check_forward(const void *input, const int64_t inpu
         return status;
     }
     status = pyroi_rois_copy(rois, boxes, value_bytes, num_rois, box_row_stride, 4,
-                             batch_indices, input_shape[0], NULL);
+                             batch_indices, input_shape[0], NULL, params->cancel);
     if (status == PYROI_OK && argmax != NULL) {
         const int64_t pooled_shape[4] = {num_rois, input_shape[1], params->pooled_height,
                                          params->pooled_width};
@@ -206,7 +206,7 @@ static pyroi_status roi_pool_check_backward(const void *grad_output,
         return PYROI_E_NULL_POINTER;
     }
     status = pyroi_rois_copy(rois, NULL, 1, num_rois, 0, 0, batch_indices, grad_input_shape[0],
-                             NULL);
+                             NULL, params->cancel);
     if (status != PYROI_OK) {
         return status;
     }
@@ -271,14 +271,19 @@ typedef struct roi_pool_plan {
 } roi_pool_plan;
 
 /* Allocates the plan of the call's RoIs, with bins windows per RoI (0: no windows, for the
- * backward), and groups the RoIs by image. */
-static pyroi_status roi_pool_plan_init(roi_pool_plan *plan, pyroi_rois *rois, int64_t bins)
+ * backward), and groups the RoIs by image (cancel: the call's token). */
+static pyroi_status roi_pool_plan_init(roi_pool_plan *plan, pyroi_rois *rois, int64_t bins,
+                                       pyroi_cancel *cancel)
 {
     const uint64_t per_roi_bytes = (uint64_t)bins * sizeof(roi_pool_window);
+    pyroi_status status;
     memset(plan, 0, sizeof(*plan));
     plan->rois = rois;
     plan->bins = bins;
-    pyroi_rois_group_by_image(rois);
+    status = pyroi_rois_group_by_image(rois, cancel);
+    if (status != PYROI_OK) {
+        return status;
+    }
     /* bins <= 2 * (output elements per channel): the caller's output bounds the plan */
     if ((uint64_t)bins > (uint64_t)SIZE_MAX / 64 ||
         (uint64_t)rois->num_rois > (uint64_t)(SIZE_MAX / 4) / (per_roi_bytes + 1)) {

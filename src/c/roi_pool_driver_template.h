@@ -37,12 +37,18 @@ static pyroi_status PYROI_TYPED(roi_pool_forward_lanes)(PYROI_TYPED(roi_pool_job
     const int64_t groups = (shape[1] + ROI_POOL_GROUP_LANES - 1) / ROI_POOL_GROUP_LANES;
     roi_pool_plan plan;
     pyroi_status status = roi_pool_plan_init(
-        &plan, job->rois, job->params->pooled_height + job->params->pooled_width);
+        &plan, job->rois, job->params->pooled_height + job->params->pooled_width,
+        job->params->cancel);
     if (status != PYROI_OK) {
         return status;
     }
-    PYROI_TYPED(roi_pool_plan_windows)(&plan, job->boxes, job->num_rois, job->box_row_stride,
-                                       shape[2], shape[3], job->params);
+    status = PYROI_TYPED(roi_pool_plan_windows)(&plan, job->boxes, job->num_rois,
+                                                job->box_row_stride, shape[2], shape[3],
+                                                job->params);
+    if (status != PYROI_OK) {
+        roi_pool_plan_free(&plan);
+        return status;
+    }
     job->plan = &plan;
     /* gathering whole images pays once the RoIs cover about half the pixels of the images
      * they are on; below that, gathering each RoI's region reads less */
@@ -167,7 +173,7 @@ static pyroi_status PYROI_TYPED(roi_pool_backward_checked)(PYROI_TYPED(roi_pool_
         bins * 4.0 >= (double)grad_input_shape[0] * (double)map_pixels) {
         const int64_t blocks = (grad_input_shape[1] + PYROI_LANES - 1) / PYROI_LANES;
         roi_pool_plan plan;
-        pyroi_status status = roi_pool_plan_init(&plan, job->rois, 0);
+        pyroi_status status = roi_pool_plan_init(&plan, job->rois, 0, params->cancel);
         if (status != PYROI_OK) {
             return status;
         }

@@ -99,6 +99,9 @@ static pyroi_status PYROI_TYPED(roi_pool_scan_boxes)(const T *boxes, int64_t num
         double area;
         pyroi_status status = PYROI_TYPED(roi_pool_axes)(boxes + k * box_row_stride, params,
                                                          height, width, &rows, &cols);
+        if (pyroi_cancel_at(params->cancel, k)) {
+            return PYROI_E_CANCELLED;
+        }
         if (status != PYROI_OK) {
             *failed_roi = k;
             return status;

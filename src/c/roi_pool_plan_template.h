@@ -38,7 +38,7 @@ static void PYROI_TYPED(roi_pool_job_rois)(PYROI_TYPED(roi_pool_job) *job, pyroi
 }
 
 /* Fills the plan's bin windows (boxes validated before) and its work statistics. */
-static void PYROI_TYPED(roi_pool_plan_windows)(roi_pool_plan *plan, const T *boxes,
+static pyroi_status PYROI_TYPED(roi_pool_plan_windows)(roi_pool_plan *plan, const T *boxes,
                                                int64_t num_rois, int64_t box_row_stride,
                                                int64_t height, int64_t width,
                                                const pyroi_roi_pool_params *params)
@@ -50,6 +50,9 @@ static void PYROI_TYPED(roi_pool_plan_windows)(roi_pool_plan *plan, const T *box
         roi_pool_window *windows = plan->windows + k * plan->bins;
         double row_pixels = 0.0, col_pixels = 0.0;
         int64_t region[4], area;
+        if (pyroi_cancel_at(params->cancel, k)) {
+            return PYROI_E_CANCELLED;
+        }
         (void)PYROI_TYPED(roi_pool_axes)(boxes + k * box_row_stride, params, height, width,
                                          &rows, &cols);
         for (b = 0; b < pooled_height + pooled_width; ++b) {
@@ -67,4 +70,5 @@ static void PYROI_TYPED(roi_pool_plan_windows)(roi_pool_plan *plan, const T *box
         plan->area += (double)area;
         plan->max_area = area > plan->max_area ? area : plan->max_area;
     }
+    return PYROI_OK;
 }

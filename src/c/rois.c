@@ -1,6 +1,8 @@
 /* rois.c - a call's own copy of the caller's RoIs, grouped by image (see rois.h). */
 #include "rois.h"
 
+#include "parallel.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -19,7 +21,8 @@ size_t pyroi_rois_bytes(int64_t num_rois, int64_t coords, size_t value_bytes)
 
 pyroi_status pyroi_rois_copy(pyroi_rois *rois, const void *boxes, size_t value_bytes,
                              int64_t num_rois, int64_t box_row_stride, int64_t coords,
-                             const int64_t *batch_indices, int64_t num_images, void *memory)
+                             const int64_t *batch_indices, int64_t num_images, void *memory,
+                             pyroi_cancel *cancel)
 {
     const size_t bytes = pyroi_rois_bytes(num_rois, coords, value_bytes);
     const size_t row_bytes = (size_t)coords * value_bytes;
@@ -39,6 +42,10 @@ pyroi_status pyroi_rois_copy(pyroi_rois *rois, const void *boxes, size_t value_b
     rows = (unsigned char *)(words + ROIS_WORDS_PER_ROI * num_rois + 1);
     for (k = 0; k < num_rois; ++k) {
         const int64_t n = batch_indices[k]; /* the one read of this index */
+        if (pyroi_cancel_at(cancel, k)) {
+            pyroi_rois_free(rois);
+            return PYROI_E_CANCELLED;
+        }
         words[k] = n;
         if (bad < 0 && (n < 0 || n >= num_images)) {
             bad = k;
@@ -60,10 +67,15 @@ pyroi_status pyroi_rois_copy(pyroi_rois *rois, const void *boxes, size_t value_b
     return PYROI_OK;
 }
 
-/* Stable bottom-up merge sort of order[0 .. count) by key[order[i]], scratch of count words. */
-static void rois_sort(int64_t *order, int64_t count, const int64_t *key, int64_t *scratch)
+/* Elements merged between two cancellation checks of the sort (well under a millisecond). */
+#define ROIS_SORT_CHECK 65536
+
+/* Stable bottom-up merge sort of order[0 .. count) by key[order[i]], scratch of count words.
+ * Returns 0 when cancelled (order then unspecified). */
+static int rois_sort(int64_t *order, int64_t count, const int64_t *key, int64_t *scratch,
+                     pyroi_cancel *cancel)
 {
-    int64_t width, i, *from = order, *to = scratch;
+    int64_t width, i, merged = 0, *from = order, *to = scratch;
     for (width = 1; width < count; width *= 2) {
         for (i = 0; i < count; i += 2 * width) {
             const int64_t mid = count - i < width ? count : i + width;
@@ -78,6 +90,13 @@ static void rois_sort(int64_t *order, int64_t count, const int64_t *key, int64_t
             while (b < end) {
                 to[out++] = from[b++];
             }
+            merged += end - i;
+            if (merged >= ROIS_SORT_CHECK) {
+                merged = 0;
+                if (pyroi_cancel_check(cancel)) {
+                    return 0;
+                }
+            }
         }
         {
             int64_t *swap = from;
@@ -88,9 +107,10 @@ static void rois_sort(int64_t *order, int64_t count, const int64_t *key, int64_t
     if (from != order) {
         memcpy(order, from, (size_t)count * sizeof(int64_t));
     }
+    return 1;
 }
 
-void pyroi_rois_group_by_image(pyroi_rois *rois)
+pyroi_status pyroi_rois_group_by_image(pyroi_rois *rois, pyroi_cancel *cancel)
 {
     const int64_t num_rois = rois->num_rois;
     const int64_t *images = rois->batch_indices;
@@ -103,8 +123,9 @@ void pyroi_rois_group_by_image(pyroi_rois *rois)
         order[k] = k;
         sorted &= k == 0 || images[k - 1] <= images[k];
     }
-    if (!sorted) { /* detectors usually pass their RoIs image by image: no sort then */
-        rois_sort(order, num_rois, images, scratch);
+    /* detectors usually pass their RoIs image by image: no sort then */
+    if (!sorted && !rois_sort(order, num_rois, images, scratch, cancel)) {
+        return PYROI_E_CANCELLED;
     }
     rois->num_groups = 0;
     for (k = 0; k < num_rois; ++k) {
@@ -118,6 +139,21 @@ void pyroi_rois_group_by_image(pyroi_rois *rois)
     rois->order = order;
     rois->group_image = group_image;
     rois->group_start = group_start;
+    return PYROI_OK;
+}
+
+pyroi_status pyroi_rois_sort_groups(pyroi_rois *rois, const int64_t *key, pyroi_cancel *cancel)
+{
+    int64_t *scratch = (int64_t *)rois->allocation + 4 * rois->num_rois + 1; /* as grouped */
+    int64_t g;
+    for (g = 0; g < rois->num_groups; ++g) {
+        const int64_t begin = rois->group_start[g], end = rois->group_start[g + 1];
+        if (pyroi_cancel_at(cancel, g) ||
+            !rois_sort(rois->order + begin, end - begin, key, scratch, cancel)) {
+            return PYROI_E_CANCELLED;
+        }
+    }
+    return PYROI_OK;
 }
 
 void pyroi_rois_of_image(const pyroi_rois *rois, int64_t n, int64_t *begin, int64_t *end)

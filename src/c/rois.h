@@ -39,13 +39,20 @@ size_t pyroi_rois_bytes(int64_t num_rois, int64_t coords, size_t value_bytes);
  * memory (pyroi_rois_bytes of it; NULL: malloc), and checks the copied indices lie in
  * [0, num_images). The rows' pointers and offsets must have been checked
  * (pyroi_check_roi_rows). On failure nothing is left to free: PYROI_E_NO_MEMORY or
- * PYROI_E_INVALID_BATCH_INDEX. */
+ * PYROI_E_INVALID_BATCH_INDEX, or PYROI_E_CANCELLED
+ * (cancel: the call's token, checked as the copy goes, see pyroi_cancel_check). */
 pyroi_status pyroi_rois_copy(pyroi_rois *rois, const void *boxes, size_t value_bytes,
                              int64_t num_rois, int64_t box_row_stride, int64_t coords,
-                             const int64_t *batch_indices, int64_t num_images, void *memory);
+                             const int64_t *batch_indices, int64_t num_images, void *memory,
+                             pyroi_cancel *cancel);
 
-/* Fills order and the groups of a copy (O(num_rois log num_rois), no memory). */
-void pyroi_rois_group_by_image(pyroi_rois *rois);
+/* Fills order and the groups of a copy (O(num_rois log num_rois), no memory). PYROI_OK, or
+ * PYROI_E_CANCELLED by the call's token (cancel) during the sort. */
+pyroi_status pyroi_rois_group_by_image(pyroi_rois *rois, pyroi_cancel *cancel);
+
+/* Sorts each group's RoIs by key[k] (per RoI), stably: equal keys keep RoI order. PYROI_OK,
+ * or PYROI_E_CANCELLED by the call's token (order then unspecified). */
+pyroi_status pyroi_rois_sort_groups(pyroi_rois *rois, const int64_t *key, pyroi_cancel *cancel);
 
 /* The group of image n: its RoIs are order[*begin .. *end) (empty when n has none). */
 void pyroi_rois_of_image(const pyroi_rois *rois, int64_t n, int64_t *begin, int64_t *end);

@@ -30,6 +30,25 @@ from pyroi import _validate
 from pyroi._errors import DTypeError
 
 _HALF = np.dtype(np.float16)
+# Elements converted per NumPy call: Python handles Ctrl-C only between calls, so a large map
+# is converted in slices of a few milliseconds each.
+_SLICE_ELEMENTS = 1 << 21
+
+
+def _converted(array: np.ndarray, dtype) -> np.ndarray:
+    """``array.astype(dtype)`` (C order), slice by slice along the leading axes."""
+    result = np.empty(array.shape, dtype)
+    _convert_into(result, array)
+    return result
+
+
+def _convert_into(target: np.ndarray, source: np.ndarray) -> None:
+    if source.size <= _SLICE_ELEMENTS or source.ndim == 0:
+        target[...] = source
+        return
+    step = max(1, _SLICE_ELEMENTS // (source.size // source.shape[0]))
+    for i in range(0, source.shape[0], step):
+        _convert_into(target[i:i + step], source[i:i + step])
 
 
 def _is_half(value) -> bool:
@@ -59,7 +78,7 @@ def _narrow(result, out, inputs=()):
     """The float32 result as float16, in ``out`` when given (checked like any ``out=``,
     against the call's arguments ``inputs``)."""
     with np.errstate(over="ignore"):  # beyond 65504: infinity, as documented
-        half = result.astype(np.float16)
+        half = _converted(result, np.float16)
     if out is None:
         return half
     target = _validate.output_array(out, half.shape, _HALF, inputs)
@@ -102,7 +121,7 @@ def float16_support(data: str, boxes: tuple = ("boxes",)):
                 return function(*args, **kwargs)
             out = bound.arguments.pop("out", None)
             given = tuple(bound.arguments.values())  # the arguments as passed, for out=
-            bound.arguments[data] = bound.arguments[data].astype(np.float32)
+            bound.arguments[data] = _converted(bound.arguments[data], np.float32)
             for name in boxes:
                 if bound.arguments.get(name) is not None:
                     bound.arguments[name] = _widen_boxes(bound.arguments[name], name)

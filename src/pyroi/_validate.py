@@ -342,6 +342,30 @@ def _coords_from_list(value, dtype, num_images, name, coords_per_box=4):
     return coords, indices
 
 
+# Rows checked per C call: Python handles Ctrl-C only between calls (a few ms each).
+_ROWS_PER_CHECK = 1 << 16
+
+
+def _rows_batch_indices(array, num_images, indices):
+    """``_core.roi_rows_batch_indices`` over slices of the rows, with its result: the first
+    non-integer batch index, else the first out of range, else the first non-finite row."""
+    firsts = {}  # kind (0 non-integer, 1 out of range, 2 not finite) -> first RoI
+    for begin in range(0, array.shape[0], _ROWS_PER_CHECK):
+        problem, k = _core.roi_rows_batch_indices(array[begin:begin + _ROWS_PER_CHECK],
+                                                  num_images,
+                                                  indices[begin:begin + _ROWS_PER_CHECK])
+        if problem:
+            given = array[begin + k, 0]
+            kind = 2 if problem == 2 else 1 if np.floor(given) == given else 0
+            firsts.setdefault(kind, begin + k)
+            if kind == 0:
+                break
+    if not firsts:
+        return 0, -1
+    kind = min(firsts)
+    return (2 if kind == 2 else 1), firsts[kind]
+
+
 def _coords_from_rois(value, dtype, num_images, name, coords_per_box=4):
     """The ``(K, 1 + n)`` form, checked in one pass in C (pyroi_roi_rows_batch_indices):
     every batch index an integer, then in range, then every coordinate finite, each error
@@ -359,7 +383,7 @@ def _coords_from_rois(value, dtype, num_images, name, coords_per_box=4):
             and array.strides[0] % array.itemsize == 0):
         array = np.ascontiguousarray(array, dtype=array.dtype.newbyteorder("="))
     indices = np.empty(array.shape[0], dtype=np.int64)
-    problem, k = _core.roi_rows_batch_indices(array, num_images, indices)
+    problem, k = _rows_batch_indices(array, num_images, indices)
     if problem == 1:
         given = array[k, 0]
         if not np.floor(given) == given:  # NaN too; +-inf counts as out of range

@@ -12,7 +12,7 @@ import numpy as np
 
 from pyroi import _core, _validate
 from pyroi._errors import InvalidArgumentError, PyroiError, ShapeError
-from pyroi._half import _is_half, _widen_boxes
+from pyroi._half import _SLICE_ELEMENTS, _is_half, _widen_boxes
 from pyroi.ops import (ps_roi_align, ps_roi_align_backward, ps_roi_pool, ps_roi_pool_backward,
                        roi_align, roi_align_backward, roi_align_rotated,
                        roi_align_rotated_backward, roi_pool, roi_pool_backward)
@@ -51,11 +51,17 @@ def _scaled(gradient: np.ndarray, coeff, half: bool) -> np.ndarray:
     if half:
         source = np.ascontiguousarray(gradient, dtype=np.float32)
         target = np.empty(source.shape, np.float16)
-        _core.scale_f32_to_f16(source.reshape(-1), coeff, target.reshape(-1).view(np.uint16))
+        flat_source, flat_target = source.reshape(-1), target.reshape(-1).view(np.uint16)
+        for i in range(0, flat_source.size, _SLICE_ELEMENTS):  # Ctrl-C is handled between
+            _core.scale_f32_to_f16(flat_source[i:i + _SLICE_ELEMENTS], coeff,
+                                   flat_target[i:i + _SLICE_ELEMENTS])
         return target
     if coeff != 1:
+        # in slices, Ctrl-C being handled between them (a C-contiguous result, as always here)
+        flat = gradient.reshape(-1) if gradient.flags.c_contiguous else gradient[np.newaxis]
         with np.errstate(over="ignore"):  # beyond the dtype's range: infinity, as float16's
-            np.multiply(gradient, coeff, out=gradient)
+            for i in range(0, len(flat), _SLICE_ELEMENTS):
+                np.multiply(flat[i:i + _SLICE_ELEMENTS], coeff, out=flat[i:i + _SLICE_ELEMENTS])
     return gradient
 
 

@@ -1,7 +1,8 @@
 /* Cancellation (pyroi_cancel): for every operator family, a token set before the call makes
  * it return PYROI_E_CANCELLED without writing outside its output, a token set by another
- * thread (POSIX) or by the poll function during a long call stops it, validation comes
- * first, and a call with a token that stays clear gives the same result as without one. */
+ * thread (POSIX) or by the poll function during a long call stops it, the preparation before
+ * the work polls too, validation comes first, and a call with a token that stays clear gives
+ * the same result as without one. */
 #if !defined(_WIN32) && !defined(_POSIX_C_SOURCE)
 #  define _POSIX_C_SOURCE 200809L /* nanosleep */
 #endif
@@ -10,7 +11,10 @@
 
 #include <stdlib.h>
 #include <string.h>
-#if !defined(_WIN32)
+#if defined(_WIN32)
+#  define WIN32_LEAN_AND_MEAN
+#  include <windows.h>
+#else
 #  include <pthread.h>
 #  include <time.h>
 #endif
@@ -150,6 +154,34 @@ static void request_on_poll(pyroi_cancel *token)
     }
 }
 
+static void request_at_once(pyroi_cancel *token)
+{
+    ++*(int *)token->poll_context;
+    token->requested = 1;
+}
+
+/* Longer than the library's poll interval (20 ms), so a call's first check polls. */
+static void pause_30_ms(void)
+{
+#if defined(_WIN32)
+    Sleep(30);
+#else
+    struct timespec wait = {0, 30 * 1000 * 1000};
+    nanosleep(&wait, NULL);
+#endif
+}
+
+static int untouched(int64_t out_elements)
+{
+    int64_t i;
+    for (i = 0; i < out_elements; ++i) {
+        if (out[i] != -3.0f) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
 #if !defined(_WIN32)
 static void *request_later(void *arg)
 {
@@ -168,6 +200,7 @@ static void test_case(int which)
                                                   : c->rois * c->channels * P * P;
     pyroi_cancel token;
     int polls = 0;
+    int64_t i;
     pyroi_status status;
 
     /* set before the call: cancelled, nothing outside the output written */
@@ -197,6 +230,26 @@ static void test_case(int which)
     CHECK_STATUS(status, PYROI_E_CANCELLED);
     CHECK(polls >= 2);
     CHECK(guards_intact(out_elements));
+
+    /* the preparation (copying the RoIs, their tables) polls too: a poll that stops the call
+     * at once stops it before any output is written (before, the first poll came 20 ms into
+     * the work) */
+    for (i = 0; i < out_elements + GUARD; ++i) {
+        out[i] = -3.0f;
+    }
+    pyroi_cancel_init(&token);
+    token.poll = request_at_once;
+    token.poll_context = &polls;
+    polls = 0;
+    pause_30_ms();
+    status = run(which, c->rois, &token);
+    if (status != PYROI_E_CANCELLED || polls != 1 || !untouched(out_elements + GUARD)) {
+        fprintf(stderr, "%s: the preparation did not stop the call (%d polls)\n", c->name,
+                polls);
+    }
+    CHECK_STATUS(status, PYROI_E_CANCELLED);
+    CHECK(polls == 1);
+    CHECK(untouched(out_elements + GUARD));
 
 #if !defined(_WIN32)
     { /* another thread sets the flag 20 ms into the call */

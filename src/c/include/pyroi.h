@@ -45,8 +45,9 @@
  *   4. scratch memory: PYROI_E_NO_MEMORY. It can come before the box and argmax checks of
  *      step 3 (some ops check box geometry while filling their first scratch table), never
  *      before the checks of steps 1-2 and the batch indices. Nothing is written either way.
- *   5. cancellation: PYROI_E_CANCELLED, only once every argument was found valid (a token
- *      set before the call gives it too). The outputs are then unspecified.
+ *   5. cancellation: PYROI_E_CANCELLED once the checks of steps 1-2 passed (a token set
+ *      before the call gives it too, after every check; one set during the call may stop the
+ *      checks of step 3, which are linear in the RoIs). The outputs are then unspecified.
  * A function's comment names the codes that differ from this list or are specific to it.
  * Every code is reachable; the C tests in tests/c/ trigger each one.
  *
@@ -160,20 +161,23 @@ PYROI_API const char *pyroi_status_string(pyroi_status status);
  *
  * A call's workers read `requested` before each piece of work they take (about a millisecond
  * of work each, by the library's estimate) and between the RoIs of a piece that holds many
- * (a single RoI is never split). Once they read nonzero, no new piece starts and the call
- * returns PYROI_E_CANCELLED when the pieces under way end: the outputs then hold unspecified
- * values (old, new or partial), nothing outside them is written and all scratch is freed.
- * The preparation before the work (argument checks, tables per RoI: linear in the RoIs) is
- * not interrupted. Any thread may set `requested` during the call (a plain store of a
- * nonzero int; the library only loads it); a token may serve several calls, also concurrent
- * ones, and is never reset by the library.
+ * (a single RoI is never split). The calling thread's preparation before and around the
+ * work (checking and copying the RoIs, grouping them by image, tables per RoI, converting
+ * float16 tensors) reads it too, every few hundred RoIs or about a millisecond of work. Once
+ * it reads nonzero, no new piece starts and the call returns PYROI_E_CANCELLED when the pieces
+ * under way end: the outputs then hold unspecified values (old, new or partial), nothing
+ * outside them is written and all scratch is freed. Any thread may set `requested` during
+ * the call (a plain store of a nonzero int; the library only loads it); a token may serve
+ * several calls, also concurrent ones, and is never reset by the library.
  *
  * poll (optional) lets the thread that made the call take part, e.g. to check for a signal,
  * a deadline or a user's request and then set token->requested. In a call of more than about
  * 20 ms of work, helper threads do the work while the calling thread calls poll(token) every
- * 20 ms (where threads are unavailable it works and polls between its pieces); shorter calls
- * never poll and start no thread for it. poll runs inside the call: it must not call pyroi
- * on the call's outputs, and should return quickly.
+ * 20 ms (where threads are unavailable it works and polls between its pieces); during a long
+ * preparation the calling thread calls it between its pieces, at most every 20 ms (a
+ * thread's polls are spaced whatever token they serve). Short calls never poll and start no
+ * thread for it. poll runs inside the call: it must not call pyroi on the call's outputs, and
+ * should return quickly.
  * ---------------------------------------------------------------------------------------- */
 typedef struct pyroi_cancel {
     /* Nonzero asks every call given this token to stop. Default 0. */
