@@ -3,6 +3,8 @@ files it writes), and the file formats through ``pyroi.cli.main`` in this proces
 
 import json
 import os
+import pathlib
+import platform
 import subprocess
 import sys
 
@@ -105,14 +107,40 @@ def test_explain_without_matplotlib(tmp_path):
 def test_bench_prints_a_table(tmp_path):
     # peers hidden: the run must not need them (and stays fast); progress goes to stderr
     result = run(["bench", "--quick", "-w", "small_call", "-t", "1"], tmp_path,
-                 prelude="import sys; sys.modules['torch'] = sys.modules['onnx'] = None")
+                 prelude="import sys; "
+                         "sys.modules['torch'] = sys.modules['onnx'] = sys.modules['openvino'] = None")
     assert result.returncode == 0, result.stderr
     assert "torchvision: absent" in result.stderr and "small_call:" in result.stderr
+    assert "openvino: absent" in result.stderr
     lines = result.stdout.strip().splitlines()
-    assert lines[0].startswith("| workload | threads | pyroi fwd ms | pyroi bwd ms |")
-    assert "torchvision" not in lines[0]
+    assert lines[0].startswith("| workload | threads | pyroi fwd ms | pyroi NHWC fwd ms | "
+                               "pyroi bwd ms |")
+    assert "torchvision" not in lines[0] and "openvino" not in lines[0]
     assert lines[2].startswith("| small_call | 1 |")
+    # the machine: the CPU model and the vector code the C core's dispatch chose
+    from pyroi import _core
+
+    assert lines[-1].startswith("CPU: ") and lines[-1] in result.stderr
+    assert lines[-1].endswith(f"; pyroi vector code: {_core.vector_isa()}")
     assert run(["bench", "-w", "nope"], tmp_path).returncode == 2
+
+
+def test_vector_isa_is_the_one_the_cpu_supports():
+    from pyroi import _core
+
+    isa = _core.vector_isa()
+    assert isa in ("x86-64-v4", "avx2", "baseline", "baseline-only build")
+    if isa == "baseline-only build" or platform.machine() != "x86_64" or \
+            sys.platform != "linux":
+        return  # (CI tests a PYROI_PORTABLE_ONLY build too)
+    flags = set(next(line for line in pathlib.Path("/proc/cpuinfo").read_text().splitlines()
+                     if line.startswith("flags")).split(":", 1)[1].split())
+    if {"avx512f", "avx512vl", "avx512bw", "avx512dq", "avx512cd"} <= flags:
+        assert isa == "x86-64-v4"
+    elif "avx2" in flags:
+        assert isa == "avx2"
+    else:
+        assert isa == "baseline"
 
 
 def test_bench_scaling(tmp_path):

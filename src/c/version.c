@@ -1,4 +1,4 @@
-/* version.c - version queries and status strings. */
+/* version.c - version and dispatch queries, status strings. */
 #include "common.h"
 
 int pyroi_version_number(void)
@@ -9,6 +9,26 @@ int pyroi_version_number(void)
 const char *pyroi_version_string(void)
 {
     return PYROI_VERSION_STRING;
+}
+
+const char *pyroi_vector_isa(void)
+{
+#ifdef PYROI_HAVE_VECTOR_CLONES
+    /* The clones' resolver (common.h) tests the same features, in this order; any CPU with
+     * these AVX-512 subsets also has the rest of the x86-64-v4 level. */
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
+        __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq") &&
+        __builtin_cpu_supports("avx512cd")) {
+        return "x86-64-v4";
+    }
+    if (__builtin_cpu_supports("avx2")) {
+        return "avx2";
+    }
+    return "baseline";
+#else
+    return "baseline-only build";
+#endif
 }
 
 const char *pyroi_status_string(pyroi_status status)

@@ -36,6 +36,10 @@ MAX_SAMPLING_RATIO: int
 # The C library's version string.
 def version_string() -> str: ...
 
+# The instruction set the C core's vector loops run on this CPU ("x86-64-v4", "avx2",
+# "baseline", "baseline-only build").
+def vector_isa() -> str: ...
+
 # The C library's version as MAJOR * 10000 + MINOR * 100 + PATCH.
 def version_number() -> int: ...
 

@@ -126,6 +126,12 @@ def version_string():
     return c.pyroi_version_string().decode("ascii")
 
 
+def vector_isa():
+    """The instruction set the C core's vector loops run on this CPU ("x86-64-v4", "avx2",
+    "baseline", "baseline-only build")."""
+    return c.pyroi_vector_isa().decode("ascii")
+
+
 def version_number():
     """The C library's version as MAJOR * 10000 + MINOR * 100 + PATCH."""
     return c.pyroi_version_number()

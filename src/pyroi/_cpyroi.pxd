@@ -29,6 +29,7 @@ cdef extern from "pyroi.h" nogil:
 
     int pyroi_version_number()
     const char *pyroi_version_string()
+    const char *pyroi_vector_isa()
     const char *pyroi_status_string(pyroi_status status)
 
     ctypedef struct pyroi_cancel:

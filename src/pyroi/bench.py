@@ -1,10 +1,12 @@
-"""Side-by-side benchmark of pyroi and the installed peers (torchvision, onnxruntime).
+"""Side-by-side benchmark of pyroi and the installed peers (torchvision, onnxruntime, OpenVINO).
 
 Every workload runs pyroi and each available peer in this one process on the same arrays, at
 each requested thread count, and reports medians, the speed-up over each peer and the memory
 floor (the time to stream the input once and write the output once with NumPy): progress
-lines on stderr while it runs, a table on stdout at the end. No number here is asserted
-anywhere; quote ratios, not absolute times (machines are shared and noisy).
+lines on stderr while it runs, a table on stdout at the end, then the CPU model and the
+vector code the C core runs. pyroi is timed on NCHW features and on the same values stored
+channels-last (``layout="NHWC"``). No number here is asserted anywhere; quote ratios, not
+absolute times (machines are shared and noisy).
 
     pyroi bench                      # every workload, 1 and 2 threads
     pyroi bench --quick              # fewer repeats
@@ -14,13 +16,15 @@ anywhere; quote ratios, not absolute times (machines are shared and noisy).
 (``python bench/bench.py ...`` in a source checkout is the same program.)
 """
 
-# May import: the package (``pyroi``), onnx, viz; the peers it times, lazily.
+# May import: the package (``pyroi``), _core (the dispatched vector code), onnx, viz; the peers
+# it times, lazily.
 
 from __future__ import annotations
 
 import argparse
 import functools
 import os
+import platform
 import statistics
 import sys
 import time
@@ -31,6 +35,7 @@ import numpy as np
 import pyroi
 import pyroi.onnx
 import pyroi.viz
+from pyroi import _core
 
 
 @dataclass
@@ -45,7 +50,9 @@ class Workload:
     aligned: bool
     backward: bool = True
     extra: dict = field(default_factory=dict)
-    op: str = "roi_align"  # or "roi_pool" (sampling_ratio, aligned unused), "onnx_max"
+    # or "roi_align_max" (mode="max"), "roi_pool" (sampling_ratio, aligned unused), "onnx_max"
+    op: str = "roi_align"
+    features_nhwc: np.ndarray | None = None  # the features channels-last, (N, H, W, C)
 
 
 def random_boxes(rng, count, images, image_h, image_w, min_side, max_side):
@@ -65,6 +72,8 @@ WORKLOADS = {
                       "sr 0",
     "vgg_conv5_align": "Fast R-CNN VGG conv5 1x512x38x50, 300 boxes, 7x7, sr 2, legacy",
     "small_call": "small call: 2x256x200x272, 64 boxes, 7x7, sr 2, aligned",
+    "box_head_max": "RoIAlign mode=max (max of interpolated samples): the box head's "
+                    "arrays, 7x7, sr 2, aligned",
     "onnx_max": "ONNX RoiAlign mode=max (max of weighted taps): 2x256x200x272, 1000 boxes, "
                 "7x7, sr 2, half_pixel",
     "vgg_conv5_pool": "RoIPool, Fast R-CNN VGG conv5 1x512x38x50, 300 boxes, 7x7",
@@ -81,20 +90,25 @@ def make_workloads(rng) -> list[Workload]:
     fpn_p5 = rng.standard_normal((1, 256, 100, 136), dtype=np.float32)
     large_boxes = random_boxes(rng, 300, 1, 800, 1088, 200, 800)
     small_boxes = random_boxes(rng, 64, 2, 800, 1088, 16, 256)
+    box_nhwc, vgg_nhwc, fpn_nhwc = (np.ascontiguousarray(x.transpose(0, 2, 3, 1))
+                                    for x in (box_features, vgg, fpn_p5))
     return [
-        Workload("box_head", WORKLOADS["box_head"], box_features, box_boxes, 7, 0.25, 2, True),
+        Workload("box_head", WORKLOADS["box_head"], box_features, box_boxes, 7, 0.25, 2, True,
+                 features_nhwc=box_nhwc),
         Workload("mask_head", WORKLOADS["mask_head"], box_features, mask_boxes, 14, 0.25, 2,
-                 True),
+                 True, features_nhwc=box_nhwc),
         Workload("adaptive_large", WORKLOADS["adaptive_large"], fpn_p5, large_boxes, 7, 0.125,
-                 0, False),
+                 0, False, features_nhwc=fpn_nhwc),
         Workload("vgg_conv5_align", WORKLOADS["vgg_conv5_align"], vgg, vgg_boxes, 7, 1 / 16, 2,
-                 False),
+                 False, features_nhwc=vgg_nhwc),
         Workload("small_call", WORKLOADS["small_call"], box_features, small_boxes, 7, 0.25, 2,
-                 True),
+                 True, features_nhwc=box_nhwc),
+        Workload("box_head_max", WORKLOADS["box_head_max"], box_features, box_boxes, 7, 0.25, 2,
+                 True, backward=False, op="roi_align_max", features_nhwc=box_nhwc),
         Workload("onnx_max", WORKLOADS["onnx_max"], box_features, box_boxes, 7, 0.25, 2, True,
                  backward=False, op="onnx_max"),
         Workload("vgg_conv5_pool", WORKLOADS["vgg_conv5_pool"], vgg, vgg_boxes, 7, 1 / 16, 0,
-                 False, op="roi_pool"),
+                 False, op="roi_pool", features_nhwc=vgg_nhwc),
     ]
 
 
@@ -169,6 +183,135 @@ def onnx_roi_align_session(onnx, ort, w: Workload, threads: int):
                                 providers=["CPUExecutionProvider"])
 
 
+def load_openvino():
+    try:
+        import openvino
+    except Exception:
+        return None
+    return openvino
+
+
+# The pooling nodes OpenVINO's CPU plugin runs (layerType in its runtime model).
+OPENVINO_NODE_TYPES = ("ROIAlign", "ROIPooling")
+
+
+def openvino_properties(threads: int) -> dict:
+    """Compile properties that make OpenVINO's CPU plugin fastest in float32: f32 forced (it
+    defaults to bf16 on CPUs with AMX), ``threads`` threads, the latency hint (one stream, the
+    whole call on one request) and per-node profiling (its node time)."""
+    return {"INFERENCE_PRECISION_HINT": "f32", "INFERENCE_NUM_THREADS": threads,
+            "PERFORMANCE_HINT": "LATENCY", "PERF_COUNT": True}
+
+
+def openvino_model(ov, op: str, features_shape, count: int, output_size: int,
+                   spatial_scale: float, sampling_ratio: int = 0, aligned: bool = False,
+                   blocked: bool = True):
+    """A model of one OpenVINO pooling node on NCHW float32 features: ROIAlign-9 (``op``
+    "roi_align" or "roi_align_max"; ``aligned`` picks ``half_pixel_for_nn``, else
+    ``asymmetric``; ``sampling_ratio <= 0`` is adaptive) or ROIPooling max ("roi_pool").
+    Its inputs are :func:`openvino_inputs`.
+
+    ``blocked``: fed planar NCHW features, ROIAlign keeps them planar and runs its planar
+    kernel (one vector gather per output value: 6x slower on the small call, 64 boxes, measured);
+    its channel-vectorised kernel runs on channel-blocked (or channels-last) features only. A
+    1x1 max pool (an identity) ahead of it makes the plugin reorder the features into its
+    blocked layout (8 or 16 channels) and ROIAlign read that: the node time is the blocked
+    kernel's, the end-to-end time includes the reorder and the pool. ROIPooling has only the
+    blocked kernel (the plugin reorders for it itself)."""
+    from openvino import opset1, opset9
+
+    features = opset9.parameter(list(features_shape), np.float32, name="features")
+    source = features
+    if blocked and op != "roi_pool":
+        source = opset1.max_pool(features, [1, 1], [0, 0], [0, 0], [1, 1])
+    size = [output_size, output_size]
+    if op == "roi_pool":
+        rois = opset9.parameter([count, 5], np.float32, name="rois")
+        node = opset9.roi_pooling(source, rois, output_roi=size, spatial_scale=spatial_scale,
+                                  method="max")
+        parameters = [features, rois]
+    else:
+        rois = opset9.parameter([count, 4], np.float32, name="rois")
+        images = opset9.parameter([count], np.int32, name="batch_indices")
+        node = opset9.roi_align(source, rois, images, output_size, output_size,
+                                max(sampling_ratio, 0), spatial_scale,
+                                "max" if op == "roi_align_max" else "avg",
+                                "half_pixel_for_nn" if aligned else "asymmetric")
+        parameters = [features, rois, images]
+    return ov.Model([node.output(0)], parameters, "pyroi_peer")
+
+
+def openvino_inputs(op: str, features: np.ndarray, boxes: np.ndarray) -> list:
+    """The inputs of :func:`openvino_model` from pyroi's (K, 5) ``[batch, x1, y1, x2, y2]``."""
+    if op == "roi_pool":
+        return [features, boxes]
+    return [features, np.ascontiguousarray(boxes[:, 1:]), boxes[:, 0].astype(np.int32)]
+
+
+class OpenVinoPrecisionError(RuntimeError):
+    """OpenVINO compiled its pooling node to run in another precision than float32."""
+
+
+class OpenVinoNode:
+    """A compiled :func:`openvino_model`, its infer request, and what the CPU plugin chose for
+    the pooling node (from the runtime model): ``precision``, ``kernel``, ``layout``. Raises
+    :class:`OpenVinoPrecisionError` unless the node runs in f32."""
+
+    def __init__(self, ov, model, threads: int):
+        self.compiled = ov.Core().compile_model(model, "CPU", openvino_properties(threads))
+        self.request = self.compiled.create_infer_request()
+        for op in self.compiled.get_runtime_model().get_ordered_ops():
+            info = op.get_rt_info()
+            if info["layerType"].astype(str) in OPENVINO_NODE_TYPES:
+                self.precision = info["runtimePrecision"].astype(str)
+                self.kernel = info["primitiveType"].astype(str)
+                self.layout = info["outputLayouts"].astype(str)
+                break
+        else:
+            raise RuntimeError("OpenVINO's runtime model has no ROIAlign/ROIPooling node")
+        if self.precision != "f32":
+            raise OpenVinoPrecisionError(
+                f"OpenVINO runs its {info['layerType'].astype(str)} node in {self.precision}, "
+                "not f32: its times would not be comparable")
+
+    def __call__(self, inputs: list) -> np.ndarray:
+        """Run on ``inputs`` (read in place, not copied) and return the output (a view of
+        OpenVINO's buffer, valid until the next call)."""
+        self.request.infer(inputs, share_inputs=True, share_outputs=True)
+        return self.request.get_output_tensor(0).data
+
+    def node_ms(self) -> float:
+        """The pooling node's time in the last call, from OpenVINO's profiling."""
+        return sum(info.real_time.total_seconds() * 1e3 for info in self.request.profiling_info
+                   if info.node_type in OPENVINO_NODE_TYPES)
+
+
+def time_openvino(node: OpenVinoNode, inputs: list, repeat: int,
+                  warmup_seconds: float = WARMUP_SECONDS) -> tuple[float, float]:
+    """(median end-to-end ms, median node ms) over the same ``repeat`` calls."""
+    node_times = []
+
+    def call():
+        node(inputs)
+        node_times.append(node.node_ms())
+
+    end_to_end = median_ms(call, repeat, warmup_seconds)
+    return end_to_end, statistics.median(node_times[-repeat:])
+
+
+def pyroi_channels_last_forward(w: Workload, threads: int):
+    """pyroi's forward on the channels-last copy of the features (read in place), or None."""
+    if w.features_nhwc is None:
+        return None
+    size, scale = w.output_size, w.spatial_scale
+    if w.op == "roi_pool":  # any strides are read in place: an NCHW view of NHWC memory
+        view = w.features_nhwc.transpose(0, 3, 1, 2)
+        return lambda: pyroi.roi_pool(view, w.boxes, size, scale, num_threads=threads)
+    mode = "max" if w.op == "roi_align_max" else "avg"
+    return lambda: pyroi.roi_align(w.features_nhwc, w.boxes, size, scale, w.sampling_ratio,
+                                   w.aligned, mode=mode, layout="NHWC", num_threads=threads)
+
+
 def pyroi_calls(w: Workload, threads: int, grad: np.ndarray):
     """(forward, backward) of pyroi for the workload's op."""
     if w.op == "onnx_max":
@@ -187,6 +330,9 @@ def pyroi_calls(w: Workload, threads: int, grad: np.ndarray):
                 lambda: pyroi.roi_pool_backward(grad, w.boxes, argmax, w.features.shape, size,
                                                 scale, num_threads=threads))
     args = (w.output_size, w.spatial_scale, w.sampling_ratio, w.aligned)
+    if w.op == "roi_align_max":
+        return (lambda: pyroi.roi_align(w.features, w.boxes, *args, mode="max",
+                                        num_threads=threads), None)
     return (lambda: pyroi.roi_align(w.features, w.boxes, *args, num_threads=threads),
             lambda: pyroi.roi_align_backward(grad, w.boxes, w.features.shape, *args[1:],
                                              num_threads=threads))
@@ -200,6 +346,24 @@ def torchvision_op(ops, w: Workload):
     return lambda x, b: ops.roi_align(x, b, *args)
 
 
+def machine() -> str:
+    """The CPU model (as the OS names it) and the vector code the C core's dispatch runs."""
+    model = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as cpuinfo:
+            model = next(line.split(":", 1)[1].strip() for line in cpuinfo
+                         if line.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    return f"CPU: {model}, {os.cpu_count()} CPUs; pyroi vector code: {_core.vector_isa()}"
+
+
+def _versus(results: dict, key: str, *baselines: str, unit: str = "") -> str:
+    """``key``'s time and its ratio to each baseline present: "12.30 (x1.5 / x2.1)"."""
+    ratios = " / ".join(f"x{results[key] / results[b]:.1f}" for b in baselines if b in results)
+    return f"{results[key]:.2f}{unit}" + (f" ({ratios})" if ratios else "")
+
+
 def run(workloads, thread_counts, repeat, peer_repeat, progress=None,
         warmup_seconds=WARMUP_SECONDS):
     """Measure every workload at every thread count; progress lines go to ``progress``
@@ -208,9 +372,11 @@ def run(workloads, thread_counts, repeat, peer_repeat, progress=None,
     timed = functools.partial(median_ms, warmup_seconds=warmup_seconds)
     tv = load_torchvision()
     ox = load_onnxruntime()
+    ov = load_openvino()
     print(f"pyroi {pyroi.__version__}; torchvision: {'yes' if tv else 'absent'}; "
-          f"onnxruntime: {'yes' if ox else 'absent'}; {os.cpu_count()} CPUs", file=progress,
-          flush=True)
+          f"onnxruntime: {'yes' if ox else 'absent'}; "
+          f"openvino: {ov.__version__ + ' ' + str(openvino_properties('n')) if ov else 'absent'}"
+          f"\n{machine()}", file=progress, flush=True)
     rows = []
     for w in workloads:
         k = len(w.boxes)
@@ -222,9 +388,12 @@ def run(workloads, thread_counts, repeat, peer_repeat, progress=None,
             results = {}
             pyroi_forward, pyroi_backward = pyroi_calls(w, threads, grad)
             results["pyroi fwd"] = timed(pyroi_forward, repeat)
+            channels_last = pyroi_channels_last_forward(w, threads)
+            if channels_last is not None:
+                results["pyroi NHWC fwd"] = timed(channels_last, repeat)
             if w.backward:
                 results["pyroi bwd"] = timed(pyroi_backward, repeat)
-            if tv and w.op != "onnx_max":  # torchvision has no ONNX-style max
+            if tv and w.op in ("roi_align", "roi_pool"):  # torchvision has no max RoIAlign
                 torch, ops = tv
                 torch.set_num_threads(threads)
                 xt = torch.from_numpy(w.features)
@@ -252,49 +421,70 @@ def run(workloads, thread_counts, repeat, peer_repeat, progress=None,
                          "batch_indices": w.boxes[:, 0].astype(np.int64)}
                 results["onnxruntime fwd"] = timed(lambda: session.run(None, feeds),
                                                        peer_repeat)
+            openvino_note = ""
+            if ov and w.op in ("roi_align", "roi_align_max", "roi_pool"):
+                model = openvino_model(ov, w.op, w.features.shape, k, w.output_size,
+                                       w.spatial_scale, w.sampling_ratio, w.aligned)
+                try:
+                    node = OpenVinoNode(ov, model, threads)
+                except OpenVinoPrecisionError as error:
+                    openvino_note = f"  openvino not reported: {error}"
+                else:
+                    inputs = openvino_inputs(w.op, w.features, w.boxes)
+                    results["openvino e2e"], results["openvino node"] = time_openvino(
+                        node, inputs, peer_repeat, warmup_seconds)
+                    openvino_note = (f"  openvino node {node.kernel} {node.precision} on "
+                                     f"{node.layout}")
+                    del node
             line = [f"  threads={threads}: pyroi fwd {results['pyroi fwd']:8.2f} ms"]
-            for peer in ("torchvision fwd", "onnxruntime fwd"):
+            if "pyroi NHWC fwd" in results:
+                line.append(f"NHWC {results['pyroi NHWC fwd']:8.2f} ms")
+            for peer in ("torchvision fwd", "onnxruntime fwd", "openvino e2e"):
                 if peer in results:
-                    line.append(f"{peer.split()[0]} {results[peer]:8.2f} ms "
-                                f"(x{results[peer] / results['pyroi fwd']:6.1f})")
+                    line.append(f"{peer.replace(' fwd', '')} "
+                                + _versus(results, peer, "pyroi fwd", unit=" ms"))
+            if "openvino node" in results:
+                line.append("openvino node " + _versus(results, "openvino node", "pyroi fwd",
+                                                       "pyroi NHWC fwd", unit=" ms"))
             line.append(f"floor {floor:6.2f} ms (pyroi/floor {results['pyroi fwd'] / floor:5.1f})")
             print(" | ".join(line), file=progress, flush=True)
+            if openvino_note:
+                print(openvino_note, file=progress, flush=True)
             if w.backward:
                 line = [f"  threads={threads}: pyroi bwd {results['pyroi bwd']:8.2f} ms"]
                 if "torchvision bwd" in results:
-                    line.append(f"torchvision bwd {results['torchvision bwd']:8.2f} ms "
-                                f"(x{results['torchvision bwd'] / results['pyroi bwd']:6.1f})")
+                    line.append("torchvision bwd "
+                                + _versus(results, "torchvision bwd", "pyroi bwd", unit=" ms"))
                 print(" | ".join(line), file=progress, flush=True)
             rows.append((w.name, threads, results, floor))
     return rows
 
 
-# Columns of the final table: (title, key in results, peer key to compare with pyroi).
+# Columns of the final table: (title, key in results, keys of pyroi times to compare with).
 _TABLE_COLUMNS = (
-    ("pyroi fwd", "pyroi fwd", None),
-    ("pyroi bwd", "pyroi bwd", None),
-    ("torchvision fwd", "torchvision fwd", "pyroi fwd"),
-    ("torchvision bwd", "torchvision bwd", "pyroi bwd"),
-    ("onnxruntime fwd", "onnxruntime fwd", "pyroi fwd"),
+    ("pyroi fwd", "pyroi fwd", ()),
+    ("pyroi NHWC fwd", "pyroi NHWC fwd", ()),
+    ("pyroi bwd", "pyroi bwd", ()),
+    ("torchvision fwd", "torchvision fwd", ("pyroi fwd",)),
+    ("torchvision bwd", "torchvision bwd", ("pyroi bwd",)),
+    ("onnxruntime fwd", "onnxruntime fwd", ("pyroi fwd",)),
+    ("openvino node (/ NCHW / NHWC)", "openvino node", ("pyroi fwd", "pyroi NHWC fwd")),
+    ("openvino e2e", "openvino e2e", ("pyroi fwd",)),
 )
 
 
 def format_table(rows) -> str:
     """The results of :func:`run` as a Markdown table: medians in ms, a peer's time over
-    pyroi's in parentheses (above 1: pyroi is faster), and pyroi's forward over the memory
-    floor. Columns without any value (an absent peer) are left out."""
+    pyroi's in parentheses (above 1: pyroi is faster; OpenVINO's node time over pyroi's from
+    NCHW and from NHWC), and pyroi's forward over the memory floor. Columns without any value
+    (an absent peer) are left out."""
     used = [col for col in _TABLE_COLUMNS if any(col[1] in results for _, _, results, _ in rows)]
     header = ["workload", "threads"] + [f"{title} ms" for title, _, _ in used] + ["fwd/floor"]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for name, threads, results, floor in rows:
         cells = [name, str(threads)]
         for _, key, versus in used:
-            if key not in results:
-                cells.append("-")
-            elif versus is None:
-                cells.append(f"{results[key]:.2f}")
-            else:
-                cells.append(f"{results[key]:.2f} (x{results[key] / results[versus]:.1f})")
+            cells.append(_versus(results, key, *versus) if key in results else "-")
         cells.append(f"{results['pyroi fwd'] / floor:.1f}")
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
@@ -408,6 +598,7 @@ def run_from_args(args, parser: argparse.ArgumentParser) -> int:
     rows = run(workloads, args.threads or [1, 2], args.repeat, args.peer_repeat,
                warmup_seconds=warmup_seconds)
     print(format_table(rows), flush=True)
+    print(f"\n{machine()}", flush=True)
     return 0
 
 

@@ -151,6 +151,12 @@ PYROI_API int pyroi_version_number(void);
 /* The library's version as a static string "MAJOR.MINOR.PATCH". Thread-safe. */
 PYROI_API const char *pyroi_version_string(void);
 
+/* The instruction set whose code the vectorised loops run on this CPU, as a static string:
+ * "x86-64-v4" (AVX-512), "avx2", "baseline" (the build's default target), or "baseline-only
+ * build" (no other target compiled: outside x86-64 Linux with GCC or Clang, or
+ * PYROI_PORTABLE_ONLY). Thread-safe. */
+PYROI_API const char *pyroi_vector_isa(void);
+
 /* A static, human-readable description of a status code ("unknown status" for values outside
  * the enum). Never NULL. Thread-safe. */
 PYROI_API const char *pyroi_status_string(pyroi_status status);
