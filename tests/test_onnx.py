@@ -136,7 +136,8 @@ def test_avg_is_pyroi_roi_align(dtype, aligned):
 
 
 def test_float64_scale_is_the_float32_attribute():
-    """G10: the FLOAT attribute 0.3 acts as float32(0.3) also on float64 data."""
+    """docs/semantics.md §9.1: the FLOAT attribute 0.3 acts as float32(0.3) also on float64
+    data."""
     x, rois, batch, _ = random_onnx_case(np.float64, False, 2, salt="g10")
     actual = ponnx.roi_align(x, rois, batch, spatial_scale=0.3, sampling_ratio=2,
                              coordinate_transformation_mode="output_half_pixel")

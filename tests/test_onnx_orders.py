@@ -1,7 +1,7 @@
 """The loop orders of ONNX RoiAlign ``mode="max"`` are exact.
 
 The C core computes onnxruntime's max over weighted taps in one of three loop orders, picked
-by the same schedule as the average kernel (roi_align_template.h): "direct" (RoI by RoI, the
+by the same schedule as the average kernel (roi_align_driver_template.h): "direct" (RoI by RoI, the
 planes read in place; maps over the lane-major scratch limit), "region" (each RoI's region of
 a block of 16 float / 8 double channels copied channels-last; the RoIs sample less than a
 quarter of the map) and "image" (whole images copied channels-last). `core_order` restates

@@ -782,7 +782,7 @@ def test_argmax_out_of_range_is_also_caught_in_c():
 # --------------------------------------------------------------------------------------
 # the loop orders of the C core are exact
 # --------------------------------------------------------------------------------------
-# Forward (roi_pool_template.h): "direct" reads the channel planes in place, RoI by RoI (maps
+# Forward (roi_pool_driver_template.h): "direct" reads the channel planes in place, RoI by RoI (maps
 # or bin grids over the lane-major scratch limit); "region" gathers each RoI's region
 # channels-last (few RoIs covering little of the map); "image" gathers whole images
 # channels-last (RoIs covering at least half of their images' pixels). Outputs of 8 MiB or

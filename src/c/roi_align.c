@@ -1,6 +1,7 @@
-/* roi_align.c - RoIAlign (average mode), forward and backward, float32 and float64.
- * The kernel body is written once in roi_align_template.h (the gradient of ONNX max mode in
- * roi_align_onnx_max_backward_template.h). */
+/* roi_align.c - RoIAlign (avg, mmcv max and ONNX max reductions), forward and backward,
+ * float32 and float64: the dtype-free checks, the caller-workspace arena and the enums the
+ * templates share here; the rest is written once per concern in templates that
+ * roi_align_dtype.h includes, once per dtype. */
 #include "parallel.h"
 #include "rois.h"
 #include "sampling.h"
@@ -102,10 +103,10 @@ static int roi_align_workspace_add(size_t *total, size_t bytes)
 }
 
 /* int64 words of a RoIAlign plan per RoI besides its bin ranges: first tap, row taps, column
- * taps, samples (roi_align_template.h). */
+ * taps, samples (roi_align_plan_template.h). */
 #define ROI_ALIGN_PLAN_WORDS 4
 
-/* The loop orders a schedule picks (roi_align_template.h). */
+/* The loop orders a schedule picks (roi_align_driver_template.h). */
 enum roi_align_order { ROI_ALIGN_ORDER_DIRECT, ROI_ALIGN_ORDER_REGION, ROI_ALIGN_ORDER_IMAGE };
 
 /* The forward tasks of one reduction, one per loop order; without lane-major tasks (region and
@@ -143,16 +144,12 @@ enum roi_align_reduction { ROI_ALIGN_REDUCE_AVG, ROI_ALIGN_REDUCE_ONNX_MAX, ROI_
 
 #define T float
 #define PYROI_TYPED(name) PYROI_CAT(name, _f32)
-#include "roi_align_template.h"
-#include "roi_align_onnx_max_backward_template.h"
-#include "roi_align_explain_template.h"
+#include "roi_align_dtype.h"
 #undef PYROI_TYPED
 #undef T
 
 #define T double
 #define PYROI_TYPED(name) PYROI_CAT(name, _f64)
-#include "roi_align_template.h"
-#include "roi_align_onnx_max_backward_template.h"
-#include "roi_align_explain_template.h"
+#include "roi_align_dtype.h"
 #undef PYROI_TYPED
 #undef T

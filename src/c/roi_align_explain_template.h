@@ -1,5 +1,5 @@
 /* roi_align_explain_template.h - the RoIAlign explain functions (pyroi.h, "Explaining one
- * RoI"), included by roi_align.c after roi_align_template.h once per dtype with T and
+ * RoI"), included by roi_align.c after the other RoIAlign templates once per dtype with T and
  * PYROI_TYPED(name) defined. The grid comes from roi_align_axes and every sample from the
  * shared sampler (pyroi_sample_position, pyroi_position_in_map, pyroi_axis_tap_at): the very
  * code the kernels run, so nothing here restates the sampling rule. */

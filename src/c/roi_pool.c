@@ -1,6 +1,7 @@
 /* roi_pool.c - RoIPool (quantised max pooling of Fast R-CNN), forward with argmax and
- * backward, float32 and float64. The kernel body is written once in roi_pool_template.h.
- * Semantics: docs/semantics.md §5.1 (torchvision.ops.roi_pool). */
+ * backward, float32 and float64: the dtype-free checks, the argmax check and the bin-window
+ * plan here; the rest is written once per concern in templates that roi_pool_dtype.h
+ * includes, once per dtype. Semantics: docs/semantics.md §5.1 (torchvision.ops.roi_pool). */
 #include "parallel.h"
 #include "rois.h"
 #include "transpose.h"
@@ -245,14 +246,13 @@ static int64_t roi_pool_clamp(int64_t value, int64_t extent)
     return value < 0 ? 0 : (value > extent ? extent : value);
 }
 
-/* ---- plan of the lane-major loop orders (see roi_pool_template.h) --------------------- */
+/* ---- plan of the lane-major loop orders (see roi_pool_blocks_template.h) ------------ */
 
 /* Largest lane-major scratch per worker (a channels-last block of 64-byte lane lines per
  * pixel, and bin tiles); larger maps or bin grids take the direct loop order. */
 #define ROI_POOL_SCRATCH_BYTES ((size_t)64 << 20)
-#define ROI_POOL_LANE_BYTES 64
 /* Lane lines pooled together by the forward: more independent work per pixel read (the
- * kernels of roi_pool_template.h are written for two). */
+ * kernels of roi_pool_math_template.h are written for two). */
 #define ROI_POOL_GROUP 2
 typedef char roi_pool_group_is_two[ROI_POOL_GROUP == 2 ? 1 : -1];
 
@@ -354,8 +354,7 @@ typedef int64_t roi_pool_index_f64;
 #define ROI_POOL_ROUND roundf
 #define ROI_POOL_FLOOR floorf
 #define ROI_POOL_CEIL ceilf
-#include "roi_pool_template.h"
-#include "roi_pool_explain_template.h"
+#include "roi_pool_dtype.h"
 #undef ROI_POOL_CEIL
 #undef ROI_POOL_FLOOR
 #undef ROI_POOL_ROUND
@@ -367,8 +366,7 @@ typedef int64_t roi_pool_index_f64;
 #define ROI_POOL_ROUND round
 #define ROI_POOL_FLOOR floor
 #define ROI_POOL_CEIL ceil
-#include "roi_pool_template.h"
-#include "roi_pool_explain_template.h"
+#include "roi_pool_dtype.h"
 #undef ROI_POOL_CEIL
 #undef ROI_POOL_FLOOR
 #undef ROI_POOL_ROUND

@@ -1,7 +1,7 @@
 /* roi_pool_explain_template.h - the RoIPool explain function (pyroi.h, "Explaining one RoI"),
- * included by roi_pool.c after roi_pool_template.h once per dtype with T and PYROI_TYPED(name)
- * defined. The bins come from roi_pool_axes and roi_pool_bin_window, the forward's own
- * quantisation, so nothing here restates it. */
+ * included by roi_pool.c after the other RoIPool templates once per dtype with T and
+ * PYROI_TYPED(name) defined. The bins come from roi_pool_axes and roi_pool_bin_window, the
+ * forward's own quantisation, so nothing here restates it. */
 
 pyroi_status PYROI_TYPED(pyroi_roi_pool_bin_edges)(const T box[4], int64_t height, int64_t width,
                                                    const pyroi_roi_pool_params *params,

@@ -1,0 +1,124 @@
+/* lane_block_template.h - the lane-major block machinery that every blocked kernel shares
+ * (RoIAlign's reductions and RoIPool): the lane layout of a block, the channels-last gather of
+ * a region of an image into it, the write-out of a block to the caller's planes (streamed past
+ * the caches when the caller gives staging), and the image and channels of a work item of an
+ * image-block order. The tiles and kernels of each operator stay with it. Included by
+ * roi_align.c and roi_pool.c once per dtype with T and PYROI_TYPED(name) defined, before their
+ * templates (which #undef the macros below after their last one).
+ *
+ * A block is a channels-last copy of (part of) one image: block[h][w][lane], one lane per
+ * channel, PYROI_LANES channels (one 64-byte cache line, the layout of transpose.h) per lane
+ * group. The kernels take the lanes as their vector axis; each lane evaluates exactly the
+ * scalar expression of its channel, so the blocked orders give the direct order's results. */
+
+/* Channel lanes of a lane group: one 64-byte cache line (16 float, 8 double). */
+#define PYROI_LANE_BYTES 64
+#define PYROI_LANES ((int64_t)(PYROI_LANE_BYTES / sizeof(T)))
+
+/* Pixels of lanes transposed at a time by the streamed write-out of a block. */
+#define PYROI_STAGING_RUN 256
+
+/* The group of RoIs (one image with RoIs, see rois.h) and the channels
+ * [*c0, *c0 + *channels) of work item `item` of an image-block order whose items hold
+ * item_channels of the map's channels each. The items follow the images that have RoIs, not
+ * the batch (which may be broadcast). */
+static inline int64_t PYROI_TYPED(lane_block_item)(int64_t item, int64_t map_channels,
+                                                   int64_t item_channels, int64_t *c0,
+                                                   int64_t *channels)
+{
+    const int64_t groups = (map_channels + item_channels - 1) / item_channels;
+    *c0 = (item % groups) * item_channels;
+    *channels = map_channels - *c0 < item_channels ? map_channels - *c0 : item_channels;
+    return item / groups;
+}
+
+/* Copies rows [row_begin, row_end) x columns [col_begin, col_end) of channels
+ * [c0, c0 + channels) of image n (caller's layout, rows of width pixels) into a block: pixel
+ * (h, w) of lane group g (channels from c0 + g * PYROI_LANES) goes to
+ *     block + ((h - row_begin) * row_pixels + w - col_begin) * pitch + g * group_stride,
+ * lanes past the last channel 0. The lane groups of a pixel are interleaved (group_stride
+ * PYROI_LANES, pitch a multiple of it: RoIAlign's pairs) or in separate sub-blocks (pitch
+ * PYROI_LANES, group_stride a sub-block: RoIPool's groups). */
+static void PYROI_TYPED(lane_block_gather)(const T *map, const int64_t strides[4],
+                                           int64_t width, int64_t n, int64_t c0,
+                                           int64_t channels, int64_t row_begin,
+                                           int64_t row_end, int64_t col_begin, int64_t col_end,
+                                           T *block, int64_t row_pixels, int64_t pitch,
+                                           int64_t group_stride)
+{
+    int64_t c, h;
+    for (c = 0; c < channels; c += PYROI_LANES) {
+        const T *image =
+            map + n * strides[0] + (c0 + c) * strides[1] + col_begin * strides[3];
+        const int64_t lanes = channels - c < PYROI_LANES ? channels - c : PYROI_LANES;
+        T *group = block + c / PYROI_LANES * group_stride;
+        if (col_begin == 0 && col_end == width && row_pixels == width &&
+            strides[2] == width * strides[3]) {
+            /* whole rows of packed planes: one run (long runs are prefetched ahead) */
+            PYROI_TYPED(pyroi_channels_to_lanes)(image + row_begin * strides[2], strides[1],
+                                                 strides[3], (row_end - row_begin) * width,
+                                                 lanes, group, pitch);
+            continue;
+        }
+        for (h = row_begin; h < row_end; ++h) {
+            PYROI_TYPED(pyroi_channels_to_lanes)(image + h * strides[2], strides[1],
+                                                 strides[3], col_end - col_begin, lanes,
+                                                 group + (h - row_begin) * row_pixels * pitch,
+                                                 pitch);
+        }
+    }
+}
+
+/* Writes rows [row_begin, row_end) x columns [col_begin, col_end) of a block of one lane group
+ * (pixel (h, w) at block + (h * width + w) * PYROI_LANES) back to channels [c0, c0 + lanes)
+ * of image n in the caller's layout. */
+static void PYROI_TYPED(lane_block_to_region)(const T *block, int64_t width, int64_t n,
+                                              int64_t c0, int64_t lanes, int64_t row_begin,
+                                              int64_t row_end, int64_t col_begin,
+                                              int64_t col_end, T *map, const int64_t strides[4])
+{
+    T *image = map + n * strides[0] + c0 * strides[1] + col_begin * strides[3];
+    int64_t h;
+    for (h = row_begin; h < row_end; ++h) {
+        PYROI_TYPED(pyroi_lanes_to_channels)(block + (h * width + col_begin) * PYROI_LANES,
+                                             col_end - col_begin, lanes, image + h * strides[2],
+                                             strides[1], strides[3]);
+    }
+}
+
+/* Writes the whole block back to image n and leaves the block zero, ready for the next
+ * work item: for packed planes, PYROI_STAGING_RUN pixels at a time are transposed into
+ * staging, zeroed while they are in L1 (measured: faster than a separate pass over the block
+ * before each item) and streamed to each channel's plane (the gradient is written once and
+ * not read back here); otherwise row by row in place. */
+static void PYROI_TYPED(lane_block_to_image)(T *block, int64_t height, int64_t width,
+                                             int64_t n, int64_t c0, int64_t lanes, T *map,
+                                             const int64_t strides[4], T *staging)
+{
+    const int64_t pixels = height * width;
+    T *image = map + n * strides[0] + c0 * strides[1];
+    int64_t first, i, j;
+    if (staging == NULL || strides[3] != 1 || strides[2] != width) {
+        PYROI_TYPED(lane_block_to_region)(block, width, n, c0, lanes, 0, height, 0, width, map,
+                                          strides);
+        for (i = 0; i < pixels * PYROI_LANES; ++i) {
+            block[i] = (T)0;
+        }
+        return;
+    }
+    for (first = 0; first < pixels; first += PYROI_STAGING_RUN) {
+        const int64_t run = pixels - first < PYROI_STAGING_RUN ? pixels - first
+                                                                : PYROI_STAGING_RUN;
+        T *lines = block + first * PYROI_LANES;
+        PYROI_TYPED(pyroi_lanes_to_channels)(lines, run, lanes, staging, run, 1);
+        for (i = 0; i < run * PYROI_LANES; ++i) {
+            lines[i] = (T)0;
+        }
+        for (j = 0; j < lanes; ++j) {
+            pyroi_row_stream stream;
+            pyroi_row_stream_init(&stream, image + j * strides[1] + first, staging + j * run, 1,
+                                  run, run);
+            PYROI_TYPED(pyroi_row_stream_advance)(&stream, INT64_MAX);
+        }
+    }
+}

@@ -1,0 +1,241 @@
+/* roi_align_avg_template.h - the math of RoIAlign's avg reduction (torchvision's), forward
+ * and backward, in both loop shapes: RoI by RoI on the caller's planes (direct order) and RoI
+ * by RoI on a lane-major block (one channel per lane). Every output (and every input-gradient
+ * pixel) is accumulated in torchvision's order, so results match it bit for bit whichever loop
+ * order or thread count computes them. Semantics: docs/semantics.md §3. Included by
+ * roi_align.c once per dtype with T and PYROI_TYPED(name) defined. */
+
+/* ---- direct loop order ------------------------------------------------------------------ */
+
+/* Forward for RoIs [begin, end): every channel and bin of each, reading the input in place. */
+static void PYROI_TYPED(roi_align_forward_direct_task)(void *context, int64_t begin,
+                                                       int64_t end, int worker)
+{
+    const PYROI_TYPED(roi_align_job) *job = (const PYROI_TYPED(roi_align_job) *)context;
+    const PYROI_TYPED(roi_align_plan) *plan = job->plan;
+    const int64_t *in_strides = job->features_strides, *out_strides = job->result_strides;
+    const int64_t row_stride = in_strides[2], col_stride = in_strides[3];
+    const int64_t pooled_height = job->params->pooled_height;
+    const int64_t pooled_width = job->params->pooled_width;
+    int64_t k, c, ph, pw;
+    (void)worker;
+
+    for (k = begin; k < end; ++k) {
+        const PYROI_TYPED(roi_align_tap_tables) tables =
+            PYROI_TYPED(roi_align_tap_tables_of)(plan, k, pooled_height);
+        /* empty grid: output 0, not NaN */
+        const T count = (T)(plan->samples[k] > 1 ? plan->samples[k] : 1);
+        for (c = 0; c < job->map_shape[1]; ++c) {
+            const T *plane = job->features + job->batch_indices[k] * in_strides[0] +
+                             c * in_strides[1];
+            T *out = job->result + k * out_strides[0] + c * out_strides[1];
+            for (ph = 0; ph < pooled_height; ++ph) {
+                for (pw = 0; pw < pooled_width; ++pw) {
+                    const T sum = PYROI_TYPED(pyroi_bilinear_bin_sum)(
+                        plane, row_stride, col_stride, tables.row_taps, tables.row_ranges[ph],
+                        tables.col_taps, tables.col_ranges[pw]);
+                    out[ph * out_strides[2] + pw * out_strides[3]] = sum / count;
+                }
+            }
+        }
+    }
+}
+
+/* Backward for input channels [begin, end): zeroes those planes of every image, then adds
+ * each RoI's contributions in torchvision's order (RoI, bin, sample, tap). */
+static void PYROI_TYPED(roi_align_backward_direct_task)(void *context, int64_t begin,
+                                                        int64_t end, int worker)
+{
+    const PYROI_TYPED(roi_align_job) *job = (const PYROI_TYPED(roi_align_job) *)context;
+    const PYROI_TYPED(roi_align_plan) *plan = job->plan;
+    const int64_t *go_strides = job->features_strides, *gi_strides = job->result_strides;
+    const int64_t *shape = job->map_shape;
+    const int64_t row_stride = gi_strides[2], col_stride = gi_strides[3];
+    const int64_t pooled_height = job->params->pooled_height;
+    const int64_t pooled_width = job->params->pooled_width;
+    int64_t n, k, c, h, w, ph, pw;
+    (void)worker;
+
+    for (n = 0; n < shape[0]; ++n) {
+        for (c = begin; c < end; ++c) {
+            T *plane = job->result + n * gi_strides[0] + c * gi_strides[1];
+            for (h = 0; h < shape[2]; ++h) {
+                for (w = 0; w < shape[3]; ++w) {
+                    plane[h * row_stride + w * col_stride] = (T)0;
+                }
+            }
+        }
+    }
+    for (k = 0; k < plan->num_rois; ++k) {
+        const PYROI_TYPED(roi_align_tap_tables) tables =
+            PYROI_TYPED(roi_align_tap_tables_of)(plan, k, pooled_height);
+        /* unclamped: an empty grid has no taps, so nothing divides by it */
+        const T count = (T)plan->samples[k];
+        if (k % 8 == 0 && pyroi_cancel_requested(job->params->cancel)) {
+            break; /* an item (channel) holds every RoI */
+        }
+        for (c = begin; c < end; ++c) {
+            T *plane = job->result + job->batch_indices[k] * gi_strides[0] + c * gi_strides[1];
+            const T *grad = job->features + k * go_strides[0] + c * go_strides[1];
+            for (ph = 0; ph < pooled_height; ++ph) {
+                for (pw = 0; pw < pooled_width; ++pw) {
+                    PYROI_TYPED(pyroi_bilinear_bin_scatter)(
+                        plane, row_stride, col_stride, tables.row_taps, tables.row_ranges[ph],
+                        tables.col_taps, tables.col_ranges[pw],
+                        grad[ph * go_strides[2] + pw * go_strides[3]], count);
+                }
+            }
+        }
+    }
+}
+
+/* Forward of RoI k on the first `pair` (1 or 2, a constant at each call) lane groups of a
+ * block holding `groups` (>= pair) lane groups per pixel, interleaved: tile[ph][pw][lane] =
+ * the bin averages, the second lane group's tile tile_elements after the first. A pair shares
+ * each sample's taps and weights between 32 float channels: more arithmetic per tap load and
+ * weight product (measured: 15% fewer cycles per sample), and a pixel's two lines are
+ * neighbours. */
+PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_forward_roi)(
+    const PYROI_TYPED(roi_align_plan) *plan, int64_t k, const T *block, int64_t pair,
+    int64_t groups, int64_t width, int64_t pooled_height, int64_t pooled_width, T *tile,
+    int64_t tile_elements)
+{
+    typedef PYROI_TYPED(roi_align_lanes) V;
+    const PYROI_TYPED(roi_align_tap_tables) tables =
+        PYROI_TYPED(roi_align_tap_tables_of)(plan, k, pooled_height);
+    const int64_t samples = plan->samples[k] > 1 ? plan->samples[k] : 1; /* empty: 0, not NaN */
+    const T count = (T)samples;
+    const T inverse = PYROI_TYPED(pyroi_exact_inverse)(samples);
+    const V *lanes = (const V *)block;
+    /* in vectors: a pixel's lane groups, and the tiles (whole lane groups apart) */
+    const int64_t pixel = groups * PYROI_VECTORS;
+    const int64_t next_tile = tile_elements / (PYROI_LANES / PYROI_VECTORS);
+    V *result_lanes = (V *)tile;
+    int64_t ph, pw, r, q, b, j;
+
+    for (ph = 0; ph < pooled_height; ++ph) {
+        const pyroi_tap_range rr = tables.row_ranges[ph];
+        for (pw = 0; pw < pooled_width; ++pw) {
+            const pyroi_tap_range cr = tables.col_ranges[pw];
+            V sum[2][PYROI_VECTORS];
+            V *result = result_lanes + (ph * pooled_width + pw) * PYROI_VECTORS;
+            for (b = 0; b < pair; ++b) {
+                for (j = 0; j < PYROI_VECTORS; ++j) {
+                    sum[b][j] = (V){0};
+                }
+            }
+            for (r = rr.begin; r < rr.end; ++r) {
+                const PYROI_TYPED(axis_tap) ty = tables.row_taps[r];
+                const V *row_lo = lanes + ty.lo * width * pixel;
+                const V *row_hi = lanes + ty.hi * width * pixel;
+                for (q = cr.begin; q < cr.end; ++q) {
+                    const PYROI_TYPED(axis_tap) tx = tables.col_taps[q];
+                    const T w1 = ty.w_lo * tx.w_lo, w2 = ty.w_lo * tx.w_hi;
+                    const T w3 = ty.w_hi * tx.w_lo, w4 = ty.w_hi * tx.w_hi;
+                    for (b = 0; b < pair; ++b) {
+                        const V *p1 = row_lo + tx.lo * pixel + b * PYROI_VECTORS;
+                        const V *p2 = row_lo + tx.hi * pixel + b * PYROI_VECTORS;
+                        const V *p3 = row_hi + tx.lo * pixel + b * PYROI_VECTORS;
+                        const V *p4 = row_hi + tx.hi * pixel + b * PYROI_VECTORS;
+                        /* each lane is one channel, evaluated exactly as the scalar loop */
+                        for (j = 0; j < PYROI_VECTORS; ++j) {
+                            sum[b][j] += w1 * p1[j] + w2 * p2[j] + w3 * p3[j] + w4 * p4[j];
+                        }
+                    }
+                }
+            }
+            for (b = 0; b < pair; ++b) {
+                if (inverse != (T)0) { /* exact: see pyroi_exact_inverse */
+                    for (j = 0; j < PYROI_VECTORS; ++j) {
+                        result[b * next_tile + j] = sum[b][j] * inverse;
+                    }
+                } else {
+                    for (j = 0; j < PYROI_VECTORS; ++j) {
+                        result[b * next_tile + j] = sum[b][j] / count;
+                    }
+                }
+            }
+        }
+    }
+}
+
+/* Backward of RoI k on a block: adds the contributions of the output gradients in
+ * tile[ph][pw][lane] to the block, in torchvision's order (bin, sample, tap). Each bin also
+ * prefetches a cache line of next[0, next_elements): the next RoI's gradients when they are
+ * packed (a block's bins then span at most one line per bin). Spread over the bins, the
+ * prefetches take effect; issued together before the RoI, most were dropped and its gather
+ * waited on memory (measured: box head backward 34 -> 28 ms). */
+PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_backward_roi)(const PYROI_TYPED(roi_align_plan) *plan,
+                                                       int64_t k, T *block, int64_t width,
+                                                       int64_t pooled_height,
+                                                       int64_t pooled_width, const T *tile,
+                                                       const T *next, int64_t next_elements)
+{
+    const PYROI_TYPED(roi_align_tap_tables) tables =
+        PYROI_TYPED(roi_align_tap_tables_of)(plan, k, pooled_height);
+    const T count = (T)plan->samples[k]; /* unclamped: an empty grid has no taps */
+    const T inverse = PYROI_TYPED(pyroi_exact_inverse)(plan->samples[k]);
+    typedef PYROI_TYPED(roi_align_lanes) V;
+    V *lanes = (V *)block;
+    const V *grad_lanes = (const V *)tile;
+    int64_t ph, pw, r, q, j;
+
+    for (ph = 0; ph < pooled_height; ++ph) {
+        const pyroi_tap_range rr = tables.row_ranges[ph];
+        for (pw = 0; pw < pooled_width; ++pw) {
+            const pyroi_tap_range cr = tables.col_ranges[pw];
+            /* a local copy: the compiler can see the block writes do not alter it */
+            V g[PYROI_VECTORS];
+            for (j = 0; j < PYROI_VECTORS; ++j) {
+                g[j] = grad_lanes[(ph * pooled_width + pw) * PYROI_VECTORS + j];
+            }
+            {
+                const int64_t line = (ph * pooled_width + pw) * PYROI_LANES;
+                PYROI_PREFETCH(next + (line < next_elements ? line : 0));
+            }
+            for (r = rr.begin; r < rr.end; ++r) {
+                const PYROI_TYPED(axis_tap) ty = tables.row_taps[r];
+                V *row_lo = lanes + ty.lo * width * PYROI_VECTORS;
+                V *row_hi = lanes + ty.hi * width * PYROI_VECTORS;
+                for (q = cr.begin; q < cr.end; ++q) {
+                    const PYROI_TYPED(axis_tap) tx = tables.col_taps[q];
+                    const T w1 = ty.w_lo * tx.w_lo, w2 = ty.w_lo * tx.w_hi;
+                    const T w3 = ty.w_hi * tx.w_lo, w4 = ty.w_hi * tx.w_hi;
+                    V *p1 = row_lo + tx.lo * PYROI_VECTORS;
+                    V *p2 = row_lo + tx.hi * PYROI_VECTORS;
+                    V *p3 = row_hi + tx.lo * PYROI_VECTORS;
+                    V *p4 = row_hi + tx.hi * PYROI_VECTORS;
+                    /* four separate passes: the taps may coincide at the border, and
+                     * torchvision adds them one after the other, (g * w) / count each */
+                    if (inverse != (T)0) { /* exact: see pyroi_exact_inverse */
+                        for (j = 0; j < PYROI_VECTORS; ++j) {
+                            p1[j] += g[j] * w1 * inverse;
+                        }
+                        for (j = 0; j < PYROI_VECTORS; ++j) {
+                            p2[j] += g[j] * w2 * inverse;
+                        }
+                        for (j = 0; j < PYROI_VECTORS; ++j) {
+                            p3[j] += g[j] * w3 * inverse;
+                        }
+                        for (j = 0; j < PYROI_VECTORS; ++j) {
+                            p4[j] += g[j] * w4 * inverse;
+                        }
+                    } else {
+                        for (j = 0; j < PYROI_VECTORS; ++j) {
+                            p1[j] += g[j] * w1 / count;
+                        }
+                        for (j = 0; j < PYROI_VECTORS; ++j) {
+                            p2[j] += g[j] * w2 / count;
+                        }
+                        for (j = 0; j < PYROI_VECTORS; ++j) {
+                            p3[j] += g[j] * w3 / count;
+                        }
+                        for (j = 0; j < PYROI_VECTORS; ++j) {
+                            p4[j] += g[j] * w4 / count;
+                        }
+                    }
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,533 @@
+/* roi_align_max_template.h - RoIAlign's max reductions: the call path both share (validation,
+ * plan, the argmax check, the channel-split backward) and mmcv's reduction (the largest
+ * interpolated sample, docs/semantics.md §4.2); ONNX's reduction (§4.1) is in
+ * roi_align_onnx_max_template.h. Included by
+ * roi_align.c once per dtype with T and PYROI_TYPED(name) defined. */
+
+/* ---- max mode (mmcv's definition) ------------------------------------------------------ */
+/* A bin is the largest of its interpolated samples (each formed exactly as in avg mode),
+ * visited in row-major sample order: the first largest wins ties and the first NaN wins
+ * (NaN propagates). A sample outside the map has the value 0 and no taps, as in mmcv; among
+ * those only the first in sample order can ever win, so it stands for all of them. The
+ * winner's index iy * grid_w + ix is the bin's argmax; an empty bin gives 0 and argmax -1. */
+
+/* Sample index of the first out-of-map sample of a bin in row-major order, or -1. */
+static int64_t PYROI_TYPED(roi_align_first_outside)(pyroi_tap_range rr, pyroi_tap_range cr,
+                                                    int64_t grid_h, int64_t grid_w)
+{
+    const int64_t rows = rr.end - rr.begin, cols = cr.end - cr.begin;
+    if (rows == 0 || cols == 0 || rr.first_sample > 0 || cr.first_sample > 0) {
+        return 0;
+    }
+    if (cols < grid_w) {
+        return cols; /* row 0, first column past the map */
+    }
+    if (rows < grid_h) {
+        return rows * grid_w; /* first row past the map, column 0 */
+    }
+    return -1;
+}
+
+typedef struct PYROI_TYPED(roi_align_max_state) {
+    T best;
+    int64_t winner;
+} PYROI_TYPED(roi_align_max_state);
+
+static inline void PYROI_TYPED(roi_align_max_offer)(PYROI_TYPED(roi_align_max_state) *state,
+                                                    T value, int64_t index)
+{
+    if (state->winner < 0 || value > state->best ||
+        (value != value && state->best == state->best)) {
+        state->best = value;
+        state->winner = index;
+    }
+}
+
+static T PYROI_TYPED(roi_align_max_bin)(const T *plane, int64_t row_stride, int64_t col_stride,
+                                        const PYROI_TYPED(axis_tap) *row_taps,
+                                        pyroi_tap_range rr,
+                                        const PYROI_TYPED(axis_tap) *col_taps,
+                                        pyroi_tap_range cr, int64_t grid_h, int64_t grid_w,
+                                        int64_t *argmax)
+{
+    const int64_t outside = grid_h * grid_w > 0
+                                ? PYROI_TYPED(roi_align_first_outside)(rr, cr, grid_h, grid_w)
+                                : -1;
+    PYROI_TYPED(roi_align_max_state) state;
+    int64_t r, q;
+    int zero_offered = outside < 0;
+    state.best = (T)0;
+    state.winner = -1;
+    for (r = rr.begin; r < rr.end; ++r) {
+        const PYROI_TYPED(axis_tap) ty = row_taps[r];
+        const T *row_lo = plane + ty.lo * row_stride;
+        const T *row_hi = plane + ty.hi * row_stride;
+        const int64_t iy = rr.first_sample + (r - rr.begin);
+        for (q = cr.begin; q < cr.end; ++q) {
+            const PYROI_TYPED(axis_tap) tx = col_taps[q];
+            const int64_t index = iy * grid_w + cr.first_sample + (q - cr.begin);
+            const T w1 = ty.w_lo * tx.w_lo, w2 = ty.w_lo * tx.w_hi;
+            const T w3 = ty.w_hi * tx.w_lo, w4 = ty.w_hi * tx.w_hi;
+            const T value = w1 * row_lo[tx.lo * col_stride] + w2 * row_lo[tx.hi * col_stride] +
+                            w3 * row_hi[tx.lo * col_stride] + w4 * row_hi[tx.hi * col_stride];
+            if (!zero_offered && outside < index) {
+                PYROI_TYPED(roi_align_max_offer)(&state, (T)0, outside);
+                zero_offered = 1;
+            }
+            PYROI_TYPED(roi_align_max_offer)(&state, value, index);
+        }
+    }
+    if (!zero_offered) {
+        PYROI_TYPED(roi_align_max_offer)(&state, (T)0, outside);
+    }
+    *argmax = state.winner;
+    return state.winner < 0 ? (T)0 : state.best;
+}
+
+/* Everything the max-mode workers need besides the avg job. */
+typedef struct PYROI_TYPED(roi_align_max_job) {
+    PYROI_TYPED(roi_align_job) base;
+    int64_t *argmax;                /* forward: may be NULL */
+    const int64_t *argmax_const;    /* backward */
+    const int64_t *argmax_strides;
+    const int64_t *grid_w;          /* per RoI: samples per bin along x */
+} PYROI_TYPED(roi_align_max_job);
+
+/* Max forward in the direct order (below, one loop with the ONNX max's). */
+static void PYROI_TYPED(roi_align_max_forward_task)(void *context, int64_t begin, int64_t end,
+                                                    int worker);
+
+/* The gradient of an mmcv max bin whose winner is an in-map sample with row tap ty and column
+ * tap tx: g * w to each of its four taps (mmcv's order; no division). An out-of-map sample
+ * (ty and tx NULL) has no taps. tap: unused (mmcv's codes number samples). */
+PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_max_bin_gradient)(
+    T *plane, int64_t row_stride, int64_t col_stride, const PYROI_TYPED(axis_tap) *ty,
+    const PYROI_TYPED(axis_tap) *tx, int64_t tap, T g)
+{
+    (void)tap;
+    if (ty != NULL) {
+        T *row_lo = plane + ty->lo * row_stride;
+        T *row_hi = plane + ty->hi * row_stride;
+        row_lo[tx->lo * col_stride] += g * (ty->w_lo * tx->w_lo);
+        row_lo[tx->hi * col_stride] += g * (ty->w_lo * tx->w_hi);
+        row_hi[tx->lo * col_stride] += g * (ty->w_hi * tx->w_lo);
+        row_hi[tx->hi * col_stride] += g * (ty->w_hi * tx->w_hi);
+    }
+}
+
+/* ONNX's rule (roi_align_onnx_max_template.h): g * w_t to tap t of the winning sample. */
+PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_onnx_max_bin_gradient)(
+    T *plane, int64_t row_stride, int64_t col_stride, const PYROI_TYPED(axis_tap) *ty,
+    const PYROI_TYPED(axis_tap) *tx, int64_t tap, T g);
+
+/* The backward of both max reductions, channels [begin, end), one at a time (its planes of
+ * every image stay in cache): zero them, then send each bin's gradient where its winner says,
+ * RoI by RoI and bin by bin in order, so every pixel sees the same additions whatever the
+ * channel split. The reduction (a constant of each task) says how a winner code names a
+ * sample (mmcv: the sample; ONNX: 4 * sample + tap) and which rule sends the gradient. */
+PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_max_like_backward_channels)(
+    const PYROI_TYPED(roi_align_max_job) *max_job, enum roi_align_reduction reduction,
+    int64_t begin, int64_t end)
+{
+    const int64_t codes = reduction == ROI_ALIGN_REDUCE_ONNX_MAX ? 4 : 1; /* per sample */
+    const PYROI_TYPED(roi_align_job) *job = &max_job->base;
+    const PYROI_TYPED(roi_align_plan) *plan = job->plan;
+    const int64_t *go_strides = job->features_strides, *gi_strides = job->result_strides;
+    const int64_t *a = max_job->argmax_strides;
+    const int64_t *shape = job->map_shape;
+    const int64_t pooled_height = job->params->pooled_height;
+    const int64_t pooled_width = job->params->pooled_width;
+    int64_t n, k, c, h, w, ph, pw;
+
+    for (c = begin; c < end; ++c) {
+        for (n = 0; n < shape[0]; ++n) {
+            T *plane = job->result + n * gi_strides[0] + c * gi_strides[1];
+            for (h = 0; h < shape[2]; ++h) {
+                for (w = 0; w < shape[3]; ++w) {
+                    plane[h * gi_strides[2] + w * gi_strides[3]] = (T)0;
+                }
+            }
+        }
+        for (k = 0; k < plan->num_rois; ++k) {
+            const PYROI_TYPED(roi_align_tap_tables) tables =
+                PYROI_TYPED(roi_align_tap_tables_of)(plan, k, pooled_height);
+            const int64_t grid_w = max_job->grid_w[k];
+            T *plane = job->result + job->batch_indices[k] * gi_strides[0] + c * gi_strides[1];
+            if (k % 8 == 0 && pyroi_cancel_requested(job->params->cancel)) {
+                break; /* the channel's planes are zero; the call ends at the next chunk */
+            }
+            if (grid_w <= 0) {
+                continue; /* empty bins only */
+            }
+            for (ph = 0; ph < pooled_height; ++ph) {
+                const pyroi_tap_range rr = tables.row_ranges[ph];
+                for (pw = 0; pw < pooled_width; ++pw) {
+                    const pyroi_tap_range cr = tables.col_ranges[pw];
+                    /* read once; checked before the call, and again here where it addresses
+                     * (the caller may have written argmax since) */
+                    const int64_t code =
+                        max_job->argmax_const[k * a[0] + c * a[1] + ph * a[2] + pw * a[3]];
+                    const PYROI_TYPED(axis_tap) *ty = NULL, *tx = NULL;
+                    int64_t iy, ix;
+                    T g;
+                    if (code < 0 || code / codes >= plan->samples[k]) {
+                        continue; /* -1: an empty bin */
+                    }
+                    g = job->features[k * go_strides[0] + c * go_strides[1] +
+                                      ph * go_strides[2] + pw * go_strides[3]];
+                    iy = code / codes / grid_w - rr.first_sample;
+                    ix = code / codes % grid_w - cr.first_sample;
+                    if (iy >= 0 && iy < rr.end - rr.begin && ix >= 0 && ix < cr.end - cr.begin) {
+                        ty = tables.row_taps + rr.begin + iy;
+                        tx = tables.col_taps + cr.begin + ix;
+                    } /* else an out-of-map sample won: NULL taps */
+                    if (reduction == ROI_ALIGN_REDUCE_ONNX_MAX) {
+                        PYROI_TYPED(roi_align_onnx_max_bin_gradient)(
+                            plane, gi_strides[2], gi_strides[3], ty, tx, code % codes, g);
+                    } else {
+                        PYROI_TYPED(roi_align_max_bin_gradient)(plane, gi_strides[2],
+                                                                gi_strides[3], ty, tx,
+                                                                code % codes, g);
+                    }
+                }
+            }
+        }
+    }
+}
+
+static void PYROI_TYPED(roi_align_max_backward_task)(void *context, int64_t begin, int64_t end,
+                                                     int worker)
+{
+    (void)worker;
+    PYROI_TYPED(roi_align_max_like_backward_channels)(
+        (const PYROI_TYPED(roi_align_max_job) *)context, ROI_ALIGN_REDUCE_MAX, begin, end);
+}
+
+static void PYROI_TYPED(roi_align_onnx_max_backward_task)(void *context, int64_t begin,
+                                                          int64_t end, int worker)
+{
+    (void)worker;
+    PYROI_TYPED(roi_align_max_like_backward_channels)(
+        (const PYROI_TYPED(roi_align_max_job) *)context, ROI_ALIGN_REDUCE_ONNX_MAX, begin,
+        end);
+}
+
+/* One offer to an mmcv max bin on a block, per lane: the interpolated value of a sample (the
+ * four weighted taps added left to right, as in avg mode; pixels p1..p4 of the block, weights
+ * from the row tap ty and the column tap tx) with sample index `index`. It wins if it is the
+ * first offer, is larger, or is the first NaN (roi_align_max_offer's rule, as a select). */
+PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_max_sample)(
+    T *PYROI_RESTRICT best, int64_t *PYROI_RESTRICT winner, const T *block, int64_t width,
+    PYROI_TYPED(axis_tap) ty, PYROI_TYPED(axis_tap) tx, int64_t index, int first)
+{
+    const T w1 = ty.w_lo * tx.w_lo, w2 = ty.w_lo * tx.w_hi;
+    const T w3 = ty.w_hi * tx.w_lo, w4 = ty.w_hi * tx.w_hi;
+    const T *p1 = block + (ty.lo * width + tx.lo) * PYROI_LANES;
+    const T *p2 = block + (ty.lo * width + tx.hi) * PYROI_LANES;
+    const T *p3 = block + (ty.hi * width + tx.lo) * PYROI_LANES;
+    const T *p4 = block + (ty.hi * width + tx.hi) * PYROI_LANES;
+    int64_t j;
+    for (j = 0; j < PYROI_LANES; ++j) {
+        /* each lane is one channel, evaluated exactly as the scalar loop */
+        const T value = w1 * p1[j] + w2 * p2[j] + w3 * p3[j] + w4 * p4[j];
+        const int take = first || value > best[j] || (value != value && best[j] == best[j]);
+        best[j] = take ? value : best[j];
+        winner[j] = take ? index : winner[j];
+    }
+}
+
+/* The out-of-map value 0, with sample index `index`, offered to an mmcv max bin per lane. */
+PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_max_zero)(T *PYROI_RESTRICT best,
+                                                                    int64_t *PYROI_RESTRICT
+                                                                        winner,
+                                                                    int64_t index, int first)
+{
+    int64_t j;
+    for (j = 0; j < PYROI_LANES; ++j) {
+        const int take = first || (T)0 > best[j];
+        best[j] = take ? (T)0 : best[j];
+        winner[j] = take ? index : winner[j];
+    }
+}
+
+/* mmcv max of RoI k on a block of channels [c0, c0 + lanes): tile[ph][pw][lane] and, unless
+ * the call has no argmax, the argmax of each bin are what roi_align_max_bin gives for the
+ * lane's channel: the offers come in the same order (in-map samples row-major, the out-of-map
+ * 0 once at its place, which is a row boundary of the in-map samples as in ONNX max mode) and
+ * each lane applies the scalar rule. */
+PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_max_roi)(
+    const struct PYROI_TYPED(roi_align_max_job) *max_job, int64_t k, int64_t c0, int64_t lanes,
+    const T *block, T *tile)
+{
+    const PYROI_TYPED(roi_align_plan) *plan = max_job->base.plan;
+    const int64_t width = max_job->base.map_shape[3];
+    const int64_t pooled_height = max_job->base.params->pooled_height;
+    const int64_t pooled_width = max_job->base.params->pooled_width;
+    const int64_t grid_w = max_job->grid_w[k];
+    const int64_t grid_h = grid_w > 0 ? plan->samples[k] / grid_w : 0;
+    const PYROI_TYPED(roi_align_tap_tables) tables =
+        PYROI_TYPED(roi_align_tap_tables_of)(plan, k, pooled_height);
+    const int64_t *a = max_job->argmax_strides;
+    int64_t ph, pw, r, q, j;
+
+    for (ph = 0; ph < pooled_height; ++ph) {
+        const pyroi_tap_range rr = tables.row_ranges[ph];
+        const int64_t rows = rr.end - rr.begin;
+        for (pw = 0; pw < pooled_width; ++pw) {
+            const pyroi_tap_range cr = tables.col_ranges[pw];
+            T *best = tile + (ph * pooled_width + pw) * PYROI_LANES;
+            int64_t winner[PYROI_LANE_BYTES / sizeof(T)];
+            int64_t outside, zero_rows;
+            if (grid_h * grid_w <= 0) { /* empty bin: 0, argmax -1 */
+                for (j = 0; j < PYROI_LANES; ++j) {
+                    best[j] = (T)0;
+                    winner[j] = -1;
+                }
+            } else {
+                /* the 0 after zero_rows rows of in-map samples; -1: no sample is outside */
+                outside = PYROI_TYPED(roi_align_first_outside)(rr, cr, grid_h, grid_w);
+                zero_rows = outside < 0 ? -1 : outside == 0 ? 0 : outside < grid_w ? 1 : rows;
+                if (zero_rows == 0) {
+                    PYROI_TYPED(roi_align_max_zero)(best, winner, outside, 1);
+                }
+                for (r = rr.begin; r < rr.end; ++r) {
+                    const PYROI_TYPED(axis_tap) ty = tables.row_taps[r];
+                    const int64_t row_index = (rr.first_sample + (r - rr.begin)) * grid_w +
+                                              cr.first_sample - cr.begin;
+                    if (zero_rows > 0 && r - rr.begin == zero_rows) {
+                        PYROI_TYPED(roi_align_max_zero)(best, winner, outside, 0);
+                    }
+                    q = cr.begin;
+                    if (r == rr.begin && zero_rows != 0) { /* the first offer */
+                        PYROI_TYPED(roi_align_max_sample)(best, winner, block, width, ty,
+                                                          tables.col_taps[q], row_index + q, 1);
+                        ++q;
+                    }
+                    for (; q < cr.end; ++q) {
+                        PYROI_TYPED(roi_align_max_sample)(best, winner, block, width, ty,
+                                                          tables.col_taps[q], row_index + q, 0);
+                    }
+                }
+                if (zero_rows > 0 && zero_rows == rows) { /* after every in-map sample */
+                    PYROI_TYPED(roi_align_max_zero)(best, winner, outside, 0);
+                }
+            }
+            if (max_job->argmax != NULL) {
+                int64_t *out = max_job->argmax + k * a[0] + c0 * a[1] + ph * a[2] + pw * a[3];
+                for (j = 0; j < lanes; ++j) {
+                    out[j * a[1]] = winner[j];
+                }
+            }
+        }
+    }
+}
+
+/* mmcv max forward, work item = (image, channel block). */
+PYROI_VECTOR_CLONES
+static void PYROI_TYPED(roi_align_max_forward_image_task)(void *context, int64_t begin,
+                                                          int64_t end, int worker)
+{
+    const PYROI_TYPED(roi_align_max_job) *max_job =
+        (const PYROI_TYPED(roi_align_max_job) *)context;
+    PYROI_TYPED(roi_align_forward_image_items)(&max_job->base, max_job, ROI_ALIGN_REDUCE_MAX,
+                                               begin, end, worker);
+}
+
+/* mmcv max forward, work item = RoI. */
+PYROI_VECTOR_CLONES
+static void PYROI_TYPED(roi_align_max_forward_region_task)(void *context, int64_t begin,
+                                                           int64_t end, int worker)
+{
+    const PYROI_TYPED(roi_align_max_job) *max_job =
+        (const PYROI_TYPED(roi_align_max_job) *)context;
+    PYROI_TYPED(roi_align_forward_region_items)(&max_job->base, max_job, ROI_ALIGN_REDUCE_MAX,
+                                                begin, end, worker);
+}
+
+/* Samples per bin along x of every RoI of the plan (which keeps only products). */
+static pyroi_status PYROI_TYPED(roi_align_grid_widths)(const PYROI_TYPED(roi_align_plan) *plan,
+                                                       int64_t height, int64_t width,
+                                                       const pyroi_roi_align_params *params,
+                                                       int64_t **grid_w)
+{
+    const int64_t num_rois = plan->num_rois;
+    const T *boxes = (const T *)plan->rois.boxes;
+    const int64_t box_row_stride = plan->rois.coords;
+    int64_t k;
+    *grid_w = (int64_t *)malloc((size_t)(num_rois > 0 ? num_rois : 1) * sizeof(int64_t));
+    if (*grid_w == NULL) {
+        return PYROI_E_NO_MEMORY;
+    }
+    for (k = 0; k < num_rois; ++k) {
+        PYROI_TYPED(sample_axis) rows, cols;
+        cols.grid = 0; /* validated boxes always set it; this keeps -Wmaybe-uninitialized quiet */
+        (void)PYROI_TYPED(roi_align_axes)(boxes + k * box_row_stride, params, height, width,
+                                          &rows, &cols);
+        (*grid_w)[k] = cols.grid;
+    }
+    return PYROI_OK;
+}
+
+/* The forward of both max reductions (mmcv's over samples; ONNX's over weighted taps): one
+ * validation, plan and schedule; tasks are the reduction's (lane-major ones optional). argmax
+ * may be NULL; its codes number codes_per_sample per sample (mmcv 1, ONNX 4: the taps), so a
+ * RoI with more samples per bin than codes can count (ONNX: 2^61) is PYROI_E_INVALID_BOX. */
+static pyroi_status PYROI_TYPED(roi_align_max_like_forward)(
+    const T *input, const int64_t input_shape[4], const int64_t input_strides[4],
+    const T *boxes, int64_t num_rois, int64_t box_row_stride,
+    const int64_t *batch_indices,
+    T *output, const int64_t output_strides[4],
+    int64_t *argmax, const int64_t argmax_strides[4], int64_t codes_per_sample,
+    const pyroi_roi_align_params *params, const roi_align_forward_tasks *tasks)
+{
+    PYROI_TYPED(roi_align_max_job) job;
+    PYROI_TYPED(roi_align_plan) plan;
+    int64_t *grid_w = NULL;
+    int64_t k;
+    int planned;
+    pyroi_status status = roi_align_check_call(
+        input, input_shape, input_strides, PYROI_TENSOR_INPUT, output, output_strides,
+        PYROI_TENSOR_OUTPUT, boxes, num_rois, box_row_stride, batch_indices, params);
+    if (status == PYROI_OK && argmax != NULL) {
+        const int64_t argmax_shape[4] = {num_rois, input_shape[1], params->pooled_height,
+                                         params->pooled_width};
+        status = pyroi_check_tensor4(argmax, argmax_shape, argmax_strides, PYROI_TENSOR_OUTPUT);
+    }
+    if (status != PYROI_OK) {
+        return status;
+    }
+    status = PYROI_TYPED(roi_align_call_plan)(&plan, num_rois == 0 || input_shape[1] == 0,
+                                              boxes, num_rois, box_row_stride, batch_indices,
+                                              input_shape, params, NULL, &planned);
+    if (!planned) {
+        return status;
+    }
+    for (k = 0; argmax != NULL && k < num_rois; ++k) {
+        if (plan.samples[k] > (INT64_MAX - codes_per_sample) / codes_per_sample) {
+            PYROI_TYPED(roi_align_plan_free)(&plan);
+            return PYROI_E_INVALID_BOX;
+        }
+    }
+    PYROI_TYPED(roi_align_plan_order_by_rows)(&plan);
+    input = (const T *)pyroi_data_or_placeholder(input); /* a map without pixels may be NULL */
+    status = PYROI_TYPED(roi_align_grid_widths)(&plan, input_shape[2], input_shape[3], params,
+                                                &grid_w);
+    if (status == PYROI_OK) {
+        PYROI_TYPED(roi_align_job_init)(&job.base, input, input_strides, output,
+                                        output_strides, input_shape, params, &plan, NULL);
+        job.argmax = argmax;
+        job.argmax_const = NULL;
+        job.argmax_strides = argmax_strides;
+        job.grid_w = grid_w;
+        status = PYROI_TYPED(roi_align_execute_tasks)(&job.base, 0, &job, tasks);
+    }
+    free(grid_w);
+    PYROI_TYPED(roi_align_plan_free)(&plan);
+    return status;
+}
+
+pyroi_status PYROI_TYPED(pyroi_roi_align_max_forward)(
+    const T *input, const int64_t input_shape[4], const int64_t input_strides[4],
+    const T *boxes, int64_t num_rois, int64_t box_row_stride,
+    const int64_t *batch_indices,
+    T *output, const int64_t output_strides[4],
+    int64_t *argmax, const int64_t argmax_strides[4],
+    const pyroi_roi_align_params *params)
+{
+    roi_align_forward_tasks tasks;
+    tasks.direct = PYROI_TYPED(roi_align_max_forward_task);
+    tasks.region = PYROI_TYPED(roi_align_max_forward_region_task);
+    tasks.image = PYROI_TYPED(roi_align_max_forward_image_task);
+    return PYROI_TYPED(roi_align_max_like_forward)(
+        input, input_shape, input_strides, boxes, num_rois, box_row_stride, batch_indices,
+        output, output_strides, argmax, argmax_strides, 1, params, &tasks);
+}
+
+/* The backward of both max reductions: validation (each argmax -1 or one of the
+ * codes_per_sample * samples codes of its bin, as the forward wrote them), plan, then task
+ * over the channels (the reduction's: mmcv's below, ONNX's in
+ * roi_align_onnx_max_template.h). */
+static pyroi_status PYROI_TYPED(roi_align_max_like_backward)(
+    const T *grad_output, const int64_t grad_output_strides[4],
+    const int64_t *argmax, const int64_t argmax_strides[4], int64_t codes_per_sample,
+    const T *boxes, int64_t num_rois, int64_t box_row_stride,
+    const int64_t *batch_indices,
+    T *grad_input, const int64_t grad_input_shape[4], const int64_t grad_input_strides[4],
+    const pyroi_roi_align_params *params, pyroi_range_task task)
+{
+    PYROI_TYPED(roi_align_max_job) job;
+    PYROI_TYPED(roi_align_plan) plan;
+    int64_t *grid_w = NULL;
+    int64_t k, c, ph, pw;
+    int workers, planned;
+    pyroi_status status = roi_align_check_call(
+        grad_input, grad_input_shape, grad_input_strides, PYROI_TENSOR_OUTPUT, grad_output,
+        grad_output_strides, PYROI_TENSOR_INPUT, boxes, num_rois, box_row_stride, batch_indices,
+        params);
+    if (status == PYROI_OK) {
+        const int64_t argmax_shape[4] = {num_rois, grad_input_shape[1], params->pooled_height,
+                                         params->pooled_width};
+        status = pyroi_check_tensor4(argmax, argmax_shape, argmax_strides, PYROI_TENSOR_INPUT);
+    }
+    if (status != PYROI_OK) {
+        return status;
+    }
+    status = PYROI_TYPED(roi_align_call_plan)(&plan, pyroi_shape_is_empty(grad_input_shape),
+                                              boxes, num_rois, box_row_stride, batch_indices,
+                                              grad_input_shape, params, NULL, &planned);
+    if (!planned) {
+        return status;
+    }
+    /* every argmax must name a sample of its bin (or be -1) before anything is written */
+    for (k = 0; k < num_rois && status == PYROI_OK; ++k) {
+        for (c = 0; c < grad_input_shape[1] && status == PYROI_OK; ++c) {
+            for (ph = 0; ph < params->pooled_height; ++ph) {
+                for (pw = 0; pw < params->pooled_width; ++pw) {
+                    const int64_t winner = argmax[k * argmax_strides[0] + c * argmax_strides[1] +
+                                                  ph * argmax_strides[2] + pw * argmax_strides[3]];
+                    if (winner < -1 ||
+                        (winner >= 0 && winner / codes_per_sample >= plan.samples[k])) {
+                        status = PYROI_E_INVALID_ARGMAX;
+                    }
+                }
+            }
+        }
+    }
+    if (status == PYROI_OK) {
+        status = PYROI_TYPED(roi_align_grid_widths)(&plan, grad_input_shape[2],
+                                                    grad_input_shape[3], params, &grid_w);
+    }
+    if (status == PYROI_OK) {
+        PYROI_TYPED(roi_align_job_init)(&job.base, grad_output, grad_output_strides,
+                                        grad_input, grad_input_strides, grad_input_shape, params,
+                                        &plan, NULL);
+        job.argmax = NULL;
+        job.argmax_const = argmax;
+        job.argmax_strides = argmax_strides;
+        job.grid_w = grid_w;
+        const double work_per_channel =
+            (double)grad_input_shape[0] * (double)grad_input_shape[2] * (double)grad_input_shape[3] +
+            (double)num_rois * (double)params->pooled_height * (double)params->pooled_width;
+        workers = pyroi_parallel_workers(params->num_threads, grad_input_shape[1],
+                                         work_per_channel);
+        status = pyroi_parallel_for(workers, grad_input_shape[1], work_per_channel,
+                                    params->cancel, task, &job);
+    }
+    free(grid_w);
+    PYROI_TYPED(roi_align_plan_free)(&plan);
+    return status;
+}
+
+pyroi_status PYROI_TYPED(pyroi_roi_align_max_backward)(
+    const T *grad_output, const int64_t grad_output_strides[4],
+    const int64_t *argmax, const int64_t argmax_strides[4],
+    const T *boxes, int64_t num_rois, int64_t box_row_stride,
+    const int64_t *batch_indices,
+    T *grad_input, const int64_t grad_input_shape[4], const int64_t grad_input_strides[4],
+    const pyroi_roi_align_params *params)
+{
+    return PYROI_TYPED(roi_align_max_like_backward)(
+        grad_output, grad_output_strides, argmax, argmax_strides, 1, boxes, num_rois,
+        box_row_stride, batch_indices, grad_input, grad_input_shape, grad_input_strides, params,
+        PYROI_TYPED(roi_align_max_backward_task));
+}

@@ -1,0 +1,235 @@
+/* roi_pool_blocks_template.h - RoIPool's lane-major block machinery: the worker's scratch, the
+ * channels-last gather of a region or a whole image into the block, and the write-out of the
+ * bin tiles (streamed for large outputs). Included by roi_pool.c once per dtype with T,
+ * PYROI_TYPED(name), ROI_POOL_ROUND, ROI_POOL_FLOOR and ROI_POOL_CEIL defined. */
+
+/* ---- lane-major loop orders ------------------------------------------------------------ */
+/* The direct order (roi_pool_orders_template.h) is torchvision's: RoI by RoI, each channel
+ * plane read in place, so a plane is read again from memory for every RoI, one scalar
+ * comparison at a time. The
+ * lane-major orders instead copy a group of channels channels-last into a per-worker block
+ * and pool every RoI from it with the channels as the vector axis. A group is
+ * ROI_POOL_GROUP sub-blocks of PYROI_LANES channels (one 64-byte line, the layout of
+ * transpose.h): block[s][h][w][lane] is channel c0 + s * PYROI_LANES + lane. Two ways to
+ * fill the block:
+ *  - image blocks: work item = (image, channel group); the whole image is gathered once and
+ *    every RoI of that image reads it (many or large RoIs);
+ *  - RoI regions: work item = RoI; for each channel group only the pixels the RoI's bins
+ *    cover are gathered (few RoIs on a large map).
+ * Each lane performs exactly the scalar kernel's comparisons in the same order (strict >,
+ * first maximum wins, NaN never wins, start at -FLT_MAX), so results are identical. The
+ * backward's image blocks (one sub-block) add each RoI's gradients in torchvision's order. */
+
+/* Channels of the group at c0 that sub-block s holds (0 when it is past the last channel). */
+static int64_t PYROI_TYPED(roi_pool_sub_lanes)(int64_t channels, int64_t c0, int64_t s)
+{
+    const int64_t first = c0 + s * PYROI_LANES;
+    return channels <= first ? 0
+                             : (channels - first < PYROI_LANES ? channels - first
+                                                               : PYROI_LANES);
+}
+
+/* Copies rows [region[0], region[1]) x columns [region[2], region[3]) of the channel group
+ * at c0 of image n into the block (lane_block_gather), packed with region[3] - region[2]
+ * pixels per row, sub-block s at block + s * sub_stride; a sub-block past the last channel is
+ * 0 (the bin kernels read both). */
+static void PYROI_TYPED(roi_pool_region_to_block)(const T *map, const int64_t shape[4],
+                                                  const int64_t strides[4], int64_t n,
+                                                  int64_t c0, const int64_t region[4],
+                                                  T *block, int64_t sub_stride)
+{
+    const int64_t pitch = region[3] - region[2];
+    const int64_t channels =
+        shape[1] - c0 < ROI_POOL_GROUP_LANES ? shape[1] - c0 : ROI_POOL_GROUP_LANES;
+    int64_t s;
+    PYROI_TYPED(lane_block_gather)(map, strides, shape[3], n, c0, channels, region[0],
+                                   region[1], region[2], region[3], block, pitch, PYROI_LANES,
+                                   sub_stride);
+    for (s = (channels + PYROI_LANES - 1) / PYROI_LANES; s < ROI_POOL_GROUP; ++s) {
+        memset(block + s * sub_stride, 0,
+               (size_t)((region[1] - region[0]) * pitch * PYROI_LANES) * sizeof(T));
+    }
+}
+
+/* The output runs of a worker, streamed out behind the pooling of the next tile. */
+typedef struct PYROI_TYPED(roi_pool_writer) {
+    pyroi_row_stream run;       /* the outputs being written (finished: done == total) */
+    pyroi_row_stream index_run; /* and the argmax */
+    int64_t per_row;            /* elements of each to write per row of bins pooled */
+} PYROI_TYPED(roi_pool_writer);
+
+/* A worker's part of the lane-major scratch; every part starts on a 64-byte boundary. */
+typedef struct PYROI_TYPED(roi_pool_scratch) {
+    T *block;               /* block[s][pixel][lane], sub-blocks sub_stride apart */
+    int64_t sub_stride;
+    T *values;              /* values[s][bin][lane] */
+    PYROI_TYPED(roi_pool_index) *winners; /* winners[s][bin][lane]; NULL: no argmax */
+    T *staging;             /* staging[channel][bin], channel rows staging_stride apart */
+    int64_t staging_stride;
+    int64_t *staging_index; /* staging_index[channel][bin], packed */
+} PYROI_TYPED(roi_pool_scratch);
+
+/* Elements per staging row: the bins, padded so that the transposes store whole aligned
+ * vectors (no store straddles a cache line) with the room pyroi_row_stream needs. */
+static int64_t PYROI_TYPED(roi_pool_staging_stride)(int64_t bins)
+{
+    const int64_t vector = PYROI_LANES / 2; /* one AVX2 register */
+    return bins < vector ? bins : (bins + 3 + vector - 1) / vector * vector;
+}
+
+/* Scratch elements (of T) per worker for blocks of block_pixels and tiles of bins bins. */
+static int64_t PYROI_TYPED(roi_pool_scratch_elements)(int64_t block_pixels, int64_t bins)
+{
+    return ROI_POOL_GROUP_LANES *
+           (block_pixels + 2 * bins + PYROI_TYPED(roi_pool_staging_stride)(bins) +
+            bins * (int64_t)(sizeof(int64_t) / sizeof(T)));
+}
+
+/* Whether the lane-major scratch of blocks of block_pixels and tiles of bins bins is within
+ * the limit (at most 5 * bins + 16 lane lines besides the block). */
+static int PYROI_TYPED(roi_pool_scratch_fits)(int64_t block_pixels, int64_t bins)
+{
+    return (double)block_pixels > 0.0 &&
+           ((double)block_pixels + 5.0 * (double)bins + 16.0) * ROI_POOL_GROUP *
+                   (double)PYROI_LANE_BYTES <=
+               (double)ROI_POOL_SCRATCH_BYTES;
+}
+
+static PYROI_TYPED(roi_pool_scratch) PYROI_TYPED(roi_pool_scratch_of)(
+    const PYROI_TYPED(roi_pool_job) *job, int worker, int64_t block_pixels)
+{
+    PYROI_TYPED(roi_pool_scratch) scratch;
+    const int64_t bins = job->params->pooled_height * job->params->pooled_width;
+    scratch.block = job->scratch + worker * job->scratch_stride;
+    scratch.sub_stride = block_pixels * PYROI_LANES;
+    scratch.values = scratch.block + ROI_POOL_GROUP * scratch.sub_stride;
+    /* the index tile has the width of T: it takes the place of one tile of T */
+    scratch.winners = job->argmax_out == NULL
+                          ? NULL
+                          : (PYROI_TYPED(roi_pool_index) *)(void *)(scratch.values +
+                                                                    ROI_POOL_GROUP_LANES * bins);
+    scratch.staging = scratch.values + 2 * ROI_POOL_GROUP_LANES * bins;
+    scratch.staging_stride = PYROI_TYPED(roi_pool_staging_stride)(bins);
+    scratch.staging_index = (int64_t *)(void *)(scratch.staging + ROI_POOL_GROUP_LANES *
+                                                                      scratch.staging_stride);
+    return scratch;
+}
+
+/* Whether the bins of consecutive channels of a RoI form one run of memory, channel after
+ * channel (the C-contiguous layout), so that a group's outputs can be streamed as one. */
+static int PYROI_TYPED(roi_pool_bins_contiguous)(const int64_t strides[4],
+                                                 int64_t pooled_height, int64_t pooled_width)
+{
+    return strides[3] == 1 && strides[2] == pooled_width &&
+           strides[1] == pooled_height * pooled_width;
+}
+
+/* The task's writer when outputs are streamed (large outputs and argmax, both
+ * C-contiguous), else NULL. */
+static PYROI_TYPED(roi_pool_writer) *PYROI_TYPED(roi_pool_writer_of)(
+    const PYROI_TYPED(roi_pool_job) *job, PYROI_TYPED(roi_pool_writer) *writer)
+{
+    const int64_t pooled_height = job->params->pooled_height;
+    const int64_t pooled_width = job->params->pooled_width;
+    if (!job->stream ||
+        !PYROI_TYPED(roi_pool_bins_contiguous)(job->result_strides, pooled_height,
+                                               pooled_width) ||
+        (job->argmax_out != NULL &&
+         !PYROI_TYPED(roi_pool_bins_contiguous)(job->argmax_strides, pooled_height,
+                                                pooled_width))) {
+        return NULL;
+    }
+    pyroi_row_stream_init(&writer->run, NULL, NULL, 0, 0, 0);
+    pyroi_row_stream_init(&writer->index_run, NULL, NULL, 0, 0, 0);
+    writer->per_row = 0;
+    return writer;
+}
+
+/* Finishes the writer's last runs and makes the task's streamed stores visible to the
+ * thread that joins it. */
+static void PYROI_TYPED(roi_pool_writer_finish)(PYROI_TYPED(roi_pool_writer) *writer)
+{
+    if (writer != NULL) {
+        PYROI_TYPED(pyroi_row_stream_advance)(&writer->run, INT64_MAX);
+        pyroi_row_stream_advance_i64(&writer->index_run, INT64_MAX);
+    }
+    pyroi_stream_fence();
+}
+
+/* Writes the tiles of RoI k for the channel group at c0 to output and (if any) argmax;
+ * through the writer when there is one. */
+static void PYROI_TYPED(roi_pool_tiles_to_bins)(const PYROI_TYPED(roi_pool_job) *job, int64_t k,
+                                                int64_t c0,
+                                                const PYROI_TYPED(roi_pool_scratch) *scratch,
+                                                PYROI_TYPED(roi_pool_writer) *writer)
+{
+    const int64_t pooled_height = job->params->pooled_height;
+    const int64_t pooled_width = job->params->pooled_width;
+    const int64_t bins = pooled_height * pooled_width;
+    const int64_t channels = job->features_shape[1];
+    const int64_t *strides = job->result_strides, *a_strides = job->argmax_strides;
+    const int64_t group_lanes =
+        channels - c0 < ROI_POOL_GROUP_LANES ? channels - c0 : ROI_POOL_GROUP_LANES;
+    int64_t s, ph, pw, j, i;
+    if (writer != NULL) {
+        /* large outputs: lay the group's run out in the scratch and stream it out past the
+         * caches while the next tile is pooled (roi_pool_roi_lanes advances it) */
+        PYROI_TYPED(pyroi_row_stream_advance)(&writer->run, INT64_MAX); /* the previous run */
+        for (s = 0; s * PYROI_LANES < group_lanes; ++s) {
+            PYROI_TYPED(pyroi_lanes_to_channels)(
+                scratch->values + s * bins * PYROI_LANES, bins,
+                PYROI_TYPED(roi_pool_sub_lanes)(channels, c0, s),
+                scratch->staging + s * PYROI_LANES * scratch->staging_stride,
+                scratch->staging_stride, 1);
+        }
+        pyroi_row_stream_init(&writer->run, job->result + k * strides[0] + c0 * strides[1],
+                              scratch->staging, group_lanes, bins, scratch->staging_stride);
+        writer->per_row = (group_lanes * bins + pooled_height - 1) / pooled_height;
+    } else {
+        for (s = 0; s * PYROI_LANES < group_lanes; ++s) {
+            const int64_t lanes = PYROI_TYPED(roi_pool_sub_lanes)(channels, c0, s);
+            const T *values = scratch->values + s * bins * PYROI_LANES;
+            T *base = job->result + k * strides[0] + (c0 + s * PYROI_LANES) * strides[1];
+            if (strides[2] == pooled_width * strides[3]) { /* a channel's bins evenly spaced */
+                PYROI_TYPED(pyroi_lanes_to_channels)(values, bins, lanes, base, strides[1],
+                                                     strides[3]);
+                continue;
+            }
+            for (ph = 0; ph < pooled_height; ++ph) {
+                PYROI_TYPED(pyroi_lanes_to_channels)(values + ph * pooled_width * PYROI_LANES,
+                                                     pooled_width, lanes,
+                                                     base + ph * strides[2], strides[1],
+                                                     strides[3]);
+            }
+        }
+    }
+    if (scratch->winners == NULL) {
+        return;
+    }
+    if (writer != NULL) { /* the same for argmax */
+        pyroi_row_stream_advance_i64(&writer->index_run, INT64_MAX);
+        for (j = 0; j < group_lanes; ++j) {
+            const PYROI_TYPED(roi_pool_index) *winners =
+                scratch->winners + (j / PYROI_LANES) * bins * PYROI_LANES +
+                j % PYROI_LANES;
+            for (i = 0; i < bins; ++i) {
+                scratch->staging_index[j * bins + i] = winners[i * PYROI_LANES];
+            }
+        }
+        pyroi_row_stream_init(&writer->index_run,
+                              job->argmax_out + k * a_strides[0] + c0 * a_strides[1],
+                              scratch->staging_index, group_lanes, bins, bins);
+        return;
+    }
+    for (j = 0; j < group_lanes; ++j) {
+        const PYROI_TYPED(roi_pool_index) *winners =
+            scratch->winners + (j / PYROI_LANES) * bins * PYROI_LANES + j % PYROI_LANES;
+        int64_t *out = job->argmax_out + k * a_strides[0] + (c0 + j) * a_strides[1];
+        for (ph = 0; ph < pooled_height; ++ph) {
+            for (pw = 0; pw < pooled_width; ++pw) {
+                out[ph * a_strides[2] + pw * a_strides[3]] =
+                    winners[(ph * pooled_width + pw) * PYROI_LANES];
+            }
+        }
+    }
+}
