@@ -207,14 +207,14 @@ def test_c_float16_entry_points_match(aligned):
     batch = rois[:, 0].astype(np.int64)
     expected = pyroi.roi_align(x, rois, (2, 3), 0.5, 2, aligned)
     out = np.empty(expected.shape, np.float16)
-    _core.roi_align_forward_f16(x.view(np.uint16), coords, batch, out.view(np.uint16), 2, 3,
-                                0.5, 0.5, 2, aligned, 1)
+    _core.roi_align_forward(x.view(np.uint16), coords, batch, out.view(np.uint16), 2, 3,
+                            0.5, 0.5, 2, aligned, 1)
     np.testing.assert_array_equal(out.view(np.uint16), expected.view(np.uint16))
     grad = np.clip(rng.standard_normal(expected.shape) * 3e4, -6e4, 6e4).astype(np.float16)
     expected_grad = pyroi.roi_align_backward(grad, rois, x.shape, 0.5, 2, aligned)
     grad_input = np.empty(x.shape, np.float16)
-    _core.roi_align_backward_f16(grad.view(np.uint16), coords, batch,
-                                 grad_input.view(np.uint16), 0.5, 0.5, 2, aligned, 2)
+    _core.roi_align_backward(grad.view(np.uint16), coords, batch,
+                             grad_input.view(np.uint16), 0.5, 0.5, 2, aligned, 2)
     np.testing.assert_array_equal(grad_input.view(np.uint16), expected_grad.view(np.uint16))
     assert np.isinf(expected_grad).any() or np.abs(expected_grad).max() > 1e4
 

@@ -25,6 +25,8 @@ from pyroi._errors import (
 )
 
 _Real = Union[npt.NDArray[np.float32], npt.NDArray[np.float64]]
+_Half = Union[_Real, npt.NDArray[np.uint16]]  # float16 tensors: uint16 views of their bits
+_Ints = npt.NDArray[np.int64]
 
 # Largest adaptive sampling grid per bin and axis (PYROI_MAX_SAMPLING_GRID).
 MAX_SAMPLING_GRID: int
@@ -40,299 +42,104 @@ def version_number() -> int: ...
 # PYROI_VERSION_NUMBER of the header this extension was compiled against.
 def header_version_number() -> int: ...
 
-# RoIAlign forward into output (K, C, pooled_height, pooled_width).
-def roi_align_forward(
-    input: _Real,
-    boxes: _Real,
-    batch_indices: npt.NDArray[np.int64],
-    output: _Real,
-    pooled_height: int,
-    pooled_width: int,
-    spatial_scale_h: float,
-    spatial_scale_w: float,
-    sampling_ratio: int,
-    aligned: bool,
-    num_threads: int,
-) -> None: ...
+# The operators (_core.pyx runs each through one marshalling path, run()): map tensors
+# (N, C, H, W) are a forward's input and a backward's grad_input, pooled ones (K, C', PH, PW)
+# its output and grad_output; boxes (K, 4), or (K, 5) rotated; argmax int64 of the pooled shape.
 
+# RoIAlign forward into output (K, C, pooled_height, pooled_width); float16 tensors as
+# uint16 views of their bits, with float32 boxes.
+def roi_align_forward(input: _Half, boxes: _Real, batch_indices: _Ints, output: _Half,
+                      pooled_height: int, pooled_width: int, spatial_scale_h: float,
+                      spatial_scale_w: float, sampling_ratio: int, aligned: bool,
+                      num_threads: int) -> None: ...
 # RoIAlign backward: overwrite grad_input (N, C, H, W) with the input gradient.
-def roi_align_backward(
-    grad_output: _Real,
-    boxes: _Real,
-    batch_indices: npt.NDArray[np.int64],
-    grad_input: _Real,
-    spatial_scale_h: float,
-    spatial_scale_w: float,
-    sampling_ratio: int,
-    aligned: bool,
-    num_threads: int,
-) -> None: ...
-
-# RoIAlign max mode into output; argmax is an int64 array of the output's shape or None.
-# onnx: ONNX's max over weighted taps (argmax: winner codes 4 * sample + tap), else mmcv's.
-def roi_align_max_forward(
-    input: _Real,
-    boxes: _Real,
-    batch_indices: npt.NDArray[np.int64],
-    output: _Real,
-    argmax: npt.NDArray[np.int64] | None,
-    pooled_height: int,
-    pooled_width: int,
-    spatial_scale_h: float,
-    spatial_scale_w: float,
-    sampling_ratio: int,
-    aligned: bool,
-    num_threads: int,
-    onnx: bool = False,
-) -> None: ...
-
-# RoIAlign max-mode backward: overwrite grad_input with the input gradient (onnx: of
-# ONNX's max, from its winner codes; else of mmcv's).
-def roi_align_max_backward(
-    grad_output: _Real,
-    argmax: npt.NDArray[np.int64],
-    boxes: _Real,
-    batch_indices: npt.NDArray[np.int64],
-    grad_input: _Real,
-    spatial_scale_h: float,
-    spatial_scale_w: float,
-    sampling_ratio: int,
-    aligned: bool,
-    num_threads: int,
-    onnx: bool = False,
-) -> None: ...
-
-# RoIPool forward into output (K, C, pooled_height, pooled_width) and, unless it is
-def roi_pool_forward(
-    input: _Real,
-    boxes: _Real,
-    batch_indices: npt.NDArray[np.int64],
-    output: _Real,
-    argmax: npt.NDArray[np.int64] | None,
-    pooled_height: int,
-    pooled_width: int,
-    spatial_scale_h: float,
-    spatial_scale_w: float,
-    num_threads: int,
-) -> None: ...
-
+def roi_align_backward(grad_output: _Half, boxes: _Real, batch_indices: _Ints, grad_input: _Half,
+                       spatial_scale_h: float, spatial_scale_w: float, sampling_ratio: int,
+                       aligned: bool, num_threads: int) -> None: ...
+# RoIAlign max mode into output and argmax (or None); onnx: ONNX's max over weighted taps
+# (argmax: winner codes 4 * sample + tap), else mmcv's.
+def roi_align_max_forward(input: _Real, boxes: _Real, batch_indices: _Ints, output: _Real,
+                          argmax: _Ints | None, pooled_height: int, pooled_width: int,
+                          spatial_scale_h: float, spatial_scale_w: float, sampling_ratio: int,
+                          aligned: bool, num_threads: int, onnx: bool = False) -> None: ...
+# RoIAlign max-mode backward (onnx: of ONNX's max, from its winner codes; else of mmcv's).
+def roi_align_max_backward(grad_output: _Real, argmax: _Ints, boxes: _Real, batch_indices: _Ints,
+                           grad_input: _Real, spatial_scale_h: float, spatial_scale_w: float,
+                           sampling_ratio: int, aligned: bool, num_threads: int,
+                           onnx: bool = False) -> None: ...
+# RoIPool forward into output (K, C, pooled_height, pooled_width) and argmax (or None).
+def roi_pool_forward(input: _Real, boxes: _Real, batch_indices: _Ints, output: _Real,
+                     argmax: _Ints | None, pooled_height: int, pooled_width: int,
+                     spatial_scale_h: float, spatial_scale_w: float, num_threads: int) -> None: ...
 # RoIPool backward: overwrite grad_input (N, C, H, W) with the input gradient.
-def roi_pool_backward(
-    grad_output: _Real,
-    argmax: npt.NDArray[np.int64],
-    batch_indices: npt.NDArray[np.int64],
-    grad_input: _Real,
-    spatial_scale_h: float,
-    spatial_scale_w: float,
-    num_threads: int,
-) -> None: ...
+def roi_pool_backward(grad_output: _Real, argmax: _Ints, batch_indices: _Ints, grad_input: _Real,
+                      spatial_scale_h: float, spatial_scale_w: float,
+                      num_threads: int) -> None: ...
+# PSRoIAlign forward into output (K, C / (PH * PW), PH, PW), and its backward.
+def ps_roi_align_forward(input: _Real, boxes: _Real, batch_indices: _Ints, output: _Real,
+                         pooled_height: int, pooled_width: int, spatial_scale_h: float,
+                         spatial_scale_w: float, sampling_ratio: int, num_threads: int) -> None: ...
+def ps_roi_align_backward(grad_output: _Real, boxes: _Real, batch_indices: _Ints,
+                          grad_input: _Real, spatial_scale_h: float, spatial_scale_w: float,
+                          sampling_ratio: int, num_threads: int) -> None: ...
+# PSRoIPool forward into output (K, C / (PH * PW), PH, PW), and its backward.
+def ps_roi_pool_forward(input: _Real, boxes: _Real, batch_indices: _Ints, output: _Real,
+                        pooled_height: int, pooled_width: int, spatial_scale_h: float,
+                        spatial_scale_w: float, num_threads: int) -> None: ...
+def ps_roi_pool_backward(grad_output: _Real, boxes: _Real, batch_indices: _Ints,
+                         grad_input: _Real, spatial_scale_h: float, spatial_scale_w: float,
+                         num_threads: int) -> None: ...
+# Rotated RoIAlign forward (boxes: (K, 5) rows cx, cy, w, h, angle), and its backward.
+def roi_align_rotated_forward(input: _Real, boxes: _Real, batch_indices: _Ints, output: _Real,
+                              pooled_height: int, pooled_width: int, spatial_scale_h: float,
+                              spatial_scale_w: float, sampling_ratio: int, aligned: bool,
+                              clockwise: bool, angle_in_degrees: bool,
+                              num_threads: int) -> None: ...
+def roi_align_rotated_backward(grad_output: _Real, boxes: _Real, batch_indices: _Ints,
+                               grad_input: _Real, spatial_scale_h: float,
+                               spatial_scale_w: float, sampling_ratio: int, aligned: bool,
+                               clockwise: bool, angle_in_degrees: bool,
+                               num_threads: int) -> None: ...
+# Bytes of workspace roi_align_backward_with_workspace uses (the aclnn-style query).
+def roi_align_backward_workspace_size(boxes: _Real, batch_indices: _Ints,
+                                      grad_input_shape: Sequence[int], pooled_height: int,
+                                      pooled_width: int, spatial_scale_h: float,
+                                      spatial_scale_w: float, sampling_ratio: int,
+                                      aligned: bool, num_threads: int) -> int: ...
+# RoIAlign backward with every scratch byte taken from workspace (uint8, any size).
+def roi_align_backward_with_workspace(grad_output: _Real, boxes: _Real, batch_indices: _Ints,
+                                      grad_input: _Real, spatial_scale_h: float,
+                                      spatial_scale_w: float, sampling_ratio: int,
+                                      aligned: bool, num_threads: int,
+                                      workspace: npt.NDArray[Any]) -> None: ...
 
-# PSRoIAlign forward into output (K, C / (PH * PW), PH, PW).
-def ps_roi_align_forward(
-    input: _Real,
-    boxes: _Real,
-    batch_indices: npt.NDArray[np.int64],
-    output: _Real,
-    pooled_height: int,
-    pooled_width: int,
-    spatial_scale_h: float,
-    spatial_scale_w: float,
-    sampling_ratio: int,
-    num_threads: int,
-) -> None: ...
-
-# PSRoIAlign backward: overwrite grad_input (N, C, H, W) with the input gradient.
-def ps_roi_align_backward(
-    grad_output: _Real,
-    boxes: _Real,
-    batch_indices: npt.NDArray[np.int64],
-    grad_input: _Real,
-    spatial_scale_h: float,
-    spatial_scale_w: float,
-    sampling_ratio: int,
-    num_threads: int,
-) -> None: ...
-
-# PSRoIPool forward into output (K, C / (PH * PW), PH, PW).
-def ps_roi_pool_forward(
-    input: _Real,
-    boxes: _Real,
-    batch_indices: npt.NDArray[np.int64],
-    output: _Real,
-    pooled_height: int,
-    pooled_width: int,
-    spatial_scale_h: float,
-    spatial_scale_w: float,
-    num_threads: int,
-) -> None: ...
-
-# PSRoIPool backward: overwrite grad_input (N, C, H, W) with torchvision's gradient.
-def ps_roi_pool_backward(
-    grad_output: _Real,
-    boxes: _Real,
-    batch_indices: npt.NDArray[np.int64],
-    grad_input: _Real,
-    spatial_scale_h: float,
-    spatial_scale_w: float,
-    num_threads: int,
-) -> None: ...
-
+# target = scale * source in float32, rounded once to float16 (uint16 bit patterns).
+def scale_f32_to_f16(source: npt.NDArray[np.float32], scale: float,
+                     target: npt.NDArray[np.uint16]) -> None: ...
 # Write the batch index of each row [batch_index, coordinates...] into batch_indices:
 # (0, -1), or (1, k) for the first bad batch index, (2, k) for the first non-finite box.
-def roi_rows_batch_indices(
-    rows: _Real, num_images: int, batch_indices: npt.NDArray[np.int64]
-) -> tuple[int, int]: ...
-
+def roi_rows_batch_indices(rows: _Real, num_images: int,
+                           batch_indices: _Ints) -> tuple[int, int]: ...
 # Write the pyramid level index (or -1) of each (x1, y1, x2, y2) row into levels.
-def fpn_levels(
-    boxes: _Real,
-    levels: npt.NDArray[np.int64],
-    min_level: int,
-    max_level: int,
-    canonical_scale: float,
-    canonical_level: float,
-    eps: float,
-) -> None: ...
-
-# Rotated RoIAlign forward into output (K, C, pooled_height, pooled_width); boxes are
-def roi_align_rotated_forward(
-    input: _Real,
-    boxes: _Real,
-    batch_indices: npt.NDArray[np.int64],
-    output: _Real,
-    pooled_height: int,
-    pooled_width: int,
-    spatial_scale_h: float,
-    spatial_scale_w: float,
-    sampling_ratio: int,
-    aligned: bool,
-    clockwise: bool,
-    angle_in_degrees: bool,
-    num_threads: int,
-) -> None: ...
-
-# Rotated RoIAlign backward: overwrite grad_input (N, C, H, W) with the input gradient.
-def roi_align_rotated_backward(
-    grad_output: _Real,
-    boxes: _Real,
-    batch_indices: npt.NDArray[np.int64],
-    grad_input: _Real,
-    spatial_scale_h: float,
-    spatial_scale_w: float,
-    sampling_ratio: int,
-    aligned: bool,
-    clockwise: bool,
-    angle_in_degrees: bool,
-    num_threads: int,
-) -> None: ...
-
-# Bytes of workspace roi_align_backward_with_workspace uses (the aclnn-style query).
-def roi_align_backward_workspace_size(
-    boxes: _Real,
-    batch_indices: npt.NDArray[np.int64],
-    grad_input_shape: Sequence[int],
-    pooled_height: int,
-    pooled_width: int,
-    spatial_scale_h: float,
-    spatial_scale_w: float,
-    sampling_ratio: int,
-    aligned: bool,
-    num_threads: int,
-) -> int: ...
-
-# RoIAlign backward with every scratch byte taken from workspace (uint8, any size).
-def roi_align_backward_with_workspace(
-    grad_output: _Real,
-    boxes: _Real,
-    batch_indices: npt.NDArray[np.int64],
-    grad_input: _Real,
-    spatial_scale_h: float,
-    spatial_scale_w: float,
-    sampling_ratio: int,
-    aligned: bool,
-    num_threads: int,
-    workspace: npt.NDArray[Any],
-) -> None: ...
-
-# RoIAlign forward on float16 bit patterns (uint16 views) with float32 boxes.
-def roi_align_forward_f16(
-    input: npt.NDArray[np.uint16],
-    boxes: npt.NDArray[np.float32],
-    batch_indices: npt.NDArray[np.int64],
-    output: npt.NDArray[np.uint16],
-    pooled_height: int,
-    pooled_width: int,
-    spatial_scale_h: float,
-    spatial_scale_w: float,
-    sampling_ratio: int,
-    aligned: bool,
-    num_threads: int,
-) -> None: ...
-
-# RoIAlign backward on float16 bit patterns (uint16 views) with float32 boxes.
-def roi_align_backward_f16(
-    grad_output: npt.NDArray[np.uint16],
-    boxes: npt.NDArray[np.float32],
-    batch_indices: npt.NDArray[np.int64],
-    grad_input: npt.NDArray[np.uint16],
-    spatial_scale_h: float,
-    spatial_scale_w: float,
-    sampling_ratio: int,
-    aligned: bool,
-    num_threads: int,
-) -> None: ...
-# target = scale * source in float32, rounded once to float16 (uint16 bit patterns).
-def scale_f32_to_f16(
-    source: npt.NDArray[np.float32], scale: float, target: npt.NDArray[np.uint16]
-) -> None: ...
+def fpn_levels(boxes: _Real, levels: _Ints, min_level: int, max_level: int,
+               canonical_scale: float, canonical_level: float, eps: float) -> None: ...
 
 # (grid_h, grid_w): the samples per bin of one box's RoIAlign grid.
-def roi_align_sample_grid(
-    box: _Real,
-    height: int,
-    width: int,
-    pooled_height: int,
-    pooled_width: int,
-    spatial_scale_h: float,
-    spatial_scale_w: float,
-    sampling_ratio: int,
-    aligned: bool,
-) -> tuple[int, int]: ...
-
+def roi_align_sample_grid(box: _Real, height: int, width: int, pooled_height: int,
+                          pooled_width: int, spatial_scale_h: float, spatial_scale_w: float,
+                          sampling_ratio: int, aligned: bool) -> tuple[int, int]: ...
 # Fill the per-axis sample arrays of one box (sized from roi_align_sample_grid).
-def roi_align_sample_axes(
-    box: _Real,
-    height: int,
-    width: int,
-    pooled_height: int,
-    pooled_width: int,
-    spatial_scale_h: float,
-    spatial_scale_w: float,
-    sampling_ratio: int,
-    aligned: bool,
-    row_coords: _Real,
-    row_taps: npt.NDArray[np.int64],
-    row_weights: _Real,
-    row_in_map: npt.NDArray[np.int8],
-    row_edges: _Real,
-    col_coords: _Real,
-    col_taps: npt.NDArray[np.int64],
-    col_weights: _Real,
-    col_in_map: npt.NDArray[np.int8],
-    col_edges: _Real,
-) -> None: ...
-
+def roi_align_sample_axes(box: _Real, height: int, width: int, pooled_height: int,
+                          pooled_width: int, spatial_scale_h: float, spatial_scale_w: float,
+                          sampling_ratio: int, aligned: bool, row_coords: _Real,
+                          row_taps: _Ints, row_weights: _Real,
+                          row_in_map: npt.NDArray[np.int8], row_edges: _Real,
+                          col_coords: _Real, col_taps: _Ints, col_weights: _Real,
+                          col_in_map: npt.NDArray[np.int8], col_edges: _Real) -> None: ...
 # Fill RoIPool's quantised RoI (4,) and bin ranges (ph, 2), (pw, 2) of one box.
-def roi_pool_bin_edges(
-    box: _Real,
-    height: int,
-    width: int,
-    spatial_scale_h: float,
-    spatial_scale_w: float,
-    roi_pixels: npt.NDArray[np.int64],
-    row_edges: npt.NDArray[np.int64],
-    col_edges: npt.NDArray[np.int64],
-) -> None: ...
+def roi_pool_bin_edges(box: _Real, height: int, width: int, spatial_scale_h: float,
+                       spatial_scale_w: float, roi_pixels: _Ints, row_edges: _Ints,
+                       col_edges: _Ints) -> None: ...
 
 # Result buffers kept for reuse (pyroi._results holds the policy).
 def set_result_cache_limit(limit: int) -> int: ...

@@ -1,17 +1,20 @@
 # cython: language_level=3
 """Typed bindings over the pyroi C core.
 
-May import: _errors (and cimport _cpyroi, the mirror of pyroi.h).
+May import: _errors (and cimport _cpyroi, the part of pyroi.h it names, and _bindings, the
+C half of the bindings).
 
 Each function marshals already-validated NumPy arrays into pointers, shapes and element
-strides, calls C without the GIL and turns a non-OK status into its exception class. No
-arithmetic on data happens here; argument checking with good messages is in _validate.py.
+strides, calls C without the GIL and turns a non-OK status into its exception class; every
+operator does it through one function, run(). No arithmetic on data happens here; argument
+checking with good messages is in _validate.py.
 """
 from libc.stdint cimport int64_t, uint16_t
 from libc.stdint cimport int8_t
 from cpython.exc cimport PyErr_Fetch, PyErr_Restore
 from cpython.ref cimport PyObject
 
+from pyroi cimport _bindings as b
 from pyroi cimport _cpyroi as c
 
 from pyroi._errors import (
@@ -118,47 +121,6 @@ cdef int check_status(c.pyroi_status status, int64_t failed_roi=-1,
     raise _STATUS_ERRORS.get(status, PyroiError)(f"pyroi: {message} (status {<int>status})")
 
 
-cdef struct Arrays:
-    # A call's arrays as the C API takes them: the (N, C, H, W) map (a forward's input, a
-    # backward's grad_input), the per-RoI (K, C', PH, PW) tensor (output or grad_output),
-    # both in elements, and the boxes' row stride.
-    int64_t map_shape[4]
-    int64_t map_strides[4]
-    int64_t pooled_strides[4]
-    int64_t box_row_stride
-
-
-cdef int marshal(Arrays *a, const Py_ssize_t *map_shape, const Py_ssize_t *map_strides,
-                 const Py_ssize_t *pooled_strides, Py_ssize_t itemsize,
-                 const Py_ssize_t *box_strides, Py_ssize_t box_itemsize) except -1:
-    cdef int i
-    for i in range(4):
-        a.map_shape[i] = map_shape[i]
-    element_strides(map_strides, itemsize, 4, a.map_strides)
-    element_strides(pooled_strides, itemsize, 4, a.pooled_strides)
-    a.box_row_stride = box_rows_stride(box_strides, box_itemsize)
-    return 0
-
-
-cdef int64_t first_invalid_roi(const real[:, :] boxes, const int64_t[::1] batch_indices,
-        const Arrays *a, const c.pyroi_roi_align_params *params) noexcept:
-    """Index of the first RoI the C core rejects, or -1 (for error messages only)."""
-    cdef int64_t failed_roi = -1
-    if real is float:
-        c.pyroi_roi_align_find_invalid_roi_f32(
-            &boxes[0, 0], boxes.shape[0], a.box_row_stride, &batch_indices[0], a.map_shape[0],
-            a.map_shape[2], a.map_shape[3], params, &failed_roi)
-    else:
-        c.pyroi_roi_align_find_invalid_roi_f64(
-            &boxes[0, 0], boxes.shape[0], a.box_row_stride, &batch_indices[0], a.map_shape[0],
-            a.map_shape[2], a.map_shape[3], params, &failed_roi)
-    return failed_roi
-
-
-cdef bint is_roi_status(c.pyroi_status status) noexcept:
-    return status == c.PYROI_E_INVALID_BOX or status == c.PYROI_E_INVALID_BATCH_INDEX
-
-
 def version_string():
     """The C library's version string."""
     return c.pyroi_version_string().decode("ascii")
@@ -174,6 +136,10 @@ def header_version_number():
     return c.PYROI_VERSION_NUMBER
 
 
+# Largest fixed sampling_ratio the C core accepts (_validate.MAX_SAMPLING_RATIO mirrors it).
+MAX_SAMPLING_RATIO = c.PYROI_MAX_SAMPLING_RATIO
+
+
 cdef int element_strides(const Py_ssize_t *byte_strides, Py_ssize_t itemsize, int ndim,
                          int64_t *out) except -1:
     cdef int i
@@ -185,512 +151,337 @@ cdef int element_strides(const Py_ssize_t *byte_strides, Py_ssize_t itemsize, in
 
 
 cdef int64_t box_rows_stride(const Py_ssize_t *byte_strides, Py_ssize_t itemsize) except? -1:
-    # The C API takes the four coordinates of a box as consecutive elements.
+    # The C API takes the coordinates of a box as consecutive elements.
     if byte_strides[1] != itemsize or byte_strides[0] % itemsize != 0:
         raise ShapeError("pyroi: box coordinates must be consecutive elements")
     return byte_strides[0] // itemsize
 
 
-cdef int fill_roi_align_params(c.pyroi_roi_align_params *params, int64_t pooled_height,
-                               int64_t pooled_width, double spatial_scale_h,
-                               double spatial_scale_w, int64_t sampling_ratio, bint aligned,
-                               int num_threads) except -1:
-    c.pyroi_roi_align_params_init(params)
-    params.pooled_height = pooled_height
-    params.pooled_width = pooled_width
-    params.spatial_scale_h = spatial_scale_h
-    params.spatial_scale_w = spatial_scale_w
-    params.sampling_ratio = sampling_ratio
-    params.aligned = aligned
-    params.num_threads = num_threads
-    params.cancel = signal_watch()
+# ---- the one path of every operator call ---------------------------------------------------
+# An operator's def below names its entry (a row of BINDING_ENTRIES in _bindings.h: which C
+# function, which arrays, which params) and its numbers; run() marshals the arrays, checks
+# that they fit each other, and calls C without the GIL.
+
+ctypedef fused element:  # a call's tensors: float32, float64 or float16 bit patterns
+    float
+    double
+    uint16_t
+
+ctypedef fused coordinate:  # its boxes: float32 (also for float16 tensors) or float64
+    float
+    double
+
+
+cdef b.Call numbers(int64_t pooled_height, int64_t pooled_width, double spatial_scale_h,
+                    double spatial_scale_w, int num_threads, int64_t sampling_ratio=0,
+                    bint aligned=False, bint clockwise=False, bint angle_in_degrees=False):
+    """A call with the numbers of its params struct (a backward's pooled size is its
+    grad_output's: pass 0)."""
+    cdef b.Call call
+    call.pooled_height = pooled_height
+    call.pooled_width = pooled_width
+    call.spatial_scale_h = spatial_scale_h
+    call.spatial_scale_w = spatial_scale_w
+    call.sampling_ratio = sampling_ratio
+    call.aligned = aligned
+    call.clockwise = clockwise
+    call.angle_in_degrees = angle_in_degrees
+    call.num_threads = num_threads
+    call.cancel = signal_watch()
+    return call
+
+
+cdef object run(const b.Entry *entry, b.Call *call, map, boxes, batch_indices, pooled,
+                argmax=None, workspace=None):
+    """Runs entry on the arrays: map (N, C, H, W) is the input of a forward and the
+    grad_input of a backward (a query's is the shape tuple), pooled (K, C', PH, PW) the output
+    or grad_output; returns the workspace size a query answers."""
+    cdef Py_ssize_t itemsize = (boxes if pooled is None else pooled).itemsize
+    if itemsize == sizeof(uint16_t) and entry.float16:
+        return run_typed(<uint16_t>0, <float>0, entry, call, map, boxes, batch_indices, pooled,
+                         argmax, workspace)
+    if itemsize == sizeof(double):
+        return run_typed(<double>0, <double>0, entry, call, map, boxes, batch_indices, pooled,
+                         argmax, workspace)
+    return run_typed(<float>0, <float>0, entry, call, map, boxes, batch_indices, pooled,
+                     argmax, workspace)
+
+
+cdef object run_typed(element tensor_type, coordinate box_type, const b.Entry *entry,
+                      b.Call *call, map, boxes, batch_indices, pooled, argmax, workspace):
+    cdef const element[:, :, :, :] source  # the tensor the call reads
+    cdef element[:, :, :, :] target  # the tensor it writes
+    cdef const coordinate[:, :] box_view
+    cdef const int64_t[::1] batch = batch_indices
+    cdef const int64_t[:, :, :, :] argmax_in
+    cdef int64_t[:, :, :, :] argmax_out
+    cdef unsigned char[::1] scratch
+    cdef const Py_ssize_t *map_shape
+    cdef const Py_ssize_t *pooled_shape = NULL
+    cdef const Py_ssize_t *argmax_shape = NULL
+    cdef const Py_ssize_t *argmax_strides = NULL
+    cdef int i
+    cdef c.pyroi_status status
+    call.f64 = element is double
+    call.f16 = element is uint16_t
+    if entry.layout == b.FORWARD:
+        source = map
+        target = pooled
+        call.map = <void *>&source[0, 0, 0, 0]
+        call.pooled = &target[0, 0, 0, 0]
+        element_strides(source.strides, sizeof(element), 4, call.map_strides)
+        element_strides(target.strides, sizeof(element), 4, call.pooled_strides)
+        map_shape = source.shape
+        pooled_shape = target.shape
+    elif entry.layout == b.BACKWARD:
+        source = pooled
+        target = map
+        call.map = &target[0, 0, 0, 0]
+        call.pooled = <void *>&source[0, 0, 0, 0]
+        element_strides(target.strides, sizeof(element), 4, call.map_strides)
+        element_strides(source.strides, sizeof(element), 4, call.pooled_strides)
+        map_shape = target.shape
+        pooled_shape = source.shape
+        call.pooled_height = pooled_shape[2]
+        call.pooled_width = pooled_shape[3]
+    for i in range(4):
+        call.map_shape[i] = map[i] if entry.layout == b.QUERY else map_shape[i]
+    if entry.box_size:
+        box_view = boxes
+        if box_view.shape[1] != entry.box_size:
+            raise ShapeError(f"pyroi: boxes must have {entry.box_size} coordinates")
+        call.boxes = <void *>&box_view[0, 0]
+        call.box_row_stride = box_rows_stride(box_view.strides, sizeof(coordinate))
+        call.num_rois = box_view.shape[0]
+    else:
+        call.num_rois = pooled_shape[0]
+    call.batch_indices = <int64_t *>&batch[0]
+    call.argmax = NULL
+    if entry.has_argmax and entry.layout == b.BACKWARD:
+        argmax_in = argmax
+        call.argmax = <int64_t *>&argmax_in[0, 0, 0, 0]
+        argmax_shape = argmax_in.shape
+        argmax_strides = argmax_in.strides
+    elif entry.has_argmax and argmax is not None:
+        argmax_out = argmax
+        call.argmax = &argmax_out[0, 0, 0, 0]
+        argmax_shape = argmax_out.shape
+        argmax_strides = argmax_out.strides
+    for i in range(4):
+        call.argmax_strides[i] = 0
+    if argmax_strides != NULL:
+        element_strides(argmax_strides, sizeof(int64_t), 4, call.argmax_strides)
+    call.workspace = NULL
+    call.workspace_size = 0
+    if workspace is not None:
+        scratch = workspace
+        call.workspace_size = scratch.shape[0]
+        if call.workspace_size > 0:
+            call.workspace = &scratch[0]
+    check_shapes(entry, call, batch.shape[0], pooled_shape, argmax_shape)
+    entry.fill_params(call)
+    with nogil:
+        status = entry.run(call)
+    if is_roi_status(status) and entry.find_invalid_roi != NULL:
+        call.failed_roi = -1
+        entry.find_invalid_roi(call)
+        check_status(status, call.failed_roi, entry.boxes_name.decode("ascii"))
+    check_status(status)
+    return call.workspace_size
+
+
+cdef int check_shapes(const b.Entry *entry, const b.Call *call, Py_ssize_t batch_length,
+                      const Py_ssize_t *pooled_shape, const Py_ssize_t *argmax_shape) except -1:
+    """The C API derives the pooled tensor's shape (K, C', PH, PW) from its arguments (C' = C,
+    or C / (PH * PW) for the position-sensitive ops): the arrays must have exactly that."""
+    cdef int i
+    cdef bint fits
+    if batch_length != call.num_rois:
+        raise ShapeError(f"pyroi: {call.num_rois} RoIs but {batch_length} batch indices")
+    if pooled_shape == NULL:  # a query
+        return 0
+    fits = (pooled_shape[0] == call.num_rois and pooled_shape[2] == call.pooled_height
+            and pooled_shape[3] == call.pooled_width)
+    if entry.position_sensitive:  # in Python ints: no overflow
+        fits = fits and (pooled_shape[1] * <object>call.pooled_height * call.pooled_width
+                         == call.map_shape[1])
+    else:
+        fits = fits and pooled_shape[1] == call.map_shape[1]
+    name = "output" if entry.layout == b.FORWARD else "grad_output"
+    shape = tuple(pooled_shape[i] for i in range(4)) if not fits else None
+    if not fits:
+        raise ShapeError(
+            f"pyroi: {name} shape {shape} does not match {call.num_rois} RoIs, "
+            f"{call.map_shape[1]} channels and output size "
+            f"({call.pooled_height}, {call.pooled_width})")
+    for i in range(4 if argmax_shape != NULL else 0):
+        if argmax_shape[i] != pooled_shape[i]:
+            raise ShapeError(f"pyroi: argmax and {name} differ in shape")
     return 0
 
 
-def roi_align_forward(const real[:, :, :, :] input, const real[:, :] boxes,
-                      const int64_t[::1] batch_indices, real[:, :, :, :] output,
-                      int64_t pooled_height, int64_t pooled_width, double spatial_scale_h,
-                      double spatial_scale_w, int64_t sampling_ratio, bint aligned,
-                      int num_threads):
-    """RoIAlign forward into output (K, C, pooled_height, pooled_width)."""
-    cdef c.pyroi_roi_align_params params
-    cdef int64_t num_rois = boxes.shape[0]
-    cdef Arrays a
-    cdef c.pyroi_status status
-    if batch_indices.shape[0] != num_rois:
-        raise ShapeError("pyroi: boxes and batch_indices differ in length")
-    marshal(&a, input.shape, input.strides, output.strides, sizeof(real), boxes.strides,
-            sizeof(real))
-    fill_roi_align_params(&params, pooled_height, pooled_width, spatial_scale_h,
-                          spatial_scale_w, sampling_ratio, aligned, num_threads)
-    with nogil:
-        if real is float:
-            status = c.pyroi_roi_align_forward_f32(
-                &input[0, 0, 0, 0], a.map_shape, a.map_strides, &boxes[0, 0], num_rois,
-                a.box_row_stride, &batch_indices[0], &output[0, 0, 0, 0], a.pooled_strides,
-                &params)
-        else:
-            status = c.pyroi_roi_align_forward_f64(
-                &input[0, 0, 0, 0], a.map_shape, a.map_strides, &boxes[0, 0], num_rois,
-                a.box_row_stride, &batch_indices[0], &output[0, 0, 0, 0], a.pooled_strides,
-                &params)
-    if is_roi_status(status):
-        check_status(status, first_invalid_roi(boxes, batch_indices, &a, &params))
-    check_status(status)
+cdef bint is_roi_status(c.pyroi_status status) noexcept:
+    return status == c.PYROI_E_INVALID_BOX or status == c.PYROI_E_INVALID_BATCH_INDEX
 
 
-def roi_align_backward(const real[:, :, :, :] grad_output, const real[:, :] boxes,
-                       const int64_t[::1] batch_indices, real[:, :, :, :] grad_input,
-                       double spatial_scale_h, double spatial_scale_w, int64_t sampling_ratio,
-                       bint aligned, int num_threads):
-    """RoIAlign backward: overwrite grad_input (N, C, H, W) with the input gradient."""
-    cdef c.pyroi_roi_align_params params
-    cdef int64_t num_rois = boxes.shape[0]
-    cdef Arrays a
-    cdef c.pyroi_status status
-    if batch_indices.shape[0] != num_rois or grad_output.shape[0] != num_rois:
-        raise ShapeError("pyroi: boxes, batch_indices and grad_output differ in length")
-    if grad_output.shape[1] != grad_input.shape[1]:
-        raise ShapeError("pyroi: grad_output and grad_input differ in channels")
-    marshal(&a, grad_input.shape, grad_input.strides, grad_output.strides, sizeof(real),
-            boxes.strides, sizeof(real))
-    fill_roi_align_params(&params, grad_output.shape[2], grad_output.shape[3], spatial_scale_h,
-                          spatial_scale_w, sampling_ratio, aligned, num_threads)
-    with nogil:
-        if real is float:
-            status = c.pyroi_roi_align_backward_f32(
-                &grad_output[0, 0, 0, 0], a.pooled_strides, &boxes[0, 0], num_rois,
-                a.box_row_stride, &batch_indices[0], &grad_input[0, 0, 0, 0], a.map_shape,
-                a.map_strides, &params)
-        else:
-            status = c.pyroi_roi_align_backward_f64(
-                &grad_output[0, 0, 0, 0], a.pooled_strides, &boxes[0, 0], num_rois,
-                a.box_row_stride, &batch_indices[0], &grad_input[0, 0, 0, 0], a.map_shape,
-                a.map_strides, &params)
-    if is_roi_status(status):
-        check_status(status, first_invalid_roi(boxes, batch_indices, &a, &params))
-    check_status(status)
+# ---- the operators: their entry, arrays and numbers ------------------------------------------
+
+def roi_align_forward(input, boxes, batch_indices, output, int64_t pooled_height,
+                      int64_t pooled_width, double spatial_scale_h, double spatial_scale_w,
+                      int64_t sampling_ratio, bint aligned, int num_threads):
+    """RoIAlign forward into output (K, C, pooled_height, pooled_width); float16 tensors are
+    passed as uint16 views of their bits, with float32 boxes."""
+    cdef b.Call call = numbers(pooled_height, pooled_width, spatial_scale_h, spatial_scale_w,
+                               num_threads, sampling_ratio, aligned)
+    run(&b.roi_align_forward, &call, input, boxes, batch_indices, output)
 
 
+def roi_align_backward(grad_output, boxes, batch_indices, grad_input, double spatial_scale_h,
+                       double spatial_scale_w, int64_t sampling_ratio, bint aligned,
+                       int num_threads):
+    """RoIAlign backward: overwrite grad_input (N, C, H, W) with the input gradient (float16:
+    as the forward)."""
+    cdef b.Call call = numbers(0, 0, spatial_scale_h, spatial_scale_w, num_threads,
+                               sampling_ratio, aligned)
+    run(&b.roi_align_backward, &call, grad_input, boxes, batch_indices, grad_output)
 
 
-def roi_align_max_forward(const real[:, :, :, :] input, const real[:, :] boxes,
-                          const int64_t[::1] batch_indices, real[:, :, :, :] output,
-                          argmax, int64_t pooled_height, int64_t pooled_width,
-                          double spatial_scale_h, double spatial_scale_w,
+def roi_align_max_forward(input, boxes, batch_indices, output, argmax, int64_t pooled_height,
+                          int64_t pooled_width, double spatial_scale_h, double spatial_scale_w,
                           int64_t sampling_ratio, bint aligned, int num_threads,
                           bint onnx=False):
     """RoIAlign max mode into output; argmax is an int64 array of the output's shape or None.
     onnx: ONNX's max over weighted taps (argmax: winner codes 4 * sample + tap), else mmcv's."""
-    cdef c.pyroi_roi_align_params params
-    cdef int64_t argmax_strides[4]
-    cdef int64_t[:, :, :, :] argmax_view
-    cdef int64_t *argmax_data = NULL
-    cdef int64_t num_rois = boxes.shape[0]
-    cdef Arrays a
-    cdef c.pyroi_status status
-    cdef int i
-    if batch_indices.shape[0] != num_rois:
-        raise ShapeError("pyroi: boxes and batch_indices differ in length")
-    for i in range(4):
-        argmax_strides[i] = 0
-    if argmax is not None:
-        argmax_view = argmax
-        element_strides(argmax_view.strides, sizeof(int64_t), 4, argmax_strides)
-        argmax_data = &argmax_view[0, 0, 0, 0]
-    marshal(&a, input.shape, input.strides, output.strides, sizeof(real), boxes.strides,
-            sizeof(real))
-    fill_roi_align_params(&params, pooled_height, pooled_width, spatial_scale_h,
-                          spatial_scale_w, sampling_ratio, aligned, num_threads)
-    with nogil:
-        if real is float and onnx:
-            status = c.pyroi_roi_align_onnx_max_forward_argmax_f32(
-                &input[0, 0, 0, 0], a.map_shape, a.map_strides, &boxes[0, 0], num_rois,
-                a.box_row_stride, &batch_indices[0], &output[0, 0, 0, 0], a.pooled_strides,
-                argmax_data, argmax_strides, &params)
-        elif real is float:
-            status = c.pyroi_roi_align_max_forward_f32(
-                &input[0, 0, 0, 0], a.map_shape, a.map_strides, &boxes[0, 0], num_rois,
-                a.box_row_stride, &batch_indices[0], &output[0, 0, 0, 0], a.pooled_strides,
-                argmax_data, argmax_strides, &params)
-        elif onnx:
-            status = c.pyroi_roi_align_onnx_max_forward_argmax_f64(
-                &input[0, 0, 0, 0], a.map_shape, a.map_strides, &boxes[0, 0], num_rois,
-                a.box_row_stride, &batch_indices[0], &output[0, 0, 0, 0], a.pooled_strides,
-                argmax_data, argmax_strides, &params)
-        else:
-            status = c.pyroi_roi_align_max_forward_f64(
-                &input[0, 0, 0, 0], a.map_shape, a.map_strides, &boxes[0, 0], num_rois,
-                a.box_row_stride, &batch_indices[0], &output[0, 0, 0, 0], a.pooled_strides,
-                argmax_data, argmax_strides, &params)
-    if is_roi_status(status):
-        check_status(status, first_invalid_roi(boxes, batch_indices, &a, &params))
-    check_status(status)
+    cdef b.Call call = numbers(pooled_height, pooled_width, spatial_scale_h, spatial_scale_w,
+                               num_threads, sampling_ratio, aligned)
+    run(&b.roi_align_onnx_max_forward if onnx else &b.roi_align_max_forward, &call, input,
+        boxes, batch_indices, output, argmax)
 
 
-def roi_align_max_backward(const real[:, :, :, :] grad_output,
-                           const int64_t[:, :, :, :] argmax, const real[:, :] boxes,
-                           const int64_t[::1] batch_indices, real[:, :, :, :] grad_input,
+def roi_align_max_backward(grad_output, argmax, boxes, batch_indices, grad_input,
                            double spatial_scale_h, double spatial_scale_w,
                            int64_t sampling_ratio, bint aligned, int num_threads,
                            bint onnx=False):
     """RoIAlign max-mode backward: overwrite grad_input with the input gradient (onnx: of
     ONNX's max, from its winner codes; else of mmcv's)."""
-    cdef c.pyroi_roi_align_params params
-    cdef int64_t argmax_strides[4]
-    cdef int64_t num_rois = boxes.shape[0]
-    cdef Arrays a
-    cdef c.pyroi_status status
-    cdef int i
-    if batch_indices.shape[0] != num_rois or grad_output.shape[0] != num_rois:
-        raise ShapeError("pyroi: boxes, batch_indices and grad_output differ in length")
-    for i in range(4):
-        if argmax.shape[i] != grad_output.shape[i]:
-            raise ShapeError("pyroi: argmax and grad_output differ in shape")
-    element_strides(argmax.strides, sizeof(int64_t), 4, argmax_strides)
-    marshal(&a, grad_input.shape, grad_input.strides, grad_output.strides, sizeof(real),
-            boxes.strides, sizeof(real))
-    fill_roi_align_params(&params, grad_output.shape[2], grad_output.shape[3], spatial_scale_h,
-                          spatial_scale_w, sampling_ratio, aligned, num_threads)
-    with nogil:
-        if real is float and onnx:
-            status = c.pyroi_roi_align_onnx_max_backward_f32(
-                &grad_output[0, 0, 0, 0], a.pooled_strides, &argmax[0, 0, 0, 0],
-                argmax_strides, &boxes[0, 0], num_rois, a.box_row_stride, &batch_indices[0],
-                &grad_input[0, 0, 0, 0], a.map_shape, a.map_strides, &params)
-        elif real is float:
-            status = c.pyroi_roi_align_max_backward_f32(
-                &grad_output[0, 0, 0, 0], a.pooled_strides, &argmax[0, 0, 0, 0],
-                argmax_strides, &boxes[0, 0], num_rois, a.box_row_stride, &batch_indices[0],
-                &grad_input[0, 0, 0, 0], a.map_shape, a.map_strides, &params)
-        elif onnx:
-            status = c.pyroi_roi_align_onnx_max_backward_f64(
-                &grad_output[0, 0, 0, 0], a.pooled_strides, &argmax[0, 0, 0, 0],
-                argmax_strides, &boxes[0, 0], num_rois, a.box_row_stride, &batch_indices[0],
-                &grad_input[0, 0, 0, 0], a.map_shape, a.map_strides, &params)
-        else:
-            status = c.pyroi_roi_align_max_backward_f64(
-                &grad_output[0, 0, 0, 0], a.pooled_strides, &argmax[0, 0, 0, 0],
-                argmax_strides, &boxes[0, 0], num_rois, a.box_row_stride, &batch_indices[0],
-                &grad_input[0, 0, 0, 0], a.map_shape, a.map_strides, &params)
-    if is_roi_status(status):
-        check_status(status, first_invalid_roi(boxes, batch_indices, &a, &params))
-    check_status(status)
-
-cdef int fill_roi_pool_params(c.pyroi_roi_pool_params *params, int64_t pooled_height,
-                              int64_t pooled_width, double spatial_scale_h,
-                              double spatial_scale_w, int num_threads) except -1:
-    c.pyroi_roi_pool_params_init(params)
-    params.pooled_height = pooled_height
-    params.pooled_width = pooled_width
-    params.spatial_scale_h = spatial_scale_h
-    params.spatial_scale_w = spatial_scale_w
-    params.num_threads = num_threads
-    params.cancel = signal_watch()
-    return 0
+    cdef b.Call call = numbers(0, 0, spatial_scale_h, spatial_scale_w, num_threads,
+                               sampling_ratio, aligned)
+    run(&b.roi_align_onnx_max_backward if onnx else &b.roi_align_max_backward, &call,
+        grad_input, boxes, batch_indices, grad_output, argmax)
 
 
-cdef int64_t first_invalid_pool_roi(const real[:, :] boxes, const int64_t[::1] batch_indices,
-        const Arrays *a, const c.pyroi_roi_pool_params *params) noexcept:
-    """Index of the first RoI the C core's RoIPool rejects, or -1 (for error messages)."""
-    cdef int64_t failed_roi = -1
-    if real is float:
-        c.pyroi_roi_pool_find_invalid_roi_f32(
-            &boxes[0, 0], boxes.shape[0], a.box_row_stride, &batch_indices[0], a.map_shape[0],
-            params, &failed_roi)
-    else:
-        c.pyroi_roi_pool_find_invalid_roi_f64(
-            &boxes[0, 0], boxes.shape[0], a.box_row_stride, &batch_indices[0], a.map_shape[0],
-            params, &failed_roi)
-    return failed_roi
-
-
-def roi_pool_forward(const real[:, :, :, :] input, const real[:, :] boxes,
-                     const int64_t[::1] batch_indices, real[:, :, :, :] output,
-                     int64_t[:, :, :, :] argmax, int64_t pooled_height, int64_t pooled_width,
-                     double spatial_scale_h, double spatial_scale_w, int num_threads):
+def roi_pool_forward(input, boxes, batch_indices, output, argmax, int64_t pooled_height,
+                     int64_t pooled_width, double spatial_scale_h, double spatial_scale_w,
+                     int num_threads):
     """RoIPool forward into output (K, C, pooled_height, pooled_width) and, unless it is
     None, argmax (same shape)."""
-    cdef c.pyroi_roi_pool_params params
-    cdef int64_t argmax_strides[4]
-    cdef int64_t *argmax_data = NULL
-    cdef int64_t num_rois = boxes.shape[0]
-    cdef Arrays a
-    cdef c.pyroi_status status
-    cdef int i
-    if batch_indices.shape[0] != num_rois:
-        raise ShapeError("pyroi: boxes and batch_indices differ in length")
-    for i in range(4):
-        argmax_strides[i] = 0
-    if argmax is not None:
-        for i in range(4):
-            if argmax.shape[i] != output.shape[i]:
-                raise ShapeError("pyroi: argmax and output differ in shape")
-        element_strides(argmax.strides, sizeof(int64_t), 4, argmax_strides)
-        argmax_data = &argmax[0, 0, 0, 0]
-    marshal(&a, input.shape, input.strides, output.strides, sizeof(real), boxes.strides,
-            sizeof(real))
-    fill_roi_pool_params(&params, pooled_height, pooled_width, spatial_scale_h,
-                         spatial_scale_w, num_threads)
-    with nogil:
-        if real is float:
-            status = c.pyroi_roi_pool_forward_f32(
-                &input[0, 0, 0, 0], a.map_shape, a.map_strides, &boxes[0, 0], num_rois,
-                a.box_row_stride, &batch_indices[0], &output[0, 0, 0, 0], a.pooled_strides,
-                argmax_data, argmax_strides, &params)
-        else:
-            status = c.pyroi_roi_pool_forward_f64(
-                &input[0, 0, 0, 0], a.map_shape, a.map_strides, &boxes[0, 0], num_rois,
-                a.box_row_stride, &batch_indices[0], &output[0, 0, 0, 0], a.pooled_strides,
-                argmax_data, argmax_strides, &params)
-    if is_roi_status(status):
-        check_status(status, first_invalid_pool_roi(boxes, batch_indices, &a, &params))
-    check_status(status)
+    cdef b.Call call = numbers(pooled_height, pooled_width, spatial_scale_h, spatial_scale_w,
+                               num_threads)
+    run(&b.roi_pool_forward, &call, input, boxes, batch_indices, output, argmax)
 
 
-def roi_pool_backward(const real[:, :, :, :] grad_output, const int64_t[:, :, :, :] argmax,
-                      const int64_t[::1] batch_indices, real[:, :, :, :] grad_input,
-                      double spatial_scale_h, double spatial_scale_w, int num_threads):
+def roi_pool_backward(grad_output, argmax, batch_indices, grad_input, double spatial_scale_h,
+                      double spatial_scale_w, int num_threads):
     """RoIPool backward: overwrite grad_input (N, C, H, W) with the input gradient."""
-    cdef c.pyroi_roi_pool_params params
-    cdef int64_t grad_input_shape[4]
-    cdef int64_t grad_input_strides[4]
-    cdef int64_t grad_output_strides[4]
-    cdef int64_t argmax_strides[4]
-    cdef int64_t num_rois = grad_output.shape[0]
-    cdef c.pyroi_status status
-    cdef int i
-    if batch_indices.shape[0] != num_rois:
-        raise ShapeError("pyroi: batch_indices and grad_output differ in length")
-    for i in range(4):
-        if argmax.shape[i] != grad_output.shape[i]:
-            raise ShapeError("pyroi: argmax and grad_output differ in shape")
-    if grad_output.shape[1] != grad_input.shape[1]:
-        raise ShapeError("pyroi: grad_output and grad_input differ in channels")
-    for i in range(4):
-        grad_input_shape[i] = grad_input.shape[i]
-    element_strides(grad_input.strides, sizeof(real), 4, grad_input_strides)
-    element_strides(grad_output.strides, sizeof(real), 4, grad_output_strides)
-    element_strides(argmax.strides, sizeof(int64_t), 4, argmax_strides)
-    fill_roi_pool_params(&params, grad_output.shape[2], grad_output.shape[3], spatial_scale_h,
-                         spatial_scale_w, num_threads)
-    with nogil:
-        if real is float:
-            status = c.pyroi_roi_pool_backward_f32(
-                &grad_output[0, 0, 0, 0], grad_output_strides, &argmax[0, 0, 0, 0],
-                argmax_strides, &batch_indices[0], num_rois, &grad_input[0, 0, 0, 0],
-                grad_input_shape, grad_input_strides, &params)
-        else:
-            status = c.pyroi_roi_pool_backward_f64(
-                &grad_output[0, 0, 0, 0], grad_output_strides, &argmax[0, 0, 0, 0],
-                argmax_strides, &batch_indices[0], num_rois, &grad_input[0, 0, 0, 0],
-                grad_input_shape, grad_input_strides, &params)
-    check_status(status)
+    cdef b.Call call = numbers(0, 0, spatial_scale_h, spatial_scale_w, num_threads)
+    run(&b.roi_pool_backward, &call, grad_input, None, batch_indices, grad_output, argmax)
 
 
-# ------------------------------------------------------------------------------------------
-# position-sensitive RoIAlign and RoIPool
-
-cdef int fill_ps_roi_align_params(c.pyroi_ps_roi_align_params *params, int64_t pooled_height,
-                                  int64_t pooled_width, double spatial_scale_h,
-                                  double spatial_scale_w, int64_t sampling_ratio,
-                                  int num_threads) except -1:
-    c.pyroi_ps_roi_align_params_init(params)
-    params.pooled_height = pooled_height
-    params.pooled_width = pooled_width
-    params.spatial_scale_h = spatial_scale_h
-    params.spatial_scale_w = spatial_scale_w
-    params.sampling_ratio = sampling_ratio
-    params.num_threads = num_threads
-    params.cancel = signal_watch()
-    return 0
-
-
-cdef int fill_ps_roi_pool_params(c.pyroi_ps_roi_pool_params *params, int64_t pooled_height,
-                                 int64_t pooled_width, double spatial_scale_h,
-                                 double spatial_scale_w, int num_threads) except -1:
-    c.pyroi_ps_roi_pool_params_init(params)
-    params.pooled_height = pooled_height
-    params.pooled_width = pooled_width
-    params.spatial_scale_h = spatial_scale_h
-    params.spatial_scale_w = spatial_scale_w
-    params.num_threads = num_threads
-    params.cancel = signal_watch()
-    return 0
-
-
-cdef int64_t first_invalid_ps_align_roi(const real[:, :] boxes, const int64_t[::1] batch_indices,
-        const Arrays *a, const c.pyroi_ps_roi_align_params *params) noexcept:
-    """Index of the first RoI ps_roi_align rejects, or -1 (for error messages only)."""
-    cdef int64_t failed_roi = -1
-    if real is float:
-        c.pyroi_ps_roi_align_find_invalid_roi_f32(
-            &boxes[0, 0], boxes.shape[0], a.box_row_stride, &batch_indices[0], a.map_shape[0],
-            a.map_shape[2], a.map_shape[3], params, &failed_roi)
-    else:
-        c.pyroi_ps_roi_align_find_invalid_roi_f64(
-            &boxes[0, 0], boxes.shape[0], a.box_row_stride, &batch_indices[0], a.map_shape[0],
-            a.map_shape[2], a.map_shape[3], params, &failed_roi)
-    return failed_roi
-
-
-cdef int64_t first_invalid_ps_pool_roi(const real[:, :] boxes, const int64_t[::1] batch_indices,
-        const Arrays *a, const c.pyroi_ps_roi_pool_params *params) noexcept:
-    """Index of the first RoI ps_roi_pool rejects, or -1 (for error messages only)."""
-    cdef int64_t failed_roi = -1
-    if real is float:
-        c.pyroi_ps_roi_pool_find_invalid_roi_f32(
-            &boxes[0, 0], boxes.shape[0], a.box_row_stride, &batch_indices[0], a.map_shape[0],
-            params, &failed_roi)
-    else:
-        c.pyroi_ps_roi_pool_find_invalid_roi_f64(
-            &boxes[0, 0], boxes.shape[0], a.box_row_stride, &batch_indices[0], a.map_shape[0],
-            params, &failed_roi)
-    return failed_roi
-
-
-cdef int check_ps_shapes(Py_ssize_t num_rois, Py_ssize_t batch_length, Py_ssize_t channels,
-                         const Py_ssize_t *pooled_view_shape, int64_t pooled_height,
-                         int64_t pooled_width) except -1:
-    # The C API derives the pooled tensor's shape (K, C / (PH * PW), PH, PW) from its
-    # arguments; the memoryview must have exactly that shape (Python ints: no overflow).
-    pooled_shape = tuple(pooled_view_shape[i] for i in range(4))
-    if batch_length != num_rois:
-        raise ShapeError("pyroi: boxes and batch_indices differ in length")
-    if (pooled_shape[0] != num_rois or pooled_shape[2] != pooled_height
-            or pooled_shape[3] != pooled_width
-            or pooled_shape[1] * pooled_height * pooled_width != channels):
-        raise ShapeError(
-            f"pyroi: pooled shape {pooled_shape} does not match {num_rois} RoIs, "
-            f"{channels} channels and output size ({pooled_height}, {pooled_width})")
-    return 0
-
-
-def ps_roi_align_forward(const real[:, :, :, :] input, const real[:, :] boxes,
-                         const int64_t[::1] batch_indices, real[:, :, :, :] output,
-                         int64_t pooled_height, int64_t pooled_width, double spatial_scale_h,
+def ps_roi_align_forward(input, boxes, batch_indices, output, int64_t pooled_height,
+                         int64_t pooled_width, double spatial_scale_h,
                          double spatial_scale_w, int64_t sampling_ratio, int num_threads):
     """PSRoIAlign forward into output (K, C / (PH * PW), PH, PW)."""
-    cdef c.pyroi_ps_roi_align_params params
-    cdef int64_t num_rois = boxes.shape[0]
-    cdef Arrays a
-    cdef c.pyroi_status status
-    check_ps_shapes(boxes.shape[0], batch_indices.shape[0], input.shape[1], output.shape,
-                    pooled_height, pooled_width)
-    marshal(&a, input.shape, input.strides, output.strides, sizeof(real), boxes.strides,
-            sizeof(real))
-    fill_ps_roi_align_params(&params, pooled_height, pooled_width, spatial_scale_h,
-                             spatial_scale_w, sampling_ratio, num_threads)
-    with nogil:
-        if real is float:
-            status = c.pyroi_ps_roi_align_forward_f32(
-                &input[0, 0, 0, 0], a.map_shape, a.map_strides, &boxes[0, 0], num_rois,
-                a.box_row_stride, &batch_indices[0], &output[0, 0, 0, 0], a.pooled_strides,
-                &params)
-        else:
-            status = c.pyroi_ps_roi_align_forward_f64(
-                &input[0, 0, 0, 0], a.map_shape, a.map_strides, &boxes[0, 0], num_rois,
-                a.box_row_stride, &batch_indices[0], &output[0, 0, 0, 0], a.pooled_strides,
-                &params)
-    if is_roi_status(status):
-        check_status(status, first_invalid_ps_align_roi(boxes, batch_indices, &a, &params))
-    check_status(status)
+    cdef b.Call call = numbers(pooled_height, pooled_width, spatial_scale_h, spatial_scale_w,
+                               num_threads, sampling_ratio)
+    run(&b.ps_roi_align_forward, &call, input, boxes, batch_indices, output)
 
 
-def ps_roi_align_backward(const real[:, :, :, :] grad_output, const real[:, :] boxes,
-                          const int64_t[::1] batch_indices, real[:, :, :, :] grad_input,
+def ps_roi_align_backward(grad_output, boxes, batch_indices, grad_input,
                           double spatial_scale_h, double spatial_scale_w,
                           int64_t sampling_ratio, int num_threads):
     """PSRoIAlign backward: overwrite grad_input (N, C, H, W) with the input gradient."""
-    cdef c.pyroi_ps_roi_align_params params
-    cdef int64_t num_rois = boxes.shape[0]
-    cdef Arrays a
-    cdef c.pyroi_status status
-    check_ps_shapes(boxes.shape[0], batch_indices.shape[0], grad_input.shape[1],
-                    grad_output.shape, grad_output.shape[2], grad_output.shape[3])
-    marshal(&a, grad_input.shape, grad_input.strides, grad_output.strides, sizeof(real),
-            boxes.strides, sizeof(real))
-    fill_ps_roi_align_params(&params, grad_output.shape[2], grad_output.shape[3],
-                             spatial_scale_h, spatial_scale_w, sampling_ratio, num_threads)
-    with nogil:
-        if real is float:
-            status = c.pyroi_ps_roi_align_backward_f32(
-                &grad_output[0, 0, 0, 0], a.pooled_strides, &boxes[0, 0], num_rois,
-                a.box_row_stride, &batch_indices[0], &grad_input[0, 0, 0, 0], a.map_shape,
-                a.map_strides, &params)
-        else:
-            status = c.pyroi_ps_roi_align_backward_f64(
-                &grad_output[0, 0, 0, 0], a.pooled_strides, &boxes[0, 0], num_rois,
-                a.box_row_stride, &batch_indices[0], &grad_input[0, 0, 0, 0], a.map_shape,
-                a.map_strides, &params)
-    if is_roi_status(status):
-        check_status(status, first_invalid_ps_align_roi(boxes, batch_indices, &a, &params))
-    check_status(status)
+    cdef b.Call call = numbers(0, 0, spatial_scale_h, spatial_scale_w, num_threads,
+                               sampling_ratio)
+    run(&b.ps_roi_align_backward, &call, grad_input, boxes, batch_indices, grad_output)
 
 
-def ps_roi_pool_forward(const real[:, :, :, :] input, const real[:, :] boxes,
-                        const int64_t[::1] batch_indices, real[:, :, :, :] output,
-                        int64_t pooled_height, int64_t pooled_width, double spatial_scale_h,
-                        double spatial_scale_w, int num_threads):
+def ps_roi_pool_forward(input, boxes, batch_indices, output, int64_t pooled_height,
+                        int64_t pooled_width, double spatial_scale_h, double spatial_scale_w,
+                        int num_threads):
     """PSRoIPool forward into output (K, C / (PH * PW), PH, PW)."""
-    cdef c.pyroi_ps_roi_pool_params params
-    cdef int64_t num_rois = boxes.shape[0]
-    cdef Arrays a
-    cdef c.pyroi_status status
-    check_ps_shapes(boxes.shape[0], batch_indices.shape[0], input.shape[1], output.shape,
-                    pooled_height, pooled_width)
-    marshal(&a, input.shape, input.strides, output.strides, sizeof(real), boxes.strides,
-            sizeof(real))
-    fill_ps_roi_pool_params(&params, pooled_height, pooled_width, spatial_scale_h,
-                            spatial_scale_w, num_threads)
-    with nogil:
-        if real is float:
-            status = c.pyroi_ps_roi_pool_forward_f32(
-                &input[0, 0, 0, 0], a.map_shape, a.map_strides, &boxes[0, 0], num_rois,
-                a.box_row_stride, &batch_indices[0], &output[0, 0, 0, 0], a.pooled_strides,
-                &params)
-        else:
-            status = c.pyroi_ps_roi_pool_forward_f64(
-                &input[0, 0, 0, 0], a.map_shape, a.map_strides, &boxes[0, 0], num_rois,
-                a.box_row_stride, &batch_indices[0], &output[0, 0, 0, 0], a.pooled_strides,
-                &params)
-    if is_roi_status(status):
-        check_status(status, first_invalid_ps_pool_roi(boxes, batch_indices, &a, &params))
-    check_status(status)
+    cdef b.Call call = numbers(pooled_height, pooled_width, spatial_scale_h, spatial_scale_w,
+                               num_threads)
+    run(&b.ps_roi_pool_forward, &call, input, boxes, batch_indices, output)
 
 
-def ps_roi_pool_backward(const real[:, :, :, :] grad_output, const real[:, :] boxes,
-                         const int64_t[::1] batch_indices, real[:, :, :, :] grad_input,
-                         double spatial_scale_h, double spatial_scale_w, int num_threads):
+def ps_roi_pool_backward(grad_output, boxes, batch_indices, grad_input, double spatial_scale_h,
+                         double spatial_scale_w, int num_threads):
     """PSRoIPool backward: overwrite grad_input (N, C, H, W) with torchvision's gradient."""
-    cdef c.pyroi_ps_roi_pool_params params
-    cdef int64_t num_rois = boxes.shape[0]
-    cdef Arrays a
+    cdef b.Call call = numbers(0, 0, spatial_scale_h, spatial_scale_w, num_threads)
+    run(&b.ps_roi_pool_backward, &call, grad_input, boxes, batch_indices, grad_output)
+
+
+def roi_align_rotated_forward(input, boxes, batch_indices, output, int64_t pooled_height,
+                              int64_t pooled_width, double spatial_scale_h,
+                              double spatial_scale_w, int64_t sampling_ratio, bint aligned,
+                              bint clockwise, bint angle_in_degrees, int num_threads):
+    """Rotated RoIAlign forward into output (K, C, pooled_height, pooled_width); boxes are
+    (K, 5) rows (cx, cy, w, h, angle)."""
+    cdef b.Call call = numbers(pooled_height, pooled_width, spatial_scale_h, spatial_scale_w,
+                               num_threads, sampling_ratio, aligned, clockwise,
+                               angle_in_degrees)
+    run(&b.roi_align_rotated_forward, &call, input, boxes, batch_indices, output)
+
+
+def roi_align_rotated_backward(grad_output, boxes, batch_indices, grad_input,
+                               double spatial_scale_h, double spatial_scale_w,
+                               int64_t sampling_ratio, bint aligned, bint clockwise,
+                               bint angle_in_degrees, int num_threads):
+    """Rotated RoIAlign backward: overwrite grad_input (N, C, H, W) with the input gradient."""
+    cdef b.Call call = numbers(0, 0, spatial_scale_h, spatial_scale_w, num_threads,
+                               sampling_ratio, aligned, clockwise, angle_in_degrees)
+    run(&b.roi_align_rotated_backward, &call, grad_input, boxes, batch_indices, grad_output)
+
+
+# compatibility front-ends
+
+def roi_align_backward_workspace_size(boxes, batch_indices, grad_input_shape,
+                                      int64_t pooled_height, int64_t pooled_width,
+                                      double spatial_scale_h, double spatial_scale_w,
+                                      int64_t sampling_ratio, bint aligned, int num_threads):
+    """Bytes of workspace roi_align_backward_with_workspace uses (the aclnn-style query)."""
+    cdef b.Call call = numbers(pooled_height, pooled_width, spatial_scale_h, spatial_scale_w,
+                               num_threads, sampling_ratio, aligned)
+    return run(&b.roi_align_backward_workspace_size, &call, grad_input_shape, boxes,
+               batch_indices, None)
+
+
+def roi_align_backward_with_workspace(grad_output, boxes, batch_indices, grad_input,
+                                      double spatial_scale_h, double spatial_scale_w,
+                                      int64_t sampling_ratio, bint aligned, int num_threads,
+                                      workspace):
+    """RoIAlign backward with every scratch byte taken from workspace (uint8, any size)."""
+    cdef b.Call call = numbers(0, 0, spatial_scale_h, spatial_scale_w, num_threads,
+                               sampling_ratio, aligned)
+    run(&b.roi_align_backward_with_workspace, &call, grad_input, boxes, batch_indices,
+        grad_output, None, workspace)
+
+
+def scale_f32_to_f16(const float[::1] source, float scale, uint16_t[::1] target):
+    """target = scale * source, the product in float32 rounded once to float16 (bit patterns
+    in a uint16 view)."""
+    cdef int64_t count = source.shape[0]
     cdef c.pyroi_status status
-    check_ps_shapes(boxes.shape[0], batch_indices.shape[0], grad_input.shape[1],
-                    grad_output.shape, grad_output.shape[2], grad_output.shape[3])
-    marshal(&a, grad_input.shape, grad_input.strides, grad_output.strides, sizeof(real),
-            boxes.strides, sizeof(real))
-    fill_ps_roi_pool_params(&params, grad_output.shape[2], grad_output.shape[3],
-                            spatial_scale_h, spatial_scale_w, num_threads)
+    if target.shape[0] != count:
+        raise ShapeError("pyroi: source and target differ in length")
+    if count == 0:
+        return
     with nogil:
-        if real is float:
-            status = c.pyroi_ps_roi_pool_backward_f32(
-                &grad_output[0, 0, 0, 0], a.pooled_strides, &boxes[0, 0], num_rois,
-                a.box_row_stride, &batch_indices[0], &grad_input[0, 0, 0, 0], a.map_shape,
-                a.map_strides, &params)
-        else:
-            status = c.pyroi_ps_roi_pool_backward_f64(
-                &grad_output[0, 0, 0, 0], a.pooled_strides, &boxes[0, 0], num_rois,
-                a.box_row_stride, &batch_indices[0], &grad_input[0, 0, 0, 0], a.map_shape,
-                a.map_strides, &params)
-    if is_roi_status(status):
-        check_status(status, first_invalid_ps_pool_roi(boxes, batch_indices, &a, &params))
+        status = c.pyroi_scale_f32_to_f16(&source[0], count, scale, &target[0])
     check_status(status)
 
 
-# ------------------------------------------------------------------------------------------
-# boxes given as (K, 1 + n) rows [batch_index, coordinates...]
+# ---- calls of other shapes: the dtype's C function is picked in _bindings.h -------------------
 
 def roi_rows_batch_indices(const real[:, :] rows, int64_t num_images,
                            int64_t[::1] batch_indices):
@@ -708,14 +499,9 @@ def roi_rows_batch_indices(const real[:, :] rows, int64_t num_images,
         return 0, -1
     row_stride = box_rows_stride(rows.strides, sizeof(real))
     with nogil:
-        if real is float:
-            status = c.pyroi_roi_rows_batch_indices_f32(&rows[0, 0], num_rois, row_stride,
-                                                        rows.shape[1] - 1, num_images,
-                                                        &batch_indices[0], &failed_roi)
-        else:
-            status = c.pyroi_roi_rows_batch_indices_f64(&rows[0, 0], num_rois, row_stride,
-                                                        rows.shape[1] - 1, num_images,
-                                                        &batch_indices[0], &failed_roi)
+        status = b.roi_rows_batch_indices(real is double, &rows[0, 0], num_rois, row_stride,
+                                          rows.shape[1] - 1, num_images, &batch_indices[0],
+                                          &failed_roi)
     if status == c.PYROI_E_INVALID_BATCH_INDEX:
         return 1, failed_roi
     if status == c.PYROI_E_INVALID_BOX:
@@ -723,9 +509,6 @@ def roi_rows_batch_indices(const real[:, :] rows, int64_t num_images,
     check_status(status)
     return 0, -1
 
-
-# ------------------------------------------------------------------------------------------
-# multi-scale (FPN) level assignment
 
 def fpn_levels(const real[:, :] boxes, int64_t[::1] levels, int64_t min_level,
                int64_t max_level, double canonical_scale, double canonical_level,
@@ -745,288 +528,56 @@ def fpn_levels(const real[:, :] boxes, int64_t[::1] levels, int64_t min_level,
     params.canonical_level = canonical_level
     params.eps = eps
     with nogil:
-        if real is float:
-            status = c.pyroi_fpn_levels_f32(&boxes[0, 0], num_rois, box_row_stride, &params,
-                                            &levels[0])
-        else:
-            status = c.pyroi_fpn_levels_f64(&boxes[0, 0], num_rois, box_row_stride, &params,
-                                            &levels[0])
+        status = b.fpn_levels(real is double, &boxes[0, 0], num_rois, box_row_stride, &params,
+                              &levels[0])
     check_status(status)
 
 
-# --------------------------------------------------------------------------------------
-# rotated RoIAlign
-# --------------------------------------------------------------------------------------
+# Explaining one RoI (pyroi.viz): the geometry the operators use
 
-cdef int64_t first_invalid_rotated_roi(const real[:, :] boxes, const int64_t[::1] batch_indices,
-        const Arrays *a, const c.pyroi_roi_align_rotated_params *params) noexcept:
-    """Index of the first rotated RoI the C core rejects, or -1 (for error messages only)."""
-    cdef int64_t failed_roi = -1
-    if real is float:
-        c.pyroi_roi_align_rotated_find_invalid_roi_f32(
-            &boxes[0, 0], boxes.shape[0], a.box_row_stride, &batch_indices[0], a.map_shape[0],
-            a.map_shape[2], a.map_shape[3], params, &failed_roi)
-    else:
-        c.pyroi_roi_align_rotated_find_invalid_roi_f64(
-            &boxes[0, 0], boxes.shape[0], a.box_row_stride, &batch_indices[0], a.map_shape[0],
-            a.map_shape[2], a.map_shape[3], params, &failed_roi)
-    return failed_roi
+cdef b.Call explained_box(const real[::1] box, int64_t pooled_height, int64_t pooled_width,
+                          double spatial_scale_h, double spatial_scale_w,
+                          int64_t sampling_ratio=0, bint aligned=False) except *:
+    """The call of an explaining function (one thread) on box."""
+    cdef b.Call call = numbers(pooled_height, pooled_width, spatial_scale_h, spatial_scale_w,
+                               1, sampling_ratio, aligned)
+    if box.shape[0] != 4:
+        raise ShapeError("pyroi: a box has 4 coordinates")
+    call.f64 = real is double
+    return call
 
-
-cdef int fill_roi_align_rotated_params(c.pyroi_roi_align_rotated_params *params,
-                                       int64_t pooled_height, int64_t pooled_width,
-                                       double spatial_scale_h, double spatial_scale_w,
-                                       int64_t sampling_ratio, bint aligned, bint clockwise,
-                                       bint angle_in_degrees, int num_threads) except -1:
-    c.pyroi_roi_align_rotated_params_init(params)
-    params.pooled_height = pooled_height
-    params.pooled_width = pooled_width
-    params.spatial_scale_h = spatial_scale_h
-    params.spatial_scale_w = spatial_scale_w
-    params.sampling_ratio = sampling_ratio
-    params.aligned = aligned
-    params.clockwise = clockwise
-    params.angle_in_degrees = angle_in_degrees
-    params.num_threads = num_threads
-    params.cancel = signal_watch()
-    return 0
-
-
-def roi_align_rotated_forward(const real[:, :, :, :] input, const real[:, :] boxes,
-                              const int64_t[::1] batch_indices, real[:, :, :, :] output,
-                              int64_t pooled_height, int64_t pooled_width,
-                              double spatial_scale_h, double spatial_scale_w,
-                              int64_t sampling_ratio, bint aligned, bint clockwise,
-                              bint angle_in_degrees, int num_threads):
-    """Rotated RoIAlign forward into output (K, C, pooled_height, pooled_width); boxes are
-    (K, 5) rows (cx, cy, w, h, angle)."""
-    cdef c.pyroi_roi_align_rotated_params params
-    cdef int64_t num_rois = boxes.shape[0]
-    cdef Arrays a
-    cdef c.pyroi_status status
-    if batch_indices.shape[0] != num_rois:
-        raise ShapeError("pyroi: boxes and batch_indices differ in length")
-    if boxes.shape[1] != 5:
-        raise ShapeError("pyroi: rotated boxes must have 5 coordinates")
-    marshal(&a, input.shape, input.strides, output.strides, sizeof(real), boxes.strides,
-            sizeof(real))
-    fill_roi_align_rotated_params(&params, pooled_height, pooled_width, spatial_scale_h,
-                                  spatial_scale_w, sampling_ratio, aligned, clockwise,
-                                  angle_in_degrees, num_threads)
-    with nogil:
-        if real is float:
-            status = c.pyroi_roi_align_rotated_forward_f32(
-                &input[0, 0, 0, 0], a.map_shape, a.map_strides, &boxes[0, 0], num_rois,
-                a.box_row_stride, &batch_indices[0], &output[0, 0, 0, 0], a.pooled_strides,
-                &params)
-        else:
-            status = c.pyroi_roi_align_rotated_forward_f64(
-                &input[0, 0, 0, 0], a.map_shape, a.map_strides, &boxes[0, 0], num_rois,
-                a.box_row_stride, &batch_indices[0], &output[0, 0, 0, 0], a.pooled_strides,
-                &params)
-    if is_roi_status(status):
-        check_status(status, first_invalid_rotated_roi(boxes, batch_indices, &a, &params), "rois")
-    check_status(status)
-
-
-def roi_align_rotated_backward(const real[:, :, :, :] grad_output, const real[:, :] boxes,
-                               const int64_t[::1] batch_indices, real[:, :, :, :] grad_input,
-                               double spatial_scale_h, double spatial_scale_w,
-                               int64_t sampling_ratio, bint aligned, bint clockwise,
-                               bint angle_in_degrees, int num_threads):
-    """Rotated RoIAlign backward: overwrite grad_input (N, C, H, W) with the input gradient."""
-    cdef c.pyroi_roi_align_rotated_params params
-    cdef int64_t num_rois = boxes.shape[0]
-    cdef Arrays a
-    cdef c.pyroi_status status
-    if batch_indices.shape[0] != num_rois or grad_output.shape[0] != num_rois:
-        raise ShapeError("pyroi: boxes, batch_indices and grad_output differ in length")
-    if boxes.shape[1] != 5:
-        raise ShapeError("pyroi: rotated boxes must have 5 coordinates")
-    if grad_output.shape[1] != grad_input.shape[1]:
-        raise ShapeError("pyroi: grad_output and grad_input differ in channels")
-    marshal(&a, grad_input.shape, grad_input.strides, grad_output.strides, sizeof(real),
-            boxes.strides, sizeof(real))
-    fill_roi_align_rotated_params(&params, grad_output.shape[2], grad_output.shape[3],
-                                  spatial_scale_h, spatial_scale_w, sampling_ratio, aligned,
-                                  clockwise, angle_in_degrees, num_threads)
-    with nogil:
-        if real is float:
-            status = c.pyroi_roi_align_rotated_backward_f32(
-                &grad_output[0, 0, 0, 0], a.pooled_strides, &boxes[0, 0], num_rois,
-                a.box_row_stride, &batch_indices[0], &grad_input[0, 0, 0, 0], a.map_shape,
-                a.map_strides, &params)
-        else:
-            status = c.pyroi_roi_align_rotated_backward_f64(
-                &grad_output[0, 0, 0, 0], a.pooled_strides, &boxes[0, 0], num_rois,
-                a.box_row_stride, &batch_indices[0], &grad_input[0, 0, 0, 0], a.map_shape,
-                a.map_strides, &params)
-    if is_roi_status(status):
-        check_status(status, first_invalid_rotated_roi(boxes, batch_indices, &a, &params), "rois")
-    check_status(status)
-
-
-# ------------------------------------------------------------------------------------------
-# compatibility front-ends
-
-def roi_align_backward_workspace_size(const real[:, :] boxes, const int64_t[::1] batch_indices,
-                                      grad_input_shape, int64_t pooled_height,
-                                      int64_t pooled_width, double spatial_scale_h,
-                                      double spatial_scale_w, int64_t sampling_ratio,
-                                      bint aligned, int num_threads):
-    """Bytes of workspace roi_align_backward_with_workspace uses (the aclnn-style query)."""
-    cdef c.pyroi_roi_align_params params
-    cdef int64_t num_rois = boxes.shape[0]
-    cdef Arrays a  # only its map shape and box row stride
-    cdef size_t size = 0
-    cdef c.pyroi_status status
-    cdef int i
-    if batch_indices.shape[0] != num_rois:
-        raise ShapeError("pyroi: boxes and batch_indices differ in length")
-    for i in range(4):
-        a.map_shape[i] = grad_input_shape[i]
-    a.box_row_stride = box_rows_stride(boxes.strides, sizeof(real))
-    fill_roi_align_params(&params, pooled_height, pooled_width, spatial_scale_h,
-                          spatial_scale_w, sampling_ratio, aligned, num_threads)
-    with nogil:
-        if real is float:
-            status = c.pyroi_roi_align_backward_workspace_size_f32(
-                &boxes[0, 0], num_rois, a.box_row_stride, &batch_indices[0], a.map_shape,
-                &params, &size)
-        else:
-            status = c.pyroi_roi_align_backward_workspace_size_f64(
-                &boxes[0, 0], num_rois, a.box_row_stride, &batch_indices[0], a.map_shape,
-                &params, &size)
-    if is_roi_status(status):
-        check_status(status, first_invalid_roi(boxes, batch_indices, &a, &params))
-    check_status(status)
-    return size
-
-
-def roi_align_backward_with_workspace(const real[:, :, :, :] grad_output,
-                                      const real[:, :] boxes,
-                                      const int64_t[::1] batch_indices,
-                                      real[:, :, :, :] grad_input, double spatial_scale_h,
-                                      double spatial_scale_w, int64_t sampling_ratio,
-                                      bint aligned, int num_threads,
-                                      unsigned char[::1] workspace):
-    """RoIAlign backward with every scratch byte taken from workspace (uint8, any size)."""
-    cdef c.pyroi_roi_align_params params
-    cdef int64_t num_rois = boxes.shape[0]
-    cdef void *workspace_data = NULL
-    cdef size_t workspace_size = workspace.shape[0]
-    cdef Arrays a
-    cdef c.pyroi_status status
-    if batch_indices.shape[0] != num_rois or grad_output.shape[0] != num_rois:
-        raise ShapeError("pyroi: boxes, batch_indices and grad_output differ in length")
-    if grad_output.shape[1] != grad_input.shape[1]:
-        raise ShapeError("pyroi: grad_output and grad_input differ in channels")
-    if workspace_size > 0:
-        workspace_data = &workspace[0]
-    marshal(&a, grad_input.shape, grad_input.strides, grad_output.strides, sizeof(real),
-            boxes.strides, sizeof(real))
-    fill_roi_align_params(&params, grad_output.shape[2], grad_output.shape[3], spatial_scale_h,
-                          spatial_scale_w, sampling_ratio, aligned, num_threads)
-    with nogil:
-        if real is float:
-            status = c.pyroi_roi_align_backward_with_workspace_f32(
-                &grad_output[0, 0, 0, 0], a.pooled_strides, &boxes[0, 0], num_rois,
-                a.box_row_stride, &batch_indices[0], &grad_input[0, 0, 0, 0], a.map_shape,
-                a.map_strides, &params, workspace_data, workspace_size)
-        else:
-            status = c.pyroi_roi_align_backward_with_workspace_f64(
-                &grad_output[0, 0, 0, 0], a.pooled_strides, &boxes[0, 0], num_rois,
-                a.box_row_stride, &batch_indices[0], &grad_input[0, 0, 0, 0], a.map_shape,
-                a.map_strides, &params, workspace_data, workspace_size)
-    if is_roi_status(status):
-        check_status(status, first_invalid_roi(boxes, batch_indices, &a, &params))
-    check_status(status)
-
-
-def roi_align_forward_f16(const uint16_t[:, :, :, :] input, const float[:, :] boxes,
-                          const int64_t[::1] batch_indices, uint16_t[:, :, :, :] output,
-                          int64_t pooled_height, int64_t pooled_width, double spatial_scale_h,
-                          double spatial_scale_w, int64_t sampling_ratio, bint aligned,
-                          int num_threads):
-    """RoIAlign forward on float16 bit patterns (uint16 views) with float32 boxes."""
-    cdef c.pyroi_roi_align_params params
-    cdef int64_t num_rois = boxes.shape[0]
-    cdef Arrays a
-    cdef c.pyroi_status status
-    if batch_indices.shape[0] != num_rois:
-        raise ShapeError("pyroi: boxes and batch_indices differ in length")
-    marshal(&a, input.shape, input.strides, output.strides, sizeof(uint16_t), boxes.strides,
-            sizeof(float))
-    fill_roi_align_params(&params, pooled_height, pooled_width, spatial_scale_h,
-                          spatial_scale_w, sampling_ratio, aligned, num_threads)
-    with nogil:
-        status = c.pyroi_roi_align_forward_f16(
-            &input[0, 0, 0, 0], a.map_shape, a.map_strides, &boxes[0, 0], num_rois,
-            a.box_row_stride, &batch_indices[0], &output[0, 0, 0, 0], a.pooled_strides, &params)
-    check_status(status)
-
-
-def roi_align_backward_f16(const uint16_t[:, :, :, :] grad_output, const float[:, :] boxes,
-                           const int64_t[::1] batch_indices, uint16_t[:, :, :, :] grad_input,
-                           double spatial_scale_h, double spatial_scale_w,
-                           int64_t sampling_ratio, bint aligned, int num_threads):
-    """RoIAlign backward on float16 bit patterns (uint16 views) with float32 boxes."""
-    cdef c.pyroi_roi_align_params params
-    cdef int64_t num_rois = boxes.shape[0]
-    cdef Arrays a
-    cdef c.pyroi_status status
-    if batch_indices.shape[0] != num_rois or grad_output.shape[0] != num_rois:
-        raise ShapeError("pyroi: boxes, batch_indices and grad_output differ in length")
-    marshal(&a, grad_input.shape, grad_input.strides, grad_output.strides, sizeof(uint16_t),
-            boxes.strides, sizeof(float))
-    fill_roi_align_params(&params, grad_output.shape[2], grad_output.shape[3], spatial_scale_h,
-                          spatial_scale_w, sampling_ratio, aligned, num_threads)
-    with nogil:
-        status = c.pyroi_roi_align_backward_f16(
-            &grad_output[0, 0, 0, 0], a.pooled_strides, &boxes[0, 0], num_rois,
-            a.box_row_stride, &batch_indices[0], &grad_input[0, 0, 0, 0], a.map_shape,
-            a.map_strides, &params)
-    check_status(status)
-
-
-def scale_f32_to_f16(const float[::1] source, float scale, uint16_t[::1] target):
-    """target = scale * source, the product in float32 rounded once to float16 (bit patterns
-    in a uint16 view)."""
-    cdef int64_t count = source.shape[0]
-    cdef c.pyroi_status status
-    if target.shape[0] != count:
-        raise ShapeError("pyroi: source and target differ in length")
-    if count == 0:
-        return
-    with nogil:
-        status = c.pyroi_scale_f32_to_f16(&source[0], count, scale, &target[0])
-    check_status(status)
-
-
-# Largest fixed sampling_ratio the C core accepts (_validate.MAX_SAMPLING_RATIO mirrors it).
-MAX_SAMPLING_RATIO = c.PYROI_MAX_SAMPLING_RATIO
-
-
-# ---- Explaining one RoI (pyroi.viz): the geometry the operators use ----------------------
 
 def roi_align_sample_grid(const real[::1] box, int64_t height, int64_t width,
                           int64_t pooled_height, int64_t pooled_width, double spatial_scale_h,
                           double spatial_scale_w, int64_t sampling_ratio, bint aligned):
     """(grid_h, grid_w): the samples per bin of one box's RoIAlign grid."""
-    cdef c.pyroi_roi_align_params params
+    cdef b.Call call = explained_box(box, pooled_height, pooled_width, spatial_scale_h,
+                                     spatial_scale_w, sampling_ratio, aligned)
     cdef int64_t grid[2]
     cdef c.pyroi_status status
-    if box.shape[0] != 4:
-        raise ShapeError("pyroi: a box has 4 coordinates")
-    fill_roi_align_params(&params, pooled_height, pooled_width, spatial_scale_h,
-                          spatial_scale_w, sampling_ratio, aligned, 1)
     with nogil:
-        if real is float:
-            status = c.pyroi_roi_align_sample_grid_f32(&box[0], height, width, &params, grid)
-        else:
-            status = c.pyroi_roi_align_sample_grid_f64(&box[0], height, width, &params, grid)
+        status = b.roi_align_sample_grid(&call, &box[0], height, width, grid)
     check_status(status)
     return grid[0], grid[1]
+
+
+cdef b.AxisSamples axis_samples(real[::1] coords, int64_t[:, ::1] taps, real[:, ::1] weights,
+                                int8_t[::1] in_map, real[::1] edges, int64_t bins,
+                                str axis) except *:
+    """One axis's sample arrays, checked to agree in length."""
+    cdef b.AxisSamples samples
+    if not (coords.shape[0] == taps.shape[0] == weights.shape[0] == in_map.shape[0]) or (
+            taps.shape[1] != 2 or weights.shape[1] != 2):
+        raise ShapeError(f"pyroi: the {axis} sample arrays differ in length")
+    if edges.shape[0] != bins + 1:
+        raise ShapeError("pyroi: bin edges need pooled size + 1 entries")
+    samples.capacity = coords.shape[0]
+    samples.coords = &coords[0]
+    samples.taps = &taps[0, 0]
+    samples.weights = &weights[0, 0]
+    samples.in_map = &in_map[0]
+    samples.edges = &edges[0]
+    return samples
 
 
 def roi_align_sample_axes(const real[::1] box, int64_t height, int64_t width,
@@ -1038,54 +589,15 @@ def roi_align_sample_axes(const real[::1] box, int64_t height, int64_t width,
                           int64_t[:, ::1] col_taps, real[:, ::1] col_weights,
                           int8_t[::1] col_in_map, real[::1] col_edges):
     """Fill the per-axis sample arrays of one box (sized from roi_align_sample_grid)."""
-    cdef c.pyroi_roi_align_params params
-    cdef c.pyroi_roi_align_axis_samples_f32 rows32, cols32
-    cdef c.pyroi_roi_align_axis_samples_f64 rows64, cols64
+    cdef b.Call call = explained_box(box, pooled_height, pooled_width, spatial_scale_h,
+                                     spatial_scale_w, sampling_ratio, aligned)
+    cdef b.AxisSamples rows = axis_samples(row_coords, row_taps, row_weights, row_in_map,
+                                           row_edges, pooled_height, "row")
+    cdef b.AxisSamples cols = axis_samples(col_coords, col_taps, col_weights, col_in_map,
+                                           col_edges, pooled_width, "column")
     cdef c.pyroi_status status
-    if box.shape[0] != 4:
-        raise ShapeError("pyroi: a box has 4 coordinates")
-    if not (row_coords.shape[0] == row_taps.shape[0] == row_weights.shape[0]
-            == row_in_map.shape[0]) or row_taps.shape[1] != 2 or row_weights.shape[1] != 2:
-        raise ShapeError("pyroi: the row sample arrays differ in length")
-    if not (col_coords.shape[0] == col_taps.shape[0] == col_weights.shape[0]
-            == col_in_map.shape[0]) or col_taps.shape[1] != 2 or col_weights.shape[1] != 2:
-        raise ShapeError("pyroi: the column sample arrays differ in length")
-    if row_edges.shape[0] != pooled_height + 1 or col_edges.shape[0] != pooled_width + 1:
-        raise ShapeError("pyroi: bin edges need pooled size + 1 entries")
-    fill_roi_align_params(&params, pooled_height, pooled_width, spatial_scale_h,
-                          spatial_scale_w, sampling_ratio, aligned, 1)
-    if real is float:
-        rows32.capacity = row_coords.shape[0]
-        rows32.coords = &row_coords[0]
-        rows32.taps = &row_taps[0, 0]
-        rows32.weights = &row_weights[0, 0]
-        rows32.in_map = &row_in_map[0]
-        rows32.edges = &row_edges[0]
-        cols32.capacity = col_coords.shape[0]
-        cols32.coords = &col_coords[0]
-        cols32.taps = &col_taps[0, 0]
-        cols32.weights = &col_weights[0, 0]
-        cols32.in_map = &col_in_map[0]
-        cols32.edges = &col_edges[0]
-        with nogil:
-            status = c.pyroi_roi_align_sample_axes_f32(&box[0], height, width, &params,
-                                                       &rows32, &cols32)
-    else:
-        rows64.capacity = row_coords.shape[0]
-        rows64.coords = &row_coords[0]
-        rows64.taps = &row_taps[0, 0]
-        rows64.weights = &row_weights[0, 0]
-        rows64.in_map = &row_in_map[0]
-        rows64.edges = &row_edges[0]
-        cols64.capacity = col_coords.shape[0]
-        cols64.coords = &col_coords[0]
-        cols64.taps = &col_taps[0, 0]
-        cols64.weights = &col_weights[0, 0]
-        cols64.in_map = &col_in_map[0]
-        cols64.edges = &col_edges[0]
-        with nogil:
-            status = c.pyroi_roi_align_sample_axes_f64(&box[0], height, width, &params,
-                                                       &rows64, &cols64)
+    with nogil:
+        status = b.roi_align_sample_axes(&call, &box[0], height, width, &rows, &cols)
     check_status(status)
 
 
@@ -1094,23 +606,16 @@ def roi_pool_bin_edges(const real[::1] box, int64_t height, int64_t width,
                        int64_t[::1] roi_pixels, int64_t[:, ::1] row_edges,
                        int64_t[:, ::1] col_edges):
     """Fill RoIPool's quantised RoI (4,) and bin ranges (ph, 2), (pw, 2) of one box."""
-    cdef c.pyroi_roi_pool_params params
+    cdef b.Call call = explained_box(box, row_edges.shape[0], col_edges.shape[0],
+                                     spatial_scale_h, spatial_scale_w)
     cdef c.pyroi_status status
-    if box.shape[0] != 4 or roi_pixels.shape[0] != 4:
+    if roi_pixels.shape[0] != 4:
         raise ShapeError("pyroi: a box has 4 coordinates")
     if row_edges.shape[1] != 2 or col_edges.shape[1] != 2:
         raise ShapeError("pyroi: bin edges are (begin, end) pairs")
-    fill_roi_pool_params(&params, row_edges.shape[0], col_edges.shape[0], spatial_scale_h,
-                         spatial_scale_w, 1)
     with nogil:
-        if real is float:
-            status = c.pyroi_roi_pool_bin_edges_f32(&box[0], height, width, &params,
-                                                    &roi_pixels[0], &row_edges[0, 0],
-                                                    &col_edges[0, 0])
-        else:
-            status = c.pyroi_roi_pool_bin_edges_f64(&box[0], height, width, &params,
-                                                    &roi_pixels[0], &row_edges[0, 0],
-                                                    &col_edges[0, 0])
+        status = b.roi_pool_bin_edges(&call, &box[0], height, width, &roi_pixels[0],
+                                      &row_edges[0, 0], &col_edges[0, 0])
     check_status(status)
 
 

@@ -77,27 +77,20 @@ def output_size(value) -> tuple[int, int]:
 
 
 def spatial_scale(value, name: str = "spatial_scale") -> float:
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
-        raise ArgumentTypeError(f"{name} must be a real number, got {value!r}")
-    try:
-        scale = float(value)
-    except OverflowError:  # an int beyond the float range
-        raise InvalidArgumentError(f"{name} must be finite, got {value!r}") from None
-    if not math.isfinite(scale) or scale < 0:
-        raise InvalidArgumentError(f"{name} must be finite and non-negative, got {scale!r}")
-    return scale
+    return real_number(value, name, non_negative=True)
 
 
-def real_number(value, name: str) -> float:
-    """A finite real number (any sign)."""
+def real_number(value, name: str, non_negative: bool = False) -> float:
+    """A finite real number (any sign, or >= 0 when non_negative)."""
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
         raise ArgumentTypeError(f"{name} must be a real number, got {value!r}")
     try:
         number = float(value)
     except OverflowError:  # an int beyond the float range
         raise InvalidArgumentError(f"{name} must be finite, got {value!r}") from None
-    if not math.isfinite(number):
-        raise InvalidArgumentError(f"{name} must be finite, got {number!r}")
+    if not math.isfinite(number) or (non_negative and number < 0):
+        sign = " and non-negative" if non_negative else ""
+        raise InvalidArgumentError(f"{name} must be finite{sign}, got {number!r}")
     return number
 
 
@@ -473,12 +466,18 @@ def _overlaps_itself(array: np.ndarray) -> bool:
 
 
 def shape4(value, name: str) -> tuple[int, int, int, int]:
+    return _sizes(value, name, 4, "a sequence of 4 integers",
+                  "4 non-negative integers (N, C, H, W)")
+
+
+def _sizes(value, name: str, count: int, integers: str, sizes: str) -> tuple:
+    """count non-negative int64 values; the messages say what value must be."""
     try:
         dims = tuple(operator.index(d) for d in value)
     except TypeError:
-        raise ArgumentTypeError(f"{name} must be a sequence of 4 integers, got {value!r}") from None
-    if len(dims) != 4 or any(d < 0 or d > _INT64_MAX for d in dims):
-        raise ShapeError(f"{name} must be 4 non-negative integers (N, C, H, W), got {value!r}")
+        raise ArgumentTypeError(f"{name} must be {integers}, got {value!r}") from None
+    if len(dims) != count or any(d < 0 or d > _INT64_MAX for d in dims):
+        raise ShapeError(f"{name} must be {sizes}, got {value!r}")
     return dims
 
 
@@ -845,13 +844,7 @@ def single_box(value, dtype: np.dtype, name: str = "box") -> np.ndarray:
 
 def map_size(value, name: str = "map_size") -> tuple[int, int]:
     """A feature map's ``(H, W)``: two non-negative integers."""
-    try:
-        dims = tuple(operator.index(d) for d in value)
-    except TypeError:
-        raise ArgumentTypeError(f"{name} must be two integers (H, W), got {value!r}") from None
-    if len(dims) != 2 or any(d < 0 or d > _INT64_MAX for d in dims):
-        raise ShapeError(f"{name} must be two non-negative integers (H, W), got {value!r}")
-    return dims
+    return _sizes(value, name, 2, "two integers (H, W)", "two non-negative integers (H, W)")
 
 
 def explain_sample_count(bins: int, grid: int, axis: str) -> int:

@@ -15,21 +15,11 @@ class _TrainableLayer:
     def eval(self) -> Self: ...
 
 class _RoILayer(_TrainableLayer):
-    def __call__(
-        self,
-        input: npt.ArrayLike,
-        boxes: npt.ArrayLike,
-        *,
-        batch_indices: npt.ArrayLike | None = None,
-        num_threads: int | None = None,
-    ) -> npt.NDArray[Any]: ...
-    def backward(
-        self,
-        grad_output: npt.ArrayLike,
-        lda_coeff: float = 1.0,
-        *,
-        num_threads: int | None = None,
-    ) -> npt.NDArray[Any]: ...
+    def __call__(self, input: npt.ArrayLike, boxes: npt.ArrayLike, *,
+                 batch_indices: npt.ArrayLike | None = None,
+                 num_threads: int | None = None) -> npt.NDArray[Any]: ...
+    def backward(self, grad_output: npt.ArrayLike, lda_coeff: float = 1.0, *,
+                 num_threads: int | None = None) -> npt.NDArray[Any]: ...
 
 class RoIAlign(_RoILayer):
     output_size: tuple[int, int]
@@ -37,14 +27,8 @@ class RoIAlign(_RoILayer):
     sampling_ratio: int
     aligned: bool
     mode: str
-    def __init__(
-        self,
-        output_size: int | tuple[int, int],
-        spatial_scale: float = 1.0,
-        sampling_ratio: int = -1,
-        aligned: bool = False,
-        mode: str = "avg",
-    ) -> None: ...
+    def __init__(self, output_size: int | tuple[int, int], spatial_scale: float = 1.0,
+                 sampling_ratio: int = -1, aligned: bool = False, mode: str = "avg") -> None: ...
 
 class RoIPool(_RoILayer):
     output_size: tuple[int, int]
@@ -55,12 +39,8 @@ class PSRoIAlign(_RoILayer):
     output_size: tuple[int, int]
     spatial_scale: float
     sampling_ratio: int
-    def __init__(
-        self,
-        output_size: int | tuple[int, int],
-        spatial_scale: float = 1.0,
-        sampling_ratio: int = -1,
-    ) -> None: ...
+    def __init__(self, output_size: int | tuple[int, int], spatial_scale: float = 1.0,
+                 sampling_ratio: int = -1) -> None: ...
 
 class PSRoIPool(_RoILayer):
     output_size: tuple[int, int]
@@ -74,16 +54,9 @@ class RoIAlignRotated(_RoILayer):
     aligned: bool
     clockwise: bool
     angle: str
-    def __init__(
-        self,
-        output_size: int | tuple[int, int],
-        spatial_scale: float = 1.0,
-        sampling_ratio: int = 0,
-        aligned: bool = True,
-        clockwise: bool = False,
-        *,
-        angle: str = "degrees",
-    ) -> None: ...
+    def __init__(self, output_size: int | tuple[int, int], spatial_scale: float = 1.0,
+                 sampling_ratio: int = 0, aligned: bool = True, clockwise: bool = False, *,
+                 angle: str = "degrees") -> None: ...
 
 class MultiScaleRoIAlign(_TrainableLayer):
     featmap_names: list[str]
@@ -94,27 +67,11 @@ class MultiScaleRoIAlign(_TrainableLayer):
     scales: list[float] | None
     min_level: int | None
     max_level: int | None
-    def __init__(
-        self,
-        featmap_names: Sequence[str],
-        output_size: int | tuple[int, int],
-        sampling_ratio: int,
-        *,
-        canonical_scale: int = 224,
-        canonical_level: int = 4,
-    ) -> None: ...
-    def __call__(
-        self,
-        x: Mapping[str, npt.ArrayLike],
-        boxes: Sequence[npt.ArrayLike],
-        image_shapes: Sequence[tuple[int, int]],
-        *,
-        num_threads: int | None = None,
-    ) -> npt.NDArray[Any]: ...
-    def backward(
-        self,
-        grad_output: npt.ArrayLike,
-        lda_coeff: float = 1.0,
-        *,
-        num_threads: int | None = None,
-    ) -> dict[str, npt.NDArray[Any]]: ...
+    def __init__(self, featmap_names: Sequence[str], output_size: int | tuple[int, int],
+                 sampling_ratio: int, *, canonical_scale: int = 224,
+                 canonical_level: int = 4) -> None: ...
+    def __call__(self, x: Mapping[str, npt.ArrayLike], boxes: Sequence[npt.ArrayLike],
+                 image_shapes: Sequence[tuple[int, int]], *,
+                 num_threads: int | None = None) -> npt.NDArray[Any]: ...
+    def backward(self, grad_output: npt.ArrayLike, lda_coeff: float = 1.0, *,
+                 num_threads: int | None = None) -> dict[str, npt.NDArray[Any]]: ...

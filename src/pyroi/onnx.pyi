@@ -8,6 +8,7 @@ import numpy as np
 import numpy.typing as npt
 
 from pyroi.layers import _RoILayer
+from pyroi.ops import _Pooled
 
 __all__ = ["MaxRoiPool", "RoiAlign", "max_roi_pool", "roi_align", "roi_align_backward",
            "run_node"]
@@ -19,9 +20,8 @@ class _OnnxLayer(_RoILayer):
     def backward(  # type: ignore[override]
         self, grad_output: npt.ArrayLike, *, num_threads: int | None = None
     ) -> npt.NDArray[Any]: ...
-    def to_node(
-        self, inputs: Sequence[str] | None = None, outputs: Sequence[str] = ("Y",)
-    ) -> Any: ...
+    def to_node(self, inputs: Sequence[str] | None = None,
+                outputs: Sequence[str] = ("Y",)) -> Any: ...
 
 class RoiAlign(_OnnxLayer):
     opset: int
@@ -31,20 +31,10 @@ class RoiAlign(_OnnxLayer):
     output_width: int
     sampling_ratio: int
     spatial_scale: float
-    def __init__(
-        self,
-        *,
-        coordinate_transformation_mode: str | None = None,
-        mode: str = "avg",
-        output_height: int = 1,
-        output_width: int = 1,
-        sampling_ratio: int = 0,
-        spatial_scale: float = 1.0,
-        training: bool = True,
-        lda_coeff: float = 1.0,
-        name: str | None = None,
-        opset: int = 16,
-    ) -> None: ...
+    def __init__(self, *, coordinate_transformation_mode: str | None = None, mode: str = "avg",
+                 output_height: int = 1, output_width: int = 1, sampling_ratio: int = 0,
+                 spatial_scale: float = 1.0, training: bool = True, lda_coeff: float = 1.0,
+                 name: str | None = None, opset: int = 16) -> None: ...
     def __call__(  # type: ignore[override]
         self,
         X: npt.ArrayLike,
@@ -54,81 +44,42 @@ class RoiAlign(_OnnxLayer):
         num_threads: int | None = None,
     ) -> npt.NDArray[Any]: ...
     @classmethod
-    def from_node(
-        cls, node: Any, *, opset: int = 16, training: bool = True, lda_coeff: float = 1.0
-    ) -> RoiAlign: ...
+    def from_node(cls, node: Any, *, opset: int = 16, training: bool = True,
+                  lda_coeff: float = 1.0) -> RoiAlign: ...
 
 class MaxRoiPool(_OnnxLayer):
     pooled_shape: tuple[int, int]
     spatial_scale: float
-    def __init__(
-        self,
-        pooled_shape: int | tuple[int, int],
-        spatial_scale: float = 1.0,
-        *,
-        training: bool = True,
-        lda_coeff: float = 1.0,
-        name: str | None = None,
-    ) -> None: ...
+    def __init__(self, pooled_shape: int | tuple[int, int], spatial_scale: float = 1.0, *,
+                 training: bool = True, lda_coeff: float = 1.0,
+                 name: str | None = None) -> None: ...
     def __call__(  # type: ignore[override]
         self, X: npt.ArrayLike, rois: npt.ArrayLike, *, num_threads: int | None = None
     ) -> npt.NDArray[Any]: ...
     @classmethod
-    def from_node(
-        cls, node: Any, *, training: bool = True, lda_coeff: float = 1.0
-    ) -> MaxRoiPool: ...
+    def from_node(cls, node: Any, *, training: bool = True,
+                  lda_coeff: float = 1.0) -> MaxRoiPool: ...
 
-def roi_align_backward(
-    grad_output: npt.ArrayLike,
-    rois: npt.ArrayLike,
-    batch_indices: npt.ArrayLike,
-    input_shape: Sequence[int],
-    *,
-    mode: str = "avg",
-    argmax: npt.ArrayLike | None = None,
-    sampling_ratio: int = 0,
-    spatial_scale: float = 1.0,
-    coordinate_transformation_mode: str | None = None,
-    opset: int = 16,
-    num_threads: int | None = None,
-    out: npt.NDArray[Any] | None = None,
-) -> npt.NDArray[Any]: ...
+def roi_align_backward(grad_output: npt.ArrayLike, rois: npt.ArrayLike,
+                       batch_indices: npt.ArrayLike, input_shape: Sequence[int], *,
+                       mode: str = "avg", argmax: npt.ArrayLike | None = None,
+                       sampling_ratio: int = 0, spatial_scale: float = 1.0,
+                       coordinate_transformation_mode: str | None = None, opset: int = 16,
+                       num_threads: int | None = None,
+                       out: npt.NDArray[Any] | None = None) -> npt.NDArray[Any]: ...
 
-def max_roi_pool(
-    X: npt.ArrayLike,
-    rois: npt.ArrayLike,
-    pooled_shape: int | tuple[int, int],
-    spatial_scale: float = 1.0,
-    *,
-    batch_indices: npt.ArrayLike | None = None,
-    return_argmax: bool = False,
-    num_threads: int | None = None,
-    out: npt.NDArray[Any] | None = None,
-) -> npt.NDArray[Any] | tuple[npt.NDArray[Any], npt.NDArray[np.int64]]: ...
+def max_roi_pool(X: npt.ArrayLike, rois: npt.ArrayLike, pooled_shape: int | tuple[int, int],
+                 spatial_scale: float = 1.0, *, batch_indices: npt.ArrayLike | None = None,
+                 return_argmax: bool = False, num_threads: int | None = None,
+                 out: npt.NDArray[Any] | None = None) -> _Pooled: ...
 
-def roi_align(
-    X: npt.ArrayLike,
-    rois: npt.ArrayLike,
-    batch_indices: npt.ArrayLike,
-    *,
-    mode: str = "avg",
-    output_height: int = 1,
-    output_width: int = 1,
-    sampling_ratio: int = 0,
-    spatial_scale: float = 1.0,
-    coordinate_transformation_mode: str | None = None,
-    opset: int = 16,
-    return_argmax: bool = False,
-    num_threads: int | None = None,
-    out: npt.NDArray[Any] | None = None,
-) -> npt.NDArray[Any] | tuple[npt.NDArray[Any], npt.NDArray[np.int64]]: ...
+def roi_align(X: npt.ArrayLike, rois: npt.ArrayLike, batch_indices: npt.ArrayLike, *,
+              mode: str = "avg", output_height: int = 1, output_width: int = 1,
+              sampling_ratio: int = 0, spatial_scale: float = 1.0,
+              coordinate_transformation_mode: str | None = None, opset: int = 16,
+              return_argmax: bool = False, num_threads: int | None = None,
+              out: npt.NDArray[Any] | None = None) -> _Pooled: ...
 
-def run_node(
-    node: Any,
-    X: npt.ArrayLike,
-    rois: npt.ArrayLike,
-    batch_indices: npt.ArrayLike | None = None,
-    *,
-    opset: int = 16,
-    num_threads: int | None = None,
-) -> npt.NDArray[Any]: ...
+def run_node(node: Any, X: npt.ArrayLike, rois: npt.ArrayLike,
+             batch_indices: npt.ArrayLike | None = None, *, opset: int = 16,
+             num_threads: int | None = None) -> npt.NDArray[Any]: ...

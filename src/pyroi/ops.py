@@ -406,6 +406,41 @@ def _ps_backward_shape(grad, input_shape):
     return shape, pooled
 
 
+def _ps_forward(forward, input, boxes, output_size, spatial_scale, sampling_ratio,
+                batch_indices, num_threads, out):
+    """A position-sensitive forward: validate, allocate (K, C / (ph * pw), ph, pw) and call
+    forward (sampling_ratio None: the op has none)."""
+    features = _validate.float_array(input, "input", 4)
+    pooled_height, pooled_width = _validate.output_size(output_size)
+    channels_out = _validate.ps_output_channels(features.shape[1], (pooled_height, pooled_width))
+    scale = _validate.spatial_scale(spatial_scale)
+    ratio = () if sampling_ratio is None else (_validate.sampling_ratio(sampling_ratio),)
+    threads = _validate.num_threads(num_threads)
+    coords, roi_images = _validate.boxes(boxes, features.dtype, features.shape[0], batch_indices)
+    shape = (coords.shape[0], channels_out, pooled_height, pooled_width)
+    result = _validate.output_array(out, shape, features.dtype,
+                                    (input, boxes, batch_indices, features, coords, roi_images))
+    forward(features, coords, roi_images, result, pooled_height, pooled_width, scale, scale,
+            *ratio, threads)
+    return result
+
+
+def _ps_backward(backward, grad_output, boxes, input_shape, spatial_scale, sampling_ratio,
+                 batch_indices, num_threads, out):
+    """A position-sensitive backward: validate, allocate the input gradient, call backward."""
+    grad = _validate.float_array(grad_output, "grad_output", 4)
+    shape, _ = _ps_backward_shape(grad, input_shape)
+    scale = _validate.spatial_scale(spatial_scale)
+    ratio = () if sampling_ratio is None else (_validate.sampling_ratio(sampling_ratio),)
+    threads = _validate.num_threads(num_threads)
+    coords, roi_images = _validate.backward_boxes(boxes, grad, shape[0], batch_indices)
+    result = _validate.output_array(out, shape, grad.dtype, (grad_output, boxes, batch_indices,
+                                    grad, coords, roi_images),
+                                    shape_from="input_shape")
+    backward(grad, coords, roi_images, result, scale, scale, *ratio, threads)
+    return result
+
+
 def ps_roi_align(
     input,
     boxes,
@@ -468,21 +503,8 @@ def ps_roi_align(
     array([[[[ 7.5, 34. ],
              [65. , 91.5]]]], dtype=float32)
     """
-    features = _validate.float_array(input, "input", 4)
-    pooled_height, pooled_width = _validate.output_size(output_size)
-    channels_out = _validate.ps_output_channels(features.shape[1], (pooled_height, pooled_width))
-    scale = _validate.spatial_scale(spatial_scale)
-    ratio = _validate.sampling_ratio(sampling_ratio)
-    threads = _validate.num_threads(num_threads)
-    coords, roi_images = _validate.boxes(boxes, features.dtype, features.shape[0], batch_indices)
-    shape = (coords.shape[0], channels_out, pooled_height, pooled_width)
-    result = _validate.output_array(out, shape, features.dtype,
-                                    (input, boxes, batch_indices, features, coords, roi_images))
-    _core.ps_roi_align_forward(
-        features, coords, roi_images, result, pooled_height, pooled_width, scale, scale, ratio,
-        threads,
-    )
-    return result
+    return _ps_forward(_core.ps_roi_align_forward, input, boxes, output_size, spatial_scale,
+                       sampling_ratio, batch_indices, num_threads, out)
 
 
 def ps_roi_align_backward(
@@ -530,17 +552,8 @@ def ps_roi_align_backward(
     array([[0.25, 0.25],
            [0.25, 0.25]])
     """
-    grad = _validate.float_array(grad_output, "grad_output", 4)
-    shape, _ = _ps_backward_shape(grad, input_shape)
-    scale = _validate.spatial_scale(spatial_scale)
-    ratio = _validate.sampling_ratio(sampling_ratio)
-    threads = _validate.num_threads(num_threads)
-    coords, roi_images = _validate.backward_boxes(boxes, grad, shape[0], batch_indices)
-    result = _validate.output_array(out, shape, grad.dtype, (grad_output, boxes, batch_indices,
-                                    grad, coords, roi_images),
-                                    shape_from="input_shape")
-    _core.ps_roi_align_backward(grad, coords, roi_images, result, scale, scale, ratio, threads)
-    return result
+    return _ps_backward(_core.ps_roi_align_backward, grad_output, boxes, input_shape,
+                        spatial_scale, sampling_ratio, batch_indices, num_threads, out)
 
 
 def ps_roi_pool(
@@ -596,19 +609,8 @@ def ps_roi_pool(
     array([[[[ 6. , 32.5],
              [63.5, 90. ]]]], dtype=float32)
     """
-    features = _validate.float_array(input, "input", 4)
-    pooled_height, pooled_width = _validate.output_size(output_size)
-    channels_out = _validate.ps_output_channels(features.shape[1], (pooled_height, pooled_width))
-    scale = _validate.spatial_scale(spatial_scale)
-    threads = _validate.num_threads(num_threads)
-    coords, roi_images = _validate.boxes(boxes, features.dtype, features.shape[0], batch_indices)
-    shape = (coords.shape[0], channels_out, pooled_height, pooled_width)
-    result = _validate.output_array(out, shape, features.dtype,
-                                    (input, boxes, batch_indices, features, coords, roi_images))
-    _core.ps_roi_pool_forward(
-        features, coords, roi_images, result, pooled_height, pooled_width, scale, scale, threads
-    )
-    return result
+    return _ps_forward(_core.ps_roi_pool_forward, input, boxes, output_size, spatial_scale,
+                       None, batch_indices, num_threads, out)
 
 
 def ps_roi_pool_backward(
@@ -662,16 +664,8 @@ def ps_roi_pool_backward(
            [0., 0., 1., 1., 1.],
            [0., 0., 1., 1., 1.]], dtype=float32)
     """
-    grad = _validate.float_array(grad_output, "grad_output", 4)
-    shape, _ = _ps_backward_shape(grad, input_shape)
-    scale = _validate.spatial_scale(spatial_scale)
-    threads = _validate.num_threads(num_threads)
-    coords, roi_images = _validate.backward_boxes(boxes, grad, shape[0], batch_indices)
-    result = _validate.output_array(out, shape, grad.dtype, (grad_output, boxes, batch_indices,
-                                    grad, coords, roi_images),
-                                    shape_from="input_shape")
-    _core.ps_roi_pool_backward(grad, coords, roi_images, result, scale, scale, threads)
-    return result
+    return _ps_backward(_core.ps_roi_pool_backward, grad_output, boxes, input_shape,
+                        spatial_scale, None, batch_indices, num_threads, out)
 
 
 __all__ += ["roi_align_rotated", "roi_align_rotated_backward"]

@@ -6,6 +6,9 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+# a result, or (result, argmax) when return_argmax is set
+_Pooled = npt.NDArray[Any] | tuple[npt.NDArray[Any], npt.NDArray[np.int64]]
+
 __all__ = [
     "ps_roi_align",
     "ps_roi_align_backward",
@@ -19,135 +22,62 @@ __all__ = [
     "roi_pool_backward",
 ]
 
-def roi_align(
-    input: npt.ArrayLike,
-    boxes: npt.ArrayLike,
-    output_size: int | tuple[int, int],
-    spatial_scale: float = 1.0,
-    sampling_ratio: int = -1,
-    aligned: bool = False,
-    *,
-    mode: str = "avg",
-    return_argmax: bool = False,
-    batch_indices: npt.ArrayLike | None = None,
-    layout: str = "NCHW",
-    num_threads: int | None = None,
-    out: npt.NDArray[Any] | None = None,
-) -> npt.NDArray[Any] | tuple[npt.NDArray[Any], npt.NDArray[np.int64]]: ...
+def roi_align(input: npt.ArrayLike, boxes: npt.ArrayLike, output_size: int | tuple[int, int],
+              spatial_scale: float = 1.0, sampling_ratio: int = -1, aligned: bool = False, *,
+              mode: str = "avg", return_argmax: bool = False,
+              batch_indices: npt.ArrayLike | None = None, layout: str = "NCHW",
+              num_threads: int | None = None,
+              out: npt.NDArray[Any] | None = None) -> _Pooled: ...
 
-def roi_align_backward(
-    grad_output: npt.ArrayLike,
-    boxes: npt.ArrayLike,
-    input_shape: Sequence[int],
-    spatial_scale: float = 1.0,
-    sampling_ratio: int = -1,
-    aligned: bool = False,
-    *,
-    mode: str = "avg",
-    argmax: npt.ArrayLike | None = None,
-    batch_indices: npt.ArrayLike | None = None,
-    layout: str = "NCHW",
-    num_threads: int | None = None,
-    out: npt.NDArray[Any] | None = None,
-) -> npt.NDArray[Any]: ...
+def roi_align_backward(grad_output: npt.ArrayLike, boxes: npt.ArrayLike, input_shape: Sequence[int],
+                       spatial_scale: float = 1.0, sampling_ratio: int = -1, aligned: bool = False,
+                       *, mode: str = "avg", argmax: npt.ArrayLike | None = None,
+                       batch_indices: npt.ArrayLike | None = None, layout: str = "NCHW",
+                       num_threads: int | None = None,
+                       out: npt.NDArray[Any] | None = None) -> npt.NDArray[Any]: ...
 
-def roi_pool(
-    input: npt.ArrayLike,
-    boxes: npt.ArrayLike,
-    output_size: int | tuple[int, int],
-    spatial_scale: float = 1.0,
-    *,
-    return_argmax: bool = False,
-    batch_indices: npt.ArrayLike | None = None,
-    num_threads: int | None = None,
-    out: npt.NDArray[Any] | None = None,
-) -> npt.NDArray[Any] | tuple[npt.NDArray[Any], npt.NDArray[np.int64]]: ...
+def roi_pool(input: npt.ArrayLike, boxes: npt.ArrayLike, output_size: int | tuple[int, int],
+             spatial_scale: float = 1.0, *, return_argmax: bool = False,
+             batch_indices: npt.ArrayLike | None = None, num_threads: int | None = None,
+             out: npt.NDArray[Any] | None = None) -> _Pooled: ...
 
-def roi_pool_backward(
-    grad_output: npt.ArrayLike,
-    boxes: npt.ArrayLike,
-    argmax: npt.ArrayLike,
-    input_shape: Sequence[int],
-    output_size: int | tuple[int, int],
-    spatial_scale: float = 1.0,
-    *,
-    batch_indices: npt.ArrayLike | None = None,
-    num_threads: int | None = None,
-    out: npt.NDArray[Any] | None = None,
-) -> npt.NDArray[Any]: ...
+def roi_pool_backward(grad_output: npt.ArrayLike, boxes: npt.ArrayLike, argmax: npt.ArrayLike,
+                      input_shape: Sequence[int], output_size: int | tuple[int, int],
+                      spatial_scale: float = 1.0, *, batch_indices: npt.ArrayLike | None = None,
+                      num_threads: int | None = None,
+                      out: npt.NDArray[Any] | None = None) -> npt.NDArray[Any]: ...
 
-def ps_roi_align(
-    input: npt.ArrayLike,
-    boxes: npt.ArrayLike,
-    output_size: int | tuple[int, int],
-    spatial_scale: float = 1.0,
-    sampling_ratio: int = -1,
-    *,
-    batch_indices: npt.ArrayLike | None = None,
-    num_threads: int | None = None,
-    out: npt.NDArray[Any] | None = None,
-) -> npt.NDArray[Any]: ...
+def ps_roi_align(input: npt.ArrayLike, boxes: npt.ArrayLike, output_size: int | tuple[int, int],
+                 spatial_scale: float = 1.0, sampling_ratio: int = -1, *,
+                 batch_indices: npt.ArrayLike | None = None, num_threads: int | None = None,
+                 out: npt.NDArray[Any] | None = None) -> npt.NDArray[Any]: ...
 
-def ps_roi_align_backward(
-    grad_output: npt.ArrayLike,
-    boxes: npt.ArrayLike,
-    input_shape: Sequence[int],
-    spatial_scale: float = 1.0,
-    sampling_ratio: int = -1,
-    *,
-    batch_indices: npt.ArrayLike | None = None,
-    num_threads: int | None = None,
-    out: npt.NDArray[Any] | None = None,
-) -> npt.NDArray[Any]: ...
+def ps_roi_align_backward(grad_output: npt.ArrayLike, boxes: npt.ArrayLike,
+                          input_shape: Sequence[int], spatial_scale: float = 1.0,
+                          sampling_ratio: int = -1, *, batch_indices: npt.ArrayLike | None = None,
+                          num_threads: int | None = None,
+                          out: npt.NDArray[Any] | None = None) -> npt.NDArray[Any]: ...
 
-def ps_roi_pool(
-    input: npt.ArrayLike,
-    boxes: npt.ArrayLike,
-    output_size: int | tuple[int, int],
-    spatial_scale: float = 1.0,
-    *,
-    batch_indices: npt.ArrayLike | None = None,
-    num_threads: int | None = None,
-    out: npt.NDArray[Any] | None = None,
-) -> npt.NDArray[Any]: ...
+def ps_roi_pool(input: npt.ArrayLike, boxes: npt.ArrayLike, output_size: int | tuple[int, int],
+                spatial_scale: float = 1.0, *, batch_indices: npt.ArrayLike | None = None,
+                num_threads: int | None = None,
+                out: npt.NDArray[Any] | None = None) -> npt.NDArray[Any]: ...
 
-def ps_roi_pool_backward(
-    grad_output: npt.ArrayLike,
-    boxes: npt.ArrayLike,
-    input_shape: Sequence[int],
-    spatial_scale: float = 1.0,
-    *,
-    batch_indices: npt.ArrayLike | None = None,
-    num_threads: int | None = None,
-    out: npt.NDArray[Any] | None = None,
-) -> npt.NDArray[Any]: ...
+def ps_roi_pool_backward(grad_output: npt.ArrayLike, boxes: npt.ArrayLike,
+                         input_shape: Sequence[int], spatial_scale: float = 1.0, *,
+                         batch_indices: npt.ArrayLike | None = None, num_threads: int | None = None,
+                         out: npt.NDArray[Any] | None = None) -> npt.NDArray[Any]: ...
 
-def roi_align_rotated(
-    input: npt.ArrayLike,
-    rois: npt.ArrayLike,
-    output_size: int | tuple[int, int],
-    spatial_scale: float = 1.0,
-    sampling_ratio: int = 0,
-    aligned: bool = True,
-    clockwise: bool = False,
-    *,
-    angle: str = "degrees",
-    batch_indices: npt.ArrayLike | None = None,
-    num_threads: int | None = None,
-    out: npt.NDArray[Any] | None = None,
-) -> npt.NDArray[Any]: ...
+def roi_align_rotated(input: npt.ArrayLike, rois: npt.ArrayLike, output_size: int | tuple[int, int],
+                      spatial_scale: float = 1.0, sampling_ratio: int = 0, aligned: bool = True,
+                      clockwise: bool = False, *, angle: str = "degrees",
+                      batch_indices: npt.ArrayLike | None = None, num_threads: int | None = None,
+                      out: npt.NDArray[Any] | None = None) -> npt.NDArray[Any]: ...
 
-def roi_align_rotated_backward(
-    grad_output: npt.ArrayLike,
-    rois: npt.ArrayLike,
-    input_shape: Sequence[int],
-    spatial_scale: float = 1.0,
-    sampling_ratio: int = 0,
-    aligned: bool = True,
-    clockwise: bool = False,
-    *,
-    angle: str = "degrees",
-    batch_indices: npt.ArrayLike | None = None,
-    num_threads: int | None = None,
-    out: npt.NDArray[Any] | None = None,
-) -> npt.NDArray[Any]: ...
+def roi_align_rotated_backward(grad_output: npt.ArrayLike, rois: npt.ArrayLike,
+                               input_shape: Sequence[int], spatial_scale: float = 1.0,
+                               sampling_ratio: int = 0, aligned: bool = True,
+                               clockwise: bool = False, *, angle: str = "degrees",
+                               batch_indices: npt.ArrayLike | None = None,
+                               num_threads: int | None = None,
+                               out: npt.NDArray[Any] | None = None) -> npt.NDArray[Any]: ...

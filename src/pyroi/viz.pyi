@@ -53,48 +53,22 @@ class RoIPoolGeometry:
     row_edges: npt.NDArray[np.int64]
     col_edges: npt.NDArray[np.int64]
 
-def explain(
-    box: npt.ArrayLike,
-    output_size: int | tuple[int, int] = 2,
-    spatial_scale: float = 1.0,
-    sampling_ratio: int = 2,
-    aligned: bool = False,
-    *,
-    features: npt.ArrayLike | None = None,
-    map_size: tuple[int, int] | None = None,
-    image: int = 0,
-    channel: int = 0,
-    figsize: tuple[float, float] | None = None,
-) -> Figure: ...
+def explain(box: npt.ArrayLike, output_size: int | tuple[int, int] = 2, spatial_scale: float = 1.0,
+            sampling_ratio: int = 2, aligned: bool = False, *,
+            features: npt.ArrayLike | None = None, map_size: tuple[int, int] | None = None,
+            image: int = 0, channel: int = 0,
+            figsize: tuple[float, float] | None = None) -> Figure: ...
 
-def explain_roi_align(
-    box: npt.ArrayLike,
-    output_size: int | tuple[int, int],
-    spatial_scale: float = 1.0,
-    sampling_ratio: int = -1,
-    aligned: bool = False,
-    *,
-    map_size: tuple[int, int],
-    dtype: npt.DTypeLike = ...,
-) -> RoIAlignGeometry: ...
+def explain_roi_align(box: npt.ArrayLike, output_size: int | tuple[int, int],
+                      spatial_scale: float = 1.0, sampling_ratio: int = -1, aligned: bool = False,
+                      *, map_size: tuple[int, int],
+                      dtype: npt.DTypeLike = ...) -> RoIAlignGeometry: ...
 
-def explain_roi_pool(
-    box: npt.ArrayLike,
-    output_size: int | tuple[int, int],
-    spatial_scale: float = 1.0,
-    *,
-    map_size: tuple[int, int],
-    dtype: npt.DTypeLike = ...,
-) -> RoIPoolGeometry: ...
+def explain_roi_pool(box: npt.ArrayLike, output_size: int | tuple[int, int],
+                     spatial_scale: float = 1.0, *, map_size: tuple[int, int],
+                     dtype: npt.DTypeLike = ...) -> RoIPoolGeometry: ...
 
-def save_explain(
-    path: str | os.PathLike[str],
-    box: npt.ArrayLike,
-    output_size: int | tuple[int, int] = 2,
-    spatial_scale: float = 1.0,
-    sampling_ratio: int = 2,
-    aligned: bool = False,
-    *,
-    dpi: int = 100,
-    **options: Any,
-) -> str: ...
+def save_explain(path: str | os.PathLike[str], box: npt.ArrayLike,
+                 output_size: int | tuple[int, int] = 2, spatial_scale: float = 1.0,
+                 sampling_ratio: int = 2, aligned: bool = False, *, dpi: int = 100,
+                 **options: Any) -> str: ...

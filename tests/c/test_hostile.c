@@ -63,69 +63,65 @@ static int64_t out_channels(int op, int64_t channels, int64_t ph, int64_t pw)
     return (op == OP_PS_ALIGN || op == OP_PS_POOL) ? channels / (ph * pw) : channels;
 }
 
+/* The params of every op, filled from a call's numbers. */
+typedef union op_params {
+    pyroi_roi_align_params align;
+    pyroi_roi_pool_params pool;
+    pyroi_ps_roi_align_params ps_align;
+    pyroi_ps_roi_pool_params ps_pool;
+    pyroi_roi_align_rotated_params rotated;
+} op_params;
+
+/* init, then the fields every op has, then the op's own (more) */
+#define SET_PARAMS(family, p, a, more)                                                    \
+    do {                                                                                  \
+        pyroi_##family##_params_init(p);                                                  \
+        (p)->pooled_height = (a)->pooled_height;                                          \
+        (p)->pooled_width = (a)->pooled_width;                                            \
+        (p)->num_threads = (a)->num_threads;                                              \
+        more;                                                                             \
+    } while (0)
+
+static void fill_params(int op, const hostile_call *a, op_params *p)
+{
+    if (op == OP_ALIGN || op == OP_ALIGN_MAX) {
+        SET_PARAMS(roi_align, &p->align, a, p->align.sampling_ratio = a->sampling_ratio);
+    } else if (op == OP_POOL) {
+        SET_PARAMS(roi_pool, &p->pool, a, (void)0);
+    } else if (op == OP_PS_ALIGN) {
+        SET_PARAMS(ps_roi_align, &p->ps_align, a, p->ps_align.sampling_ratio = a->sampling_ratio);
+    } else if (op == OP_PS_POOL) {
+        SET_PARAMS(ps_roi_pool, &p->ps_pool, a, (void)0);
+    } else {
+        SET_PARAMS(roi_align_rotated, &p->rotated, a,
+                   p->rotated.sampling_ratio = a->sampling_ratio);
+    }
+}
+
+/* pyroi.h's argument lists, from a call */
+#define ROIS(a) (a)->boxes, (a)->num_rois, (a)->row_stride, (a)->batch
+#define FORWARD_ARGS(a) \
+    (a)->input, (a)->input_shape, (a)->input_strides, ROIS(a), (a)->result, (a)->result_strides
+#define BACKWARD_ARGS(a) \
+    (a)->input, (a)->input_strides, ROIS(a), (a)->result, (a)->result_shape, (a)->result_strides
+
 static pyroi_status forward(int op, const hostile_call *a)
 {
-    const int64_t *s = a->result_strides;
+    op_params p;
+    fill_params(op, a, &p);
     switch (op) {
     case OP_ALIGN:
-    case OP_ALIGN_MAX: {
-        pyroi_roi_align_params p;
-        pyroi_roi_align_params_init(&p);
-        p.pooled_height = a->pooled_height;
-        p.pooled_width = a->pooled_width;
-        p.sampling_ratio = a->sampling_ratio;
-        p.num_threads = a->num_threads;
-        if (op == OP_ALIGN) {
-            return pyroi_roi_align_forward_f32(a->input, a->input_shape, a->input_strides,
-                                               a->boxes, a->num_rois, a->row_stride, a->batch,
-                                               a->result, s, &p);
-        }
-        return pyroi_roi_align_max_forward_f32(a->input, a->input_shape, a->input_strides,
-                                               a->boxes, a->num_rois, a->row_stride, a->batch,
-                                               a->result, s, NULL, NULL, &p);
-    }
-    case OP_POOL: {
-        pyroi_roi_pool_params p;
-        pyroi_roi_pool_params_init(&p);
-        p.pooled_height = a->pooled_height;
-        p.pooled_width = a->pooled_width;
-        p.num_threads = a->num_threads;
-        return pyroi_roi_pool_forward_f32(a->input, a->input_shape, a->input_strides, a->boxes,
-                                          a->num_rois, a->row_stride, a->batch, a->result, s,
-                                          NULL, NULL, &p);
-    }
-    case OP_PS_ALIGN: {
-        pyroi_ps_roi_align_params p;
-        pyroi_ps_roi_align_params_init(&p);
-        p.pooled_height = a->pooled_height;
-        p.pooled_width = a->pooled_width;
-        p.sampling_ratio = a->sampling_ratio;
-        p.num_threads = a->num_threads;
-        return pyroi_ps_roi_align_forward_f32(a->input, a->input_shape, a->input_strides,
-                                              a->boxes, a->num_rois, a->row_stride, a->batch,
-                                              a->result, s, &p);
-    }
-    case OP_PS_POOL: {
-        pyroi_ps_roi_pool_params p;
-        pyroi_ps_roi_pool_params_init(&p);
-        p.pooled_height = a->pooled_height;
-        p.pooled_width = a->pooled_width;
-        p.num_threads = a->num_threads;
-        return pyroi_ps_roi_pool_forward_f32(a->input, a->input_shape, a->input_strides,
-                                             a->boxes, a->num_rois, a->row_stride, a->batch,
-                                             a->result, s, &p);
-    }
-    default: {
-        pyroi_roi_align_rotated_params p;
-        pyroi_roi_align_rotated_params_init(&p);
-        p.pooled_height = a->pooled_height;
-        p.pooled_width = a->pooled_width;
-        p.sampling_ratio = a->sampling_ratio;
-        p.num_threads = a->num_threads;
-        return pyroi_roi_align_rotated_forward_f32(a->input, a->input_shape, a->input_strides,
-                                                   a->boxes, a->num_rois, a->row_stride,
-                                                   a->batch, a->result, s, &p);
-    }
+        return pyroi_roi_align_forward_f32(FORWARD_ARGS(a), &p.align);
+    case OP_ALIGN_MAX:
+        return pyroi_roi_align_max_forward_f32(FORWARD_ARGS(a), NULL, NULL, &p.align);
+    case OP_POOL:
+        return pyroi_roi_pool_forward_f32(FORWARD_ARGS(a), NULL, NULL, &p.pool);
+    case OP_PS_ALIGN:
+        return pyroi_ps_roi_align_forward_f32(FORWARD_ARGS(a), &p.ps_align);
+    case OP_PS_POOL:
+        return pyroi_ps_roi_pool_forward_f32(FORWARD_ARGS(a), &p.ps_pool);
+    default:
+        return pyroi_roi_align_rotated_forward_f32(FORWARD_ARGS(a), &p.rotated);
     }
 }
 
@@ -133,111 +129,50 @@ static pyroi_status forward(int op, const hostile_call *a)
 static pyroi_status backward(int op, const hostile_call *a)
 {
     static int64_t argmax[MAX_ROIS * C * PH * PW * 4];
+    op_params p;
     size_t i;
     for (i = 0; i < sizeof(argmax) / sizeof(argmax[0]); ++i) {
         argmax[i] = -1;
     }
+    fill_params(op, a, &p);
     switch (op) {
     case OP_ALIGN:
-    case OP_ALIGN_MAX: {
-        pyroi_roi_align_params p;
-        pyroi_roi_align_params_init(&p);
-        p.pooled_height = a->pooled_height;
-        p.pooled_width = a->pooled_width;
-        p.sampling_ratio = a->sampling_ratio;
-        p.num_threads = a->num_threads;
-        if (op == OP_ALIGN) {
-            return pyroi_roi_align_backward_f32(a->input, a->input_strides, a->boxes,
-                                                a->num_rois, a->row_stride, a->batch, a->result,
-                                                a->result_shape, a->result_strides, &p);
-        }
+        return pyroi_roi_align_backward_f32(BACKWARD_ARGS(a), &p.align);
+    case OP_ALIGN_MAX:
         return pyroi_roi_align_max_backward_f32(a->input, a->input_strides, argmax,
-                                                a->input_strides, a->boxes, a->num_rois,
-                                                a->row_stride, a->batch, a->result,
-                                                a->result_shape, a->result_strides, &p);
-    }
-    case OP_POOL: {
-        pyroi_roi_pool_params p;
-        pyroi_roi_pool_params_init(&p);
-        p.pooled_height = a->pooled_height;
-        p.pooled_width = a->pooled_width;
-        p.num_threads = a->num_threads;
+                                                a->input_strides, ROIS(a), a->result,
+                                                a->result_shape, a->result_strides, &p.align);
+    case OP_POOL:
         return pyroi_roi_pool_backward_f32(a->input, a->input_strides, argmax, a->input_strides,
                                            a->batch, a->num_rois, a->result, a->result_shape,
-                                           a->result_strides, &p);
-    }
-    case OP_PS_ALIGN: {
-        pyroi_ps_roi_align_params p;
-        pyroi_ps_roi_align_params_init(&p);
-        p.pooled_height = a->pooled_height;
-        p.pooled_width = a->pooled_width;
-        p.sampling_ratio = a->sampling_ratio;
-        p.num_threads = a->num_threads;
-        return pyroi_ps_roi_align_backward_f32(a->input, a->input_strides, a->boxes, a->num_rois,
-                                               a->row_stride, a->batch, a->result,
-                                               a->result_shape, a->result_strides, &p);
-    }
-    case OP_PS_POOL: {
-        pyroi_ps_roi_pool_params p;
-        pyroi_ps_roi_pool_params_init(&p);
-        p.pooled_height = a->pooled_height;
-        p.pooled_width = a->pooled_width;
-        p.num_threads = a->num_threads;
-        return pyroi_ps_roi_pool_backward_f32(a->input, a->input_strides, a->boxes, a->num_rois,
-                                              a->row_stride, a->batch, a->result,
-                                              a->result_shape, a->result_strides, &p);
-    }
-    default: {
-        pyroi_roi_align_rotated_params p;
-        pyroi_roi_align_rotated_params_init(&p);
-        p.pooled_height = a->pooled_height;
-        p.pooled_width = a->pooled_width;
-        p.sampling_ratio = a->sampling_ratio;
-        p.num_threads = a->num_threads;
-        return pyroi_roi_align_rotated_backward_f32(a->input, a->input_strides, a->boxes,
-                                                    a->num_rois, a->row_stride, a->batch,
-                                                    a->result, a->result_shape,
-                                                    a->result_strides, &p);
-    }
+                                           a->result_strides, &p.pool);
+    case OP_PS_ALIGN:
+        return pyroi_ps_roi_align_backward_f32(BACKWARD_ARGS(a), &p.ps_align);
+    case OP_PS_POOL:
+        return pyroi_ps_roi_pool_backward_f32(BACKWARD_ARGS(a), &p.ps_pool);
+    default:
+        return pyroi_roi_align_rotated_backward_f32(BACKWARD_ARGS(a), &p.rotated);
     }
 }
 
-/* The first RoI the op's find-invalid function rejects (roi_pool's covers its backward). */
-static pyroi_status find_invalid(int op, const float *boxes, int64_t num_rois,
-                                 const int64_t *batch, int64_t *failed)
+/* The first RoI of the forward call a that the op's find-invalid function rejects (roi_pool's
+ * covers its backward). */
+static pyroi_status find_invalid(int op, const hostile_call *a, int64_t *failed)
 {
+    op_params p;
+    fill_params(op, a, &p);
     switch (op) {
     case OP_ALIGN:
-    case OP_ALIGN_MAX: {
-        pyroi_roi_align_params p;
-        pyroi_roi_align_params_init(&p);
-        p.pooled_height = PH;
-        p.pooled_width = PW;
-        return pyroi_roi_align_find_invalid_roi_f32(boxes, num_rois, 4, batch, N, H, W, &p,
-                                                    failed);
-    }
-    case OP_POOL: {
-        pyroi_roi_pool_params p;
-        pyroi_roi_pool_params_init(&p);
-        return pyroi_roi_pool_find_invalid_roi_f32(boxes, num_rois, 4, batch, N, &p, failed);
-    }
-    case OP_PS_ALIGN: {
-        pyroi_ps_roi_align_params p;
-        pyroi_ps_roi_align_params_init(&p);
-        return pyroi_ps_roi_align_find_invalid_roi_f32(boxes, num_rois, 4, batch, N, H, W, &p,
-                                                       failed);
-    }
-    case OP_PS_POOL: {
-        pyroi_ps_roi_pool_params p;
-        pyroi_ps_roi_pool_params_init(&p);
-        return pyroi_ps_roi_pool_find_invalid_roi_f32(boxes, num_rois, 4, batch, N, &p, failed);
-    }
-    default: {
-        pyroi_roi_align_rotated_params p;
-        pyroi_roi_align_rotated_params_init(&p);
-        return pyroi_roi_align_rotated_find_invalid_roi_f32(boxes, num_rois, 5, batch, N, H, W,
-                                                            &p, failed);
-    }
+    case OP_ALIGN_MAX:
+        return pyroi_roi_align_find_invalid_roi_f32(ROIS(a), N, H, W, &p.align, failed);
+    case OP_POOL:
+        return pyroi_roi_pool_find_invalid_roi_f32(ROIS(a), N, &p.pool, failed);
+    case OP_PS_ALIGN:
+        return pyroi_ps_roi_align_find_invalid_roi_f32(ROIS(a), N, H, W, &p.ps_align, failed);
+    case OP_PS_POOL:
+        return pyroi_ps_roi_pool_find_invalid_roi_f32(ROIS(a), N, &p.ps_pool, failed);
+    default:
+        return pyroi_roi_align_rotated_find_invalid_roi_f32(ROIS(a), N, H, W, &p.rotated, failed);
     }
 }
 
@@ -405,7 +340,7 @@ static void test_nonfinite_coordinates(void)
                 boxes[coords_of(op) * 2 + column] = values[v];
                 CHECK_STATUS(forward(op, &a), PYROI_E_INVALID_BOX);
                 CHECK(untouched(out, OUT_COUNT));
-                CHECK_STATUS(find_invalid(op, boxes, MAX_ROIS, batch, &failed),
+                CHECK_STATUS(find_invalid(op, &a, &failed),
                              PYROI_E_INVALID_BOX);
                 CHECK(failed == 2);
                 backward_call(op, &a, boxes, batch, out_strides);
@@ -435,7 +370,7 @@ static void test_bad_batch_indices(void)
             batch[1] = bad[i];
             CHECK_STATUS(forward(op, &a), PYROI_E_INVALID_BATCH_INDEX);
             CHECK(untouched(out, OUT_COUNT));
-            CHECK_STATUS(find_invalid(op, boxes, MAX_ROIS, batch, &failed),
+            CHECK_STATUS(find_invalid(op, &a, &failed),
                          PYROI_E_INVALID_BATCH_INDEX);
             CHECK(failed == 1);
             backward_call(op, &a, boxes, batch, out_strides);

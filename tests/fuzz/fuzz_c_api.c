@@ -411,6 +411,32 @@ enum fuzz_op {
     FUZZ_OP_COUNT
 };
 
+/* The parts of an operator call every case below shares: its params' common fields, the
+ * argument lists of pyroi.h's calling conventions, and the check that a per-RoI status is
+ * explained by the op's find_invalid_roi (first pass only: the second reuses the inputs). */
+#define FUZZ_SET_PARAMS(p)                                                                 \
+    ((p).pooled_height = pooled_height, (p).pooled_width = pooled_width,                   \
+     (p).spatial_scale_h = scale_h, (p).spatial_scale_w = scale_w, (p).num_threads = threads)
+#define FUZZ_PARAMS (params_null ? NULL : &p)
+#define FUZZ_ROIS box_data, boxes.num_rois, boxes.row_stride, index_data
+#define FUZZ_FORWARD_ARGS src, map_shape, src_strides, FUZZ_ROIS, dst, dst_strides, FUZZ_PARAMS
+#define FUZZ_BACKWARD_ARGS src, src_strides, FUZZ_ROIS, dst, map_shape, dst_strides, FUZZ_PARAMS
+#define FUZZ_ARGMAX_OUT \
+    argmax_out_data, argmax_out.bytes ? argmax_out.layout.strides : NULL
+#define FUZZ_ARGMAX_IN argmax_in_data, argmax_in_layout.strides
+#define FUZZ_IN_MAP map_shape[0], map_shape[2], map_shape[3] /* RoIAlign-like: N, H, W */
+#define FUZZ_IN_BATCH map_shape[0]                           /* RoIPool-like: N */
+#define FUZZ_CHECK_FIND(find, map_extent)                                                  \
+    do {                                                                                   \
+        if (pass == 0 &&                                                                   \
+            (status == PYROI_E_INVALID_BOX || status == PYROI_E_INVALID_BATCH_INDEX)) {    \
+            int64_t failed = -1;                                                           \
+            FUZZ_REQUIRE(PYROI_TYPED_CALL(find)(FUZZ_ROIS, map_extent, &p, &failed) ==    \
+                         status);                                                          \
+            FUZZ_REQUIRE(failed >= 0 && failed < boxes.num_rois);                          \
+        }                                                                                  \
+    } while (0)
+
 #define PYROI_FUZZ_TEMPLATE
 #define T float
 #define FUZZ_TYPED(name) name##_f32
@@ -779,71 +805,39 @@ static void FUZZ_TYPED(fuzz_run)(fuzz_input *in, int op)
             case FUZZ_ROI_ALIGN_MAX_BACKWARD: {
                 pyroi_roi_align_params p;
                 pyroi_roi_align_params_init(&p);
-                p.pooled_height = pooled_height;
-                p.pooled_width = pooled_width;
-                p.spatial_scale_h = scale_h;
-                p.spatial_scale_w = scale_w;
+                FUZZ_SET_PARAMS(p);
                 p.sampling_ratio = sampling_ratio;
                 p.aligned = aligned;
-                p.num_threads = threads;
                 if (op == FUZZ_ROI_ALIGN_FORWARD) {
-                    status = PYROI_TYPED_CALL(pyroi_roi_align_forward)(
-                        src, map_shape, src_strides, box_data, boxes.num_rois, boxes.row_stride,
-                        index_data, dst, dst_strides, params_null ? NULL : &p);
+                    status = PYROI_TYPED_CALL(pyroi_roi_align_forward)(FUZZ_FORWARD_ARGS);
                 } else if (op == FUZZ_ROI_ALIGN_BACKWARD) {
-                    status = PYROI_TYPED_CALL(pyroi_roi_align_backward)(
-                        src, src_strides, box_data, boxes.num_rois, boxes.row_stride, index_data,
-                        dst, map_shape, dst_strides, params_null ? NULL : &p);
+                    status = PYROI_TYPED_CALL(pyroi_roi_align_backward)(FUZZ_BACKWARD_ARGS);
                 } else if (op == FUZZ_ROI_ALIGN_MAX_FORWARD) {
                     status = PYROI_TYPED_CALL(pyroi_roi_align_max_forward)(
-                        src, map_shape, src_strides, box_data, boxes.num_rois, boxes.row_stride,
-                        index_data, dst, dst_strides, argmax_out_data,
-                        argmax_out.bytes ? argmax_out.layout.strides : NULL,
-                        params_null ? NULL : &p);
+                        src, map_shape, src_strides, FUZZ_ROIS, dst, dst_strides, FUZZ_ARGMAX_OUT,
+                        FUZZ_PARAMS);
                 } else {
                     status = PYROI_TYPED_CALL(pyroi_roi_align_max_backward)(
-                        src, src_strides, argmax_in_data, argmax_in_layout.strides, box_data,
-                        boxes.num_rois, boxes.row_stride, index_data, dst, map_shape,
-                        dst_strides, params_null ? NULL : &p);
+                        src, src_strides, FUZZ_ARGMAX_IN, FUZZ_ROIS, dst, map_shape, dst_strides,
+                        FUZZ_PARAMS);
                 }
-                if (pass == 0 && (status == PYROI_E_INVALID_BOX ||
-                                  status == PYROI_E_INVALID_BATCH_INDEX)) {
-                    int64_t failed = -1;
-                    FUZZ_REQUIRE(PYROI_TYPED_CALL(pyroi_roi_align_find_invalid_roi)(
-                                     box_data, boxes.num_rois, boxes.row_stride, index_data,
-                                     map_shape[0], map_shape[2], map_shape[3], &p, &failed) ==
-                                 status);
-                    FUZZ_REQUIRE(failed >= 0 && failed < boxes.num_rois);
-                }
+                FUZZ_CHECK_FIND(pyroi_roi_align_find_invalid_roi, FUZZ_IN_MAP);
                 break;
             }
             case FUZZ_ROI_POOL_FORWARD:
             case FUZZ_ROI_POOL_BACKWARD: {
                 pyroi_roi_pool_params p;
                 pyroi_roi_pool_params_init(&p);
-                p.pooled_height = pooled_height;
-                p.pooled_width = pooled_width;
-                p.spatial_scale_h = scale_h;
-                p.spatial_scale_w = scale_w;
-                p.num_threads = threads;
+                FUZZ_SET_PARAMS(p);
                 if (op == FUZZ_ROI_POOL_FORWARD) {
                     status = PYROI_TYPED_CALL(pyroi_roi_pool_forward)(
-                        src, map_shape, src_strides, box_data, boxes.num_rois, boxes.row_stride,
-                        index_data, dst, dst_strides, argmax_out_data,
-                        argmax_out.bytes ? argmax_out.layout.strides : NULL,
-                        params_null ? NULL : &p);
-                    if (pass == 0 && (status == PYROI_E_INVALID_BOX ||
-                                      status == PYROI_E_INVALID_BATCH_INDEX)) {
-                        int64_t failed = -1;
-                        FUZZ_REQUIRE(PYROI_TYPED_CALL(pyroi_roi_pool_find_invalid_roi)(
-                                         box_data, boxes.num_rois, boxes.row_stride, index_data,
-                                         map_shape[0], &p, &failed) == status);
-                        FUZZ_REQUIRE(failed >= 0 && failed < boxes.num_rois);
-                    }
+                        src, map_shape, src_strides, FUZZ_ROIS, dst, dst_strides, FUZZ_ARGMAX_OUT,
+                        FUZZ_PARAMS);
+                    FUZZ_CHECK_FIND(pyroi_roi_pool_find_invalid_roi, FUZZ_IN_BATCH);
                 } else {
                     status = PYROI_TYPED_CALL(pyroi_roi_pool_backward)(
-                        src, src_strides, argmax_in_data, argmax_in_layout.strides, index_data,
-                        boxes.num_rois, dst, map_shape, dst_strides, params_null ? NULL : &p);
+                        src, src_strides, FUZZ_ARGMAX_IN, index_data, boxes.num_rois, dst,
+                        map_shape, dst_strides, FUZZ_PARAMS);
                 }
                 break;
             }
@@ -851,91 +845,39 @@ static void FUZZ_TYPED(fuzz_run)(fuzz_input *in, int op)
             case FUZZ_PS_ROI_ALIGN_BACKWARD: {
                 pyroi_ps_roi_align_params p;
                 pyroi_ps_roi_align_params_init(&p);
-                p.pooled_height = pooled_height;
-                p.pooled_width = pooled_width;
-                p.spatial_scale_h = scale_h;
-                p.spatial_scale_w = scale_w;
+                FUZZ_SET_PARAMS(p);
                 p.sampling_ratio = sampling_ratio;
-                p.num_threads = threads;
-                if (op == FUZZ_PS_ROI_ALIGN_FORWARD) {
-                    status = PYROI_TYPED_CALL(pyroi_ps_roi_align_forward)(
-                        src, map_shape, src_strides, box_data, boxes.num_rois, boxes.row_stride,
-                        index_data, dst, dst_strides, params_null ? NULL : &p);
-                } else {
-                    status = PYROI_TYPED_CALL(pyroi_ps_roi_align_backward)(
-                        src, src_strides, box_data, boxes.num_rois, boxes.row_stride, index_data,
-                        dst, map_shape, dst_strides, params_null ? NULL : &p);
-                }
-                if (pass == 0 && (status == PYROI_E_INVALID_BOX ||
-                                  status == PYROI_E_INVALID_BATCH_INDEX)) {
-                    int64_t failed = -1;
-                    FUZZ_REQUIRE(PYROI_TYPED_CALL(pyroi_ps_roi_align_find_invalid_roi)(
-                                     box_data, boxes.num_rois, boxes.row_stride, index_data,
-                                     map_shape[0], map_shape[2], map_shape[3], &p, &failed) ==
-                                 status);
-                    FUZZ_REQUIRE(failed >= 0 && failed < boxes.num_rois);
-                }
+                status = op == FUZZ_PS_ROI_ALIGN_FORWARD
+                             ? PYROI_TYPED_CALL(pyroi_ps_roi_align_forward)(FUZZ_FORWARD_ARGS)
+                             : PYROI_TYPED_CALL(pyroi_ps_roi_align_backward)(FUZZ_BACKWARD_ARGS);
+                FUZZ_CHECK_FIND(pyroi_ps_roi_align_find_invalid_roi, FUZZ_IN_MAP);
                 break;
             }
             case FUZZ_PS_ROI_POOL_FORWARD:
             case FUZZ_PS_ROI_POOL_BACKWARD: {
                 pyroi_ps_roi_pool_params p;
                 pyroi_ps_roi_pool_params_init(&p);
-                p.pooled_height = pooled_height;
-                p.pooled_width = pooled_width;
-                p.spatial_scale_h = scale_h;
-                p.spatial_scale_w = scale_w;
-                p.num_threads = threads;
-                if (op == FUZZ_PS_ROI_POOL_FORWARD) {
-                    status = PYROI_TYPED_CALL(pyroi_ps_roi_pool_forward)(
-                        src, map_shape, src_strides, box_data, boxes.num_rois, boxes.row_stride,
-                        index_data, dst, dst_strides, params_null ? NULL : &p);
-                } else {
-                    status = PYROI_TYPED_CALL(pyroi_ps_roi_pool_backward)(
-                        src, src_strides, box_data, boxes.num_rois, boxes.row_stride, index_data,
-                        dst, map_shape, dst_strides, params_null ? NULL : &p);
-                }
-                if (pass == 0 && (status == PYROI_E_INVALID_BOX ||
-                                  status == PYROI_E_INVALID_BATCH_INDEX)) {
-                    int64_t failed = -1;
-                    FUZZ_REQUIRE(PYROI_TYPED_CALL(pyroi_ps_roi_pool_find_invalid_roi)(
-                                     box_data, boxes.num_rois, boxes.row_stride, index_data,
-                                     map_shape[0], &p, &failed) == status);
-                    FUZZ_REQUIRE(failed >= 0 && failed < boxes.num_rois);
-                }
+                FUZZ_SET_PARAMS(p);
+                status = op == FUZZ_PS_ROI_POOL_FORWARD
+                             ? PYROI_TYPED_CALL(pyroi_ps_roi_pool_forward)(FUZZ_FORWARD_ARGS)
+                             : PYROI_TYPED_CALL(pyroi_ps_roi_pool_backward)(FUZZ_BACKWARD_ARGS);
+                FUZZ_CHECK_FIND(pyroi_ps_roi_pool_find_invalid_roi, FUZZ_IN_BATCH);
                 break;
             }
             case FUZZ_ROTATED_FORWARD:
             case FUZZ_ROTATED_BACKWARD: {
                 pyroi_roi_align_rotated_params p;
                 pyroi_roi_align_rotated_params_init(&p);
-                p.pooled_height = pooled_height;
-                p.pooled_width = pooled_width;
-                p.spatial_scale_h = scale_h;
-                p.spatial_scale_w = scale_w;
+                FUZZ_SET_PARAMS(p);
                 p.sampling_ratio = sampling_ratio;
                 p.aligned = aligned;
                 p.clockwise = (int)((flags >> 6) & 1u);
                 p.angle_in_degrees = !((flags >> 7) & 1u);
-                p.num_threads = threads;
-                if (op == FUZZ_ROTATED_FORWARD) {
-                    status = PYROI_TYPED_CALL(pyroi_roi_align_rotated_forward)(
-                        src, map_shape, src_strides, box_data, boxes.num_rois, boxes.row_stride,
-                        index_data, dst, dst_strides, params_null ? NULL : &p);
-                } else {
-                    status = PYROI_TYPED_CALL(pyroi_roi_align_rotated_backward)(
-                        src, src_strides, box_data, boxes.num_rois, boxes.row_stride, index_data,
-                        dst, map_shape, dst_strides, params_null ? NULL : &p);
-                }
-                if (pass == 0 && (status == PYROI_E_INVALID_BOX ||
-                                  status == PYROI_E_INVALID_BATCH_INDEX)) {
-                    int64_t failed = -1;
-                    FUZZ_REQUIRE(PYROI_TYPED_CALL(pyroi_roi_align_rotated_find_invalid_roi)(
-                                     box_data, boxes.num_rois, boxes.row_stride, index_data,
-                                     map_shape[0], map_shape[2], map_shape[3], &p, &failed) ==
-                                 status);
-                    FUZZ_REQUIRE(failed >= 0 && failed < boxes.num_rois);
-                }
+                status = op == FUZZ_ROTATED_FORWARD
+                             ? PYROI_TYPED_CALL(pyroi_roi_align_rotated_forward)(FUZZ_FORWARD_ARGS)
+                             : PYROI_TYPED_CALL(pyroi_roi_align_rotated_backward)(
+                                   FUZZ_BACKWARD_ARGS);
+                FUZZ_CHECK_FIND(pyroi_roi_align_rotated_find_invalid_roi, FUZZ_IN_MAP);
                 break;
             }
             default:

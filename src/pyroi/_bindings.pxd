@@ -1,0 +1,93 @@
+# Mirror of src/pyroi/_bindings.h (the C half of the bindings) for Cython, and nothing else.
+from libc.stdint cimport int64_t, int8_t
+
+from pyroi._cpyroi cimport pyroi_cancel, pyroi_fpn_level_params, pyroi_status
+
+
+cdef extern from "_bindings.h" nogil:
+    ctypedef enum Layout "binding_layout":
+        FORWARD "BINDING_FORWARD"
+        BACKWARD "BINDING_BACKWARD"
+        QUERY "BINDING_QUERY"
+
+    ctypedef struct Call "binding_call":
+        int f64
+        int f16
+        void *map
+        int64_t map_shape[4]
+        int64_t map_strides[4]
+        void *pooled
+        int64_t pooled_strides[4]
+        void *boxes
+        int64_t num_rois
+        int64_t box_row_stride
+        int64_t *batch_indices
+        int64_t *argmax
+        int64_t argmax_strides[4]
+        void *workspace
+        size_t workspace_size
+        int64_t failed_roi
+        int64_t pooled_height
+        int64_t pooled_width
+        double spatial_scale_h
+        double spatial_scale_w
+        int64_t sampling_ratio
+        int aligned
+        int clockwise
+        int angle_in_degrees
+        int num_threads
+        pyroi_cancel *cancel
+
+    ctypedef struct Entry "binding_entry":
+        pyroi_status (*run)(Call *call) noexcept nogil
+        void (*fill_params)(Call *call) noexcept nogil
+        pyroi_status (*find_invalid_roi)(Call *call) noexcept nogil
+        Layout layout
+        int has_argmax
+        int box_size
+        int position_sensitive
+        int float16
+        const char *boxes_name
+
+    # BINDING_ENTRIES: one line each
+    const Entry roi_align_forward "binding_roi_align_forward"
+    const Entry roi_align_backward "binding_roi_align_backward"
+    const Entry roi_align_max_forward "binding_roi_align_max_forward"
+    const Entry roi_align_max_backward "binding_roi_align_max_backward"
+    const Entry roi_align_onnx_max_forward "binding_roi_align_onnx_max_forward_argmax"
+    const Entry roi_align_onnx_max_backward "binding_roi_align_onnx_max_backward"
+    const Entry roi_align_backward_with_workspace "binding_roi_align_backward_with_workspace"
+    const Entry roi_align_backward_workspace_size "binding_roi_align_backward_workspace_size"
+    const Entry roi_pool_forward "binding_roi_pool_forward"
+    const Entry roi_pool_backward "binding_roi_pool_backward"
+    const Entry ps_roi_align_forward "binding_ps_roi_align_forward"
+    const Entry ps_roi_align_backward "binding_ps_roi_align_backward"
+    const Entry ps_roi_pool_forward "binding_ps_roi_pool_forward"
+    const Entry ps_roi_pool_backward "binding_ps_roi_pool_backward"
+    const Entry roi_align_rotated_forward "binding_roi_align_rotated_forward"
+    const Entry roi_align_rotated_backward "binding_roi_align_rotated_backward"
+
+    pyroi_status roi_rows_batch_indices "binding_roi_rows_batch_indices" (
+        int f64, const void *rows, int64_t num_rois, int64_t row_stride,
+        int64_t coords_per_box, int64_t num_images, int64_t *batch_indices,
+        int64_t *failed_roi)
+    pyroi_status fpn_levels "binding_fpn_levels" (
+        int f64, const void *boxes, int64_t num_rois, int64_t box_row_stride,
+        const pyroi_fpn_level_params *params, int64_t *levels)
+
+    ctypedef struct AxisSamples "binding_axis_samples":
+        int64_t capacity
+        void *coords
+        int64_t *taps
+        void *weights
+        int8_t *in_map
+        void *edges
+
+    pyroi_status roi_align_sample_grid "binding_roi_align_sample_grid" (
+        Call *call, const void *box, int64_t height, int64_t width, int64_t *grid)
+    pyroi_status roi_align_sample_axes "binding_roi_align_sample_axes" (
+        Call *call, const void *box, int64_t height, int64_t width, const AxisSamples *rows,
+        const AxisSamples *cols)
+    pyroi_status roi_pool_bin_edges "binding_roi_pool_bin_edges" (
+        Call *call, const void *box, int64_t height, int64_t width, int64_t *roi_pixels,
+        int64_t *row_edges, int64_t *col_edges)
