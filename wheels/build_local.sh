@@ -139,6 +139,19 @@ for python in "${pythons[@]}"; do
       echo "not a manylinux2014 $zig_arch wheel: $(basename "$wheel"); $show" >&2
       exit 1
     fi
+    # The core's sin and cos (rotated RoIAlign) are glibc's, imported, not the copies in zig's
+    # compiler_rt (wheels/zig/glibc_libm.h): those give other last bits than the peers' libm.
+    "$work/tools/bin/python" -c 'import sys, zipfile; z = zipfile.ZipFile(sys.argv[1]);
+n = [n for n in z.namelist() if n.startswith("pyroi/_core.")][0]; open(sys.argv[2], "wb").write(z.read(n))' \
+      "$wheel" "$work/core-$tag.so"
+    imports=$(readelf --dyn-syms -W "$work/core-$tag.so" | awk '$7 == "UND" {print $8}')
+    for name in sin cos; do
+      if ! grep -qE "^$name@GLIBC_" <<< "$imports"; then
+        echo "the extension does not import $name from glibc's libm (zig's compiler_rt copy?)" >&2
+        exit 1
+      fi
+    done
+    echo "libm: $(grep -E '^(sin|cos|log2f?)@' <<< "$imports" | tr '\n' ' ')"
   fi
   "$work/tools/bin/python" - "$wheel" "$max_bytes" "${zig_arch:-$host_arch}" <<'PY'
 import os

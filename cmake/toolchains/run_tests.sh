@@ -37,6 +37,19 @@ cmake --build "$build" > "$build.build.log" || { tail -40 "$build.build.log"; ex
 if ((windows)); then
   "$(sed -n 's/^PYROI_WINE:FILEPATH=//p' "$build/CMakeCache.txt")" wineboot --init > /dev/null 2>&1
 fi
+if ((!windows)); then
+  # The guest's shared libraries come from the sysroot, never from the host's own libraries
+  # of the target's architecture (a libc of another build beside the sysroot's loader hangs in
+  # pthread_create under qemu: cmake/toolchains/debian-linux-cross.cmake).
+  # shellcheck disable=SC2086  # the emulator command is words
+  libraries=$($emulator -E LD_TRACE_LOADED_OBJECTS=1 "$build/tests/c/test_explain" |
+    sed -n 's/^[[:space:]]*[^ ]* => \([^ ]*\) .*/\1/p')
+  echo "$target: shared libraries $(echo $libraries)"
+  if [[ -z $libraries ]] || grep -v "^/usr/$target/" <<< "$libraries"; then
+    echo "$target: the tests would load the host's libraries above, not /usr/$target's" >&2
+    exit 1
+  fi
+fi
 ctest_args=(--test-dir "$build" --output-on-failure -j2 --timeout 900)
 [[ -n $exclude ]] && ctest_args+=(-E "$exclude")
 ctest "${ctest_args[@]}" | tee "$build.ctest.log" | grep -E '(Passed|Failed|Not Run|Timeout)' || true
