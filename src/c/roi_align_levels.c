@@ -121,13 +121,14 @@ static void roi_align_levels_rois_free(roi_align_levels_rois *rois)
 static pyroi_status roi_align_levels_rois_copy(roi_align_levels_rois *rois, const void *boxes,
                                                size_t value_bytes, int64_t num_rois,
                                                int64_t box_row_stride,
-                                               const int64_t *batch_indices, int64_t num_images)
+                                               const int64_t *batch_indices, int64_t num_images,
+                                               pyroi_cancel *cancel)
 {
     pyroi_status status;
     const uint64_t per_roi = 3 * sizeof(int64_t) + 4 * value_bytes;
     rois->allocation = NULL;
     status = pyroi_rois_copy(&rois->copy, boxes, value_bytes, num_rois, box_row_stride, 4,
-                             batch_indices, num_images, NULL);
+                             batch_indices, num_images, NULL, cancel);
     if (status != PYROI_OK) {
         return status;
     }

@@ -13,7 +13,7 @@ static pyroi_status PYROI_TYPED(roi_align_levels_prepare)(roi_align_levels_rois 
     int64_t l, failed_roi;
     pyroi_status status = roi_align_levels_rois_copy(rois, boxes, sizeof(T), num_rois,
                                                      box_row_stride, batch_indices,
-                                                     call->shapes[0][0]);
+                                                     call->shapes[0][0], call->params[0].cancel);
     if (status != PYROI_OK) {
         return status;
     }
