@@ -101,6 +101,9 @@ static double now_seconds(void)
  * threads' calls). */
 #if defined(_MSC_VER)
 #  define PYROI_THREAD_LOCAL __declspec(thread)
+#elif defined(__MINGW32__)
+/* none: MinGW's GCC emulates thread-locals with a libgcc DLL, which libpyroi.dll must not
+ * need; its checks poll every time */
 #elif defined(__GNUC__) || defined(__clang__)
 #  define PYROI_THREAD_LOCAL __thread
 #elif defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L && !defined(__STDC_NO_THREADS__)
