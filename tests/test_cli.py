@@ -125,6 +125,11 @@ def test_bench_prints_a_table(tmp_path):
     assert run(["bench", "-w", "nope"], tmp_path).returncode == 2
 
 
+# Known defect (issue 19): zig's compiler_rt, which the zig-built manylinux2014 wheel links for
+# the AVX2 / x86-64-v4 clones' resolver, has a stub __cpu_indicator_init that reports no CPU
+# features, so that wheel runs the baseline kernels on every CPU. Strict: it fails once fixed.
+@pytest.mark.xfail(os.environ.get("PYROI_ZIG_WHEEL") == "1", strict=True,
+                   reason="zig's compiler_rt reports no CPU features: baseline dispatch")
 def test_vector_isa_is_the_one_the_cpu_supports():
     from pyroi import _core
 
