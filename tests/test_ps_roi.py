@@ -1019,3 +1019,14 @@ def test_core_rejects_mismatched_views():
     with pytest.raises(pyroi.ShapeError):
         _core.ps_roi_align_forward(x, coords, images[:3], np.zeros((4, 2, 2, 2), np.float32),
                                    2, 2, 1.0, 1.0, -1, 1)
+
+
+def test_ps_roi_align_sampling_ratio_none_is_a_named_error():
+    # The atheris harness found that None reached _core as "no sampling_ratio" (a TypeError)
+    x = np.ones((1, 4, 5, 5), np.float32)
+    boxes = np.array([[0, 1, 1, 4, 4]], np.float32)
+    with pytest.raises(pyroi.PyroiError, match="sampling_ratio"):
+        pyroi.ps_roi_align(x, boxes, 2, sampling_ratio=None)
+    with pytest.raises(pyroi.PyroiError, match="sampling_ratio"):
+        pyroi.ps_roi_align_backward(np.ones((1, 1, 2, 2), np.float32), boxes, (1, 4, 5, 5),
+                                    sampling_ratio=None)

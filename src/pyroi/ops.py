@@ -406,15 +406,20 @@ def _ps_backward_shape(grad, input_shape):
     return shape, pooled
 
 
+# The sampling_ratio of the position-sensitive ops that have none (a user's None is checked)
+_NO_SAMPLING_RATIO = object()
+
+
 def _ps_forward(forward, input, boxes, output_size, spatial_scale, sampling_ratio,
                 batch_indices, num_threads, out):
     """A position-sensitive forward: validate, allocate (K, C / (ph * pw), ph, pw) and call
-    forward (sampling_ratio None: the op has none)."""
+    forward (sampling_ratio _NO_SAMPLING_RATIO: the op has none)."""
     features = _validate.float_array(input, "input", 4)
     pooled_height, pooled_width = _validate.output_size(output_size)
     channels_out = _validate.ps_output_channels(features.shape[1], (pooled_height, pooled_width))
     scale = _validate.spatial_scale(spatial_scale)
-    ratio = () if sampling_ratio is None else (_validate.sampling_ratio(sampling_ratio),)
+    ratio = (() if sampling_ratio is _NO_SAMPLING_RATIO
+             else (_validate.sampling_ratio(sampling_ratio),))
     threads = _validate.num_threads(num_threads)
     coords, roi_images = _validate.boxes(boxes, features.dtype, features.shape[0], batch_indices)
     shape = (coords.shape[0], channels_out, pooled_height, pooled_width)
@@ -431,7 +436,8 @@ def _ps_backward(backward, grad_output, boxes, input_shape, spatial_scale, sampl
     grad = _validate.float_array(grad_output, "grad_output", 4)
     shape, _ = _ps_backward_shape(grad, input_shape)
     scale = _validate.spatial_scale(spatial_scale)
-    ratio = () if sampling_ratio is None else (_validate.sampling_ratio(sampling_ratio),)
+    ratio = (() if sampling_ratio is _NO_SAMPLING_RATIO
+             else (_validate.sampling_ratio(sampling_ratio),))
     threads = _validate.num_threads(num_threads)
     coords, roi_images = _validate.backward_boxes(boxes, grad, shape[0], batch_indices)
     result = _validate.output_array(out, shape, grad.dtype, (grad_output, boxes, batch_indices,
@@ -610,7 +616,7 @@ def ps_roi_pool(
              [63.5, 90. ]]]], dtype=float32)
     """
     return _ps_forward(_core.ps_roi_pool_forward, input, boxes, output_size, spatial_scale,
-                       None, batch_indices, num_threads, out)
+                       _NO_SAMPLING_RATIO, batch_indices, num_threads, out)
 
 
 def ps_roi_pool_backward(
@@ -665,7 +671,7 @@ def ps_roi_pool_backward(
            [0., 0., 1., 1., 1.]], dtype=float32)
     """
     return _ps_backward(_core.ps_roi_pool_backward, grad_output, boxes, input_shape,
-                        spatial_scale, None, batch_indices, num_threads, out)
+                        spatial_scale, _NO_SAMPLING_RATIO, batch_indices, num_threads, out)
 
 
 __all__ += ["roi_align_rotated", "roi_align_rotated_backward"]
