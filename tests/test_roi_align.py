@@ -279,12 +279,20 @@ def test_backward_matches_central_differences(aligned):
 # memory layouts
 # --------------------------------------------------------------------------------------
 
-def _layout_case(dtype):
-    rng = np.random.default_rng(23)
-    x = random_input(rng, (2, 3, 9, 11), dtype)
-    rois = random_rois(rng, 2, 9, 11, 16, dtype, spatial_scale=0.5)
-    params = dict(output_size=(3, 4), spatial_scale=0.5, sampling_ratio=-1, aligned=True)
+def _random_case(dtype, seed, shape, num_rois, output_size, aligned):
+    """(x, rois, params): a random map of ``shape`` and random RoIs at scale 0.5, adaptive
+    sampling."""
+    rng = np.random.default_rng(seed)
+    x = random_input(rng, shape, dtype)
+    num_images, _, height, width = shape
+    rois = random_rois(rng, num_images, height, width, num_rois, dtype, spatial_scale=0.5)
+    params = dict(output_size=output_size, spatial_scale=0.5, sampling_ratio=-1,
+                  aligned=aligned)
     return x, rois, params
+
+
+def _layout_case(dtype):
+    return _random_case(dtype, 23, (2, 3, 9, 11), 16, (3, 4), aligned=True)
 
 
 LAYOUTS = {
@@ -533,11 +541,7 @@ def test_aligned_adaptive_one_axis_inverted_box_gives_zeros(dtype, sampling_rati
 # --------------------------------------------------------------------------------------
 
 def _threads_case(dtype):
-    rng = np.random.default_rng(53)
-    x = random_input(rng, (3, 4, 16, 16), dtype)
-    rois = random_rois(rng, 3, 16, 16, 30, dtype, spatial_scale=0.5)
-    params = dict(output_size=(4, 3), spatial_scale=0.5, sampling_ratio=-1, aligned=False)
-    return x, rois, params
+    return _random_case(dtype, 53, (3, 4, 16, 16), 30, (4, 3), aligned=False)
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
