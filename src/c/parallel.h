@@ -64,4 +64,13 @@ static inline int pyroi_cancel_at(pyroi_cancel *cancel, int64_t item)
            pyroi_cancel_check(cancel);
 }
 
+/* Zeroes channels [channel_begin, channel_end) of every image of an N x C x H x W tensor of
+ * float (element_size 4) or double (8) with the given element strides, as a backward's work
+ * item does before adding its gradients: in slices of about a million elements, reading
+ * cancel->requested between slices, so that a worker on a huge map still stops within about
+ * a millisecond. Returns nonzero when the call is to stop (the planes then partly zeroed). */
+int pyroi_zero_channels(void *tensor, size_t element_size, const int64_t shape[4],
+                        const int64_t strides[4], int64_t channel_begin, int64_t channel_end,
+                        const pyroi_cancel *cancel);
+
 #endif /* PYROI_PARALLEL_H */

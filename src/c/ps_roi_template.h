@@ -198,24 +198,6 @@ static void PYROI_TYPED(ps_roi_align_forward_task)(void *context, int64_t roi_be
     }
 }
 
-/* Zeroes input channels [channel_begin, channel_end) of every image of a gradient tensor. */
-static void PYROI_TYPED(ps_zero_channels)(T *PYROI_RESTRICT grad_input, const int64_t shape[4],
-                                          const int64_t strides[4], int64_t channel_begin,
-                                          int64_t channel_end)
-{
-    int64_t n, c, h, w;
-    for (n = 0; n < shape[0]; ++n) {
-        for (c = channel_begin; c < channel_end; ++c) {
-            T *plane = grad_input + n * strides[0] + c * strides[1];
-            for (h = 0; h < shape[2]; ++h) {
-                for (w = 0; w < shape[3]; ++w) {
-                    plane[h * strides[2] + w * strides[3]] = (T)0;
-                }
-            }
-        }
-    }
-}
-
 /* Backward for output channels [c_begin, c_end), i.e. input channels
  * [c_begin * PH * PW, c_end * PH * PW): zeroes them, then adds each RoI's contributions in
  * RoI order, as torchvision does, whatever the split between threads. */
@@ -231,8 +213,10 @@ static void PYROI_TYPED(ps_roi_align_backward_task)(void *context, int64_t c_beg
     const int64_t group = pooled_height * pooled_width;
     int64_t k, c_out, ph, pw;
 
-    PYROI_TYPED(ps_zero_channels)(job->tensors.result, in_shape, in_strides, c_begin * group,
-                                  c_end * group);
+    if (pyroi_zero_channels(job->tensors.result, sizeof(T), in_shape, in_strides,
+                            c_begin * group, c_end * group, job->align->cancel)) {
+        return;
+    }
     for (k = 0; k < job->tensors.num_rois; ++k) {
         if (k % 8 == 0 && pyroi_cancel_requested(job->align->cancel)) {
             break; /* an item (channel) holds every RoI */
@@ -553,8 +537,10 @@ static void PYROI_TYPED(ps_roi_pool_backward_task)(void *context, int64_t c_begi
     int64_t k, c_out, ph, pw, h, w;
     (void)worker;
 
-    PYROI_TYPED(ps_zero_channels)(job->tensors.result, in_shape, in_strides, c_begin * group,
-                                  c_end * group);
+    if (pyroi_zero_channels(job->tensors.result, sizeof(T), in_shape, in_strides,
+                            c_begin * group, c_end * group, job->pool->cancel)) {
+        return;
+    }
     for (k = 0; k < job->tensors.num_rois; ++k) {
         const PYROI_TYPED(ps_pool_roi) roi =
             PYROI_TYPED(ps_pool_quantise)(job->tensors.boxes + k * job->tensors.box_row_stride,

@@ -54,18 +54,12 @@ static void PYROI_TYPED(roi_align_backward_direct_task)(void *context, int64_t b
     const int64_t row_stride = gi_strides[2], col_stride = gi_strides[3];
     const int64_t pooled_height = job->params->pooled_height;
     const int64_t pooled_width = job->params->pooled_width;
-    int64_t n, k, c, h, w, ph, pw;
+    int64_t k, c, ph, pw;
     (void)worker;
 
-    for (n = 0; n < shape[0]; ++n) {
-        for (c = begin; c < end; ++c) {
-            T *plane = job->result + n * gi_strides[0] + c * gi_strides[1];
-            for (h = 0; h < shape[2]; ++h) {
-                for (w = 0; w < shape[3]; ++w) {
-                    plane[h * row_stride + w * col_stride] = (T)0;
-                }
-            }
-        }
+    if (pyroi_zero_channels(job->result, sizeof(T), shape, gi_strides, begin, end,
+                            job->params->cancel)) {
+        return;
     }
     for (k = 0; k < plan->num_rois; ++k) {
         const PYROI_TYPED(roi_align_tap_tables) tables =

@@ -3,6 +3,7 @@
  * that level's map by the RoIAlign kernels (roi_align.c), writing (forward) or reading
  * (backward) its row of the pooled tensor in place, in the RoIs' original order. float32 and
  * float64; the typed part is roi_align_levels_template.h. */
+#include "parallel.h"
 #include "roi_align_rows.h"
 #include "rois.h"
 #include "validate.h"
@@ -108,6 +109,9 @@ typedef struct roi_align_levels_rois {
     int64_t *levels;        /* per original RoI */
     void *allocation;
 } roi_align_levels_rois;
+
+/* RoIs whose levels are computed between two cancel checks (a few milliseconds). */
+#define ROI_ALIGN_LEVELS_SLICE ((int64_t)1 << 16)
 
 static void roi_align_levels_rois_free(roi_align_levels_rois *rois)
 {

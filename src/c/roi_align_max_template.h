@@ -137,16 +137,12 @@ PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_max_like_backward_channels)(
     const int64_t *shape = job->map_shape;
     const int64_t pooled_height = job->params->pooled_height;
     const int64_t pooled_width = job->params->pooled_width;
-    int64_t n, k, c, h, w, ph, pw;
+    int64_t k, c, ph, pw;
 
     for (c = begin; c < end; ++c) {
-        for (n = 0; n < shape[0]; ++n) {
-            T *plane = job->result + n * gi_strides[0] + c * gi_strides[1];
-            for (h = 0; h < shape[2]; ++h) {
-                for (w = 0; w < shape[3]; ++w) {
-                    plane[h * gi_strides[2] + w * gi_strides[3]] = (T)0;
-                }
-            }
+        if (pyroi_zero_channels(job->result, sizeof(T), shape, gi_strides, c, c + 1,
+                                job->params->cancel)) {
+            return;
         }
         for (k = 0; k < plan->num_rois; ++k) {
             const PYROI_TYPED(roi_align_tap_tables) tables =

@@ -244,20 +244,14 @@ static void PYROI_TYPED(roi_align_backward_region_task)(void *context, int64_t b
     const int64_t pooled_width = job->params->pooled_width;
     T *block = job->scratch + worker * job->scratch_stride;
     T *tile = PYROI_TYPED(roi_align_bin_tile)(job, block);
-    int64_t item, k, n, c, h, w;
+    int64_t item, k;
 
     for (item = begin; item < end; ++item) {
         const int64_t c0 = item * PYROI_LANES;
         const int64_t lanes = shape[1] - c0 < PYROI_LANES ? shape[1] - c0 : PYROI_LANES;
-        for (n = 0; n < shape[0]; ++n) {
-            for (c = c0; c < c0 + lanes; ++c) {
-                T *plane = job->result + n * gi_strides[0] + c * gi_strides[1];
-                for (h = 0; h < shape[2]; ++h) {
-                    for (w = 0; w < shape[3]; ++w) {
-                        plane[h * gi_strides[2] + w * gi_strides[3]] = (T)0;
-                    }
-                }
-            }
+        if (pyroi_zero_channels(job->result, sizeof(T), shape, gi_strides, c0, c0 + lanes,
+                                job->params->cancel)) {
+            return;
         }
         for (k = 0; k < plan->num_rois; ++k) {
             int64_t row_begin, row_end, col_begin, col_end;

@@ -507,17 +507,11 @@ static void PYROI_TYPED(rotated_backward_task)(void *context, int64_t begin, int
     const int64_t *strides = job->tensors.result_strides;
     T *PYROI_RESTRICT grad_input = job->tensors.result;
     PYROI_TYPED(rotated_flush_context) fc;
-    int64_t n, c, h, w, k;
+    int64_t k;
 
-    for (n = 0; n < shape[0]; ++n) {
-        for (c = begin; c < end; ++c) {
-            T *plane = grad_input + n * strides[0] + c * strides[1];
-            for (h = 0; h < shape[2]; ++h) {
-                for (w = 0; w < shape[3]; ++w) {
-                    plane[h * strides[2] + w * strides[3]] = (T)0;
-                }
-            }
-        }
+    if (pyroi_zero_channels(grad_input, sizeof(T), shape, strides, begin, end,
+                            job->params->cancel)) {
+        return;
     }
     fc.job = job;
     fc.channel_begin = begin;

@@ -202,19 +202,16 @@ static void PYROI_TYPED(roi_pool_backward_channels)(
     const int64_t width = grad_input_shape[3];
     const int64_t plane_size = grad_input_shape[2] * width;
     const int64_t row_stride = grad_input_strides[2], col_stride = grad_input_strides[3];
-    int64_t n, k, c, h, w, ph, pw;
+    int64_t k, c, ph, pw;
 
-    for (n = 0; n < grad_input_shape[0]; ++n) {
-        for (c = channel_begin; c < channel_end; ++c) {
-            T *plane = grad_input + n * grad_input_strides[0] + c * grad_input_strides[1];
-            for (h = 0; h < grad_input_shape[2]; ++h) {
-                for (w = 0; w < width; ++w) {
-                    plane[h * row_stride + w * col_stride] = (T)0;
-                }
-            }
-        }
+    if (pyroi_zero_channels(grad_input, sizeof(T), grad_input_shape, grad_input_strides,
+                            channel_begin, channel_end, params->cancel)) {
+        return;
     }
     for (k = 0; k < num_rois; ++k) {
+        if (k % 8 == 0 && pyroi_cancel_requested(params->cancel)) {
+            break; /* an item (channel) holds every RoI */
+        }
         for (c = channel_begin; c < channel_end; ++c) {
             T *plane = grad_input + batch_indices[k] * grad_input_strides[0] +
                        c * grad_input_strides[1];

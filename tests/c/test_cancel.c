@@ -268,6 +268,104 @@ static void test_case(int which)
 #endif
 }
 
+#if !defined(_WIN32)
+/* The backward's zeroing of a huge gradient is one work item: it reads the token between
+ * slices. A C = 1 backward over a 64M-pixel map, with one small RoI, is cancelled by a thread
+ * that sets the flag as soon as the first pixel is zeroed: the call stops before the last
+ * pixel is (before, the whole plane was zeroed first and the flag read only after). */
+enum { BIG_SIDE = 8192 };
+static float *big;
+
+typedef struct zero_watch {
+    pyroi_cancel *token;
+    volatile int done;
+} zero_watch;
+
+static void *request_once_zeroing(void *arg)
+{
+    zero_watch *watch = (zero_watch *)arg;
+    while (!watch->done && ((volatile float *)big)[0] != 0.0f) {
+    }
+    watch->token->requested = 1;
+    return NULL;
+}
+
+static pyroi_status run_big_backward(int which, pyroi_cancel *token)
+{
+    static const int64_t shape[4] = {1, 1, BIG_SIDE, BIG_SIDE};
+    static const int64_t strides[4] = {(int64_t)BIG_SIDE * BIG_SIDE, (int64_t)BIG_SIDE * BIG_SIDE,
+                                       BIG_SIDE, 1};
+    pyroi_roi_align_params align;
+    pyroi_roi_pool_params pool;
+    pyroi_ps_roi_align_params ps_align;
+    pyroi_ps_roi_pool_params ps_pool;
+    pyroi_roi_align_rotated_params rot;
+    pyroi_roi_align_params_init(&align);
+    pyroi_roi_pool_params_init(&pool);
+    pyroi_ps_roi_align_params_init(&ps_align);
+    pyroi_ps_roi_pool_params_init(&ps_pool);
+    pyroi_roi_align_rotated_params_init(&rot);
+    align.cancel = pool.cancel = ps_align.cancel = ps_pool.cancel = rot.cancel = token;
+    switch (which) {
+    case 0:
+        return pyroi_roi_align_backward_f32(&one, broadcast, boxes, 1, 4, batch, big, shape,
+                                            strides, &align);
+    case 1:
+        return pyroi_roi_align_max_backward_f32(&one, broadcast, &zero_index, broadcast, boxes,
+                                                1, 4, batch, big, shape, strides, &align);
+    case 2:
+        return pyroi_roi_pool_backward_f32(&one, broadcast, &zero_index, broadcast, batch, 1,
+                                           big, shape, strides, &pool);
+    case 3:
+        return pyroi_ps_roi_align_backward_f32(&one, broadcast, boxes, 1, 4, batch, big, shape,
+                                               strides, &ps_align);
+    case 4:
+        return pyroi_ps_roi_pool_backward_f32(&one, broadcast, boxes, 1, 4, batch, big, shape,
+                                              strides, &ps_pool);
+    default:
+        return pyroi_roi_align_rotated_backward_f32(&one, broadcast, rotated, 1, 5, batch, big,
+                                                    shape, strides, &rot);
+    }
+}
+
+static void test_zeroing_is_cancellable(void)
+{
+    static const char *const names[] = {"roi_align", "roi_align max", "roi_pool",
+                                        "ps_roi_align", "ps_roi_pool", "rotated"};
+    const int64_t pixels = (int64_t)BIG_SIDE * BIG_SIDE;
+    int which;
+    int64_t i;
+    big = (float *)malloc(sizeof(float) * (size_t)pixels);
+    CHECK(big != NULL);
+    if (big == NULL) {
+        return;
+    }
+    for (which = 0; which < 6; ++which) {
+        pyroi_cancel token;
+        zero_watch watch;
+        pthread_t thread;
+        pyroi_status status;
+        for (i = 0; i < pixels; ++i) {
+            big[i] = -3.0f;
+        }
+        pyroi_cancel_init(&token);
+        watch.token = &token;
+        watch.done = 0;
+        CHECK(pthread_create(&thread, NULL, request_once_zeroing, &watch) == 0);
+        status = run_big_backward(which, &token);
+        watch.done = 1;
+        pthread_join(thread, NULL);
+        if (status != PYROI_E_CANCELLED || big[pixels - 1] != -3.0f) {
+            fprintf(stderr, "%s backward: the zeroing did not stop (status %d)\n", names[which],
+                    (int)status);
+        }
+        CHECK_STATUS(status, PYROI_E_CANCELLED);
+        CHECK(big[pixels - 1] == -3.0f);
+    }
+    free(big);
+}
+#endif
+
 int main(void)
 {
     int64_t i, k;
@@ -300,6 +398,9 @@ int main(void)
     for (which = 0; which < CASES; ++which) {
         test_case(which);
     }
+#if !defined(_WIN32)
+    test_zeroing_is_cancellable();
+#endif
     free(features);
     free(boxes);
     free(rotated);
