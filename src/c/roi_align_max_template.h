@@ -319,9 +319,7 @@ PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_max_roi)(
 }
 
 /* mmcv max forward, work item = (image, channel block). */
-PYROI_VECTOR_CLONES
-static void PYROI_TYPED(roi_align_max_forward_image_task)(void *context, int64_t begin,
-                                                          int64_t end, int worker)
+PYROI_VECTOR_TASK(PYROI_TYPED(roi_align_max_forward_image_task))
 {
     const PYROI_TYPED(roi_align_max_job) *max_job =
         (const PYROI_TYPED(roi_align_max_job) *)context;
@@ -330,9 +328,7 @@ static void PYROI_TYPED(roi_align_max_forward_image_task)(void *context, int64_t
 }
 
 /* mmcv max forward, work item = RoI. */
-PYROI_VECTOR_CLONES
-static void PYROI_TYPED(roi_align_max_forward_region_task)(void *context, int64_t begin,
-                                                           int64_t end, int worker)
+PYROI_VECTOR_TASK(PYROI_TYPED(roi_align_max_forward_region_task))
 {
     const PYROI_TYPED(roi_align_max_job) *max_job =
         (const PYROI_TYPED(roi_align_max_job) *)context;

@@ -5,6 +5,7 @@
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && !defined(PYROI_NO_CLONES)
 #  define PYROI_HAVE_AVX2_TRANSPOSE 1
+#  include "cpu.h"
 #  include <immintrin.h>
 #endif
 
@@ -129,7 +130,7 @@ __attribute__((target("avx2"))) static void channels_to_lanes_avx2(const float *
 
 static int have_avx2(void)
 {
-    return __builtin_cpu_supports("avx2");
+    return pyroi_cpu_vector_level() >= PYROI_CPU_AVX2;
 }
 #endif
 
