@@ -34,6 +34,11 @@ typedef struct call_case {
 
 static float *features, *boxes, *rotated, *out, one = 1.0f;
 static int64_t *batch, *argmax_out, zero_index = 0;
+/* The backward cases' gradient map and the pooled size (test_zeroing_is_cancellable changes
+ * them). */
+static float *grad_map;
+static const int64_t *grad_shape = map_shape, *grad_strides = map_strides;
+static int64_t pooled = P;
 
 /* Runs case `which` with the given token; writes into out. */
 static pyroi_status run(int which, int64_t rois, pyroi_cancel *token)
@@ -48,18 +53,18 @@ static pyroi_status run(int which, int64_t rois, pyroi_cancel *token)
     pyroi_ps_roi_align_params_init(&ps_align);
     pyroi_ps_roi_pool_params_init(&ps_pool);
     pyroi_roi_align_rotated_params_init(&rot);
-    align.pooled_height = align.pooled_width = P;
+    align.pooled_height = align.pooled_width = pooled;
     align.sampling_ratio = 16;
     align.aligned = 1;
     align.cancel = token;
-    pool.pooled_height = pool.pooled_width = P;
+    pool.pooled_height = pool.pooled_width = pooled;
     pool.cancel = token;
-    ps_align.pooled_height = ps_align.pooled_width = P;
+    ps_align.pooled_height = ps_align.pooled_width = pooled;
     ps_align.sampling_ratio = 16;
     ps_align.cancel = token;
-    ps_pool.pooled_height = ps_pool.pooled_width = P;
+    ps_pool.pooled_height = ps_pool.pooled_width = pooled;
     ps_pool.cancel = token;
-    rot.pooled_height = rot.pooled_width = P;
+    rot.pooled_height = rot.pooled_width = pooled;
     rot.sampling_ratio = 8;
     rot.cancel = token;
     switch (which) {
@@ -67,15 +72,15 @@ static pyroi_status run(int which, int64_t rois, pyroi_cancel *token)
         return pyroi_roi_align_forward_f32(features, map_shape, map_strides, boxes, rois, 4,
                                            batch, out, pooled_strides, &align);
     case 1:
-        return pyroi_roi_align_backward_f32(&one, broadcast, boxes, rois, 4, batch, out,
-                                            map_shape, map_strides, &align);
+        return pyroi_roi_align_backward_f32(&one, broadcast, boxes, rois, 4, batch, grad_map,
+                                            grad_shape, grad_strides, &align);
     case 2:
         return pyroi_roi_align_max_forward_f32(features, map_shape, map_strides, boxes, rois,
                                                4, batch, out, pooled_strides, argmax_out,
                                                pooled_strides, &align);
     case 3:
         return pyroi_roi_align_max_backward_f32(&one, broadcast, &zero_index, broadcast, boxes,
-                                                rois, 4, batch, out, map_shape, map_strides,
+                                                rois, 4, batch, grad_map, grad_shape, grad_strides,
                                                 &align);
     case 4:
         return pyroi_roi_align_onnx_max_forward_f32(features, map_shape, map_strides, boxes,
@@ -87,25 +92,25 @@ static pyroi_status run(int which, int64_t rois, pyroi_cancel *token)
                                           pooled_strides, &pool);
     case 6:
         return pyroi_roi_pool_backward_f32(&one, broadcast, &zero_index, broadcast, batch, rois,
-                                           out, map_shape, map_strides, &pool);
+                                           grad_map, grad_shape, grad_strides, &pool);
     case 7:
         return pyroi_ps_roi_align_forward_f32(features, map_shape, map_strides, boxes, rois, 4,
                                               batch, out, ps_strides, &ps_align);
     case 8:
-        return pyroi_ps_roi_align_backward_f32(&one, broadcast, boxes, rois, 4, batch, out,
-                                               map_shape, map_strides, &ps_align);
+        return pyroi_ps_roi_align_backward_f32(&one, broadcast, boxes, rois, 4, batch, grad_map,
+                                               grad_shape, grad_strides, &ps_align);
     case 9:
         return pyroi_ps_roi_pool_forward_f32(features, map_shape, map_strides, boxes, rois, 4,
                                              batch, out, ps_strides, &ps_pool);
     case 10:
-        return pyroi_ps_roi_pool_backward_f32(&one, broadcast, boxes, rois, 4, batch, out,
-                                              map_shape, map_strides, &ps_pool);
+        return pyroi_ps_roi_pool_backward_f32(&one, broadcast, boxes, rois, 4, batch, grad_map,
+                                              grad_shape, grad_strides, &ps_pool);
     case 11:
         return pyroi_roi_align_rotated_forward_f32(features, map_shape, map_strides, rotated,
                                                    rois, 5, batch, out, pooled_strides, &rot);
     default:
         return pyroi_roi_align_rotated_backward_f32(&one, broadcast, rotated, rois, 5, batch,
-                                                    out, map_shape, map_strides, &rot);
+                                                    grad_map, grad_shape, grad_strides, &rot);
     }
 }
 
@@ -290,48 +295,12 @@ static void *request_once_zeroing(void *arg)
     return NULL;
 }
 
-static pyroi_status run_big_backward(int which, pyroi_cancel *token)
+static void test_zeroing_is_cancellable(void)
 {
+    static const int backwards[] = {1, 3, 6, 8, 10, 12}; /* indices in cases */
     static const int64_t shape[4] = {1, 1, BIG_SIDE, BIG_SIDE};
     static const int64_t strides[4] = {(int64_t)BIG_SIDE * BIG_SIDE, (int64_t)BIG_SIDE * BIG_SIDE,
                                        BIG_SIDE, 1};
-    pyroi_roi_align_params align;
-    pyroi_roi_pool_params pool;
-    pyroi_ps_roi_align_params ps_align;
-    pyroi_ps_roi_pool_params ps_pool;
-    pyroi_roi_align_rotated_params rot;
-    pyroi_roi_align_params_init(&align);
-    pyroi_roi_pool_params_init(&pool);
-    pyroi_ps_roi_align_params_init(&ps_align);
-    pyroi_ps_roi_pool_params_init(&ps_pool);
-    pyroi_roi_align_rotated_params_init(&rot);
-    align.cancel = pool.cancel = ps_align.cancel = ps_pool.cancel = rot.cancel = token;
-    switch (which) {
-    case 0:
-        return pyroi_roi_align_backward_f32(&one, broadcast, boxes, 1, 4, batch, big, shape,
-                                            strides, &align);
-    case 1:
-        return pyroi_roi_align_max_backward_f32(&one, broadcast, &zero_index, broadcast, boxes,
-                                                1, 4, batch, big, shape, strides, &align);
-    case 2:
-        return pyroi_roi_pool_backward_f32(&one, broadcast, &zero_index, broadcast, batch, 1,
-                                           big, shape, strides, &pool);
-    case 3:
-        return pyroi_ps_roi_align_backward_f32(&one, broadcast, boxes, 1, 4, batch, big, shape,
-                                               strides, &ps_align);
-    case 4:
-        return pyroi_ps_roi_pool_backward_f32(&one, broadcast, boxes, 1, 4, batch, big, shape,
-                                              strides, &ps_pool);
-    default:
-        return pyroi_roi_align_rotated_backward_f32(&one, broadcast, rotated, 1, 5, batch, big,
-                                                    shape, strides, &rot);
-    }
-}
-
-static void test_zeroing_is_cancellable(void)
-{
-    static const char *const names[] = {"roi_align", "roi_align max", "roi_pool",
-                                        "ps_roi_align", "ps_roi_pool", "rotated"};
     const int64_t pixels = (int64_t)BIG_SIDE * BIG_SIDE;
     int which;
     int64_t i;
@@ -340,6 +309,10 @@ static void test_zeroing_is_cancellable(void)
     if (big == NULL) {
         return;
     }
+    grad_map = big;
+    grad_shape = shape;
+    grad_strides = strides;
+    pooled = 1; /* PS-RoI*: one input channel per output channel */
     for (which = 0; which < 6; ++which) {
         pyroi_cancel token;
         zero_watch watch;
@@ -352,16 +325,20 @@ static void test_zeroing_is_cancellable(void)
         watch.token = &token;
         watch.done = 0;
         CHECK(pthread_create(&thread, NULL, request_once_zeroing, &watch) == 0);
-        status = run_big_backward(which, &token);
+        status = run(backwards[which], 1, &token);
         watch.done = 1;
         pthread_join(thread, NULL);
         if (status != PYROI_E_CANCELLED || big[pixels - 1] != -3.0f) {
-            fprintf(stderr, "%s backward: the zeroing did not stop (status %d)\n", names[which],
-                    (int)status);
+            fprintf(stderr, "%s: the zeroing did not stop (status %d)\n",
+                    cases[backwards[which]].name, (int)status);
         }
         CHECK_STATUS(status, PYROI_E_CANCELLED);
         CHECK(big[pixels - 1] == -3.0f);
     }
+    grad_map = out;
+    grad_shape = map_shape;
+    grad_strides = map_strides;
+    pooled = P;
     free(big);
 }
 #endif
@@ -395,6 +372,7 @@ int main(void)
         rotated[5 * k + 3] = 40.0f;
         rotated[5 * k + 4] = (float)(k % 90);
     }
+    grad_map = out;
     for (which = 0; which < CASES; ++which) {
         test_case(which);
     }
