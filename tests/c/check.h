@@ -68,6 +68,24 @@ static void check_random_fill(double *v, long count, double lo, double hi,
     }
 }
 
+/* `count` boxes (4 floats a row) of up to 30 x 30 pixels with their top-left corner in
+ * [-8, 52)^2, box k on image k % num_images: the RoIs of the thread-count tests. */
+static void check_random_boxes(float *boxes, int64_t *batch, int count, int num_images,
+                               unsigned long long *state)
+{
+    int k;
+
+    for (k = 0; k < count; ++k) {
+        const float x1 = (float)(check_random(state) * 60 - 8);
+        const float y1 = (float)(check_random(state) * 60 - 8);
+        batch[k] = k % num_images;
+        boxes[4 * k] = x1;
+        boxes[4 * k + 1] = y1;
+        boxes[4 * k + 2] = x1 + (float)(check_random(state) * 30);
+        boxes[4 * k + 3] = y1 + (float)(check_random(state) * 30);
+    }
+}
+
 /* The adjoint identity of a linear forward y = A x and its backward gx = A^T gy:
  * <y, gy> == <x, gx> to rounding, relative to sum |y * gy|, which must not be 0 (else the
  * identity holds vacuously). A macro, so that a failure names the caller's line. */

@@ -254,7 +254,7 @@ static void test_thread_invariance(void)
     pyroi_ps_roi_align_params pa;
     pyroi_ps_roi_pool_params pp;
     size_t i;
-    int t, k;
+    int t;
 
     if (!x || !g1 || !gn || !y1 || !yn) {
         CHECK(!"allocation");
@@ -264,15 +264,7 @@ static void test_thread_invariance(void)
     for (i = 0; i < x_count; ++i) {
         x[i] = (float)check_random(&seed) - 0.5f;
     }
-    for (k = 0; k < K; ++k) {
-        const float x1 = (float)(check_random(&seed) * 60 - 8);
-        const float y1 = (float)(check_random(&seed) * 60 - 8);
-        batch[k] = k % N;
-        boxes[4 * k + 0] = x1;
-        boxes[4 * k + 1] = y1;
-        boxes[4 * k + 2] = x1 + (float)(check_random(&seed) * 30);
-        boxes[4 * k + 3] = y1 + (float)(check_random(&seed) * 30);
-    }
+    check_random_boxes(boxes, batch, K, N, &seed);
     pyroi_ps_roi_align_params_init(&pa);
     pa.pooled_height = pa.pooled_width = P;
     pa.spatial_scale_h = pa.spatial_scale_w = 0.75;
