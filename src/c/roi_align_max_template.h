@@ -250,6 +250,95 @@ PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_max_zero)(T *PYROI_RESTRICT best,
     }
 }
 
+/* One sample offered to an mmcv max bin on a block when no argmax is asked for: the value
+ * only, one vector max per sample (a larger value wins, a tie keeps the earlier one: the
+ * scalar rule for every non-NaN value, signed zeros included). A NaN sample is not taken
+ * here, only noted in its lane of `nan` (which then holds a NaN): the RoI is then redone
+ * with roi_align_max_sample, whose rule (the first NaN wins) it needs. */
+PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_max_sample_value)(
+    T *PYROI_RESTRICT best, T *PYROI_RESTRICT nan, const T *block, int64_t width,
+    PYROI_TYPED(axis_tap) ty, PYROI_TYPED(axis_tap) tx)
+{
+    const T w1 = ty.w_lo * tx.w_lo, w2 = ty.w_lo * tx.w_hi;
+    const T w3 = ty.w_hi * tx.w_lo, w4 = ty.w_hi * tx.w_hi;
+    const T *p1 = block + (ty.lo * width + tx.lo) * PYROI_LANES;
+    const T *p2 = block + (ty.lo * width + tx.hi) * PYROI_LANES;
+    const T *p3 = block + (ty.hi * width + tx.lo) * PYROI_LANES;
+    const T *p4 = block + (ty.hi * width + tx.hi) * PYROI_LANES;
+    int64_t j;
+    for (j = 0; j < PYROI_LANES; ++j) {
+        const T value = w1 * p1[j] + w2 * p2[j] + w3 * p3[j] + w4 * p4[j];
+        best[j] = value > best[j] ? value : best[j];
+        nan[j] = value != value ? value : nan[j];
+    }
+}
+
+/* mmcv max of RoI k on a block when no argmax is asked for: tile[ph][pw][lane] as
+ * roi_align_max_roi gives it, one vector max per sample, unless a lane met a NaN. The 0 of
+ * the out-of-map samples is offered at the same place (it decides between +0 and -0), and
+ * starting each bin from -inf gives what its first offer would: a value that is not NaN
+ * beats -inf or ties it with itself. Returns 0 when a sample of the RoI was NaN: the tile
+ * is then not the RoI's (the caller redoes it with the scalar rule, NaN being rare). */
+PYROI_CLONE_INLINE int PYROI_TYPED(roi_align_max_roi_values)(
+    const struct PYROI_TYPED(roi_align_max_job) *max_job, int64_t k, const T *block, T *tile)
+{
+    const PYROI_TYPED(roi_align_plan) *plan = max_job->base.plan;
+    const int64_t width = max_job->base.map_shape[3];
+    const int64_t pooled_height = max_job->base.params->pooled_height;
+    const int64_t pooled_width = max_job->base.params->pooled_width;
+    const int64_t grid_w = max_job->grid_w[k];
+    const int64_t grid_h = grid_w > 0 ? plan->samples[k] / grid_w : 0;
+    const PYROI_TYPED(roi_align_tap_tables) tables =
+        PYROI_TYPED(roi_align_tap_tables_of)(plan, k, pooled_height);
+    T best[PYROI_LANE_BYTES / sizeof(T)], nan[PYROI_LANE_BYTES / sizeof(T)];
+    int64_t ph, pw, r, q, j;
+    int clean = 1;
+
+    for (j = 0; j < PYROI_LANES; ++j) {
+        nan[j] = (T)0;
+    }
+    for (ph = 0; ph < pooled_height; ++ph) {
+        const pyroi_tap_range rr = tables.row_ranges[ph];
+        for (pw = 0; pw < pooled_width; ++pw) {
+            const pyroi_tap_range cr = tables.col_ranges[pw];
+            /* the 0 after zero_rows rows of in-map samples; -1: no sample is outside */
+            const int64_t outside =
+                grid_h * grid_w > 0
+                    ? PYROI_TYPED(roi_align_first_outside)(rr, cr, grid_h, grid_w)
+                    : -1;
+            const int64_t zero_rows = outside < 0    ? -1
+                                      : outside == 0 ? 0
+                                      : outside < grid_w ? 1
+                                                         : rr.end - rr.begin;
+            T *result = tile + (ph * pooled_width + pw) * PYROI_LANES;
+            for (j = 0; j < PYROI_LANES; ++j) {
+                best[j] = grid_h * grid_w > 0 ? -(T)INFINITY : (T)0; /* empty bin: 0 */
+            }
+            for (r = rr.begin; r < rr.end; ++r) {
+                const PYROI_TYPED(axis_tap) ty = tables.row_taps[r];
+                if (r - rr.begin == zero_rows) {
+                    for (j = 0; j < PYROI_LANES; ++j) {
+                        best[j] = (T)0 > best[j] ? (T)0 : best[j];
+                    }
+                }
+                for (q = cr.begin; q < cr.end; ++q) {
+                    PYROI_TYPED(roi_align_max_sample_value)(best, nan, block, width, ty,
+                                                            tables.col_taps[q]);
+                }
+            }
+            for (j = 0; j < PYROI_LANES; ++j) {
+                /* after every in-map sample (or the only offer) */
+                const T last = zero_rows == rr.end - rr.begin && (T)0 > best[j] ? (T)0 : best[j];
+                result[j] = last;
+            }
+        }
+    }
+    for (j = 0; j < PYROI_LANES; ++j) {
+        clean &= nan[j] == nan[j];
+    }
+    return clean;
+}
+
 /* mmcv max of RoI k on a block of channels [c0, c0 + lanes): tile[ph][pw][lane] and, unless
  * the call has no argmax, the argmax of each bin are what roi_align_max_bin gives for the
  * lane's channel: the offers come in the same order (in-map samples row-major, the out-of-map
@@ -270,6 +359,10 @@ PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_max_roi)(
     const int64_t *a = max_job->argmax_strides;
     int64_t ph, pw, r, q, j;
 
+    if (max_job->argmax == NULL &&
+        PYROI_TYPED(roi_align_max_roi_values)(max_job, k, block, tile)) {
+        return; /* no winners to keep, no NaN met */
+    }
     for (ph = 0; ph < pooled_height; ++ph) {
         const pyroi_tap_range rr = tables.row_ranges[ph];
         const int64_t rows = rr.end - rr.begin;
