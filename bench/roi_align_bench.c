@@ -1,8 +1,9 @@
 /* roi_align_bench.c - times the C core alone on the Mask R-CNN box-head workload, for
  * profiling (perf record, valgrind --tool=callgrind) without Python in the picture.
  *   cc -O3 -std=c99 -Isrc/c/include bench/roi_align_bench.c build/libpyroi.a -lm -lpthread
- *   ./a.out [fwd|bwd|max|max_argmax|onnx_max] [threads] [repeats]
- * (max: mmcv's max mode without argmax, max_argmax: with it, onnx_max: ONNX's without it)
+ *   ./a.out [fwd|bwd|max|max_argmax|onnx_max] [threads] [repeats] [nhwc]
+ * (max: mmcv's max mode without argmax, max_argmax: with it, onnx_max: ONNX's without it;
+ * nhwc: features, and the forward's output, stored channels-last and read in place)
  */
 #define _POSIX_C_SOURCE 200809L
 #include "pyroi.h"
@@ -33,8 +34,13 @@ int main(int argc, char **argv)
     const int backward = strcmp(mode, "bwd") == 0;
     const int threads = argc > 2 ? atoi(argv[2]) : 1;
     const int repeats = argc > 3 ? atoi(argv[3]) : 5;
-    const int64_t shape[4] = {N, C, H, W}, strides[4] = {C * H * W, H * W, W, 1};
-    const int64_t out_strides[4] = {C * P * P, P * P, P, 1};
+    const int nhwc = argc > 4 && strcmp(argv[4], "nhwc") == 0;
+    const int64_t shape[4] = {N, C, H, W};
+    const int64_t nchw_strides[4] = {C * H * W, H * W, W, 1};
+    const int64_t nhwc_strides[4] = {C * H * W, 1, W * C, C};
+    const int64_t *strides = nhwc ? nhwc_strides : nchw_strides;
+    const int64_t nchw_out[4] = {C * P * P, P * P, P, 1}, nhwc_out[4] = {C * P * P, 1, P * C, C};
+    const int64_t *out_strides = nhwc && !backward ? nhwc_out : nchw_out;
     float *x = malloc(sizeof(float) * N * C * H * W);
     float *y = malloc(sizeof(float) * K * C * P * P);
     float *boxes = malloc(sizeof(float) * K * 4);
