@@ -2,19 +2,15 @@
 #include "validate.h"
 
 #include <math.h>
-#include <string.h>
 
 void pyroi_fpn_level_params_init(pyroi_fpn_level_params *params)
 {
-    if (params == NULL) {
-        return;
+    static const pyroi_fpn_level_params defaults = {
+        .min_level = 2, .max_level = 5, .canonical_scale = 224.0, .canonical_level = 4.0,
+        .eps = 1e-6};
+    if (params != NULL) {
+        *params = defaults;
     }
-    memset(params, 0, sizeof(*params));
-    params->min_level = 2;
-    params->max_level = 5;
-    params->canonical_scale = 224.0;
-    params->canonical_level = 4.0;
-    params->eps = 1e-6;
 }
 
 static pyroi_status check_fpn_call(const void *boxes, int64_t num_rois, int64_t box_row_stride,
@@ -50,26 +46,5 @@ static pyroi_status check_fpn_call(const void *boxes, int64_t num_rois, int64_t 
     return PYROI_OK;
 }
 
-#define T float
-#define PYROI_TYPED(name) PYROI_CAT(name, _f32)
-#define PYROI_FLOOR floorf
-#define PYROI_SQRT sqrtf
-#define PYROI_LOG2 log2f
-#include "fpn_template.h"
-#undef PYROI_LOG2
-#undef PYROI_SQRT
-#undef PYROI_FLOOR
-#undef PYROI_TYPED
-#undef T
-
-#define T double
-#define PYROI_TYPED(name) PYROI_CAT(name, _f64)
-#define PYROI_FLOOR floor
-#define PYROI_SQRT sqrt
-#define PYROI_LOG2 log2
-#include "fpn_template.h"
-#undef PYROI_LOG2
-#undef PYROI_SQRT
-#undef PYROI_FLOOR
-#undef PYROI_TYPED
-#undef T
+#define PYROI_DTYPE_TEMPLATE "fpn_template.h"
+#include "each_dtype.h"

@@ -6,6 +6,7 @@
 #include "validate.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 /* Elements of a 4-d shape already checked by pyroi_check_tensor4 (no overflow). */
 static int64_t half_count(const int64_t shape[4])
@@ -33,42 +34,27 @@ static float *half_scratch(int64_t count)
 /* Elements converted between two cancellation checks (well under a millisecond). */
 #define HALF_CHECK_ELEMENTS ((int64_t)1 << 18)
 
-/* Both return 0 when the call's token stops them (checked between rows). */
-static int half_widen(const uint16_t *source, const int64_t shape[4], const int64_t strides[4],
-                      float *PYROI_RESTRICT target, pyroi_cancel *cancel)
+/* Converts between a float16 tensor of any strides and contiguous float32 (wide): widens
+ * from halves_in when it is given, else narrows into halves_out. Returns 0 when the call's
+ * token stops it (checked between rows). */
+static int half_convert(const uint16_t *halves_in, uint16_t *halves_out, const int64_t shape[4],
+                        const int64_t strides[4], float *wide, pyroi_cancel *cancel)
 {
     int64_t n, c, h, w, i = 0, checked = 0;
     for (n = 0; n < shape[0]; ++n) {
         for (c = 0; c < shape[1]; ++c) {
             for (h = 0; h < shape[2]; ++h) {
-                const uint16_t *row = source + n * strides[0] + c * strides[1] + h * strides[2];
-                for (w = 0; w < shape[3]; ++w) {
-                    target[i++] = pyroi_half_to_float(row[w * strides[3]]);
-                }
-                if (i - checked >= HALF_CHECK_ELEMENTS) {
-                    if (pyroi_cancel_check(cancel)) {
-                        return 0;
+                const int64_t row = n * strides[0] + c * strides[1] + h * strides[2];
+                if (halves_in != NULL) {
+                    for (w = 0; w < shape[3]; ++w) {
+                        wide[i + w] = pyroi_half_to_float(halves_in[row + w * strides[3]]);
                     }
-                    checked = i;
+                } else {
+                    for (w = 0; w < shape[3]; ++w) {
+                        halves_out[row + w * strides[3]] = pyroi_float_to_half(wide[i + w]);
+                    }
                 }
-            }
-        }
-    }
-    return 1;
-}
-
-static int half_narrow(const float *source, const int64_t shape[4],
-                       uint16_t *PYROI_RESTRICT target, const int64_t strides[4],
-                       pyroi_cancel *cancel)
-{
-    int64_t n, c, h, w, i = 0, checked = 0;
-    for (n = 0; n < shape[0]; ++n) {
-        for (c = 0; c < shape[1]; ++c) {
-            for (h = 0; h < shape[2]; ++h) {
-                uint16_t *row = target + n * strides[0] + c * strides[1] + h * strides[2];
-                for (w = 0; w < shape[3]; ++w) {
-                    row[w * strides[3]] = pyroi_float_to_half(source[i++]);
-                }
+                i += shape[3];
                 if (i - checked >= HALF_CHECK_ELEMENTS) {
                     if (pyroi_cancel_check(cancel)) {
                         return 0;
@@ -90,32 +76,31 @@ static pyroi_status half_check(const void *map, const int64_t map_shape[4],
                                const int64_t *batch_indices,
                                const pyroi_roi_align_params *params, int64_t pooled_shape[4])
 {
-    int64_t failed_roi;
+    int64_t failed_roi, shape[4];
     pyroi_status status = pyroi_check_roi_align_params(params);
-    if (status != PYROI_OK) {
-        return status;
+    if (status == PYROI_OK && map_shape == NULL) {
+        status = PYROI_E_NULL_POINTER;
     }
-    if (num_rois < 0) {
-        return PYROI_E_INVALID_SHAPE;
+    if (status == PYROI_OK) {
+        /* one read of the map's shape, so that the pooled shape returned is the one checked */
+        memcpy(shape, map_shape, sizeof(shape));
+        status = pyroi_check_pooling_call(map, shape, map_strides, map_role, pooled,
+                                          pooled_strides, pooled_role, -1,
+                                          params->pooled_height, params->pooled_width, boxes,
+                                          num_rois, box_row_stride, 4, batch_indices);
     }
-    status = pyroi_check_tensor4(map, map_shape, map_strides, map_role);
+    if (status == PYROI_OK) {
+        status = pyroi_check_batch_indices(batch_indices, num_rois, shape[0]);
+    }
     if (status != PYROI_OK) {
         return status;
     }
     pooled_shape[0] = num_rois;
-    pooled_shape[1] = map_shape[1];
+    pooled_shape[1] = shape[1];
     pooled_shape[2] = params->pooled_height;
     pooled_shape[3] = params->pooled_width;
-    status = pyroi_check_tensor4(pooled, pooled_shape, pooled_strides, pooled_role);
-    if (status != PYROI_OK) {
-        return status;
-    }
-    status = pyroi_check_rois(boxes, num_rois, box_row_stride, 4, batch_indices, map_shape[0]);
-    if (status != PYROI_OK) {
-        return status;
-    }
     return pyroi_roi_align_find_invalid_roi_f32(boxes, num_rois, box_row_stride, batch_indices,
-                                                map_shape[0], map_shape[2], map_shape[3],
+                                                shape[0], shape[2], shape[3],
                                                 params, &failed_roi);
 }
 
@@ -144,13 +129,14 @@ pyroi_status pyroi_roi_align_forward_f16(
     }
     half_contiguous_strides(input_shape, input_contiguous);
     half_contiguous_strides(output_shape, output_contiguous);
-    status = half_widen(input, input_shape, input_strides, wide_input, params->cancel)
+    status = half_convert(input, NULL, input_shape, input_strides, wide_input, params->cancel)
                  ? pyroi_roi_align_forward_f32(wide_input, input_shape, input_contiguous, boxes,
                                                num_rois, box_row_stride, batch_indices,
                                                wide_output, output_contiguous, params)
                  : PYROI_E_CANCELLED;
     if (status == PYROI_OK &&
-        !half_narrow(wide_output, output_shape, output, output_strides, params->cancel)) {
+        !half_convert(NULL, output, output_shape, output_strides, wide_output,
+                      params->cancel)) {
         status = PYROI_E_CANCELLED;
     }
     free(wide_input);
@@ -183,15 +169,16 @@ pyroi_status pyroi_roi_align_backward_f16(
     }
     half_contiguous_strides(grad_output_shape, go_contiguous);
     half_contiguous_strides(grad_input_shape, gi_contiguous);
-    status = half_widen(grad_output, grad_output_shape, grad_output_strides, wide_grad_output,
-                        params->cancel)
+    status = half_convert(grad_output, NULL, grad_output_shape, grad_output_strides,
+                          wide_grad_output, params->cancel)
                  ? pyroi_roi_align_backward_f32(wide_grad_output, go_contiguous, boxes,
                                                 num_rois, box_row_stride, batch_indices,
                                                 wide_grad_input, grad_input_shape,
                                                 gi_contiguous, params)
                  : PYROI_E_CANCELLED;
-    if (status == PYROI_OK && !half_narrow(wide_grad_input, grad_input_shape, grad_input,
-                                           grad_input_strides, params->cancel)) {
+    if (status == PYROI_OK && !half_convert(NULL, grad_input, grad_input_shape,
+                                            grad_input_strides, wide_grad_input,
+                                            params->cancel)) {
         status = PYROI_E_CANCELLED;
     }
     free(wide_grad_output);

@@ -158,35 +158,41 @@ typedef struct parallel_worker {
     int is_caller; /* the thread that made the call: the one that may run the poll */
 } parallel_worker;
 
+/* Takes (lock nonzero) or releases the job's lock around the chunk counter; a job run on the
+ * calling thread alone has none. */
+static void chunk_counter_lock(parallel_job *job, int lock)
+{
+#if defined(PYROI_POSIX_THREADS)
+    if (job->threaded) {
+        (void)(lock ? pthread_mutex_lock(&job->lock) : pthread_mutex_unlock(&job->lock));
+    }
+#elif defined(PYROI_WIN32_THREADS)
+    if (job->threaded) {
+        if (lock) {
+            EnterCriticalSection(&job->lock);
+        } else {
+            LeaveCriticalSection(&job->lock);
+        }
+    }
+#else
+    (void)job;
+    (void)lock;
+#endif
+}
+
 static int claim_chunk(parallel_job *job, int64_t *begin, int64_t *end)
 {
     int64_t first;
     if (pyroi_cancel_requested(job->cancel)) {
         return 0;
     }
-#if defined(PYROI_POSIX_THREADS)
-    if (job->threaded) {
-        pthread_mutex_lock(&job->lock);
-    }
-#elif defined(PYROI_WIN32_THREADS)
-    if (job->threaded) {
-        EnterCriticalSection(&job->lock);
-    }
-#endif
+    chunk_counter_lock(job, 1);
     first = job->next;
     if (first < job->item_count) {
         job->next = job->item_count - first > job->chunk ? first + job->chunk : job->item_count;
     }
     *end = job->next;
-#if defined(PYROI_POSIX_THREADS)
-    if (job->threaded) {
-        pthread_mutex_unlock(&job->lock);
-    }
-#elif defined(PYROI_WIN32_THREADS)
-    if (job->threaded) {
-        LeaveCriticalSection(&job->lock);
-    }
-#endif
+    chunk_counter_lock(job, 0);
     *begin = first;
     return first < *end;
 }

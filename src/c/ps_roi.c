@@ -12,31 +12,23 @@
 
 void pyroi_ps_roi_align_params_init(pyroi_ps_roi_align_params *params)
 {
-    if (params == NULL) {
-        return;
+    /* the fields not named are 0 (num_threads: all cores) or NULL */
+    static const pyroi_ps_roi_align_params defaults = {
+        .pooled_height = 1, .pooled_width = 1, .spatial_scale_h = 1.0, .spatial_scale_w = 1.0,
+        .sampling_ratio = -1};
+    if (params != NULL) {
+        *params = defaults;
     }
-    memset(params, 0, sizeof(*params));
-    params->pooled_height = 1;
-    params->pooled_width = 1;
-    params->spatial_scale_h = 1.0;
-    params->spatial_scale_w = 1.0;
-    params->sampling_ratio = -1;
-    params->num_threads = 0;
-    params->cancel = NULL;
 }
 
 void pyroi_ps_roi_pool_params_init(pyroi_ps_roi_pool_params *params)
 {
-    if (params == NULL) {
-        return;
+    /* the fields not named are 0 (num_threads: all cores) or NULL */
+    static const pyroi_ps_roi_pool_params defaults = {
+        .pooled_height = 1, .pooled_width = 1, .spatial_scale_h = 1.0, .spatial_scale_w = 1.0};
+    if (params != NULL) {
+        *params = defaults;
     }
-    memset(params, 0, sizeof(*params));
-    params->pooled_height = 1;
-    params->pooled_width = 1;
-    params->spatial_scale_h = 1.0;
-    params->spatial_scale_w = 1.0;
-    params->num_threads = 0;
-    params->cancel = NULL;
 }
 
 /* Output channels C / (PH * PW); C must be a multiple of PH * PW (torchvision checks it). */
@@ -119,26 +111,5 @@ static int64_t ps_pool_round_narrowed(double scaled)
     return ps_pool_saturate((double)roundf((float)scaled));
 }
 
-#define T float
-#define PYROI_TYPED(name) PYROI_CAT(name, _f32)
-#define PYROI_FLOOR floorf
-#define PYROI_CEIL ceilf
-#define PYROI_ROUND roundf
-#include "ps_roi_template.h"
-#undef PYROI_ROUND
-#undef PYROI_CEIL
-#undef PYROI_FLOOR
-#undef PYROI_TYPED
-#undef T
-
-#define T double
-#define PYROI_TYPED(name) PYROI_CAT(name, _f64)
-#define PYROI_FLOOR floor
-#define PYROI_CEIL ceil
-#define PYROI_ROUND round
-#include "ps_roi_template.h"
-#undef PYROI_ROUND
-#undef PYROI_CEIL
-#undef PYROI_FLOOR
-#undef PYROI_TYPED
-#undef T
+#define PYROI_DTYPE_TEMPLATE "ps_roi_template.h"
+#include "each_dtype.h"

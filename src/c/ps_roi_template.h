@@ -8,6 +8,8 @@
 typedef PYROI_TYPED(pyroi_sample_axis) PYROI_TYPED(ps_sample_axis);
 typedef PYROI_TYPED(pyroi_axis_tap) PYROI_TYPED(ps_axis_tap);
 
+#include "job_tensors_template.h"
+
 /* ps_roi_align scratch: the tap tables of one RoI, sized for the largest RoI of the call. */
 typedef struct PYROI_TYPED(ps_tap_tables) {
     PYROI_TYPED(ps_axis_tap) *row_taps;
@@ -18,16 +20,7 @@ typedef struct PYROI_TYPED(ps_tap_tables) {
 
 /* Everything a worker needs (forward or backward, align or pool). */
 typedef struct PYROI_TYPED(ps_job) {
-    const T *features; /* input (forward) or grad_output (backward) */
-    const int64_t *features_shape;
-    const int64_t *features_strides;
-    const T *boxes; /* the call's copy of the RoIs (rois.h) */
-    int64_t num_rois;
-    int64_t box_row_stride;
-    const int64_t *batch_indices;
-    T *result; /* output (forward) or grad_input (backward) */
-    const int64_t *result_shape;
-    const int64_t *result_strides;
+    PYROI_TYPED(job_tensors) tensors;
     int64_t pooled_height;
     int64_t pooled_width;
     int64_t channels_out;
@@ -48,16 +41,8 @@ static void PYROI_TYPED(ps_job_init)(PYROI_TYPED(ps_job) *job, const T *features
                                      int64_t pooled_width, int64_t map_channels)
 {
     memset(job, 0, sizeof(*job));
-    job->features = features;
-    job->features_shape = features_shape;
-    job->features_strides = features_strides;
-    job->boxes = (const T *)rois->boxes;
-    job->num_rois = rois->num_rois;
-    job->box_row_stride = rois->coords;
-    job->batch_indices = rois->batch_indices;
-    job->result = result;
-    job->result_shape = result_shape;
-    job->result_strides = result_strides;
+    PYROI_TYPED(job_tensors_init)(&job->tensors, features, features_shape, features_strides,
+                                  rois, result, result_shape, result_strides);
     job->pooled_height = pooled_height;
     job->pooled_width = pooled_width;
     job->channels_out = map_channels / (pooled_height * pooled_width);
@@ -182,19 +167,21 @@ static void PYROI_TYPED(ps_roi_align_forward_task)(void *context, int64_t roi_be
 {
     const PYROI_TYPED(ps_job) *job = (const PYROI_TYPED(ps_job) *)context;
     PYROI_TYPED(ps_tap_tables) *tables = &job->tables[worker];
-    const int64_t *in_shape = job->features_shape, *in_strides = job->features_strides;
-    const int64_t *out_strides = job->result_strides;
+    const int64_t *in_shape = job->tensors.features_shape;
+    const int64_t *in_strides = job->tensors.features_strides;
+    const int64_t *out_strides = job->tensors.result_strides;
     const int64_t pooled_height = job->pooled_height, pooled_width = job->pooled_width;
     int64_t k, c_out, ph, pw;
 
     for (k = roi_begin; k < roi_end; ++k) {
         const int64_t samples = PYROI_TYPED(ps_tap_tables_fill)(
-            tables, job->boxes + k * job->box_row_stride, job->align, in_shape[2], in_shape[3]);
+            tables, job->tensors.boxes + k * job->tensors.box_row_stride, job->align,
+            in_shape[2], in_shape[3]);
         /* no samples: the sum is 0 and so is the output (torchvision: 0/0 = NaN, or -0.0
          * for the negative count of a box inverted on one axis) */
         const T count = (T)(samples > 0 ? samples : 1);
-        const T *image = job->features + job->batch_indices[k] * in_strides[0];
-        T *PYROI_RESTRICT out_roi = job->result + k * out_strides[0];
+        const T *image = job->tensors.features + job->tensors.batch_indices[k] * in_strides[0];
+        T *PYROI_RESTRICT out_roi = job->tensors.result + k * out_strides[0];
         for (c_out = 0; c_out < job->channels_out; ++c_out) {
             for (ph = 0; ph < pooled_height; ++ph) {
                 const pyroi_tap_range rr = tables->row_ranges[ph];
@@ -237,23 +224,25 @@ static void PYROI_TYPED(ps_roi_align_backward_task)(void *context, int64_t c_beg
 {
     const PYROI_TYPED(ps_job) *job = (const PYROI_TYPED(ps_job) *)context;
     PYROI_TYPED(ps_tap_tables) *tables = &job->tables[worker];
-    const int64_t *in_shape = job->result_shape, *in_strides = job->result_strides;
-    const int64_t *g_strides = job->features_strides;
+    const int64_t *in_shape = job->tensors.result_shape;
+    const int64_t *in_strides = job->tensors.result_strides;
+    const int64_t *g_strides = job->tensors.features_strides;
     const int64_t pooled_height = job->pooled_height, pooled_width = job->pooled_width;
     const int64_t group = pooled_height * pooled_width;
     int64_t k, c_out, ph, pw;
 
-    PYROI_TYPED(ps_zero_channels)(job->result, in_shape, in_strides, c_begin * group,
+    PYROI_TYPED(ps_zero_channels)(job->tensors.result, in_shape, in_strides, c_begin * group,
                                   c_end * group);
-    for (k = 0; k < job->num_rois; ++k) {
+    for (k = 0; k < job->tensors.num_rois; ++k) {
         if (k % 8 == 0 && pyroi_cancel_requested(job->align->cancel)) {
             break; /* an item (channel) holds every RoI */
         }
         /* unclamped: a RoI without samples has no taps, so nothing divides by it */
         const T count = (T)PYROI_TYPED(ps_tap_tables_fill)(
-            tables, job->boxes + k * job->box_row_stride, job->align, in_shape[2], in_shape[3]);
-        T *image = job->result + job->batch_indices[k] * in_strides[0];
-        const T *grad_roi = job->features + k * g_strides[0];
+            tables, job->tensors.boxes + k * job->tensors.box_row_stride, job->align,
+            in_shape[2], in_shape[3]);
+        T *image = job->tensors.result + job->tensors.batch_indices[k] * in_strides[0];
+        const T *grad_roi = job->tensors.features + k * g_strides[0];
         for (c_out = c_begin; c_out < c_end; ++c_out) {
             for (ph = 0; ph < pooled_height; ++ph) {
                 const pyroi_tap_range rr = tables->row_ranges[ph];
@@ -508,17 +497,19 @@ static void PYROI_TYPED(ps_roi_pool_forward_task)(void *context, int64_t roi_beg
                                                   int64_t roi_end, int worker)
 {
     const PYROI_TYPED(ps_job) *job = (const PYROI_TYPED(ps_job) *)context;
-    const int64_t *in_shape = job->features_shape, *in_strides = job->features_strides;
-    const int64_t *out_strides = job->result_strides;
+    const int64_t *in_shape = job->tensors.features_shape;
+    const int64_t *in_strides = job->tensors.features_strides;
+    const int64_t *out_strides = job->tensors.result_strides;
     const int64_t pooled_height = job->pooled_height, pooled_width = job->pooled_width;
     int64_t k, c_out, ph, pw, h, w;
     (void)worker;
 
     for (k = roi_begin; k < roi_end; ++k) {
         const PYROI_TYPED(ps_pool_roi) roi =
-            PYROI_TYPED(ps_pool_quantise)(job->boxes + k * job->box_row_stride, job->pool, 0);
-        const T *image = job->features + job->batch_indices[k] * in_strides[0];
-        T *PYROI_RESTRICT out_roi = job->result + k * out_strides[0];
+            PYROI_TYPED(ps_pool_quantise)(job->tensors.boxes + k * job->tensors.box_row_stride,
+                                          job->pool, 0);
+        const T *image = job->tensors.features + job->tensors.batch_indices[k] * in_strides[0];
+        T *PYROI_RESTRICT out_roi = job->tensors.result + k * out_strides[0];
         for (ph = 0; ph < pooled_height; ++ph) {
             int64_t h_first, h_end;
             PYROI_TYPED(ps_pool_bin_window)(roi.bin_h, roi.start_y, ph, in_shape[2] - 1, &h_first,
@@ -554,20 +545,22 @@ static void PYROI_TYPED(ps_roi_pool_backward_task)(void *context, int64_t c_begi
                                                    int64_t c_end, int worker)
 {
     const PYROI_TYPED(ps_job) *job = (const PYROI_TYPED(ps_job) *)context;
-    const int64_t *in_shape = job->result_shape, *in_strides = job->result_strides;
-    const int64_t *g_strides = job->features_strides;
+    const int64_t *in_shape = job->tensors.result_shape;
+    const int64_t *in_strides = job->tensors.result_strides;
+    const int64_t *g_strides = job->tensors.features_strides;
     const int64_t pooled_height = job->pooled_height, pooled_width = job->pooled_width;
     const int64_t group = pooled_height * pooled_width;
     int64_t k, c_out, ph, pw, h, w;
     (void)worker;
 
-    PYROI_TYPED(ps_zero_channels)(job->result, in_shape, in_strides, c_begin * group,
+    PYROI_TYPED(ps_zero_channels)(job->tensors.result, in_shape, in_strides, c_begin * group,
                                   c_end * group);
-    for (k = 0; k < job->num_rois; ++k) {
+    for (k = 0; k < job->tensors.num_rois; ++k) {
         const PYROI_TYPED(ps_pool_roi) roi =
-            PYROI_TYPED(ps_pool_quantise)(job->boxes + k * job->box_row_stride, job->pool, 1);
-        T *image = job->result + job->batch_indices[k] * in_strides[0];
-        const T *grad_roi = job->features + k * g_strides[0];
+            PYROI_TYPED(ps_pool_quantise)(job->tensors.boxes + k * job->tensors.box_row_stride,
+                                          job->pool, 1);
+        T *image = job->tensors.result + job->tensors.batch_indices[k] * in_strides[0];
+        const T *grad_roi = job->tensors.features + k * g_strides[0];
         if (k % 8 == 0 && pyroi_cancel_requested(job->pool->cancel)) {
             break; /* an item (channel) holds every RoI */
         }

@@ -14,18 +14,13 @@
 
 void pyroi_roi_align_params_init(pyroi_roi_align_params *params)
 {
-    if (params == NULL) {
-        return;
+    /* the fields not named are 0 (num_threads: all cores) or NULL */
+    static const pyroi_roi_align_params defaults = {
+        .pooled_height = 1, .pooled_width = 1, .spatial_scale_h = 1.0, .spatial_scale_w = 1.0,
+        .sampling_ratio = -1};
+    if (params != NULL) {
+        *params = defaults;
     }
-    memset(params, 0, sizeof(*params));
-    params->pooled_height = 1;
-    params->pooled_width = 1;
-    params->spatial_scale_h = 1.0;
-    params->spatial_scale_w = 1.0;
-    params->sampling_ratio = -1;
-    params->aligned = 0;
-    params->num_threads = 0;
-    params->cancel = NULL;
 }
 
 /* Validation shared by forward and backward once the dtype no longer matters. */
@@ -123,14 +118,5 @@ typedef struct roi_align_forward_tasks {
  * specialised (and vectorised) loop. */
 enum roi_align_reduction { ROI_ALIGN_REDUCE_AVG, ROI_ALIGN_REDUCE_ONNX_MAX, ROI_ALIGN_REDUCE_MAX };
 
-#define T float
-#define PYROI_TYPED(name) PYROI_CAT(name, _f32)
-#include "roi_align_dtype.h"
-#undef PYROI_TYPED
-#undef T
-
-#define T double
-#define PYROI_TYPED(name) PYROI_CAT(name, _f64)
-#include "roi_align_dtype.h"
-#undef PYROI_TYPED
-#undef T
+#define PYROI_DTYPE_TEMPLATE "roi_align_dtype.h"
+#include "each_dtype.h"

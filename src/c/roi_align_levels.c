@@ -177,14 +177,5 @@ static void roi_align_levels_rois_sort(roi_align_levels_rois *rois, int64_t num_
     }
 }
 
-#define T float
-#define PYROI_TYPED(name) PYROI_CAT(name, _f32)
-#include "roi_align_levels_template.h"
-#undef PYROI_TYPED
-#undef T
-
-#define T double
-#define PYROI_TYPED(name) PYROI_CAT(name, _f64)
-#include "roi_align_levels_template.h"
-#undef PYROI_TYPED
-#undef T
+#define PYROI_DTYPE_TEMPLATE "roi_align_levels_template.h"
+#include "each_dtype.h"

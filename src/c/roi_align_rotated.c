@@ -40,20 +40,13 @@ enum pyroi_rotated_bound {
 
 void pyroi_roi_align_rotated_params_init(pyroi_roi_align_rotated_params *params)
 {
-    if (params == NULL) {
-        return;
+    /* the fields not named are 0 (num_threads: all cores) or NULL */
+    static const pyroi_roi_align_rotated_params defaults = {
+        .pooled_height = 1, .pooled_width = 1, .spatial_scale_h = 1.0, .spatial_scale_w = 1.0,
+        .aligned = 1, .angle_in_degrees = 1};
+    if (params != NULL) {
+        *params = defaults;
     }
-    memset(params, 0, sizeof(*params));
-    params->pooled_height = 1;
-    params->pooled_width = 1;
-    params->spatial_scale_h = 1.0;
-    params->spatial_scale_w = 1.0;
-    params->sampling_ratio = 0;
-    params->aligned = 1;
-    params->clockwise = 0;
-    params->angle_in_degrees = 1;
-    params->num_threads = 0;
-    params->cancel = NULL;
 }
 
 /* Validation shared by forward and backward once the dtype no longer matters; then the copy
@@ -91,14 +84,5 @@ typedef struct pyroi_rotated_segment {
     int complete;  /* the bin's last samples are in this flush */
 } pyroi_rotated_segment;
 
-#define T float
-#define PYROI_TYPED(name) PYROI_CAT(name, _f32)
-#include "roi_align_rotated_template.h"
-#undef PYROI_TYPED
-#undef T
-
-#define T double
-#define PYROI_TYPED(name) PYROI_CAT(name, _f64)
-#include "roi_align_rotated_template.h"
-#undef PYROI_TYPED
-#undef T
+#define PYROI_DTYPE_TEMPLATE "roi_align_rotated_template.h"
+#include "each_dtype.h"

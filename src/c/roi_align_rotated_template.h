@@ -3,6 +3,8 @@
  * docs/semantics.md §7 and the block comment in pyroi.h; the evaluation order is
  * detectron2's / mmcv's so that every sample coordinate and weight is theirs. */
 
+#include "job_tensors_template.h"
+
 typedef PYROI_TYPED(pyroi_sample_axis) PYROI_TYPED(rotated_axis);
 typedef PYROI_TYPED(pyroi_axis_tap) PYROI_TYPED(rotated_tap);
 
@@ -393,28 +395,10 @@ static void PYROI_TYPED(rotated_visit)(const PYROI_TYPED(rotated_roi) *roi, int6
 
 /* Everything a worker needs; a worker only adds its own index to pick its scratch. */
 typedef struct PYROI_TYPED(rotated_job) {
-    const T *features; /* input (forward) or grad_output (backward) */
-    const int64_t *features_shape;
-    const int64_t *features_strides;
-    const T *boxes; /* the call's copy of the RoIs (rois.h) */
-    int64_t num_rois;
-    int64_t box_row_stride;
-    const int64_t *batch_indices;
-    T *result; /* output (forward) or grad_input (backward) */
-    const int64_t *result_shape;
-    const int64_t *result_strides;
+    PYROI_TYPED(job_tensors) tensors;
     const pyroi_roi_align_rotated_params *params;
     PYROI_TYPED(rotated_scratch) *scratch; /* one per worker */
 } PYROI_TYPED(rotated_job);
-
-/* Points the job at the call's copy of the RoIs. */
-static void PYROI_TYPED(rotated_job_rois)(PYROI_TYPED(rotated_job) *job, const pyroi_rois *rois)
-{
-    job->boxes = (const T *)rois->boxes;
-    job->num_rois = rois->num_rois;
-    job->box_row_stride = rois->coords;
-    job->batch_indices = rois->batch_indices;
-}
 
 /* What a flush needs besides the samples: the job, the channel range and the RoI's divisor. */
 typedef struct PYROI_TYPED(rotated_flush_context) {
@@ -432,13 +416,13 @@ static void PYROI_TYPED(rotated_forward_flush)(void *context, int64_t k,
     const PYROI_TYPED(rotated_flush_context) *fc =
         (const PYROI_TYPED(rotated_flush_context) *)context;
     const PYROI_TYPED(rotated_job) *job = fc->job;
-    const int64_t *in_strides = job->features_strides;
-    const int64_t *out_strides = job->result_strides;
-    T *PYROI_RESTRICT output = job->result;
+    const int64_t *in_strides = job->tensors.features_strides;
+    const int64_t *out_strides = job->tensors.result_strides;
+    T *PYROI_RESTRICT output = job->tensors.result;
     int64_t c, s, j;
 
     for (c = fc->channel_begin; c < fc->channel_end; ++c) {
-        const T *plane = job->features + job->batch_indices[k] * in_strides[0] +
+        const T *plane = job->tensors.features + job->tensors.batch_indices[k] * in_strides[0] +
                          c * in_strides[1];
         T *out = output + k * out_strides[0] + c * out_strides[1];
         for (s = 0; s < scratch->segment_count; ++s) {
@@ -463,15 +447,16 @@ static void PYROI_TYPED(rotated_backward_flush)(void *context, int64_t k,
     const PYROI_TYPED(rotated_flush_context) *fc =
         (const PYROI_TYPED(rotated_flush_context) *)context;
     const PYROI_TYPED(rotated_job) *job = fc->job;
-    const int64_t *grad_strides = job->features_strides;
-    const int64_t *in_strides = job->result_strides;
-    T *PYROI_RESTRICT grad_input = job->result;
+    const int64_t *grad_strides = job->tensors.features_strides;
+    const int64_t *in_strides = job->tensors.result_strides;
+    T *PYROI_RESTRICT grad_input = job->tensors.result;
     const T count = fc->count;
     int64_t c, s, j;
 
     for (c = fc->channel_begin; c < fc->channel_end; ++c) {
-        T *plane = grad_input + job->batch_indices[k] * in_strides[0] + c * in_strides[1];
-        const T *grad = job->features + k * grad_strides[0] + c * grad_strides[1];
+        T *plane =
+            grad_input + job->tensors.batch_indices[k] * in_strides[0] + c * in_strides[1];
+        const T *grad = job->tensors.features + k * grad_strides[0] + c * grad_strides[1];
         for (s = 0; s < scratch->segment_count; ++s) {
             const pyroi_rotated_segment *segment = &scratch->segments[s];
             const T g = grad[segment->bin_y * grad_strides[2] + segment->bin_x * grad_strides[3]];
@@ -494,20 +479,21 @@ static void PYROI_TYPED(rotated_forward_task)(void *context, int64_t begin, int6
     int64_t k;
     fc.job = job;
     fc.channel_begin = 0;
-    fc.channel_end = job->features_shape[1];
+    fc.channel_end = job->tensors.features_shape[1];
     for (k = begin; k < end; ++k) {
         PYROI_TYPED(rotated_roi) roi;
         int64_t samples;
-        if (PYROI_TYPED(rotated_roi_geometry)(job->boxes + k * job->box_row_stride, job->params,
-                                              job->features_shape[2], job->features_shape[3],
-                                              &roi) != PYROI_OK) {
+        if (PYROI_TYPED(rotated_roi_geometry)(
+                job->tensors.boxes + k * job->tensors.box_row_stride, job->params,
+                job->tensors.features_shape[2], job->tensors.features_shape[3],
+                &roi) != PYROI_OK) {
             continue; /* unreachable: every box was checked before the call */
         }
         samples = roi.rows.grid * roi.cols.grid; /* < 2^62: each grid < 2^31 */
         fc.count = (T)(samples > 1 ? samples : 1); /* empty grid: output 0, not NaN */
-        PYROI_TYPED(rotated_visit)(&roi, job->features_strides[2], job->features_strides[3],
-                                   &job->scratch[worker], PYROI_TYPED(rotated_forward_flush),
-                                   &fc, k);
+        PYROI_TYPED(rotated_visit)(&roi, job->tensors.features_strides[2],
+                                   job->tensors.features_strides[3], &job->scratch[worker],
+                                   PYROI_TYPED(rotated_forward_flush), &fc, k);
     }
 }
 
@@ -517,9 +503,9 @@ static void PYROI_TYPED(rotated_backward_task)(void *context, int64_t begin, int
                                                int worker)
 {
     const PYROI_TYPED(rotated_job) *job = (const PYROI_TYPED(rotated_job) *)context;
-    const int64_t *shape = job->result_shape;
-    const int64_t *strides = job->result_strides;
-    T *PYROI_RESTRICT grad_input = job->result;
+    const int64_t *shape = job->tensors.result_shape;
+    const int64_t *strides = job->tensors.result_strides;
+    T *PYROI_RESTRICT grad_input = job->tensors.result;
     PYROI_TYPED(rotated_flush_context) fc;
     int64_t n, c, h, w, k;
 
@@ -536,13 +522,14 @@ static void PYROI_TYPED(rotated_backward_task)(void *context, int64_t begin, int
     fc.job = job;
     fc.channel_begin = begin;
     fc.channel_end = end;
-    for (k = 0; k < job->num_rois; ++k) {
+    for (k = 0; k < job->tensors.num_rois; ++k) {
         PYROI_TYPED(rotated_roi) roi;
         if (k % 8 == 0 && pyroi_cancel_requested(job->params->cancel)) {
             break; /* an item (channels) holds every RoI */
         }
-        if (PYROI_TYPED(rotated_roi_geometry)(job->boxes + k * job->box_row_stride, job->params,
-                                              shape[2], shape[3], &roi) != PYROI_OK) {
+        if (PYROI_TYPED(rotated_roi_geometry)(
+                job->tensors.boxes + k * job->tensors.box_row_stride, job->params, shape[2],
+                shape[3], &roi) != PYROI_OK) {
             continue; /* unreachable: every box was checked before the call */
         }
         /* unclamped: an empty grid has no samples, so nothing divides by it */
@@ -642,13 +629,10 @@ pyroi_status PYROI_TYPED(pyroi_roi_align_rotated_forward)(
     status = PYROI_TYPED(rotated_scan_boxes)((const T *)rois.boxes, num_rois, 5, input_shape[2],
                                              input_shape[3], params, &mean_work, &failed_roi);
     if (status == PYROI_OK && num_rois > 0 && input_shape[1] > 0) {
-        job.features = (const T *)pyroi_data_or_placeholder(input); /* no pixels: NULL */
-        job.features_shape = input_shape;
-        job.features_strides = input_strides;
-        PYROI_TYPED(rotated_job_rois)(&job, &rois);
-        job.result = output;
-        job.result_shape = NULL;
-        job.result_strides = output_strides;
+        /* a map without pixels may be NULL */
+        input = (const T *)pyroi_data_or_placeholder(input);
+        PYROI_TYPED(job_tensors_init)(&job.tensors, input, input_shape, input_strides, &rois,
+                                      output, NULL, output_strides);
         job.params = params;
         /* work per RoI: its samples' coordinates, then every channel reads their taps */
         status = PYROI_TYPED(rotated_run)(&job, PYROI_TYPED(rotated_forward_task), num_rois,
@@ -681,13 +665,8 @@ pyroi_status PYROI_TYPED(pyroi_roi_align_rotated_backward)(
                                              &mean_work, &failed_roi);
     /* nothing to write with an empty grad_input (which may then be NULL) */
     if (status == PYROI_OK && !pyroi_shape_is_empty(grad_input_shape)) {
-        job.features = grad_output;
-        job.features_shape = NULL;
-        job.features_strides = grad_output_strides;
-        PYROI_TYPED(rotated_job_rois)(&job, &rois);
-        job.result = grad_input;
-        job.result_shape = grad_input_shape;
-        job.result_strides = grad_input_strides;
+        PYROI_TYPED(job_tensors_init)(&job.tensors, grad_output, NULL, grad_output_strides,
+                                      &rois, grad_input, grad_input_shape, grad_input_strides);
         job.params = params;
         /* work per channel: zero N planes, then every RoI scatters its samples (each worker
          * also recomputes the samples' coordinates) */

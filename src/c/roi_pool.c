@@ -26,16 +26,12 @@ typedef struct roi_pool_window {
 
 void pyroi_roi_pool_params_init(pyroi_roi_pool_params *params)
 {
-    if (params == NULL) {
-        return;
+    /* the fields not named are 0 (num_threads: all cores) or NULL */
+    static const pyroi_roi_pool_params defaults = {
+        .pooled_height = 1, .pooled_width = 1, .spatial_scale_h = 1.0, .spatial_scale_w = 1.0};
+    if (params != NULL) {
+        *params = defaults;
     }
-    memset(params, 0, sizeof(*params));
-    params->pooled_height = 1;
-    params->pooled_width = 1;
-    params->spatial_scale_h = 1.0;
-    params->spatial_scale_w = 1.0;
-    params->num_threads = 0;
-    params->cancel = NULL;
 }
 
 /* Validation of a forward call once the dtype no longer matters, with the copy of the RoIs
@@ -354,26 +350,9 @@ static void roi_pool_region(const roi_pool_plan *plan, int64_t k, int64_t pooled
 typedef int32_t roi_pool_index_f32;
 typedef int64_t roi_pool_index_f64;
 
-#define T float
-#define PYROI_TYPED(name) PYROI_CAT(name, _f32)
-#define ROI_POOL_ROUND roundf
-#define ROI_POOL_FLOOR floorf
-#define ROI_POOL_CEIL ceilf
-#include "roi_pool_dtype.h"
-#undef ROI_POOL_CEIL
-#undef ROI_POOL_FLOOR
-#undef ROI_POOL_ROUND
-#undef PYROI_TYPED
-#undef T
-
-#define T double
-#define PYROI_TYPED(name) PYROI_CAT(name, _f64)
-#define ROI_POOL_ROUND round
-#define ROI_POOL_FLOOR floor
-#define ROI_POOL_CEIL ceil
-#include "roi_pool_dtype.h"
-#undef ROI_POOL_CEIL
-#undef ROI_POOL_FLOOR
-#undef ROI_POOL_ROUND
-#undef PYROI_TYPED
-#undef T
+/* The RoIPool templates name T's rounding functions ROI_POOL_*. */
+#define ROI_POOL_ROUND PYROI_ROUND
+#define ROI_POOL_FLOOR PYROI_FLOOR
+#define ROI_POOL_CEIL PYROI_CEIL
+#define PYROI_DTYPE_TEMPLATE "roi_pool_dtype.h"
+#include "each_dtype.h"

@@ -20,14 +20,5 @@ static pyroi_status check_roi_rows_call(const void *rows, int64_t num_rois, int6
     return pyroi_check_roi_rows(rows, num_rois, row_stride, 1 + coords_per_box, batch_indices);
 }
 
-#define T float
-#define PYROI_TYPED(name) PYROI_CAT(name, _f32)
-#include "roi_rows_template.h"
-#undef PYROI_TYPED
-#undef T
-
-#define T double
-#define PYROI_TYPED(name) PYROI_CAT(name, _f64)
-#include "roi_rows_template.h"
-#undef PYROI_TYPED
-#undef T
+#define PYROI_DTYPE_TEMPLATE "roi_rows_template.h"
+#include "each_dtype.h"

@@ -36,20 +36,7 @@ enum pyroi_position_test {
     PYROI_POSITION_BELOW      /* coord < -1 */
 };
 
-#define T float
-#define PYROI_TYPED(name) PYROI_CAT(name, _f32)
-#define PYROI_CEIL ceilf
-#include "sampling_template.h"
-#undef PYROI_CEIL
-#undef PYROI_TYPED
-#undef T
-
-#define T double
-#define PYROI_TYPED(name) PYROI_CAT(name, _f64)
-#define PYROI_CEIL ceil
-#include "sampling_template.h"
-#undef PYROI_CEIL
-#undef PYROI_TYPED
-#undef T
+#define PYROI_DTYPE_TEMPLATE "sampling_template.h"
+#include "each_dtype.h"
 
 #endif /* PYROI_SAMPLING_H */

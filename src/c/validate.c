@@ -151,27 +151,6 @@ pyroi_status pyroi_check_rois(const void *boxes, int64_t num_rois, int64_t box_r
                : PYROI_E_INVALID_BATCH_INDEX;
 }
 
-pyroi_status pyroi_check_roi_align_params(const pyroi_roi_align_params *params)
-{
-    if (params == NULL) {
-        return PYROI_E_NULL_POINTER;
-    }
-    if (params->pooled_height <= 0 || params->pooled_width <= 0) {
-        return PYROI_E_INVALID_OUTPUT_SIZE;
-    }
-    if (!(isfinite(params->spatial_scale_h) && params->spatial_scale_h >= 0.0) ||
-        !(isfinite(params->spatial_scale_w) && params->spatial_scale_w >= 0.0)) {
-        return PYROI_E_INVALID_SCALE;
-    }
-    if (params->sampling_ratio > PYROI_MAX_SAMPLING_RATIO) {
-        return PYROI_E_INVALID_SAMPLING_RATIO;
-    }
-    if (params->num_threads < 0) {
-        return PYROI_E_INVALID_NUM_THREADS;
-    }
-    return PYROI_OK;
-}
-
 pyroi_status pyroi_check_batch_indices(const int64_t *batch_indices, int64_t num_rois,
                                        int64_t num_images)
 {
@@ -187,27 +166,11 @@ pyroi_status pyroi_check_batch_indices(const int64_t *batch_indices, int64_t num
     return PYROI_OK;
 }
 
-pyroi_status pyroi_check_roi_pool_params(const pyroi_roi_pool_params *params)
-{
-    if (params == NULL) {
-        return PYROI_E_NULL_POINTER;
-    }
-    if (params->pooled_height <= 0 || params->pooled_width <= 0) {
-        return PYROI_E_INVALID_OUTPUT_SIZE;
-    }
-    if (!(isfinite(params->spatial_scale_h) && params->spatial_scale_h >= 0.0) ||
-        !(isfinite(params->spatial_scale_w) && params->spatial_scale_w >= 0.0)) {
-        return PYROI_E_INVALID_SCALE;
-    }
-    if (params->num_threads < 0) {
-        return PYROI_E_INVALID_NUM_THREADS;
-    }
-    return PYROI_OK;
-}
-
-/* The fields every RoI pooling parameter struct has: output size and the two scales. */
-static pyroi_status check_pooled_size_and_scales(int64_t pooled_height, int64_t pooled_width,
-                                                 double spatial_scale_h, double spatial_scale_w)
+/* The checks of the fields every RoI pooling parameter struct has, in the order of their
+ * statuses; sampling_ratio is 0 for the operators without one. */
+static pyroi_status check_pooling_params(int64_t pooled_height, int64_t pooled_width,
+                                         double spatial_scale_h, double spatial_scale_w,
+                                         int64_t sampling_ratio, int num_threads)
 {
     if (pooled_height <= 0 || pooled_width <= 0) {
         return PYROI_E_INVALID_OUTPUT_SIZE;
@@ -216,65 +179,46 @@ static pyroi_status check_pooled_size_and_scales(int64_t pooled_height, int64_t 
         !(isfinite(spatial_scale_w) && spatial_scale_w >= 0.0)) {
         return PYROI_E_INVALID_SCALE;
     }
+    if (sampling_ratio > PYROI_MAX_SAMPLING_RATIO) {
+        return PYROI_E_INVALID_SAMPLING_RATIO;
+    }
+    if (num_threads < 0) {
+        return PYROI_E_INVALID_NUM_THREADS;
+    }
     return PYROI_OK;
+}
+
+/* The status of p, a pointer to any of the parameter structs (their common fields share
+ * names); sampling_ratio: 0 for the operators without one. */
+#define POOLING_PARAMS_STATUS(p, sampling_ratio)                                               \
+    ((p) == NULL ? PYROI_E_NULL_POINTER                                                      \
+                 : check_pooling_params((p)->pooled_height, (p)->pooled_width,               \
+                                        (p)->spatial_scale_h, (p)->spatial_scale_w,          \
+                                        (sampling_ratio), (p)->num_threads))
+
+pyroi_status pyroi_check_roi_align_params(const pyroi_roi_align_params *params)
+{
+    return POOLING_PARAMS_STATUS(params, params->sampling_ratio);
 }
 
 pyroi_status pyroi_check_ps_roi_align_params(const pyroi_ps_roi_align_params *params)
 {
-    pyroi_status status;
-    if (params == NULL) {
-        return PYROI_E_NULL_POINTER;
-    }
-    status = check_pooled_size_and_scales(params->pooled_height, params->pooled_width,
-                                          params->spatial_scale_h, params->spatial_scale_w);
-    if (status != PYROI_OK) {
-        return status;
-    }
-    if (params->sampling_ratio > PYROI_MAX_SAMPLING_RATIO) {
-        return PYROI_E_INVALID_SAMPLING_RATIO;
-    }
-    if (params->num_threads < 0) {
-        return PYROI_E_INVALID_NUM_THREADS;
-    }
-    return PYROI_OK;
-}
-
-pyroi_status pyroi_check_ps_roi_pool_params(const pyroi_ps_roi_pool_params *params)
-{
-    pyroi_status status;
-    if (params == NULL) {
-        return PYROI_E_NULL_POINTER;
-    }
-    status = check_pooled_size_and_scales(params->pooled_height, params->pooled_width,
-                                          params->spatial_scale_h, params->spatial_scale_w);
-    if (status != PYROI_OK) {
-        return status;
-    }
-    if (params->num_threads < 0) {
-        return PYROI_E_INVALID_NUM_THREADS;
-    }
-    return PYROI_OK;
+    return POOLING_PARAMS_STATUS(params, params->sampling_ratio);
 }
 
 pyroi_status pyroi_check_roi_align_rotated_params(const pyroi_roi_align_rotated_params *params)
 {
-    if (params == NULL) {
-        return PYROI_E_NULL_POINTER;
-    }
-    if (params->pooled_height <= 0 || params->pooled_width <= 0) {
-        return PYROI_E_INVALID_OUTPUT_SIZE;
-    }
-    if (!(isfinite(params->spatial_scale_h) && params->spatial_scale_h >= 0.0) ||
-        !(isfinite(params->spatial_scale_w) && params->spatial_scale_w >= 0.0)) {
-        return PYROI_E_INVALID_SCALE;
-    }
-    if (params->sampling_ratio > PYROI_MAX_SAMPLING_RATIO) {
-        return PYROI_E_INVALID_SAMPLING_RATIO;
-    }
-    if (params->num_threads < 0) {
-        return PYROI_E_INVALID_NUM_THREADS;
-    }
-    return PYROI_OK;
+    return POOLING_PARAMS_STATUS(params, params->sampling_ratio);
+}
+
+pyroi_status pyroi_check_roi_pool_params(const pyroi_roi_pool_params *params)
+{
+    return POOLING_PARAMS_STATUS(params, 0);
+}
+
+pyroi_status pyroi_check_ps_roi_pool_params(const pyroi_ps_roi_pool_params *params)
+{
+    return POOLING_PARAMS_STATUS(params, 0);
 }
 
 pyroi_status pyroi_check_pooling_call(const void *features, const int64_t features_shape[4],
