@@ -22,6 +22,7 @@ if _TESTS_DIR not in sys.path:
 from reference import roi_align_backward_ref, roi_align_ref  # noqa: E402
 
 DTYPES = (np.float32, np.float64)
+DTYPE_IDS = ["f32", "f64"]
 SAMPLING_RATIOS = (-1, 0, 1, 2, 3)
 
 # Tolerances for everything that is not the dedicated bit-exact test.
@@ -210,6 +211,93 @@ def pooled_shape(output_size):
     return tuple(output_size)
 
 
+def writable(value):
+    """Fresh writable copies of an array or a list of arrays (cached cases are read-only)."""
+    if isinstance(value, list):
+        return [np.array(v, copy=True) for v in value]
+    return np.array(value, copy=True)
+
+
+def central_differences(func, x, g, eps=1e-6):
+    """d<func(x), g>/dx by central differences, element by element."""
+    numeric = np.zeros(x.shape)
+    for index in np.ndindex(*x.shape):
+        plus = x.copy()
+        plus[index] += eps
+        minus = x.copy()
+        minus[index] -= eps
+        numeric[index] = (np.vdot(func(plus), g) - np.vdot(func(minus), g)) / (2 * eps)
+    return numeric
+
+
+# --------------------------------------------------------------------------------------
+# the same values in other memory layouts (inputs read in place)
+# --------------------------------------------------------------------------------------
+
+def channels_last_view(x):
+    """An NCHW view of channels-last memory."""
+    return np.ascontiguousarray(x.transpose(0, 2, 3, 1)).transpose(0, 3, 1, 2)
+
+
+def strided_view(x, steps=(2, 2, 2, 2)):
+    """A view every ``steps`` elements of a larger buffer (NaN, or 0 for integers, between)."""
+    big = np.zeros(tuple(s * n for s, n in zip(steps, x.shape)), dtype=x.dtype)
+    if x.dtype.kind == "f":
+        big[...] = np.nan
+    index = tuple(slice(None, None, s) for s in steps)
+    big[index] = x
+    return big[index]
+
+
+def negative_strides_view(x):
+    """A view with every stride negative."""
+    flip = (slice(None, None, -1),) * x.ndim
+    return np.ascontiguousarray(x[flip])[flip]
+
+
+def read_only(x):
+    y = x.copy()
+    y.setflags(write=False)
+    return y
+
+
+# --------------------------------------------------------------------------------------
+# ``out=`` arrays of every layout
+# --------------------------------------------------------------------------------------
+
+OUT_VIEWS = ("contiguous", "strided", "transposed", "negative")
+
+
+def out_view(shape, dtype, view_kind):
+    """A NaN-filled (K, C, ph, pw) ``out`` laid out as ``view_kind``, and the buffer under it
+    ("strided" skips every other channel and column, so a write beside the view shows)."""
+    k, c, ph, pw = shape
+    if view_kind == "strided":
+        buffer = np.full((k, 2 * c, ph, 2 * pw + 1), np.nan, dtype)
+        return buffer[:, ::2, :, 1::2], buffer
+    if view_kind == "transposed":
+        buffer = np.full((pw, ph, c, k), np.nan, dtype)
+        return buffer.T, buffer
+    buffer = np.full(shape, np.nan, dtype)
+    return (buffer if view_kind == "contiguous" else buffer[::-1, :, ::-1, ::-1]), buffer
+
+
+def check_out_view(run, expected, view_kind):
+    """``run(out)`` writes ``expected`` into an ``out`` laid out as ``view_kind``, returns that
+    very array (first, when it returns a tuple) and writes nothing else of its buffer.
+    Returns what ``run`` returned."""
+    out, buffer = out_view(expected.shape, expected.dtype, view_kind)
+    assert (view_kind == "contiguous") == out.flags.c_contiguous
+    result = run(out)
+    assert (result[0] if isinstance(result, tuple) else result) is out
+    np.testing.assert_array_equal(out, expected, err_msg=view_kind)
+    if view_kind == "strided":
+        untouched = np.ones(buffer.shape, bool)
+        untouched[:, ::2, :, 1::2] = False
+        assert np.all(np.isnan(buffer[untouched]))
+    return result
+
+
 # --------------------------------------------------------------------------------------
 # torchvision oracle (optional)
 # --------------------------------------------------------------------------------------
@@ -230,7 +318,9 @@ def require_torchvision():
 
 
 class TorchvisionOracle:
-    """torchvision.ops.roi_align on NumPy arrays (CPU kernel), forward and input gradient.
+    """torchvision.ops' pooling operators on NumPy arrays (CPU kernels), forward and input
+    gradient: ``forward("ps_roi_pool", x, boxes, *args)`` calls
+    ``torchvision.ops.ps_roi_pool`` with the same arguments.
 
     Arrays are copied before torch.from_numpy: it warns on read-only arrays (the cached
     reference cases are read-only) and the suite runs with warnings as errors.
@@ -240,31 +330,30 @@ class TorchvisionOracle:
         self.torch = torch
         self.ops = torchvision.ops
 
+    def tensor(self, array):
+        return self.torch.from_numpy(np.array(array, copy=True))
+
     def _boxes(self, boxes):
         if isinstance(boxes, (list, tuple)):
-            return [self.torch.from_numpy(np.array(b, copy=True)) for b in boxes]
-        return self.torch.from_numpy(np.array(boxes, copy=True))
+            return [self.tensor(b) for b in boxes]
+        return self.tensor(boxes)
 
-    def roi_align(self, x, boxes, output_size, spatial_scale=1.0, sampling_ratio=-1,
-                  aligned=False):
-        xt = self.torch.from_numpy(np.array(x, copy=True))
+    def forward(self, op, x, boxes, *args, **kwargs):
         with self.torch.no_grad():
-            out = self.ops.roi_align(xt, self._boxes(boxes), output_size,
-                                     spatial_scale=spatial_scale,
-                                     sampling_ratio=sampling_ratio, aligned=aligned)
+            out = getattr(self.ops, op)(self.tensor(x), self._boxes(boxes), *args, **kwargs)
         return out.numpy().copy()
 
-    def roi_align_grad(self, x, boxes, grad_output, output_size, spatial_scale=1.0,
-                       sampling_ratio=-1, aligned=False):
-        """Gradient of <roi_align(x), grad_output> w.r.t. x via autograd."""
-        xt = self.torch.from_numpy(np.array(x, copy=True)).requires_grad_(True)
-        out = self.ops.roi_align(xt, self._boxes(boxes), output_size,
-                                 spatial_scale=spatial_scale,
-                                 sampling_ratio=sampling_ratio, aligned=aligned)
-        out.backward(self.torch.from_numpy(np.array(grad_output, copy=True)))
+    def grad(self, op, x, boxes, grad_output, *args, **kwargs):
+        """Gradient of <op(x), grad_output> w.r.t. x via autograd."""
+        xt = self.tensor(x).requires_grad_(True)
+        out = getattr(self.ops, op)(xt, self._boxes(boxes), *args, **kwargs)
+        out.backward(self.tensor(grad_output))
         if xt.grad is None:  # no RoIs: autograd never reached the input
             return np.zeros_like(x)
         return xt.grad.numpy().copy()
+
+    roi_align = functools.partialmethod(forward, "roi_align")
+    roi_align_grad = functools.partialmethod(grad, "roi_align")
 
 
 @pytest.fixture
@@ -389,24 +478,27 @@ def _torchvision_issue_cases():
     ]
 
 
+# onnxruntime's AvgModePositive test: channel 0 of its expected output (6 significant digits)
+AVG_MODE_POSITIVE_C0 = np.array([
+    [[2.95833, 3.20833, 3.45833, 3.70833], [4.625, 4.875, 5.125, 5.375],
+     [6.29167, 6.54167, 6.79167, 7.04167]],
+    np.zeros((3, 4)),
+    [[7.39583, 7.39583, 7.42708, 7.64583], [9.0625, 9.0625, 9.09375, 9.3125],
+     [10.7292, 10.7292, 10.7604, 10.9792]],
+    [[4.27083, 4.52083, 4.77083, 5.02083], [5.9375, 6.1875, 6.4375, 6.6875],
+     [7.60417, 7.85417, 8.10417, 8.35417]],
+    [[6.77083, 6.77083, 6.77083, 6.80208], [8.4375, 8.4375, 8.4375, 8.46875],
+     [10.1042, 10.1042, 10.1042, 10.1354]],
+])
+
+
 def _onnxruntime_cases():
     """docs/semantics.md §11.2 (onnxruntime AvgModePositive); printed to 6 significant digits."""
     x = np.arange(75, dtype=np.float64).reshape(1, 3, 5, 5)
     boxes = np.array([[0, 7, 5, 7, 5], [0, -15, -15, -15, -15], [0, -10, 21, -10, 21],
                       [0, 13, 8, 13, 8], [0, -14, 19, -14, 19]], dtype=np.float64)
-    channel0 = np.array([
-        [[2.95833, 3.20833, 3.45833, 3.70833], [4.625, 4.875, 5.125, 5.375],
-         [6.29167, 6.54167, 6.79167, 7.04167]],
-        np.zeros((3, 4)),
-        [[7.39583, 7.39583, 7.42708, 7.64583], [9.0625, 9.0625, 9.09375, 9.3125],
-         [10.7292, 10.7292, 10.7604, 10.9792]],
-        [[4.27083, 4.52083, 4.77083, 5.02083], [5.9375, 6.1875, 6.4375, 6.6875],
-         [7.60417, 7.85417, 8.10417, 8.35417]],
-        [[6.77083, 6.77083, 6.77083, 6.80208], [8.4375, 8.4375, 8.4375, 8.46875],
-         [10.1042, 10.1042, 10.1042, 10.1354]],
-    ])
     # average pooling is affine: channel c = channel 0 + 25 c (the map is arange)
-    legacy = np.stack([channel0 + 25.0 * c for c in range(3)], axis=1)
+    legacy = np.stack([AVG_MODE_POSITIVE_C0 + 25.0 * c for c in range(3)], axis=1)
     shifted_c0 = np.array([0.0, 0.0, 0.0, 0.3125, 0.0])
     shifted_offset = np.array([1.0, 0.0, 0.0, 1.0, 0.0])  # RoIs whose samples hit the map
     shifted = np.zeros((5, 3, 3, 4))

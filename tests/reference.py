@@ -22,7 +22,7 @@ uses the same sample weights, and element-wise NumPy arithmetic rounds per eleme
 import numpy as np
 
 from reference_common import (as_rois, at_least_one, batch_index, bin_samples, bins_and_grids,
-                              pair, working_type)
+                              forward_operands, roi_images, working_type)
 
 __all__ = [
     "roi_geometry",
@@ -55,18 +55,13 @@ def roi_geometry(roi, T, spatial_scale, pooled_h, pooled_w, sampling_ratio, alig
 def roi_align_ref(input, boxes, output_size, spatial_scale=1.0, sampling_ratio=-1,
                   aligned=False):
     """Reference RoIAlign forward: (K, C, PH, PW) array of the input's dtype."""
-    input = np.asarray(input)
-    T = working_type(input.dtype)
-    rois = as_rois(boxes, input.dtype)
-    pooled_h, pooled_w = pair(output_size)
-    num_images, channels, height, width = input.shape
-    output = np.zeros((rois.shape[0], channels, pooled_h, pooled_w), dtype=input.dtype)
+    input, T, rois, output = forward_operands(input, boxes, output_size)
+    _, channels, pooled_h, pooled_w = output.shape
     with np.errstate(invalid="ignore", over="ignore"):
-        for k in range(rois.shape[0]):
-            roi = rois[k]
-            image = input[batch_index(roi, num_images, k)]
-            geometry = roi_geometry(roi, T, spatial_scale, pooled_h, pooled_w, sampling_ratio,
-                                    aligned)
+        for k, image in roi_images(input, rois):
+            height, width = image.shape[1:]
+            geometry = roi_geometry(rois[k], T, spatial_scale, pooled_h, pooled_w,
+                                    sampling_ratio, aligned)
             count = T(max(geometry[4] * geometry[5], 1))
             for ph in range(pooled_h):
                 for pw in range(pooled_w):

@@ -15,6 +15,8 @@ __all__ = [
     "boxes_list_to_rois",
     "as_rois",
     "batch_index",
+    "roi_images",
+    "forward_operands",
     "at_least_one",
     "bins_and_grids",
     "bilinear_corners",
@@ -80,6 +82,30 @@ def batch_index(roi, num_images, k):
     if index != value or not 0 <= index < num_images:
         raise IndexError(f"RoI {k}: batch index {value} is not an integer in [0, {num_images})")
     return index
+
+
+def roi_images(maps, rois):
+    """``(k, maps[image of RoI k])`` for every RoI, its batch index checked; ``maps`` is a
+    forward's input or the gradient a backward fills."""
+    num_images = maps.shape[0]
+    return [(k, maps[batch_index(rois[k], num_images, k)]) for k in range(rois.shape[0])]
+
+
+def forward_operands(input, boxes, output_size, to_rois=as_rois, channels_per_bin=False):
+    """A forward's ``(input, T, rois, zeroed output)``: the input as an array, its working
+    type, ``to_rois(boxes, dtype)`` and the (K, C_out, pooled_h, pooled_w) output, where
+    C_out is the input's channels, or with ``channels_per_bin`` (position-sensitive pooling)
+    the input's channels / (pooled_h * pooled_w)."""
+    input = np.asarray(input)
+    rois = to_rois(boxes, input.dtype)
+    pooled_h, pooled_w = pair(output_size)
+    channels = input.shape[1]
+    if channels_per_bin:
+        if channels % (pooled_h * pooled_w):
+            raise ValueError(f"{channels} channels are not a multiple of {pooled_h} * {pooled_w}")
+        channels //= pooled_h * pooled_w
+    output = np.zeros((rois.shape[0], channels, pooled_h, pooled_w), dtype=input.dtype)
+    return input, working_type(input.dtype), rois, output
 
 
 def at_least_one(size, T):

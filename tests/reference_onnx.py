@@ -10,6 +10,8 @@ import math
 
 import numpy as np
 
+from reference_common import bilinear_corners
+
 
 def _max(a, b):
     """std::max(a, b): a < b ? b : a (NaN in a propagates, NaN in b is dropped)."""
@@ -23,23 +25,7 @@ def _taps(plane, y, x):
     if not (y >= -1 and y <= height and x >= -1 and x <= width):
         # onnxruntime's pre-computed form: weights 0 at position 0
         return [(T(0), 0, 0)] * 4
-    if y <= 0:
-        y = T(0)
-    if x <= 0:
-        x = T(0)
-    y_low, x_low = int(y), int(x)
-    if y_low >= height - 1:
-        y_low = y_high = height - 1
-        y = T(y_low)
-    else:
-        y_high = y_low + 1
-    if x_low >= width - 1:
-        x_low = x_high = width - 1
-        x = T(x_low)
-    else:
-        x_high = x_low + 1
-    ly = y - T(y_low)
-    lx = x - T(x_low)
+    y_low, y_high, x_low, x_high, ly, lx = bilinear_corners(height, width, y, x, T)
     hy = T(1.0 - float(ly))
     hx = T(1.0 - float(lx))
     w1, w2, w3, w4 = hy * hx, hy * lx, ly * hx, ly * lx

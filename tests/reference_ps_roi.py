@@ -19,8 +19,8 @@ import math
 
 import numpy as np
 
-from reference_common import (as_rois, batch_index, bin_samples, bins_and_grids, pair,
-                              working_type)
+from reference_common import (as_rois, bin_samples, bins_and_grids, forward_operands,
+                              roi_images, working_type)
 
 __all__ = [
     "ps_channel",
@@ -39,17 +39,10 @@ def ps_channel(c_out, ph, pw, pooled_h, pooled_w):
     return (c_out * pooled_h + ph) * pooled_w + pw
 
 
-def _forward_arrays(input, boxes, output_size):
-    """The checked operands of a forward: ``(input, T, rois, zeroed output)``."""
-    input = np.asarray(input)
-    rois = as_rois(boxes, input.dtype)
-    pooled_h, pooled_w = pair(output_size)
-    channels = input.shape[1]
-    if channels % (pooled_h * pooled_w):
-        raise ValueError(f"{channels} channels are not a multiple of {pooled_h} * {pooled_w}")
-    channels_out = channels // (pooled_h * pooled_w)
-    output = np.zeros((rois.shape[0], channels_out, pooled_h, pooled_w), dtype=input.dtype)
-    return input, working_type(input.dtype), rois, output
+def _bin_planes(maps, ph, pw, pooled_h, pooled_w):
+    """The planes of one image's ``maps`` that bin (ph, pw) reads (forward) or writes
+    (backward), one per output channel: channels ``ph * PW + pw`` apart by ``PH * PW``."""
+    return maps[ps_channel(0, ph, pw, pooled_h, pooled_w)::pooled_h * pooled_w]
 
 
 def _backward_arrays(grad_output, boxes, input_shape):
@@ -85,19 +78,17 @@ def ps_roi_align_geometry(roi, T, spatial_scale, pooled_h, pooled_w, sampling_ra
 
 def ps_roi_align_ref(input, boxes, output_size, spatial_scale=1.0, sampling_ratio=-1):
     """Reference forward: (K, C / (PH * PW), PH, PW) array of the input's dtype."""
-    input, T, rois, output = _forward_arrays(input, boxes, output_size)
-    num_images, _, height, width = input.shape
+    input, T, rois, output = forward_operands(input, boxes, output_size, channels_per_bin=True)
+    height, width = input.shape[2:]
     _, channels_out, pooled_h, pooled_w = output.shape
-    group = pooled_h * pooled_w
     with np.errstate(invalid="ignore", over="ignore"):
-        for k in range(rois.shape[0]):
-            image = input[batch_index(rois[k], num_images, k)]
+        for k, image in roi_images(input, rois):
             geometry = ps_roi_align_geometry(rois[k], T, spatial_scale, pooled_h, pooled_w,
                                              sampling_ratio)
             count = geometry[4] * geometry[5]
             for ph in range(pooled_h):
                 for pw in range(pooled_w):
-                    planes = image[ps_channel(0, ph, pw, pooled_h, pooled_w)::group]
+                    planes = _bin_planes(image, ph, pw, pooled_h, pooled_w)
                     acc = np.zeros(channels_out, dtype=input.dtype)
                     for (p1, w1), (p2, w2), (p3, w3), (p4, w4) in bin_samples(
                             height, width, geometry, ph, pw, T):
@@ -116,18 +107,16 @@ def ps_roi_align_backward_ref(grad_output, boxes, input_shape, spatial_scale=1.0
     """Reference backward: contributions per input element in torchvision's order
     (RoI, bin, sample, tap), each ``(g * w) / count`` with the unclamped count."""
     grad_output, T, rois, grad_input = _backward_arrays(grad_output, boxes, input_shape)
-    num_rois, _, pooled_h, pooled_w = grad_output.shape
-    num_images, _, height, width = grad_input.shape
-    group = pooled_h * pooled_w
+    _, _, pooled_h, pooled_w = grad_output.shape
+    height, width = grad_input.shape[2:]
     with np.errstate(invalid="ignore", over="ignore"):
-        for k in range(num_rois):
-            image = grad_input[batch_index(rois[k], num_images, k)]
+        for k, image in roi_images(grad_input, rois):
             geometry = ps_roi_align_geometry(rois[k], T, spatial_scale, pooled_h, pooled_w,
                                              sampling_ratio)
             count = T(geometry[4] * geometry[5])
             for ph in range(pooled_h):
                 for pw in range(pooled_w):
-                    planes = image[ps_channel(0, ph, pw, pooled_h, pooled_w)::group]
+                    planes = _bin_planes(image, ph, pw, pooled_h, pooled_w)
                     g = grad_output[k, :, ph, pw]
                     for taps in bin_samples(height, width, geometry, ph, pw, T):
                         for (row, col), weight in taps:
@@ -172,13 +161,11 @@ def ps_roi_pool_window(bin_size, start, bin_index, limit, T):
 
 def ps_roi_pool_ref(input, boxes, output_size, spatial_scale=1.0):
     """Reference forward: the average of each bin's forward window, 0 when it is empty."""
-    input, T, rois, output = _forward_arrays(input, boxes, output_size)
-    num_images, _, height, width = input.shape
+    input, T, rois, output = forward_operands(input, boxes, output_size, channels_per_bin=True)
+    height, width = input.shape[2:]
     _, channels_out, pooled_h, pooled_w = output.shape
-    group = pooled_h * pooled_w
     with np.errstate(invalid="ignore", over="ignore"):
-        for k in range(rois.shape[0]):
-            image = input[batch_index(rois[k], num_images, k)]
+        for k, image in roi_images(input, rois):
             start_y, start_x, bin_h, bin_w = ps_roi_pool_quantise(
                 rois[k], T, spatial_scale, pooled_h, pooled_w)
             for ph in range(pooled_h):
@@ -187,7 +174,7 @@ def ps_roi_pool_ref(input, boxes, output_size, spatial_scale=1.0):
                     w0, w1 = ps_roi_pool_window(bin_w, start_x, pw, width - 1, T)
                     if h1 <= h0 or w1 <= w0:
                         continue
-                    planes = image[ps_channel(0, ph, pw, pooled_h, pooled_w)::group]
+                    planes = _bin_planes(image, ph, pw, pooled_h, pooled_w)
                     acc = np.zeros(channels_out, dtype=input.dtype)
                     for h in range(h0, h1):
                         for w in range(w0, w1):
@@ -200,12 +187,10 @@ def ps_roi_pool_backward_ref(grad_output, boxes, input_shape, spatial_scale=1.0)
     """Reference of torchvision's backward: ``g / area`` added to every pixel of each bin's
     *backward* window (clamped to [0, H] x [0, W]), RoI after RoI."""
     grad_output, T, rois, grad_input = _backward_arrays(grad_output, boxes, input_shape)
-    num_rois, _, pooled_h, pooled_w = grad_output.shape
-    num_images, _, height, width = grad_input.shape
-    group = pooled_h * pooled_w
+    _, _, pooled_h, pooled_w = grad_output.shape
+    height, width = grad_input.shape[2:]
     with np.errstate(invalid="ignore", over="ignore"):
-        for k in range(num_rois):
-            image = grad_input[batch_index(rois[k], num_images, k)]
+        for k, image in roi_images(grad_input, rois):
             start_y, start_x, bin_h, bin_w = ps_roi_pool_quantise(
                 rois[k], T, spatial_scale, pooled_h, pooled_w, backward=True)
             for ph in range(pooled_h):
@@ -214,7 +199,7 @@ def ps_roi_pool_backward_ref(grad_output, boxes, input_shape, spatial_scale=1.0)
                     w0, w1 = ps_roi_pool_window(bin_w, start_x, pw, width, T)
                     if h1 <= h0 or w1 <= w0:
                         continue
-                    planes = image[ps_channel(0, ph, pw, pooled_h, pooled_w)::group]
+                    planes = _bin_planes(image, ph, pw, pooled_h, pooled_w)
                     share = grad_output[k, :, ph, pw] / T((h1 - h0) * (w1 - w0))
                     for h in range(h0, h1):
                         for w in range(w0, w1):

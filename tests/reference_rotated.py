@@ -23,7 +23,8 @@ import math
 
 import numpy as np
 
-from reference_common import at_least_one, batch_index, bins_and_grids, pair, working_type
+from reference_common import (at_least_one, batch_index, bins_and_grids, forward_operands,
+                              roi_images, working_type)
 
 __all__ = [
     "rotated_geometry",
@@ -147,15 +148,11 @@ def rotated_samples(geometry, ph, pw, height, width, T):
 def roi_align_rotated_ref(input, rois, output_size, spatial_scale=1.0, sampling_ratio=0,
                           aligned=True, clockwise=False, angle="degrees"):
     """Reference forward: (K, C, PH, PW) array of the input's dtype."""
-    input = np.asarray(input)
-    T = working_type(input.dtype)
-    rois = as_rotated_rois(rois, input.dtype)
-    pooled_h, pooled_w = pair(output_size)
-    num_images, channels, height, width = input.shape
-    output = np.zeros((rois.shape[0], channels, pooled_h, pooled_w), dtype=input.dtype)
+    input, T, rois, output = forward_operands(input, rois, output_size, as_rotated_rois)
+    _, _, pooled_h, pooled_w = output.shape
+    height, width = input.shape[2:]
     with np.errstate(invalid="ignore", over="ignore"):
-        for k in range(rois.shape[0]):
-            image = input[batch_index(rois[k], num_images, k)]
+        for k, image in roi_images(input, rois):
             g = rotated_geometry(rois[k], T, spatial_scale, pooled_h, pooled_w, sampling_ratio,
                                  aligned, clockwise, angle == "degrees")
             count = T(max(g["grid_h"] * g["grid_w"], 1))

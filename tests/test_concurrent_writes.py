@@ -2,7 +2,8 @@
 (calls release the GIL). The results are then unspecified - any numbers, or a PyroiError for
 the values the call saw - but the process must not crash and no call may read or write
 outside its arrays: CI runs this file under AddressSanitizer too. Every operator, forward and
-backward, with (K, 5) boxes and with (K, 4) boxes + batch_indices."""
+backward, with (K, 5) boxes and with (K, 4) boxes + batch_indices, and the multi-scale
+RoIAlign of pyroi.torch (its one-call pyramid entry)."""
 
 import os
 import sys
@@ -156,3 +157,25 @@ def test_roi_pool_with_argmax(rows):
     writer = Writer(boxes, bi, argmax)
     writer.valid_argmax = argmax.copy()
     hammer(lambda: pyroi.roi_pool_backward(y, boxes, argmax, x.shape, 2, 0.5, **kw), writer)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_multi_scale_roi_align(dtype):
+    """The one-call pyramid entry (pyroi_roi_align_levels_*), forward and backward, as
+    pyroi.torch's MultiScaleRoIAlign calls it; (K, 5) rows, the only form it takes."""
+    torch = pytest.importorskip("torch")
+    import pyroi.torch  # noqa: F401  (registers torch.ops.pyroi)
+
+    x, boxes, _, _ = inputs(dtype, rows=True)
+    features = [torch.from_numpy(x), torch.from_numpy(np.ascontiguousarray(x[:, :, ::2, ::2]))]
+    rois = torch.from_numpy(boxes)  # shares the memory the writer writes
+    # levels 2 and 3, boxes of 4 px or more on the second map: the writer's boxes move RoIs
+    # between the levels while a call runs
+    mapping = (2, 3, 4.0, 3.0, 1e-6)
+    scales = [0.5, 0.25]
+    sizes = [size for feature in features for size in feature.shape]
+    grad = torch.ones((K, C, 2, 2), dtype=features[0].dtype)
+    hammer(lambda: torch.ops.pyroi.multi_scale_roi_align(features, rois, scales, 2, 2, 0,
+                                                         *mapping), Writer(boxes))
+    hammer(lambda: torch.ops.pyroi._multi_scale_roi_align_backward(grad, rois, scales, sizes,
+                                                                   0, *mapping), Writer(boxes))

@@ -59,6 +59,14 @@ calls = {
     "float16_roi_align": lambda: pyroi.roi_align(x16, boxes, 7, 1.0, sr, True),
     "layer_roi_align": lambda: (layer(x, boxes), layer.backward(np.ones((rois, channels, 7, 7),
                                                                         np.float32))),
+    # multi-scale RoIAlign's one-call pyramid entry, as pyroi.torch calls it: 100 px boxes
+    # all fall on level 2, the first map (levels 2-3, canonical 224 px at level 4)
+    "multi_scale_roi_align": lambda: torch.ops.pyroi.multi_scale_roi_align(
+        pyramid, torch.from_numpy(boxes), [1.0, 0.5], 7, 7, sr, 2, 3, 224.0, 4.0, 1e-6),
+    "multi_scale_roi_align_backward": lambda: torch.ops.pyroi._multi_scale_roi_align_backward(
+        torch.ones(1, channels, 7, 7).expand(rois, channels, 7, 7), torch.from_numpy(boxes),
+        [1.0, 0.5], [size for level in pyramid for size in level.shape], sr, 2, 3, 224.0, 4.0,
+        1e-6),
     "ascend_roi_pooling": lambda: pyroi.ascend.roi_pooling(
         x, boxes[:, [0, 1, 2, 3, 4]].T.reshape(1, 5, rois), pooled_h=7, pooled_w=7,
         spatial_scale=1.0, strict=False),
@@ -66,6 +74,18 @@ calls = {
 call = calls[op]
 if op.startswith("float16"):
     x16 = x.astype(np.float16)
+if op.startswith("multi_scale"):
+    import torch
+    import pyroi.torch
+    pyramid = [torch.from_numpy(x), torch.from_numpy(np.ascontiguousarray(x[:, :, ::2, ::2]))]
+    # torch imports parts of itself (sympy) at an op's first call; a signal landing there
+    # breaks that import instead of the call: both ops run once on one RoI first
+    one = torch.from_numpy(boxes[:1])
+    torch.ops.pyroi.multi_scale_roi_align(pyramid, one, [1.0, 0.5], 7, 7, 1, 2, 3, 224.0, 4.0,
+                                          1e-6)
+    torch.ops.pyroi._multi_scale_roi_align_backward(
+        torch.ones(1, channels, 7, 7), one, [1.0, 0.5],
+        [size for level in pyramid for size in level.shape], 1, 2, 3, 224.0, 4.0, 1e-6)
 layer = pyroi.layers.RoIAlign(7, 1.0, sr, True)
 print("READY", flush=True)
 try:
@@ -85,6 +105,7 @@ OPS = {  # each call takes 3-5 s on an idle 2-core AMD EPYC, so SIGINT lands ins
     "ps_roi_align_backward": (30000, 196, 16), "ps_roi_pool": (150000, 196, 0),
     "ps_roi_pool_backward": (300000, 196, 0), "roi_align_rotated": (30000, 16, 8),
     "roi_align_rotated_backward": (6000, 16, 8), "onnx_max": (100000, 16, 8),
+    "multi_scale_roi_align": (60000, 16, 16), "multi_scale_roi_align_backward": (50000, 16, 16),
 }
 
 
@@ -92,6 +113,8 @@ def interrupt(op, config, delay=0.5):
     """Runs op's long call in a child, sends SIGINT `delay` s after it starts; returns the
     child's last line, its stderr and the seconds from the signal to KeyboardInterrupt (None
     if the call was not interrupted)."""
+    if op.startswith("multi_scale"):
+        pytest.importorskip("torch")  # the pyramid entry's Python caller is pyroi.torch
     child = subprocess.Popen([sys.executable, "-c", CHILD, op, *map(str, config)],
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
@@ -122,7 +145,8 @@ def test_sigint_stops_a_long_call(op):
 OPS_PREP = {op: (1000000, 1, 1, 16) for op in [
     "roi_align", "roi_align_backward", "roi_align_max", "onnx_max", "onnx_avg", "roi_pool",
     "roi_pool_backward", "roi_align_rotated", "roi_align_rotated_backward",
-    "float16_roi_align", "layer_roi_align"]}
+    "float16_roi_align", "layer_roi_align", "multi_scale_roi_align",
+    "multi_scale_roi_align_backward"]}
 OPS_PREP.update({op: (1000000, 49, 1, 16) for op in [
     "ps_roi_align", "ps_roi_align_backward", "ps_roi_pool", "ps_roi_pool_backward"]})
 OPS_PREP["ascend_roi_pooling"] = (1000000, 1, 0, 1)

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import pyroi
-from conftest import inverted_policy, random_input, random_rois, stable_seed
+from conftest import AVG_MODE_POSITIVE_C0, inverted_policy, random_input, random_rois, stable_seed
 from pyroi import onnx as ponnx
 from reference_onnx import onnx_roi_align_max_ref
 
@@ -244,19 +244,6 @@ def _ort_unit_inputs(dtype):
     rois = np.array([[7, 5, 7, 5], [-15, -15, -15, -15], [-10, 21, -10, 21], [13, 8, 13, 8],
                      [-14, 19, -14, 19]], dtype=dtype)
     return x, rois, np.zeros(5, np.int64)
-
-
-AVG_MODE_POSITIVE_C0 = np.array([
-    [[2.95833, 3.20833, 3.45833, 3.70833], [4.625, 4.875, 5.125, 5.375],
-     [6.29167, 6.54167, 6.79167, 7.04167]],
-    np.zeros((3, 4)),
-    [[7.39583, 7.39583, 7.42708, 7.64583], [9.0625, 9.0625, 9.09375, 9.3125],
-     [10.7292, 10.7292, 10.7604, 10.9792]],
-    [[4.27083, 4.52083, 4.77083, 5.02083], [5.9375, 6.1875, 6.4375, 6.6875],
-     [7.60417, 7.85417, 8.10417, 8.35417]],
-    [[6.77083, 6.77083, 6.77083, 6.80208], [8.4375, 8.4375, 8.4375, 8.46875],
-     [10.1042, 10.1042, 10.1042, 10.1354]],
-])
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])

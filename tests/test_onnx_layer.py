@@ -10,7 +10,7 @@ import pytest
 
 import pyroi
 from pyroi import onnx as ponnx
-from conftest import random_rois, require_torchvision, stable_seed
+from conftest import central_differences, random_rois, require_torchvision, stable_seed
 from reference_onnx import onnx_roi_align_max_backward_ref, onnx_roi_align_max_ref
 from test_onnx import _ort_session
 from test_onnx_orders import SCALE, order_case
@@ -258,17 +258,9 @@ def test_max_backward_passes_finite_differences():
     attributes = dict(output_height=2, output_width=2, sampling_ratio=2)
     gradient = _max_layer_gradient(X, rois, batch_indices, grad_output, **attributes)
 
-    def loss(values):
-        return float(np.sum(grad_output * ponnx.roi_align(values, rois, batch_indices,
-                                                           mode="max", **attributes)))
-
-    eps = 1e-6
-    numeric = np.zeros_like(X)
-    for index in np.ndindex(*shape):
-        plus, minus = X.copy(), X.copy()
-        plus[index] += eps
-        minus[index] -= eps
-        numeric[index] = (loss(plus) - loss(minus)) / (2 * eps)
+    numeric = central_differences(
+        lambda values: ponnx.roi_align(values, rois, batch_indices, mode="max", **attributes),
+        X, grad_output)
     np.testing.assert_allclose(gradient, numeric, rtol=1e-6, atol=1e-7)
     assert np.count_nonzero(gradient) > 10
 

@@ -13,12 +13,12 @@ import numpy as np
 import pytest
 
 import pyroi
-from conftest import (DTYPES, assert_close, random_input, random_rois, require_torchvision,
-                      rois_to_list, stable_seed)
+from conftest import (DTYPE_IDS, DTYPES, OUT_VIEWS, assert_close, central_differences,
+                      channels_last_view, check_out_view, negative_strides_view, random_input,
+                      random_rois, rois_to_list, stable_seed, strided_view)
 from reference_ps_roi import (ps_roi_align_backward_ref, ps_roi_align_geometry,
                               ps_roi_align_ref, ps_roi_pool_backward_ref, ps_roi_pool_ref)
 
-DTYPE_IDS = ["f32", "f64"]
 SAMPLING_RATIOS = (-1, 0, 1, 2, 3)
 
 # Map sizes odd/even/degenerate, output sizes square and not, scales dyadic and not;
@@ -72,48 +72,6 @@ def _reference(op, config, dtype_name, sampling_ratio=None):
                 ps_roi_align_backward_ref(grad, rois, x.shape, scale, sampling_ratio))
     return (ps_roi_pool_ref(x, rois, output_size, scale),
             ps_roi_pool_backward_ref(grad, rois, x.shape, scale))
-
-
-class PsOracle:
-    """torchvision.ops.ps_roi_align / ps_roi_pool on NumPy arrays: forward and autograd."""
-
-    def __init__(self, torch, torchvision):
-        self.torch = torch
-        self.ops = torchvision.ops
-
-    def _boxes(self, boxes):
-        if isinstance(boxes, (list, tuple)):
-            return [self.torch.from_numpy(np.array(b, copy=True)) for b in boxes]
-        return self.torch.from_numpy(np.array(boxes, copy=True))
-
-    def _call(self, op, xt, boxes, output_size, spatial_scale, sampling_ratio):
-        if op == "align":
-            return self.ops.ps_roi_align(xt, self._boxes(boxes), output_size,
-                                         spatial_scale=spatial_scale,
-                                         sampling_ratio=sampling_ratio)
-        return self.ops.ps_roi_pool(xt, self._boxes(boxes), output_size,
-                                    spatial_scale=spatial_scale)
-
-    def forward(self, op, x, boxes, output_size, spatial_scale=1.0, sampling_ratio=-1):
-        xt = self.torch.from_numpy(np.array(x, copy=True))
-        with self.torch.no_grad():
-            out = self._call(op, xt, boxes, output_size, spatial_scale, sampling_ratio)
-        return out.numpy().copy()
-
-    def grad(self, op, x, boxes, grad_output, output_size, spatial_scale=1.0,
-             sampling_ratio=-1):
-        xt = self.torch.from_numpy(np.array(x, copy=True)).requires_grad_(True)
-        out = self._call(op, xt, boxes, output_size, spatial_scale, sampling_ratio)
-        out.backward(self.torch.from_numpy(np.array(grad_output, copy=True)))
-        if xt.grad is None:
-            return np.zeros_like(x)
-        return xt.grad.numpy().copy()
-
-
-@pytest.fixture
-def tv():
-    torch, torchvision = require_torchvision()
-    return PsOracle(torch, torchvision)
 
 
 def assert_matches_peer(actual, expected, dtype, label=""):
@@ -219,7 +177,7 @@ def test_ps_roi_align_matches_torchvision(tv, config, dtype, sampling_ratio):
     """Forward bit for bit in float32 except where torchvision has no samples (NaN / -0.0,
     pyroi +0.0); autograd gradient bit for bit everywhere."""
     x, boxes, rois, grad, output_size, scale = ps_case(config, dtype)
-    expected = tv.forward("align", x, boxes, output_size, scale, sampling_ratio)
+    expected = tv.forward("ps_roi_align", x, boxes, output_size, scale, sampling_ratio)
     out = pyroi.ps_roi_align(x, boxes, output_size, scale, sampling_ratio)
     empty = no_sample_rois(rois, dtype, output_size, scale, sampling_ratio)
     if sampling_ratio > 0:
@@ -229,7 +187,8 @@ def test_ps_roi_align_matches_torchvision(tv, config, dtype, sampling_ratio):
     assert np.all(np.isnan(expected[empty]) | (expected[empty] == 0))
     assert_matches_peer(
         pyroi.ps_roi_align_backward(grad, boxes, x.shape, scale, sampling_ratio),
-        tv.grad("align", x, boxes, grad, output_size, scale, sampling_ratio), dtype, "backward")
+        tv.grad("ps_roi_align", x, boxes, grad, output_size, scale, sampling_ratio), dtype,
+        "backward")
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
@@ -237,9 +196,10 @@ def test_ps_roi_align_matches_torchvision(tv, config, dtype, sampling_ratio):
 def test_ps_roi_pool_matches_torchvision(tv, config, dtype):
     x, boxes, _, grad, output_size, scale = ps_case(config, dtype)
     assert_matches_peer(pyroi.ps_roi_pool(x, boxes, output_size, scale),
-                        tv.forward("pool", x, boxes, output_size, scale), dtype, "forward")
+                        tv.forward("ps_roi_pool", x, boxes, output_size, scale), dtype, "forward")
     assert_matches_peer(pyroi.ps_roi_pool_backward(grad, boxes, x.shape, scale),
-                        tv.grad("pool", x, boxes, grad, output_size, scale), dtype, "backward")
+                        tv.grad("ps_roi_pool", x, boxes, grad, output_size, scale), dtype,
+                        "backward")
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
@@ -250,15 +210,17 @@ def test_reference_matches_torchvision(tv, dtype):
         for sampling_ratio in (-1, 2):
             forward, backward = _reference("align", config, np.dtype(dtype).name,
                                            sampling_ratio)
-            expected = tv.forward("align", x, boxes, output_size, scale, sampling_ratio)
+            expected = tv.forward("ps_roi_align", x, boxes, output_size, scale, sampling_ratio)
             empty = no_sample_rois(rois, dtype, output_size, scale, sampling_ratio)
             np.testing.assert_array_equal(forward[~empty], expected[~empty])
             np.testing.assert_array_equal(
-                backward, tv.grad("align", x, boxes, grad, output_size, scale, sampling_ratio))
+                backward,
+                tv.grad("ps_roi_align", x, boxes, grad, output_size, scale, sampling_ratio))
         forward, backward = _reference("pool", config, np.dtype(dtype).name)
-        np.testing.assert_array_equal(forward, tv.forward("pool", x, boxes, output_size, scale))
+        np.testing.assert_array_equal(forward,
+                                      tv.forward("ps_roi_pool", x, boxes, output_size, scale))
         np.testing.assert_array_equal(backward,
-                                      tv.grad("pool", x, boxes, grad, output_size, scale))
+                                      tv.grad("ps_roi_pool", x, boxes, grad, output_size, scale))
 
 
 def _test_ops_case(dtype):
@@ -288,12 +250,12 @@ def test_torchvision_test_ops_inputs(dtype):
 @pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
 def test_torchvision_test_ops_inputs_match_torchvision(tv, dtype):
     x, rois, grad = _test_ops_case(dtype)
-    for op, forward in (("align", pyroi.ps_roi_align), ("pool", pyroi.ps_roi_pool)):
-        assert_matches_peer(forward(x, rois, 5), tv.forward(op, x, rois, 5), dtype, op)
+    for op in ("ps_roi_align", "ps_roi_pool"):
+        assert_matches_peer(getattr(pyroi, op)(x, rois, 5), tv.forward(op, x, rois, 5), dtype, op)
     assert_matches_peer(pyroi.ps_roi_align_backward(grad, rois, x.shape),
-                        tv.grad("align", x, rois, grad, 5), dtype, "align backward")
+                        tv.grad("ps_roi_align", x, rois, grad, 5), dtype, "align backward")
     assert_matches_peer(pyroi.ps_roi_pool_backward(grad, rois, x.shape),
-                        tv.grad("pool", x, rois, grad, 5), dtype, "pool backward")
+                        tv.grad("ps_roi_pool", x, rois, grad, 5), dtype, "pool backward")
 
 
 # boxes on a 6x7 map with a 2x2 output (docs/semantics.md §3.6, §6.3)
@@ -329,7 +291,7 @@ def test_ps_roi_align_without_samples_vs_torchvision(tv, dtype):
     def both(box, sampling_ratio):
         rois = np.array([[0] + box], dtype)
         return (pyroi.ps_roi_align(x, rois, 2, 1.0, sampling_ratio),
-                tv.forward("align", x, rois, 2, 1.0, sampling_ratio))
+                tv.forward("ps_roi_align", x, rois, 2, 1.0, sampling_ratio))
 
     ours, theirs = both(ZERO_SIZE, -1)
     assert np.all(np.isnan(theirs)) and np.all(ours == 0)
@@ -409,9 +371,10 @@ def test_known_answer_ps_roi_pool_gradient_spread(dtype):
 def test_known_answer_ps_roi_pool_quirk_vs_torchvision(tv, dtype):
     x, rois = _quirk_case(dtype)
     g = np.random.default_rng(4).standard_normal((1, 1, 2, 2)).astype(dtype)
-    np.testing.assert_array_equal(pyroi.ps_roi_pool(x, rois, 2), tv.forward("pool", x, rois, 2))
+    np.testing.assert_array_equal(pyroi.ps_roi_pool(x, rois, 2),
+                                  tv.forward("ps_roi_pool", x, rois, 2))
     np.testing.assert_array_equal(pyroi.ps_roi_pool_backward(g, rois, x.shape),
-                                  tv.grad("pool", x, rois, g, 2))
+                                  tv.grad("ps_roi_pool", x, rois, g, 2))
 
 
 def test_ps_roi_pool_backward_is_not_the_forward_adjoint_at_the_far_border():
@@ -455,9 +418,10 @@ def test_ps_roi_pool_float64_backward_rounding_vs_torchvision(tv):
     x = np.random.default_rng(8).standard_normal((1, 4, 8, 8))
     rois = np.array([[0, 2.4999999999, 1.0, 6.0, 6.0], [0, 0.5, 1.4999999999, 4.4999999, 7.0]])
     g = np.random.default_rng(9).standard_normal((2, 1, 2, 2))
-    np.testing.assert_array_equal(pyroi.ps_roi_pool(x, rois, 2), tv.forward("pool", x, rois, 2))
+    np.testing.assert_array_equal(pyroi.ps_roi_pool(x, rois, 2),
+                                  tv.forward("ps_roi_pool", x, rois, 2))
     np.testing.assert_array_equal(pyroi.ps_roi_pool_backward(g, rois, x.shape),
-                                  tv.grad("pool", x, rois, g, 2))
+                                  tv.grad("ps_roi_pool", x, rois, g, 2))
 
 
 # docs/semantics.md §3.6, aligned=True column: ps_roi_align's geometry (offset 0.5, no clamp)
@@ -523,18 +487,7 @@ def test_ps_roi_align_adjoint_identity(config, sampling_ratio):
     assert abs(lhs - rhs) <= 1e-12 * magnitude, (lhs, rhs, magnitude)
 
 
-def _central_differences(forward, x, g, eps=1e-6):
-    numeric = np.zeros(x.shape)
-    for index in np.ndindex(*x.shape):
-        plus = x.copy()
-        plus[index] += eps
-        minus = x.copy()
-        minus[index] -= eps
-        numeric[index] = (np.vdot(forward(plus), g) - np.vdot(forward(minus), g)) / (2 * eps)
-    return numeric
-
-
-def test_ps_roi_align_matches_central_differences():
+def test_ps_roi_align_matchescentral_differences():
     rng = np.random.default_rng(19)
     shape = (2, 6, 5, 6)  # C_out = 1, 2x3 output
     x = random_input(rng, shape, np.float64)
@@ -542,7 +495,7 @@ def test_ps_roi_align_matches_central_differences():
                      [0, 2.6, 1.3, 3.9, 2.2], [1, -0.6, 2.1, 2.7, 5.3]], np.float64)
     g = random_input(rng, (4, 1, 2, 3), np.float64)
     grad = pyroi.ps_roi_align_backward(g, rois, shape, 1.0, 2)
-    numeric = _central_differences(lambda v: pyroi.ps_roi_align(v, rois, (2, 3), 1.0, 2), x, g)
+    numeric = central_differences(lambda v: pyroi.ps_roi_align(v, rois, (2, 3), 1.0, 2), x, g)
     assert np.count_nonzero(grad) > 20
     np.testing.assert_allclose(grad, numeric, rtol=1e-6, atol=1e-7)
 
@@ -557,7 +510,7 @@ def test_ps_roi_pool_matches_central_differences_inside_the_map():
                      [0, 2.6, 1.3, 3.9, 2.2], [1, -0.6, 2.1, 2.7, 5.3]], np.float64)
     g = random_input(rng, (4, 1, 2, 3), np.float64)
     grad = pyroi.ps_roi_pool_backward(g, rois, shape)
-    numeric = _central_differences(lambda v: pyroi.ps_roi_pool(v, rois, (2, 3)), x, g)
+    numeric = central_differences(lambda v: pyroi.ps_roi_pool(v, rois, (2, 3)), x, g)
     assert np.count_nonzero(grad) > 20
     np.testing.assert_allclose(grad, numeric, rtol=1e-6, atol=1e-7)
 
@@ -582,14 +535,10 @@ OPS = {
 
 
 def _views(x):
-    n, c, h, w = x.shape
-    big = np.full((2 * n, 3 * c, 2 * h, 3 * w), np.nan, dtype=x.dtype)
-    big[::2, ::3, ::2, ::3] = x
     return {
-        "nhwc_transposed": np.ascontiguousarray(x.transpose(0, 2, 3, 1)).transpose(0, 3, 1, 2),
-        "sliced_steps": big[::2, ::3, ::2, ::3],
-        "negative_strides": np.ascontiguousarray(x[::-1, ::-1, ::-1, ::-1])[::-1, ::-1, ::-1,
-                                                                              ::-1],
+        "nhwc_transposed": channels_last_view(x),
+        "sliced_steps": strided_view(x, (2, 3, 2, 3)),
+        "negative_strides": negative_strides_view(x),
         "fortran": np.asfortranarray(x),
     }
 
@@ -657,20 +606,8 @@ def test_forward_out(op, dtype):
     forward, _ = OPS[op]
     x, rois, params = _layout_case(dtype)
     expected = forward(x, rois, **params)
-    k, c, ph, pw = expected.shape
-    buffer = np.full((k, 2 * c, ph, 2 * pw + 1), np.nan, dtype=dtype)
-    views = {
-        "contiguous": np.full(expected.shape, np.nan, dtype=dtype),
-        "strided": buffer[:, ::2, :, 1::2],
-        "transposed": np.full((pw, ph, c, k), np.nan, dtype=dtype).T,
-        "negative": np.full(expected.shape, np.nan, dtype=dtype)[::-1, :, ::-1, ::-1],
-    }
-    for name, out in views.items():
-        assert forward(x, rois, **params, out=out) is out
-        np.testing.assert_array_equal(out, expected, err_msg=name)
-    untouched = np.ones(buffer.shape, bool)
-    untouched[:, ::2, :, 1::2] = False
-    assert np.all(np.isnan(buffer[untouched]))
+    for view_kind in OUT_VIEWS:
+        check_out_view(lambda out: forward(x, rois, **params, out=out), expected, view_kind)
 
 
 @pytest.mark.parametrize("op", sorted(OPS))

@@ -11,14 +11,14 @@ import numpy as np
 import pytest
 
 import pyroi
-from conftest import (CASE_CONFIGS, DTYPES, KNOWN_ANSWER_IDS, KNOWN_ANSWERS, SAMPLING_RATIOS,
-                      assert_close, assert_known, backward_params, inverted_policy,
-                      known_answer_args, pooled_shape, random_input, random_rois,
-                      reference_case, stable_seed)
+from conftest import (CASE_CONFIGS, DTYPE_IDS, DTYPES, KNOWN_ANSWER_IDS, KNOWN_ANSWERS,
+                      OUT_VIEWS, SAMPLING_RATIOS, assert_close, assert_known, backward_params,
+                      channels_last_view, check_out_view, inverted_policy, known_answer_args,
+                      negative_strides_view, pooled_shape, random_input, random_rois, read_only,
+                      reference_case, stable_seed, strided_view, writable)
 from reference import roi_align_backward_ref, roi_align_ref
 
 CONFIG_NAMES = sorted(CASE_CONFIGS)
-DTYPE_IDS = ["f32", "f64"]
 
 matrix = pytest.mark.parametrize
 random_matrix = [
@@ -35,19 +35,12 @@ def with_random_matrix(func):
     return func
 
 
-def writable_copy(value):
-    """Fresh writable copies (the cached reference arrays are read-only)."""
-    if isinstance(value, list):
-        return [np.array(v, copy=True) for v in value]
-    return np.array(value, copy=True)
-
-
 def case_for(config, dtype, aligned, sampling_ratio, torchvision_safe=False):
     inverted = inverted_policy(aligned, sampling_ratio) if torchvision_safe else "any"
     x, boxes, rois, params, forward, grad_output, backward = reference_case(
         config, np.dtype(dtype).name, aligned, sampling_ratio, inverted)
-    return (writable_copy(x), writable_copy(boxes), params, forward,
-            writable_copy(grad_output), backward)
+    return (writable(x), writable(boxes), params, forward,
+            writable(grad_output), backward)
 
 
 # --------------------------------------------------------------------------------------
@@ -286,42 +279,29 @@ def test_backward_matches_central_differences(aligned):
 # memory layouts
 # --------------------------------------------------------------------------------------
 
-def _layout_case(dtype):
-    rng = np.random.default_rng(23)
-    x = random_input(rng, (2, 3, 9, 11), dtype)
-    rois = random_rois(rng, 2, 9, 11, 16, dtype, spatial_scale=0.5)
-    params = dict(output_size=(3, 4), spatial_scale=0.5, sampling_ratio=-1, aligned=True)
+def _random_case(dtype, seed, shape, num_rois, output_size, aligned):
+    """(x, rois, params): a random map of ``shape`` and random RoIs at scale 0.5, adaptive
+    sampling."""
+    rng = np.random.default_rng(seed)
+    x = random_input(rng, shape, dtype)
+    num_images, _, height, width = shape
+    rois = random_rois(rng, num_images, height, width, num_rois, dtype, spatial_scale=0.5)
+    params = dict(output_size=output_size, spatial_scale=0.5, sampling_ratio=-1,
+                  aligned=aligned)
     return x, rois, params
 
 
-def _transposed_from_nhwc(x):
-    return np.ascontiguousarray(x.transpose(0, 2, 3, 1)).transpose(0, 3, 1, 2)
-
-
-def _strided_slice(x):
-    n, c, h, w = x.shape
-    big = np.full((2 * n, 3 * c, 2 * h, 3 * w), np.nan, dtype=x.dtype)
-    big[::2, ::3, ::2, ::3] = x
-    return big[::2, ::3, ::2, ::3]
-
-
-def _negative_strides(x):
-    return np.ascontiguousarray(x[::-1, ::-1, ::-1, ::-1])[::-1, ::-1, ::-1, ::-1]
-
-
-def _read_only(x):
-    y = x.copy()
-    y.setflags(write=False)
-    return y
+def _layout_case(dtype):
+    return _random_case(dtype, 23, (2, 3, 9, 11), 16, (3, 4), aligned=True)
 
 
 LAYOUTS = {
-    "nhwc_transposed": _transposed_from_nhwc,
-    "sliced_steps": _strided_slice,
-    "negative_strides": _negative_strides,
+    "nhwc_transposed": channels_last_view,
+    "sliced_steps": lambda x: strided_view(x, (2, 3, 2, 3)),
+    "negative_strides": negative_strides_view,
     "flipped_hw_only": lambda x: np.ascontiguousarray(x[:, :, ::-1, ::-1])[:, :, ::-1, ::-1],
     "fortran_order": np.asfortranarray,
-    "read_only": _read_only,
+    "read_only": read_only,
 }
 
 
@@ -397,8 +377,8 @@ def test_box_layouts(dtype):
     np.testing.assert_array_equal(pyroi.roi_align(x, strided, **params), expected)
     reversed_rows = rois[::-1]
     np.testing.assert_array_equal(pyroi.roi_align(x, reversed_rows, **params), expected[::-1])
-    read_only = _read_only(rois)
-    np.testing.assert_array_equal(pyroi.roi_align(x, read_only, **params), expected)
+    frozen = read_only(rois)
+    np.testing.assert_array_equal(pyroi.roi_align(x, frozen, **params), expected)
     as_list = [np.asfortranarray(rois[rois[:, 0] == i, 1:]) for i in range(2)]
     order = np.argsort(rois[:, 0], kind="stable")
     np.testing.assert_array_equal(pyroi.roi_align(x, as_list, **params), expected[order])
@@ -408,71 +388,45 @@ def test_box_layouts(dtype):
 # out=
 # --------------------------------------------------------------------------------------
 
+@pytest.mark.parametrize("view_kind", OUT_VIEWS)
 @pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
-def test_forward_out_contiguous(dtype):
+def test_forward_out(dtype, view_kind):
     x, rois, params = _layout_case(dtype)
     expected = pyroi.roi_align(x, rois, **params)
-    out = np.full(expected.shape, np.nan, dtype=dtype)
-    result = pyroi.roi_align(x, rois, **params, out=out)
-    assert result is out
-    np.testing.assert_array_equal(out, expected)
+    check_out_view(lambda out: pyroi.roi_align(x, rois, **params, out=out), expected, view_kind)
 
 
-@pytest.mark.parametrize("view_kind", ["strided", "transposed", "negative"])
-@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
-def test_forward_out_non_contiguous_view(dtype, view_kind):
+def _backward_out_case(dtype, seed):
+    """(run, expected): ``run(out)`` calls roi_align_backward with ``out`` on the layout case
+    and a random gradient; ``expected`` is what it returns without ``out``."""
     x, rois, params = _layout_case(dtype)
-    expected = pyroi.roi_align(x, rois, **params)
-    k, c, ph, pw = expected.shape
-    if view_kind == "strided":
-        buffer = np.full((k, 2 * c, ph, 2 * pw + 1), np.nan, dtype=dtype)
-        out = buffer[:, ::2, :, 1::2]
-    elif view_kind == "transposed":
-        buffer = np.full((pw, ph, c, k), np.nan, dtype=dtype)
-        out = buffer.T
-    else:
-        buffer = np.full((k, c, ph, pw), np.nan, dtype=dtype)
-        out = buffer[::-1, :, ::-1, ::-1]
-    assert out.shape == expected.shape and not out.flags.c_contiguous
-    result = pyroi.roi_align(x, rois, **params, out=out)
-    assert result is out
-    np.testing.assert_array_equal(out, expected)
-    if view_kind == "strided":
-        untouched = np.ones(buffer.shape, bool)
-        untouched[:, ::2, :, 1::2] = False
-        assert np.all(np.isnan(buffer[untouched]))
+    rng = np.random.default_rng(seed)
+    g = random_input(rng, (len(rois), x.shape[1]) + pooled_shape(params["output_size"]), dtype)
+    bparams = backward_params(params)
+    expected = pyroi.roi_align_backward(g, rois, x.shape, **bparams)
+    return lambda out: pyroi.roi_align_backward(g, rois, x.shape, **bparams, out=out), expected
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
 def test_backward_out_overwrites_not_accumulates(dtype):
-    x, rois, params = _layout_case(dtype)
-    rng = np.random.default_rng(41)
-    g = random_input(rng, (len(rois), x.shape[1]) + pooled_shape(params["output_size"]), dtype)
-    bparams = backward_params(params)
-    expected = pyroi.roi_align_backward(g, rois, x.shape, **bparams)
-    out = np.full(x.shape, 7.0, dtype=dtype)
-    result = pyroi.roi_align_backward(g, rois, x.shape, **bparams, out=out)
-    assert result is out
+    run, expected = _backward_out_case(dtype, 41)
+    out = np.full(expected.shape, 7.0, dtype=dtype)
+    assert run(out) is out
     np.testing.assert_array_equal(out, expected)
     # a non-contiguous view of a larger buffer
-    buffer = np.full((x.shape[0], x.shape[1], x.shape[2], 2 * x.shape[3]), -3.0, dtype=dtype)
+    n, c, h, w = expected.shape
+    buffer = np.full((n, c, h, 2 * w), -3.0, dtype=dtype)
     view = buffer[..., ::2]
-    result = pyroi.roi_align_backward(g, rois, x.shape, **bparams, out=view)
-    assert result is view
+    assert run(view) is view
     np.testing.assert_array_equal(view, expected)
     assert np.all(buffer[..., 1::2] == -3.0)
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
 def test_backward_out_transposed_view(dtype):
-    x, rois, params = _layout_case(dtype)
-    rng = np.random.default_rng(43)
-    g = random_input(rng, (len(rois), x.shape[1]) + pooled_shape(params["output_size"]), dtype)
-    bparams = backward_params(params)
-    expected = pyroi.roi_align_backward(g, rois, x.shape, **bparams)
-    out = np.full(x.shape[::-1], np.nan, dtype=dtype).T
-    result = pyroi.roi_align_backward(g, rois, x.shape, **bparams, out=out)
-    assert result is out
+    run, expected = _backward_out_case(dtype, 43)
+    out = np.full(expected.shape[::-1], np.nan, dtype=dtype).T
+    assert run(out) is out
     np.testing.assert_array_equal(out, expected)
 
 
@@ -587,11 +541,7 @@ def test_aligned_adaptive_one_axis_inverted_box_gives_zeros(dtype, sampling_rati
 # --------------------------------------------------------------------------------------
 
 def _threads_case(dtype):
-    rng = np.random.default_rng(53)
-    x = random_input(rng, (3, 4, 16, 16), dtype)
-    rois = random_rois(rng, 3, 16, 16, 30, dtype, spatial_scale=0.5)
-    params = dict(output_size=(4, 3), spatial_scale=0.5, sampling_ratio=-1, aligned=False)
-    return x, rois, params
+    return _random_case(dtype, 53, (3, 4, 16, 16), 30, (4, 3), aligned=False)
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)

@@ -17,13 +17,13 @@ import numpy as np
 import pytest
 
 import pyroi
-from conftest import random_input, stable_seed
+from conftest import (DTYPE_IDS, DTYPES, OUT_VIEWS, backward_params, central_differences,
+                      channels_last_view, check_out_view, negative_strides_view, random_input,
+                      read_only, rois_to_list, stable_seed, strided_view, writable)
 from reference import roi_align_backward_ref, roi_align_ref
 from reference_rotated import (axis_aligned_boxes, roi_align_rotated_backward_ref,
                                roi_align_rotated_ref)
 
-DTYPES = (np.float32, np.float64)
-DTYPE_IDS = ["f32", "f64"]
 SAMPLING_RATIOS = (0, 1, 2, 3)
 # (angle unit, clockwise): detectron2, mmcv, mmcv clockwise, degrees clockwise
 CONVENTIONS = (("degrees", False), ("radians", False), ("radians", True), ("degrees", True))
@@ -89,14 +89,6 @@ CASE_CONFIGS = {
 CONFIG_NAMES = sorted(CASE_CONFIGS)
 
 
-def rois_to_list(rois, num_images):
-    """Split (K, 6) RoIs into the list form; returns (list, equivalent reordered (K, 6))."""
-    batch = rois[:, 0].astype(np.int64)
-    entries = [np.ascontiguousarray(rois[batch == i, 1:]) for i in range(num_images)]
-    reordered = np.concatenate([rois[batch == i] for i in range(num_images)], axis=0)
-    return entries, reordered
-
-
 @functools.lru_cache(maxsize=None)
 def reference_case(config, dtype_name, aligned, sampling_ratio):
     """Deterministic random case and its reference forward / backward (read-only arrays).
@@ -127,15 +119,6 @@ def reference_case(config, dtype_name, aligned, sampling_ratio):
         array.setflags(write=False)
     return x, boxes, rois, params, forward, grad_output, backward
 
-
-def backward_params(params):
-    return {key: value for key, value in params.items() if key != "output_size"}
-
-
-def writable(value):
-    if isinstance(value, list):
-        return [np.array(v, copy=True) for v in value]
-    return np.array(value, copy=True)
 
 
 matrix = pytest.mark.parametrize
@@ -285,18 +268,6 @@ def test_detectron2_empty_box(dtype):
 # detectron2's gradcheck RoIs: (b, cx, cy, w, h, angle), scale 0.5, sampling ratio 1, 5x5
 GRADCHECK_ROIS = np.array([[0, 4.5, 4.5, 9, 9, 0], [0, 2, 7, 4, 4, 0], [0, 7, 7, 4, 4, 0]],
                           np.float64)
-
-
-def central_differences(func, x, g, eps=1e-6):
-    """d<func(x), g>/dx by central differences, element by element."""
-    numeric = np.zeros(x.shape)
-    for index in np.ndindex(*x.shape):
-        plus = x.copy()
-        plus[index] += eps
-        minus = x.copy()
-        minus[index] -= eps
-        numeric[index] = (np.vdot(func(plus), g) - np.vdot(func(minus), g)) / (2 * eps)
-    return numeric
 
 
 @matrix("transposed", [False, True])
@@ -535,33 +506,12 @@ def layout_case(dtype):
     return x, rois, params
 
 
-def _strided(x):
-    big = np.full(tuple(2 * s for s in x.shape), np.nan, dtype=x.dtype)
-    big[::2, ::2, ::2, ::2] = x
-    return big[::2, ::2, ::2, ::2]
-
-
-def _read_only(x):
-    y = x.copy()
-    y.setflags(write=False)
-    return y
-
-
-def _nhwc(x):
-    return np.ascontiguousarray(x.transpose(0, 2, 3, 1)).transpose(0, 3, 1, 2)
-
-
-def _negative(x):
-    flip = (slice(None, None, -1),) * 4
-    return np.ascontiguousarray(x[flip])[flip]
-
-
 LAYOUTS = {
-    "nhwc_transposed": _nhwc,
-    "sliced_steps": _strided,
-    "negative_strides": _negative,
+    "nhwc_transposed": channels_last_view,
+    "sliced_steps": strided_view,
+    "negative_strides": negative_strides_view,
     "fortran_order": np.asfortranarray,
-    "read_only": _read_only,
+    "read_only": read_only,
 }
 
 
@@ -608,7 +558,7 @@ def test_roi_forms_and_layouts(dtype):
     np.testing.assert_array_equal(pyroi.roi_align_rotated(x, big[::2, ::2], **params), expected)
     np.testing.assert_array_equal(pyroi.roi_align_rotated(x, rois[::-1], **params),
                                   expected[::-1])
-    np.testing.assert_array_equal(pyroi.roi_align_rotated(x, _read_only(rois), **params),
+    np.testing.assert_array_equal(pyroi.roi_align_rotated(x, read_only(rois), **params),
                                   expected)
     # list of (L_i, 5) per image
     as_list = [np.asfortranarray(rois[rois[:, 0] == i, 1:]) for i in range(2)]
@@ -632,31 +582,13 @@ def test_roi_forms_and_layouts(dtype):
         pyroi.roi_align_rotated_backward(g[order], as_list, x.shape, **bparams), expected_grad)
 
 
-@matrix("view_kind", ["contiguous", "strided", "transposed", "negative"])
+@matrix("view_kind", OUT_VIEWS)
 @matrix("dtype", DTYPES, ids=DTYPE_IDS)
 def test_forward_out(dtype, view_kind):
     x, rois, params = layout_case(dtype)
     expected = pyroi.roi_align_rotated(x, rois, **params)
-    k, c, ph, pw = expected.shape
-    if view_kind == "contiguous":
-        buffer = np.full(expected.shape, np.nan, dtype)
-        out = buffer
-    elif view_kind == "strided":
-        buffer = np.full((k, 2 * c, ph, 2 * pw + 1), np.nan, dtype=dtype)
-        out = buffer[:, ::2, :, 1::2]
-    elif view_kind == "transposed":
-        buffer = np.full((pw, ph, c, k), np.nan, dtype=dtype)
-        out = buffer.T
-    else:
-        buffer = np.full((k, c, ph, pw), np.nan, dtype=dtype)
-        out = buffer[::-1, :, ::-1, ::-1]
-    result = pyroi.roi_align_rotated(x, rois, **params, out=out)
-    assert result is out
-    np.testing.assert_array_equal(out, expected)
-    if view_kind == "strided":
-        untouched = np.ones(buffer.shape, bool)
-        untouched[:, ::2, :, 1::2] = False
-        assert np.all(np.isnan(buffer[untouched]))
+    check_out_view(lambda out: pyroi.roi_align_rotated(x, rois, **params, out=out), expected,
+                   view_kind)
 
 
 @matrix("dtype", DTYPES, ids=DTYPE_IDS)

@@ -13,13 +13,14 @@ import numpy as np
 import pytest
 
 import pyroi
-from conftest import (CASE_CONFIGS, DTYPES, random_input, random_rois, rois_to_list,
-                      stable_seed)
+from conftest import (CASE_CONFIGS, DTYPE_IDS, DTYPES, OUT_VIEWS, central_differences,
+                      channels_last_view, check_out_view, negative_strides_view, pooled_shape,
+                      random_input, random_rois, read_only, rois_to_list, stable_seed,
+                      strided_view, writable)
 from reference_roi_pool import FLT_MAX, roi_pool_backward_ref, roi_pool_ref, roi_windows
 from test_threads import large_case
 
 CONFIG_NAMES = sorted(CASE_CONFIGS)
-DTYPE_IDS = ["f32", "f64"]
 # "normal": continuous values; "ties": small integers, so bins often hold equal maxima;
 # "special": ties plus NaN, -inf and all-negative regions.
 VALUE_KINDS = ("normal", "ties", "special")
@@ -82,16 +83,6 @@ def pool_case(config, dtype_name, kind):
             grad_output, expected_grad)
 
 
-def writable(value):
-    if isinstance(value, list):
-        return [np.array(v, copy=True) for v in value]
-    return np.array(value, copy=True)
-
-
-def pooled(output_size):
-    return (output_size, output_size) if isinstance(output_size, int) else tuple(output_size)
-
-
 case_matrix = [
     pytest.mark.parametrize("kind", VALUE_KINDS),
     pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS),
@@ -109,45 +100,13 @@ def with_case_matrix(func):
 # torchvision oracle for roi_pool (built on the conftest fixture, so it skips cleanly)
 # --------------------------------------------------------------------------------------
 
-class TorchvisionRoIPool:
-    def __init__(self, torch, ops):
-        self.torch = torch
-        self.ops = ops
-
-    def _tensor(self, array):
-        return self.torch.from_numpy(np.array(array, copy=True))
-
-    def _boxes(self, boxes):
-        if isinstance(boxes, (list, tuple)):
-            return [self._tensor(b) for b in boxes]
-        return self._tensor(boxes)
-
-    def forward(self, x, rois, output_size, spatial_scale=1.0):
-        """(output, argmax as int32) from the registered kernel; rois is (K, 5)."""
-        ph, pw = pooled(output_size)
-        with self.torch.no_grad():
-            out, argmax = self.torch.ops.torchvision.roi_pool(
-                self._tensor(x), self._tensor(rois), float(spatial_scale), ph, pw)
-        return out.numpy().copy(), argmax.numpy().copy()
-
-    def roi_pool(self, x, boxes, output_size, spatial_scale=1.0):
-        with self.torch.no_grad():
-            out = self.ops.roi_pool(self._tensor(x), self._boxes(boxes), output_size,
-                                    spatial_scale)
-        return out.numpy().copy()
-
-    def grad(self, x, boxes, grad_output, output_size, spatial_scale=1.0):
-        xt = self._tensor(x).requires_grad_(True)
-        out = self.ops.roi_pool(xt, self._boxes(boxes), output_size, spatial_scale)
-        out.backward(self._tensor(grad_output))
-        if xt.grad is None:
-            return np.zeros_like(x)
-        return xt.grad.numpy().copy()
-
-
-@pytest.fixture
-def tvp(tv):
-    return TorchvisionRoIPool(tv.torch, tv.ops)
+def tv_roi_pool_argmax(tv, x, rois, output_size, spatial_scale=1.0):
+    """(output, argmax as int32) of torchvision's registered kernel; rois is (K, 5)."""
+    ph, pw = pooled_shape(output_size)
+    with tv.torch.no_grad():
+        out, argmax = tv.torch.ops.torchvision.roi_pool(
+            tv.tensor(x), tv.tensor(rois), float(spatial_scale), ph, pw)
+    return out.numpy().copy(), argmax.numpy().copy()
 
 
 # --------------------------------------------------------------------------------------
@@ -155,13 +114,13 @@ def tvp(tv):
 # --------------------------------------------------------------------------------------
 
 @with_case_matrix
-def test_reference_matches_torchvision(tvp, config, dtype, kind):
+def test_reference_matches_torchvision(tv, config, dtype, kind):
     x, boxes, rois, size, scale, expected, expected_argmax, g, expected_grad = pool_case(
         config, np.dtype(dtype).name, kind)
-    out, argmax = tvp.forward(x, rois, size, scale)
+    out, argmax = tv_roi_pool_argmax(tv, x, rois, size, scale)
     np.testing.assert_array_equal(expected, out)
     np.testing.assert_array_equal(expected_argmax, argmax)
-    np.testing.assert_array_equal(expected_grad, tvp.grad(x, boxes, g, size, scale))
+    np.testing.assert_array_equal(expected_grad, tv.grad("roi_pool", x, boxes, g, size, scale))
     assert np.count_nonzero(expected) > 0 and np.any(expected_argmax >= 0)
 
 
@@ -192,32 +151,32 @@ def test_backward_matches_reference(config, dtype, kind):
 
 
 @with_case_matrix
-def test_matches_torchvision_bit_for_bit(tvp, config, dtype, kind):
+def test_matches_torchvision_bit_for_bit(tv, config, dtype, kind):
     """Output, argmax and the autograd input gradient equal torchvision's CPU kernel."""
     x, boxes, rois, size, scale, _, _, g, _ = pool_case(config, np.dtype(dtype).name, kind)
     x, boxes = writable(x), writable(boxes)
     out, argmax = pyroi.roi_pool(x, boxes, size, scale, return_argmax=True)
-    np.testing.assert_array_equal(out, tvp.roi_pool(x, boxes, size, scale))
-    tv_out, tv_argmax = tvp.forward(x, rois, size, scale)
+    np.testing.assert_array_equal(out, tv.forward("roi_pool", x, boxes, size, scale))
+    tv_out, tv_argmax = tv_roi_pool_argmax(tv, x, rois, size, scale)
     np.testing.assert_array_equal(out, tv_out)
     np.testing.assert_array_equal(argmax, tv_argmax)
     np.testing.assert_array_equal(pyroi.roi_pool_backward(g, boxes, argmax, x.shape, size, scale),
-                                  tvp.grad(x, boxes, g, size, scale))
+                                  tv.grad("roi_pool", x, boxes, g, size, scale))
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
-def test_backward_accepts_torchvision_int32_argmax(tvp, dtype):
+def test_backward_accepts_torchvision_int32_argmax(tv, dtype):
     x, boxes, rois, size, scale, _, _, g, _ = pool_case("fpn16", np.dtype(dtype).name, "ties")
-    _, tv_argmax = tvp.forward(x, rois, size, scale)
+    _, tv_argmax = tv_roi_pool_argmax(tv, x, rois, size, scale)
     assert tv_argmax.dtype == np.int32
     np.testing.assert_array_equal(
         pyroi.roi_pool_backward(g, boxes, tv_argmax, x.shape, size, scale),
-        tvp.grad(x, boxes, g, size, scale))
+        tv.grad("roi_pool", x, boxes, g, size, scale))
 
 
 @pytest.mark.parametrize("scale", [0.0, 0.3, 1.0 / 3.0, 2.0, 0.0625])
 @pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
-def test_unusual_scales_and_output_sizes(tvp, scale, dtype):
+def test_unusual_scales_and_output_sizes(tv, scale, dtype):
     rng = np.random.default_rng(stable_seed("scales", scale, np.dtype(dtype).name))
     x = _values(rng, (2, 3, 9, 8), dtype, "ties")
     rois = random_rois(rng, 2, 9, 8, 12, dtype, spatial_scale=scale if scale else 1.0)
@@ -226,7 +185,7 @@ def test_unusual_scales_and_output_sizes(tvp, scale, dtype):
         expected, expected_argmax = roi_pool_ref(x, rois, size, scale)
         np.testing.assert_array_equal(out, expected)
         np.testing.assert_array_equal(argmax, expected_argmax)
-        tv_out, tv_argmax = tvp.forward(x, rois, size, scale)
+        tv_out, tv_argmax = tv_roi_pool_argmax(tv, x, rois, size, scale)
         np.testing.assert_array_equal(out, tv_out)
         np.testing.assert_array_equal(argmax, tv_argmax)
 
@@ -328,12 +287,12 @@ def test_special_values(dtype):
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
-def test_special_values_match_torchvision(tvp, dtype):
+def test_special_values_match_torchvision(tv, dtype):
     rois = np.array([[0, 0, 0, 2, 2]], dtype)
     for name, plane, _, _ in _special_cases(dtype):
         x = _plane(plane, dtype)
         out, argmax = pyroi.roi_pool(x, rois, 1, return_argmax=True)
-        tv_out, tv_argmax = tvp.forward(x, rois, 1)
+        tv_out, tv_argmax = tv_roi_pool_argmax(tv, x, rois, 1)
         np.testing.assert_array_equal(out, tv_out, err_msg=name)
         assert np.signbit(out).tolist() == np.signbit(tv_out).tolist(), name
         np.testing.assert_array_equal(argmax, tv_argmax, err_msg=name)
@@ -365,12 +324,12 @@ LARGE_BOXES = [[0, -1e9, -1e9, 1e9, 1e9], [0, 0, 0, 2e9, 2e9], [0, 3, 3, 1e9, 4]
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
-def test_large_coordinates_within_int32_match_torchvision(tvp, dtype):
+def test_large_coordinates_within_int32_match_torchvision(tv, dtype):
     x = random_input(np.random.default_rng(3), (1, 2, 10, 10), dtype)
     rois = np.array(LARGE_BOXES, dtype)
     for size in (1, 2, 3, 7):
         out, argmax = pyroi.roi_pool(x, rois, size, return_argmax=True)
-        tv_out, tv_argmax = tvp.forward(x, rois, size)
+        tv_out, tv_argmax = tv_roi_pool_argmax(tv, x, rois, size)
         np.testing.assert_array_equal(out, tv_out)
         np.testing.assert_array_equal(argmax, tv_argmax)
 
@@ -452,14 +411,7 @@ def test_backward_matches_central_differences():
     out, argmax = pyroi.roi_pool(x, rois, size, return_argmax=True)
     g = random_input(rng, out.shape, np.float64)
     grad = pyroi.roi_pool_backward(g, rois, argmax, shape, size)
-    eps = 1e-6
-    numeric = np.zeros(shape)
-    for index in np.ndindex(*shape):
-        plus, minus = x.copy(), x.copy()
-        plus[index] += eps
-        minus[index] -= eps
-        numeric[index] = (np.vdot(pyroi.roi_pool(plus, rois, size), g)
-                          - np.vdot(pyroi.roi_pool(minus, rois, size), g)) / (2 * eps)
+    numeric = central_differences(lambda v: pyroi.roi_pool(v, rois, size), x, g)
     assert np.count_nonzero(grad) >= 8
     np.testing.assert_allclose(grad, numeric, rtol=1e-7, atol=1e-8)
 
@@ -474,26 +426,12 @@ def _layout_case(dtype):
     return writable(x), writable(boxes), size, scale, expected, argmax, writable(g), expected_grad
 
 
-def _strided(a):
-    big = np.full(tuple(2 * n for n in a.shape), 0, dtype=a.dtype)
-    if a.dtype.kind == "f":
-        big[...] = np.nan
-    big[::2, ::2, ::2, ::2] = a
-    return big[::2, ::2, ::2, ::2]
-
-
-def _read_only(a):
-    b = a.copy()
-    b.setflags(write=False)
-    return b
-
-
 LAYOUTS = {
-    "transposed": lambda a: np.ascontiguousarray(a.transpose(0, 2, 3, 1)).transpose(0, 3, 1, 2),
-    "strided": _strided,
-    "negative": lambda a: np.ascontiguousarray(a[::-1, ::-1, ::-1, ::-1])[::-1, ::-1, ::-1, ::-1],
+    "transposed": channels_last_view,
+    "strided": strided_view,
+    "negative": negative_strides_view,
     "fortran": np.asfortranarray,
-    "read_only": _read_only,
+    "read_only": read_only,
     "big_endian": lambda a: a.astype(a.dtype.newbyteorder(">")),
 }
 
@@ -540,32 +478,16 @@ def test_broadcast_inputs(dtype):
                                   roi_pool_backward_ref(g.copy(), rois, argmax, view.shape))
 
 
-@pytest.mark.parametrize("view_kind", ["contiguous", "strided", "transposed", "negative"])
+@pytest.mark.parametrize("view_kind", OUT_VIEWS)
 @pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
 def test_forward_out(dtype, view_kind):
     x, boxes, size, scale, expected, argmax, _, _ = _layout_case(dtype)
-    k, c, ph, pw = expected.shape
-    if view_kind == "contiguous":
-        buffer = np.full(expected.shape, np.nan, dtype)
-        out = buffer
-    elif view_kind == "strided":
-        buffer = np.full((k, 2 * c, ph, 2 * pw + 1), np.nan, dtype)
-        out = buffer[:, ::2, :, 1::2]
-    elif view_kind == "transposed":
-        buffer = np.full((pw, ph, c, k), np.nan, dtype)
-        out = buffer.T
-    else:
-        buffer = np.full(expected.shape, np.nan, dtype)
-        out = buffer[::-1, :, ::-1, ::-1]
-    result, got_argmax = pyroi.roi_pool(x, boxes, size, scale, return_argmax=True, out=out)
-    assert result is out
-    np.testing.assert_array_equal(out, expected)
+    _, got_argmax = check_out_view(
+        lambda out: pyroi.roi_pool(x, boxes, size, scale, return_argmax=True, out=out),
+        expected, view_kind)
     np.testing.assert_array_equal(got_argmax, argmax)
-    if view_kind == "strided":
-        untouched = np.ones(buffer.shape, bool)
-        untouched[:, ::2, :, 1::2] = False
-        assert np.all(np.isnan(buffer[untouched]))
-    assert pyroi.roi_pool(x, boxes, size, scale, out=out) is out
+    check_out_view(lambda out: pyroi.roi_pool(x, boxes, size, scale, out=out), expected,
+                   view_kind)
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
@@ -726,14 +648,20 @@ def test_out_sharing_memory_with_input_is_rejected():
         pyroi.roi_pool(x, rois, 2, out=read_only)
 
 
+def _check_bad_roi_named(index, column, value, error):
+    """Forward and backward raise ``error`` naming RoI ``index`` once its ``column`` holds
+    ``value``."""
+    x, rois, g, argmax = _error_case()
+    rois[index, column] = value
+    with pytest.raises(error, match=rf"RoI {index}"):
+        pyroi.roi_pool(x, rois, 2)
+    with pytest.raises(error, match=rf"RoI {index}"):
+        pyroi.roi_pool_backward(g, rois, argmax, x.shape, 2)
+
+
 @pytest.mark.parametrize("value", [np.nan, np.inf, -np.inf], ids=["nan", "inf", "-inf"])
 def test_non_finite_box_names_the_roi(value):
-    x, rois, g, argmax = _error_case()
-    rois[2, 3] = value
-    with pytest.raises(pyroi.BoxError, match=r"RoI 2"):
-        pyroi.roi_pool(x, rois, 2)
-    with pytest.raises(pyroi.BoxError, match=r"RoI 2"):
-        pyroi.roi_pool_backward(g, rois, argmax, x.shape, 2)
+    _check_bad_roi_named(2, 3, value, pyroi.BoxError)
 
 
 def test_box_overflowing_after_scaling_names_the_roi():
@@ -747,12 +675,7 @@ def test_box_overflowing_after_scaling_names_the_roi():
 
 @pytest.mark.parametrize("bad_index", [4, 2.5, -1])
 def test_bad_batch_index_names_the_roi(bad_index):
-    x, rois, g, argmax = _error_case()
-    rois[1, 0] = bad_index
-    with pytest.raises(pyroi.BatchIndexError, match=r"RoI 1"):
-        pyroi.roi_pool(x, rois, 2)
-    with pytest.raises(pyroi.BatchIndexError, match=r"RoI 1"):
-        pyroi.roi_pool_backward(g, rois, argmax, x.shape, 2)
+    _check_bad_roi_named(1, 0, bad_index, pyroi.BatchIndexError)
 
 
 @pytest.mark.parametrize("bad_value", [-2, 42, 6 * 7, np.iinfo(np.int64).max])
@@ -798,7 +721,7 @@ STREAM_BYTES = 8 << 20
 def _core_orders(x_shape, rois, output_size, scale, dtype):
     """(forward order, backward order) the C core picks for a C-contiguous output."""
     n, c, h, w = x_shape
-    ph, pw = pooled(output_size)
+    ph, pw = pooled_shape(output_size)
     bins = ph * pw
     T = np.dtype(dtype).type
     if h * w > 0 and (h * w + 5 * bins + 16) * GROUP_LINE_BYTES <= SCRATCH_BYTES:
@@ -854,7 +777,7 @@ def loop_order_case(name, channels, dtype_name, kind):
     min_side, max_side, margin = sides
     rois = _boxes_on(rng, n, h, w, k, min_side, max_side, scale, margin).astype(dtype)
     assert _core_orders(x.shape, rois, size, scale, dtype) == (forward, backward)
-    g = random_input(rng, (k, channels) + pooled(size), dtype)
+    g = random_input(rng, (k, channels) + pooled_shape(size), dtype)
     for array in (x, rois, g):
         array.setflags(write=False)
     return x, rois, size, scale, g
@@ -869,12 +792,12 @@ LOOP_ORDER_PARAMS = [("image", 5), ("image", 20), ("image", 37), ("image", 48),
 @pytest.mark.parametrize("kind", ["normal", "special"])
 @pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
 @pytest.mark.parametrize("name,channels", LOOP_ORDER_PARAMS)
-def test_loop_orders_bit_exact_with_torchvision(tvp, name, channels, dtype, kind):
+def test_loop_orders_bit_exact_with_torchvision(tv, name, channels, dtype, kind):
     """Output (with and without argmax), argmax and the autograd gradient equal torchvision's
     bit for bit on each loop order, and every thread count gives the same bytes."""
     x, rois, size, scale, g = loop_order_case(name, channels, np.dtype(dtype).name, kind)
-    tv_out, tv_argmax = tvp.forward(x, rois, size, scale)
-    tv_grad = tvp.grad(x, rois, g, size, scale)
+    tv_out, tv_argmax = tv_roi_pool_argmax(tv, x, rois, size, scale)
+    tv_grad = tv.grad("roi_pool", x, rois, g, size, scale)
     assert np.count_nonzero(tv_argmax >= 0) > 0 and np.count_nonzero(tv_grad) > 0
     for threads in (1, 2, 3):
         out, argmax = pyroi.roi_pool(x, rois, size, scale, return_argmax=True,

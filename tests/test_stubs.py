@@ -13,13 +13,16 @@ import pytest
 
 STUBBED = ("pyroi", "pyroi.ops", "pyroi.layers", "pyroi.onnx", "pyroi.ascend", "pyroi.viz",
            "pyroi.cli", "pyroi._errors", "pyroi._threads", "pyroi._results", "pyroi._core")
+# Annotated in their source: their .py is what mypy reads, so they carry no .pyi beside it.
+INLINE = ("pyroi._errors", "pyroi._threads", "pyroi._results")
 
 
 def stub_path(module):
     base = os.path.dirname(module.__file__)
     if module.__name__ == "pyroi":
         return os.path.join(base, "__init__.pyi")
-    return os.path.join(base, module.__name__.rsplit(".", 1)[1] + ".pyi")
+    suffix = ".py" if module.__name__ in INLINE else ".pyi"
+    return os.path.join(base, module.__name__.rsplit(".", 1)[1] + suffix)
 
 
 def stub_tree(module_name):
@@ -45,6 +48,10 @@ def stub_definitions(tree):
             found[node.name] = node
         elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
             found[node.target.id] = node
+        elif isinstance(node, ast.Assign):  # an inline-typed module's constants
+            for target in node.targets:
+                if isinstance(target, ast.Name):
+                    found[target.id] = node
         elif isinstance(node, (ast.Import, ast.ImportFrom)):
             for alias in node.names:
                 found[alias.asname or alias.name] = node
@@ -117,6 +124,21 @@ def test_stub_is_installed_with_the_package(module_name):
     module = importlib.import_module(module_name)
     assert os.path.isfile(stub_path(module)), stub_path(module)
     assert os.path.isfile(os.path.join(os.path.dirname(module.__file__), "py.typed"))
+
+
+@pytest.mark.parametrize("module_name", INLINE)
+def test_inline_typed_module_is_fully_annotated(module_name):
+    """A module without a stub annotates every parameter and return of its public functions
+    (else mypy would see them as untyped), and no stale .pyi shadows its source."""
+    module, tree = stub_tree(module_name)
+    assert not os.path.exists(stub_path(module) + "i")
+    functions = [node for node in tree.body if isinstance(node, ast.FunctionDef)
+                 and not node.name.startswith("_")]
+    for node in functions:
+        arguments = node.args.posonlyargs + node.args.args + node.args.kwonlyargs
+        assert node.returns is not None, f"{module_name}.{node.name} has no return annotation"
+        for arg in arguments:
+            assert arg.annotation is not None, f"{module_name}.{node.name}({arg.arg}) is untyped"
 
 
 @pytest.mark.parametrize("module_name", STUBBED)

@@ -69,6 +69,15 @@ def test_environment_variable_sets_the_default():
     assert bad.returncode != 0 and "PYROI_NUM_THREADS" in bad.stderr
 
 
+def run_in_threads(worker, count):
+    """Run ``worker()`` in ``count`` Python threads at once; return when all have ended."""
+    threads = [threading.Thread(target=worker) for _ in range(count)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+
+
 def test_concurrent_python_threads_match_serial():
     x, boxes, grad = large_case(np.float32, seed=1)
     expected_y = pyroi.roi_align(x, boxes, 7, 0.75, 2, True, num_threads=1)
@@ -82,11 +91,7 @@ def test_concurrent_python_threads_match_serial():
             if y.tobytes() != expected_y.tobytes() or g.tobytes() != expected_g.tobytes():
                 failures.append("mismatch")
 
-    threads = [threading.Thread(target=worker) for _ in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    run_in_threads(worker, 4)
     assert not failures
 
 
@@ -182,11 +187,7 @@ def test_every_op_from_concurrent_python_threads_matches_serial():
         except Exception as error:  # noqa: BLE001 - reported below
             errors.append(error)
 
-    threads = [threading.Thread(target=worker) for _ in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    run_in_threads(worker, 4)
     assert not errors
     assert len(results) == 4
     for result in results:

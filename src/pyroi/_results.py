@@ -127,5 +127,7 @@ def empty(shape: tuple, dtype: np.dtype) -> np.ndarray:
         return np.empty(shape, dtype=dtype)
     _limit()  # reports a bad PYROI_RESULT_CACHE_BYTES; with 0, freed buffers go straight back
     buffer = _core.ResultBuffer(nbytes)
-    return np.frombuffer(buffer, dtype=dtype, count=count).reshape(shape)
+    # ResultBuffer exports the buffer protocol, which NumPy's overloads cannot name
+    return np.frombuffer(buffer, dtype=dtype, count=count).reshape(  # type: ignore[call-overload]
+        shape)
 

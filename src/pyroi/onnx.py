@@ -17,11 +17,10 @@ The ``onnx`` package is optional: it is imported only by :func:`run_node`, ``fro
 
 from __future__ import annotations
 
-import numpy as np
-
-from pyroi import _core, _validate
+from pyroi import _validate
 from pyroi.layers import _RoILayer
-from pyroi.ops import roi_pool_backward
+from pyroi.ops import (_max_mode_argmax, _roi_align_backward_run, _roi_align_run,
+                       _roi_pool_run, roi_pool_backward)
 
 __all__ = ["MaxRoiPool", "RoiAlign", "max_roi_pool", "roi_align", "roi_align_backward",
            "run_node"]
@@ -144,21 +143,9 @@ def roi_align(
     )
     if aligned and ratio == 0:
         _validate.onnx_negative_grid(coords, scale, (pooled_height, pooled_width))
-    shape = (coords.shape[0], features.shape[1], pooled_height, pooled_width)
-    result = _validate.output_array(out, shape, features.dtype,
-                                    (X, rois, batch_indices, features, coords, roi_images))
-    if not is_max:
-        _core.roi_align_forward(
-            features, coords, roi_images, result, pooled_height, pooled_width,
-            scale, scale, ratio, aligned, threads,
-        )
-        return result
-    argmax = np.empty(shape, dtype=np.int64) if wants_argmax else None
-    _core.roi_align_max_forward(
-        features, coords, roi_images, result, argmax, pooled_height, pooled_width,
-        scale, scale, ratio, aligned, threads, onnx=True,
-    )
-    return (result, argmax) if wants_argmax else result
+    return _roi_align_run(features, coords, roi_images, (pooled_height, pooled_width), scale,
+                          ratio, aligned, is_max, wants_argmax, threads, out,
+                          (X, rois, batch_indices), onnx=True)
 
 
 def _sampling_attributes(sampling_ratio, spatial_scale, coordinate_transformation_mode, opset):
@@ -263,18 +250,11 @@ def roi_align_backward(
     coords, roi_images = _validate.backward_boxes(rois, grad, shape[0], indices, name="rois")
     if aligned and ratio == 0:
         _validate.onnx_negative_grid(coords, scale, grad.shape[2:])
-    if is_max:
-        winners = _validate.argmax_array(argmax, grad.shape, None)
-    elif argmax is not None:
-        raise _validate.InvalidArgumentError('argmax is only used with mode="max"')
-    inputs = (grad, coords, roi_images) + ((winners,) if is_max else ())
+    winners = _max_mode_argmax(is_max, argmax, grad)
+    inputs = (grad, coords, roi_images) + (() if winners is None else (winners,))
     result = _validate.output_array(out, shape, grad.dtype, inputs, shape_from="input_shape")
-    if is_max:
-        _core.roi_align_max_backward(grad, winners, coords, roi_images, result, scale, scale,
-                                     ratio, aligned, threads, onnx=True)
-    else:
-        _core.roi_align_backward(grad, coords, roi_images, result, scale, scale, ratio,
-                                 aligned, threads)
+    _roi_align_backward_run(grad, winners, coords, roi_images, result, scale, ratio, aligned,
+                            threads, onnx=True)
     return result
 
 
@@ -324,15 +304,8 @@ def max_roi_pool(X, rois, pooled_shape, spatial_scale=1.0, *, batch_indices=None
     coords, roi_images = _validate.boxes(
         rois, features.dtype, features.shape[0], batch_indices, name="rois"
     )
-    shape = (coords.shape[0], features.shape[1], pooled_height, pooled_width)
-    result = _validate.output_array(out, shape, features.dtype,
-                                    (X, rois, batch_indices, features, coords, roi_images))
-    argmax = np.empty(shape, dtype=np.int64) if wants_argmax else None
-    _core.roi_pool_forward(
-        features, coords, roi_images, result, argmax, pooled_height, pooled_width,
-        scale, scale, threads,
-    )
-    return (result, argmax) if wants_argmax else result
+    return _roi_pool_run(features, coords, roi_images, (pooled_height, pooled_width), scale,
+                         wants_argmax, threads, out, (X, rois, batch_indices))
 
 
 _ROI_ALIGN_ATTRIBUTES = {

@@ -107,20 +107,26 @@ def roi_align(
     if wants_argmax and not is_max:
         raise _validate.InvalidArgumentError('return_argmax=True needs mode="max"')
     coords, roi_images = _validate.boxes(boxes, features.dtype, features.shape[0], batch_indices)
-    shape = (coords.shape[0], features.shape[1], pooled_height, pooled_width)
+    return _roi_align_run(features, coords, roi_images, (pooled_height, pooled_width), scale,
+                          ratio, is_aligned, is_max, wants_argmax, threads, out,
+                          (input, boxes, batch_indices))
+
+
+def _roi_align_run(features, coords, roi_images, pooled, scale, ratio, aligned, is_max,
+                   wants_argmax, threads, out, sources, onnx=False):
+    """RoIAlign's forward once its arguments are validated, shared by :func:`roi_align` and
+    ``pyroi.onnx.roi_align`` (``onnx``: ONNX's max rule): checks or allocates the result
+    (``sources``: the caller's arrays it must not overlap) and runs the kernel."""
+    shape = (coords.shape[0], features.shape[1]) + pooled
     result = _validate.output_array(out, shape, features.dtype,
-                                    (input, boxes, batch_indices, features, coords, roi_images))
+                                    sources + (features, coords, roi_images))
     if not is_max:
-        _core.roi_align_forward(
-            features, coords, roi_images, result, pooled_height, pooled_width,
-            scale, scale, ratio, is_aligned, threads,
-        )
+        _core.roi_align_forward(features, coords, roi_images, result, *pooled, scale, scale,
+                                ratio, aligned, threads)
         return result
     argmax = np.empty(shape, dtype=np.int64) if wants_argmax else None
-    _core.roi_align_max_forward(
-        features, coords, roi_images, result, argmax, pooled_height, pooled_width,
-        scale, scale, ratio, is_aligned, threads,
-    )
+    _core.roi_align_max_forward(features, coords, roi_images, result, argmax, *pooled, scale,
+                                scale, ratio, aligned, threads, onnx=onnx)
     return (result, argmax) if wants_argmax else result
 
 
@@ -193,13 +199,9 @@ def roi_align_backward(
     is_aligned = _validate.flag(aligned, "aligned")
     threads = _validate.num_threads(num_threads)
     coords, roi_images = _validate.backward_boxes(boxes, grad, shape[0], batch_indices)
-    is_max = _validate.pooling_mode(mode)
-    if is_max:
-        winners = _validate.argmax_array(argmax, grad.shape, None)
-    elif argmax is not None:
-        raise _validate.InvalidArgumentError('argmax is only used with mode="max"')
+    winners = _max_mode_argmax(_validate.pooling_mode(mode), argmax, grad)
     inputs = (grad_output, boxes, batch_indices, argmax, grad, coords, roi_images) + (
-        (winners,) if is_max else ())
+        () if winners is None else (winners,))
     if channels_last:
         result = _validate.output_array(out, (shape[0], shape[2], shape[3], shape[1]),
                                         grad.dtype, inputs, shape_from="input_shape")
@@ -207,15 +209,30 @@ def roi_align_backward(
     else:
         result = nchw = _validate.output_array(out, shape, grad.dtype, inputs,
                                                shape_from="input_shape")
-    if is_max:
-        _core.roi_align_max_backward(
-            grad, winners, coords, roi_images, nchw, scale, scale, ratio, is_aligned, threads
-        )
-    else:
-        _core.roi_align_backward(
-            grad, coords, roi_images, nchw, scale, scale, ratio, is_aligned, threads
-        )
+    _roi_align_backward_run(grad, winners, coords, roi_images, nchw, scale, ratio, is_aligned,
+                            threads)
     return result
+
+
+def _max_mode_argmax(is_max, argmax, grad):
+    """The checked argmax of a max-mode RoIAlign backward; None in avg mode, which takes none."""
+    if is_max:
+        return _validate.argmax_array(argmax, grad.shape, None)
+    if argmax is not None:
+        raise _validate.InvalidArgumentError('argmax is only used with mode="max"')
+    return None
+
+
+def _roi_align_backward_run(grad, winners, coords, roi_images, grad_input, scale, ratio, aligned,
+                            threads, onnx=False):
+    """RoIAlign's backward once validated (shared with ``pyroi.onnx.roi_align_backward``): the
+    max-mode kernel when there are ``winners`` (``onnx``: ONNX's rule), else the average's."""
+    if winners is not None:
+        _core.roi_align_max_backward(grad, winners, coords, roi_images, grad_input, scale, scale,
+                                     ratio, aligned, threads, onnx=onnx)
+    else:
+        _core.roi_align_backward(grad, coords, roi_images, grad_input, scale, scale, ratio,
+                                 aligned, threads)
 
 
 def roi_pool(
@@ -293,15 +310,22 @@ def roi_pool(
     want_argmax = _validate.flag(return_argmax, "return_argmax")
     threads = _validate.num_threads(num_threads)
     coords, roi_images = _validate.boxes(boxes, features.dtype, features.shape[0], batch_indices)
-    shape = (coords.shape[0], features.shape[1], pooled_height, pooled_width)
+    return _roi_pool_run(features, coords, roi_images, (pooled_height, pooled_width), scale,
+                         want_argmax, threads, out, (input, boxes, batch_indices))
+
+
+def _roi_pool_run(features, coords, roi_images, pooled, scale, wants_argmax, threads, out,
+                  sources):
+    """RoIPool's forward once validated, shared by :func:`roi_pool` and
+    ``pyroi.onnx.max_roi_pool``: checks or allocates the result (``sources``: the caller's
+    arrays it must not overlap) and runs the kernel."""
+    shape = (coords.shape[0], features.shape[1]) + pooled
     result = _validate.output_array(out, shape, features.dtype,
-                                    (input, boxes, batch_indices, features, coords, roi_images))
-    argmax = np.empty(shape, dtype=np.int64) if want_argmax else None
-    _core.roi_pool_forward(
-        features, coords, roi_images, result, argmax, pooled_height, pooled_width,
-        scale, scale, threads,
-    )
-    return (result, argmax) if want_argmax else result
+                                    sources + (features, coords, roi_images))
+    argmax = np.empty(shape, dtype=np.int64) if wants_argmax else None
+    _core.roi_pool_forward(features, coords, roi_images, result, argmax, *pooled, scale, scale,
+                           threads)
+    return (result, argmax) if wants_argmax else result
 
 
 def roi_pool_backward(
@@ -677,6 +701,14 @@ def ps_roi_pool_backward(
 __all__ += ["roi_align_rotated", "roi_align_rotated_backward"]
 
 
+def _rotated_parameters(spatial_scale, sampling_ratio, aligned, clockwise, angle, num_threads):
+    """Rotated RoIAlign's scalar parameters, checked in this order, as the kernels take them:
+    (scale, ratio, aligned, clockwise, in_degrees, threads)."""
+    return (_validate.spatial_scale(spatial_scale), _validate.sampling_ratio(sampling_ratio),
+            _validate.flag(aligned, "aligned"), _validate.flag(clockwise, "clockwise"),
+            _validate.angle_unit(angle), _validate.num_threads(num_threads))
+
+
 def roi_align_rotated(
     input,
     rois,
@@ -779,12 +811,8 @@ def roi_align_rotated(
     """
     features = _validate.float_array(input, "input", 4)
     pooled_height, pooled_width = _validate.output_size(output_size)
-    scale = _validate.spatial_scale(spatial_scale)
-    ratio = _validate.sampling_ratio(sampling_ratio)
-    is_aligned = _validate.flag(aligned, "aligned")
-    is_clockwise = _validate.flag(clockwise, "clockwise")
-    in_degrees = _validate.angle_unit(angle)
-    threads = _validate.num_threads(num_threads)
+    scale, ratio, is_aligned, is_clockwise, in_degrees, threads = _rotated_parameters(
+        spatial_scale, sampling_ratio, aligned, clockwise, angle, num_threads)
     coords, roi_images = _validate.boxes(rois, features.dtype, features.shape[0], batch_indices,
                                          name="rois", coords_per_box=5)
     shape = (coords.shape[0], features.shape[1], pooled_height, pooled_width)
@@ -849,12 +877,8 @@ def roi_align_rotated_backward(
     shape = _validate.shape4(input_shape, "input_shape")
     _validate.same_channels(shape, grad)
     _validate.positive_pooled_size(grad)
-    scale = _validate.spatial_scale(spatial_scale)
-    ratio = _validate.sampling_ratio(sampling_ratio)
-    is_aligned = _validate.flag(aligned, "aligned")
-    is_clockwise = _validate.flag(clockwise, "clockwise")
-    in_degrees = _validate.angle_unit(angle)
-    threads = _validate.num_threads(num_threads)
+    scale, ratio, is_aligned, is_clockwise, in_degrees, threads = _rotated_parameters(
+        spatial_scale, sampling_ratio, aligned, clockwise, angle, num_threads)
     coords, roi_images = _validate.backward_boxes(rois, grad, shape[0], batch_indices,
                                                   name="rois", coords_per_box=5)
     result = _validate.output_array(out, shape, grad.dtype, (grad_output, rois, batch_indices,

@@ -53,4 +53,41 @@ static double check_random(unsigned long long *state)
     return (double)(*state >> 11) / 9007199254740992.0;
 }
 
+/* Fills v[0 .. count) with pseudo-random values uniform in [lo, hi). */
+static void check_random_fill(double *v, long count, double lo, double hi,
+                              unsigned long long *state)
+{
+    long i;
+
+    for (i = 0; i < count; ++i) {
+        v[i] = lo + (hi - lo) * check_random(state);
+    }
+}
+
+/* The adjoint identity of a linear forward y = A x and its backward gx = A^T gy:
+ * <y, gy> == <x, gx> to rounding, relative to sum |y * gy|, which must not be 0 (else the
+ * identity holds vacuously). A macro, so that a failure names the caller's line. */
+static void check_adjoint_sums(const double *y, const double *gy, long n_out, const double *x,
+                               const double *gx, long n_in, double sums[3])
+{
+    long i;
+
+    sums[0] = sums[1] = sums[2] = 0;
+    for (i = 0; i < n_out; ++i) {
+        sums[0] += y[i] * gy[i];
+        sums[2] += fabs(y[i] * gy[i]);
+    }
+    for (i = 0; i < n_in; ++i) {
+        sums[1] += x[i] * gx[i];
+    }
+}
+
+#define CHECK_ADJOINT(y, gy, n_out, x, gx, n_in)                                      \
+    do {                                                                              \
+        double check_sums_[3];                                                        \
+        check_adjoint_sums((y), (gy), (n_out), (x), (gx), (n_in), check_sums_);       \
+        CHECK(check_sums_[2] > 0);                                                    \
+        CHECK(fabs(check_sums_[0] - check_sums_[1]) <= 1e-12 * (1 + check_sums_[2])); \
+    } while (0)
+
 #endif

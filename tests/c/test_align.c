@@ -8,6 +8,18 @@
 
 static const int64_t contiguous_2x2[4] = {4, 4, 2, 1};
 
+/* mmcv's tests' parameters: a 2x2 output, 2 samples per axis, aligned. */
+static pyroi_roi_align_params mmcv_params(void)
+{
+    pyroi_roi_align_params p;
+
+    pyroi_roi_align_params_init(&p);
+    p.pooled_height = p.pooled_width = 2;
+    p.sampling_ratio = 2;
+    p.aligned = 1;
+    return p;
+}
+
 /* mmcv test: X = [[1,2],[3,4]], roi (0,0,1,1), aligned, sr 2, 2x2 output, grad = ones. */
 static void test_mmcv_two_by_two(void)
 {
@@ -19,13 +31,9 @@ static void test_mmcv_two_by_two(void)
     const float ones[4] = {1, 1, 1, 1};
     const double expected_grad[4] = {3.0625, 0.4375, 0.4375, 0.0625};
     float y[4], gx[4];
-    pyroi_roi_align_params p;
+    const pyroi_roi_align_params p = mmcv_params();
     int i;
 
-    pyroi_roi_align_params_init(&p);
-    p.pooled_height = p.pooled_width = 2;
-    p.sampling_ratio = 2;
-    p.aligned = 1;
     CHECK_STATUS(pyroi_roi_align_forward_f32(x, shape, strides, box, 1, 4, batch, y,
                                              contiguous_2x2, &p), PYROI_OK);
     for (i = 0; i < 4; ++i) {
@@ -51,13 +59,9 @@ static void test_mmcv_four_by_four(void)
         0.47265625, 0.4296875, 0.4296875, 0.04296875, 0.4296875, 0.390625, 0.390625, 0.0390625,
         0.4296875, 0.390625, 0.390625, 0.0390625, 0.04296875, 0.0390625, 0.0390625, 0.00390625};
     double y[4], gx[16];
-    pyroi_roi_align_params p;
+    const pyroi_roi_align_params p = mmcv_params();
     int i;
 
-    pyroi_roi_align_params_init(&p);
-    p.pooled_height = p.pooled_width = 2;
-    p.sampling_ratio = 2;
-    p.aligned = 1;
     CHECK_STATUS(pyroi_roi_align_forward_f64(x, shape, strides, box, 1, 4, batch, y,
                                              contiguous_2x2, &p), PYROI_OK);
     for (i = 0; i < 4; ++i) {

@@ -1,9 +1,10 @@
 /* test_concurrent_writes.c - a caller's thread writes the boxes, batch indices and argmax
  * while the calls that read them run: the results are then unspecified, but no call may read
  * or write outside its buffers (run under AddressSanitizer in CI). Each operator, forward and
- * backward, runs repeatedly for a while against a writer thread that keeps switching the RoIs
- * between small boxes, boxes covering the map, and hostile values (NaN, infinities, huge and
- * negative coordinates, batch indices and argmax out of range). Before every value that sizes
+ * backward (multi-scale RoIAlign too), runs repeatedly for a while against a writer thread
+ * that keeps switching the RoIs between small boxes, boxes covering the map, and hostile
+ * values (NaN, infinities, huge and negative coordinates, batch indices and argmax out of
+ * range). Before every value that sizes
  * or indexes memory was read once, the check saw small boxes, the tap tables were sized for
  * them and then filled for large ones (heap overflow). */
 #define _POSIX_C_SOURCE 200809L
@@ -91,6 +92,12 @@ static double input64[N * C * H * W], grad_input64[N * C * H * W];
 static float pooled32[K * C * PH * PW];
 static double pooled64[K * C * PH * PW];
 static int64_t argmax_out[K * C * PH * PW], levels[K], row_indices[K];
+/* a pyramid of two levels for the multi-scale calls: the map above and one of half its size */
+static float half32[N * C * (H / 2) * (W / 2)], grad_half32[N * C * (H / 2) * (W / 2)];
+static const int64_t pyramid_shapes[8] = {N, C, H, W, N, C, H / 2, W / 2};
+static const int64_t pyramid_strides[8] = {C * H * W, H * W, W, 1,
+                                           C * (H / 2) * (W / 2), (H / 2) * (W / 2), W / 2, 1};
+static const double pyramid_scales[2] = {0.5, 0.25};
 static unsigned char workspace[1 << 20];
 
 static const int64_t map_shape[4] = {N, C, H, W};
@@ -127,6 +134,10 @@ static int call_operator(int which)
     rotated.pooled_height = PH;
     rotated.pooled_width = PW;
     pyroi_fpn_level_params_init(&fpn);
+    fpn.min_level = 2; /* for the multi-scale calls: boxes of 4 px or more on the second map */
+    fpn.max_level = 3;
+    fpn.canonical_scale = 4.0;
+    fpn.canonical_level = 3.0;
     /* the statuses are whatever the values seen give; only memory safety is tested */
     switch (which) {
     case 0:
@@ -218,6 +229,20 @@ static int call_operator(int which)
                                               &align);
         }
         return 1;
+    case 19: {
+        const float *maps[2] = {input32, half32};
+        (void)pyroi_roi_align_levels_forward_f32(2, maps, pyramid_shapes, pyramid_strides,
+                                                 pyramid_scales, boxes32, K, 4, batch, pooled32,
+                                                 pooled_strides, &fpn, &align);
+        return 1;
+    }
+    case 20: {
+        float *const maps[2] = {grad_input32, grad_half32};
+        (void)pyroi_roi_align_levels_backward_f32(pooled32, pooled_strides, boxes32, K, 4, batch,
+                                                  2, maps, pyramid_shapes, pyramid_strides,
+                                                  pyramid_scales, &fpn, &align);
+        return 1;
+    }
     default:
         return 0;
     }
@@ -234,6 +259,9 @@ int main(void)
     for (i = 0; i < N * C * H * W; ++i) {
         input32[i] = (float)(i % 17) - 8.0f;
         input64[i] = (double)(i % 13) - 6.0;
+    }
+    for (i = 0; i < N * C * (H / 2) * (W / 2); ++i) {
+        half32[i] = (float)(i % 11) - 5.0f;
     }
     scribble(0);
     CHECK(pthread_create(&thread, NULL, writer, NULL) == 0);
@@ -256,6 +284,6 @@ int main(void)
     }
     stop = 1;
     CHECK(pthread_join(thread, NULL) == 0);
-    CHECK(which == 19); /* every operator ran (or was skipped) */
+    CHECK(which == 21); /* every operator ran (or was skipped) */
     return check_report("test_concurrent_writes");
 }

@@ -127,6 +127,15 @@ static void test_align_known_answers(void)
     }
 }
 
+/* A box (x1, y1, x2, y2) over and around a map of about 7 x 9 pixels, sometimes inverted. */
+static void random_box(double box[4], unsigned long long *state)
+{
+    box[0] = check_random(state) * 14.0 - 3.0;
+    box[1] = check_random(state) * 12.0 - 3.0;
+    box[2] = box[0] + check_random(state) * 8.0 - 1.0;
+    box[3] = box[1] + check_random(state) * 8.0 - 1.0;
+}
+
 /* The bins rebuilt from the explain output equal the forward kernels on random maps. */
 static void test_align_reproduces_forward(void)
 {
@@ -136,11 +145,9 @@ static void test_align_reproduces_forward(void)
     const int64_t batch[1] = {0};
     unsigned long long state = 12345;
     double x[H * W], y[4];
-    int trial, i;
+    int trial;
 
-    for (i = 0; i < H * W; ++i) {
-        x[i] = check_random(&state) * 2.0 - 1.0;
-    }
+    check_random_fill(x, H * W, -1.0, 1.0, &state);
     for (trial = 0; trial < 200; ++trial) {
         pyroi_roi_align_params p;
         axis_buffers rb, cb;
@@ -148,10 +155,7 @@ static void test_align_reproduces_forward(void)
         int64_t grid[2];
         double box[4];
         int ph, pw;
-        box[0] = check_random(&state) * 14.0 - 3.0;
-        box[1] = check_random(&state) * 12.0 - 3.0;
-        box[2] = box[0] + check_random(&state) * 8.0 - 1.0;
-        box[3] = box[1] + check_random(&state) * 8.0 - 1.0;
+        random_box(box, &state);
         align_params(&p, 2, (int64_t)(trial % 4), trial % 3 == 0);
         CHECK_STATUS(pyroi_roi_align_forward_f64(x, shape, strides, box, 1, 4, batch, y,
                                                  out_strides, &p), PYROI_OK);
@@ -299,20 +303,15 @@ static void test_pool_reproduces_forward(void)
     const int64_t batch[1] = {0};
     unsigned long long state = 99;
     double x[H * W], y[6];
-    int trial, i;
+    int trial;
 
-    for (i = 0; i < H * W; ++i) {
-        x[i] = check_random(&state) * 2.0 - 1.0;
-    }
+    check_random_fill(x, H * W, -1.0, 1.0, &state);
     for (trial = 0; trial < 200; ++trial) {
         pyroi_roi_pool_params p;
         int64_t rows[4], cols[6];
         double box[4];
         int ph, pw;
-        box[0] = check_random(&state) * 14.0 - 3.0;
-        box[1] = check_random(&state) * 12.0 - 3.0;
-        box[2] = box[0] + check_random(&state) * 8.0 - 1.0;
-        box[3] = box[1] + check_random(&state) * 8.0 - 1.0;
+        random_box(box, &state);
         pool_params(&p, 2, 3);
         CHECK_STATUS(pyroi_roi_pool_forward_f64(x, shape, strides, box, 1, 4, batch, y,
                                                 out_strides, NULL, NULL, &p), PYROI_OK);

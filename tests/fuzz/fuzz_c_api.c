@@ -16,7 +16,9 @@
  *   - the result does not depend on num_threads (bit for bit);
  *   - find_invalid_roi names the RoI status a forward call failed with, and a valid argmax;
  *   - fpn levels lie in [-1, max_level - min_level];
- *   - roi_rows gives each row's integer index in [0, N), or names the first bad row.
+ *   - roi_rows gives each row's integer index in [0, N), or names the first bad row;
+ *   - a multi-scale call writes only its output (forward) or every level's map (backward),
+ *     as above, with any level count, level range, level shapes and scales.
  *
  * Build (clang), with SOURCES the library sources src/c/[a-z]*.c:
  *     clang -g -O1 -fsanitize=fuzzer,address,undefined -Isrc/c/include \
@@ -408,6 +410,8 @@ enum fuzz_op {
     FUZZ_ROTATED_BACKWARD,
     FUZZ_FPN_LEVELS,
     FUZZ_ROI_ROWS, /* pyroi_roi_rows_batch_indices_*: added last, see the corpus note */
+    FUZZ_LEVELS_FORWARD, /* pyroi_roi_align_levels_*: added after FUZZ_ROI_ROWS, as above */
+    FUZZ_LEVELS_BACKWARD,
     FUZZ_OP_COUNT
 };
 
@@ -573,6 +577,97 @@ static void FUZZ_TYPED(fuzz_roi_rows)(fuzz_input *in, const fuzz_boxes *boxes, T
     free(indices);
 }
 
+/* Levels 1.. of a multi-scale call (level 0 is the call's generic map: the source tensor of a
+ * forward, the result buffer of a backward) and the arrays pyroi_roi_align_levels_* reads. */
+#define FUZZ_MAX_LEVELS 3
+typedef struct FUZZ_TYPED(fuzz_pyramid) {
+    int64_t num_levels; /* as passed: sometimes not the level range's, or out of bounds */
+    int built;          /* levels with a map (level 0 included) */
+    FUZZ_TYPED(fuzz_tensor) inputs[FUZZ_MAX_LEVELS]; /* forward; index 0 unused */
+    fuzz_buffer grads[2][FUZZ_MAX_LEVELS];           /* backward, per pass; index 0 unused */
+    const void *maps[PYROI_MAX_FPN_LEVELS + 1];
+    int64_t shapes[4 * (PYROI_MAX_FPN_LEVELS + 1)];
+    int64_t strides[4 * (PYROI_MAX_FPN_LEVELS + 1)];
+    double scales[PYROI_MAX_FPN_LEVELS + 1];
+    pyroi_fpn_level_params level_params;
+} FUZZ_TYPED(fuzz_pyramid);
+
+/* Decodes the level range and the maps of levels 1.. (halving the map, or hostile shapes and
+ * layouts). Returns 0 when the input is to be skipped. */
+static int FUZZ_TYPED(fuzz_decode_pyramid)(fuzz_input *in, int backward, int hostile,
+                                           const int64_t map_shape[4], double scale,
+                                           FUZZ_TYPED(fuzz_pyramid) *p)
+{
+    static const int64_t bad_counts[] = {0, -1, PYROI_MAX_FPN_LEVELS + 1, INT64_MIN};
+    const unsigned count_byte = fuzz_byte(in), range_byte = fuzz_byte(in);
+    int l, i;
+    memset(p, 0, sizeof(*p));
+    p->built = 1 + (int)(count_byte % FUZZ_MAX_LEVELS);
+    p->num_levels = count_byte < 240 ? p->built : bad_counts[count_byte % 4];
+    pyroi_fpn_level_params_init(&p->level_params);
+    p->level_params.min_level = (int64_t)(range_byte % 6) - (range_byte >= 250 ? 7 : 0);
+    p->level_params.max_level = p->level_params.min_level + p->built - 1 +
+                                (range_byte >= 240 && range_byte < 250 ? 1 : 0);
+    p->level_params.canonical_scale = (range_byte & 0x40u) ? 8.0 : 4.0; /* boxes of ~1-17 px */
+    p->level_params.canonical_level = (double)p->level_params.min_level + 1.0;
+    p->scales[0] = scale;
+    for (i = 0; i < 4; ++i) {
+        p->shapes[i] = map_shape[i];
+    }
+    for (l = 1; l < p->built; ++l) {
+        const unsigned shape_byte = fuzz_byte(in);
+        int64_t shape[4];
+        shape[0] = map_shape[0];
+        shape[1] = map_shape[1] + ((shape_byte & 0xC0u) == 0xC0u ? 1 : 0); /* C must agree */
+        shape[2] = (shape_byte & 0x20u) ? 0 : (p->shapes[4 * (l - 1) + 2] + 1) / 2;
+        shape[3] = (p->shapes[4 * (l - 1) + 3] + 1) / 2 + (int64_t)(shape_byte & 1u);
+        p->scales[l] = (shape_byte & 0x10u) ? fuzz_scale(in) : scale / (double)(1 << l);
+        for (i = 0; i < 4; ++i) {
+            p->shapes[4 * l + i] = shape[i];
+        }
+        if (backward) {
+            fuzz_layout layout;
+            if (!fuzz_decode_layout(in, shape, 1, &layout) ||
+                !fuzz_buffer_alloc(&p->grads[0][l], &layout, sizeof(T)) ||
+                !fuzz_buffer_alloc(&p->grads[1][l], &layout, sizeof(T))) {
+                return 0;
+            }
+            p->maps[l] = fuzz_buffer_data(&p->grads[0][l]);
+        } else {
+            if (!FUZZ_TYPED(fuzz_input_tensor)(in, shape, hostile, &p->inputs[l])) {
+                return 0;
+            }
+            p->maps[l] = FUZZ_TYPED(fuzz_tensor_data)(&p->inputs[l]);
+        }
+        for (i = 0; i < 4; ++i) {
+            p->strides[4 * l + i] = backward ? p->grads[0][l].layout.strides[i]
+                                             : p->inputs[l].layout.strides[i];
+        }
+    }
+    return 1;
+}
+
+/* The maps of a backward's pass (0 or 1: a buffer set each, compared afterwards). */
+static void FUZZ_TYPED(fuzz_pyramid_pass)(FUZZ_TYPED(fuzz_pyramid) *p, int pass)
+{
+    int l;
+    for (l = 1; l < p->built; ++l) {
+        if (p->grads[pass][l].bytes != NULL) {
+            p->maps[l] = fuzz_buffer_data(&p->grads[pass][l]);
+        }
+    }
+}
+
+static void FUZZ_TYPED(fuzz_pyramid_free)(FUZZ_TYPED(fuzz_pyramid) *p)
+{
+    int l;
+    for (l = 1; l < FUZZ_MAX_LEVELS; ++l) {
+        free(p->inputs[l].buffer);
+        free(p->grads[0][l].bytes);
+        free(p->grads[1][l].bytes);
+    }
+}
+
 /* Runs one decoded call. */
 static void FUZZ_TYPED(fuzz_run)(fuzz_input *in, int op)
 {
@@ -581,7 +676,9 @@ static void FUZZ_TYPED(fuzz_run)(fuzz_input *in, int op)
                                    op <= FUZZ_PS_ROI_POOL_BACKWARD;
     const int backward = op == FUZZ_ROI_ALIGN_BACKWARD || op == FUZZ_ROI_ALIGN_MAX_BACKWARD ||
                          op == FUZZ_ROI_POOL_BACKWARD || op == FUZZ_PS_ROI_ALIGN_BACKWARD ||
-                         op == FUZZ_PS_ROI_POOL_BACKWARD || op == FUZZ_ROTATED_BACKWARD;
+                         op == FUZZ_PS_ROI_POOL_BACKWARD || op == FUZZ_ROTATED_BACKWARD ||
+                         op == FUZZ_LEVELS_BACKWARD;
+    const int levels = op == FUZZ_LEVELS_FORWARD || op == FUZZ_LEVELS_BACKWARD;
     /* RoI rows hold an index before the four coordinates */
     const int64_t coords_per_box = rotated || op == FUZZ_ROI_ROWS ? 5 : 4;
     const unsigned flags = fuzz_byte(in);
@@ -600,9 +697,11 @@ static void FUZZ_TYPED(fuzz_run)(fuzz_input *in, int op)
     fuzz_layout argmax_in_layout;
     const T *box_data;
     const int64_t *index_data;
+    FUZZ_TYPED(fuzz_pyramid) pyramid;
     pyroi_status status = PYROI_OK;
 
     memset(&boxes, 0, sizeof(boxes));
+    memset(&pyramid, 0, sizeof(pyramid));
     source.buffer = NULL;
     result.bytes = result_again.bytes = argmax_out.bytes = NULL;
 
@@ -753,6 +852,10 @@ static void FUZZ_TYPED(fuzz_run)(fuzz_input *in, int op)
                                    : special[b % FUZZ_COUNT(special)];
         }
     }
+    if (levels && !FUZZ_TYPED(fuzz_decode_pyramid)(in, backward, hostile_data, map_shape, scale_h,
+                                                   &pyramid)) {
+        goto done;
+    }
 
     if (getenv("PYROI_FUZZ_VERBOSE") != NULL) { /* triage: what the input decodes to */
         int64_t j;
@@ -880,8 +983,45 @@ static void FUZZ_TYPED(fuzz_run)(fuzz_input *in, int op)
                 FUZZ_CHECK_FIND(pyroi_roi_align_rotated_find_invalid_roi, FUZZ_IN_MAP);
                 break;
             }
+            case FUZZ_LEVELS_FORWARD:
+            case FUZZ_LEVELS_BACKWARD: {
+                pyroi_roi_align_params p;
+                pyroi_roi_align_params_init(&p);
+                FUZZ_SET_PARAMS(p);
+                p.sampling_ratio = sampling_ratio;
+                p.aligned = aligned;
+                FUZZ_TYPED(fuzz_pyramid_pass)(&pyramid, pass);
+                pyramid.maps[0] = op == FUZZ_LEVELS_FORWARD ? (const void *)src : (void *)dst;
+                for (i = 0; i < 4; ++i) {
+                    pyramid.strides[i] = op == FUZZ_LEVELS_FORWARD ? src_strides[i]
+                                                                   : dst_strides[i];
+                }
+                if (op == FUZZ_LEVELS_FORWARD) {
+                    status = PYROI_TYPED_CALL(pyroi_roi_align_levels_forward)(
+                        pyramid.num_levels, (const T *const *)pyramid.maps, pyramid.shapes,
+                        pyramid.strides, pyramid.scales, FUZZ_ROIS, dst, dst_strides,
+                        &pyramid.level_params, FUZZ_PARAMS);
+                } else {
+                    status = PYROI_TYPED_CALL(pyroi_roi_align_levels_backward)(
+                        src, src_strides, FUZZ_ROIS, pyramid.num_levels,
+                        (T *const *)pyramid.maps, pyramid.shapes, pyramid.strides,
+                        pyramid.scales, &pyramid.level_params, FUZZ_PARAMS);
+                }
+                break;
+            }
             default:
                 break;
+            }
+            for (i = 1; levels && backward && i < pyramid.built; ++i) {
+                if (pass == 0) {
+                    fuzz_check_writes(&pyramid.grads[0][i], status == PYROI_OK);
+                    FUZZ_REQUIRE(status != PYROI_OK || !pyramid.grads[0][i].layout.overlapping ||
+                                 pyramid.grads[0][i].layout.count == 0);
+                } else if (status == PYROI_OK) {
+                    FUZZ_REQUIRE(memcmp(pyramid.grads[0][i].bytes, pyramid.grads[1][i].bytes,
+                                        (size_t)pyramid.grads[0][i].layout.elements *
+                                            sizeof(T)) == 0);
+                }
             }
             if (pass == 0) {
                 fuzz_check_writes(&result, status == PYROI_OK);
@@ -918,6 +1058,7 @@ done:
     free(argmax_in);
     free(box_values);
     fuzz_boxes_free(&boxes);
+    FUZZ_TYPED(fuzz_pyramid_free)(&pyramid);
 }
 
 #endif /* PYROI_FUZZ_TEMPLATE */

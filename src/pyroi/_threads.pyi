@@ -1,6 +1,0 @@
-"""Type stubs of pyroi._threads (the default thread count; exported from pyroi)."""
-
-ENV_VARIABLE: str
-
-def get_num_threads() -> int: ...
-def set_num_threads(num_threads: int | None) -> None: ...
