@@ -133,3 +133,33 @@ def test_errors():
         pooler.backward(np.zeros((2, 3, 7, 7), np.float32))
     with pytest.raises(pyroi.InvalidArgumentError, match="lda_coeff"):
         pooler.backward(np.zeros((5, 3, 7, 7), np.float32), lda_coeff=float("nan"))
+
+
+def test_a_pyramid_is_pooled_by_one_call_each_way(monkeypatch):
+    """Several levels: one C call forward and one backward (pyroi_roi_align_levels_*), no
+    per-level roi_align with its row copies."""
+    def refuse(*args, **kwargs):
+        raise AssertionError("pooled level by level")
+
+    rng = np.random.default_rng(4)
+    features = pyramid(rng, np.float32, extra=False)
+    boxes = [random_boxes(rng, np.float32, 9), random_boxes(rng, np.float32, 4)]
+    pooler = pyroi.MultiScaleRoIAlign(["0", "1", "2", "3"], 3, 2)
+    expected = pooler(features, boxes, [(256, 256)] * 2)
+    gradients = pooler.backward(np.ones_like(expected))
+    monkeypatch.setattr(pyroi.layers, "roi_align", refuse)
+    monkeypatch.setattr(pyroi.layers, "roi_align_backward", refuse)
+    np.testing.assert_array_equal(pooler(features, boxes, [(256, 256)] * 2), expected)
+    for name, gradient in pooler.backward(np.ones_like(expected)).items():
+        np.testing.assert_array_equal(gradient, gradients[name])
+
+
+def test_levels_that_do_not_halve_are_a_shape_error():
+    """torchvision would pool the boxes of a missing level from no map (zeros): named instead."""
+    rng = np.random.default_rng(5)
+    features = pyramid(rng, np.float32, extra=False)
+    del features["1"]  # scales 1/4, 1/16, 1/32: levels 2..5 from three maps
+    pooler = pyroi.MultiScaleRoIAlign(["0", "2", "3"], 2, 2)
+    with pytest.raises(pyroi.ShapeError, match="features: 3 levels"):
+        pooler(features, [random_boxes(rng, np.float32, 6)], [(256, 256)])
+    assert pooler.scales is None  # nothing inferred from a failed call

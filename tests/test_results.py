@@ -49,6 +49,32 @@ def test_results_are_ordinary_arrays_and_memory_is_reused(cache_limit):
     assert np.array_equal(second, expected)  # every element written again
 
 
+def test_a_kept_buffer_serves_a_result_of_at_least_half_its_size(cache_limit):
+    """A detector alternates eval forwards and train steps whose results differ in size: the
+    smaller results reuse the larger ones' pages rather than fresh ones."""
+    pyroi.set_result_cache_limit(0)  # nothing kept from earlier tests
+    pyroi.set_result_cache_limit(64 << 20)
+    features, boxes = large_case()
+    first = pyroi.roi_align(features, boxes, 7, 1.0, 2, True)  # 1.9 MB
+    where = address(first)
+    del first
+    smaller = pyroi.roi_align(features, boxes[:200], 7, 1.0, 2, True)  # 1.25 MB
+    assert address(smaller) == where
+    assert np.array_equal(smaller, pyroi.roi_align(features, boxes, 7, 1.0, 2, True)[:200])
+    del smaller
+    kept = _core.result_cache_bytes()
+    features = np.concatenate([features] * 4, axis=1)  # 128 channels: 300 boxes 7.5 MB
+    too_large_for = pyroi.roi_align(features, boxes[:120], 7, 1.0, 2, True)  # 3 MB
+    assert address(too_large_for) != where  # 1.9 MB buffer is less than 3 MB
+    del too_large_for
+    big = pyroi.roi_align(features, boxes, 7, 1.0, 2, True)
+    where = address(big)
+    del big
+    small = pyroi.roi_align(features, boxes[:140], 7, 1.0, 2, True)  # 3.5 MB < half of 7.5
+    assert address(small) != where
+    assert _core.result_cache_bytes() >= kept
+
+
 def test_a_view_keeps_its_memory(cache_limit):
     features, boxes = large_case()
     result = pyroi.roi_align(features, boxes, 7, 1.0, 2, True)

@@ -23,17 +23,55 @@
 #endif
 
 /* Hot vector loops are compiled three times on x86-64 Linux with GCC or Clang, for AVX-512,
- * AVX2 and the baseline, and the loader picks one (an ifunc). All give identical results:
- * lanes are independent and no multiply-add is fused (-ffp-contract=off). Elsewhere: the
- * baseline only. The AVX-512 clone is x86-64-v4 (AVX512F with VL, BW, DQ, CD), not plain
- * "avx512f": without AVX512VL, 256-bit code may only use 16 of the 32 vector registers, and
- * GCC then spilled the kernels' accumulators (measured: adaptive sampling 6% faster). */
+ * AVX2 and the baseline, and each call runs the one the CPU supports (cpu.c asks the CPU
+ * itself: the compilers' target_clones resolver reads a table that zig's runtime leaves
+ * empty). All give identical results: lanes are independent and no multiply-add is fused
+ * (-ffp-contract=off). Elsewhere: the baseline only. The AVX-512 variant is x86-64-v4
+ * (AVX512F with VL, BW, DQ, CD), not plain "avx512f": without AVX512VL, 256-bit code may only
+ * use 16 of the 32 vector registers, and GCC then spilled the kernels' accumulators
+ * (measured: adaptive sampling 6% faster).
+ *
+ * PYROI_VECTOR_TASK(name) { body } defines the pyroi_range_task `name` (parameters context,
+ * begin, end, worker): the body is inlined into one function per target, and `name` calls
+ * the one for pyroi_cpu_vector_level() (a cached load: once per range, not per element). */
 #if defined(__x86_64__) && defined(__linux__) && !defined(PYROI_NO_CLONES) && \
-    ((defined(__GNUC__) && __GNUC__ >= 6) || (defined(__clang__) && __clang_major__ >= 14))
-#  define PYROI_VECTOR_CLONES __attribute__((target_clones("arch=x86-64-v4", "avx2", "default")))
+    ((defined(__clang__) && __clang_major__ >= 14) || (!defined(__clang__) && __GNUC__ >= 11))
 #  define PYROI_HAVE_VECTOR_CLONES 1
+#  include "cpu.h"
+#  define PYROI_VECTOR_TASK_PARAMETERS void *context, int64_t begin, int64_t end, int worker
+#  define PYROI_VECTOR_TASK_VARIANT(name, suffix, isa)                                         \
+    __attribute__((target(isa))) static void PYROI_CAT(name, suffix)(                          \
+        PYROI_VECTOR_TASK_PARAMETERS)                                                          \
+    {                                                                                          \
+        PYROI_CAT(name, _body)(context, begin, end, worker);                                   \
+    }
+#  define PYROI_VECTOR_TASK(name)                                                              \
+    PYROI_CLONE_INLINE void PYROI_CAT(name, _body)(PYROI_VECTOR_TASK_PARAMETERS);               \
+    PYROI_VECTOR_TASK_VARIANT(name, _x86_64_v4, "arch=x86-64-v4")                              \
+    PYROI_VECTOR_TASK_VARIANT(name, _avx2, "avx2")                                             \
+    static void name(PYROI_VECTOR_TASK_PARAMETERS)                                             \
+    {                                                                                          \
+        switch (pyroi_cpu_vector_level()) {                                                    \
+        case PYROI_CPU_X86_64_V4:                                                              \
+            PYROI_CAT(name, _x86_64_v4)(context, begin, end, worker);                          \
+            return;                                                                            \
+        case PYROI_CPU_AVX2:                                                                   \
+            PYROI_CAT(name, _avx2)(context, begin, end, worker);                               \
+            return;                                                                            \
+        case PYROI_CPU_BASELINE:                                                               \
+            break;                                                                             \
+        }                                                                                      \
+        PYROI_CAT(name, _body)(context, begin, end, worker);                                   \
+    }                                                                                          \
+    PYROI_CLONE_INLINE void PYROI_CAT(name, _body)(PYROI_VECTOR_TASK_PARAMETERS)
 #else
-#  define PYROI_VECTOR_CLONES
+#  define PYROI_VECTOR_TASK(name)                                                              \
+    static void name(void *context, int64_t begin, int64_t end, int worker)
+#endif
+/* The compiler-dispatched form this replaced; a branch written against it stops here. */
+#if defined(__GNUC__) || defined(__clang__)
+#  define PYROI_VECTOR_CLONES \
+    _Pragma("GCC error \"PYROI_VECTOR_CLONES is gone: write PYROI_VECTOR_TASK(name) { body }\"")
 #endif
 
 /* GCC and Clang vector types (vector_size): element-wise arithmetic that every target lowers

@@ -295,9 +295,7 @@ PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_onnx_max_roi)(
 }
 
 /* ONNX max forward, work item = (image, channel block). */
-PYROI_VECTOR_CLONES
-static void PYROI_TYPED(roi_align_onnx_max_forward_image_task)(void *context, int64_t begin,
-                                                               int64_t end, int worker)
+PYROI_VECTOR_TASK(PYROI_TYPED(roi_align_onnx_max_forward_image_task))
 {
     const PYROI_TYPED(roi_align_max_job) *max_job =
         (const PYROI_TYPED(roi_align_max_job) *)context;
@@ -306,9 +304,7 @@ static void PYROI_TYPED(roi_align_onnx_max_forward_image_task)(void *context, in
 }
 
 /* ONNX max forward, work item = RoI. */
-PYROI_VECTOR_CLONES
-static void PYROI_TYPED(roi_align_onnx_max_forward_region_task)(void *context, int64_t begin,
-                                                                int64_t end, int worker)
+PYROI_VECTOR_TASK(PYROI_TYPED(roi_align_onnx_max_forward_region_task))
 {
     const PYROI_TYPED(roi_align_max_job) *max_job =
         (const PYROI_TYPED(roi_align_max_job) *)context;

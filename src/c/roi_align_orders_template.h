@@ -149,17 +149,13 @@ PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_forward_region_items)(
     pyroi_stream_fence(); /* the streamed outputs are visible to the caller */
 }
 
-PYROI_VECTOR_CLONES
-static void PYROI_TYPED(roi_align_forward_image_task)(void *context, int64_t begin,
-                                                      int64_t end, int worker)
+PYROI_VECTOR_TASK(PYROI_TYPED(roi_align_forward_image_task))
 {
     PYROI_TYPED(roi_align_forward_image_items)((const PYROI_TYPED(roi_align_job) *)context, NULL,
                                                ROI_ALIGN_REDUCE_AVG, begin, end, worker);
 }
 
-PYROI_VECTOR_CLONES
-static void PYROI_TYPED(roi_align_forward_region_task)(void *context, int64_t begin,
-                                                       int64_t end, int worker)
+PYROI_VECTOR_TASK(PYROI_TYPED(roi_align_forward_region_task))
 {
     PYROI_TYPED(roi_align_forward_region_items)((const PYROI_TYPED(roi_align_job) *)context,
                                                 NULL, ROI_ALIGN_REDUCE_AVG, begin, end, worker);
@@ -167,9 +163,7 @@ static void PYROI_TYPED(roi_align_forward_region_task)(void *context, int64_t be
 
 /* Backward, work item = (image, channel block): the block accumulates the image's
  * gradient from zero, then is written out whole. */
-PYROI_VECTOR_CLONES
-static void PYROI_TYPED(roi_align_backward_image_task)(void *context, int64_t begin,
-                                                       int64_t end, int worker)
+PYROI_VECTOR_TASK(PYROI_TYPED(roi_align_backward_image_task))
 {
     const PYROI_TYPED(roi_align_job) *job = (const PYROI_TYPED(roi_align_job) *)context;
     const PYROI_TYPED(roi_align_plan) *plan = job->plan;
@@ -232,9 +226,7 @@ static void PYROI_TYPED(roi_align_backward_image_task)(void *context, int64_t be
  * RoI (in order) loads its region of the current gradient into the block, adds its
  * contributions and stores the region back -- so every pixel sees the same sequence of
  * additions as in torchvision. */
-PYROI_VECTOR_CLONES
-static void PYROI_TYPED(roi_align_backward_region_task)(void *context, int64_t begin,
-                                                        int64_t end, int worker)
+PYROI_VECTOR_TASK(PYROI_TYPED(roi_align_backward_region_task))
 {
     const PYROI_TYPED(roi_align_job) *job = (const PYROI_TYPED(roi_align_job) *)context;
     const PYROI_TYPED(roi_align_plan) *plan = job->plan;

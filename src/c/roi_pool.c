@@ -84,8 +84,7 @@ typedef struct roi_pool_argmax_check {
     int bad[PYROI_PARALLEL_MAX_WORKERS]; /* per worker: found a bad entry */
 } roi_pool_argmax_check;
 
-PYROI_VECTOR_CLONES
-static void roi_pool_check_argmax_task(void *context, int64_t begin, int64_t end, int worker)
+PYROI_VECTOR_TASK(roi_pool_check_argmax_task)
 {
     roi_pool_argmax_check *check = (roi_pool_argmax_check *)context;
     const int64_t *shape = check->shape, *strides = check->strides;

@@ -81,9 +81,7 @@ static inline void PYROI_TYPED(roi_pool_roi_lanes)(const roi_pool_plan *plan, in
 }
 
 /* Forward, work item = (image with RoIs, channel group). */
-PYROI_VECTOR_CLONES
-static void PYROI_TYPED(roi_pool_forward_image_task)(void *context, int64_t begin, int64_t end,
-                                                     int worker)
+PYROI_VECTOR_TASK(PYROI_TYPED(roi_pool_forward_image_task))
 {
     const PYROI_TYPED(roi_pool_job) *job = (const PYROI_TYPED(roi_pool_job) *)context;
     const roi_pool_plan *plan = job->plan;
@@ -120,9 +118,7 @@ static void PYROI_TYPED(roi_pool_forward_image_task)(void *context, int64_t begi
 }
 
 /* Forward, work item = RoI: for each channel group only the RoI's region is gathered. */
-PYROI_VECTOR_CLONES
-static void PYROI_TYPED(roi_pool_forward_region_task)(void *context, int64_t begin, int64_t end,
-                                                      int worker)
+PYROI_VECTOR_TASK(PYROI_TYPED(roi_pool_forward_region_task))
 {
     const PYROI_TYPED(roi_pool_job) *job = (const PYROI_TYPED(roi_pool_job) *)context;
     const roi_pool_plan *plan = job->plan;
@@ -172,9 +168,7 @@ static inline void PYROI_TYPED(roi_pool_prefetch_run)(const T *grad, const int64
 /* Backward, work item = (image, channel block): the block accumulates the image's gradient
  * from zero, RoI by RoI in order (each pixel sees torchvision's sequence of additions), and
  * is then written out whole. */
-PYROI_VECTOR_CLONES
-static void PYROI_TYPED(roi_pool_backward_image_task)(void *context, int64_t begin, int64_t end,
-                                                      int worker)
+PYROI_VECTOR_TASK(PYROI_TYPED(roi_pool_backward_image_task))
 {
     const PYROI_TYPED(roi_pool_job) *job = (const PYROI_TYPED(roi_pool_job) *)context;
     const roi_pool_plan *plan = job->plan;

@@ -14,16 +14,14 @@ const char *pyroi_version_string(void)
 const char *pyroi_vector_isa(void)
 {
 #ifdef PYROI_HAVE_VECTOR_CLONES
-    /* The clones' resolver (common.h) tests the same features, in this order; any CPU with
-     * these AVX-512 subsets also has the rest of the x86-64-v4 level. */
-    __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
-        __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq") &&
-        __builtin_cpu_supports("avx512cd")) {
+    /* the level the vector tasks dispatch on (common.h) */
+    switch (pyroi_cpu_vector_level()) {
+    case PYROI_CPU_X86_64_V4:
         return "x86-64-v4";
-    }
-    if (__builtin_cpu_supports("avx2")) {
+    case PYROI_CPU_AVX2:
         return "avx2";
+    case PYROI_CPU_BASELINE:
+        break;
     }
     return "baseline";
 #else

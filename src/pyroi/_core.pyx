@@ -726,9 +726,11 @@ def roi_pool_bin_edges(const real[::1] box, int64_t height, int64_t width,
 
 # ---- result buffers -------------------------------------------------------------------
 # Large results live in buffers allocated here (see pyroi/_results.py for the policy): when
-# one is freed it is kept, up to a byte limit, and handed to the next result of exactly the
-# same size, so a loop of same-shaped calls does not ask the OS for fresh pages on every call
-# (the OS zeroes each fresh page first). Only the GIL guards the cache: buffers are made and
+# one is freed it is kept, up to a byte limit, and handed to the next result of the same size
+# or, failing that, to one needing at least half of it (the smallest such buffer), so a loop
+# of same-shaped calls, or one alternating between shapes (a detector's eval forward and train
+# step), does not ask the OS for fresh pages on every call (the OS zeroes each fresh page
+# first). Only the GIL guards the cache: buffers are made and
 # freed by Python code. The buffers come from the C core's allocator: 64-byte aligned (one
 # cache line: streamed stores start on whole lines), and pages of their own for blocks of
 # 1 MiB and more, which go back to the OS when evicted (malloc would keep many of them).
@@ -737,7 +739,7 @@ cdef extern from "common.h" nogil:
     void pyroi_aligned_free(void *pointer)
 
 cdef enum:
-    _CACHE_SLOTS = 8
+    _CACHE_SLOTS = 16
 
 cdef void *_cached_data[_CACHE_SLOTS]
 cdef size_t _cached_size[_CACHE_SLOTS]
@@ -746,19 +748,28 @@ cdef size_t _cached_bytes = 0
 cdef size_t _cache_limit = 0
 
 
-cdef void *_cache_take(size_t size) noexcept:
+cdef void *_cache_take(size_t size, size_t *capacity) noexcept:
+    """A kept buffer for size bytes (its own size in *capacity): the most recently freed of
+    exactly size bytes, else the smallest of at most 2 * size bytes; NULL if none."""
     global _cached_count, _cached_bytes
-    cdef int i
+    cdef int i, best = -1
     cdef void *raw
     for i in range(_cached_count - 1, -1, -1):  # the most recently freed first
         if _cached_size[i] == size:
-            raw = _cached_data[i]
-            _cached_count -= 1
-            _cached_bytes -= size
-            _cached_data[i] = _cached_data[_cached_count]
-            _cached_size[i] = _cached_size[_cached_count]
-            return raw
-    return NULL
+            best = i
+            break
+        if (_cached_size[i] > size and _cached_size[i] // 2 <= size and
+                (best < 0 or _cached_size[i] < _cached_size[best])):
+            best = i
+    if best < 0:
+        return NULL
+    raw = _cached_data[best]
+    capacity[0] = _cached_size[best]
+    _cached_count -= 1
+    _cached_bytes -= capacity[0]
+    _cached_data[best] = _cached_data[_cached_count]
+    _cached_size[best] = _cached_size[_cached_count]
+    return raw
 
 
 cdef void _cache_evict_oldest() noexcept:
@@ -810,15 +821,17 @@ cdef class ResultBuffer:
     arrays made with np.frombuffer keep it alive); returned to the cache when freed."""
     cdef void *data
     cdef size_t size
+    cdef size_t capacity  # of the allocation: size, or more for a kept buffer reused
     cdef Py_ssize_t shape[1]
     cdef Py_ssize_t strides[1]
 
     def __cinit__(self, size_t size):
-        self.data = _cache_take(size)
+        self.data = _cache_take(size, &self.capacity)
         if self.data == NULL:
             self.data = pyroi_aligned_malloc(size)
             if self.data == NULL:
                 raise MemoryError()
+            self.capacity = size
         self.size = size
         self.shape[0] = <Py_ssize_t>size
         self.strides[0] = 1
@@ -841,4 +854,4 @@ cdef class ResultBuffer:
 
     def __dealloc__(self):
         if self.data != NULL:
-            _cache_give(self.data, self.size)
+            _cache_give(self.data, self.capacity)

@@ -2,11 +2,12 @@
 
 A result of ``MIN_CACHED_BYTES`` or more is made over a ``_core.ResultBuffer`` (64-byte
 aligned). When such an array (and every view of it) is gone, its memory is not given back to
-the OS but kept, up to a byte limit, for the next result of exactly the same size. Why: the
-OS zeroes every fresh page before a process may use it, and for the large results of these
-operators that costs as much as the operator itself (measured on the development machine:
-10 ms for a 56 MB gradient, of a 27 ms backward); a training or inference loop asks for
-the same sizes on every call. Smaller results are plain ``np.empty`` arrays.
+the OS but kept, up to a byte limit, for the next result of the same size (or, failing that,
+of at least half its size: a loop alternating between two shapes reuses the larger one's
+memory). Why: the OS zeroes every fresh page before a process may use it, and for the
+large results of these operators that costs as much as the operator itself (measured on the
+development machine: 10 ms for a 56 MB gradient, of a 27 ms backward); a training or
+inference loop asks for the same sizes on every call. Smaller results are plain ``np.empty`` arrays.
 
 The limit is ``pyroi.set_result_cache_limit`` if called, else ``PYROI_RESULT_CACHE_BYTES``
 (bytes, read at the first call that needs it; an invalid value is reported by every such call,
@@ -66,9 +67,9 @@ def set_result_cache_limit(limit: int) -> int:
     """Set how many bytes of freed results pyroi keeps for reuse.
 
     Results of 1 MiB and more are allocated by pyroi; when one is freed, its memory is kept
-    for the next result of the same size (up to this many bytes in all) instead of being
-    returned to the operating system, which would have to zero fresh pages for the next
-    call. ``0`` turns the reuse off and frees what is kept.
+    for the next result of the same size or at least half of it (up to this many bytes in
+    all) instead of being returned to the operating system, which would have to zero fresh
+    pages for the next call. ``0`` turns the reuse off and frees what is kept.
 
     Parameters
     ----------

@@ -1,7 +1,7 @@
 """Layer objects: the operators with their parameters bound, and a training mode that keeps
 what the backward needs."""
 
-# May import: _core, _errors, _validate, _half, ops.
+# May import: _core, _errors, _validate, _half, _results, ops.
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import threading
 
 import numpy as np
 
-from pyroi import _core, _validate
+from pyroi import _core, _results, _validate
 from pyroi._errors import InvalidArgumentError, PyroiError, ShapeError
 from pyroi._half import _SLICE_ELEMENTS, _is_half, _widen_boxes
 from pyroi.ops import (ps_roi_align, ps_roi_align_backward, ps_roi_pool, ps_roi_pool_backward,
@@ -566,9 +566,19 @@ class MultiScaleRoIAlign(_TrainableLayer):
         for _, feature in features:
             approx = np.float32(float(feature.shape[2]) / float(max_height))
             scales.append(float(2.0 ** float(np.round(np.log2(approx)))))
-        self.scales = scales
-        self.min_level = int(-np.log2(np.float32(scales[0])))
-        self.max_level = int(-np.log2(np.float32(scales[-1])))
+        min_level = int(-np.log2(np.float32(scales[0])))
+        max_level = int(-np.log2(np.float32(scales[-1])))
+        if max_level - min_level != len(features) - 1:  # torchvision would leave boxes unpooled
+            raise ShapeError(
+                f"features: {len(features)} levels of scales {scales}; each level must halve "
+                "the previous one's height (one level per FPN level from the first to the last)")
+        self.scales, self.min_level, self.max_level = scales, min_level, max_level
+
+    def _mapping(self) -> tuple:
+        """The level assignment's arguments of the C call (torchvision's LevelMapper: k_min,
+        k_max, s0, lvl0, eps)."""
+        return (self.min_level, self.max_level, float(self.canonical_scale),
+                float(self.canonical_level), 1e-6)
 
     def __call__(self, x, boxes, image_shapes, *, num_threads=None):
         """Pool every box from its level.
@@ -613,24 +623,21 @@ class MultiScaleRoIAlign(_TrainableLayer):
                 f"the first call had {len(self.scales)} levels, this one {len(features)}")
         first = features[0][1]
         coords, images = _validate.boxes(list(boxes), first.dtype, first.shape[0])
-        levels = np.empty(coords.shape[0], dtype=np.int64)
-        _core.fpn_levels(coords, levels, self.min_level, self.max_level,
-                         float(self.canonical_scale), float(self.canonical_level), 1e-6)
-        ph, pw = self.output_size
-        result = np.zeros((coords.shape[0], first.shape[1], ph, pw), dtype=first.dtype)
-        per_level = []
-        for index, ((name, feature), scale) in enumerate(zip(features, self.scales)):
-            rows = np.flatnonzero(levels == index) if len(features) > 1 else np.arange(
-                coords.shape[0])
-            per_level.append(rows)
-            if rows.size:
-                result[rows] = roi_align(feature, coords[rows], (ph, pw), scale,
-                                         self.sampling_ratio, False,
-                                         batch_indices=images[rows], num_threads=num_threads)
+        threads = _validate.num_threads(num_threads)
+        if len(features) == 1:  # every box from the one level, as torchvision
+            result = roi_align(first, coords, self.output_size, self.scales[0],
+                               self.sampling_ratio, False, batch_indices=images,
+                               num_threads=threads)
+        else:  # one C call: level assignment, each box's row written in place
+            result = _results.empty((coords.shape[0], first.shape[1], *self.output_size),
+                                    first.dtype)
+            _core.roi_align_levels_forward([feature for _, feature in features],
+                                           list(self.scales), coords, images, result,
+                                           self.sampling_ratio, False, *self._mapping(),
+                                           threads)
         if half:
             result = _scaled(result, np.float32(1), True)
-        self._remember(result, ([(name, f.shape) for name, f in features], coords, images,
-                                per_level))
+        self._remember(result, ([(name, f.shape) for name, f in features], coords, images))
         return result
 
     def backward(self, grad_output, lda_coeff=1.0, *, num_threads=None):
@@ -659,14 +666,21 @@ class MultiScaleRoIAlign(_TrainableLayer):
         >>> float(pooler.backward(np.ones_like(y))["p2"].sum())
         1.0
         """
-        grad, coeff, (shapes, coords, images, per_level) = self._recall(grad_output, lda_coeff)
+        grad, coeff, (shapes, coords, images) = self._recall(grad_output, lda_coeff)
         half = grad.dtype.itemsize == 2  # float16, of either byte order
         grad = _validate.float_array(grad.astype(np.float32) if half else grad, "grad_output", 4)
-        gradients = {}
-        for (name, shape), rows, scale in zip(shapes, per_level, self.scales):
-            gradients[name] = roi_align_backward(
-                grad[rows], coords[rows], shape, scale, self.sampling_ratio, False,
-                batch_indices=images[rows], num_threads=num_threads)
-            gradients[name] = _scaled(gradients[name], coeff, half)
+        threads = _validate.num_threads(num_threads)
+        if len(shapes) == 1:
+            (name, shape), = shapes
+            maps = [roi_align_backward(grad, coords, shape, self.scales[0],
+                                       self.sampling_ratio, False, batch_indices=images,
+                                       num_threads=threads)]
+        else:  # one C call: each box's gradient row read in place, each map written once
+            maps = [_results.empty(shape, grad.dtype) for _, shape in shapes]
+            _core.roi_align_levels_backward(grad, coords, images, maps, list(self.scales),
+                                            self.sampling_ratio, False, *self._mapping(),
+                                            threads)
+        gradients = {name: _scaled(gradient, coeff, half)
+                     for (name, _), gradient in zip(shapes, maps)}
         return gradients
 

@@ -1,0 +1,116 @@
+/* The CPU detection (cpu.c) against what the OS says: on x86-64 Linux the vector level the
+ * dispatch picks is the one /proc/cpuinfo's flags allow (the kernel lists AVX only where it
+ * saves the registers), pyroi_vector_isa() names it, and the cache sizes are glibc's. */
+#if defined(__linux__)
+#  define _GNU_SOURCE /* sysconf's cache queries */
+#endif
+#include "check.h"
+#include "cpu.h"
+#include "pyroi.h"
+
+#include <stdio.h>
+#include <string.h>
+#if defined(__linux__)
+#  include <unistd.h>
+#endif
+
+#if defined(__x86_64__) && defined(__linux__)
+/* Whether the "flags" line of /proc/cpuinfo lists every one of the space-separated names. */
+static int cpuinfo_has_all(const char *names)
+{
+    static char line[8192];
+    char padded[8192 + 2], name[64];
+    FILE *file = fopen("/proc/cpuinfo", "r");
+    int found = 0;
+    if (file == NULL) {
+        return -1;
+    }
+    while (fgets(line, sizeof(line), file) != NULL) {
+        if (strncmp(line, "flags", 5) == 0) {
+            found = 1;
+            break;
+        }
+    }
+    fclose(file);
+    if (!found) {
+        return -1;
+    }
+    line[strcspn(line, "\n")] = '\0';
+    sprintf(padded, "%s ", strchr(line, ':') + 1); /* every flag then has a space each side */
+    while (sscanf(names, "%63s", name) == 1) {
+        char pattern[68];
+        sprintf(pattern, " %s ", name);
+        if (strstr(padded, pattern) == NULL) {
+            return 0;
+        }
+        names = strstr(names, name) + strlen(name);
+    }
+    return 1;
+}
+
+static void test_level_is_the_one_linux_reports(void)
+{
+    /* (pni: SSE3, abm: LZCNT) */
+    const int avx2 = cpuinfo_has_all("pni ssse3 sse4_1 sse4_2 popcnt avx avx2");
+    const int v4 = avx2 == 1 ? cpuinfo_has_all("fma cx16 movbe f16c bmi1 bmi2 abm lahf_lm "
+                                               "avx512f avx512vl avx512bw avx512dq avx512cd")
+                             : avx2;
+    CHECK(v4 >= 0 && avx2 >= 0);
+    if (v4 == 1) {
+        CHECK(pyroi_cpu_vector_level() == PYROI_CPU_X86_64_V4);
+    } else if (avx2 == 1) {
+        CHECK(pyroi_cpu_vector_level() == PYROI_CPU_AVX2);
+    } else {
+        CHECK(pyroi_cpu_vector_level() == PYROI_CPU_BASELINE);
+    }
+}
+#endif
+
+/* pyroi_vector_isa() names the level the vector tasks dispatch on. */
+static void test_vector_isa_names_the_level(void)
+{
+    static const char *const names[] = {"baseline", "avx2", "x86-64-v4"};
+    const char *isa = pyroi_vector_isa();
+    const pyroi_cpu_level level = pyroi_cpu_vector_level();
+    CHECK(level >= PYROI_CPU_BASELINE && level <= PYROI_CPU_X86_64_V4);
+    CHECK(pyroi_cpu_vector_level() == level); /* the cached answer is the first one */
+    if (strcmp(isa, "baseline-only build") != 0) {
+        CHECK(strcmp(isa, names[level]) == 0);
+    }
+#if !(defined(__x86_64__) || defined(__i386__) || defined(_M_X64) || defined(_M_IX86))
+    CHECK(level == PYROI_CPU_BASELINE);
+#endif
+}
+
+static void test_cache_sizes(void)
+{
+    const int64_t l1d = pyroi_cpu_l1d_bytes(), l2 = pyroi_cpu_l2_bytes();
+    printf("CPU: vector level %d (%s), L1d %lld bytes, L2 %lld bytes\n",
+           (int)pyroi_cpu_vector_level(), pyroi_vector_isa(), (long long)l1d, (long long)l2);
+    CHECK(l1d == 0 || (l1d >= 4096 && l1d <= (1 << 20)));
+    CHECK(l2 == 0 || (l2 >= l1d && l2 <= (1 << 30)));
+    CHECK(pyroi_cpu_l1d_bytes() == l1d && pyroi_cpu_l2_bytes() == l2);
+#if defined(__x86_64__) || defined(__i386__) || defined(_M_X64) || defined(_M_IX86)
+    CHECK(l1d > 0 && l2 > 0); /* every x86 CPU of this century reports them */
+#endif
+#if defined(__linux__) && defined(__GLIBC__) && defined(_SC_LEVEL1_DCACHE_SIZE) && \
+    (defined(__x86_64__) || defined(__i386__))
+    /* glibc reads the same cpuid leaves on x86 (elsewhere it often knows nothing) */
+    if (sysconf(_SC_LEVEL1_DCACHE_SIZE) > 0) {
+        CHECK(l1d == sysconf(_SC_LEVEL1_DCACHE_SIZE));
+    }
+    if (sysconf(_SC_LEVEL2_CACHE_SIZE) > 0) {
+        CHECK(l2 == sysconf(_SC_LEVEL2_CACHE_SIZE));
+    }
+#endif
+}
+
+int main(void)
+{
+#if defined(__x86_64__) && defined(__linux__)
+    test_level_is_the_one_linux_reports();
+#endif
+    test_vector_isa_names_the_level();
+    test_cache_sizes();
+    return check_report("cpu");
+}
