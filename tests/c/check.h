@@ -190,30 +190,30 @@ static int check_set_bad_param(const check_params_view *v, size_t row)
         }                                                                             \
     } while (0)
 
-/* The answers every find_invalid_roi entry gives on boxes whose first two are valid and whose
- * third is not, with batches `good` (all 0) and `bad` (the second index 1, past one image):
- * `call` is the entry's call written with check_k_ (the RoI count), check_batch_ and
- * check_failed_ (the out-pointer) in the places of those arguments, `null_boxes_call` the same
- * with NULL boxes (it must still set the index to -1). A macro, so that a failure names the
+/* The answers every find_invalid_roi entry `find` (its name without _f32 / _f64) gives on
+ * float `boxes` of `coords` numbers a row whose first two are valid and whose third is not,
+ * with batches `good` (all 0) and `bad` (the second index 1, past one image); the arguments
+ * after them are the entry's own (map size, parameters). A macro, so that a failure names the
  * caller's line. */
-#define CHECK_FIRST_OFFENDER(call, null_boxes_call, good, bad)                        \
+#define CHECK_FIRST_OFFENDER(find, boxes, coords, good, bad, ...)                     \
     do {                                                                              \
-        int64_t check_index_ = 99, *check_failed_ = &check_index_, check_k_ = 2;      \
-        const int64_t *check_batch_ = (good);                                         \
-        CHECK_STATUS(call, PYROI_OK);                                                 \
+        int64_t check_index_ = 99;                                                    \
+        CHECK_STATUS(find##_f32(boxes, 2, coords, good, 1, __VA_ARGS__, &check_index_), \
+                     PYROI_OK);                                                       \
         CHECK(check_index_ == -1);                                                    \
-        check_k_ = 3;                                                                 \
-        CHECK_STATUS(call, PYROI_E_INVALID_BOX);                                      \
+        CHECK_STATUS(find##_f32(boxes, 3, coords, good, 1, __VA_ARGS__, &check_index_), \
+                     PYROI_E_INVALID_BOX);                                            \
         CHECK(check_index_ == 2);                                                     \
-        check_batch_ = (bad); /* every batch index is checked before any box */       \
-        CHECK_STATUS(call, PYROI_E_INVALID_BATCH_INDEX);                              \
+        /* every batch index is checked before any box */                             \
+        CHECK_STATUS(find##_f32(boxes, 3, coords, bad, 1, __VA_ARGS__, &check_index_), \
+                     PYROI_E_INVALID_BATCH_INDEX);                                    \
         CHECK(check_index_ == 1);                                                     \
-        check_batch_ = (good);                                                        \
         check_index_ = 99;                                                            \
-        CHECK_STATUS(null_boxes_call, PYROI_E_NULL_POINTER);                          \
+        CHECK_STATUS(find##_f64(NULL, 3, coords, good, 1, __VA_ARGS__, &check_index_), \
+                     PYROI_E_NULL_POINTER);                                           \
         CHECK(check_index_ == -1);                                                    \
-        check_failed_ = NULL;                                                         \
-        CHECK_STATUS(call, PYROI_E_NULL_POINTER);                                     \
+        CHECK_STATUS(find##_f32(boxes, 3, coords, good, 1, __VA_ARGS__, NULL),        \
+                     PYROI_E_NULL_POINTER);                                           \
     } while (0)
 
 #endif

@@ -542,12 +542,7 @@ static void test_status_codes(void)
         const float boxes[3 * 4] = {0, 0, 2, 2, 0, 0, 3, 3, 0, NAN, 1, 1};
         const int64_t good[3] = {0, 0, 0}, bad[3] = {0, 1, 0};
         check_roi_pool_params(&p, 2, 2);
-        CHECK_FIRST_OFFENDER(
-            pyroi_roi_pool_find_invalid_roi_f32(boxes, check_k_, 4, check_batch_, 1, &p,
-                                                check_failed_),
-            pyroi_roi_pool_find_invalid_roi_f64(NULL, check_k_, 4, check_batch_, 1, &p,
-                                                check_failed_),
-            good, bad);
+        CHECK_FIRST_OFFENDER(pyroi_roi_pool_find_invalid_roi, boxes, 4, good, bad, &p);
         CHECK_STATUS(pyroi_roi_pool_find_invalid_roi_f32(boxes, 3, 4, good, -1, &p, &failed),
                      PYROI_E_INVALID_SHAPE);
         CHECK_STATUS(pyroi_roi_pool_find_invalid_roi_f32(boxes, 3, 4, good, 1, NULL, &failed),

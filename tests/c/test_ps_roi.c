@@ -515,18 +515,8 @@ static void test_find_invalid_roi(void)
 
     align_params(&a);
     pool_params(&b);
-    CHECK_FIRST_OFFENDER(
-        pyroi_ps_roi_align_find_invalid_roi_f32(boxes, check_k_, 4, check_batch_, 1, SH, SW, &a,
-                                                check_failed_),
-        pyroi_ps_roi_align_find_invalid_roi_f64(NULL, check_k_, 4, check_batch_, 1, SH, SW, &a,
-                                                check_failed_),
-        good, bad);
-    CHECK_FIRST_OFFENDER(
-        pyroi_ps_roi_pool_find_invalid_roi_f32(boxes, check_k_, 4, check_batch_, 1, &b,
-                                               check_failed_),
-        pyroi_ps_roi_pool_find_invalid_roi_f64(NULL, check_k_, 4, check_batch_, 1, &b,
-                                               check_failed_),
-        good, bad);
+    CHECK_FIRST_OFFENDER(pyroi_ps_roi_align_find_invalid_roi, boxes, 4, good, bad, SH, SW, &a);
+    CHECK_FIRST_OFFENDER(pyroi_ps_roi_pool_find_invalid_roi, boxes, 4, good, bad, &b);
     b.spatial_scale_w = 1e10; /* 1e300 * 1e10 overflows double */
     CHECK_STATUS(pyroi_ps_roi_pool_find_invalid_roi_f64(boxes_d, 2, 4, good, 1, &b, &failed),
                  PYROI_E_INVALID_BOX);

@@ -478,12 +478,8 @@ static void test_find_invalid_roi(void)
     int64_t failed = 99;
 
     valid_params(&p);
-    CHECK_FIRST_OFFENDER(
-        pyroi_roi_align_rotated_find_invalid_roi_f32(boxes, check_k_, 5, check_batch_, 1, VH, VW,
-                                                     &p, check_failed_),
-        pyroi_roi_align_rotated_find_invalid_roi_f64(NULL, check_k_, 5, check_batch_, 1, VH, VW,
-                                                     &p, check_failed_),
-        good_batch, bad_batch);
+    CHECK_FIRST_OFFENDER(pyroi_roi_align_rotated_find_invalid_roi, boxes, 5, good_batch,
+                         bad_batch, VH, VW, &p);
     CHECK_STATUS(pyroi_roi_align_rotated_find_invalid_roi_f32(boxes, 3, 5, good_batch, 1, VH, VW,
                                                               NULL, &failed),
                  PYROI_E_NULL_POINTER);

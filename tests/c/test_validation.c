@@ -168,12 +168,8 @@ static void test_find_invalid_roi(void)
     pyroi_roi_align_params p;
 
     default_params(&p);
-    CHECK_FIRST_OFFENDER(
-        pyroi_roi_align_find_invalid_roi_f32(boxes, check_k_, 4, check_batch_, 1, H, W, &p,
-                                             check_failed_),
-        pyroi_roi_align_find_invalid_roi_f64(NULL, check_k_, 4, check_batch_, 1, H, W, &p,
-                                             check_failed_),
-        good_batch, bad_batch);
+    CHECK_FIRST_OFFENDER(pyroi_roi_align_find_invalid_roi, boxes, 4, good_batch, bad_batch, H, W,
+                         &p);
 }
 
 static void test_fpn_levels(void)
