@@ -68,6 +68,23 @@ static void check_random_fill(double *v, long count, double lo, double hi,
     }
 }
 
+/* The same pseudo-random N x C x H x W tensor (values in [offset, offset + 1)) written in
+ * NCHW order into `nchw` and in NHWC order into `nhwc`: the layout tests' inputs. */
+static void check_random_nchw_nhwc(float *nchw, float *nhwc, int N, int C, int H, int W,
+                                   float offset, unsigned long long *state)
+{
+    int n, c, h, w;
+
+    for (n = 0; n < N; ++n)
+        for (c = 0; c < C; ++c)
+            for (h = 0; h < H; ++h)
+                for (w = 0; w < W; ++w) {
+                    const float v = (float)check_random(state) + offset;
+                    nchw[((n * C + c) * H + h) * W + w] = v;
+                    nhwc[((n * H + h) * W + w) * C + c] = v;
+                }
+}
+
 /* `count` boxes (4 floats a row) of up to 30 x 30 pixels with their top-left corner in
  * [-8, 52)^2, box k on image k % num_images: the RoIs of the thread-count tests. */
 static void check_random_boxes(float *boxes, int64_t *batch, int count, int num_images,

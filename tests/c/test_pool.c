@@ -308,16 +308,9 @@ static void test_layouts_and_threads(void)
     int64_t batch[K];
     pyroi_roi_pool_params p;
     unsigned long long seed = 99;
-    int n, c, h, w, k, i, threads;
+    int c, k, i, threads;
 
-    for (n = 0; n < N; ++n)
-        for (c = 0; c < C; ++c)
-            for (h = 0; h < H; ++h)
-                for (w = 0; w < W; ++w) {
-                    float v = (float)check_random(&seed) - 0.5f;
-                    x_nchw[((n * C + c) * H + h) * W + w] = v;
-                    x_nhwc[((n * H + h) * W + w) * C + c] = v;
-                }
+    check_random_nchw_nhwc(x_nchw, x_nhwc, N, C, H, W, -0.5f, &seed);
     for (k = 0; k < K; ++k) {
         for (i = 0; i < 4; ++i) {
             boxes[4 * k + i] = (float)(-4.0 + 52.0 * check_random(&seed));
