@@ -1,7 +1,9 @@
 /* roi_align_bench.c - times the C core alone on the Mask R-CNN box-head workload, for
  * profiling (perf record, valgrind --tool=callgrind) without Python in the picture.
  *   cc -O3 -std=c99 -Isrc/c/include bench/roi_align_bench.c build/libpyroi.a -lm -lpthread
- *   ./a.out [fwd|bwd] [threads] [repeats]
+ *   ./a.out [fwd|bwd|max|max_argmax|onnx_max] [threads] [repeats] [nhwc]
+ * (max: mmcv's max mode without argmax, max_argmax: with it, onnx_max: ONNX's without it;
+ * nhwc: features, and the forward's output, stored channels-last and read in place)
  */
 #define _POSIX_C_SOURCE 200809L
 #include "pyroi.h"
@@ -28,15 +30,23 @@ static double uniform(unsigned long long *s)
 int main(int argc, char **argv)
 {
     enum { N = 2, C = 256, H = 200, W = 272, K = 1000, P = 7 };
-    const int backward = argc > 1 && strcmp(argv[1], "bwd") == 0;
+    const char *mode = argc > 1 ? argv[1] : "fwd";
+    const int backward = strcmp(mode, "bwd") == 0;
     const int threads = argc > 2 ? atoi(argv[2]) : 1;
     const int repeats = argc > 3 ? atoi(argv[3]) : 5;
-    const int64_t shape[4] = {N, C, H, W}, strides[4] = {C * H * W, H * W, W, 1};
-    const int64_t out_strides[4] = {C * P * P, P * P, P, 1};
+    const int nhwc = argc > 4 && strcmp(argv[4], "nhwc") == 0;
+    const int64_t shape[4] = {N, C, H, W};
+    const int64_t nchw_strides[4] = {C * H * W, H * W, W, 1};
+    const int64_t nhwc_strides[4] = {C * H * W, 1, W * C, C};
+    const int64_t *strides = nhwc ? nhwc_strides : nchw_strides;
+    const int64_t nchw_out[4] = {C * P * P, P * P, P, 1}, nhwc_out[4] = {C * P * P, 1, P * C, C};
+    const int64_t *out_strides = nhwc && !backward ? nhwc_out : nchw_out;
     float *x = malloc(sizeof(float) * N * C * H * W);
     float *y = malloc(sizeof(float) * K * C * P * P);
     float *boxes = malloc(sizeof(float) * K * 4);
     int64_t *batch = malloc(sizeof(int64_t) * K);
+    int64_t *argmax = strcmp(mode, "max_argmax") == 0 ? malloc(sizeof(int64_t) * K * C * P * P)
+                                                      : NULL;
     unsigned long long seed = 1;
     pyroi_roi_align_params p;
     int64_t i;
@@ -66,14 +76,26 @@ int main(int argc, char **argv)
     p.num_threads = threads;
     for (r = 0; r < repeats; ++r) {
         double t = now_ms();
-        pyroi_status s = backward
-            ? pyroi_roi_align_backward_f32(y, out_strides, boxes, K, 4, batch, x, shape, strides, &p)
-            : pyroi_roi_align_forward_f32(x, shape, strides, boxes, K, 4, batch, y, out_strides, &p);
-        printf("%s %.2f ms (%s)\n", backward ? "bwd" : "fwd", now_ms() - t, pyroi_status_string(s));
+        pyroi_status s;
+        if (backward) {
+            s = pyroi_roi_align_backward_f32(y, out_strides, boxes, K, 4, batch, x, shape,
+                                             strides, &p);
+        } else if (strncmp(mode, "max", 3) == 0) {
+            s = pyroi_roi_align_max_forward_f32(x, shape, strides, boxes, K, 4, batch, y,
+                                                out_strides, argmax, out_strides, &p);
+        } else if (strcmp(mode, "onnx_max") == 0) {
+            s = pyroi_roi_align_onnx_max_forward_f32(x, shape, strides, boxes, K, 4, batch, y,
+                                                     out_strides, &p);
+        } else {
+            s = pyroi_roi_align_forward_f32(x, shape, strides, boxes, K, 4, batch, y,
+                                            out_strides, &p);
+        }
+        printf("%s %.2f ms (%s)\n", mode, now_ms() - t, pyroi_status_string(s));
     }
     free(x);
     free(y);
     free(boxes);
     free(batch);
+    free(argmax);
     return 0;
 }

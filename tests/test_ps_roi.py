@@ -534,6 +534,18 @@ OPS = {
 }
 
 
+def each_op_and_dtype(test):
+    """Parametrizes ``test(op, dtype, ...)`` over both PS operators and every dtype."""
+    return pytest.mark.parametrize("op", sorted(OPS))(
+        pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)(test))
+
+
+def _layout_run(op, dtype):
+    """The operator's forward and backward, and the layout case: x, rois, params."""
+    forward, backward = OPS[op]
+    return (forward, backward) + _layout_case(dtype)
+
+
 def _views(x):
     return {
         "nhwc_transposed": channels_last_view(x),
@@ -543,11 +555,9 @@ def _views(x):
     }
 
 
-@pytest.mark.parametrize("op", sorted(OPS))
-@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
+@each_op_and_dtype
 def test_input_layouts_equal_contiguous(op, dtype):
-    forward, _ = OPS[op]
-    x, rois, params = _layout_case(dtype)
+    forward, _, x, rois, params = _layout_run(op, dtype)
     expected = forward(x, rois, **params)
     for name, view in _views(x).items():
         np.testing.assert_array_equal(forward(view, rois, **params), expected, err_msg=name)
@@ -558,11 +568,9 @@ def test_input_layouts_equal_contiguous(op, dtype):
                                   forward(view.copy(), rois, **params))
 
 
-@pytest.mark.parametrize("op", sorted(OPS))
-@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
+@each_op_and_dtype
 def test_grad_output_layouts_equal_contiguous(op, dtype):
-    _, backward = OPS[op]
-    x, rois, params = _layout_case(dtype)
+    _, backward, x, rois, params = _layout_run(op, dtype)
     rng = np.random.default_rng(37)
     g = random_input(rng, (len(rois), 2, 3, 4), dtype)
     expected = backward(g, rois, x.shape, spatial_scale=params["spatial_scale"])
@@ -576,11 +584,9 @@ def test_grad_output_layouts_equal_contiguous(op, dtype):
         backward(broadcast.copy(), rois, x.shape, spatial_scale=params["spatial_scale"]))
 
 
-@pytest.mark.parametrize("op", sorted(OPS))
-@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
+@each_op_and_dtype
 def test_box_forms_are_equivalent(op, dtype):
-    forward, backward = OPS[op]
-    x, rois, params = _layout_case(dtype)
+    forward, backward, x, rois, params = _layout_run(op, dtype)
     expected = forward(x, rois, **params)
     g = random_input(np.random.default_rng(41), expected.shape, dtype)
     expected_grad = backward(g, rois, x.shape, spatial_scale=params["spatial_scale"])
@@ -600,21 +606,17 @@ def test_box_forms_are_equivalent(op, dtype):
     assert reordered.shape == rois.shape
 
 
-@pytest.mark.parametrize("op", sorted(OPS))
-@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
+@each_op_and_dtype
 def test_forward_out(op, dtype):
-    forward, _ = OPS[op]
-    x, rois, params = _layout_case(dtype)
+    forward, _, x, rois, params = _layout_run(op, dtype)
     expected = forward(x, rois, **params)
     for view_kind in OUT_VIEWS:
         check_out_view(lambda out: forward(x, rois, **params, out=out), expected, view_kind)
 
 
-@pytest.mark.parametrize("op", sorted(OPS))
-@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
+@each_op_and_dtype
 def test_backward_out_overwrites(op, dtype):
-    _, backward = OPS[op]
-    x, rois, params = _layout_case(dtype)
+    _, backward, x, rois, params = _layout_run(op, dtype)
     g = random_input(np.random.default_rng(43), (len(rois), 2, 3, 4), dtype)
     scale = params["spatial_scale"]
     expected = backward(g, rois, x.shape, spatial_scale=scale)
@@ -635,8 +637,7 @@ def test_backward_out_overwrites(op, dtype):
 # empty shapes
 # --------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("op", sorted(OPS))
-@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
+@each_op_and_dtype
 def test_no_rois(op, dtype):
     forward, backward = OPS[op]
     x = random_input(np.random.default_rng(1), (2, 12, 5, 6), dtype)
@@ -652,8 +653,7 @@ def test_no_rois(op, dtype):
 
 @pytest.mark.parametrize("shape", [(0, 12, 5, 6), (2, 0, 5, 6), (2, 12, 0, 6), (2, 12, 5, 0),
                                    (2, 0, 0, 0)], ids=["N0", "C0", "H0", "W0", "CHW0"])
-@pytest.mark.parametrize("op", sorted(OPS))
-@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
+@each_op_and_dtype
 def test_empty_map_gives_zeros(shape, op, dtype):
     forward, backward = OPS[op]
     rois = np.array([[0, 0, 0, 3, 3], [1, -1, -1, 0.5, 0.5], [1, 2, 1, 9, 9]], dtype)

@@ -134,22 +134,25 @@ def test_direct_and_lane_major_orders_agree(dtype, aligned, sampling_ratio, kind
     np.testing.assert_array_equal(region_argmax, direct_argmax[:1])
 
 
+@pytest.mark.parametrize("zero", [0.0, -0.0])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("name", ["image", "region"])
-def test_place_of_out_of_map_samples(name, dtype):
+def test_place_of_out_of_map_samples(name, dtype, zero):
     """The out-of-map 0 is offered at the place of the first out-of-map sample: after row 0
     of a bin crossing the right edge (it then beats the negative row 0 and keeps its win
     against the 0 of row 1), after every row of a bin crossing the bottom edge (where the 0 of
-    row 1 came first). The argmax shows which offer won the tie."""
+    row 1 came first). The argmax shows which offer won the tie; with in-map zeros of -0.0
+    the value's sign shows it too (+0.0 on the right edge, -0.0 at the bottom), also in the
+    call without argmax (its value-only kernel offers the 0 at the same place)."""
     h, w = (8, 8) if name == "image" else (64, 72)
     x = -np.ones((1, 20, h, w), dtype)
     # right edge, 2 x 2 samples: row 0 at y = 2.3 (negative), row 1 at y = 4.3 reads rows 4
-    # and 5, here 0; columns at W - 1.25 (in) and W + 1.25 (out, sample index 1)
-    x[:, :, 4:6, w - 2:] = 0
+    # and 5, here `zero`; columns at W - 1.25 (in) and W + 1.25 (out, sample index 1)
+    x[:, :, 4:6, w - 2:] = zero
     right = [0, w - 2.5, 1.3, w + 2.5, 5.3]
     # bottom edge, 3 x 3 samples: rows at H - 2.25 (negative), H - 0.75 (clamped to row
-    # H - 1, here 0: sample 3 is the first 0), H + 0.75 (out, sample index 6)
-    x[:, :, h - 1, :] = 0
+    # H - 1, here `zero`: sample 3 is the first 0), H + 0.75 (out, sample index 6)
+    x[:, :, h - 1, :] = zero
     bottom = [0, 1.6, h - 3, 6.1, h + 1.5]
     fillers = np.tile(np.array([[0, 0, 0, w, h]], dtype), (8 if name == "image" else 0, 1))
     for sampling_ratio, box, winner in ((2, right, 1), (3, bottom, 3)):
@@ -158,5 +161,7 @@ def test_place_of_out_of_map_samples(name, dtype):
         out, argmax = _forward_all_threads(x, rois, sampling_ratio, False, (1, 1), 1.0)
         expected, expected_argmax = max_ref(x, rois[:1], 1, 1.0, sampling_ratio, False)
         assert (expected_argmax == winner).all() and (expected == 0).all()
+        sign = np.copysign(1.0, zero) if winner == 3 else 1.0  # 3: an in-map zero won
+        assert (np.copysign(1.0, expected) == sign).all()
         _assert_bits(out[:1], expected)
         np.testing.assert_array_equal(argmax[:1], expected_argmax)

@@ -17,9 +17,10 @@ import numpy as np
 import pytest
 
 import pyroi
-from conftest import (DTYPE_IDS, DTYPES, OUT_VIEWS, backward_params, central_differences,
-                      channels_last_view, check_out_view, negative_strides_view, random_input,
-                      read_only, rois_to_list, stable_seed, strided_view, writable)
+from conftest import (CASE_CONFIGS, DTYPE_IDS, DTYPES, OUT_VIEWS, backward_params,
+                      central_differences, channels_last_view, check_out_view,
+                      negative_strides_view, random_input, read_only, rois_to_list, stable_seed,
+                      strided_view, writable)
 from reference import roi_align_backward_ref, roi_align_ref
 from reference_rotated import (axis_aligned_boxes, roi_align_rotated_backward_ref,
                                roi_align_rotated_ref)
@@ -78,14 +79,6 @@ def random_rotated_rois(rng, num_images, height, width, num_rois, dtype, spatial
     return rois.astype(dtype)
 
 
-CASE_CONFIGS = {
-    "odd9x11": dict(N=2, C=3, H=9, W=11, K=14, output_size=(3, 2), scale=0.7, as_list=False),
-    "map1x1": dict(N=1, C=2, H=1, W=1, K=8, output_size=2, scale=1.0, as_list=False),
-    "H1": dict(N=2, C=2, H=1, W=13, K=8, output_size=(1, 4), scale=0.5, as_list=False),
-    "W1": dict(N=1, C=1, H=12, W=1, K=8, output_size=(5, 1), scale=1.0, as_list=False),
-    "fpn16": dict(N=3, C=4, H=16, W=15, K=14, output_size=7, scale=0.25, as_list=False),
-    "list7x5": dict(N=2, C=2, H=7, W=5, K=10, output_size=(2, 3), scale=0.3, as_list=True),
-}
 CONFIG_NAMES = sorted(CASE_CONFIGS)
 
 

@@ -210,11 +210,16 @@ static void PYROI_TYPED(roi_align_onnx_max_backward_task)(void *context, int64_t
 
 /* One offer to an mmcv max bin on a block, per lane: the interpolated value of a sample (the
  * four weighted taps added left to right, as in avg mode; pixels p1..p4 of the block, weights
- * from the row tap ty and the column tap tx) with sample index `index`. It wins if it is the
- * first offer, is larger, or is the first NaN (roi_align_max_offer's rule, as a select). */
+ * from the row tap ty and the column tap tx) with sample index `index`. With track, it wins
+ * if it is the first offer, is larger, or is the first NaN (roi_align_max_offer's rule, as a
+ * select), and winner follows. Without (a constant at each call: no argmax asked for), one
+ * vector max: a larger value wins, a tie keeps the earlier one (the rule for every non-NaN
+ * value, signed zeros included); a NaN is not taken, only noted in its lane of `nan` (which
+ * then holds a NaN): the RoI is then redone with track, whose rule NaN needs. */
 PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_max_sample)(
-    T *PYROI_RESTRICT best, int64_t *PYROI_RESTRICT winner, const T *block, int64_t width,
-    PYROI_TYPED(axis_tap) ty, PYROI_TYPED(axis_tap) tx, int64_t index, int first)
+    T *PYROI_RESTRICT best, int64_t *PYROI_RESTRICT winner, T *PYROI_RESTRICT nan,
+    const T *block, int64_t width, PYROI_TYPED(axis_tap) ty, PYROI_TYPED(axis_tap) tx,
+    int64_t index, int first, int track)
 {
     const T w1 = ty.w_lo * tx.w_lo, w2 = ty.w_lo * tx.w_hi;
     const T w3 = ty.w_hi * tx.w_lo, w4 = ty.w_hi * tx.w_hi;
@@ -226,9 +231,15 @@ PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_max_sample)(
     for (j = 0; j < PYROI_LANES; ++j) {
         /* each lane is one channel, evaluated exactly as the scalar loop */
         const T value = w1 * p1[j] + w2 * p2[j] + w3 * p3[j] + w4 * p4[j];
-        const int take = first || value > best[j] || (value != value && best[j] == best[j]);
-        best[j] = take ? value : best[j];
-        winner[j] = take ? index : winner[j];
+        if (track) {
+            const int take =
+                first || value > best[j] || (value != value && best[j] == best[j]);
+            best[j] = take ? value : best[j];
+            winner[j] = take ? index : winner[j];
+        } else {
+            best[j] = value > best[j] ? value : best[j];
+            nan[j] = value != value ? value : nan[j];
+        }
     }
 }
 
@@ -244,6 +255,72 @@ PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_max_zero)(T *PYROI_RESTRICT best,
         best[j] = take ? (T)0 : best[j];
         winner[j] = take ? index : winner[j];
     }
+}
+
+/* mmcv max of RoI k on a block when no argmax is asked for: tile[ph][pw][lane] as
+ * roi_align_max_roi gives it, one vector max per sample, unless a lane met a NaN. The 0 of
+ * the out-of-map samples is offered at the same place (it decides between +0 and -0), and
+ * starting each bin from -inf gives what its first offer would: a value that is not NaN
+ * beats -inf or ties it with itself. Returns 0 when a sample of the RoI was NaN: the tile
+ * is then not the RoI's (the caller redoes it with winners, NaN being rare). */
+PYROI_CLONE_INLINE int PYROI_TYPED(roi_align_max_roi_values)(
+    const struct PYROI_TYPED(roi_align_max_job) *max_job, int64_t k, const T *block, T *tile)
+{
+    const PYROI_TYPED(roi_align_plan) *plan = max_job->base.plan;
+    const int64_t width = max_job->base.map_shape[3];
+    const int64_t pooled_height = max_job->base.params->pooled_height;
+    const int64_t pooled_width = max_job->base.params->pooled_width;
+    const int64_t grid_w = max_job->grid_w[k];
+    const int64_t grid_h = grid_w > 0 ? plan->samples[k] / grid_w : 0;
+    const PYROI_TYPED(roi_align_tap_tables) tables =
+        PYROI_TYPED(roi_align_tap_tables_of)(plan, k, pooled_height);
+    T best[PYROI_LANE_BYTES / sizeof(T)], nan[PYROI_LANE_BYTES / sizeof(T)];
+    int64_t ph, pw, r, q, j;
+    int clean = 1;
+
+    for (j = 0; j < PYROI_LANES; ++j) {
+        nan[j] = (T)0;
+    }
+    for (ph = 0; ph < pooled_height; ++ph) {
+        const pyroi_tap_range rr = tables.row_ranges[ph];
+        for (pw = 0; pw < pooled_width; ++pw) {
+            const pyroi_tap_range cr = tables.col_ranges[pw];
+            /* the 0 after zero_rows rows of in-map samples; -1: no sample is outside */
+            const int64_t outside =
+                grid_h * grid_w > 0
+                    ? PYROI_TYPED(roi_align_first_outside)(rr, cr, grid_h, grid_w)
+                    : -1;
+            const int64_t zero_rows = outside < 0    ? -1
+                                      : outside == 0 ? 0
+                                      : outside < grid_w ? 1
+                                                         : rr.end - rr.begin;
+            T *result = tile + (ph * pooled_width + pw) * PYROI_LANES;
+            for (j = 0; j < PYROI_LANES; ++j) {
+                best[j] = grid_h * grid_w > 0 ? -(T)INFINITY : (T)0; /* empty bin: 0 */
+            }
+            for (r = rr.begin; r < rr.end; ++r) {
+                const PYROI_TYPED(axis_tap) ty = tables.row_taps[r];
+                if (r - rr.begin == zero_rows) {
+                    for (j = 0; j < PYROI_LANES; ++j) {
+                        best[j] = (T)0 > best[j] ? (T)0 : best[j];
+                    }
+                }
+                for (q = cr.begin; q < cr.end; ++q) {
+                    PYROI_TYPED(roi_align_max_sample)(best, NULL, nan, block, width, ty,
+                                                      tables.col_taps[q], 0, 0, 0);
+                }
+            }
+            for (j = 0; j < PYROI_LANES; ++j) {
+                /* after every in-map sample (or the only offer) */
+                const T last = zero_rows == rr.end - rr.begin && (T)0 > best[j] ? (T)0 : best[j];
+                result[j] = last;
+            }
+        }
+    }
+    for (j = 0; j < PYROI_LANES; ++j) {
+        clean &= nan[j] == nan[j];
+    }
+    return clean;
 }
 
 /* mmcv max of RoI k on a block of channels [c0, c0 + lanes): tile[ph][pw][lane] and, unless
@@ -266,6 +343,10 @@ PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_max_roi)(
     const int64_t *a = max_job->argmax_strides;
     int64_t ph, pw, r, q, j;
 
+    if (max_job->argmax == NULL &&
+        PYROI_TYPED(roi_align_max_roi_values)(max_job, k, block, tile)) {
+        return; /* no winners to keep, no NaN met */
+    }
     for (ph = 0; ph < pooled_height; ++ph) {
         const pyroi_tap_range rr = tables.row_ranges[ph];
         const int64_t rows = rr.end - rr.begin;
@@ -295,13 +376,15 @@ PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_max_roi)(
                     }
                     q = cr.begin;
                     if (r == rr.begin && zero_rows != 0) { /* the first offer */
-                        PYROI_TYPED(roi_align_max_sample)(best, winner, block, width, ty,
-                                                          tables.col_taps[q], row_index + q, 1);
+                        PYROI_TYPED(roi_align_max_sample)(best, winner, NULL, block, width,
+                                                          ty, tables.col_taps[q], row_index + q,
+                                                          1, 1);
                         ++q;
                     }
                     for (; q < cr.end; ++q) {
-                        PYROI_TYPED(roi_align_max_sample)(best, winner, block, width, ty,
-                                                          tables.col_taps[q], row_index + q, 0);
+                        PYROI_TYPED(roi_align_max_sample)(best, winner, NULL, block, width,
+                                                          ty, tables.col_taps[q], row_index + q,
+                                                          0, 1);
                     }
                 }
                 if (zero_rows > 0 && zero_rows == rows) { /* after every in-map sample */

@@ -134,12 +134,24 @@ static int have_avx2(void)
 }
 #endif
 
-/* Channels-last (NHWC) data: the lanes of one element are already contiguous. */
+/* Channels-last (NHWC) data: the lanes of one element are already contiguous. A full lane
+ * group is copied with a constant size, which the compiler turns into a few vector moves:
+ * a memcpy call of a variable size per pixel took a third of a box-head forward from NHWC
+ * features. Gathered, a pixel's lanes are one line of a long strided walk (one line per
+ * pixel, C elements apart) that waited on memory at every pixel: the line this many pixels
+ * ahead is prefetched (box head from NHWC, 1 thread: about 2x -> 1.3-1.5x the NCHW time). */
+#define CONTIGUOUS_LANES_AHEAD 16
 #define CONTIGUOUS_LANE_COPIES(T, L)                                                           \
     static void lanes_to_contiguous_lanes_##T(const T *src, int64_t count, int64_t lanes,      \
                                               T *dst, int64_t dst_stride)                      \
     {                                                                                          \
         int64_t i;                                                                             \
+        if (lanes == (L)) {                                                                    \
+            for (i = 0; i < count; ++i) {                                                      \
+                memcpy(dst + i * dst_stride, src + i * (L), (L) * sizeof(T));                  \
+            }                                                                                  \
+            return;                                                                            \
+        }                                                                                      \
         for (i = 0; i < count; ++i) {                                                          \
             memcpy(dst + i * dst_stride, src + i * (L), (size_t)lanes * sizeof(T));            \
         }                                                                                      \
@@ -148,6 +160,15 @@ static int have_avx2(void)
                                               int64_t lanes, T *dst, int64_t dst_pitch)        \
     {                                                                                          \
         int64_t i, j;                                                                          \
+        if (lanes == (L)) {                                                                    \
+            for (i = 0; i < count; ++i) {                                                      \
+                if (i + CONTIGUOUS_LANES_AHEAD < count) {                                      \
+                    PYROI_PREFETCH(src + (i + CONTIGUOUS_LANES_AHEAD) * src_stride);           \
+                }                                                                              \
+                memcpy(dst + i * dst_pitch, src + i * src_stride, (L) * sizeof(T));            \
+            }                                                                                  \
+            return;                                                                            \
+        }                                                                                      \
         for (i = 0; i < count; ++i) {                                                          \
             memcpy(dst + i * dst_pitch, src + i * src_stride, (size_t)lanes * sizeof(T));      \
             for (j = lanes; j < (L); ++j) {                                                    \

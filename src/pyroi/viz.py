@@ -17,11 +17,17 @@ rows 2 and 3 with weights 0.75 and 0.25.
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import numpy.typing as npt
 
 from pyroi import _core, _validate, ops
+
+if TYPE_CHECKING:  # matplotlib stays an optional extra, imported when a picture is drawn
+    from matplotlib.figure import Figure
 
 __all__ = [
     "AxisSamples",
@@ -63,11 +69,11 @@ class AxisSamples:
     (2, [[0.5, 1.5], [2.5, 3.5]])
     """
 
-    coords: np.ndarray
-    taps: np.ndarray
-    weights: np.ndarray
-    in_map: np.ndarray
-    edges: np.ndarray
+    coords: npt.NDArray[np.floating[Any]]
+    taps: npt.NDArray[np.int64]
+    weights: npt.NDArray[np.floating[Any]]
+    in_map: npt.NDArray[np.bool_]
+    edges: npt.NDArray[np.floating[Any]]
 
     @property
     def grid(self) -> int:
@@ -116,9 +122,9 @@ class RoIAlignGeometry:
     ((2, 2), 4, [-0.5, 1.5, 3.5])
     """
 
-    box: tuple
-    map_size: tuple
-    output_size: tuple
+    box: tuple[float, float, float, float]
+    map_size: tuple[int, int]
+    output_size: tuple[int, int]
     spatial_scale: float
     sampling_ratio: int
     aligned: bool
@@ -180,17 +186,19 @@ class RoIPoolGeometry:
     ([1, 3, 1, 3], [[1, 2], [1, 3], [2, 3]])
     """
 
-    box: tuple
-    map_size: tuple
-    output_size: tuple
+    box: tuple[float, float, float, float]
+    map_size: tuple[int, int]
+    output_size: tuple[int, int]
     spatial_scale: float
-    roi_pixels: np.ndarray
-    row_edges: np.ndarray
-    col_edges: np.ndarray
+    roi_pixels: npt.NDArray[np.int64]
+    row_edges: npt.NDArray[np.int64]
+    col_edges: npt.NDArray[np.int64]
 
 
-def explain_roi_align(box, output_size, spatial_scale=1.0, sampling_ratio=-1, aligned=False,
-                      *, map_size, dtype=np.float64) -> RoIAlignGeometry:
+def explain_roi_align(box: npt.ArrayLike, output_size: int | tuple[int, int],
+                      spatial_scale: float = 1.0, sampling_ratio: int = -1,
+                      aligned: bool = False, *, map_size: tuple[int, int],
+                      dtype: npt.DTypeLike = np.float64) -> RoIAlignGeometry:
     """Where :func:`pyroi.roi_align` samples one box, computed by the C core.
 
     Parameters
@@ -248,14 +256,15 @@ def explain_roi_align(box, output_size, spatial_scale=1.0, sampling_ratio=-1, al
                     edges=e)
         for (c, t, w, m, e), bins, grid in zip(axes, pooled, (grid_h, grid_w))
     )
-    return RoIAlignGeometry(box=tuple(float(v) for v in coords), map_size=(height, width),
+    return RoIAlignGeometry(box=_box(coords), map_size=(height, width),
                             output_size=pooled, spatial_scale=scale,
                             sampling_ratio=int(sampling_ratio), aligned=is_aligned,
                             rows=rows, cols=cols)
 
 
-def explain_roi_pool(box, output_size, spatial_scale=1.0, *, map_size,
-                     dtype=np.float64) -> RoIPoolGeometry:
+def explain_roi_pool(box: npt.ArrayLike, output_size: int | tuple[int, int],
+                     spatial_scale: float = 1.0, *, map_size: tuple[int, int],
+                     dtype: npt.DTypeLike = np.float64) -> RoIPoolGeometry:
     """The quantised bins :func:`pyroi.roi_pool` uses for one box, computed by the C core.
 
     Parameters
@@ -292,9 +301,14 @@ def explain_roi_pool(box, output_size, spatial_scale=1.0, *, map_size,
     col_edges = np.empty((pooled[1], 2), np.int64)
     _core.roi_pool_bin_edges(coords, height, width, scale, scale, roi_pixels, row_edges,
                              col_edges)
-    return RoIPoolGeometry(box=tuple(float(v) for v in coords), map_size=(height, width),
+    return RoIPoolGeometry(box=_box(coords), map_size=(height, width),
                            output_size=pooled, spatial_scale=scale, roi_pixels=roi_pixels,
                            row_edges=row_edges, col_edges=col_edges)
+
+
+def _box(coords: npt.ArrayLike) -> tuple[float, float, float, float]:
+    x1, y1, x2, y2 = (float(v) for v in np.asarray(coords))
+    return x1, y1, x2, y2
 
 
 # ---- drawing (matplotlib) ------------------------------------------------------------------
@@ -604,8 +618,11 @@ def _wrap(text: str, width: int = 84) -> str:
     return "\n".join(textwrap.fill(part, width) for part in text.split("\n"))
 
 
-def explain(box, output_size=2, spatial_scale=1.0, sampling_ratio=2, aligned=False, *,
-            features=None, map_size=None, image=0, channel=0, figsize=None):
+def explain(box: npt.ArrayLike, output_size: int | tuple[int, int] = 2,
+            spatial_scale: float = 1.0, sampling_ratio: int = 2, aligned: bool = False, *,
+            features: npt.ArrayLike | None = None, map_size: tuple[int, int] | None = None,
+            image: int = 0, channel: int = 0,
+            figsize: tuple[float, float] | None = None) -> Figure:
     """A picture of RoIAlign and RoIPool on one box, side by side, for learning what they do.
 
     Left: the feature plane (pixel grid and values), the box (dashed), RoIAlign's bins, its
@@ -671,8 +688,8 @@ def explain(box, output_size=2, spatial_scale=1.0, sampling_ratio=2, aligned=Fal
                             dtype=dtype)
     rois = np.concatenate([[0], np.asarray(align.box)]).astype(dtype)[None]
     batch = plane[None, None]
-    aligned_values = ops.roi_align(batch, rois, output_size, spatial_scale, sampling_ratio,
-                                   aligned)[0, 0]
+    aligned_values = np.asarray(ops.roi_align(batch, rois, output_size, spatial_scale,
+                                              sampling_ratio, aligned))[0, 0]
     pooled_values, argmax = ops.roi_pool(batch, rois, output_size, spatial_scale,
                                          return_argmax=True)
     fig = Figure(figsize=figsize or (13.0, 9.0), dpi=100, layout="constrained")
@@ -720,7 +737,7 @@ def explain(box, output_size=2, spatial_scale=1.0, sampling_ratio=2, aligned=Fal
     for ax in (left_text, right_text):
         ax.set_axis_off()
     # one legend for both maps, at the bottom; the text panels as tall as their lines
-    handles = {}
+    handles: dict[str, Any] = {}
     for ax in (left, right):
         for handle, label in zip(*ax.get_legend_handles_labels()):
             handles.setdefault(label, handle)
@@ -745,8 +762,10 @@ def explain(box, output_size=2, spatial_scale=1.0, sampling_ratio=2, aligned=Fal
     return fig
 
 
-def save_explain(path, box, output_size=2, spatial_scale=1.0, sampling_ratio=2,
-                 aligned=False, *, dpi=100, **options):
+def save_explain(path: str | os.PathLike[str], box: npt.ArrayLike,
+                 output_size: int | tuple[int, int] = 2, spatial_scale: float = 1.0,
+                 sampling_ratio: int = 2, aligned: bool = False, *, dpi: int = 100,
+                 **options: Any) -> str:
     """Draw :func:`explain` and save it to ``path`` (PNG, SVG, PDF: by the file's suffix).
 
     Parameters
@@ -774,8 +793,6 @@ def save_explain(path, box, output_size=2, spatial_scale=1.0, sampling_ratio=2,
     >>> pathlib.Path(path).read_bytes()[:4]
     b'\\x89PNG'
     """
-    import os
-
     fig = explain(box, output_size, spatial_scale, sampling_ratio, aligned, **options)
     fig.savefig(path, dpi=dpi)
     return os.fspath(path)

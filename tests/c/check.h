@@ -2,7 +2,11 @@
 #ifndef PYROI_TEST_CHECK_H
 #define PYROI_TEST_CHECK_H
 
+#include "pyroi.h"
+
 #include <math.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
 static int check_failures = 0;
@@ -64,6 +68,41 @@ static void check_random_fill(double *v, long count, double lo, double hi,
     }
 }
 
+/* The same pseudo-random N x C x H x W tensor (values in [offset, offset + 1)) written in
+ * NCHW order into `nchw` and in NHWC order into `nhwc`: the layout tests' inputs. */
+static void check_random_nchw_nhwc(float *nchw, float *nhwc, int N, int C, int H, int W,
+                                   float offset, unsigned long long *state)
+{
+    int n, c, h, w;
+
+    for (n = 0; n < N; ++n)
+        for (c = 0; c < C; ++c)
+            for (h = 0; h < H; ++h)
+                for (w = 0; w < W; ++w) {
+                    const float v = (float)check_random(state) + offset;
+                    nchw[((n * C + c) * H + h) * W + w] = v;
+                    nhwc[((n * H + h) * W + w) * C + c] = v;
+                }
+}
+
+/* `count` boxes (4 floats a row) of up to 30 x 30 pixels with their top-left corner in
+ * [-8, 52)^2, box k on image k % num_images: the RoIs of the thread-count tests. */
+static void check_random_boxes(float *boxes, int64_t *batch, int count, int num_images,
+                               unsigned long long *state)
+{
+    int k;
+
+    for (k = 0; k < count; ++k) {
+        const float x1 = (float)(check_random(state) * 60 - 8);
+        const float y1 = (float)(check_random(state) * 60 - 8);
+        batch[k] = k % num_images;
+        boxes[4 * k] = x1;
+        boxes[4 * k + 1] = y1;
+        boxes[4 * k + 2] = x1 + (float)(check_random(state) * 30);
+        boxes[4 * k + 3] = y1 + (float)(check_random(state) * 30);
+    }
+}
+
 /* The adjoint identity of a linear forward y = A x and its backward gx = A^T gy:
  * <y, gy> == <x, gx> to rounding, relative to sum |y * gy|, which must not be 0 (else the
  * identity holds vacuously). A macro, so that a failure names the caller's line. */
@@ -88,6 +127,110 @@ static void check_adjoint_sums(const double *y, const double *gy, long n_out, co
         check_adjoint_sums((y), (gy), (n_out), (x), (gx), (n_in), check_sums_);       \
         CHECK(check_sums_[2] > 0);                                                    \
         CHECK(fabs(check_sums_[0] - check_sums_[1]) <= 1e-12 * (1 + check_sums_[2])); \
+    } while (0)
+
+/* RoIPool's parameters with a pooled size, the rest at their defaults (the tests of RoIPool
+ * and of its explain function share them). */
+static void check_roi_pool_params(pyroi_roi_pool_params *p, int64_t pooled_height,
+                                  int64_t pooled_width)
+{
+    pyroi_roi_pool_params_init(p);
+    p->pooled_height = pooled_height;
+    p->pooled_width = pooled_width;
+}
+
+/* The parameters every operator validates alike, seen through pointers into the operator's
+ * own struct (sampling_ratio NULL where it has none). */
+typedef struct check_params_view {
+    int64_t *pooled_height, *pooled_width;
+    double *spatial_scale_h, *spatial_scale_w;
+    int64_t *sampling_ratio;
+    int *num_threads;
+} check_params_view;
+
+/* Invalid values of those parameters and the status each must get. */
+enum check_param { CHECK_POOLED_HEIGHT, CHECK_POOLED_WIDTH, CHECK_SCALE_H, CHECK_SCALE_W,
+                   CHECK_SAMPLING_RATIO, CHECK_NUM_THREADS };
+static const struct check_bad_param {
+    enum check_param field;
+    double value;
+    pyroi_status status;
+} check_bad_params[] = {
+    {CHECK_POOLED_HEIGHT, 0, PYROI_E_INVALID_OUTPUT_SIZE},
+    {CHECK_POOLED_WIDTH, -1, PYROI_E_INVALID_OUTPUT_SIZE},
+    {CHECK_POOLED_WIDTH, -3, PYROI_E_INVALID_OUTPUT_SIZE},
+    {CHECK_SCALE_H, -0.5, PYROI_E_INVALID_SCALE},
+    {CHECK_SCALE_H, NAN, PYROI_E_INVALID_SCALE},
+    {CHECK_SCALE_H, INFINITY, PYROI_E_INVALID_SCALE},
+    {CHECK_SCALE_W, -1.0, PYROI_E_INVALID_SCALE},
+    {CHECK_SCALE_W, NAN, PYROI_E_INVALID_SCALE},
+    {CHECK_SCALE_W, INFINITY, PYROI_E_INVALID_SCALE},
+    {CHECK_SAMPLING_RATIO, (double)PYROI_MAX_SAMPLING_GRID + 1, PYROI_E_INVALID_SAMPLING_RATIO},
+    {CHECK_NUM_THREADS, -1, PYROI_E_INVALID_NUM_THREADS},
+    {CHECK_NUM_THREADS, -2, PYROI_E_INVALID_NUM_THREADS},
+};
+
+/* Writes row `row` of check_bad_params through `v`; 0 if the operator has no such field. */
+static int check_set_bad_param(const check_params_view *v, size_t row)
+{
+    const struct check_bad_param *bad = &check_bad_params[row];
+
+    switch (bad->field) {
+    case CHECK_POOLED_HEIGHT: *v->pooled_height = (int64_t)bad->value; break;
+    case CHECK_POOLED_WIDTH: *v->pooled_width = (int64_t)bad->value; break;
+    case CHECK_SCALE_H: *v->spatial_scale_h = bad->value; break;
+    case CHECK_SCALE_W: *v->spatial_scale_w = bad->value; break;
+    case CHECK_SAMPLING_RATIO:
+        if (v->sampling_ratio == NULL) {
+            return 0;
+        }
+        *v->sampling_ratio = (int64_t)bad->value;
+        break;
+    default: *v->num_threads = (int)bad->value; break;
+    }
+    return 1;
+}
+
+/* Every row of check_bad_params, alone, fails both `forward` and `backward` (calls with the
+ * parameters `view` points into) with its status; `reset` makes the parameters valid again. */
+#define CHECK_PARAMS_STATUS(view, reset, forward, backward)                           \
+    do {                                                                              \
+        size_t check_row_;                                                            \
+        for (check_row_ = 0;                                                          \
+             check_row_ < sizeof(check_bad_params) / sizeof(check_bad_params[0]);     \
+             ++check_row_) {                                                          \
+            reset;                                                                    \
+            if (check_set_bad_param(&(view), check_row_)) {                           \
+                CHECK_STATUS(forward, check_bad_params[check_row_].status);           \
+                CHECK_STATUS(backward, check_bad_params[check_row_].status);          \
+            }                                                                         \
+        }                                                                             \
+    } while (0)
+
+/* The answers every find_invalid_roi entry `find` (its name without _f32 / _f64) gives on
+ * float `boxes` of `coords` numbers a row whose first two are valid and whose third is not,
+ * with batches `good` (all 0) and `bad` (the second index 1, past one image); the arguments
+ * after them are the entry's own (map size, parameters). A macro, so that a failure names the
+ * caller's line. */
+#define CHECK_FIRST_OFFENDER(find, boxes, coords, good, bad, ...)                     \
+    do {                                                                              \
+        int64_t check_index_ = 99;                                                    \
+        CHECK_STATUS(find##_f32(boxes, 2, coords, good, 1, __VA_ARGS__, &check_index_), \
+                     PYROI_OK);                                                       \
+        CHECK(check_index_ == -1);                                                    \
+        CHECK_STATUS(find##_f32(boxes, 3, coords, good, 1, __VA_ARGS__, &check_index_), \
+                     PYROI_E_INVALID_BOX);                                            \
+        CHECK(check_index_ == 2);                                                     \
+        /* every batch index is checked before any box */                             \
+        CHECK_STATUS(find##_f32(boxes, 3, coords, bad, 1, __VA_ARGS__, &check_index_), \
+                     PYROI_E_INVALID_BATCH_INDEX);                                    \
+        CHECK(check_index_ == 1);                                                     \
+        check_index_ = 99;                                                            \
+        CHECK_STATUS(find##_f64(NULL, 3, coords, good, 1, __VA_ARGS__, &check_index_), \
+                     PYROI_E_NULL_POINTER);                                           \
+        CHECK(check_index_ == -1);                                                    \
+        CHECK_STATUS(find##_f32(boxes, 3, coords, good, 1, __VA_ARGS__, NULL),        \
+                     PYROI_E_NULL_POINTER);                                           \
     } while (0)
 
 #endif

@@ -197,16 +197,9 @@ static void test_strided_layouts(void)
     float y_a[K * C * PH * PW], y_b[K * C * PH * PW];
     pyroi_roi_align_params p;
     unsigned long long seed = 7;
-    int n, c, h, w, k, ph, pw;
+    int c, k, ph, pw;
 
-    for (n = 0; n < N; ++n)
-        for (c = 0; c < C; ++c)
-            for (h = 0; h < H; ++h)
-                for (w = 0; w < W; ++w) {
-                    float v = (float)check_random(&seed);
-                    x_nchw[((n * C + c) * H + h) * W + w] = v;
-                    x_nhwc[((n * H + h) * W + w) * C + c] = v;
-                }
+    check_random_nchw_nhwc(x_nchw, x_nhwc, N, C, H, W, 0.0f, &seed);
     pyroi_roi_align_params_init(&p);
     p.pooled_height = PH;
     p.pooled_width = PW;

@@ -250,13 +250,6 @@ static void test_align_statuses(void)
     CHECK(rb.coords[0] == -42.0);
 }
 
-static void pool_params(pyroi_roi_pool_params *p, int64_t pooled_height, int64_t pooled_width)
-{
-    pyroi_roi_pool_params_init(p);
-    p->pooled_height = pooled_height;
-    p->pooled_width = pooled_width;
-}
-
 static void test_pool_known_answers(void)
 {
     pyroi_roi_pool_params p;
@@ -266,7 +259,7 @@ static void test_pool_known_answers(void)
     const int64_t expected[6] = {1, 2, 1, 3, 2, 3};
     int i;
 
-    pool_params(&p, 3, 3);
+    check_roi_pool_params(&p, 3, 3);
     CHECK_STATUS(pyroi_roi_pool_bin_edges_f64(box, 4, 4, &p, roi, rows, cols), PYROI_OK);
     for (i = 0; i < 6; ++i) {
         CHECK(rows[i] == expected[i] && cols[i] == expected[i]);
@@ -276,7 +269,7 @@ static void test_pool_known_answers(void)
     /* rounding half away from zero, scaling, clipping to the map, empty bins */
     {
         const float box32[4] = {-2.5f, 0.5f, 9.4f, 0.5f}; /* x: -3 .. 9; y: 1 .. 1 */
-        pool_params(&p, 1, 3);
+        check_roi_pool_params(&p, 1, 3);
         CHECK_STATUS(pyroi_roi_pool_bin_edges_f32(box32, 4, 8, &p, roi, rows, cols), PYROI_OK);
         CHECK(roi[0] == 1 && roi[1] == 2 && roi[2] == -3 && roi[3] == 10);
         CHECK(rows[0] == 1 && rows[1] == 2);
@@ -287,7 +280,7 @@ static void test_pool_known_answers(void)
     }
     {
         const double outside[4] = {-9, -9, -5, -5};
-        pool_params(&p, 2, 2);
+        check_roi_pool_params(&p, 2, 2);
         p.spatial_scale_h = p.spatial_scale_w = 0.5; /* -4.5 -> -5, -2.5 -> -3 */
         CHECK_STATUS(pyroi_roi_pool_bin_edges_f64(outside, 4, 4, &p, NULL, rows, cols),
                      PYROI_OK);
@@ -312,7 +305,7 @@ static void test_pool_reproduces_forward(void)
         double box[4];
         int ph, pw;
         random_box(box, &state);
-        pool_params(&p, 2, 3);
+        check_roi_pool_params(&p, 2, 3);
         CHECK_STATUS(pyroi_roi_pool_forward_f64(x, shape, strides, box, 1, 4, batch, y,
                                                 out_strides, NULL, NULL, &p), PYROI_OK);
         CHECK_STATUS(pyroi_roi_pool_bin_edges_f64(box, H, W, &p, NULL, rows, cols), PYROI_OK);
@@ -341,21 +334,21 @@ static void test_pool_statuses(void)
     pyroi_roi_pool_params p;
     int64_t roi[4] = {-7, -7, -7, -7}, rows[4] = {-7, -7, -7, -7}, cols[4];
 
-    pool_params(&p, 2, 2);
+    check_roi_pool_params(&p, 2, 2);
     CHECK_STATUS(pyroi_roi_pool_bin_edges_f64(box, 4, 4, NULL, roi, rows, cols),
                  PYROI_E_NULL_POINTER);
     p.pooled_height = -1;
     CHECK_STATUS(pyroi_roi_pool_bin_edges_f64(box, 4, 4, &p, roi, rows, cols),
                  PYROI_E_INVALID_OUTPUT_SIZE);
-    pool_params(&p, 2, 2);
+    check_roi_pool_params(&p, 2, 2);
     p.spatial_scale_w = NAN;
     CHECK_STATUS(pyroi_roi_pool_bin_edges_f64(box, 4, 4, &p, roi, rows, cols),
                  PYROI_E_INVALID_SCALE);
-    pool_params(&p, 2, 2);
+    check_roi_pool_params(&p, 2, 2);
     p.num_threads = -3;
     CHECK_STATUS(pyroi_roi_pool_bin_edges_f64(box, 4, 4, &p, roi, rows, cols),
                  PYROI_E_INVALID_NUM_THREADS);
-    pool_params(&p, 2, 2);
+    check_roi_pool_params(&p, 2, 2);
     CHECK_STATUS(pyroi_roi_pool_bin_edges_f64(box, -4, 4, &p, roi, rows, cols),
                  PYROI_E_INVALID_SHAPE);
     CHECK_STATUS(pyroi_roi_pool_bin_edges_f64(NULL, 4, 4, &p, roi, rows, cols),

@@ -89,14 +89,7 @@ static void test_thread_count_invariance(void)
     for (i = 0; i < N * C * H * W; ++i) {
         x[i] = (float)check_random(&seed) - 0.5f;
     }
-    for (i = 0; i < K; ++i) {
-        float x1 = (float)(check_random(&seed) * 60 - 8), y1 = (float)(check_random(&seed) * 60 - 8);
-        batch[i] = i % N;
-        boxes[4 * i] = x1;
-        boxes[4 * i + 1] = y1;
-        boxes[4 * i + 2] = x1 + (float)(check_random(&seed) * 30);
-        boxes[4 * i + 3] = y1 + (float)(check_random(&seed) * 30);
-    }
+    check_random_boxes(boxes, batch, K, N, &seed);
     pyroi_roi_align_params_init(&p);
     p.pooled_height = p.pooled_width = P;
     p.spatial_scale_h = p.spatial_scale_w = 0.75;

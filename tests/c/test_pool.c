@@ -8,13 +8,6 @@
 
 static const int64_t one_bin[4] = {1, 1, 1, 1};
 
-static void init_params(pyroi_roi_pool_params *p, int64_t pooled_height, int64_t pooled_width)
-{
-    pyroi_roi_pool_params_init(p);
-    p->pooled_height = pooled_height;
-    p->pooled_width = pooled_width;
-}
-
 static void test_defaults(void)
 {
     pyroi_roi_pool_params p;
@@ -46,7 +39,7 @@ static void test_small_roi_repeats_pixels(void)
     for (i = 0; i < 16; ++i) {
         x[i] = (float)i;
     }
-    init_params(&p, 3, 3);
+    check_roi_pool_params(&p, 3, 3);
     CHECK_STATUS(pyroi_roi_pool_forward_f32(x, shape, strides, box, 1, 4, batch, y, out_strides,
                                             argmax, out_strides, &p), PYROI_OK);
     for (i = 0; i < 9; ++i) {
@@ -84,7 +77,7 @@ static void test_rounding(void)
     for (i = 0; i < 100; ++i) {
         x[i] = i;
     }
-    init_params(&p, 1, 1);
+    check_roi_pool_params(&p, 1, 1);
     CHECK_STATUS(pyroi_roi_pool_forward_f64(x, shape, strides, boxes, 5, 4, batch, y,
                                             out_strides, argmax, out_strides, &p), PYROI_OK);
     for (i = 0; i < 5; ++i) {
@@ -101,7 +94,7 @@ static void test_mmcv_cases(void)
     pyroi_roi_pool_params p;
     int i;
 
-    init_params(&p, 2, 2);
+    check_roi_pool_params(&p, 2, 2);
     { /* one channel, roi (0,0,1,1): every pixel its own bin, gradient ones */
         const float x[4] = {1, 2, 3, 4};
         const int64_t shape[4] = {1, 1, 2, 2}, strides[4] = {4, 4, 2, 1};
@@ -175,7 +168,7 @@ static void test_special_values(void)
     int64_t a;
     int i;
 
-    init_params(&p, 1, 1);
+    check_roi_pool_params(&p, 1, 1);
     { /* ties: the first maximum in row-major order */
         const float tie[9] = {1, 3, 3, 3, 2, 1, 0, 3, 0};
         CHECK_STATUS(pyroi_roi_pool_forward_f32(tie, shape, strides, box_f, 1, 4, batch, &yf,
@@ -246,7 +239,7 @@ static void test_geometry(void)
     for (i = 0; i < 100; ++i) {
         x[i] = i;
     }
-    init_params(&p, 2, 2);
+    check_roi_pool_params(&p, 2, 2);
     { /* fully outside: zeros and -1 */
         const double box[4] = {10, 10, 12, 12};
         CHECK_STATUS(pyroi_roi_pool_forward_f64(x, shape, strides, box, 1, 4, batch, y,
@@ -266,7 +259,7 @@ static void test_geometry(void)
     { /* separate scales: x * 0.5, y * 0.25 */
         const double box[4] = {4, 8, 4, 8}; /* -> pixel (2, 2) */
         pyroi_roi_pool_params q;
-        init_params(&q, 1, 1);
+        check_roi_pool_params(&q, 1, 1);
         q.spatial_scale_w = 0.5;
         q.spatial_scale_h = 0.25;
         CHECK_STATUS(pyroi_roi_pool_forward_f64(x, shape, strides, box, 1, 4, batch, y, one_bin,
@@ -315,16 +308,9 @@ static void test_layouts_and_threads(void)
     int64_t batch[K];
     pyroi_roi_pool_params p;
     unsigned long long seed = 99;
-    int n, c, h, w, k, i, threads;
+    int c, k, i, threads;
 
-    for (n = 0; n < N; ++n)
-        for (c = 0; c < C; ++c)
-            for (h = 0; h < H; ++h)
-                for (w = 0; w < W; ++w) {
-                    float v = (float)check_random(&seed) - 0.5f;
-                    x_nchw[((n * C + c) * H + h) * W + w] = v;
-                    x_nhwc[((n * H + h) * W + w) * C + c] = v;
-                }
+    check_random_nchw_nhwc(x_nchw, x_nhwc, N, C, H, W, -0.5f, &seed);
     for (k = 0; k < K; ++k) {
         for (i = 0; i < 4; ++i) {
             boxes[4 * k + i] = (float)(-4.0 + 52.0 * check_random(&seed));
@@ -334,7 +320,7 @@ static void test_layouts_and_threads(void)
     for (i = 0; i < K * C * PH * PW; ++i) {
         g[i] = (float)check_random(&seed);
     }
-    init_params(&p, PH, PW);
+    check_roi_pool_params(&p, PH, PW);
     p.spatial_scale_h = 0.8;
     p.spatial_scale_w = 0.7;
     p.num_threads = 1;
@@ -398,7 +384,7 @@ static void test_status_codes(void)
     for (i = 0; i < H * W; ++i) {
         x[i] = (float)i;
     }
-    init_params(&p, 2, 2);
+    check_roi_pool_params(&p, 2, 2);
     CHECK_STATUS(pyroi_roi_pool_forward_f32(x, shape, strides, box, 1, 4, &batch, y, out_strides,
                                             argmax, out_strides, &p), PYROI_OK);
     /* NULL pointers */
@@ -468,26 +454,17 @@ static void test_status_codes(void)
                                             out_strides, argmax, out_strides, &p),
                  PYROI_E_INVALID_STRIDES);
     /* params */
-    init_params(&p, 0, 2);
-    CHECK_STATUS(pyroi_roi_pool_forward_f32(x, shape, strides, box, 1, 4, &batch, y, out_strides,
-                                            argmax, out_strides, &p), PYROI_E_INVALID_OUTPUT_SIZE);
-    init_params(&p, 2, -1);
-    CHECK_STATUS(pyroi_roi_pool_backward_f32(y, out_strides, argmax, out_strides, &batch, 1, gx,
-                                             shape, strides, &p), PYROI_E_INVALID_OUTPUT_SIZE);
-    init_params(&p, 2, 2);
-    p.spatial_scale_h = -1.0;
-    CHECK_STATUS(pyroi_roi_pool_forward_f32(x, shape, strides, box, 1, 4, &batch, y, out_strides,
-                                            argmax, out_strides, &p), PYROI_E_INVALID_SCALE);
-    p.spatial_scale_h = 1.0;
-    p.spatial_scale_w = NAN;
-    CHECK_STATUS(pyroi_roi_pool_backward_f32(y, out_strides, argmax, out_strides, &batch, 1, gx,
-                                             shape, strides, &p), PYROI_E_INVALID_SCALE);
-    init_params(&p, 2, 2);
-    p.num_threads = -2;
-    CHECK_STATUS(pyroi_roi_pool_forward_f32(x, shape, strides, box, 1, 4, &batch, y, out_strides,
-                                            argmax, out_strides, &p), PYROI_E_INVALID_NUM_THREADS);
+    {
+        const check_params_view view = {&p.pooled_height, &p.pooled_width, &p.spatial_scale_h,
+                                        &p.spatial_scale_w, NULL, &p.num_threads};
+        CHECK_PARAMS_STATUS(view, check_roi_pool_params(&p, 2, 2),
+                            pyroi_roi_pool_forward_f32(x, shape, strides, box, 1, 4, &batch, y,
+                                                       out_strides, argmax, out_strides, &p),
+                            pyroi_roi_pool_backward_f32(y, out_strides, argmax, out_strides,
+                                                        &batch, 1, gx, shape, strides, &p));
+    }
     /* RoIs */
-    init_params(&p, 2, 2);
+    check_roi_pool_params(&p, 2, 2);
     CHECK_STATUS(pyroi_roi_pool_forward_f32(x, shape, strides, box, 1, 4, &bad_batch, y,
                                             out_strides, argmax, out_strides, &p),
                  PYROI_E_INVALID_BATCH_INDEX);
@@ -516,7 +493,7 @@ static void test_status_codes(void)
                                                 out_strides, argmax, out_strides, &p), PYROI_OK);
     }
     /* argmax values: -1 .. H*W-1 only */
-    init_params(&p, 2, 2);
+    check_roi_pool_params(&p, 2, 2);
     argmax[0] = 0;
     argmax[1] = -1;
     argmax[2] = H * W - 1;
@@ -549,7 +526,7 @@ static void test_status_codes(void)
     /* no memory: per-worker bin windows for 2^61 output rows cannot be allocated */
     {
         const int64_t tall[4] = {INT64_C(1) << 61, INT64_C(1) << 61, 1, 1};
-        init_params(&p, INT64_C(1) << 61, 1);
+        check_roi_pool_params(&p, INT64_C(1) << 61, 1);
         CHECK_STATUS(pyroi_roi_pool_forward_f32(x, shape, strides, box, 1, 4, &batch, y, tall,
                                                 NULL, NULL, &p), PYROI_E_NO_MEMORY);
     }
@@ -557,21 +534,8 @@ static void test_status_codes(void)
     {
         const float boxes[3 * 4] = {0, 0, 2, 2, 0, 0, 3, 3, 0, NAN, 1, 1};
         const int64_t good[3] = {0, 0, 0}, bad[3] = {0, 1, 0};
-        init_params(&p, 2, 2);
-        CHECK_STATUS(pyroi_roi_pool_find_invalid_roi_f32(boxes, 2, 4, good, 1, &p, &failed),
-                     PYROI_OK);
-        CHECK(failed == -1);
-        CHECK_STATUS(pyroi_roi_pool_find_invalid_roi_f32(boxes, 3, 4, good, 1, &p, &failed),
-                     PYROI_E_INVALID_BOX);
-        CHECK(failed == 2);
-        CHECK_STATUS(pyroi_roi_pool_find_invalid_roi_f32(boxes, 3, 4, bad, 1, &p, &failed),
-                     PYROI_E_INVALID_BATCH_INDEX);
-        CHECK(failed == 1);
-        CHECK_STATUS(pyroi_roi_pool_find_invalid_roi_f32(boxes, 3, 4, good, 1, &p, NULL),
-                     PYROI_E_NULL_POINTER);
-        CHECK_STATUS(pyroi_roi_pool_find_invalid_roi_f64(NULL, 3, 4, good, 1, &p, &failed),
-                     PYROI_E_NULL_POINTER);
-        CHECK(failed == -1);
+        check_roi_pool_params(&p, 2, 2);
+        CHECK_FIRST_OFFENDER(pyroi_roi_pool_find_invalid_roi, boxes, 4, good, bad, &p);
         CHECK_STATUS(pyroi_roi_pool_find_invalid_roi_f32(boxes, 3, 4, good, -1, &p, &failed),
                      PYROI_E_INVALID_SHAPE);
         CHECK_STATUS(pyroi_roi_pool_find_invalid_roi_f32(boxes, 3, 4, good, 1, NULL, &failed),
@@ -613,7 +577,7 @@ static void test_status_codes(void)
             boxes[4 * k + 3] = (T)(y1 + 36.0 * check_random(&seed));                           \
             batch[k] = 0;                                                                      \
         }                                                                                      \
-        init_params(&p, PH, PW);                                                               \
+        check_roi_pool_params(&p, PH, PW);                                                     \
         p.spatial_scale_h = p.spatial_scale_w = 0.5;                                           \
         for (threads = 1; threads <= 3; ++threads) {                                           \
             p.num_threads = threads;                                                           \

@@ -254,7 +254,7 @@ static void test_thread_invariance(void)
     pyroi_ps_roi_align_params pa;
     pyroi_ps_roi_pool_params pp;
     size_t i;
-    int t, k;
+    int t;
 
     if (!x || !g1 || !gn || !y1 || !yn) {
         CHECK(!"allocation");
@@ -264,15 +264,7 @@ static void test_thread_invariance(void)
     for (i = 0; i < x_count; ++i) {
         x[i] = (float)check_random(&seed) - 0.5f;
     }
-    for (k = 0; k < K; ++k) {
-        const float x1 = (float)(check_random(&seed) * 60 - 8);
-        const float y1 = (float)(check_random(&seed) * 60 - 8);
-        batch[k] = k % N;
-        boxes[4 * k + 0] = x1;
-        boxes[4 * k + 1] = y1;
-        boxes[4 * k + 2] = x1 + (float)(check_random(&seed) * 30);
-        boxes[4 * k + 3] = y1 + (float)(check_random(&seed) * 30);
-    }
+    check_random_boxes(boxes, batch, K, N, &seed);
     pyroi_ps_roi_align_params_init(&pa);
     pa.pooled_height = pa.pooled_width = P;
     pa.spatial_scale_h = pa.spatial_scale_w = 0.75;
@@ -332,32 +324,26 @@ static void pool_params(pyroi_ps_roi_pool_params *p)
     p->pooled_height = p->pooled_width = 2;
 }
 
-static pyroi_status align_fwd(const float box[4], int64_t batch, const int64_t shape[4],
-                              const pyroi_ps_roi_align_params *p)
-{
-    return pyroi_ps_roi_align_forward_f32(sx, shape, s_strides, box, 1, 4, &batch, sy,
-                                          s_y_strides, p);
-}
+/* One call of the status tests on the tensors above; `params` points to the op's struct. */
+enum ps_call { ALIGN_FWD, ALIGN_BWD, POOL_FWD, POOL_BWD };
 
-static pyroi_status align_bwd(const float box[4], int64_t batch, const int64_t shape[4],
-                              const pyroi_ps_roi_align_params *p)
+static pyroi_status ps_call(enum ps_call op, const float box[4], int64_t batch,
+                            const int64_t shape[4], const void *params)
 {
-    return pyroi_ps_roi_align_backward_f32(sy, s_y_strides, box, 1, 4, &batch, sg, shape,
-                                           s_strides, p);
-}
-
-static pyroi_status pool_fwd(const float box[4], int64_t batch, const int64_t shape[4],
-                             const pyroi_ps_roi_pool_params *p)
-{
-    return pyroi_ps_roi_pool_forward_f32(sx, shape, s_strides, box, 1, 4, &batch, sy,
-                                         s_y_strides, p);
-}
-
-static pyroi_status pool_bwd(const float box[4], int64_t batch, const int64_t shape[4],
-                             const pyroi_ps_roi_pool_params *p)
-{
-    return pyroi_ps_roi_pool_backward_f32(sy, s_y_strides, box, 1, 4, &batch, sg, shape,
-                                          s_strides, p);
+    switch (op) {
+    case ALIGN_FWD:
+        return pyroi_ps_roi_align_forward_f32(sx, shape, s_strides, box, 1, 4, &batch, sy,
+                                              s_y_strides, params);
+    case ALIGN_BWD:
+        return pyroi_ps_roi_align_backward_f32(sy, s_y_strides, box, 1, 4, &batch, sg, shape,
+                                               s_strides, params);
+    case POOL_FWD:
+        return pyroi_ps_roi_pool_forward_f32(sx, shape, s_strides, box, 1, 4, &batch, sy,
+                                             s_y_strides, params);
+    default:
+        return pyroi_ps_roi_pool_backward_f32(sy, s_y_strides, box, 1, 4, &batch, sg, shape,
+                                              s_strides, params);
+    }
 }
 
 static void test_params_init(void)
@@ -381,37 +367,24 @@ static void test_status_params(void)
     const float box[4] = {0, 0, 2, 2};
     pyroi_ps_roi_align_params a;
     pyroi_ps_roi_pool_params b;
+    const check_params_view align_view = {&a.pooled_height, &a.pooled_width,
+                                          &a.spatial_scale_h, &a.spatial_scale_w,
+                                          &a.sampling_ratio, &a.num_threads};
+    const check_params_view pool_view = {&b.pooled_height, &b.pooled_width, &b.spatial_scale_h,
+                                         &b.spatial_scale_w, NULL, &b.num_threads};
 
     align_params(&a);
     pool_params(&b);
-    CHECK_STATUS(align_fwd(box, 0, s_shape, &a), PYROI_OK);
-    CHECK_STATUS(align_bwd(box, 0, s_shape, &a), PYROI_OK);
-    CHECK_STATUS(pool_fwd(box, 0, s_shape, &b), PYROI_OK);
-    CHECK_STATUS(pool_bwd(box, 0, s_shape, &b), PYROI_OK);
-    CHECK_STATUS(align_fwd(box, 0, s_shape, NULL), PYROI_E_NULL_POINTER);
-    CHECK_STATUS(pool_bwd(box, 0, s_shape, NULL), PYROI_E_NULL_POINTER);
-
-    a.pooled_height = 0;
-    CHECK_STATUS(align_fwd(box, 0, s_shape, &a), PYROI_E_INVALID_OUTPUT_SIZE);
-    b.pooled_width = -1;
-    CHECK_STATUS(pool_fwd(box, 0, s_shape, &b), PYROI_E_INVALID_OUTPUT_SIZE);
-    align_params(&a);
-    pool_params(&b);
-    a.spatial_scale_w = -1.0;
-    CHECK_STATUS(align_bwd(box, 0, s_shape, &a), PYROI_E_INVALID_SCALE);
-    b.spatial_scale_h = NAN;
-    CHECK_STATUS(pool_bwd(box, 0, s_shape, &b), PYROI_E_INVALID_SCALE);
-    b.spatial_scale_h = INFINITY;
-    CHECK_STATUS(pool_fwd(box, 0, s_shape, &b), PYROI_E_INVALID_SCALE);
-    align_params(&a);
-    pool_params(&b);
-    a.sampling_ratio = PYROI_MAX_SAMPLING_GRID + 1;
-    CHECK_STATUS(align_fwd(box, 0, s_shape, &a), PYROI_E_INVALID_SAMPLING_RATIO);
-    align_params(&a);
-    a.num_threads = -2;
-    CHECK_STATUS(align_fwd(box, 0, s_shape, &a), PYROI_E_INVALID_NUM_THREADS);
-    b.num_threads = -1;
-    CHECK_STATUS(pool_bwd(box, 0, s_shape, &b), PYROI_E_INVALID_NUM_THREADS);
+    CHECK_STATUS(ps_call(ALIGN_FWD, box, 0, s_shape, &a), PYROI_OK);
+    CHECK_STATUS(ps_call(ALIGN_BWD, box, 0, s_shape, &a), PYROI_OK);
+    CHECK_STATUS(ps_call(POOL_FWD, box, 0, s_shape, &b), PYROI_OK);
+    CHECK_STATUS(ps_call(POOL_BWD, box, 0, s_shape, &b), PYROI_OK);
+    CHECK_STATUS(ps_call(ALIGN_FWD, box, 0, s_shape, NULL), PYROI_E_NULL_POINTER);
+    CHECK_STATUS(ps_call(POOL_BWD, box, 0, s_shape, NULL), PYROI_E_NULL_POINTER);
+    CHECK_PARAMS_STATUS(align_view, align_params(&a), ps_call(ALIGN_FWD, box, 0, s_shape, &a),
+                        ps_call(ALIGN_BWD, box, 0, s_shape, &a));
+    CHECK_PARAMS_STATUS(pool_view, pool_params(&b), ps_call(POOL_FWD, box, 0, s_shape, &b),
+                        ps_call(POOL_BWD, box, 0, s_shape, &b));
 }
 
 static void test_status_shapes(void)
@@ -427,14 +400,14 @@ static void test_status_shapes(void)
     /* channels not a multiple of PH * PW */
     memcpy(shape, s_shape, sizeof(shape));
     shape[1] = 6;
-    CHECK_STATUS(align_fwd(box, 0, shape, &a), PYROI_E_INVALID_SHAPE);
-    CHECK_STATUS(align_bwd(box, 0, shape, &a), PYROI_E_INVALID_SHAPE);
-    CHECK_STATUS(pool_fwd(box, 0, shape, &b), PYROI_E_INVALID_SHAPE);
-    CHECK_STATUS(pool_bwd(box, 0, shape, &b), PYROI_E_INVALID_SHAPE);
+    CHECK_STATUS(ps_call(ALIGN_FWD, box, 0, shape, &a), PYROI_E_INVALID_SHAPE);
+    CHECK_STATUS(ps_call(ALIGN_BWD, box, 0, shape, &a), PYROI_E_INVALID_SHAPE);
+    CHECK_STATUS(ps_call(POOL_FWD, box, 0, shape, &b), PYROI_E_INVALID_SHAPE);
+    CHECK_STATUS(ps_call(POOL_BWD, box, 0, shape, &b), PYROI_E_INVALID_SHAPE);
     /* PH * PW overflows int64: only C = 0 is a multiple, and even then the output shape
      * (K, 0, 2^40, 2^40) is rejected: the product of its non-zero sizes overflows int64 */
     b.pooled_height = b.pooled_width = INT64_C(1) << 40;
-    CHECK_STATUS(pool_fwd(box, 0, s_shape, &b), PYROI_E_INVALID_SHAPE);
+    CHECK_STATUS(ps_call(POOL_FWD, box, 0, s_shape, &b), PYROI_E_INVALID_SHAPE);
     shape[1] = 0;
     CHECK_STATUS(pyroi_ps_roi_pool_forward_f32(NULL, shape, s_strides, box, 1, 4, &batch, NULL,
                                                s_y_strides, &b), PYROI_E_INVALID_SHAPE);
@@ -443,7 +416,7 @@ static void test_status_shapes(void)
     pool_params(&b);
     memcpy(shape, s_shape, sizeof(shape));
     shape[3] = -1;
-    CHECK_STATUS(pool_fwd(box, 0, shape, &b), PYROI_E_INVALID_SHAPE);
+    CHECK_STATUS(ps_call(POOL_FWD, box, 0, shape, &b), PYROI_E_INVALID_SHAPE);
     CHECK_STATUS(pyroi_ps_roi_align_forward_f32(sx, s_shape, s_strides, box, -1, 4, &batch, sy,
                                                 s_y_strides, &a), PYROI_E_INVALID_SHAPE);
     /* NULL pointers */
@@ -497,19 +470,19 @@ static void test_status_rois(void)
 
     align_params(&a);
     pool_params(&b);
-    CHECK_STATUS(align_fwd(inside, 1, s_shape, &a), PYROI_E_INVALID_BATCH_INDEX);
-    CHECK_STATUS(pool_bwd(inside, -1, s_shape, &b), PYROI_E_INVALID_BATCH_INDEX);
-    CHECK_STATUS(align_fwd(nan_box, 0, s_shape, &a), PYROI_E_INVALID_BOX);
-    CHECK_STATUS(align_bwd(inf_box, 0, s_shape, &a), PYROI_E_INVALID_BOX);
-    CHECK_STATUS(pool_fwd(nan_box, 0, s_shape, &b), PYROI_E_INVALID_BOX);
-    CHECK_STATUS(pool_bwd(inf_box, 0, s_shape, &b), PYROI_E_INVALID_BOX);
-    CHECK_STATUS(pool_fwd(scaled_overflow, 0, s_shape, &b), PYROI_OK);
+    CHECK_STATUS(ps_call(ALIGN_FWD, inside, 1, s_shape, &a), PYROI_E_INVALID_BATCH_INDEX);
+    CHECK_STATUS(ps_call(POOL_BWD, inside, -1, s_shape, &b), PYROI_E_INVALID_BATCH_INDEX);
+    CHECK_STATUS(ps_call(ALIGN_FWD, nan_box, 0, s_shape, &a), PYROI_E_INVALID_BOX);
+    CHECK_STATUS(ps_call(ALIGN_BWD, inf_box, 0, s_shape, &a), PYROI_E_INVALID_BOX);
+    CHECK_STATUS(ps_call(POOL_FWD, nan_box, 0, s_shape, &b), PYROI_E_INVALID_BOX);
+    CHECK_STATUS(ps_call(POOL_BWD, inf_box, 0, s_shape, &b), PYROI_E_INVALID_BOX);
+    CHECK_STATUS(ps_call(POOL_FWD, scaled_overflow, 0, s_shape, &b), PYROI_OK);
     b.spatial_scale_w = 2.0;
-    CHECK_STATUS(pool_fwd(scaled_overflow, 0, s_shape, &b), PYROI_E_INVALID_BOX);
-    CHECK_STATUS(pool_fwd(huge, 0, s_shape, &b), PYROI_OK); /* saturates; no grid */
-    CHECK_STATUS(align_fwd(huge, 0, s_shape, &a), PYROI_OK); /* a fixed ratio samples it */
+    CHECK_STATUS(ps_call(POOL_FWD, scaled_overflow, 0, s_shape, &b), PYROI_E_INVALID_BOX);
+    CHECK_STATUS(ps_call(POOL_FWD, huge, 0, s_shape, &b), PYROI_OK); /* saturates; no grid */
+    CHECK_STATUS(ps_call(ALIGN_FWD, huge, 0, s_shape, &a), PYROI_OK); /* a fixed ratio samples it */
     a.sampling_ratio = 0;
-    CHECK_STATUS(align_fwd(huge, 0, s_shape, &a), PYROI_E_INVALID_BOX);
+    CHECK_STATUS(ps_call(ALIGN_FWD, huge, 0, s_shape, &a), PYROI_E_INVALID_BOX);
 
     /* a failing call leaves its output untouched */
     for (i = 0; i < 16; ++i) {
@@ -519,7 +492,7 @@ static void test_status_rois(void)
         sg[i] = 42.0f;
     }
     pool_params(&b);
-    CHECK_STATUS(pool_fwd(nan_box, 0, s_shape, &b), PYROI_E_INVALID_BOX);
+    CHECK_STATUS(ps_call(POOL_FWD, nan_box, 0, s_shape, &b), PYROI_E_INVALID_BOX);
     CHECK_STATUS(pyroi_ps_roi_align_backward_f32(sx, s_y_strides, nan_box, 1, 4,
                                                  (const int64_t[]){0}, sg, s_shape, s_strides,
                                                  &a), PYROI_E_INVALID_BOX);
@@ -542,30 +515,8 @@ static void test_find_invalid_roi(void)
 
     align_params(&a);
     pool_params(&b);
-    CHECK_STATUS(pyroi_ps_roi_align_find_invalid_roi_f32(boxes, 2, 4, good, 1, SH, SW, &a,
-                                                         &failed), PYROI_OK);
-    CHECK(failed == -1);
-    CHECK_STATUS(pyroi_ps_roi_align_find_invalid_roi_f32(boxes, 3, 4, good, 1, SH, SW, &a,
-                                                         &failed), PYROI_E_INVALID_BOX);
-    CHECK(failed == 2);
-    CHECK_STATUS(pyroi_ps_roi_align_find_invalid_roi_f32(boxes, 3, 4, bad, 1, SH, SW, &a,
-                                                         &failed), PYROI_E_INVALID_BATCH_INDEX);
-    CHECK(failed == 1);
-    CHECK_STATUS(pyroi_ps_roi_align_find_invalid_roi_f32(boxes, 3, 4, good, 1, SH, SW, &a,
-                                                         NULL), PYROI_E_NULL_POINTER);
-    CHECK_STATUS(pyroi_ps_roi_pool_find_invalid_roi_f32(boxes, 2, 4, good, 1, &b, &failed),
-                 PYROI_OK);
-    CHECK(failed == -1);
-    CHECK_STATUS(pyroi_ps_roi_pool_find_invalid_roi_f32(boxes, 3, 4, good, 1, &b, &failed),
-                 PYROI_E_INVALID_BOX);
-    CHECK(failed == 2);
-    /* every batch index is checked before any box, as the calls do */
-    CHECK_STATUS(pyroi_ps_roi_pool_find_invalid_roi_f32(boxes, 3, 4, bad, 1, &b, &failed),
-                 PYROI_E_INVALID_BATCH_INDEX);
-    CHECK(failed == 1);
-    CHECK_STATUS(pyroi_ps_roi_pool_find_invalid_roi_f64(NULL, 3, 4, good, 1, &b, &failed),
-                 PYROI_E_NULL_POINTER);
-    CHECK(failed == -1);
+    CHECK_FIRST_OFFENDER(pyroi_ps_roi_align_find_invalid_roi, boxes, 4, good, bad, SH, SW, &a);
+    CHECK_FIRST_OFFENDER(pyroi_ps_roi_pool_find_invalid_roi, boxes, 4, good, bad, &b);
     b.spatial_scale_w = 1e10; /* 1e300 * 1e10 overflows double */
     CHECK_STATUS(pyroi_ps_roi_pool_find_invalid_roi_f64(boxes_d, 2, 4, good, 1, &b, &failed),
                  PYROI_E_INVALID_BOX);
@@ -586,8 +537,8 @@ static void test_no_memory(void)
     pyroi_ps_roi_align_params a;
     align_params(&a);
     a.sampling_ratio = PYROI_MAX_SAMPLING_GRID;
-    CHECK_STATUS(align_fwd(box, 0, s_shape, &a), PYROI_E_INVALID_SAMPLING_RATIO);
-    CHECK_STATUS(align_bwd(box, 0, s_shape, &a), PYROI_E_INVALID_SAMPLING_RATIO);
+    CHECK_STATUS(ps_call(ALIGN_FWD, box, 0, s_shape, &a), PYROI_E_INVALID_SAMPLING_RATIO);
+    CHECK_STATUS(ps_call(ALIGN_BWD, box, 0, s_shape, &a), PYROI_E_INVALID_SAMPLING_RATIO);
 }
 
 int main(void)

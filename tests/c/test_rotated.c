@@ -352,29 +352,16 @@ static void test_params_status(void)
 {
     const float box[5] = {2, 2, 2, 2, 30};
     pyroi_roi_align_rotated_params p;
+    const check_params_view view = {&p.pooled_height, &p.pooled_width, &p.spatial_scale_h,
+                                    &p.spatial_scale_w, &p.sampling_ratio, &p.num_threads};
 
     valid_params(&p);
     CHECK_STATUS(forward_box(box, 0, &p), PYROI_OK);
     CHECK_STATUS(backward_box(box, 0, &p), PYROI_OK);
     CHECK_STATUS(forward_box(box, 0, NULL), PYROI_E_NULL_POINTER);
     CHECK_STATUS(backward_box(box, 0, NULL), PYROI_E_NULL_POINTER);
-    p.pooled_height = 0;
-    CHECK_STATUS(forward_box(box, 0, &p), PYROI_E_INVALID_OUTPUT_SIZE);
-    valid_params(&p);
-    p.pooled_width = -1;
-    CHECK_STATUS(backward_box(box, 0, &p), PYROI_E_INVALID_OUTPUT_SIZE);
-    valid_params(&p);
-    p.spatial_scale_h = -1.0;
-    CHECK_STATUS(forward_box(box, 0, &p), PYROI_E_INVALID_SCALE);
-    valid_params(&p);
-    p.spatial_scale_w = NAN;
-    CHECK_STATUS(backward_box(box, 0, &p), PYROI_E_INVALID_SCALE);
-    valid_params(&p);
-    p.sampling_ratio = PYROI_MAX_SAMPLING_GRID + 1;
-    CHECK_STATUS(forward_box(box, 0, &p), PYROI_E_INVALID_SAMPLING_RATIO);
-    valid_params(&p);
-    p.num_threads = -2;
-    CHECK_STATUS(forward_box(box, 0, &p), PYROI_E_INVALID_NUM_THREADS);
+    CHECK_PARAMS_STATUS(view, valid_params(&p), forward_box(box, 0, &p),
+                        backward_box(box, 0, &p));
 }
 
 static void test_tensor_status(void)
@@ -491,24 +478,12 @@ static void test_find_invalid_roi(void)
     int64_t failed = 99;
 
     valid_params(&p);
-    CHECK_STATUS(pyroi_roi_align_rotated_find_invalid_roi_f32(boxes, 2, 5, good_batch, 1, VH, VW,
-                                                              &p, &failed), PYROI_OK);
-    CHECK(failed == -1);
-    CHECK_STATUS(pyroi_roi_align_rotated_find_invalid_roi_f32(boxes, 3, 5, good_batch, 1, VH, VW,
-                                                              &p, &failed), PYROI_E_INVALID_BOX);
-    CHECK(failed == 2);
-    CHECK_STATUS(pyroi_roi_align_rotated_find_invalid_roi_f32(boxes, 3, 5, bad_batch, 1, VH, VW,
-                                                              &p, &failed),
-                 PYROI_E_INVALID_BATCH_INDEX);
-    CHECK(failed == 1);
-    CHECK_STATUS(pyroi_roi_align_rotated_find_invalid_roi_f32(boxes, 3, 5, good_batch, 1, VH, VW,
-                                                              &p, NULL), PYROI_E_NULL_POINTER);
+    CHECK_FIRST_OFFENDER(pyroi_roi_align_rotated_find_invalid_roi, boxes, 5, good_batch,
+                         bad_batch, VH, VW, &p);
     CHECK_STATUS(pyroi_roi_align_rotated_find_invalid_roi_f32(boxes, 3, 5, good_batch, 1, VH, VW,
                                                               NULL, &failed),
                  PYROI_E_NULL_POINTER);
     CHECK(failed == -1);
-    CHECK_STATUS(pyroi_roi_align_rotated_find_invalid_roi_f64(NULL, 3, 5, good_batch, 1, VH, VW,
-                                                              &p, &failed), PYROI_E_NULL_POINTER);
     CHECK_STATUS(pyroi_roi_align_rotated_find_invalid_roi_f32(boxes, 3, 5, good_batch, 1, -1, VW,
                                                               &p, &failed), PYROI_E_INVALID_SHAPE);
 }

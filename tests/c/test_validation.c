@@ -50,29 +50,14 @@ static void test_params(void)
 {
     const float box[4] = {0, 0, 2, 2};
     pyroi_roi_align_params p;
+    const check_params_view view = {&p.pooled_height, &p.pooled_width, &p.spatial_scale_h,
+                                    &p.spatial_scale_w, &p.sampling_ratio, &p.num_threads};
 
     default_params(&p);
     CHECK_STATUS(forward_box(box, 0, &p), PYROI_OK);
     CHECK_STATUS(forward_box(box, 0, NULL), PYROI_E_NULL_POINTER);
-    p.pooled_height = 0;
-    CHECK_STATUS(forward_box(box, 0, &p), PYROI_E_INVALID_OUTPUT_SIZE);
-    default_params(&p);
-    p.pooled_width = -3;
-    CHECK_STATUS(backward_box(box, 0, &p), PYROI_E_INVALID_OUTPUT_SIZE);
-    default_params(&p);
-    p.spatial_scale_h = -0.5;
-    CHECK_STATUS(forward_box(box, 0, &p), PYROI_E_INVALID_SCALE);
-    p.spatial_scale_h = NAN;
-    CHECK_STATUS(forward_box(box, 0, &p), PYROI_E_INVALID_SCALE);
-    default_params(&p);
-    p.spatial_scale_w = INFINITY;
-    CHECK_STATUS(backward_box(box, 0, &p), PYROI_E_INVALID_SCALE);
-    default_params(&p);
-    p.sampling_ratio = PYROI_MAX_SAMPLING_GRID + 1;
-    CHECK_STATUS(forward_box(box, 0, &p), PYROI_E_INVALID_SAMPLING_RATIO);
-    default_params(&p);
-    p.num_threads = -1;
-    CHECK_STATUS(forward_box(box, 0, &p), PYROI_E_INVALID_NUM_THREADS);
+    CHECK_PARAMS_STATUS(view, default_params(&p), forward_box(box, 0, &p),
+                        backward_box(box, 0, &p));
 }
 
 static void test_tensors(void)
@@ -181,23 +166,10 @@ static void test_find_invalid_roi(void)
     const int64_t good_batch[3] = {0, 0, 0};
     const int64_t bad_batch[3] = {0, 1, 0};
     pyroi_roi_align_params p;
-    int64_t failed = 99;
 
     default_params(&p);
-    CHECK_STATUS(pyroi_roi_align_find_invalid_roi_f32(boxes, 2, 4, good_batch, 1, H, W, &p,
-                                                      &failed), PYROI_OK);
-    CHECK(failed == -1);
-    CHECK_STATUS(pyroi_roi_align_find_invalid_roi_f32(boxes, 3, 4, good_batch, 1, H, W, &p,
-                                                      &failed), PYROI_E_INVALID_BOX);
-    CHECK(failed == 2);
-    CHECK_STATUS(pyroi_roi_align_find_invalid_roi_f32(boxes, 3, 4, bad_batch, 1, H, W, &p,
-                                                      &failed), PYROI_E_INVALID_BATCH_INDEX);
-    CHECK(failed == 1);
-    CHECK_STATUS(pyroi_roi_align_find_invalid_roi_f32(boxes, 3, 4, good_batch, 1, H, W, &p,
-                                                      NULL), PYROI_E_NULL_POINTER);
-    CHECK_STATUS(pyroi_roi_align_find_invalid_roi_f64(NULL, 3, 4, good_batch, 1, H, W, &p,
-                                                      &failed), PYROI_E_NULL_POINTER);
-    CHECK(failed == -1);
+    CHECK_FIRST_OFFENDER(pyroi_roi_align_find_invalid_roi, boxes, 4, good_batch, bad_batch, H, W,
+                         &p);
 }
 
 static void test_fpn_levels(void)
