@@ -3,7 +3,7 @@
 the values the call saw - but the process must not crash and no call may read or write
 outside its arrays: CI runs this file under AddressSanitizer too. Every operator, forward and
 backward, with (K, 5) boxes and with (K, 4) boxes + batch_indices, and the multi-scale
-RoIAlign of pyroi.torch (its one-call pyramid entry)."""
+RoIAlign's one-call pyramid entry."""
 
 import os
 import sys
@@ -161,21 +161,24 @@ def test_roi_pool_with_argmax(rows):
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_multi_scale_roi_align(dtype):
-    """The one-call pyramid entry (pyroi_roi_align_levels_*), forward and backward, as
-    pyroi.torch's MultiScaleRoIAlign calls it; (K, 5) rows, the only form it takes."""
-    torch = pytest.importorskip("torch")
-    import pyroi.torch  # noqa: F401  (registers torch.ops.pyroi)
+    """The one-call pyramid entry (pyroi_roi_align_levels_*), forward and backward, through the
+    binding that pyroi.MultiScaleRoIAlign and pyroi.torch's call, on the caller's (K, 4) boxes
+    and batch indices (the layers pass their own copy; torch is not imported here: this file
+    runs under AddressSanitizer, where importing torch aborted, in its triton package)."""
+    from pyroi import _core
 
-    x, boxes, _, _ = inputs(dtype, rows=True)
-    features = [torch.from_numpy(x), torch.from_numpy(np.ascontiguousarray(x[:, :, ::2, ::2]))]
-    rois = torch.from_numpy(boxes)  # shares the memory the writer writes
+    x, boxes, batch_indices, _ = inputs(dtype, rows=False)
+    features = [x, np.ascontiguousarray(x[:, :, ::2, ::2])]
     # levels 2 and 3, boxes of 4 px or more on the second map: the writer's boxes move RoIs
     # between the levels while a call runs
     mapping = (2, 3, 4.0, 3.0, 1e-6)
     scales = [0.5, 0.25]
-    sizes = [size for feature in features for size in feature.shape]
-    grad = torch.ones((K, C, 2, 2), dtype=features[0].dtype)
-    hammer(lambda: torch.ops.pyroi.multi_scale_roi_align(features, rois, scales, 2, 2, 0,
-                                                         *mapping), Writer(boxes))
-    hammer(lambda: torch.ops.pyroi._multi_scale_roi_align_backward(grad, rois, scales, sizes,
-                                                                   0, *mapping), Writer(boxes))
+    result = np.empty((K, C, 2, 2), dtype)
+    grad = np.ones((K, C, 2, 2), dtype)
+    maps = [np.empty_like(feature) for feature in features]
+    hammer(lambda: _core.roi_align_levels_forward(features, scales, boxes, batch_indices,
+                                                  result, 0, False, *mapping, 2),
+           Writer(boxes, batch_indices))
+    hammer(lambda: _core.roi_align_levels_backward(grad, boxes, batch_indices, maps, scales, 0,
+                                                   False, *mapping, 2),
+           Writer(boxes, batch_indices))
