@@ -11,11 +11,13 @@ import numpy as np
 import pytest
 
 import pyroi
-from conftest import (CASE_CONFIGS, DTYPE_IDS, DTYPES, KNOWN_ANSWER_IDS, KNOWN_ANSWERS,
-                      OUT_VIEWS, SAMPLING_RATIOS, assert_close, assert_known, backward_params,
+from conftest import (BAD_ROI, CASE_CONFIGS, DTYPE_IDS, DTYPES, ERROR_NUM_ROIS, ERROR_SHAPE,
+                      KNOWN_ANSWER_IDS, KNOWN_ANSWERS, OUT_VIEWS, SAMPLING_RATIOS, assert_close,
+                      assert_known, assert_names, assert_names_roi, backward_params,
                       channels_last_view, check_out_view, inverted_policy, known_answer_args,
                       negative_strides_view, pooled_shape, random_input, random_rois, read_only,
                       reference_case, stable_seed, strided_view, writable)
+from conftest import error_grad as make_grad, error_input as make_input, error_rois as make_rois
 from reference import roi_align_backward_ref, roi_align_ref
 
 CONFIG_NAMES = sorted(CASE_CONFIGS)
@@ -855,3 +857,91 @@ def test_backward_border_taps_added_in_order(tv, dtype):
             np.testing.assert_array_equal(
                 pyroi.roi_align_backward(grad, boxes, x.shape, *args),
                 tv.roi_align_grad(x, boxes, grad, (2, 2), *args))
+
+
+# --------------------------------------------------------------------------------------
+# argument errors that depend on RoIAlign's geometry (the checks every operator shares are
+# in test_validation.py, on the same fixtures)
+# --------------------------------------------------------------------------------------
+
+N, C, H, W = ERROR_SHAPE
+K = ERROR_NUM_ROIS
+
+
+def test_box_overflowing_after_scaling():
+    """float32 coordinate * spatial_scale overflows to inf: rejected like a non-finite box."""
+    rois = make_rois()
+    rois[BAD_ROI, 3] = 3e38
+    with pytest.raises(pyroi.BoxError) as excinfo:
+        pyroi.roi_align(make_input(), rois, 2, 2.0)
+    assert_names(excinfo, "boxes")
+    assert_names_roi(excinfo, BAD_ROI)
+
+
+def test_adaptive_grid_too_large():
+    """An adaptive grid beyond PYROI_MAX_SAMPLING_GRID is an error, not a hang or a crash."""
+    rois = make_rois(np.float64)
+    rois[BAD_ROI, 3] = 1e15
+    with pytest.raises(pyroi.BoxError) as excinfo:
+        pyroi.roi_align(make_input(np.float64), rois, 2, 1.0, -1)
+    assert_names(excinfo, "boxes")
+    assert_names_roi(excinfo, BAD_ROI)
+
+
+@pytest.mark.parametrize("output_size", [0, -1, (2, 0), (0, 2), (-3, 2), (0, 0)],
+                         ids=str)
+def test_bad_output_size(output_size):
+    with pytest.raises(pyroi.InvalidArgumentError) as excinfo:
+        pyroi.roi_align(make_input(), make_rois(), output_size)
+    assert_names(excinfo, "output_size")
+
+
+def test_output_size_three_tuple():
+    with pytest.raises(pyroi.PyroiError) as excinfo:
+        pyroi.roi_align(make_input(), make_rois(), (2, 2, 2))
+    assert isinstance(excinfo.value, ValueError)
+    assert_names(excinfo, "output_size")
+
+
+@pytest.mark.parametrize("sampling_ratio", [2**31, 2**40])
+def test_sampling_ratio_too_large(sampling_ratio):
+    """More than PYROI_MAX_SAMPLING_GRID samples per bin along an axis is rejected."""
+    with pytest.raises(pyroi.InvalidArgumentError) as excinfo:
+        pyroi.roi_align(make_input(), make_rois(), 2, 1.0, sampling_ratio)
+    assert_names(excinfo, "sampling_ratio")
+
+
+@pytest.mark.parametrize("input_shape", [(N, C, H), (N, C, H, W, 1), (), (C,)], ids=str)
+def test_backward_input_shape_wrong_length(input_shape):
+    with pytest.raises(pyroi.ShapeError) as excinfo:
+        pyroi.roi_align_backward(make_grad(), make_rois(), input_shape)
+    assert_names(excinfo, "input_shape")
+
+
+def test_backward_input_shape_channel_mismatch():
+    with pytest.raises(pyroi.ShapeError) as excinfo:
+        pyroi.roi_align_backward(make_grad(channels=C), make_rois(), (N, C + 1, H, W))
+    assert_names(excinfo, "input_shape", "grad_output")
+
+
+@pytest.mark.parametrize("input_shape", [(N, C, -1, W), (N, C, H, -2), (-1, C, H, W)],
+                         ids=str)
+def test_backward_input_shape_negative(input_shape):
+    with pytest.raises(pyroi.PyroiError) as excinfo:
+        pyroi.roi_align_backward(make_grad(), make_rois(), input_shape)
+    assert isinstance(excinfo.value, (pyroi.ShapeError, pyroi.InvalidArgumentError))
+    assert_names(excinfo, "input_shape")
+
+
+@pytest.mark.parametrize("shape", [(K, C, 2), (K, C, 2, 2, 1), (K,)], ids=str)
+def test_backward_grad_output_wrong_rank(shape):
+    with pytest.raises(pyroi.ShapeError) as excinfo:
+        pyroi.roi_align_backward(np.ones(shape, np.float32), make_rois(), (N, C, H, W))
+    assert_names(excinfo, "grad_output")
+
+
+@pytest.mark.parametrize("num_rois", [K - 1, K + 1, 0])
+def test_backward_roi_count_mismatch(num_rois):
+    with pytest.raises(pyroi.ShapeError) as excinfo:
+        pyroi.roi_align_backward(make_grad(num_rois=num_rois), make_rois(), (N, C, H, W))
+    assert_names(excinfo, "boxes", "grad_output")
