@@ -44,7 +44,8 @@ _SHARED_DOCS = {
     dimensions give the output size.""",
     "input_shape": """input_shape : sequence of 4 ints
     ``(N, C, H, W)`` of the forward's input; ``C`` must equal ``grad_output.shape[1]``.""",
-    "ps_gradient": """grad_output : ndarray, shape (K, C / (ph * pw), ph, pw), float16, float32 or float64
+    "ps_gradient": """\
+grad_output : ndarray, shape (K, C / (ph * pw), ph, pw), float16, float32 or float64
     Gradient of the loss with respect to the output of :func:`{forward}`; its last two
     dimensions give the output size.
 boxes : ndarray (K, 5), list of ndarray (L_i, 4), or ndarray (K, 4)
