@@ -165,38 +165,100 @@ static inline void PYROI_TYPED(roi_pool_prefetch_run)(const T *grad, const int64
     }
 }
 
+/* Adds the output gradients of one RoI and channel (bins grad[bin], argmax winners[bin] when
+ * contiguous, else at the bin row and column strides) into a lane of a block, in torchvision's order (bin row, bin column); lane[-PYROI_LANES] is a spare pixel
+ * that takes the -1 entries (nothing), so that good entries need no test. Each entry is
+ * read once: copied with its check, a chunk at a time, and added from the copy only when the
+ * whole chunk is good. Returns whether some entry was neither -1 nor a pixel of a plane of
+ * plane_size. */
+PYROI_CLONE_INLINE int PYROI_TYPED(roi_pool_add_bins)(T *PYROI_RESTRICT lane, const T *grad,
+                                                 const int64_t *winners, int contiguous,
+                                                 int64_t pooled_height,
+                                                 int64_t pooled_width, int64_t g_row,
+                                                 int64_t g_column, int64_t a_row,
+                                                 int64_t a_column, uint64_t plane_size)
+{
+    int64_t checked[ROI_POOL_ADD_CHUNK];
+    int64_t ph, pw, first, bin, count;
+    int bad = 0;
+    if (contiguous) { /* one run of bins: the common, C-contiguous case */
+        for (first = 0; first < pooled_height * pooled_width; first += count) {
+            uint64_t chunk_bad = 0; /* of the entries' width: no narrowing in the vector loop */
+            count = pooled_height * pooled_width - first < ROI_POOL_ADD_CHUNK
+                        ? pooled_height * pooled_width - first
+                        : ROI_POOL_ADD_CHUNK;
+            for (bin = 0; bin < count; ++bin) { /* vectorised */
+                const int64_t a = winners[first + bin];
+                /* a is in [-1, plane_size) exactly when a + 1 <= plane_size without sign (a
+                 * wraps around when below -1) */
+                chunk_bad |= (uint64_t)a + 1u > plane_size;
+                checked[bin] = a * PYROI_LANES; /* the lane's offset */
+            }
+            if (chunk_bad) {
+                bad = 1;
+                continue;
+            }
+            ROI_POOL_UNROLL_4
+            for (bin = 0; bin < count; ++bin) {
+                lane[checked[bin]] += grad[first + bin];
+            }
+        }
+        return bad;
+    }
+    for (ph = 0; ph < pooled_height; ++ph) {
+        for (pw = 0; pw < pooled_width; ++pw) {
+            const int64_t a = winners[ph * a_row + pw * a_column];
+            bad |= (uint64_t)a + 1u > plane_size;
+            if ((uint64_t)a < plane_size) {
+                lane[a * PYROI_LANES] += grad[ph * g_row + pw * g_column];
+            }
+        }
+    }
+    return bad;
+}
+
 /* Backward, work item = (image, channel block): the block accumulates the image's gradient
- * from zero, RoI by RoI in order (each pixel sees torchvision's sequence of additions), and
- * is then written out whole. */
+ * from zero, RoI by RoI in order (each pixel sees torchvision's sequence of additions). With
+ * job->keep_blocks each item has its own block, left for roi_pool_backward_write_task once
+ * every item was added without a bad argmax entry (argmax is read once, and a bad entry
+ * leaves grad_input untouched); otherwise a worker's one block is written out after each
+ * item (argmax was checked before). */
 PYROI_VECTOR_TASK(PYROI_TYPED(roi_pool_backward_image_task))
 {
-    const PYROI_TYPED(roi_pool_job) *job = (const PYROI_TYPED(roi_pool_job) *)context;
+    PYROI_TYPED(roi_pool_job) *job = (PYROI_TYPED(roi_pool_job) *)context;
     const roi_pool_plan *plan = job->plan;
     const int64_t *shape = job->result_shape;
     const int64_t *g_strides = job->features_strides, *a_strides = job->argmax_strides;
-    const int64_t *gi_strides = job->result_strides;
     const int64_t pooled_height = job->params->pooled_height;
     const int64_t pooled_width = job->params->pooled_width;
     const int64_t block_elements = shape[2] * shape[3] * PYROI_LANES;
-    const int64_t plane_size = shape[2] * shape[3];
+    const uint64_t plane_size = (uint64_t)(shape[2] * shape[3]);
     /* in locals: the compiler cannot tell that the block's stores leave them alone */
     const int64_t g_row = g_strides[2], g_column = g_strides[3];
     const int64_t a_row = a_strides[2], a_column = a_strides[3];
-    T *block = job->scratch + worker * job->scratch_stride;
+    /* a channel's bins as one run of each */
+    const int contiguous = g_column == 1 && a_column == 1 && g_row == pooled_width &&
+                           a_row == pooled_width;
     /* what to prefetch of a channel: its bins when they are one run, else the first */
-    const int64_t run_elements =
-        g_row == pooled_width * g_column && a_row == pooled_width * a_column &&
-                g_column == 1 && a_column == 1
-            ? pooled_height * pooled_width
-            : 1;
-    int64_t item, i, j, ph, pw, first, last;
+    const int64_t run_elements = contiguous ? pooled_height * pooled_width : 1;
+    /* a block is its spare pixel (roi_pool_add_bins), then the image's pixels */
+    T *block = job->scratch + (job->keep_blocks ? 0 : worker * job->scratch_stride) +
+               PYROI_LANES;
+    int64_t item, i, j, first, last;
+    int bad = 0;
 
-    for (i = 0; i < block_elements; ++i) { /* then each item's write-out leaves it zero */
-        block[i] = (T)0;
+    for (i = -PYROI_LANES; !job->keep_blocks && i < block_elements; ++i) {
+        block[i] = (T)0; /* then each item's write-out leaves it zero */
     }
     for (item = begin; item < end; ++item) {
         int64_t c0, lanes;
         const int64_t n = PYROI_TYPED(lane_block_item)(item, shape[1], PYROI_LANES, &c0, &lanes);
+        if (job->keep_blocks) {
+            block = job->scratch + item * job->scratch_stride + PYROI_LANES;
+            for (i = -PYROI_LANES; i < block_elements; ++i) {
+                block[i] = (T)0;
+            }
+        }
         pyroi_rois_of_image(plan->rois, n, &first, &last);
         for (i = first; i < last; ++i) {
             const int64_t k = plan->rois->order[i];
@@ -207,27 +269,38 @@ PYROI_VECTOR_TASK(PYROI_TYPED(roi_pool_backward_image_task))
                 break; /* the write-out below still leaves the block zero */
             }
             for (j = 0; j < lanes; ++j) {
-                const T *grad = job->features + k * g_strides[0] + (c0 + j) * g_strides[1];
-                const int64_t *winners = job->argmax_in + k * a_strides[0] +
-                                         (c0 + j) * a_strides[1];
-                T *lane = block + j;
                 PYROI_TYPED(roi_pool_prefetch_run)(
                     job->features + next * g_strides[0] + (c0 + j) * g_strides[1],
                     job->argmax_in + next * a_strides[0] + (c0 + j) * a_strides[1],
                     run_elements);
-                for (ph = 0; ph < pooled_height; ++ph) {
-                    const int64_t *winner = winners + ph * a_row;
-                    const T *g = grad + ph * g_row;
-                    for (pw = 0; pw < pooled_width; ++pw) {
-                        const int64_t a = winner[pw * a_column];
-                        if (roi_pool_argmax_is_pixel(a, plane_size)) { /* -1: nothing */
-                            lane[a * PYROI_LANES] += g[pw * g_column];
-                        }
-                    }
-                }
+                bad |= PYROI_TYPED(roi_pool_add_bins)(
+                    block + j, job->features + k * g_strides[0] + (c0 + j) * g_strides[1],
+                    job->argmax_in + k * a_strides[0] + (c0 + j) * a_strides[1], contiguous,
+                    pooled_height, pooled_width, g_row, g_column, a_row, a_column, plane_size);
             }
         }
-        PYROI_TYPED(lane_block_to_image)(block, shape[2], shape[3], n, c0, lanes, job->result,
-                                         gi_strides, NULL);
+        if (!job->keep_blocks) {
+            PYROI_TYPED(lane_block_to_image)(block, shape[2], shape[3], n, c0, lanes,
+                                             job->result, job->result_strides, NULL);
+        }
+    }
+    job->bad_argmax[worker] |= bad;
+}
+
+/* Backward with job->keep_blocks, once every item's block holds its sums: work item as
+ * roi_pool_backward_image_task's, whose block is written to grad_input. */
+static void PYROI_TYPED(roi_pool_backward_write_task)(void *context, int64_t begin,
+                                                      int64_t end, int worker)
+{
+    const PYROI_TYPED(roi_pool_job) *job = (const PYROI_TYPED(roi_pool_job) *)context;
+    const int64_t *shape = job->result_shape;
+    int64_t item;
+    (void)worker;
+    for (item = begin; item < end; ++item) {
+        int64_t c0, lanes;
+        const int64_t n = PYROI_TYPED(lane_block_item)(item, shape[1], PYROI_LANES, &c0, &lanes);
+        const T *block = job->scratch + item * job->scratch_stride + PYROI_LANES;
+        PYROI_TYPED(lane_block_to_region)(block, shape[3], n, c0, lanes, 0, shape[2], 0,
+                                          shape[3], job->result, job->result_strides);
     }
 }
