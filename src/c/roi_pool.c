@@ -242,8 +242,9 @@ static int64_t roi_pool_clamp(int64_t value, int64_t extent)
 #define ROI_POOL_GROUP 2
 typedef char roi_pool_group_is_two[ROI_POOL_GROUP == 2 ? 1 : -1];
 
-/* Argmax entries the backward copies and checks at a time before adding their gradients. */
-#define ROI_POOL_ADD_CHUNK 64
+/* Argmax entries the backward copies and checks at a time before adding their gradients: a
+ * RoI's 7 x 7 bins of a lane line of channels at once. */
+#define ROI_POOL_ADD_CHUNK 1024
 
 /* Forward outputs of at least this size are written with streaming stores. */
 #define ROI_POOL_STREAM_BYTES ((double)(8 << 20))
@@ -332,14 +333,11 @@ static void roi_pool_region(const roi_pool_plan *plan, int64_t k, int64_t pooled
 #  define ROI_POOL_VECTORS 1
 #endif
 /* Keeps a short fixed-count loop rolled so that GCC's loop vectoriser, not its weaker
- * straight-line vectoriser, sees it; or unrolls a scalar loop whose overhead is most of its
- * work. */
+ * straight-line vectoriser, sees it. */
 #if defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 8
 #  define ROI_POOL_NO_UNROLL _Pragma("GCC unroll 1")
-#  define ROI_POOL_UNROLL_4 _Pragma("GCC unroll 4")
 #else
 #  define ROI_POOL_NO_UNROLL
-#  define ROI_POOL_UNROLL_4
 #endif
 /* An argmax in the lane-major kernels: an integer of the value's width, so that it blends
  * with the masks that comparing the values gives. */

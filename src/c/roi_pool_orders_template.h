@@ -151,60 +151,67 @@ PYROI_VECTOR_TASK(PYROI_TYPED(roi_pool_forward_region_task))
     PYROI_TYPED(roi_pool_writer_finish)(writer);
 }
 
-/* Starts loading one channel's output gradients and argmax, elements of each from grad and
- * winners (one cache line per 64 bytes). */
-static inline void PYROI_TYPED(roi_pool_prefetch_run)(const T *grad, const int64_t *winners,
-                                                      int64_t elements)
+/* Adds count (at most ROI_POOL_ADD_CHUNK) output gradients grad[e] at argmax winners[e] into
+ * a block (lanes: block[pixel * PYROI_LANES + lane]), entry e into the lane lane_bytes[e] /
+ * sizeof(T), in the order of e (torchvision's order for each lane); block[-PYROI_LANES...] is
+ * a spare pixel that takes the -1 entries (nothing), so that good entries need no test. Each
+ * entry is read once: copied with its check, and added from the copy only when all count
+ * were good. Meanwhile it starts loading the next run (next_grad, next_winners; a burst of
+ * prefetches before a run was mostly dropped). Returns whether some entry was neither -1 nor
+ * a pixel of a plane of plane_size. */
+PYROI_CLONE_INLINE int PYROI_TYPED(roi_pool_add_run)(T *PYROI_RESTRICT block, const T *grad,
+                                                     const int64_t *winners, int64_t count,
+                                                     const int64_t *lane_bytes,
+                                                     uint64_t plane_size, const T *next_grad,
+                                                     const int64_t *next_winners)
 {
-    int64_t e;
-    for (e = 0; e < elements; e += PYROI_LANE_BYTES / (int64_t)sizeof(T)) {
-        PYROI_PREFETCH(grad + e);
+    enum { LINE = PYROI_LANE_BYTES / (int)sizeof(int64_t) }; /* argmax entries a line */
+    int64_t checked[ROI_POOL_ADD_CHUNK];
+    uint64_t bad = 0; /* of the entries' width: no narrowing in the vector loop */
+    char *bytes = (char *)(void *)block;
+    int64_t e, first;
+    for (e = 0; e < count; ++e) { /* vectorised */
+        const int64_t a = winners[e];
+        /* a is in [-1, plane_size) exactly when a + 1 <= plane_size without sign (a wraps
+         * around when below -1) */
+        bad |= (uint64_t)a + 1u > plane_size;
+        checked[e] = a * (int64_t)(PYROI_LANES * sizeof(T)) + lane_bytes[e]; /* byte offset */
     }
-    for (e = 0; e < elements; e += PYROI_LANE_BYTES / (int64_t)sizeof(int64_t)) {
-        PYROI_PREFETCH(winners + e);
+    if (bad) {
+        return 1;
     }
+    for (first = 0; first < count; first += LINE) {
+        PYROI_PREFETCH(next_winners + first);
+        if (first % (PYROI_LANE_BYTES / (int64_t)sizeof(T)) == 0) { /* a line of T */
+            PYROI_PREFETCH(next_grad + first);
+        }
+        if (count - first >= LINE) { /* a whole line: a constant count, unrolled */
+            const int64_t *at = checked + first;
+            const T *g = grad + first;
+            for (e = 0; e < LINE; ++e) {
+                *(T *)(void *)(bytes + at[e]) += g[e];
+            }
+            continue;
+        }
+        for (e = first; e < count; ++e) {
+            *(T *)(void *)(bytes + checked[e]) += grad[e];
+        }
+    }
+    return 0;
 }
 
-/* Adds the output gradients of one RoI and channel (bins grad[bin], argmax winners[bin] when
- * contiguous, else at the bin row and column strides) into a lane of a block, in torchvision's order (bin row, bin column); lane[-PYROI_LANES] is a spare pixel
- * that takes the -1 entries (nothing), so that good entries need no test. Each entry is
- * read once: copied with its check, a chunk at a time, and added from the copy only when the
- * whole chunk is good. Returns whether some entry was neither -1 nor a pixel of a plane of
- * plane_size. */
-PYROI_CLONE_INLINE int PYROI_TYPED(roi_pool_add_bins)(T *PYROI_RESTRICT lane, const T *grad,
-                                                 const int64_t *winners, int contiguous,
-                                                 int64_t pooled_height,
-                                                 int64_t pooled_width, int64_t g_row,
-                                                 int64_t g_column, int64_t a_row,
-                                                 int64_t a_column, uint64_t plane_size)
+/* roi_pool_add_run for the bins of one RoI and channel at any strides (the argmax entry of
+ * bin (ph, pw) at winners[ph * a_row + pw * a_column], its gradient likewise), into one lane
+ * of a block: each entry read once, and only pixels added to. */
+static inline int PYROI_TYPED(roi_pool_add_strided)(T *PYROI_RESTRICT lane, const T *grad,
+                                                    const int64_t *winners,
+                                                    int64_t pooled_height,
+                                                    int64_t pooled_width, int64_t g_row,
+                                                    int64_t g_column, int64_t a_row,
+                                                    int64_t a_column, uint64_t plane_size)
 {
-    int64_t checked[ROI_POOL_ADD_CHUNK];
-    int64_t ph, pw, first, bin, count;
+    int64_t ph, pw;
     int bad = 0;
-    if (contiguous) { /* one run of bins: the common, C-contiguous case */
-        for (first = 0; first < pooled_height * pooled_width; first += count) {
-            uint64_t chunk_bad = 0; /* of the entries' width: no narrowing in the vector loop */
-            count = pooled_height * pooled_width - first < ROI_POOL_ADD_CHUNK
-                        ? pooled_height * pooled_width - first
-                        : ROI_POOL_ADD_CHUNK;
-            for (bin = 0; bin < count; ++bin) { /* vectorised */
-                const int64_t a = winners[first + bin];
-                /* a is in [-1, plane_size) exactly when a + 1 <= plane_size without sign (a
-                 * wraps around when below -1) */
-                chunk_bad |= (uint64_t)a + 1u > plane_size;
-                checked[bin] = a * PYROI_LANES; /* the lane's offset */
-            }
-            if (chunk_bad) {
-                bad = 1;
-                continue;
-            }
-            ROI_POOL_UNROLL_4
-            for (bin = 0; bin < count; ++bin) {
-                lane[checked[bin]] += grad[first + bin];
-            }
-        }
-        return bad;
-    }
     for (ph = 0; ph < pooled_height; ++ph) {
         for (pw = 0; pw < pooled_width; ++pw) {
             const int64_t a = winners[ph * a_row + pw * a_column];
@@ -236,17 +243,23 @@ PYROI_VECTOR_TASK(PYROI_TYPED(roi_pool_backward_image_task))
     /* in locals: the compiler cannot tell that the block's stores leave them alone */
     const int64_t g_row = g_strides[2], g_column = g_strides[3];
     const int64_t a_row = a_strides[2], a_column = a_strides[3];
-    /* a channel's bins as one run of each */
+    const int64_t bins = pooled_height * pooled_width;
+    /* a channel's bins as one run of each; and a RoI's bins of a block's channels, when
+     * they fit a chunk */
     const int contiguous = g_column == 1 && a_column == 1 && g_row == pooled_width &&
                            a_row == pooled_width;
-    /* what to prefetch of a channel: its bins when they are one run, else the first */
-    const int64_t run_elements = contiguous ? pooled_height * pooled_width : 1;
-    /* a block is its spare pixel (roi_pool_add_bins), then the image's pixels */
+    const int whole_runs = contiguous && g_strides[1] == bins && a_strides[1] == bins &&
+                           PYROI_LANES * bins <= ROI_POOL_ADD_CHUNK;
+    int64_t lane_bytes[ROI_POOL_ADD_CHUNK]; /* roi_pool_add_run's: the lane of each entry */
+    /* a block is its spare pixel (roi_pool_add_run), then the image's pixels */
     T *block = job->scratch + (job->keep_blocks ? 0 : worker * job->scratch_stride) +
                PYROI_LANES;
-    int64_t item, i, j, first, last;
+    int64_t item, i, j, e, first, last;
     int bad = 0;
 
+    for (e = 0; e < ROI_POOL_ADD_CHUNK; ++e) {
+        lane_bytes[e] = whole_runs && e < PYROI_LANES * bins ? e / bins * (int64_t)sizeof(T) : 0;
+    }
     for (i = -PYROI_LANES; !job->keep_blocks && i < block_elements; ++i) {
         block[i] = (T)0; /* then each item's write-out leaves it zero */
     }
@@ -262,21 +275,36 @@ PYROI_VECTOR_TASK(PYROI_TYPED(roi_pool_backward_image_task))
         pyroi_rois_of_image(plan->rois, n, &first, &last);
         for (i = first; i < last; ++i) {
             const int64_t k = plan->rois->order[i];
-            /* the next RoI's gradients and argmax, channel by channel while this RoI's are
-             * added: a burst of prefetches before the RoI was mostly dropped */
+            /* the next RoI's gradients and argmax, loaded while this RoI's are added */
             const int64_t next = i + 1 < last ? plan->rois->order[i + 1] : k;
             if (i % 8 == 0 && pyroi_cancel_requested(job->params->cancel)) {
                 break; /* the write-out below still leaves the block zero */
             }
+            const T *grad = job->features + k * g_strides[0] + c0 * g_strides[1];
+            const int64_t *winners = job->argmax_in + k * a_strides[0] + c0 * a_strides[1];
+            const T *next_grad = job->features + next * g_strides[0] + c0 * g_strides[1];
+            const int64_t *next_winners =
+                job->argmax_in + next * a_strides[0] + c0 * a_strides[1];
+            if (whole_runs) {
+                bad |= PYROI_TYPED(roi_pool_add_run)(block, grad, winners, lanes * bins,
+                                                     lane_bytes, plane_size, next_grad,
+                                                     next_winners);
+                continue;
+            }
             for (j = 0; j < lanes; ++j) {
-                PYROI_TYPED(roi_pool_prefetch_run)(
-                    job->features + next * g_strides[0] + (c0 + j) * g_strides[1],
-                    job->argmax_in + next * a_strides[0] + (c0 + j) * a_strides[1],
-                    run_elements);
-                bad |= PYROI_TYPED(roi_pool_add_bins)(
-                    block + j, job->features + k * g_strides[0] + (c0 + j) * g_strides[1],
-                    job->argmax_in + k * a_strides[0] + (c0 + j) * a_strides[1], contiguous,
-                    pooled_height, pooled_width, g_row, g_column, a_row, a_column, plane_size);
+                const int64_t g_at = j * g_strides[1], a_at = j * a_strides[1];
+                if (!contiguous) {
+                    bad |= PYROI_TYPED(roi_pool_add_strided)(
+                        block + j, grad + g_at, winners + a_at, pooled_height, pooled_width,
+                        g_row, g_column, a_row, a_column, plane_size);
+                    continue;
+                }
+                for (e = 0; e < bins; e += ROI_POOL_ADD_CHUNK) {
+                    bad |= PYROI_TYPED(roi_pool_add_run)(
+                        block + j, grad + g_at + e, winners + a_at + e,
+                        bins - e < ROI_POOL_ADD_CHUNK ? bins - e : ROI_POOL_ADD_CHUNK,
+                        lane_bytes, plane_size, next_grad + g_at + e, next_winners + a_at + e);
+                }
             }
         }
         if (!job->keep_blocks) {
