@@ -249,7 +249,7 @@ PYROI_VECTOR_TASK(PYROI_TYPED(roi_pool_backward_image_task))
     const int contiguous = g_column == 1 && a_column == 1 && g_row == pooled_width &&
                            a_row == pooled_width;
     const int whole_runs = contiguous && g_strides[1] == bins && a_strides[1] == bins &&
-                           PYROI_LANES * bins <= ROI_POOL_ADD_CHUNK;
+                           bins <= ROI_POOL_ADD_CHUNK / PYROI_LANES;
     int64_t lane_bytes[ROI_POOL_ADD_CHUNK]; /* roi_pool_add_run's: the lane of each entry */
     /* a block is its spare pixel (roi_pool_add_run), then the image's pixels */
     T *block = job->scratch + (job->keep_blocks ? 0 : worker * job->scratch_stride) +
