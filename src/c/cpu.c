@@ -1,6 +1,9 @@
 /* cpu.c - see cpu.h. The feature bits are those of the Intel SDM / AMD APM cpuid tables. */
 #include "cpu.h"
 
+#include <ctype.h>
+#include <stdlib.h>
+
 #if defined(__x86_64__) || defined(__i386__) || defined(_M_X64) || defined(_M_IX86)
 #  define PYROI_CPU_X86 1
 #  if defined(_MSC_VER) && !defined(__clang__)
@@ -12,7 +15,7 @@
 #  endif
 #endif
 
-enum { DETECTED_LEVEL, DETECTED_L1D, DETECTED_L2, DETECTED_COUNT };
+enum { DETECTED_LEVEL, DETECTED_L1D, DETECTED_L2, DETECTED_CAP_UNKNOWN, DETECTED_COUNT };
 
 #ifdef PYROI_CPU_X86
 /* Leaf 1, ECX */
@@ -140,7 +143,7 @@ static void cache_sizes_from_leaf(uint32_t leaf, int64_t sizes[2])
     }
 }
 
-static void detect(int64_t detected[DETECTED_COUNT])
+static void detect_cpu(int64_t detected[DETECTED_COUNT])
 {
     uint32_t r[4], max_leaf, max_extended_leaf;
     int64_t sizes[2] = {0, 0};
@@ -169,13 +172,42 @@ static void detect(int64_t detected[DETECTED_COUNT])
     detected[DETECTED_L2] = sizes[1];
 }
 #else
-static void detect(int64_t detected[DETECTED_COUNT])
+static void detect_cpu(int64_t detected[DETECTED_COUNT])
 {
     detected[DETECTED_LEVEL] = PYROI_CPU_BASELINE;
     detected[DETECTED_L1D] = 0;
     detected[DETECTED_L2] = 0;
 }
 #endif
+
+/* Whether `text` is `name`, ignoring the case of ASCII letters. */
+static int same_name(const char *text, const char *name)
+{
+    while (*name != '\0' && tolower((unsigned char)*text) == *name) {
+        ++text;
+        ++name;
+    }
+    return *text == '\0' && *name == '\0';
+}
+
+/* The CPU's values, the level lowered to PYROI_MAX_VECTOR_ISA's cap (cpu.h). */
+static void detect(int64_t detected[DETECTED_COUNT])
+{
+    static const char *const names[] = {"baseline", "avx2", "x86-64-v4"};
+    const char *cap = getenv("PYROI_MAX_VECTOR_ISA");
+    detect_cpu(detected);
+    detected[DETECTED_CAP_UNKNOWN] = 0;
+    if (cap != NULL && cap[0] != '\0') {
+        int64_t level = PYROI_CPU_X86_64_V4;
+        while (level > PYROI_CPU_BASELINE && !same_name(cap, names[level])) {
+            --level;
+        }
+        detected[DETECTED_CAP_UNKNOWN] = level == PYROI_CPU_BASELINE && !same_name(cap, names[0]);
+        if (detected[DETECTED_LEVEL] > level) {
+            detected[DETECTED_LEVEL] = level;
+        }
+    }
+}
 
 /* What detect() found, plus 1 (0: not asked yet), in an int: loads and stores of it are
  * atomic on every target without a library (cache sizes are capped at 1 GiB). Each value is
@@ -212,6 +244,11 @@ static int64_t detected_value(int which)
 pyroi_cpu_level pyroi_cpu_vector_level(void)
 {
     return (pyroi_cpu_level)detected_value(DETECTED_LEVEL);
+}
+
+int pyroi_cpu_cap_unknown(void)
+{
+    return (int)detected_value(DETECTED_CAP_UNKNOWN);
 }
 
 int64_t pyroi_cpu_l1d_bytes(void)

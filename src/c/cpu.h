@@ -16,9 +16,17 @@ typedef enum pyroi_cpu_level {
                                 DQ, CD, ZMM state enabled */
 } pyroi_cpu_level;
 
-/* The highest level this CPU and its OS support (the OS must save the wider registers on a
- * context switch: xgetbv). Detected on the first call, thread-safe. */
+/* The level the dispatch uses: the highest one this CPU and its OS support (the OS must save
+ * the wider registers on a context switch: xgetbv), lowered to the cap that the environment
+ * variable PYROI_MAX_VECTOR_ISA names ("baseline", "avx2", "x86-64-v4", the names of
+ * pyroi_vector_isa(); any case) if it is set and not empty. A cap can only lower the level.
+ * A value that is none of the names caps at the baseline (a typo must not leave the level it
+ * meant to avoid running) and pyroi_cpu_cap_unknown() then says so. Detected, with the
+ * variable read, on the first call of any function here; thread-safe. */
 pyroi_cpu_level pyroi_cpu_vector_level(void);
+
+/* 1 if PYROI_MAX_VECTOR_ISA held a value that is none of the names above, else 0. */
+int pyroi_cpu_cap_unknown(void);
 
 /* Size in bytes of one core's level 1 data cache and level 2 cache, 0 where unknown
  * (detected from cpuid on x86; 0 elsewhere). For tuning block sizes at run time. */

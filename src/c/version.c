@@ -23,7 +23,10 @@ const char *pyroi_vector_isa(void)
     case PYROI_CPU_BASELINE:
         break;
     }
-    return "baseline";
+    /* a cap that names no level: said wherever the level is printed (cpu.h) */
+    return pyroi_cpu_cap_unknown() ? "baseline (PYROI_MAX_VECTOR_ISA not understood: use "
+                                     "baseline, avx2 or x86-64-v4)"
+                                   : "baseline";
 #else
     return "baseline-only build";
 #endif

@@ -33,6 +33,13 @@ if _core.version_number() != _core.header_version_number():  # pragma: no cover
         f"built against {_core.header_version_number()}"
     )
 
+# PYROI_MAX_VECTOR_ISA naming no vector level: the C core runs its baseline code (a typo must
+# not run the code it meant to avoid); said at import too, not only where the level is printed.
+if _core.vector_isa().startswith("baseline ("):
+    import warnings
+
+    warnings.warn(f"pyroi: vector code {_core.vector_isa()}", RuntimeWarning, stacklevel=2)
+
 from pyroi.layers import (MultiScaleRoIAlign, PSRoIAlign, PSRoIPool, RoIAlign,  # noqa: E402
                           RoIAlignRotated, RoIPool)
 

@@ -1,18 +1,24 @@
 /* The CPU detection (cpu.c) against what the OS says: on x86-64 Linux the vector level the
  * dispatch picks is the one /proc/cpuinfo's flags allow (the kernel lists AVX only where it
- * saves the registers), pyroi_vector_isa() names it, and the cache sizes are glibc's. */
+ * saves the registers), lowered to PYROI_MAX_VECTOR_ISA's cap; pyroi_vector_isa() names it,
+ * and the cache sizes are glibc's. Run as `test_cpu [CAP]`: the program sets the variable to
+ * CAP (or removes it) before the first query, so ctest runs it capped and uncapped. */
 #if defined(__linux__)
-#  define _GNU_SOURCE /* sysconf's cache queries */
+#  define _GNU_SOURCE /* sysconf's cache queries, setenv */
 #endif
 #include "check.h"
 #include "cpu.h"
 #include "pyroi.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #if defined(__linux__)
 #  include <unistd.h>
 #endif
+
+/* The highest level the test expects: PYROI_MAX_VECTOR_ISA's cap, set by main. */
+static pyroi_cpu_level cap = PYROI_CPU_X86_64_V4;
 
 #if defined(__x86_64__) && defined(__linux__)
 /* Whether the "flags" line of /proc/cpuinfo lists every one of the space-separated names. */
@@ -48,6 +54,11 @@ static int cpuinfo_has_all(const char *names)
     return 1;
 }
 
+static pyroi_cpu_level capped(pyroi_cpu_level level)
+{
+    return level < cap ? level : cap;
+}
+
 static void test_level_is_the_one_linux_reports(void)
 {
     /* (pni: SSE3, abm: LZCNT) */
@@ -57,9 +68,9 @@ static void test_level_is_the_one_linux_reports(void)
                              : avx2;
     CHECK(v4 >= 0 && avx2 >= 0);
     if (v4 == 1) {
-        CHECK(pyroi_cpu_vector_level() == PYROI_CPU_X86_64_V4);
+        CHECK(pyroi_cpu_vector_level() == capped(PYROI_CPU_X86_64_V4));
     } else if (avx2 == 1) {
-        CHECK(pyroi_cpu_vector_level() == PYROI_CPU_AVX2);
+        CHECK(pyroi_cpu_vector_level() == capped(PYROI_CPU_AVX2));
     } else {
         CHECK(pyroi_cpu_vector_level() == PYROI_CPU_BASELINE);
     }
@@ -72,9 +83,9 @@ static void test_vector_isa_names_the_level(void)
     static const char *const names[] = {"baseline", "avx2", "x86-64-v4"};
     const char *isa = pyroi_vector_isa();
     const pyroi_cpu_level level = pyroi_cpu_vector_level();
-    CHECK(level >= PYROI_CPU_BASELINE && level <= PYROI_CPU_X86_64_V4);
+    CHECK(level >= PYROI_CPU_BASELINE && level <= cap);
     CHECK(pyroi_cpu_vector_level() == level); /* the cached answer is the first one */
-    if (strcmp(isa, "baseline-only build") != 0) {
+    if (strcmp(isa, "baseline-only build") != 0 && !pyroi_cpu_cap_unknown()) {
         CHECK(strcmp(isa, names[level]) == 0);
     }
 #if !(defined(__x86_64__) || defined(__i386__) || defined(_M_X64) || defined(_M_IX86))
@@ -105,8 +116,43 @@ static void test_cache_sizes(void)
 #endif
 }
 
-int main(void)
+/* A cap that names no level: the baseline, and pyroi_vector_isa() says why. */
+static void test_unknown_cap(void)
 {
+    const char *isa = pyroi_vector_isa();
+    CHECK(pyroi_cpu_cap_unknown() == 1);
+    CHECK(pyroi_cpu_vector_level() == PYROI_CPU_BASELINE);
+    if (strcmp(isa, "baseline-only build") != 0) {
+        CHECK(strncmp(isa, "baseline (PYROI_MAX_VECTOR_ISA not understood", 45) == 0);
+    }
+}
+
+/* PYROI_MAX_VECTOR_ISA set to `value` (NULL: removed) before the library's first query. */
+static void set_cap_variable(const char *value)
+{
+#ifdef _WIN32
+    static char assignment[64];
+    sprintf(assignment, "PYROI_MAX_VECTOR_ISA=%.40s", value != NULL ? value : "");
+    CHECK(_putenv(assignment) == 0);
+#else
+    CHECK((value != NULL ? setenv("PYROI_MAX_VECTOR_ISA", value, 1)
+                         : unsetenv("PYROI_MAX_VECTOR_ISA")) == 0);
+#endif
+}
+
+/* test_cpu [CAP LEVEL]: PYROI_MAX_VECTOR_ISA=CAP caps the level at LEVEL (0 baseline, 1 avx2,
+ * 2 x86-64-v4, or "unknown": CAP names no level). */
+int main(int argc, char **argv)
+{
+    const int unknown = argc > 2 && strcmp(argv[2], "unknown") == 0;
+    set_cap_variable(argc > 2 ? argv[1] : NULL);
+    if (argc > 2) {
+        cap = unknown ? PYROI_CPU_BASELINE : (pyroi_cpu_level)atoi(argv[2]);
+    }
+    CHECK(pyroi_cpu_cap_unknown() == unknown);
+    if (unknown) {
+        test_unknown_cap();
+    }
 #if defined(__x86_64__) && defined(__linux__)
     test_level_is_the_one_linux_reports();
 #endif

@@ -154,7 +154,10 @@ PYROI_API const char *pyroi_version_string(void);
 /* The instruction set whose code the vectorised loops run on this CPU, as a static string:
  * "x86-64-v4" (AVX-512), "avx2", "baseline" (the build's default target), or "baseline-only
  * build" (no other target compiled: outside x86-64 Linux with GCC or Clang, or
- * PYROI_PORTABLE_ONLY). Thread-safe. */
+ * PYROI_PORTABLE_ONLY). The environment variable PYROI_MAX_VECTOR_ISA, read once (by the
+ * library's first vector call or query), caps the level at one of the first three names (it
+ * never raises it); a value that is none of them caps at the baseline, and this returns
+ * "baseline (PYROI_MAX_VECTOR_ISA not understood: ...)". Thread-safe. */
 PYROI_API const char *pyroi_vector_isa(void);
 
 /* A static, human-readable description of a status code ("unknown status" for values outside
