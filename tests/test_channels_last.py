@@ -1,0 +1,120 @@
+"""RoIAlign avg forward on channels-last features (``layout="NHWC"``) sampled in place: the
+lane-major kernel reads the caller's pixels directly when the channels are packed and each
+pixel is a whole number of 64-byte lane groups apart; other channel counts and strides take
+the gathering orders. Both must give torchvision's bits, on any thread count, and the in-place
+path must not allocate a copy of the map."""
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import pyroi
+from conftest import inverted_policy, random_rois
+
+# float32 lanes: 16 per group, float64: 8. Multiples take the in-place kernel (one group, a
+# pair, pairs and a single group); the others take the gathering orders.
+CHANNELS = {np.float32: [16, 32, 48, 64, 3, 17, 20], np.float64: [8, 16, 24, 5, 12]}
+CASES = [(dtype, c) for dtype, counts in CHANNELS.items() for c in counts]
+CASE_IDS = [f"{np.dtype(d).name}-C{c}" for d, c in CASES]
+
+
+def _case(seed, dtype, channels, aligned, sampling_ratio, num_rois, height=40, width=50):
+    rng = np.random.default_rng(seed)
+    nchw = rng.standard_normal((3, channels, height, width)).astype(dtype)
+    nchw[1, :, 4, 5] = np.nan  # a NaN pixel: only the RoIs sampling it see NaN
+    boxes = random_rois(rng, 3, height, width, num_rois, dtype, spatial_scale=0.5,
+                        inverted=inverted_policy(aligned, sampling_ratio))
+    boxes[-1] = (1, 6, 4, 16, 14)  # around the NaN pixel (map coordinates: half of these)
+    return nchw, boxes
+
+
+def _nhwc(nchw):
+    return np.ascontiguousarray(nchw.transpose(0, 2, 3, 1))
+
+
+# Few RoIs (fewer samples than pixels) are sampled in place, many take the gathering orders.
+@pytest.mark.parametrize("num_rois", [10, 400])
+@pytest.mark.parametrize("aligned,sampling_ratio", [(True, 2), (False, 0), (True, 0),
+                                                    (False, 3)])
+@pytest.mark.parametrize("dtype,channels", CASES, ids=CASE_IDS)
+def test_channels_last_matches_torchvision(tv, dtype, channels, aligned, sampling_ratio,
+                                           num_rois):
+    """Off-map, tiny, zero-size and inverted boxes, a NaN pixel: torchvision's bits."""
+    nchw, boxes = _case(channels, dtype, channels, aligned, sampling_ratio, num_rois)
+    expected = tv.roi_align(nchw, boxes, (3, 4), 0.5, sampling_ratio, aligned)
+    got = pyroi.roi_align(_nhwc(nchw), boxes, (3, 4), 0.5, sampling_ratio, aligned,
+                          layout="NHWC")
+    assert np.isnan(expected).any() and np.isfinite(expected).any()
+    np.testing.assert_array_equal(got, expected)
+
+
+@pytest.mark.parametrize("num_rois", [20, 600])
+@pytest.mark.parametrize("dtype,channels", [(np.float32, 48), (np.float64, 24),
+                                            (np.float32, 17)])
+def test_channels_last_same_bits_on_any_thread_count(dtype, channels, num_rois):
+    nchw, boxes = _case(7, dtype, channels, True, 2, num_rois)
+    nhwc = _nhwc(nchw)
+    one = pyroi.roi_align(nhwc, boxes, 7, 0.5, 2, True, layout="NHWC", num_threads=1)
+    for threads in (2, 3, 8):
+        np.testing.assert_array_equal(
+            pyroi.roi_align(nhwc, boxes, 7, 0.5, 2, True, layout="NHWC", num_threads=threads),
+            one)
+    np.testing.assert_array_equal(one, pyroi.roi_align(nchw, boxes, 7, 0.5, 2, True))
+
+
+@pytest.mark.parametrize("view", ["channel_slice", "row_padding", "column_step"])
+def test_channels_last_views_read_in_place(tv, view):
+    """Pixels further apart than their channels (a slice of a wider map's channels, padded
+    rows, every other column): read where they are, same bits."""
+    rng = np.random.default_rng(5)
+    wide = rng.standard_normal((2, 40, 60, 64)).astype(np.float32)
+    nhwc = {"channel_slice": wide[..., 16:48],
+            "row_padding": wide[:, :, :53, :32],
+            "column_step": wide[:, :, ::2, :32]}[view]
+    boxes = random_rois(rng, 2, nhwc.shape[1], nhwc.shape[2], 8, np.float32)
+    expected = tv.roi_align(np.ascontiguousarray(nhwc.transpose(0, 3, 1, 2)), boxes, 5, 1.0,
+                            2, True)
+    np.testing.assert_array_equal(
+        pyroi.roi_align(nhwc, boxes, 5, 1.0, 2, True, layout="NHWC"), expected)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_channels_last_without_rois_or_pixels(dtype):
+    nhwc = np.ones((2, 9, 7, 32), dtype)
+    out = pyroi.roi_align(nhwc, np.zeros((0, 5), dtype), 3, layout="NHWC")
+    assert out.shape == (0, 32, 3, 3)
+    empty = np.ones((2, 0, 7, 32), dtype)  # no rows: every sample is off the map
+    boxes = np.array([[1, 0, 0, 4, 4]], dtype)
+    np.testing.assert_array_equal(pyroi.roi_align(empty, boxes, 3, layout="NHWC"),
+                                  np.zeros((1, 32, 3, 3), dtype))
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/status"), reason="Linux /proc")
+def test_channels_last_allocates_no_copy_of_the_map():
+    """A 64 MB map whose every pixel the RoIs sample: the gathering orders would copy it
+    into a lane block (32 MB per worker); the in-place kernel needs only bin tiles."""
+    script = textwrap.dedent("""
+        import numpy as np
+        import pyroi
+
+        def peak_kb():  # this process's peak RSS (getrusage's would include its parent's)
+            with open("/proc/self/status") as status:
+                return next(int(line.split()[1]) for line in status
+                            if line.startswith("VmHWM:"))
+
+        rng = np.random.default_rng(0)
+        nhwc = rng.standard_normal((1, 500, 1000, 32), dtype=np.float32)
+        corners = rng.uniform(0, 900, (200, 2))
+        boxes = np.concatenate([np.zeros((200, 1)), corners, corners + 100], 1)
+        boxes = boxes.astype(np.float32)
+        before = peak_kb()
+        pyroi.roi_align(nhwc, boxes, 7, 1.0, 2, True, layout="NHWC", num_threads=1)
+        print(peak_kb() - before)
+    """)
+    grown_kb = int(subprocess.run([sys.executable, "-c", script], check=True,
+                                  capture_output=True, text=True).stdout)
+    assert grown_kb < 16 * 1024
