@@ -673,7 +673,7 @@ def _loop_order_case(order, dtype, channels, seed):
         sizes = rng.uniform(0.5, 6, (k, 2))
     elif order == "bands":  # tall, narrow boxes across a wide map
         x = rng.standard_normal((2, channels, 210, 240)).astype(dtype)
-        k = 90
+        k = 400
         coords = np.stack([rng.uniform(-4, 236, k), rng.uniform(-6, 12, k)], axis=1)
         sizes = np.stack([rng.uniform(0.5, 5, k), rng.uniform(150, 205, k)], axis=1)
     else:  # many boxes on a small map: every element is sampled many times
