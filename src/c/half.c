@@ -67,6 +67,24 @@ static int half_convert(const uint16_t *halves_in, uint16_t *halves_out, const i
     return 1;
 }
 
+/* The float32 copies of the tensor a call reads and the one it writes, with their contiguous
+ * strides; 0 (nothing left allocated) when memory is short. */
+static int half_wide_pair(const int64_t read_shape[4], float **wide_read,
+                          int64_t read_strides[4], const int64_t written_shape[4],
+                          float **wide_written, int64_t written_strides[4])
+{
+    *wide_read = half_scratch(half_count(read_shape));
+    *wide_written = half_scratch(half_count(written_shape));
+    if (*wide_read == NULL || *wide_written == NULL) {
+        free(*wide_read);
+        free(*wide_written);
+        return 0;
+    }
+    half_contiguous_strides(read_shape, read_strides);
+    half_contiguous_strides(written_shape, written_strides);
+    return 1;
+}
+
 /* Every check of the float32 call, done before any element is read or written. */
 static pyroi_status half_check(const void *map, const int64_t map_shape[4],
                                const int64_t map_strides[4], pyroi_tensor_role map_role,
@@ -95,10 +113,8 @@ static pyroi_status half_check(const void *map, const int64_t map_shape[4],
     if (status != PYROI_OK) {
         return status;
     }
-    pooled_shape[0] = num_rois;
-    pooled_shape[1] = shape[1];
-    pooled_shape[2] = params->pooled_height;
-    pooled_shape[3] = params->pooled_width;
+    pyroi_pooled_shape(num_rois, shape[1], params->pooled_height, params->pooled_width,
+                       pooled_shape);
     return pyroi_roi_align_find_invalid_roi_f32(boxes, num_rois, box_row_stride, batch_indices,
                                                 shape[0], shape[2], shape[3],
                                                 params, &failed_roi);
@@ -120,15 +136,10 @@ pyroi_status pyroi_roi_align_forward_f16(
     if (status != PYROI_OK || half_count(output_shape) == 0) {
         return status;
     }
-    wide_input = half_scratch(half_count(input_shape));
-    wide_output = half_scratch(half_count(output_shape));
-    if (wide_input == NULL || wide_output == NULL) {
-        free(wide_input);
-        free(wide_output);
+    if (!half_wide_pair(input_shape, &wide_input, input_contiguous, output_shape, &wide_output,
+                        output_contiguous)) {
         return PYROI_E_NO_MEMORY;
     }
-    half_contiguous_strides(input_shape, input_contiguous);
-    half_contiguous_strides(output_shape, output_contiguous);
     status = half_convert(input, NULL, input_shape, input_strides, wide_input, params->cancel)
                  ? pyroi_roi_align_forward_f32(wide_input, input_shape, input_contiguous, boxes,
                                                num_rois, box_row_stride, batch_indices,
@@ -160,15 +171,10 @@ pyroi_status pyroi_roi_align_backward_f16(
     if (status != PYROI_OK || half_count(grad_input_shape) == 0) {
         return status;
     }
-    wide_grad_output = half_scratch(half_count(grad_output_shape));
-    wide_grad_input = half_scratch(half_count(grad_input_shape));
-    if (wide_grad_output == NULL || wide_grad_input == NULL) {
-        free(wide_grad_output);
-        free(wide_grad_input);
+    if (!half_wide_pair(grad_output_shape, &wide_grad_output, go_contiguous, grad_input_shape,
+                        &wide_grad_input, gi_contiguous)) {
         return PYROI_E_NO_MEMORY;
     }
-    half_contiguous_strides(grad_output_shape, go_contiguous);
-    half_contiguous_strides(grad_input_shape, gi_contiguous);
     status = half_convert(grad_output, NULL, grad_output_shape, grad_output_strides,
                           wide_grad_output, params->cancel)
                  ? pyroi_roi_align_backward_f32(wide_grad_output, go_contiguous, boxes,

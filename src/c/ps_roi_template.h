@@ -87,13 +87,11 @@ static pyroi_status PYROI_TYPED(ps_roi_align_scan_boxes)(
     for (k = 0; k < num_rois; ++k) {
         PYROI_TYPED(ps_sample_axis) rows, cols;
         int64_t n;
-        pyroi_status status = PYROI_TYPED(ps_roi_align_axes)(boxes + k * box_row_stride, params,
-                                                             height, width, &rows, &cols);
-        if (pyroi_cancel_at(params->cancel, k)) {
-            return PYROI_E_CANCELLED;
-        }
+        const pyroi_status status = pyroi_box_scan_verdict(
+            PYROI_TYPED(ps_roi_align_axes)(boxes + k * box_row_stride, params, height, width,
+                                           &rows, &cols),
+            params->cancel, k, failed_roi);
         if (status != PYROI_OK) {
-            *failed_roi = k;
             return status;
         }
         if (!size_tables) {
@@ -457,12 +455,11 @@ static pyroi_status PYROI_TYPED(ps_roi_pool_scan_boxes)(
         const T *box = boxes + k * box_row_stride;
         PYROI_TYPED(ps_pool_roi) roi;
         double rows, cols;
-        if (pyroi_cancel_at(params->cancel, k)) {
-            return PYROI_E_CANCELLED;
-        }
-        if (!PYROI_TYPED(ps_pool_box_is_valid)(box, params)) {
-            *failed_roi = k;
-            return PYROI_E_INVALID_BOX;
+        const pyroi_status status = pyroi_box_scan_verdict(
+            PYROI_TYPED(ps_pool_box_is_valid)(box, params) ? PYROI_OK : PYROI_E_INVALID_BOX,
+            params->cancel, k, failed_roi);
+        if (status != PYROI_OK) {
+            return status;
         }
         roi = PYROI_TYPED(ps_pool_quantise)(box, params, 0);
         rows = (double)roi.bin_h * (double)params->pooled_height + 1.0;

@@ -183,6 +183,35 @@ static pyroi_status PYROI_TYPED(roi_align_execute)(PYROI_TYPED(roi_align_job) *j
     return PYROI_TYPED(roi_align_execute_tasks)(job, backward, job, NULL);
 }
 
+/* The start of every RoIAlign call (avg and both max reductions, forward and backward):
+ * validation (the argmax too when with_argmax: the forward's optional output, the backward's
+ * input), then the plan over the map (forward: the input, backward: grad_input) as
+ * roi_align_call_plan makes it; with *planned 0 the call returns the status. */
+static pyroi_status PYROI_TYPED(roi_align_check_and_plan)(
+    PYROI_TYPED(roi_align_plan) *plan, int backward, const T *map, const int64_t map_shape[4],
+    const int64_t map_strides[4], const T *pooled, const int64_t pooled_strides[4],
+    const int64_t *argmax, const int64_t argmax_strides[4], int with_argmax, const T *boxes,
+    int64_t num_rois, int64_t box_row_stride, const int64_t *batch_indices,
+    const pyroi_roi_align_params *params, roi_align_arena *arena, int *planned)
+{
+    const pyroi_tensor_role pooled_role = backward ? PYROI_TENSOR_INPUT : PYROI_TENSOR_OUTPUT;
+    pyroi_status status = roi_align_check_call(
+        map, map_shape, map_strides, backward ? PYROI_TENSOR_OUTPUT : PYROI_TENSOR_INPUT, pooled,
+        pooled_strides, pooled_role, boxes, num_rois, box_row_stride, batch_indices, params);
+    *planned = 0;
+    if (status == PYROI_OK && with_argmax) {
+        const int64_t argmax_shape[4] = {num_rois, map_shape[1], params->pooled_height,
+                                         params->pooled_width};
+        status = pyroi_check_tensor4(argmax, argmax_shape, argmax_strides, pooled_role);
+    }
+    if (status != PYROI_OK) {
+        return status;
+    }
+    return PYROI_TYPED(roi_align_call_plan)(
+        plan, backward ? pyroi_shape_is_empty(map_shape) : num_rois == 0 || map_shape[1] == 0,
+        boxes, num_rois, box_row_stride, batch_indices, map_shape, params, arena, planned);
+}
+
 pyroi_status PYROI_TYPED(pyroi_roi_align_forward)(
     const T *input, const int64_t input_shape[4], const int64_t input_strides[4],
     const T *boxes, int64_t num_rois, int64_t box_row_stride,
@@ -195,6 +224,18 @@ pyroi_status PYROI_TYPED(pyroi_roi_align_forward)(
                                                      NULL, output, output_strides, params);
 }
 
+pyroi_status PYROI_TYPED(pyroi_roi_align_backward)(
+    const T *grad_output, const int64_t grad_output_strides[4],
+    const T *boxes, int64_t num_rois, int64_t box_row_stride,
+    const int64_t *batch_indices,
+    T *grad_input, const int64_t grad_input_shape[4], const int64_t grad_input_strides[4],
+    const pyroi_roi_align_params *params)
+{
+    return PYROI_TYPED(pyroi_roi_align_backward_rows)(
+        grad_output, grad_output_strides, boxes, num_rois, box_row_stride, batch_indices, NULL,
+        grad_input, grad_input_shape, grad_input_strides, params);
+}
+
 pyroi_status PYROI_TYPED(pyroi_roi_align_forward_rows)(
     const T *input, const int64_t input_shape[4], const int64_t input_strides[4],
     const T *boxes, int64_t num_rois, int64_t box_row_stride,
@@ -205,15 +246,9 @@ pyroi_status PYROI_TYPED(pyroi_roi_align_forward_rows)(
     PYROI_TYPED(roi_align_job) job;
     PYROI_TYPED(roi_align_plan) plan;
     int planned;
-    pyroi_status status = roi_align_check_call(
-        input, input_shape, input_strides, PYROI_TENSOR_INPUT, output, output_strides,
-        PYROI_TENSOR_OUTPUT, boxes, num_rois, box_row_stride, batch_indices, params);
-    if (status != PYROI_OK) {
-        return status;
-    }
-    status = PYROI_TYPED(roi_align_call_plan)(&plan, num_rois == 0 || input_shape[1] == 0,
-                                              boxes, num_rois, box_row_stride, batch_indices,
-                                              input_shape, params, NULL, &planned);
+    pyroi_status status = PYROI_TYPED(roi_align_check_and_plan)(
+        &plan, 0, input, input_shape, input_strides, output, output_strides, NULL, NULL, 0,
+        boxes, num_rois, box_row_stride, batch_indices, params, NULL, &planned);
     if (!planned) {
         return status;
     }
@@ -230,18 +265,6 @@ pyroi_status PYROI_TYPED(pyroi_roi_align_forward_rows)(
     return status;
 }
 
-pyroi_status PYROI_TYPED(pyroi_roi_align_backward)(
-    const T *grad_output, const int64_t grad_output_strides[4],
-    const T *boxes, int64_t num_rois, int64_t box_row_stride,
-    const int64_t *batch_indices,
-    T *grad_input, const int64_t grad_input_shape[4], const int64_t grad_input_strides[4],
-    const pyroi_roi_align_params *params)
-{
-    return PYROI_TYPED(pyroi_roi_align_backward_rows)(
-        grad_output, grad_output_strides, boxes, num_rois, box_row_stride, batch_indices, NULL,
-        grad_input, grad_input_shape, grad_input_strides, params);
-}
-
 pyroi_status PYROI_TYPED(pyroi_roi_align_backward_rows)(
     const T *grad_output, const int64_t grad_output_strides[4],
     const T *boxes, int64_t num_rois, int64_t box_row_stride,
@@ -252,16 +275,10 @@ pyroi_status PYROI_TYPED(pyroi_roi_align_backward_rows)(
     PYROI_TYPED(roi_align_job) job;
     PYROI_TYPED(roi_align_plan) plan;
     int planned;
-    pyroi_status status = roi_align_check_call(
-        grad_input, grad_input_shape, grad_input_strides, PYROI_TENSOR_OUTPUT, grad_output,
-        grad_output_strides, PYROI_TENSOR_INPUT, boxes, num_rois, box_row_stride, batch_indices,
-        params);
-    if (status != PYROI_OK) {
-        return status;
-    }
-    status = PYROI_TYPED(roi_align_call_plan)(&plan, pyroi_shape_is_empty(grad_input_shape),
-                                              boxes, num_rois, box_row_stride, batch_indices,
-                                              grad_input_shape, params, NULL, &planned);
+    pyroi_status status = PYROI_TYPED(roi_align_check_and_plan)(
+        &plan, 1, grad_input, grad_input_shape, grad_input_strides, grad_output,
+        grad_output_strides, NULL, NULL, 0, boxes, num_rois, box_row_stride, batch_indices,
+        params, NULL, &planned);
     if (!planned) {
         return status;
     }
@@ -375,19 +392,13 @@ pyroi_status PYROI_TYPED(pyroi_roi_align_backward_with_workspace)(
     if (workspace == NULL && workspace_size > 0) {
         return PYROI_E_NULL_POINTER;
     }
-    status = roi_align_check_call(
-        grad_input, grad_input_shape, grad_input_strides, PYROI_TENSOR_OUTPUT, grad_output,
-        grad_output_strides, PYROI_TENSOR_INPUT, boxes, num_rois, box_row_stride, batch_indices,
-        params);
-    if (status != PYROI_OK) {
-        return status;
-    }
     arena.base = (unsigned char *)workspace;
     arena.size = workspace == NULL ? 0 : workspace_size;
     arena.used = 0;
-    status = PYROI_TYPED(roi_align_call_plan)(&plan, pyroi_shape_is_empty(grad_input_shape),
-                                              boxes, num_rois, box_row_stride, batch_indices,
-                                              grad_input_shape, params, &arena, &planned);
+    status = PYROI_TYPED(roi_align_check_and_plan)(
+        &plan, 1, grad_input, grad_input_shape, grad_input_strides, grad_output,
+        grad_output_strides, NULL, NULL, 0, boxes, num_rois, box_row_stride, batch_indices,
+        params, &arena, &planned);
     if (!planned) {
         return status;
     }

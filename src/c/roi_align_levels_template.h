@@ -1,19 +1,23 @@
 /* roi_align_levels_template.h - the multi-level RoIAlign entry points, included by
  * roi_align_levels.c once per dtype with T and PYROI_TYPED(name) defined. */
 
-/* After the checks of steps 1-2: the call's copy of the RoIs, their levels (from the copy),
- * sorted by level, and every RoI checked against its level's map (step 3), so that nothing
- * is written when one fails. */
-static pyroi_status PYROI_TYPED(roi_align_levels_prepare)(roi_align_levels_rois *rois,
+/* After the checks of steps 1-2 (checked: their status, returned as it is unless OK): the
+ * call's copy of the RoIs, their levels (from the copy), sorted by level, and every RoI
+ * checked against its level's map (step 3), so that nothing is written when one fails. */
+static pyroi_status PYROI_TYPED(roi_align_levels_prepare)(pyroi_status checked,
+                                                          roi_align_levels_rois *rois,
                                                           const roi_align_levels_call *call,
                                                           const T *boxes, int64_t num_rois,
                                                           int64_t box_row_stride,
                                                           const int64_t *batch_indices)
 {
     int64_t l, first, failed_roi;
-    pyroi_status status = roi_align_levels_rois_copy(rois, boxes, sizeof(T), num_rois,
-                                                     box_row_stride, batch_indices,
-                                                     call->shapes[0][0], call->params[0].cancel);
+    pyroi_status status =
+        checked != PYROI_OK ? checked
+                            : roi_align_levels_rois_copy(rois, boxes, sizeof(T), num_rois,
+                                                         box_row_stride, batch_indices,
+                                                         call->shapes[0][0],
+                                                         call->params[0].cancel);
     if (status != PYROI_OK) {
         return status;
     }
@@ -56,10 +60,7 @@ pyroi_status PYROI_TYPED(pyroi_roi_align_levels_forward)(
         &call, num_levels, (const void *const *)inputs, input_shapes, input_strides,
         spatial_scales, PYROI_TENSOR_INPUT, output, output_strides, PYROI_TENSOR_OUTPUT, boxes,
         num_rois, box_row_stride, batch_indices, level_params, params);
-    if (status != PYROI_OK) {
-        return status;
-    }
-    status = PYROI_TYPED(roi_align_levels_prepare)(&rois, &call, boxes, num_rois,
+    status = PYROI_TYPED(roi_align_levels_prepare)(status, &rois, &call, boxes, num_rois,
                                                    box_row_stride, batch_indices);
     if (status != PYROI_OK) {
         return status;
@@ -102,10 +103,7 @@ pyroi_status PYROI_TYPED(pyroi_roi_align_levels_backward)(
         grad_input_strides, spatial_scales, PYROI_TENSOR_OUTPUT, grad_output,
         grad_output_strides, PYROI_TENSOR_INPUT, boxes, num_rois, box_row_stride,
         batch_indices, level_params, params);
-    if (status != PYROI_OK) {
-        return status;
-    }
-    status = PYROI_TYPED(roi_align_levels_prepare)(&rois, &call, boxes, num_rois,
+    status = PYROI_TYPED(roi_align_levels_prepare)(status, &rois, &call, boxes, num_rois,
                                                    box_row_stride, batch_indices);
     if (status != PYROI_OK) {
         return status;

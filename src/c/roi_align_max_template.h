@@ -262,18 +262,13 @@ PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_max_zero)(T *PYROI_RESTRICT best,
  * the out-of-map samples is offered at the same place (it decides between +0 and -0), and
  * starting each bin from -inf gives what its first offer would: a value that is not NaN
  * beats -inf or ties it with itself. Returns 0 when a sample of the RoI was NaN: the tile
- * is then not the RoI's (the caller redoes it with winners, NaN being rare). */
+ * is then not the RoI's (the caller redoes it with winners, NaN being rare). The RoI's
+ * tap tables and grid, the map's width and the bins per RoI are roi_align_max_roi's. */
 PYROI_CLONE_INLINE int PYROI_TYPED(roi_align_max_roi_values)(
-    const struct PYROI_TYPED(roi_align_max_job) *max_job, int64_t k, const T *block, T *tile)
+    const PYROI_TYPED(roi_align_tap_tables) *tables_of_roi, int64_t grid_h, int64_t grid_w,
+    int64_t width, int64_t pooled_height, int64_t pooled_width, const T *block, T *tile)
 {
-    const PYROI_TYPED(roi_align_plan) *plan = max_job->base.plan;
-    const int64_t width = max_job->base.map_shape[3];
-    const int64_t pooled_height = max_job->base.params->pooled_height;
-    const int64_t pooled_width = max_job->base.params->pooled_width;
-    const int64_t grid_w = max_job->grid_w[k];
-    const int64_t grid_h = grid_w > 0 ? plan->samples[k] / grid_w : 0;
-    const PYROI_TYPED(roi_align_tap_tables) tables =
-        PYROI_TYPED(roi_align_tap_tables_of)(plan, k, pooled_height);
+    const PYROI_TYPED(roi_align_tap_tables) tables = *tables_of_roi;
     T best[PYROI_LANE_BYTES / sizeof(T)], nan[PYROI_LANE_BYTES / sizeof(T)];
     int64_t ph, pw, r, q, j;
     int clean = 1;
@@ -344,7 +339,8 @@ PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_max_roi)(
     int64_t ph, pw, r, q, j;
 
     if (max_job->argmax == NULL &&
-        PYROI_TYPED(roi_align_max_roi_values)(max_job, k, block, tile)) {
+        PYROI_TYPED(roi_align_max_roi_values)(&tables, grid_h, grid_w, width, pooled_height,
+                                              pooled_width, block, tile)) {
         return; /* no winners to keep, no NaN met */
     }
     for (ph = 0; ph < pooled_height; ++ph) {
@@ -406,8 +402,8 @@ PYROI_VECTOR_TASK(PYROI_TYPED(roi_align_max_forward_image_task))
 {
     const PYROI_TYPED(roi_align_max_job) *max_job =
         (const PYROI_TYPED(roi_align_max_job) *)context;
-    PYROI_TYPED(roi_align_forward_image_items)(&max_job->base, max_job, ROI_ALIGN_REDUCE_MAX,
-                                               begin, end, worker);
+    PYROI_TYPED(roi_align_forward_items)(&max_job->base, max_job, ROI_ALIGN_REDUCE_MAX,
+                                         ROI_ALIGN_ORDER_IMAGE, begin, end, worker);
 }
 
 /* mmcv max forward, work item = RoI. */
@@ -415,8 +411,8 @@ PYROI_VECTOR_TASK(PYROI_TYPED(roi_align_max_forward_region_task))
 {
     const PYROI_TYPED(roi_align_max_job) *max_job =
         (const PYROI_TYPED(roi_align_max_job) *)context;
-    PYROI_TYPED(roi_align_forward_region_items)(&max_job->base, max_job, ROI_ALIGN_REDUCE_MAX,
-                                                begin, end, worker);
+    PYROI_TYPED(roi_align_forward_items)(&max_job->base, max_job, ROI_ALIGN_REDUCE_MAX,
+                                         ROI_ALIGN_ORDER_REGION, begin, end, worker);
 }
 
 /* Samples per bin along x of every RoI of the plan (which keeps only products). */
@@ -463,20 +459,10 @@ static pyroi_status PYROI_TYPED(roi_align_max_like_forward)(
     int64_t *grid_w = NULL;
     int64_t k;
     int planned;
-    pyroi_status status = roi_align_check_call(
-        input, input_shape, input_strides, PYROI_TENSOR_INPUT, output, output_strides,
-        PYROI_TENSOR_OUTPUT, boxes, num_rois, box_row_stride, batch_indices, params);
-    if (status == PYROI_OK && argmax != NULL) {
-        const int64_t argmax_shape[4] = {num_rois, input_shape[1], params->pooled_height,
-                                         params->pooled_width};
-        status = pyroi_check_tensor4(argmax, argmax_shape, argmax_strides, PYROI_TENSOR_OUTPUT);
-    }
-    if (status != PYROI_OK) {
-        return status;
-    }
-    status = PYROI_TYPED(roi_align_call_plan)(&plan, num_rois == 0 || input_shape[1] == 0,
-                                              boxes, num_rois, box_row_stride, batch_indices,
-                                              input_shape, params, NULL, &planned);
+    pyroi_status status = PYROI_TYPED(roi_align_check_and_plan)(
+        &plan, 0, input, input_shape, input_strides, output, output_strides, argmax,
+        argmax_strides, argmax != NULL, boxes, num_rois, box_row_stride, batch_indices, params,
+        NULL, &planned);
     if (!planned) {
         return status;
     }
@@ -541,21 +527,10 @@ static pyroi_status PYROI_TYPED(roi_align_max_like_backward)(
     int64_t *grid_w = NULL;
     int64_t k, c, ph, pw;
     int workers, planned;
-    pyroi_status status = roi_align_check_call(
-        grad_input, grad_input_shape, grad_input_strides, PYROI_TENSOR_OUTPUT, grad_output,
-        grad_output_strides, PYROI_TENSOR_INPUT, boxes, num_rois, box_row_stride, batch_indices,
-        params);
-    if (status == PYROI_OK) {
-        const int64_t argmax_shape[4] = {num_rois, grad_input_shape[1], params->pooled_height,
-                                         params->pooled_width};
-        status = pyroi_check_tensor4(argmax, argmax_shape, argmax_strides, PYROI_TENSOR_INPUT);
-    }
-    if (status != PYROI_OK) {
-        return status;
-    }
-    status = PYROI_TYPED(roi_align_call_plan)(&plan, pyroi_shape_is_empty(grad_input_shape),
-                                              boxes, num_rois, box_row_stride, batch_indices,
-                                              grad_input_shape, params, NULL, &planned);
+    pyroi_status status = PYROI_TYPED(roi_align_check_and_plan)(
+        &plan, 1, grad_input, grad_input_shape, grad_input_strides, grad_output,
+        grad_output_strides, argmax, argmax_strides, 1, boxes, num_rois, box_row_stride,
+        batch_indices, params, NULL, &planned);
     if (!planned) {
         return status;
     }

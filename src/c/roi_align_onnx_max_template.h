@@ -299,8 +299,8 @@ PYROI_VECTOR_TASK(PYROI_TYPED(roi_align_onnx_max_forward_image_task))
 {
     const PYROI_TYPED(roi_align_max_job) *max_job =
         (const PYROI_TYPED(roi_align_max_job) *)context;
-    PYROI_TYPED(roi_align_forward_image_items)(&max_job->base, max_job,
-                                               ROI_ALIGN_REDUCE_ONNX_MAX, begin, end, worker);
+    PYROI_TYPED(roi_align_forward_items)(&max_job->base, max_job, ROI_ALIGN_REDUCE_ONNX_MAX,
+                                         ROI_ALIGN_ORDER_IMAGE, begin, end, worker);
 }
 
 /* ONNX max forward, work item = RoI. */
@@ -308,8 +308,8 @@ PYROI_VECTOR_TASK(PYROI_TYPED(roi_align_onnx_max_forward_region_task))
 {
     const PYROI_TYPED(roi_align_max_job) *max_job =
         (const PYROI_TYPED(roi_align_max_job) *)context;
-    PYROI_TYPED(roi_align_forward_region_items)(&max_job->base, max_job,
-                                                ROI_ALIGN_REDUCE_ONNX_MAX, begin, end, worker);
+    PYROI_TYPED(roi_align_forward_items)(&max_job->base, max_job, ROI_ALIGN_REDUCE_ONNX_MAX,
+                                         ROI_ALIGN_ORDER_REGION, begin, end, worker);
 }
 
 pyroi_status PYROI_TYPED(pyroi_roi_align_onnx_max_forward)(

@@ -69,10 +69,15 @@ PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_forward_block_roi)(
     }
 }
 
-/* Forward, work item = (image, channel block or pair of blocks). */
-PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_forward_image_items)(
+/* The forward's lane-major work items [begin, end) of the given order (a constant of each
+ * task, so only its loop remains in each copy) on the worker's scratch:
+ * ROI_ALIGN_ORDER_IMAGE, item = (image, channel block or pair of blocks);
+ * ROI_ALIGN_ORDER_REGION, item = RoI: each channel block of the RoI's region is gathered and
+ * pooled. */
+PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_forward_items)(
     const PYROI_TYPED(roi_align_job) *job, const struct PYROI_TYPED(roi_align_max_job) *max_job,
-    enum roi_align_reduction reduction, int64_t begin, int64_t end, int worker)
+    enum roi_align_reduction reduction, enum roi_align_order order, int64_t begin, int64_t end,
+    int worker)
 {
     const PYROI_TYPED(roi_align_plan) *plan = job->plan;
     const int64_t *shape = job->map_shape;
@@ -80,9 +85,9 @@ PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_forward_image_items)(
     T *tile = PYROI_TYPED(roi_align_bin_tile)(job, block);
     T *staging = job->stream_result ? PYROI_TYPED(roi_align_staging)(job, block) : NULL;
     T zero[PYROI_LANE_BYTES / sizeof(T)];
-    int64_t item, i;
+    int64_t item, i, k;
 
-    for (item = begin; item < end; ++item) {
+    for (item = begin; order == ROI_ALIGN_ORDER_IMAGE && item < end; ++item) {
         int64_t c0, lanes;
         const int64_t group = PYROI_TYPED(roi_align_image_item)(job, item, &c0, &lanes);
         const int64_t n = plan->rois.group_image[group];
@@ -107,24 +112,8 @@ PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_forward_image_items)(
                                                      zero, tile, staging);
         }
     }
-    pyroi_stream_fence(); /* the streamed outputs are visible to the caller */
-}
-
-/* Forward, work item = RoI: each channel block of the RoI's region is gathered and pooled. */
-PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_forward_region_items)(
-    const PYROI_TYPED(roi_align_job) *job, const struct PYROI_TYPED(roi_align_max_job) *max_job,
-    enum roi_align_reduction reduction, int64_t begin, int64_t end, int worker)
-{
-    const PYROI_TYPED(roi_align_plan) *plan = job->plan;
-    const int64_t *shape = job->map_shape;
-    T *block = job->scratch + worker * job->scratch_stride;
-    T *tile = PYROI_TYPED(roi_align_bin_tile)(job, block);
-    T *staging = job->stream_result ? PYROI_TYPED(roi_align_staging)(job, block) : NULL;
-    T zero[PYROI_LANE_BYTES / sizeof(T)];
-    int64_t k, c0;
-
-    for (k = begin; k < end; ++k) {
-        int64_t row_begin, row_end, col_begin, col_end;
+    for (k = begin; order == ROI_ALIGN_ORDER_REGION && k < end; ++k) {
+        int64_t row_begin, row_end, col_begin, col_end, c0;
         PYROI_TYPED(roi_align_roi_extent)(plan, k, &row_begin, &row_end, &col_begin, &col_end);
         for (c0 = 0; c0 < shape[1]; c0 += PYROI_LANES) {
             const int64_t lanes = shape[1] - c0 < PYROI_LANES ? shape[1] - c0 : PYROI_LANES;
@@ -151,14 +140,24 @@ PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_forward_region_items)(
 
 PYROI_VECTOR_TASK(PYROI_TYPED(roi_align_forward_image_task))
 {
-    PYROI_TYPED(roi_align_forward_image_items)((const PYROI_TYPED(roi_align_job) *)context, NULL,
-                                               ROI_ALIGN_REDUCE_AVG, begin, end, worker);
+    PYROI_TYPED(roi_align_forward_items)((const PYROI_TYPED(roi_align_job) *)context, NULL,
+                                         ROI_ALIGN_REDUCE_AVG, ROI_ALIGN_ORDER_IMAGE, begin, end,
+                                         worker);
 }
 
 PYROI_VECTOR_TASK(PYROI_TYPED(roi_align_forward_region_task))
 {
-    PYROI_TYPED(roi_align_forward_region_items)((const PYROI_TYPED(roi_align_job) *)context,
-                                                NULL, ROI_ALIGN_REDUCE_AVG, begin, end, worker);
+    PYROI_TYPED(roi_align_forward_items)((const PYROI_TYPED(roi_align_job) *)context, NULL,
+                                         ROI_ALIGN_REDUCE_AVG, ROI_ALIGN_ORDER_REGION, begin, end,
+                                         worker);
+}
+
+/* The backward's output gradients of RoI k from channel c0 on (its row of grad_output). */
+static inline const T *PYROI_TYPED(roi_align_grad_bins)(const PYROI_TYPED(roi_align_job) *job,
+                                                        int64_t k, int64_t c0)
+{
+    return job->features + PYROI_TYPED(roi_align_row)(job, k) * job->features_strides[0] +
+           c0 * job->features_strides[1];
 }
 
 /* Backward, work item = (image, channel block): the block accumulates the image's
@@ -207,10 +206,7 @@ PYROI_VECTOR_TASK(PYROI_TYPED(roi_align_backward_image_task))
             if (plan->row_taps[k] == 0 || plan->col_taps[k] == 0) {
                 continue; /* no sample of this RoI lands in the map */
             }
-            PYROI_TYPED(roi_align_bins_to_tile)(job->features +
-                                                    PYROI_TYPED(roi_align_row)(job, k) *
-                                                        go_strides[0] +
-                                                    c0 * go_strides[1],
+            PYROI_TYPED(roi_align_bins_to_tile)(PYROI_TYPED(roi_align_grad_bins)(job, k, c0),
                                                 go_strides, lanes, pooled_height, pooled_width,
                                                 tile);
             PYROI_TYPED(roi_align_backward_roi)(plan, k, block, shape[3], pooled_height,
@@ -261,10 +257,7 @@ PYROI_VECTOR_TASK(PYROI_TYPED(roi_align_backward_region_task))
                                            block + (row_begin * shape[3] + col_begin) *
                                                        PYROI_LANES,
                                            shape[3], PYROI_LANES, PYROI_LANES);
-            PYROI_TYPED(roi_align_bins_to_tile)(job->features +
-                                                    PYROI_TYPED(roi_align_row)(job, k) *
-                                                        go_strides[0] +
-                                                    c0 * go_strides[1],
+            PYROI_TYPED(roi_align_bins_to_tile)(PYROI_TYPED(roi_align_grad_bins)(job, k, c0),
                                                 go_strides, lanes, pooled_height, pooled_width,
                                                 tile);
             PYROI_TYPED(roi_align_backward_roi)(plan, k, block, shape[3], pooled_height,

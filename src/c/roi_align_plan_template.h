@@ -41,13 +41,11 @@ static pyroi_status PYROI_TYPED(roi_align_check_boxes)(
     *failed_roi = -1;
     for (k = 0; k < num_rois; ++k) {
         PYROI_TYPED(sample_axis) rows, cols;
-        pyroi_status status = PYROI_TYPED(roi_align_axes)(boxes + k * box_row_stride, params,
-                                                          height, width, &rows, &cols);
-        if (pyroi_cancel_at(params->cancel, k)) {
-            return PYROI_E_CANCELLED;
-        }
+        const pyroi_status status = pyroi_box_scan_verdict(
+            PYROI_TYPED(roi_align_axes)(boxes + k * box_row_stride, params, height, width, &rows,
+                                        &cols),
+            params->cancel, k, failed_roi);
         if (status != PYROI_OK) {
-            *failed_roi = k;
             return status;
         }
         if (row_taps != NULL) {

@@ -29,13 +29,13 @@
  * and two more for whole rows of a bin: the row's local y lies in the RoI's row band (the local
  * y range of the map, widened by a bound on rounding; see rotated_row_band). */
 enum pyroi_rotated_bound {
-    PYROI_ROTATED_Y_NOT_BELOW = 0,
-    PYROI_ROTATED_Y_NOT_ABOVE = 1,
-    PYROI_ROTATED_X_NOT_BELOW = 2,
-    PYROI_ROTATED_X_NOT_ABOVE = 3,
-    PYROI_ROTATED_ROW_NOT_BELOW_BAND = 4,
-    PYROI_ROTATED_ROW_NOT_ABOVE_BAND = 5,
-    PYROI_ROTATED_BOUNDS = 6
+    PYROI_ROTATED_Y_NOT_BELOW, /* from 0: the narrowing to in-map samples loops over them */
+    PYROI_ROTATED_Y_NOT_ABOVE,
+    PYROI_ROTATED_X_NOT_BELOW,
+    PYROI_ROTATED_X_NOT_ABOVE,
+    PYROI_ROTATED_ROW_NOT_BELOW_BAND,
+    PYROI_ROTATED_ROW_NOT_ABOVE_BAND,
+    PYROI_ROTATED_BOUNDS /* their count */
 };
 
 void pyroi_roi_align_rotated_params_init(pyroi_roi_align_rotated_params *params)
@@ -59,19 +59,16 @@ static pyroi_status roi_align_rotated_check_call(
     size_t value_bytes, pyroi_rois *rois)
 {
     pyroi_status status = pyroi_check_roi_align_rotated_params(params);
-    if (status != PYROI_OK) {
-        return status;
+    if (status == PYROI_OK) { /* the pooling checks need valid params */
+        status = pyroi_check_pooling_call(features, features_shape, features_strides,
+                                          features_role, pooled, pooled_strides, pooled_role, -1,
+                                          params->pooled_height, params->pooled_width, boxes,
+                                          num_rois, box_row_stride, 5, batch_indices);
     }
-    status = pyroi_check_pooling_call(features, features_shape, features_strides, features_role,
-                                      pooled, pooled_strides, pooled_role,
-                                      -1, params->pooled_height,
-                                      params->pooled_width, boxes, num_rois, box_row_stride, 5,
-                                      batch_indices);
-    if (status != PYROI_OK) {
-        return status;
-    }
-    return pyroi_rois_copy(rois, boxes, value_bytes, num_rois, box_row_stride, 5, batch_indices,
-                           features_shape[0], NULL, params->cancel);
+    return status != PYROI_OK ? status
+                              : pyroi_rois_copy(rois, boxes, value_bytes, num_rois,
+                                                box_row_stride, 5, batch_indices,
+                                                features_shape[0], NULL, params->cancel);
 }
 
 /* One bin, or the part of a bin, whose samples are entries [begin, end) of a flush buffer. */

@@ -550,13 +550,11 @@ static pyroi_status PYROI_TYPED(rotated_scan_boxes)(
     for (k = 0; k < num_rois; ++k) {
         PYROI_TYPED(rotated_roi) roi;
         double samples;
-        pyroi_status status = PYROI_TYPED(rotated_roi_geometry)(boxes + k * box_row_stride,
-                                                                params, height, width, &roi);
-        if (pyroi_cancel_at(params->cancel, k)) {
-            return PYROI_E_CANCELLED;
-        }
+        const pyroi_status status = pyroi_box_scan_verdict(
+            PYROI_TYPED(rotated_roi_geometry)(boxes + k * box_row_stride, params, height, width,
+                                              &roi),
+            params->cancel, k, failed_roi);
         if (status != PYROI_OK) {
-            *failed_roi = k;
             return status;
         }
         samples = (double)params->pooled_height * (double)params->pooled_width *

@@ -12,30 +12,22 @@
 
 #include "common.h"
 
-pyroi_status pyroi_roi_align_forward_rows_f32(
-    const float *input, const int64_t input_shape[4], const int64_t input_strides[4],
-    const float *boxes, int64_t num_rois, int64_t box_row_stride,
-    const int64_t *batch_indices, const int64_t *rows,
-    float *output, const int64_t output_strides[4],
-    const pyroi_roi_align_params *params);
-pyroi_status pyroi_roi_align_forward_rows_f64(
-    const double *input, const int64_t input_shape[4], const int64_t input_strides[4],
-    const double *boxes, int64_t num_rois, int64_t box_row_stride,
-    const int64_t *batch_indices, const int64_t *rows,
-    double *output, const int64_t output_strides[4],
-    const pyroi_roi_align_params *params);
+/* The prototypes of one dtype (T, the suffix of its entry points). */
+#define PYROI_ROI_ALIGN_ROWS_PROTOTYPES(T, suffix)                                                 \
+    pyroi_status pyroi_roi_align_forward_rows_##suffix(                                            \
+        const T *input, const int64_t input_shape[4], const int64_t input_strides[4],              \
+        const T *boxes, int64_t num_rois, int64_t box_row_stride,                                  \
+        const int64_t *batch_indices, const int64_t *rows,                                         \
+        T *output, const int64_t output_strides[4],                                                \
+        const pyroi_roi_align_params *params);                                                     \
+    pyroi_status pyroi_roi_align_backward_rows_##suffix(                                           \
+        const T *grad_output, const int64_t grad_output_strides[4],                                \
+        const T *boxes, int64_t num_rois, int64_t box_row_stride,                                  \
+        const int64_t *batch_indices, const int64_t *rows,                                         \
+        T *grad_input, const int64_t grad_input_shape[4], const int64_t grad_input_strides[4],     \
+        const pyroi_roi_align_params *params);
 
-pyroi_status pyroi_roi_align_backward_rows_f32(
-    const float *grad_output, const int64_t grad_output_strides[4],
-    const float *boxes, int64_t num_rois, int64_t box_row_stride,
-    const int64_t *batch_indices, const int64_t *rows,
-    float *grad_input, const int64_t grad_input_shape[4], const int64_t grad_input_strides[4],
-    const pyroi_roi_align_params *params);
-pyroi_status pyroi_roi_align_backward_rows_f64(
-    const double *grad_output, const int64_t grad_output_strides[4],
-    const double *boxes, int64_t num_rois, int64_t box_row_stride,
-    const int64_t *batch_indices, const int64_t *rows,
-    double *grad_input, const int64_t grad_input_shape[4], const int64_t grad_input_strides[4],
-    const pyroi_roi_align_params *params);
+PYROI_ROI_ALIGN_ROWS_PROTOTYPES(float, f32)
+PYROI_ROI_ALIGN_ROWS_PROTOTYPES(double, f64)
 
 #endif /* PYROI_ROI_ALIGN_ROWS_H */

@@ -221,6 +221,15 @@ pyroi_status pyroi_check_ps_roi_pool_params(const pyroi_ps_roi_pool_params *para
     return POOLING_PARAMS_STATUS(params, 0);
 }
 
+void pyroi_pooled_shape(int64_t num_rois, int64_t channels, int64_t pooled_height,
+                        int64_t pooled_width, int64_t pooled_shape[4])
+{
+    pooled_shape[0] = num_rois;
+    pooled_shape[1] = channels;
+    pooled_shape[2] = pooled_height;
+    pooled_shape[3] = pooled_width;
+}
+
 pyroi_status pyroi_check_pooling_call(const void *features, const int64_t features_shape[4],
                                       const int64_t features_strides[4],
                                       pyroi_tensor_role features_role, const void *pooled,
@@ -240,10 +249,8 @@ pyroi_status pyroi_check_pooling_call(const void *features, const int64_t featur
     if (status != PYROI_OK) {
         return status;
     }
-    pooled_shape[0] = num_rois;
-    pooled_shape[1] = pooled_channels < 0 ? features_shape[1] : pooled_channels;
-    pooled_shape[2] = pooled_height;
-    pooled_shape[3] = pooled_width;
+    pyroi_pooled_shape(num_rois, pooled_channels < 0 ? features_shape[1] : pooled_channels,
+                       pooled_height, pooled_width, pooled_shape);
     status = pyroi_check_tensor4(pooled, pooled_shape, pooled_strides, pooled_role);
     if (status != PYROI_OK) {
         return status;

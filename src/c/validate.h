@@ -4,6 +4,7 @@
 #define PYROI_VALIDATE_H
 
 #include "common.h"
+#include "parallel.h"
 
 typedef enum pyroi_tensor_role {
     PYROI_TENSOR_INPUT = 0,  /* read only: any strides, overlap allowed (broadcast views) */
@@ -30,6 +31,22 @@ pyroi_status pyroi_find_invalid_batch_index(pyroi_status params_status, const vo
                                             int64_t coords_per_box,
                                             const int64_t *batch_indices, int64_t num_images,
                                             int64_t height, int64_t width, int64_t *failed_roi);
+
+/* The verdict on box k of a scan over a call's boxes, whose own check gave box_status:
+ * PYROI_E_CANCELLED when the call is cancelled (polled as pyroi_cancel_at does), else
+ * box_status, a failure naming k in *failed_roi. */
+static inline pyroi_status pyroi_box_scan_verdict(pyroi_status box_status,
+                                                  pyroi_cancel *cancel, int64_t k,
+                                                  int64_t *failed_roi)
+{
+    if (pyroi_cancel_at(cancel, k)) {
+        return PYROI_E_CANCELLED;
+    }
+    if (box_status != PYROI_OK) {
+        *failed_roi = k;
+    }
+    return box_status;
+}
 
 /* Checks the box rows and batch indices of num_rois RoIs against a batch of num_images:
  * pointers, offsets, and every index in [0, num_images). Reads the batch indices. */
@@ -63,14 +80,17 @@ pyroi_status pyroi_check_roi_align_rotated_params(const pyroi_roi_align_rotated_
  * features' channel count), and the RoIs' pointers and row offsets (coords_per_box
  * coordinates a row; not the batch indices' values: pyroi_rois_copy checks those in the copy
  * that the call then reads). */
-pyroi_status pyroi_check_pooling_call(const void *features, const int64_t features_shape[4],
-                                      const int64_t features_strides[4],
-                                      pyroi_tensor_role features_role, const void *pooled,
-                                      const int64_t pooled_strides[4],
-                                      pyroi_tensor_role pooled_role, int64_t pooled_channels,
-                                      int64_t pooled_height, int64_t pooled_width,
-                                      const void *boxes, int64_t num_rois,
-                                      int64_t box_row_stride, int64_t coords_per_box,
-                                      const int64_t *batch_indices);
+pyroi_status pyroi_check_pooling_call(
+    const void *features, const int64_t features_shape[4], const int64_t features_strides[4],
+    pyroi_tensor_role features_role,
+    const void *pooled, const int64_t pooled_strides[4], pyroi_tensor_role pooled_role,
+    int64_t pooled_channels, int64_t pooled_height, int64_t pooled_width,
+    const void *boxes, int64_t num_rois, int64_t box_row_stride, int64_t coords_per_box,
+    const int64_t *batch_indices);
+
+/* The shape of a pooled tensor (output or grad_output): (num_rois, channels, pooled_height,
+ * pooled_width). */
+void pyroi_pooled_shape(int64_t num_rois, int64_t channels, int64_t pooled_height,
+                        int64_t pooled_width, int64_t pooled_shape[4]);
 
 #endif /* PYROI_VALIDATE_H */
