@@ -7,6 +7,7 @@ when torch or torchvision is not installed.
 
 import functools
 import os
+import re
 import sys
 import zlib
 
@@ -296,6 +297,43 @@ def check_out_view(run, expected, view_kind):
         untouched[:, ::2, :, 1::2] = False
         assert np.all(np.isnan(buffer[untouched]))
     return result
+
+
+# --------------------------------------------------------------------------------------
+# argument errors: small valid fixtures (so each error test breaks exactly one argument) and
+# message checks that name the argument and the RoI without pinning the wording
+# --------------------------------------------------------------------------------------
+
+ERROR_SHAPE = (2, 3, 6, 7)
+ERROR_NUM_ROIS = 5
+BAD_ROI = 3  # the malformed RoI in per-RoI error tests
+
+
+def error_input(dtype=np.float32):
+    return np.random.default_rng(0).standard_normal(ERROR_SHAPE).astype(dtype)
+
+
+def error_rois(dtype=np.float32):
+    return np.array([[0, 0, 0, 4, 4], [1, 1, 1, 5, 3], [0, 2, 1, 6, 5], [1, 0.5, 0.5, 2, 2],
+                     [0, 3, 2, 4, 5]], dtype=dtype)
+
+
+def error_grad(dtype=np.float32, num_rois=ERROR_NUM_ROIS, channels=ERROR_SHAPE[1],
+               pooled=(2, 2)):
+    return np.ones((num_rois, channels) + pooled, dtype=dtype)
+
+
+def assert_names(excinfo, *names):
+    """The message mentions at least one of ``names`` as a word (case-insensitive)."""
+    message = str(excinfo.value)
+    assert any(re.search(r"(?<![A-Za-z0-9_])" + re.escape(name) + r"(?![A-Za-z0-9_])",
+                         message, re.IGNORECASE) for name in names), (names, message)
+
+
+def assert_names_roi(excinfo, index):
+    """The message identifies the RoI by its index ("RoI 3", "roi #3", "boxes[3]", ...)."""
+    pattern = r"(roi|box|boxes|row)\D{0,12}(?<![0-9])" + str(index) + r"(?![0-9])"
+    assert re.search(pattern, str(excinfo.value), re.IGNORECASE), (index, str(excinfo.value))
 
 
 # --------------------------------------------------------------------------------------

@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 import pyroi
+from conftest import assert_names as names
 
 N, H, W = 2, 10, 12
 K = 3
@@ -136,13 +137,6 @@ def run(op, direction, x, boxes, size=2, grad=None, argmax=None, **kw):
         except pyroi.PyroiError:  # the boxes are hostile: the backward must reject them first
             argmax = np.full(grad.shape, -1, np.int64)
     return op.backward(grad, boxes, x.shape, size, argmax, **kw)
-
-
-def names(excinfo, *words):
-    """The message names one of ``words`` (as a word, any case)."""
-    message = str(excinfo.value)
-    assert any(re.search(r"(?<![A-Za-z0-9_])" + re.escape(w) + r"(?![A-Za-z0-9_])", message,
-                         re.IGNORECASE) for w in words), (words, message)
 
 
 def names_roi(excinfo, index):

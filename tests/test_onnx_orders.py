@@ -114,23 +114,27 @@ ORDER_CASES = {
 }
 
 
-@functools.lru_cache(maxsize=None)
-def order_case(name, channels, dtype_name, aligned, sampling_ratio, kind):
+def order_inputs(salt, name, channels, dtype_name, aligned, sampling_ratio, kind,
+                 inverted="any"):
+    """(x, boxes (K, 4), batch indices (K,) int64) of the loop order ``name``: the inputs
+    of both max modes' order tests (``salt`` keeps their random draws apart)."""
     (n, h, w), k = ORDER_CASES[name]
     dtype = np.dtype(dtype_name)
-    rng = np.random.default_rng(stable_seed("onnx-orders", name, channels, dtype_name, aligned,
+    rng = np.random.default_rng(stable_seed(salt, name, channels, dtype_name, aligned,
                                             sampling_ratio, kind))
     x = _values(rng, (n, channels, h, w), dtype, kind)
     if name == "image":
-        rois = random_rois(rng, n, h, w, k, dtype, spatial_scale=SCALE,
-                           inverted=inverted_policy(aligned, sampling_ratio))
-        boxes, batch = np.ascontiguousarray(rois[:, 1:]), rois[:, 0].astype(np.int64)
-    elif name == "region":
-        boxes = _small_boxes(rng, k, h, w, dtype)
-        batch = np.arange(k, dtype=np.int64) % n
-    else:
-        boxes = _corner_boxes(rng, k, dtype)
-        batch = np.zeros(k, np.int64)
+        rois = random_rois(rng, n, h, w, k, dtype, spatial_scale=SCALE, inverted=inverted)
+        return x, np.ascontiguousarray(rois[:, 1:]), rois[:, 0].astype(np.int64)
+    boxes = (_small_boxes(rng, k, h, w, dtype) if name == "region"
+             else _corner_boxes(rng, k, dtype))
+    return x, boxes, np.arange(k, dtype=np.int64) % n
+
+
+@functools.lru_cache(maxsize=None)
+def order_case(name, channels, dtype_name, aligned, sampling_ratio, kind):
+    x, boxes, batch = order_inputs("onnx-orders", name, channels, dtype_name, aligned,
+                                   sampling_ratio, kind, inverted_policy(aligned, sampling_ratio))
     if aligned and sampling_ratio <= 0:  # onnxruntime rejects boxes inverted on one axis
         flip = (boxes[:, 2] < boxes[:, 0]) != (boxes[:, 3] < boxes[:, 1])
         boxes[flip, 2] = boxes[flip, 0]

@@ -11,11 +11,13 @@ import numpy as np
 import pytest
 
 import pyroi
-from conftest import (CASE_CONFIGS, DTYPE_IDS, DTYPES, KNOWN_ANSWER_IDS, KNOWN_ANSWERS,
-                      OUT_VIEWS, SAMPLING_RATIOS, assert_close, assert_known, backward_params,
+from conftest import (BAD_ROI, CASE_CONFIGS, DTYPE_IDS, DTYPES, ERROR_NUM_ROIS, ERROR_SHAPE,
+                      KNOWN_ANSWER_IDS, KNOWN_ANSWERS, OUT_VIEWS, SAMPLING_RATIOS, assert_close,
+                      assert_known, assert_names, assert_names_roi, backward_params,
                       channels_last_view, check_out_view, inverted_policy, known_answer_args,
                       negative_strides_view, pooled_shape, random_input, random_rois, read_only,
                       reference_case, stable_seed, strided_view, writable)
+from conftest import error_grad as make_grad, error_input as make_input, error_rois as make_rois
 from reference import roi_align_backward_ref, roi_align_ref
 
 CONFIG_NAMES = sorted(CASE_CONFIGS)
@@ -862,3 +864,70 @@ def test_backward_border_taps_added_in_order(tv, dtype):
             np.testing.assert_array_equal(
                 pyroi.roi_align_backward(grad, boxes, x.shape, *args),
                 tv.roi_align_grad(x, boxes, grad, (2, 2), *args))
+
+
+# --------------------------------------------------------------------------------------
+# argument errors that depend on RoIAlign's geometry (the checks every operator shares are
+# in test_validation.py, on the same fixtures)
+# --------------------------------------------------------------------------------------
+
+N, C, H, W = ERROR_SHAPE
+K = ERROR_NUM_ROIS
+
+
+@pytest.mark.parametrize("dtype, x2, spatial_scale", [
+    # float32 coordinate * spatial_scale overflows to inf: rejected like a non-finite box
+    (np.float32, 3e38, 2.0),
+    # an adaptive grid beyond PYROI_MAX_SAMPLING_GRID is an error, not a hang or a crash
+    (np.float64, 1e15, 1.0),
+], ids=["overflow_after_scaling", "adaptive_grid_too_large"])
+def test_box_too_large(dtype, x2, spatial_scale):
+    rois = make_rois(dtype)
+    rois[BAD_ROI, 3] = x2
+    with pytest.raises(pyroi.BoxError) as excinfo:
+        pyroi.roi_align(make_input(dtype), rois, 2, spatial_scale, -1)
+    assert_names(excinfo, "boxes")
+    assert_names_roi(excinfo, BAD_ROI)
+
+
+def _geometry_error_cases():
+    """(id, call, error classes, argument names): each call breaks one argument."""
+    rois = make_rois()
+    cases = [(f"output_size={size}", lambda size=size: pyroi.roi_align(make_input(), rois, size),
+              pyroi.InvalidArgumentError, ("output_size",))
+             for size in [0, -1, (2, 0), (0, 2), (-3, 2), (0, 0)]]
+    cases.append(("output_size=(2, 2, 2)", lambda: pyroi.roi_align(make_input(), rois, (2, 2, 2)),
+                  ValueError, ("output_size",)))
+    # more than PYROI_MAX_SAMPLING_GRID samples per bin along an axis
+    cases += [(f"sampling_ratio={ratio}",
+               lambda ratio=ratio: pyroi.roi_align(make_input(), rois, 2, 1.0, ratio),
+               pyroi.InvalidArgumentError, ("sampling_ratio",)) for ratio in [2**31, 2**40]]
+
+    def backward(grad=None, input_shape=(N, C, H, W)):
+        grad = make_grad() if grad is None else grad
+        return lambda: pyroi.roi_align_backward(grad, rois, input_shape)
+
+    cases += [(f"input_shape={shape}", backward(input_shape=shape), pyroi.ShapeError,
+               ("input_shape",)) for shape in [(N, C, H), (N, C, H, W, 1), (), (C,)]]
+    cases.append(("input_shape channels", backward(input_shape=(N, C + 1, H, W)),
+                  pyroi.ShapeError, ("input_shape", "grad_output")))
+    cases += [(f"input_shape={shape}", backward(input_shape=shape),
+               (pyroi.ShapeError, pyroi.InvalidArgumentError), ("input_shape",))
+              for shape in [(N, C, -1, W), (N, C, H, -2), (-1, C, H, W)]]
+    cases += [(f"grad_output shape {shape}", backward(np.ones(shape, np.float32)),
+               pyroi.ShapeError, ("grad_output",)) for shape in [(K, C, 2), (K, C, 2, 2, 1), (K,)]]
+    cases += [(f"grad_output of {count} RoIs", backward(make_grad(num_rois=count)),
+               pyroi.ShapeError, ("boxes", "grad_output")) for count in [K - 1, K + 1, 0]]
+    return cases
+
+
+GEOMETRY_ERROR_CASES = _geometry_error_cases()
+
+
+@pytest.mark.parametrize("call, error, names", [case[1:] for case in GEOMETRY_ERROR_CASES],
+                         ids=[case[0] for case in GEOMETRY_ERROR_CASES])
+def test_geometry_argument_errors(call, error, names):
+    with pytest.raises(pyroi.PyroiError) as excinfo:
+        call()
+    assert isinstance(excinfo.value, error)
+    assert_names(excinfo, *names)

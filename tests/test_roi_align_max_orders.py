@@ -15,8 +15,7 @@ import numpy as np
 import pytest
 
 import pyroi
-from conftest import random_rois, stable_seed
-from test_onnx_orders import ORDER_CASES, _corner_boxes, _small_boxes, _values, core_order
+from test_onnx_orders import core_order, order_inputs
 from test_roi_align_max import max_backward_ref, max_ref
 
 OUTPUT = (3, 4)
@@ -30,18 +29,9 @@ def _order(x_shape, rois, sampling_ratio, aligned, output=OUTPUT, scale=SCALE):
 
 @functools.lru_cache(maxsize=None)
 def max_case(name, channels, dtype_name, aligned, sampling_ratio, kind):
-    (n, h, w), k = ORDER_CASES[name]
-    dtype = np.dtype(dtype_name)
-    rng = np.random.default_rng(stable_seed("max-orders", name, channels, dtype_name, aligned,
-                                            sampling_ratio, kind))
-    x = _values(rng, (n, channels, h, w), dtype, kind)
-    if name == "image":
-        rois = random_rois(rng, n, h, w, k, dtype, spatial_scale=SCALE)
-    else:
-        boxes = (_small_boxes(rng, k, h, w, dtype) if name == "region"
-                 else _corner_boxes(rng, k, dtype))
-        images = np.arange(k)[:, None] % n
-        rois = np.concatenate([images.astype(dtype), boxes], axis=1)
+    x, boxes, batch = order_inputs("max-orders", name, channels, dtype_name, aligned,
+                                   sampling_ratio, kind)
+    rois = np.concatenate([batch[:, None].astype(x.dtype), boxes], axis=1)
     assert _order(x.shape, rois, sampling_ratio, aligned) == name
     for array in (x, rois):
         array.setflags(write=False)

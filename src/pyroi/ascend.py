@@ -20,20 +20,9 @@ __all__ = ["pack_rois", "roi_align_v2_backward", "roi_align_v2_backward_workspac
            "roi_pooling"]
 
 
-def roi_pooling(
-    x,
-    rois,
-    roi_actual_num=None,
-    *,
-    pooled_h,
-    pooled_w,
-    spatial_scale=None,
-    spatial_scale_h=0.0625,
-    spatial_scale_w=0.0625,
-    strict=True,
-    num_threads=None,
-    out=None,
-):
+def roi_pooling(x, rois, roi_actual_num=None, *, pooled_h, pooled_w, spatial_scale=None,
+                spatial_scale_h=0.0625, spatial_scale_w=0.0625, strict=True, num_threads=None,
+                out=None):
     """Ascend ``ROIPooling``: Caffe Fast R-CNN RoI max pooling in Ascend's padded layout.
 
     Parameters
@@ -185,20 +174,9 @@ def pack_rois(boxes, *, dtype=None, strict=True):
     return rois, actual
 
 
-def roi_align_v2_backward(
-    grad_output,
-    boxes,
-    input_shape,
-    pooled_height,
-    pooled_width,
-    spatial_scale,
-    sampling_ratio,
-    aligned,
-    *,
-    workspace=None,
-    num_threads=None,
-    out=None,
-):
+def roi_align_v2_backward(grad_output, boxes, input_shape, pooled_height, pooled_width,
+                          spatial_scale, sampling_ratio, aligned, *, workspace=None,
+                          num_threads=None, out=None):
     """``aclnnRoiAlignV2Backward``: the input gradient of RoIAlign (average), with the Ascend
     API's arguments and documented constraints.
 

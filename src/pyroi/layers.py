@@ -80,10 +80,17 @@ class _TrainableLayer:
       must be finite in the dtype the gradient is computed in (float32 for float16 data).
     """
 
+    # The attributes __repr__ shows, in the constructor's order.
+    _shown: tuple[str, ...] = ()
+
     def __init__(self):
         self._training = True
         self._generation = 0  # bumped when training is switched off: older state is void
         self._state = threading.local()
+
+    def __repr__(self) -> str:
+        shown = ", ".join(f"{name}={getattr(self, name)!r}" for name in self._shown)
+        return f"{type(self).__name__}({shown})"
 
     @property
     def training(self) -> bool:
@@ -203,6 +210,11 @@ class _RoILayer(_TrainableLayer):
     do meanwhile. A call that raises keeps nothing (``backward`` then raises).
     """
 
+    def _bind(self, output_size, spatial_scale):
+        """Checks and keeps the parameters every RoI layer has (first, in this order)."""
+        self.output_size = _validate.output_size(output_size)
+        self.spatial_scale = _validate.spatial_scale(spatial_scale)
+
     # Each layer defines _forward(input, boxes, batch_indices, num_threads) -> (output, extra)
     # and _backward(grad_output, (input_shape, boxes, batch_indices, extra), num_threads);
     # the backward runs in float32 for float16 data (grad_output and boxes widened).
@@ -285,20 +297,16 @@ class RoIAlign(_RoILayer):
     2.0
     """
 
+    _shown = ("output_size", "spatial_scale", "sampling_ratio", "aligned", "mode")
+
     def __init__(self, output_size, spatial_scale=1.0, sampling_ratio=-1, aligned=False,
                  mode="avg"):
         super().__init__()
-        self.output_size = _validate.output_size(output_size)
-        self.spatial_scale = _validate.spatial_scale(spatial_scale)
+        self._bind(output_size, spatial_scale)
         self.sampling_ratio = _validate.sampling_ratio(sampling_ratio)
         self.aligned = _validate.flag(aligned, "aligned")
         self.mode = mode
         _validate.pooling_mode(mode)
-
-    def __repr__(self) -> str:
-        return (f"RoIAlign(output_size={self.output_size}, spatial_scale={self.spatial_scale}, "
-                f"sampling_ratio={self.sampling_ratio}, aligned={self.aligned}, "
-                f"mode={self.mode!r})")
 
     def _args(self):
         return (self.output_size, self.spatial_scale, self.sampling_ratio, self.aligned)
@@ -330,13 +338,11 @@ class RoIPool(_RoILayer):
            [13., 15.]], dtype=float32)
     """
 
+    _shown = ("output_size", "spatial_scale")
+
     def __init__(self, output_size, spatial_scale=1.0):
         super().__init__()
-        self.output_size = _validate.output_size(output_size)
-        self.spatial_scale = _validate.spatial_scale(spatial_scale)
-
-    def __repr__(self) -> str:
-        return f"RoIPool(output_size={self.output_size}, spatial_scale={self.spatial_scale})"
+        self._bind(output_size, spatial_scale)
 
     def _forward(self, input, boxes, batch_indices, num_threads):
         return roi_pool(input, boxes, self.output_size, self.spatial_scale, return_argmax=True,
@@ -361,15 +367,12 @@ class PSRoIAlign(_RoILayer):
     (1, 2, 2, 2)
     """
 
+    _shown = ("output_size", "spatial_scale", "sampling_ratio")
+
     def __init__(self, output_size, spatial_scale=1.0, sampling_ratio=-1):
         super().__init__()
-        self.output_size = _validate.output_size(output_size)
-        self.spatial_scale = _validate.spatial_scale(spatial_scale)
+        self._bind(output_size, spatial_scale)
         self.sampling_ratio = _validate.sampling_ratio(sampling_ratio)
-
-    def __repr__(self) -> str:
-        return (f"PSRoIAlign(output_size={self.output_size}, "
-                f"spatial_scale={self.spatial_scale}, sampling_ratio={self.sampling_ratio})")
 
     def _forward(self, input, boxes, batch_indices, num_threads):
         return ps_roi_align(input, boxes, self.output_size, self.spatial_scale,
@@ -396,13 +399,11 @@ class PSRoIPool(_RoILayer):
              [63.5, 90. ]]]], dtype=float32)
     """
 
+    _shown = ("output_size", "spatial_scale")
+
     def __init__(self, output_size, spatial_scale=1.0):
         super().__init__()
-        self.output_size = _validate.output_size(output_size)
-        self.spatial_scale = _validate.spatial_scale(spatial_scale)
-
-    def __repr__(self) -> str:
-        return f"PSRoIPool(output_size={self.output_size}, spatial_scale={self.spatial_scale})"
+        self._bind(output_size, spatial_scale)
 
     def _forward(self, input, boxes, batch_indices, num_threads):
         return ps_roi_pool(input, boxes, self.output_size, self.spatial_scale,
@@ -428,21 +429,18 @@ class RoIAlignRotated(_RoILayer):
            [11., 12.]], dtype=float32)
     """
 
+    _shown = ("output_size", "spatial_scale", "sampling_ratio", "aligned", "clockwise",
+              "angle")
+
     def __init__(self, output_size, spatial_scale=1.0, sampling_ratio=0, aligned=True,
                  clockwise=False, *, angle="degrees"):
         super().__init__()
-        self.output_size = _validate.output_size(output_size)
-        self.spatial_scale = _validate.spatial_scale(spatial_scale)
+        self._bind(output_size, spatial_scale)
         self.sampling_ratio = _validate.sampling_ratio(sampling_ratio)
         self.aligned = _validate.flag(aligned, "aligned")
         self.clockwise = _validate.flag(clockwise, "clockwise")
         _validate.angle_unit(angle)
         self.angle = angle
-
-    def __repr__(self) -> str:
-        return (f"RoIAlignRotated(output_size={self.output_size}, "
-                f"spatial_scale={self.spatial_scale}, sampling_ratio={self.sampling_ratio}, "
-                f"aligned={self.aligned}, clockwise={self.clockwise}, angle={self.angle!r})")
 
     def _forward(self, input, rois, batch_indices, num_threads):
         return roi_align_rotated(input, rois, self.output_size, self.spatial_scale,
@@ -502,6 +500,8 @@ class MultiScaleRoIAlign(_TrainableLayer):
     (2, 3, 2, 2)
     """
 
+    _shown = ("featmap_names", "output_size", "sampling_ratio")
+
     def __init__(self, featmap_names, output_size, sampling_ratio, *, canonical_scale=224,
                  canonical_level=4):
         if isinstance(featmap_names, str) or not all(isinstance(n, str) for n in featmap_names):
@@ -516,10 +516,6 @@ class MultiScaleRoIAlign(_TrainableLayer):
         self.min_level: int | None = None
         self.max_level: int | None = None
         super().__init__()
-
-    def __repr__(self) -> str:
-        return (f"{type(self).__name__}(featmap_names={self.featmap_names}, "
-                f"output_size={self.output_size}, sampling_ratio={self.sampling_ratio})")
 
     def _selected_features(self, x) -> tuple[list[tuple[str, np.ndarray]], bool]:
         """The levels to pool from (float16 ones widened to float32), and whether they were

@@ -26,22 +26,9 @@ __all__ = ["MaxRoiPool", "RoiAlign", "max_roi_pool", "roi_align", "roi_align_bac
            "run_node"]
 
 
-def roi_align(
-    X,
-    rois,
-    batch_indices,
-    *,
-    mode="avg",
-    output_height=1,
-    output_width=1,
-    sampling_ratio=0,
-    spatial_scale=1.0,
-    coordinate_transformation_mode=None,
-    opset=16,
-    return_argmax=False,
-    num_threads=None,
-    out=None,
-):
+def roi_align(X, rois, batch_indices, *, mode="avg", output_height=1, output_width=1,
+              sampling_ratio=0, spatial_scale=1.0, coordinate_transformation_mode=None,
+              opset=16, return_argmax=False, num_threads=None, out=None):
     """ONNX ``RoiAlign`` (opsets 10, 16 and 22), exactly as onnxruntime 1.32 computes it.
 
     Parameters
@@ -160,21 +147,10 @@ def _sampling_attributes(sampling_ratio, spatial_scale, coordinate_transformatio
     return ratio, scale, aligned
 
 
-def roi_align_backward(
-    grad_output,
-    rois,
-    batch_indices,
-    input_shape,
-    *,
-    mode="avg",
-    argmax=None,
-    sampling_ratio=0,
-    spatial_scale=1.0,
-    coordinate_transformation_mode=None,
-    opset=16,
-    num_threads=None,
-    out=None,
-):
+def roi_align_backward(grad_output, rois, batch_indices, input_shape, *, mode="avg",
+                       argmax=None, sampling_ratio=0, spatial_scale=1.0,
+                       coordinate_transformation_mode=None, opset=16, num_threads=None,
+                       out=None):
     """Gradient of :func:`roi_align` with respect to ``X``.
 
     Parameters

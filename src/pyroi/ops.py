@@ -12,22 +12,82 @@ from pyroi import _core, _validate
 
 __all__ = ["roi_align", "roi_align_backward"]
 
+# The parameter entries several operators document alike, written once: a docstring line
+# that holds only "{name}" stands for the entry, "{forward}" in it for the function a
+# backward differentiates (see _shared_docs). The docstrings stay whole for help() and the
+# API pages.
+_SHARED_DOCS = {
+    "input": """input : ndarray, shape (N, C, H, W), float16, float32 or float64
+    Feature maps. Any strides (transposed, sliced, negative, broadcast) are read in place.""",
+    "boxes": """boxes : ndarray (K, 5), list of ndarray (L_i, 4), or ndarray (K, 4)
+    ``[batch_index, x1, y1, x2, y2]`` rows in input-image pixels; or one ``(L_i, 4)``
+    array of ``[x1, y1, x2, y2]`` per image (list position = batch index); or ``(K, 4)``
+    coordinates with ``batch_indices``. Same dtype as ``input`` (float16 ``input``:
+    float16 or float32 boxes). Batch indices must be integers in ``[0, N)``; coordinates
+    finite, also after scaling.""",
+    "output_size": """output_size : int or (int, int)
+    Output bins ``(ph, pw)``; an int ``s`` means ``(s, s)``.""",
+    "spatial_scale": """spatial_scale : float, default 1.0
+    Factor from box coordinates to feature coordinates (e.g. 1/16), finite and >= 0.""",
+    "sampling_ratio": """sampling_ratio : int, default -1
+    Samples per bin along each axis; ``<= 0`` means adaptive,
+    ``ceil(roi_size / output_size)`` per axis.""",
+    "batch_indices": """batch_indices : ndarray (K,) of int, optional
+    Image of each RoI when ``boxes`` is ``(K, 4)`` (ONNX style).""",
+    "num_threads": """num_threads : int, optional
+    Threads for this call (default :func:`pyroi.get_num_threads`); results are
+    identical for every value.""",
+    "out": """out : ndarray (K, C, ph, pw), optional
+    Array to write the result into (any strides, not overlapping the inputs).""",
+    "grad_output": """grad_output : ndarray, shape (K, C, ph, pw), float16, float32 or float64
+    Gradient of the loss with respect to the output of :func:`{forward}`; its last two
+    dimensions give the output size.""",
+    "input_shape": """input_shape : sequence of 4 ints
+    ``(N, C, H, W)`` of the forward's input; ``C`` must equal ``grad_output.shape[1]``.""",
+    "ps_gradient": """\
+grad_output : ndarray, shape (K, C / (ph * pw), ph, pw), float16, float32 or float64
+    Gradient of the loss with respect to the output of :func:`{forward}`; its last two
+    dimensions give the output size.
+boxes : ndarray (K, 5), list of ndarray (L_i, 4), or ndarray (K, 4)
+    The boxes given to the forward (same dtype as ``grad_output``).
+input_shape : sequence of 4 ints
+    ``(N, C, H, W)`` of the forward's input; ``C`` must equal
+    ``grad_output.shape[1] * ph * pw``.""",
+    "ps_out": """out : ndarray (K, C / (ph * pw), ph, pw), optional
+    Array to write the result into (any strides, not overlapping the inputs).
 
-def roi_align(
-    input,
-    boxes,
-    output_size,
-    spatial_scale=1.0,
-    sampling_ratio=-1,
-    aligned=False,
-    *,
-    mode="avg",
-    return_argmax=False,
-    batch_indices=None,
-    layout="NCHW",
-    num_threads=None,
-    out=None,
-):
+Returns
+-------
+ndarray, shape (K, C / (ph * pw), ph, pw), dtype of ``input``""",
+    "gradient_out": """out : ndarray of shape ``input_shape``, optional
+    Array to write the gradient into (it is overwritten, not accumulated).
+
+Returns
+-------
+ndarray of shape ``input_shape``, dtype of ``grad_output``""",
+}
+
+
+def _shared_docs(function):
+    """Expands the "{name}" lines of ``function``'s docstring from _SHARED_DOCS."""
+    lines = []
+    for line in function.__doc__.split("\n"):
+        key = line.strip()[1:-1] if line.strip().startswith("{") else None
+        if key in _SHARED_DOCS:
+            indent = line[:len(line) - len(line.lstrip())]
+            forward = function.__name__.removesuffix("_backward")
+            lines += [indent + entry if entry else ""
+                      for entry in _SHARED_DOCS[key].replace("{forward}", forward).split("\n")]
+        else:
+            lines.append(line)
+    function.__doc__ = "\n".join(lines)
+    return function
+
+
+@_shared_docs
+def roi_align(input, boxes, output_size, spatial_scale=1.0, sampling_ratio=-1, aligned=False,
+              *, mode="avg", return_argmax=False, batch_indices=None, layout="NCHW",
+              num_threads=None, out=None):
     """RoIAlign, exactly as ``torchvision.ops.roi_align`` (``mode="avg"``) or as mmcv's
     ``roi_align(pool_mode="max")`` (``mode="max"``).
 
@@ -36,21 +96,11 @@ def roi_align(
 
     Parameters
     ----------
-    input : ndarray, shape (N, C, H, W), float16, float32 or float64
-        Feature maps. Any strides (transposed, sliced, negative, broadcast) are read in place.
-    boxes : ndarray (K, 5), list of ndarray (L_i, 4), or ndarray (K, 4)
-        ``[batch_index, x1, y1, x2, y2]`` rows in input-image pixels; or one ``(L_i, 4)``
-        array of ``[x1, y1, x2, y2]`` per image (list position = batch index); or ``(K, 4)``
-        coordinates with ``batch_indices``. Same dtype as ``input`` (float16 ``input``:
-        float16 or float32 boxes). Batch indices must be integers in ``[0, N)``; coordinates
-        finite.
-    output_size : int or (int, int)
-        Output bins ``(ph, pw)``; an int ``s`` means ``(s, s)``.
-    spatial_scale : float, default 1.0
-        Factor from box coordinates to feature coordinates (e.g. 1/16), finite and >= 0.
-    sampling_ratio : int, default -1
-        Samples per bin along each axis; ``<= 0`` means adaptive,
-        ``ceil(roi_size / output_size)`` per axis.
+    {input}
+    {boxes}
+    {output_size}
+    {spatial_scale}
+    {sampling_ratio}
     aligned : bool, default False
         True shifts box corners by -0.5 pixel (the correct alignment, detectron2's
         ROIAlignV2); False is the legacy Mask R-CNN convention (RoI sizes forced to >= 1).
@@ -62,17 +112,13 @@ def roi_align(
     return_argmax : bool, default False
         With ``mode="max"``, also return the winning sample's index ``iy * grid_w + ix``
         within each bin (int64, -1 for an empty bin); :func:`roi_align_backward` needs it.
-    batch_indices : ndarray (K,) of int, optional
-        Image of each RoI when ``boxes`` is ``(K, 4)`` (ONNX style).
+    {batch_indices}
     layout : {"NCHW", "NHWC"}, default "NCHW"
         ``"NHWC"``: ``input`` is ``(N, H, W, C)`` (channels last). It is read in place, with
         the channels as the vector axis; the output is ``(K, C, ph, pw)`` either way. (An
         NCHW-shaped view of channels-last memory is read in place too.)
-    num_threads : int, optional
-        Threads for this call (default :func:`pyroi.get_num_threads`); results are
-        identical for every value.
-    out : ndarray (K, C, ph, pw), optional
-        Array to write the result into (any strides, not overlapping the inputs).
+    {num_threads}
+    {out}
 
     Returns
     -------
@@ -130,21 +176,10 @@ def _roi_align_run(features, coords, roi_images, pooled, scale, ratio, aligned, 
     return (result, argmax) if wants_argmax else result
 
 
-def roi_align_backward(
-    grad_output,
-    boxes,
-    input_shape,
-    spatial_scale=1.0,
-    sampling_ratio=-1,
-    aligned=False,
-    *,
-    mode="avg",
-    argmax=None,
-    batch_indices=None,
-    layout="NCHW",
-    num_threads=None,
-    out=None,
-):
+@_shared_docs
+def roi_align_backward(grad_output, boxes, input_shape, spatial_scale=1.0, sampling_ratio=-1,
+                       aligned=False, *, mode="avg", argmax=None, batch_indices=None,
+                       layout="NCHW", num_threads=None, out=None):
     """Gradient of :func:`roi_align` with respect to its input.
 
     Equals the input gradient torchvision's autograd computes for ``roi_align`` (bit for bit
@@ -153,13 +188,10 @@ def roi_align_backward(
 
     Parameters
     ----------
-    grad_output : ndarray, shape (K, C, ph, pw), float16, float32 or float64
-        Gradient of the loss with respect to the output of :func:`roi_align`; its last two
-        dimensions give the output size.
+    {grad_output}
     boxes : ndarray (K, 5), list of ndarray (L_i, 4), or ndarray (K, 4)
         The boxes given to the forward (same dtype as ``grad_output``).
-    input_shape : sequence of 4 ints
-        ``(N, C, H, W)`` of the forward's input; ``C`` must equal ``grad_output.shape[1]``.
+    {input_shape}
     spatial_scale, sampling_ratio, aligned, batch_indices, num_threads
         As for :func:`roi_align`.
     layout : {"NCHW", "NHWC"}, default "NCHW"
@@ -171,12 +203,7 @@ def roi_align_backward(
     argmax : ndarray of int, optional
         Required with ``mode="max"``: the argmax that ``roi_align(..., mode="max",
         return_argmax=True)`` returned, shape of ``grad_output``.
-    out : ndarray of shape ``input_shape``, optional
-        Array to write the gradient into (it is overwritten, not accumulated).
-
-    Returns
-    -------
-    ndarray of shape ``input_shape``, dtype of ``grad_output``
+    {gradient_out}
 
     Examples
     --------
@@ -235,17 +262,9 @@ def _roi_align_backward_run(grad, winners, coords, roi_images, grad_input, scale
                                  aligned, threads)
 
 
-def roi_pool(
-    input,
-    boxes,
-    output_size,
-    spatial_scale=1.0,
-    *,
-    return_argmax=False,
-    batch_indices=None,
-    num_threads=None,
-    out=None,
-):
+@_shared_docs
+def roi_pool(input, boxes, output_size, spatial_scale=1.0, *, return_argmax=False,
+             batch_indices=None, num_threads=None, out=None):
     """RoIPool (quantised max pooling of Fast R-CNN), exactly as ``torchvision.ops.roi_pool``.
 
     Box corners are scaled and rounded to whole pixels (half away from zero; the end pixel
@@ -256,28 +275,16 @@ def roi_pool(
 
     Parameters
     ----------
-    input : ndarray, shape (N, C, H, W), float16, float32 or float64
-        Feature maps. Any strides (transposed, sliced, negative, broadcast) are read in place.
-    boxes : ndarray (K, 5), list of ndarray (L_i, 4), or ndarray (K, 4)
-        ``[batch_index, x1, y1, x2, y2]`` rows in input-image pixels; or one ``(L_i, 4)``
-        array of ``[x1, y1, x2, y2]`` per image (list position = batch index); or ``(K, 4)``
-        coordinates with ``batch_indices``. Same dtype as ``input`` (float16 ``input``:
-        float16 or float32 boxes). Batch indices must be integers in ``[0, N)``; coordinates
-        finite, also after scaling.
-    output_size : int or (int, int)
-        Output bins ``(ph, pw)``; an int ``s`` means ``(s, s)``.
-    spatial_scale : float, default 1.0
-        Factor from box coordinates to feature coordinates (e.g. 1/16), finite and >= 0.
+    {input}
+    {boxes}
+    {output_size}
+    {spatial_scale}
     return_argmax : bool, default False
         Also return, for every output element, the in-plane index ``h * W + w`` of the pixel
         it was taken from (-1 where nothing was), which :func:`roi_pool_backward` needs.
-    batch_indices : ndarray (K,) of int, optional
-        Image of each RoI when ``boxes`` is ``(K, 4)`` (ONNX style).
-    num_threads : int, optional
-        Threads for this call (default :func:`pyroi.get_num_threads`); results are
-        identical for every value.
-    out : ndarray (K, C, ph, pw), optional
-        Array to write the pooled values into (any strides, not overlapping the inputs).
+    {batch_indices}
+    {num_threads}
+    {out}
 
     Returns
     -------
@@ -328,18 +335,9 @@ def _roi_pool_run(features, coords, roi_images, pooled, scale, wants_argmax, thr
     return (result, argmax) if wants_argmax else result
 
 
-def roi_pool_backward(
-    grad_output,
-    boxes,
-    argmax,
-    input_shape,
-    output_size,
-    spatial_scale=1.0,
-    *,
-    batch_indices=None,
-    num_threads=None,
-    out=None,
-):
+@_shared_docs
+def roi_pool_backward(grad_output, boxes, argmax, input_shape, output_size, spatial_scale=1.0,
+                      *, batch_indices=None, num_threads=None, out=None):
     """Gradient of :func:`roi_pool` with respect to its input.
 
     Every output element whose argmax is not -1 passes its gradient to the pixel it was
@@ -357,18 +355,12 @@ def roi_pool_backward(
     argmax : ndarray (K, C, ph, pw) of int
         The argmax the forward returned (``return_argmax=True``); every entry -1 or in
         ``[0, H * W)``. torchvision's int32 argmax is accepted too.
-    input_shape : sequence of 4 ints
-        ``(N, C, H, W)`` of the forward's input; ``C`` must equal ``grad_output.shape[1]``.
+    {input_shape}
     output_size : int or (int, int)
         As for :func:`roi_pool`; must equal ``grad_output.shape[2:]``.
     spatial_scale, batch_indices, num_threads
         As for :func:`roi_pool` (the scale is checked but not needed: argmax says it all).
-    out : ndarray of shape ``input_shape``, optional
-        Array to write the gradient into (it is overwritten, not accumulated).
-
-    Returns
-    -------
-    ndarray of shape ``input_shape``, dtype of ``grad_output``
+    {gradient_out}
 
     Examples
     --------
@@ -471,17 +463,9 @@ def _ps_backward(backward, grad_output, boxes, input_shape, spatial_scale, sampl
     return result
 
 
-def ps_roi_align(
-    input,
-    boxes,
-    output_size,
-    spatial_scale=1.0,
-    sampling_ratio=-1,
-    *,
-    batch_indices=None,
-    num_threads=None,
-    out=None,
-):
+@_shared_docs
+def ps_roi_align(input, boxes, output_size, spatial_scale=1.0, sampling_ratio=-1, *,
+                 batch_indices=None, num_threads=None, out=None):
     """Position-sensitive RoIAlign (Light-Head R-CNN), as ``torchvision.ops.ps_roi_align``.
 
     The input's ``C`` channels form ``C / (ph * pw)`` groups of ``ph * pw``: output bin
@@ -497,24 +481,12 @@ def ps_roi_align(
         As for :func:`roi_align`: ``[batch_index, x1, y1, x2, y2]`` rows, one ``(L_i, 4)``
         array per image, or ``(K, 4)`` coordinates with ``batch_indices``; same dtype as
         ``input``.
-    output_size : int or (int, int)
-        Output bins ``(ph, pw)``; an int ``s`` means ``(s, s)``.
-    spatial_scale : float, default 1.0
-        Factor from box coordinates to feature coordinates, finite and >= 0.
-    sampling_ratio : int, default -1
-        Samples per bin along each axis; ``<= 0`` means adaptive,
-        ``ceil(roi_size / output_size)`` per axis.
-    batch_indices : ndarray (K,) of int, optional
-        Image of each RoI when ``boxes`` is ``(K, 4)``.
-    num_threads : int, optional
-        Threads for this call (default :func:`pyroi.get_num_threads`); results are
-        identical for every value.
-    out : ndarray (K, C / (ph * pw), ph, pw), optional
-        Array to write the result into (any strides, not overlapping the inputs).
-
-    Returns
-    -------
-    ndarray, shape (K, C / (ph * pw), ph, pw), dtype of ``input``
+    {output_size}
+    {spatial_scale}
+    {sampling_ratio}
+    {batch_indices}
+    {num_threads}
+    {ps_out}
 
     Notes
     -----
@@ -537,17 +509,10 @@ def ps_roi_align(
                        sampling_ratio, batch_indices, num_threads, out)
 
 
-def ps_roi_align_backward(
-    grad_output,
-    boxes,
-    input_shape,
-    spatial_scale=1.0,
-    sampling_ratio=-1,
-    *,
-    batch_indices=None,
-    num_threads=None,
-    out=None,
-):
+@_shared_docs
+def ps_roi_align_backward(grad_output, boxes, input_shape, spatial_scale=1.0,
+                          sampling_ratio=-1, *, batch_indices=None, num_threads=None,
+                          out=None):
     """Gradient of :func:`ps_roi_align` with respect to its input.
 
     Equals the input gradient torchvision's autograd computes for ``ps_roi_align`` (bit for
@@ -556,22 +521,10 @@ def ps_roi_align_backward(
 
     Parameters
     ----------
-    grad_output : ndarray, shape (K, C / (ph * pw), ph, pw), float32 or float64
-        Gradient of the loss with respect to the output of :func:`ps_roi_align`; its last two
-        dimensions give the output size.
-    boxes : ndarray (K, 5), list of ndarray (L_i, 4), or ndarray (K, 4)
-        The boxes given to the forward (same dtype as ``grad_output``).
-    input_shape : sequence of 4 ints
-        ``(N, C, H, W)`` of the forward's input; ``C`` must equal
-        ``grad_output.shape[1] * ph * pw``.
+    {ps_gradient}
     spatial_scale, sampling_ratio, batch_indices, num_threads
         As for :func:`ps_roi_align`.
-    out : ndarray of shape ``input_shape``, optional
-        Array to write the gradient into (it is overwritten, not accumulated).
-
-    Returns
-    -------
-    ndarray of shape ``input_shape``, dtype of ``grad_output``
+    {gradient_out}
 
     Examples
     --------
@@ -586,16 +539,9 @@ def ps_roi_align_backward(
                         spatial_scale, sampling_ratio, batch_indices, num_threads, out)
 
 
-def ps_roi_pool(
-    input,
-    boxes,
-    output_size,
-    spatial_scale=1.0,
-    *,
-    batch_indices=None,
-    num_threads=None,
-    out=None,
-):
+@_shared_docs
+def ps_roi_pool(input, boxes, output_size, spatial_scale=1.0, *, batch_indices=None,
+                num_threads=None, out=None):
     """Position-sensitive RoIPool (R-FCN), as ``torchvision.ops.ps_roi_pool``.
 
     Box corners are scaled and rounded half away from zero to whole pixels; the RoI size is
@@ -610,18 +556,11 @@ def ps_roi_pool(
         Feature maps, ``C`` a multiple of ``ph * pw``. Any strides are read in place.
     boxes : ndarray (K, 5), list of ndarray (L_i, 4), or ndarray (K, 4)
         As for :func:`ps_roi_align`.
-    output_size : int or (int, int)
-        Output bins ``(ph, pw)``; an int ``s`` means ``(s, s)``.
-    spatial_scale : float, default 1.0
-        Factor from box coordinates to feature coordinates, finite and >= 0.
+    {output_size}
+    {spatial_scale}
     batch_indices, num_threads
         As for :func:`ps_roi_align`.
-    out : ndarray (K, C / (ph * pw), ph, pw), optional
-        Array to write the result into (any strides, not overlapping the inputs).
-
-    Returns
-    -------
-    ndarray, shape (K, C / (ph * pw), ph, pw), dtype of ``input``
+    {ps_out}
 
     Notes
     -----
@@ -643,16 +582,9 @@ def ps_roi_pool(
                        _NO_SAMPLING_RATIO, batch_indices, num_threads, out)
 
 
-def ps_roi_pool_backward(
-    grad_output,
-    boxes,
-    input_shape,
-    spatial_scale=1.0,
-    *,
-    batch_indices=None,
-    num_threads=None,
-    out=None,
-):
+@_shared_docs
+def ps_roi_pool_backward(grad_output, boxes, input_shape, spatial_scale=1.0, *,
+                         batch_indices=None, num_threads=None, out=None):
     """The input gradient torchvision's autograd computes for ``ps_roi_pool``.
 
     Each bin spreads ``grad / area`` evenly over its window. This reproduces torchvision's
@@ -663,22 +595,10 @@ def ps_roi_pool_backward(
 
     Parameters
     ----------
-    grad_output : ndarray, shape (K, C / (ph * pw), ph, pw), float32 or float64
-        Gradient of the loss with respect to the output of :func:`ps_roi_pool`; its last two
-        dimensions give the output size.
-    boxes : ndarray (K, 5), list of ndarray (L_i, 4), or ndarray (K, 4)
-        The boxes given to the forward (same dtype as ``grad_output``).
-    input_shape : sequence of 4 ints
-        ``(N, C, H, W)`` of the forward's input; ``C`` must equal
-        ``grad_output.shape[1] * ph * pw``.
+    {ps_gradient}
     spatial_scale, batch_indices, num_threads
         As for :func:`ps_roi_pool`.
-    out : ndarray of shape ``input_shape``, optional
-        Array to write the gradient into (it is overwritten, not accumulated).
-
-    Returns
-    -------
-    ndarray of shape ``input_shape``, dtype of ``grad_output``
+    {gradient_out}
 
     Examples
     --------
@@ -709,20 +629,10 @@ def _rotated_parameters(spatial_scale, sampling_ratio, aligned, clockwise, angle
             _validate.angle_unit(angle), _validate.num_threads(num_threads))
 
 
-def roi_align_rotated(
-    input,
-    rois,
-    output_size,
-    spatial_scale=1.0,
-    sampling_ratio=0,
-    aligned=True,
-    clockwise=False,
-    *,
-    angle="degrees",
-    batch_indices=None,
-    num_threads=None,
-    out=None,
-):
+@_shared_docs
+def roi_align_rotated(input, rois, output_size, spatial_scale=1.0, sampling_ratio=0,
+                      aligned=True, clockwise=False, *, angle="degrees", batch_indices=None,
+                      num_threads=None, out=None):
     """Rotated RoIAlign (average), as detectron2's ``ROIAlignRotated`` (the defaults) and
     mmcv's ``roi_align_rotated`` (``angle="radians"``).
 
@@ -734,8 +644,7 @@ def roi_align_rotated(
 
     Parameters
     ----------
-    input : ndarray, shape (N, C, H, W), float16, float32 or float64
-        Feature maps. Any strides (transposed, sliced, negative, broadcast) are read in place.
+    {input}
     rois : ndarray (K, 6), list of ndarray (L_i, 5), or ndarray (K, 5)
         ``[batch_index, cx, cy, w, h, angle]`` rows; or one ``(L_i, 5)`` array of
         ``[cx, cy, w, h, angle]`` per image (list position = batch index); or ``(K, 5)``
@@ -745,8 +654,7 @@ def roi_align_rotated(
     output_size : int or (int, int)
         Output bins ``(ph, pw)`` along the RoI's height and width; an int ``s`` means
         ``(s, s)``.
-    spatial_scale : float, default 1.0
-        Factor from box coordinates to feature coordinates (e.g. 1/16), finite and >= 0.
+    {spatial_scale}
         Scales the centre and the size.
     sampling_ratio : int, default 0
         Samples per bin along each axis; ``<= 0`` means adaptive,
@@ -760,11 +668,8 @@ def roi_align_rotated(
         Unit of the angle column: degrees as detectron2, radians as mmcv.
     batch_indices : ndarray (K,) of int, optional
         Image of each RoI when ``rois`` is ``(K, 5)``.
-    num_threads : int, optional
-        Threads for this call (default :func:`pyroi.get_num_threads`); results are
-        identical for every value.
-    out : ndarray (K, C, ph, pw), optional
-        Array to write the result into (any strides, not overlapping the inputs).
+    {num_threads}
+    {out}
 
     Returns
     -------
@@ -825,20 +730,11 @@ def roi_align_rotated(
     return result
 
 
-def roi_align_rotated_backward(
-    grad_output,
-    rois,
-    input_shape,
-    spatial_scale=1.0,
-    sampling_ratio=0,
-    aligned=True,
-    clockwise=False,
-    *,
-    angle="degrees",
-    batch_indices=None,
-    num_threads=None,
-    out=None,
-):
+@_shared_docs
+def roi_align_rotated_backward(grad_output, rois, input_shape, spatial_scale=1.0,
+                               sampling_ratio=0, aligned=True, clockwise=False, *,
+                               angle="degrees", batch_indices=None, num_threads=None,
+                               out=None):
     """Gradient of :func:`roi_align_rotated` with respect to its input.
 
     Each sample that lands in the map adds ``(g * w) / (grid_h * grid_w)`` to each of its
@@ -847,21 +743,13 @@ def roi_align_rotated_backward(
 
     Parameters
     ----------
-    grad_output : ndarray, shape (K, C, ph, pw), float16, float32 or float64
-        Gradient of the loss with respect to the output of :func:`roi_align_rotated`; its
-        last two dimensions give the output size.
+    {grad_output}
     rois : ndarray (K, 6), list of ndarray (L_i, 5), or ndarray (K, 5)
         The RoIs given to the forward (same dtype as ``grad_output``).
-    input_shape : sequence of 4 ints
-        ``(N, C, H, W)`` of the forward's input; ``C`` must equal ``grad_output.shape[1]``.
+    {input_shape}
     spatial_scale, sampling_ratio, aligned, clockwise, angle, batch_indices, num_threads
         As for :func:`roi_align_rotated`.
-    out : ndarray of shape ``input_shape``, optional
-        Array to write the gradient into (it is overwritten, not accumulated).
-
-    Returns
-    -------
-    ndarray of shape ``input_shape``, dtype of ``grad_output``
+    {gradient_out}
 
     Examples
     --------

@@ -5,65 +5,33 @@ from typing import Any
 
 from torch import Tensor, nn
 
-__all__ = [
-    "MultiScaleRoIAlign",
-    "PSRoIAlign",
-    "PSRoIPool",
-    "RoIAlign",
-    "RoIAlignRotated",
-    "RoIPool",
-    "convert",
-    "ps_roi_align",
-    "ps_roi_pool",
-    "roi_align",
-    "roi_align_rotated",
-    "roi_pool",
-]
+__all__ = ["MultiScaleRoIAlign", "PSRoIAlign", "PSRoIPool", "RoIAlign", "RoIAlignRotated",
+           "RoIPool", "convert", "ps_roi_align", "ps_roi_pool", "roi_align",
+           "roi_align_rotated", "roi_pool"]
 
 _Boxes = Tensor | Sequence[Tensor]
 _Size = int | tuple[int, int] | list[int]
 
-def roi_align(
-    input: Tensor,
-    boxes: _Boxes,
-    output_size: _Size,
-    spatial_scale: float = 1.0,
-    sampling_ratio: int = -1,
-    aligned: bool = False,
-) -> Tensor: ...
-def roi_pool(
-    input: Tensor, boxes: _Boxes, output_size: _Size, spatial_scale: float = 1.0
-) -> Tensor: ...
-def ps_roi_align(
-    input: Tensor,
-    boxes: _Boxes,
-    output_size: _Size,
-    spatial_scale: float = 1.0,
-    sampling_ratio: int = -1,
-) -> Tensor: ...
-def ps_roi_pool(
-    input: Tensor, boxes: _Boxes, output_size: _Size, spatial_scale: float = 1.0
-) -> Tensor: ...
-def roi_align_rotated(
-    input: Tensor,
-    rois: _Boxes,
-    output_size: _Size,
-    spatial_scale: float = 1.0,
-    sampling_ratio: int = 0,
-    aligned: bool = True,
-    clockwise: bool = False,
-    *,
-    angle: str = "degrees",
-) -> Tensor: ...
+def roi_align(input: Tensor, boxes: _Boxes, output_size: _Size, spatial_scale: float = 1.0,
+              sampling_ratio: int = -1, aligned: bool = False) -> Tensor: ...
+def roi_pool(input: Tensor, boxes: _Boxes, output_size: _Size,
+             spatial_scale: float = 1.0) -> Tensor: ...
+def ps_roi_align(input: Tensor, boxes: _Boxes, output_size: _Size, spatial_scale: float = 1.0,
+                 sampling_ratio: int = -1) -> Tensor: ...
+def ps_roi_pool(input: Tensor, boxes: _Boxes, output_size: _Size,
+                spatial_scale: float = 1.0) -> Tensor: ...
+def roi_align_rotated(input: Tensor, rois: _Boxes, output_size: _Size,
+                      spatial_scale: float = 1.0, sampling_ratio: int = 0,
+                      aligned: bool = True, clockwise: bool = False, *,
+                      angle: str = "degrees") -> Tensor: ...
 
 class RoIAlign(nn.Module):
     output_size: _Size
     spatial_scale: float
     sampling_ratio: int
     aligned: bool
-    def __init__(
-        self, output_size: _Size, spatial_scale: float, sampling_ratio: int, aligned: bool = False
-    ) -> None: ...
+    def __init__(self, output_size: _Size, spatial_scale: float, sampling_ratio: int,
+                 aligned: bool = False) -> None: ...
     def forward(self, input: Tensor, rois: _Boxes) -> Tensor: ...
 
 class RoIPool(nn.Module):
@@ -88,16 +56,9 @@ class RoIAlignRotated(nn.Module):
     aligned: bool
     clockwise: bool
     angle: str
-    def __init__(
-        self,
-        output_size: _Size,
-        spatial_scale: float = 1.0,
-        sampling_ratio: int = 0,
-        aligned: bool = True,
-        clockwise: bool = False,
-        *,
-        angle: str = "degrees",
-    ) -> None: ...
+    def __init__(self, output_size: _Size, spatial_scale: float = 1.0,
+                 sampling_ratio: int = 0, aligned: bool = True, clockwise: bool = False, *,
+                 angle: str = "degrees") -> None: ...
     def forward(self, input: Tensor, rois: _Boxes) -> Tensor: ...
 
 class _LevelMapper:
@@ -106,14 +67,8 @@ class _LevelMapper:
     s0: int
     lvl0: int
     eps: float
-    def __init__(
-        self,
-        k_min: int,
-        k_max: int,
-        canonical_scale: int = 224,
-        canonical_level: int = 4,
-        eps: float = 1e-06,
-    ) -> None: ...
+    def __init__(self, k_min: int, k_max: int, canonical_scale: int = 224,
+                 canonical_level: int = 4, eps: float = 1e-06) -> None: ...
     def __call__(self, boxlists: Sequence[Tensor]) -> Tensor: ...
     def levels(self, boxes: Tensor) -> Tensor: ...
 
@@ -125,17 +80,9 @@ class MultiScaleRoIAlign(nn.Module):
     map_levels: Any
     canonical_scale: int
     canonical_level: int
-    def __init__(
-        self,
-        featmap_names: list[str],
-        output_size: _Size,
-        sampling_ratio: int,
-        *,
-        canonical_scale: int = 224,
-        canonical_level: int = 4,
-    ) -> None: ...
-    def forward(
-        self, x: dict[str, Tensor], boxes: list[Tensor], image_shapes: list[tuple[int, int]]
-    ) -> Tensor: ...
+    def __init__(self, featmap_names: list[str], output_size: _Size, sampling_ratio: int, *,
+                 canonical_scale: int = 224, canonical_level: int = 4) -> None: ...
+    def forward(self, x: dict[str, Tensor], boxes: list[Tensor],
+                image_shapes: list[tuple[int, int]]) -> Tensor: ...
 
 def convert(module: nn.Module) -> nn.Module: ...

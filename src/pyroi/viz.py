@@ -88,18 +88,8 @@ class AxisSamples:
         return int(self.coords.shape[1])
 
 
-@dataclass(frozen=True)
-class RoIAlignGeometry:
-    """Where RoIAlign samples one box: the result of :func:`explain_roi_align`.
-
-    A sample ``(iy, ix)`` of bin ``(ph, pw)`` is read when ``rows.in_map[ph, iy]`` and
-    ``cols.in_map[pw, ix]`` are both true; it is then
-    ``sum(rows.weights[ph, iy, a] * cols.weights[pw, ix, b] *
-    plane[rows.taps[ph, iy, a], cols.taps[pw, ix, b]])`` over ``a, b`` in ``{0, 1}``, and an
-    average bin is the sum of its samples divided by ``count``.
-
-    Attributes
-    ----------
+# The attributes both explain results share, documented once.
+_BOX_ATTRIBUTES = """\
     box : tuple of float
         ``(x1, y1, x2, y2)`` in input-image pixels, as given.
     map_size : tuple of int
@@ -107,7 +97,22 @@ class RoIAlignGeometry:
     output_size : tuple of int
         ``(ph, pw)``.
     spatial_scale : float
-    sampling_ratio : int
+"""
+
+
+@dataclass(frozen=True)
+class RoIAlignGeometry:
+    __doc__ = f"""Where RoIAlign samples one box: the result of :func:`explain_roi_align`.
+
+    A sample ``(iy, ix)`` of bin ``(ph, pw)`` is read when ``rows.in_map[ph, iy]`` and
+    ``cols.in_map[pw, ix]`` are both true; it is then
+    ``sum(rows.weights[ph, iy, a] * cols.weights[pw, ix, b] *
+    plane[rows.taps[ph, iy, a], cols.taps[pw, ix, b]])`` over ``a, b`` in ``{{0, 1}}``, and an
+    average bin is the sum of its samples divided by ``count``.
+
+    Attributes
+    ----------
+{_BOX_ATTRIBUTES}    sampling_ratio : int
         As given (``<= 0``: adaptive).
     aligned : bool
     rows, cols : AxisSamples
@@ -158,18 +163,11 @@ class RoIAlignGeometry:
 
 @dataclass(frozen=True)
 class RoIPoolGeometry:
-    """RoIPool's quantised bins for one box: the result of :func:`explain_roi_pool`.
+    __doc__ = f"""RoIPool's quantised bins for one box: the result of :func:`explain_roi_pool`.
 
     Attributes
     ----------
-    box : tuple of float
-        ``(x1, y1, x2, y2)`` in input-image pixels, as given.
-    map_size : tuple of int
-        The feature map's ``(H, W)``.
-    output_size : tuple of int
-        ``(ph, pw)``.
-    spatial_scale : float
-    roi_pixels : ndarray of int64, shape (4,)
+{_BOX_ATTRIBUTES}    roi_pixels : ndarray of int64, shape (4,)
         The rounded RoI before clipping: first row, end row, first column, end column (ends
         exclusive).
     row_edges : ndarray of int64, shape (ph, 2)

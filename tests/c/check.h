@@ -139,6 +139,19 @@ static void check_roi_pool_params(pyroi_roi_pool_params *p, int64_t pooled_heigh
     p->pooled_width = pooled_width;
 }
 
+/* `init` (a params_init entry) sets the fields every params struct has to their defaults (1 x 1
+ * bins, scale 1, the default thread count) in `p`, filled with garbage first, and ignores
+ * NULL; the caller checks the operator's own fields after it. Needs <string.h>. */
+#define CHECK_PARAMS_INIT(init, p)                                                    \
+    do {                                                                              \
+        memset(&(p), 0x5a, sizeof(p));                                                \
+        init(&(p));                                                                   \
+        CHECK((p).pooled_height == 1 && (p).pooled_width == 1);                       \
+        CHECK((p).spatial_scale_h == 1.0 && (p).spatial_scale_w == 1.0);              \
+        CHECK((p).num_threads == 0);                                                  \
+        init(NULL); /* no crash */                                                    \
+    } while (0)
+
 /* The parameters every operator validates alike, seen through pointers into the operator's
  * own struct (sampling_ratio NULL where it has none). */
 typedef struct check_params_view {
@@ -206,6 +219,128 @@ static int check_set_bad_param(const check_params_view *v, size_t row)
             }                                                                         \
         }                                                                             \
     } while (0)
+
+/* The tensor arguments every RoI operator takes alike: its forward (map, shape, strides,
+ * boxes, num_rois, box_stride, batch, pooled, pooled_strides, params) reads the map and
+ * writes the pooled tensor; its backward (pooled, pooled_strides, boxes, num_rois,
+ * box_stride, batch, map, shape, strides, params) reads the pooled gradient and writes the
+ * map's. A test fills one with valid tensors (pooled bins at least 2 high) and
+ * check_tensor_status breaks one argument at a time. */
+typedef struct check_tensors {
+    float *map;
+    const int64_t *shape, *strides;
+    const float *boxes;
+    int64_t num_rois, box_stride;
+    const int64_t *batch;
+    float *pooled;
+    const int64_t *pooled_strides;
+} check_tensors;
+
+/* An operator's forward (backward == 0) or backward on `t`; `params` is its params struct. */
+typedef pyroi_status (*check_tensor_call)(int backward, const check_tensors *t,
+                                          const void *params);
+
+/* Defines `name`, the check_tensor_call of the operator whose entry points are
+ * `entry`_forward_f32 and `entry`_backward_f32. */
+#define CHECK_TENSOR_CALL(name, entry)                                                 \
+    static pyroi_status name(int backward, const check_tensors *t, const void *params) \
+    {                                                                                 \
+        if (backward) {                                                               \
+            return entry##_backward_f32(t->pooled, t->pooled_strides, t->boxes,       \
+                                        t->num_rois, t->box_stride, t->batch, t->map, \
+                                        t->shape, t->strides, params);                \
+        }                                                                             \
+        return entry##_forward_f32(t->map, t->shape, t->strides, t->boxes, t->num_rois, \
+                                   t->box_stride, t->batch, t->pooled,                \
+                                   t->pooled_strides, params);                        \
+    }
+
+/* The broken arguments of check_tensor_status: each turns a valid set into a call that must
+ * give its status. */
+enum {
+    CHECK_NULL_MAP, CHECK_NULL_SHAPE, CHECK_NULL_STRIDES, CHECK_NULL_BOXES, CHECK_NULL_BATCH,
+    CHECK_NULL_POOLED, CHECK_NULL_POOLED_STRIDES, CHECK_NO_ROIS, CHECK_NEGATIVE_ROI_COUNT,
+    CHECK_NEGATIVE_WIDTH, CHECK_OUTPUT_OVERLAPS, CHECK_NEGATIVE_BOX_STRIDE,
+    CHECK_STRIDES_PAST_INT64, CHECK_BROKEN_TENSORS
+};
+
+static const char *const check_broken_tensor_names[CHECK_BROKEN_TENSORS] = {
+    "map NULL", "shape NULL", "strides NULL", "boxes NULL", "batch NULL", "pooled NULL",
+    "pooled_strides NULL", "no RoIs, their tensors NULL", "num_rois -1", "width -4",
+    "the written tensor overlaps itself", "box_stride INT64_MIN",
+    "3 images at a stride of INT64_MAX / 2"};
+
+/* Breaks argument `which` of `t` (shape, strides and pooled_strides: copies to modify) and
+ * returns the status the call must give. */
+static pyroi_status check_break_tensor(check_tensors *t, int which, int backward,
+                                       int64_t shape[4], int64_t strides[4],
+                                       int64_t pooled_strides[4])
+{
+    int i;
+
+    for (i = 0; i < 4; ++i) {
+        shape[i] = t->shape[i];
+        strides[i] = t->strides[i];
+        pooled_strides[i] = t->pooled_strides[i];
+    }
+    t->shape = shape;
+    t->strides = strides;
+    t->pooled_strides = pooled_strides;
+    switch (which) {
+    case CHECK_NULL_MAP: t->map = NULL; return PYROI_E_NULL_POINTER;
+    case CHECK_NULL_SHAPE: t->shape = NULL; return PYROI_E_NULL_POINTER;
+    case CHECK_NULL_STRIDES: t->strides = NULL; return PYROI_E_NULL_POINTER;
+    case CHECK_NULL_BOXES: t->boxes = NULL; return PYROI_E_NULL_POINTER;
+    case CHECK_NULL_BATCH: t->batch = NULL; return PYROI_E_NULL_POINTER;
+    case CHECK_NULL_POOLED: t->pooled = NULL; return PYROI_E_NULL_POINTER;
+    case CHECK_NULL_POOLED_STRIDES: t->pooled_strides = NULL; return PYROI_E_NULL_POINTER;
+    case CHECK_NO_ROIS:
+        t->num_rois = 0;
+        t->boxes = NULL;
+        t->batch = NULL;
+        t->pooled = NULL;
+        return PYROI_OK;
+    case CHECK_NEGATIVE_ROI_COUNT: t->num_rois = -1; return PYROI_E_INVALID_SHAPE;
+    case CHECK_NEGATIVE_WIDTH: shape[3] = -4; return PYROI_E_INVALID_SHAPE;
+    case CHECK_OUTPUT_OVERLAPS:
+        (backward ? strides : pooled_strides)[2] = 0; /* rows on top of each other */
+        return PYROI_E_INVALID_STRIDES;
+    case CHECK_NEGATIVE_BOX_STRIDE:
+        t->num_rois = 2;
+        t->box_stride = INT64_MIN;
+        return PYROI_E_INVALID_STRIDES;
+    default:
+        shape[0] = 3;
+        strides[0] = INT64_MAX / 2;
+        return PYROI_E_INVALID_STRIDES;
+    }
+}
+
+/* The valid tensors `valid` pass; each broken argument of check_break_tensor, alone, gets its
+ * status from the forward and from the backward. */
+static void check_tensor_status(check_tensor_call call, const check_tensors *valid,
+                                const void *params, const char *name)
+{
+    int backward, which;
+
+    for (backward = 0; backward < 2; ++backward) {
+        CHECK_STATUS(call(backward, valid, params), PYROI_OK);
+        for (which = 0; which < CHECK_BROKEN_TENSORS; ++which) {
+            check_tensors t = *valid;
+            int64_t shape[4], strides[4], pooled_strides[4];
+            pyroi_status expected = check_break_tensor(&t, which, backward, shape, strides,
+                                                       pooled_strides);
+            pyroi_status got = call(backward, &t, params);
+            ++check_count;
+            if (got != expected) {
+                ++check_failures;
+                fprintf(stderr, "%s %s, %s: returned %d (%s), expected %s\n", name,
+                        backward ? "backward" : "forward", check_broken_tensor_names[which],
+                        (int)got, pyroi_status_string(got), pyroi_status_string(expected));
+            }
+        }
+    }
+}
 
 /* The answers every find_invalid_roi entry `find` (its name without _f32 / _f64) gives on
  * float `boxes` of `coords` numbers a row whose first two are valid and whose third is not,

@@ -20,57 +20,62 @@ static pyroi_roi_align_params mmcv_params(void)
     return p;
 }
 
-/* mmcv test: X = [[1,2],[3,4]], roi (0,0,1,1), aligned, sr 2, 2x2 output, grad = ones. */
-static void test_mmcv_two_by_two(void)
+/* mmcv's tests: one box on a one-channel map, a 2x2 output (mmcv_params), gradient ones.
+ * Every value is a binary fraction that float32 holds exactly: both precisions must give it. */
+typedef struct {
+    int64_t height, width;
+    double x[16], box[4], expected[4], expected_grad[16];
+} mmcv_case;
+
+static const mmcv_case mmcv_cases[] = {
+    /* X = [[1,2],[3,4]], roi (0,0,1,1) */
+    {2, 2, {1, 2, 3, 4}, {0, 0, 1, 1}, {1.0, 1.25, 1.5, 1.75}, {3.0625, 0.4375, 0.4375, 0.0625}},
+    /* 4x4 map, roi (0,0,3,3) */
+    {4, 4, {1, 2, 5, 6, 3, 4, 7, 8, 9, 10, 13, 14, 11, 12, 15, 16}, {0, 0, 3, 3},
+     {1.9375, 4.75, 7.5625, 10.375},
+     {0.47265625, 0.4296875, 0.4296875, 0.04296875, 0.4296875, 0.390625, 0.390625, 0.0390625,
+      0.4296875, 0.390625, 0.390625, 0.0390625, 0.04296875, 0.0390625, 0.0390625, 0.00390625}},
+};
+
+static void test_mmcv_cases(void)
 {
-    const float x[4] = {1, 2, 3, 4};
-    const int64_t shape[4] = {1, 1, 2, 2}, strides[4] = {4, 4, 2, 1};
-    const float box[4] = {0, 0, 1, 1};
     const int64_t batch[1] = {0};
-    const float expected[4] = {1.0f, 1.25f, 1.5f, 1.75f};
-    const float ones[4] = {1, 1, 1, 1};
-    const double expected_grad[4] = {3.0625, 0.4375, 0.4375, 0.0625};
-    float y[4], gx[4];
     const pyroi_roi_align_params p = mmcv_params();
-    int i;
-
-    CHECK_STATUS(pyroi_roi_align_forward_f32(x, shape, strides, box, 1, 4, batch, y,
-                                             contiguous_2x2, &p), PYROI_OK);
-    for (i = 0; i < 4; ++i) {
-        CHECK(y[i] == expected[i]);
-    }
-    CHECK_STATUS(pyroi_roi_align_backward_f32(ones, contiguous_2x2, box, 1, 4, batch, gx, shape,
-                                              strides, &p), PYROI_OK);
-    for (i = 0; i < 4; ++i) {
-        CHECK(gx[i] == (float)expected_grad[i]);
-    }
-}
-
-/* mmcv test, 4x4 map, roi (0,0,3,3): forward and gradient in float64. */
-static void test_mmcv_four_by_four(void)
-{
-    const double x[16] = {1, 2, 5, 6, 3, 4, 7, 8, 9, 10, 13, 14, 11, 12, 15, 16};
-    const int64_t shape[4] = {1, 1, 4, 4}, strides[4] = {16, 16, 4, 1};
-    const double box[4] = {0, 0, 3, 3};
-    const int64_t batch[1] = {0};
-    const double expected[4] = {1.9375, 4.75, 7.5625, 10.375};
     const double ones[4] = {1, 1, 1, 1};
-    const double expected_grad[16] = {
-        0.47265625, 0.4296875, 0.4296875, 0.04296875, 0.4296875, 0.390625, 0.390625, 0.0390625,
-        0.4296875, 0.390625, 0.390625, 0.0390625, 0.04296875, 0.0390625, 0.0390625, 0.00390625};
-    double y[4], gx[16];
-    const pyroi_roi_align_params p = mmcv_params();
+    const float ones_f[4] = {1, 1, 1, 1};
+    size_t k;
     int i;
 
-    CHECK_STATUS(pyroi_roi_align_forward_f64(x, shape, strides, box, 1, 4, batch, y,
-                                             contiguous_2x2, &p), PYROI_OK);
-    for (i = 0; i < 4; ++i) {
-        CHECK_CLOSE(y[i], expected[i], 1e-15);
-    }
-    CHECK_STATUS(pyroi_roi_align_backward_f64(ones, contiguous_2x2, box, 1, 4, batch, gx, shape,
-                                              strides, &p), PYROI_OK);
-    for (i = 0; i < 16; ++i) {
-        CHECK_CLOSE(gx[i], expected_grad[i], 1e-15);
+    for (k = 0; k < sizeof(mmcv_cases) / sizeof(mmcv_cases[0]); ++k) {
+        const mmcv_case *c = &mmcv_cases[k];
+        const int n = (int)(c->height * c->width);
+        const int64_t shape[4] = {1, 1, c->height, c->width};
+        const int64_t strides[4] = {n, n, c->width, 1};
+        float x_f[16], box_f[4], y_f[4], gx_f[16];
+        double y[4], gx[16];
+
+        for (i = 0; i < n; ++i) {
+            x_f[i] = (float)c->x[i];
+        }
+        for (i = 0; i < 4; ++i) {
+            box_f[i] = (float)c->box[i];
+        }
+        CHECK_STATUS(pyroi_roi_align_forward_f32(x_f, shape, strides, box_f, 1, 4, batch, y_f,
+                                                 contiguous_2x2, &p), PYROI_OK);
+        CHECK_STATUS(pyroi_roi_align_forward_f64(c->x, shape, strides, c->box, 1, 4, batch, y,
+                                                 contiguous_2x2, &p), PYROI_OK);
+        for (i = 0; i < 4; ++i) {
+            CHECK(y_f[i] == (float)c->expected[i]);
+            CHECK(y[i] == c->expected[i]);
+        }
+        CHECK_STATUS(pyroi_roi_align_backward_f32(ones_f, contiguous_2x2, box_f, 1, 4, batch,
+                                                  gx_f, shape, strides, &p), PYROI_OK);
+        CHECK_STATUS(pyroi_roi_align_backward_f64(ones, contiguous_2x2, c->box, 1, 4, batch, gx,
+                                                  shape, strides, &p), PYROI_OK);
+        for (i = 0; i < n; ++i) {
+            CHECK(gx_f[i] == (float)c->expected_grad[i]);
+            CHECK(gx[i] == c->expected_grad[i]);
+        }
     }
 }
 
@@ -223,8 +228,7 @@ int main(void)
 {
     CHECK(pyroi_version_number() == PYROI_VERSION_NUMBER);
     CHECK(strcmp(pyroi_version_string(), PYROI_VERSION_STRING) == 0);
-    test_mmcv_two_by_two();
-    test_mmcv_four_by_four();
+    test_mmcv_cases();
     test_detectron2();
     test_edge_table();
     test_strided_layouts();

@@ -136,18 +136,41 @@ static void random_box(double box[4], unsigned long long *state)
     box[3] = box[1] + check_random(state) * 8.0 - 1.0;
 }
 
+/* One image of one channel, h x w (at most PLANE_MAX) values uniform in [-1, 1) drawn from
+ * `seed`, contiguous, with a contiguous ph x pw output: the maps whose forward the explain
+ * output must reproduce. `state` continues the draws (the boxes). */
+enum { PLANE_MAX = 64 };
+typedef struct {
+    int64_t shape[4], strides[4], out_strides[4], batch[1];
+    double x[PLANE_MAX], y[PLANE_MAX];
+    unsigned long long state;
+} plane;
+
+static void random_plane(plane *m, int64_t h, int64_t w, int64_t ph, int64_t pw,
+                         unsigned long long seed)
+{
+    m->shape[0] = m->shape[1] = 1;
+    m->shape[2] = h;
+    m->shape[3] = w;
+    m->strides[0] = m->strides[1] = h * w;
+    m->strides[2] = w;
+    m->strides[3] = 1;
+    m->out_strides[0] = m->out_strides[1] = ph * pw;
+    m->out_strides[2] = pw;
+    m->out_strides[3] = 1;
+    m->batch[0] = 0;
+    m->state = seed;
+    check_random_fill(m->x, (long)(h * w), -1.0, 1.0, &m->state);
+}
+
 /* The bins rebuilt from the explain output equal the forward kernels on random maps. */
 static void test_align_reproduces_forward(void)
 {
     enum { H = 7, W = 9 };
-    const int64_t shape[4] = {1, 1, H, W}, strides[4] = {H * W, H * W, W, 1};
-    const int64_t out_strides[4] = {4, 4, 2, 1};
-    const int64_t batch[1] = {0};
-    unsigned long long state = 12345;
-    double x[H * W], y[4];
+    plane m;
     int trial;
 
-    check_random_fill(x, H * W, -1.0, 1.0, &state);
+    random_plane(&m, H, W, 2, 2, 12345);
     for (trial = 0; trial < 200; ++trial) {
         pyroi_roi_align_params p;
         axis_buffers rb, cb;
@@ -155,10 +178,10 @@ static void test_align_reproduces_forward(void)
         int64_t grid[2];
         double box[4];
         int ph, pw;
-        random_box(box, &state);
+        random_box(box, &m.state);
         align_params(&p, 2, (int64_t)(trial % 4), trial % 3 == 0);
-        CHECK_STATUS(pyroi_roi_align_forward_f64(x, shape, strides, box, 1, 4, batch, y,
-                                                 out_strides, &p), PYROI_OK);
+        CHECK_STATUS(pyroi_roi_align_forward_f64(m.x, m.shape, m.strides, box, 1, 4, m.batch, m.y,
+                                                 m.out_strides, &p), PYROI_OK);
         CHECK_STATUS(pyroi_roi_align_sample_grid_f64(box, H, W, &p, grid), PYROI_OK);
         if (grid[0] * 2 > MAX_SAMPLES || grid[1] * 2 > MAX_SAMPLES) {
             continue;
@@ -178,13 +201,13 @@ static void test_align_reproduces_forward(void)
                         if (!(rb.in_map[r] && cb.in_map[q])) {
                             continue;
                         }
-                        sum += wy[0] * wx[0] * x[ty[0] * W + tx[0]] +
-                               wy[0] * wx[1] * x[ty[0] * W + tx[1]] +
-                               wy[1] * wx[0] * x[ty[1] * W + tx[0]] +
-                               wy[1] * wx[1] * x[ty[1] * W + tx[1]];
+                        sum += wy[0] * wx[0] * m.x[ty[0] * W + tx[0]] +
+                               wy[0] * wx[1] * m.x[ty[0] * W + tx[1]] +
+                               wy[1] * wx[0] * m.x[ty[1] * W + tx[0]] +
+                               wy[1] * wx[1] * m.x[ty[1] * W + tx[1]];
                     }
                 }
-                CHECK_CLOSE(sum / (double)count, y[ph * 2 + pw], 1e-12);
+                CHECK_CLOSE(sum / (double)count, m.y[ph * 2 + pw], 1e-12);
             }
         }
     }
@@ -291,23 +314,19 @@ static void test_pool_known_answers(void)
 static void test_pool_reproduces_forward(void)
 {
     enum { H = 6, W = 8 };
-    const int64_t shape[4] = {1, 1, H, W}, strides[4] = {H * W, H * W, W, 1};
-    const int64_t out_strides[4] = {6, 6, 3, 1};
-    const int64_t batch[1] = {0};
-    unsigned long long state = 99;
-    double x[H * W], y[6];
+    plane m;
     int trial;
 
-    check_random_fill(x, H * W, -1.0, 1.0, &state);
+    random_plane(&m, H, W, 2, 3, 99);
     for (trial = 0; trial < 200; ++trial) {
         pyroi_roi_pool_params p;
         int64_t rows[4], cols[6];
         double box[4];
         int ph, pw;
-        random_box(box, &state);
+        random_box(box, &m.state);
         check_roi_pool_params(&p, 2, 3);
-        CHECK_STATUS(pyroi_roi_pool_forward_f64(x, shape, strides, box, 1, 4, batch, y,
-                                                out_strides, NULL, NULL, &p), PYROI_OK);
+        CHECK_STATUS(pyroi_roi_pool_forward_f64(m.x, m.shape, m.strides, box, 1, 4, m.batch, m.y,
+                                                m.out_strides, NULL, NULL, &p), PYROI_OK);
         CHECK_STATUS(pyroi_roi_pool_bin_edges_f64(box, H, W, &p, NULL, rows, cols), PYROI_OK);
         for (ph = 0; ph < 2; ++ph) {
             for (pw = 0; pw < 3; ++pw) {
@@ -317,11 +336,11 @@ static void test_pool_reproduces_forward(void)
                     best = -INFINITY;
                     for (h = rows[2 * ph]; h < rows[2 * ph + 1]; ++h) {
                         for (w = cols[2 * pw]; w < cols[2 * pw + 1]; ++w) {
-                            best = x[h * W + w] > best ? x[h * W + w] : best;
+                            best = m.x[h * W + w] > best ? m.x[h * W + w] : best;
                         }
                     }
                 }
-                CHECK(best == y[ph * 3 + pw]);
+                CHECK(best == m.y[ph * 3 + pw]);
             }
         }
     }

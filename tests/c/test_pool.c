@@ -11,12 +11,7 @@ static const int64_t one_bin[4] = {1, 1, 1, 1};
 static void test_defaults(void)
 {
     pyroi_roi_pool_params p;
-    memset(&p, 0x5a, sizeof(p));
-    pyroi_roi_pool_params_init(&p);
-    CHECK(p.pooled_height == 1 && p.pooled_width == 1);
-    CHECK(p.spatial_scale_h == 1.0 && p.spatial_scale_w == 1.0);
-    CHECK(p.num_threads == 0);
-    pyroi_roi_pool_params_init(NULL); /* no crash */
+    CHECK_PARAMS_INIT(pyroi_roi_pool_params_init, p);
     CHECK(strstr(pyroi_status_string(PYROI_E_INVALID_ARGMAX), "argmax") != NULL);
     CHECK(strcmp(pyroi_status_string(PYROI_E_INVALID_ARGMAX),
                  pyroi_status_string(PYROI_E_NO_MEMORY)) != 0);

@@ -254,7 +254,7 @@ static void test_thread_invariance(void)
     pyroi_ps_roi_align_params pa;
     pyroi_ps_roi_pool_params pp;
     size_t i;
-    int t;
+    int op, t;
 
     if (!x || !g1 || !gn || !y1 || !yn) {
         CHECK(!"allocation");
@@ -271,26 +271,24 @@ static void test_thread_invariance(void)
     pyroi_ps_roi_pool_params_init(&pp);
     pp.pooled_height = pp.pooled_width = P;
     pp.spatial_scale_h = pp.spatial_scale_w = 0.75;
-    for (t = 1; t <= 3; ++t) {
-        float *y = t == 1 ? y1 : yn, *g = t == 1 ? g1 : gn;
-        pa.num_threads = pp.num_threads = t;
-        CHECK_STATUS(pyroi_ps_roi_align_forward_f32(x, shape, strides, boxes, K, 4, batch, y,
-                                                    y_strides, &pa), PYROI_OK);
-        /* the forward output doubles as grad_output */
-        CHECK_STATUS(pyroi_ps_roi_align_backward_f32(y1, y_strides, boxes, K, 4, batch, g, shape,
-                                                     strides, &pa), PYROI_OK);
-        CHECK(memcmp(y1, yn, sizeof(float) * y_count) == 0 || t == 1);
-        CHECK(memcmp(g1, gn, sizeof(float) * x_count) == 0 || t == 1);
-    }
-    for (t = 1; t <= 3; ++t) {
-        float *y = t == 1 ? y1 : yn, *g = t == 1 ? g1 : gn;
-        pp.num_threads = t;
-        CHECK_STATUS(pyroi_ps_roi_pool_forward_f32(x, shape, strides, boxes, K, 4, batch, y,
-                                                   y_strides, &pp), PYROI_OK);
-        CHECK_STATUS(pyroi_ps_roi_pool_backward_f32(y1, y_strides, boxes, K, 4, batch, g, shape,
-                                                    strides, &pp), PYROI_OK);
-        CHECK(memcmp(y1, yn, sizeof(float) * y_count) == 0 || t == 1);
-        CHECK(memcmp(g1, gn, sizeof(float) * x_count) == 0 || t == 1);
+    for (op = 0; op < 2; ++op) { /* 0: PSRoIAlign, 1: PSRoIPool */
+        for (t = 1; t <= 3; ++t) {
+            float *y = t == 1 ? y1 : yn, *g = t == 1 ? g1 : gn;
+            pa.num_threads = pp.num_threads = t;
+            CHECK_STATUS(op == 0 ? pyroi_ps_roi_align_forward_f32(x, shape, strides, boxes, K, 4,
+                                                                  batch, y, y_strides, &pa)
+                                 : pyroi_ps_roi_pool_forward_f32(x, shape, strides, boxes, K, 4,
+                                                                 batch, y, y_strides, &pp),
+                         PYROI_OK);
+            /* the forward output doubles as grad_output */
+            CHECK_STATUS(op == 0 ? pyroi_ps_roi_align_backward_f32(y1, y_strides, boxes, K, 4,
+                                                                   batch, g, shape, strides, &pa)
+                                 : pyroi_ps_roi_pool_backward_f32(y1, y_strides, boxes, K, 4,
+                                                                  batch, g, shape, strides, &pp),
+                         PYROI_OK);
+            CHECK(memcmp(y1, yn, sizeof(float) * y_count) == 0 || t == 1);
+            CHECK(memcmp(g1, gn, sizeof(float) * x_count) == 0 || t == 1);
+        }
     }
     free(x);
     free(g1);
@@ -324,42 +322,30 @@ static void pool_params(pyroi_ps_roi_pool_params *p)
     p->pooled_height = p->pooled_width = 2;
 }
 
+CHECK_TENSOR_CALL(ps_align_call, pyroi_ps_roi_align)
+
+CHECK_TENSOR_CALL(ps_pool_call, pyroi_ps_roi_pool)
+
 /* One call of the status tests on the tensors above; `params` points to the op's struct. */
 enum ps_call { ALIGN_FWD, ALIGN_BWD, POOL_FWD, POOL_BWD };
 
 static pyroi_status ps_call(enum ps_call op, const float box[4], int64_t batch,
                             const int64_t shape[4], const void *params)
 {
-    switch (op) {
-    case ALIGN_FWD:
-        return pyroi_ps_roi_align_forward_f32(sx, shape, s_strides, box, 1, 4, &batch, sy,
-                                              s_y_strides, params);
-    case ALIGN_BWD:
-        return pyroi_ps_roi_align_backward_f32(sy, s_y_strides, box, 1, 4, &batch, sg, shape,
-                                               s_strides, params);
-    case POOL_FWD:
-        return pyroi_ps_roi_pool_forward_f32(sx, shape, s_strides, box, 1, 4, &batch, sy,
-                                             s_y_strides, params);
-    default:
-        return pyroi_ps_roi_pool_backward_f32(sy, s_y_strides, box, 1, 4, &batch, sg, shape,
-                                              s_strides, params);
-    }
+    const int backward = op == ALIGN_BWD || op == POOL_BWD;
+    const check_tensors t = {backward ? sg : sx, shape, s_strides, box, 1, 4, &batch, sy,
+                             s_y_strides};
+    return (op == ALIGN_FWD || op == ALIGN_BWD ? ps_align_call : ps_pool_call)(backward, &t,
+                                                                                params);
 }
 
 static void test_params_init(void)
 {
     pyroi_ps_roi_align_params a;
     pyroi_ps_roi_pool_params b;
-    memset(&a, 0x5a, sizeof(a));
-    memset(&b, 0x5a, sizeof(b));
-    pyroi_ps_roi_align_params_init(&a);
-    pyroi_ps_roi_pool_params_init(&b);
-    CHECK(a.pooled_height == 1 && a.pooled_width == 1 && a.spatial_scale_h == 1.0 &&
-          a.spatial_scale_w == 1.0 && a.sampling_ratio == -1 && a.num_threads == 0);
-    CHECK(b.pooled_height == 1 && b.pooled_width == 1 && b.spatial_scale_h == 1.0 &&
-          b.spatial_scale_w == 1.0 && b.num_threads == 0);
-    pyroi_ps_roi_align_params_init(NULL); /* no crash */
-    pyroi_ps_roi_pool_params_init(NULL);
+    CHECK_PARAMS_INIT(pyroi_ps_roi_align_params_init, a);
+    CHECK(a.sampling_ratio == -1);
+    CHECK_PARAMS_INIT(pyroi_ps_roi_pool_params_init, b);
 }
 
 static void test_status_params(void)
@@ -417,43 +403,10 @@ static void test_status_shapes(void)
     memcpy(shape, s_shape, sizeof(shape));
     shape[3] = -1;
     CHECK_STATUS(ps_call(POOL_FWD, box, 0, shape, &b), PYROI_E_INVALID_SHAPE);
-    CHECK_STATUS(pyroi_ps_roi_align_forward_f32(sx, s_shape, s_strides, box, -1, 4, &batch, sy,
-                                                s_y_strides, &a), PYROI_E_INVALID_SHAPE);
-    /* NULL pointers */
-    CHECK_STATUS(pyroi_ps_roi_align_forward_f32(NULL, s_shape, s_strides, box, 1, 4, &batch, sy,
-                                                s_y_strides, &a), PYROI_E_NULL_POINTER);
-    CHECK_STATUS(pyroi_ps_roi_align_forward_f32(sx, NULL, s_strides, box, 1, 4, &batch, sy,
-                                                s_y_strides, &a), PYROI_E_NULL_POINTER);
-    CHECK_STATUS(pyroi_ps_roi_pool_forward_f32(sx, s_shape, s_strides, NULL, 1, 4, &batch, sy,
-                                               s_y_strides, &b), PYROI_E_NULL_POINTER);
-    CHECK_STATUS(pyroi_ps_roi_pool_forward_f32(sx, s_shape, s_strides, box, 1, 4, NULL, sy,
-                                               s_y_strides, &b), PYROI_E_NULL_POINTER);
-    CHECK_STATUS(pyroi_ps_roi_pool_forward_f32(sx, s_shape, s_strides, box, 1, 4, &batch, NULL,
-                                               s_y_strides, &b), PYROI_E_NULL_POINTER);
-    CHECK_STATUS(pyroi_ps_roi_align_backward_f32(NULL, s_y_strides, box, 1, 4, &batch, sg,
-                                                 s_shape, s_strides, &a), PYROI_E_NULL_POINTER);
-    CHECK_STATUS(pyroi_ps_roi_align_backward_f32(sy, s_y_strides, box, 1, 4, &batch, NULL,
-                                                 s_shape, s_strides, &a), PYROI_E_NULL_POINTER);
-    /* K = 0: boxes, indices and the output may be NULL */
-    CHECK_STATUS(pyroi_ps_roi_align_forward_f32(sx, s_shape, s_strides, NULL, 0, 4, NULL, NULL,
-                                                s_y_strides, &a), PYROI_OK);
-    /* strides */
     {
-        const int64_t overlapping[4] = {8, 4, 0, 1};
-        const int64_t huge[4] = {INT64_MAX / 2, SH * SW, SW, 1};
-        CHECK_STATUS(pyroi_ps_roi_align_forward_f32(sx, s_shape, s_strides, box, 1, 4, &batch,
-                                                    sy, overlapping, &a),
-                     PYROI_E_INVALID_STRIDES);
-        CHECK_STATUS(pyroi_ps_roi_pool_backward_f32(sy, s_y_strides, box, 1, 4, &batch, sg,
-                                                    s_shape, overlapping, &b),
-                     PYROI_E_INVALID_STRIDES);
-        memcpy(shape, s_shape, sizeof(shape));
-        shape[0] = 3;
-        CHECK_STATUS(pyroi_ps_roi_pool_forward_f32(sx, shape, huge, box, 1, 4, &batch, sy,
-                                                   s_y_strides, &b), PYROI_E_INVALID_STRIDES);
-        CHECK_STATUS(pyroi_ps_roi_pool_forward_f32(sx, s_shape, s_strides, box, 2, INT64_MIN,
-                                                   &batch, sy, s_y_strides, &b),
-                     PYROI_E_INVALID_STRIDES);
+        const check_tensors valid = {sg, s_shape, s_strides, box, 1, 4, &batch, sy, s_y_strides};
+        check_tensor_status(ps_align_call, &valid, &a, "ps_roi_align");
+        check_tensor_status(ps_pool_call, &valid, &b, "ps_roi_pool");
     }
 }
 

@@ -20,14 +20,9 @@ static void rotated_params(pyroi_roi_align_rotated_params *p, int64_t pooled)
 static void test_defaults(void)
 {
     pyroi_roi_align_rotated_params p;
-    memset(&p, 0x5a, sizeof(p));
-    pyroi_roi_align_rotated_params_init(&p);
-    CHECK(p.pooled_height == 1 && p.pooled_width == 1);
-    CHECK(p.spatial_scale_h == 1.0 && p.spatial_scale_w == 1.0);
+    CHECK_PARAMS_INIT(pyroi_roi_align_rotated_params_init, p);
     CHECK(p.sampling_ratio == 0);
     CHECK(p.aligned == 1 && p.clockwise == 0 && p.angle_in_degrees == 1);
-    CHECK(p.num_threads == 0);
-    pyroi_roi_align_rotated_params_init(NULL); /* no crash */
 }
 
 /* detectron2 test_forward_output_0_90_180_270: arange(25) as 5x5, box (2, 2, 2, 2, 90 i),
@@ -364,46 +359,17 @@ static void test_params_status(void)
                         backward_box(box, 0, &p));
 }
 
+CHECK_TENSOR_CALL(rotated_call, pyroi_roi_align_rotated)
+
 static void test_tensor_status(void)
 {
     const float box[5] = {2, 2, 2, 2, 30};
     const int64_t batch = 0;
-    int64_t shape[4];
+    const check_tensors valid = {vgx, v_shape, v_strides, box, 1, 5, &batch, vy, v_out_strides};
     pyroi_roi_align_rotated_params p;
-    const int64_t overlapping[4] = {4, 4, 0, 1};
 
     valid_params(&p);
-    CHECK_STATUS(pyroi_roi_align_rotated_forward_f32(NULL, v_shape, v_strides, box, 1, 5, &batch,
-                                                     vy, v_out_strides, &p), PYROI_E_NULL_POINTER);
-    CHECK_STATUS(pyroi_roi_align_rotated_forward_f32(vx, v_shape, v_strides, NULL, 1, 5, &batch,
-                                                     vy, v_out_strides, &p), PYROI_E_NULL_POINTER);
-    CHECK_STATUS(pyroi_roi_align_rotated_forward_f32(vx, v_shape, v_strides, box, 1, 5, NULL, vy,
-                                                     v_out_strides, &p), PYROI_E_NULL_POINTER);
-    CHECK_STATUS(pyroi_roi_align_rotated_forward_f32(vx, v_shape, v_strides, box, 1, 5, &batch,
-                                                     NULL, v_out_strides, &p),
-                 PYROI_E_NULL_POINTER);
-    CHECK_STATUS(pyroi_roi_align_rotated_backward_f32(vy, v_out_strides, box, 1, 5, &batch, NULL,
-                                                      v_shape, v_strides, &p),
-                 PYROI_E_NULL_POINTER);
-    /* K = 0: no boxes, batch indices or output needed */
-    CHECK_STATUS(pyroi_roi_align_rotated_forward_f32(vx, v_shape, v_strides, NULL, 0, 5, NULL,
-                                                     NULL, v_out_strides, &p), PYROI_OK);
-    CHECK_STATUS(pyroi_roi_align_rotated_forward_f32(vx, v_shape, v_strides, box, -1, 5, &batch,
-                                                     vy, v_out_strides, &p),
-                 PYROI_E_INVALID_SHAPE);
-    memcpy(shape, v_shape, sizeof(shape));
-    shape[3] = -4;
-    CHECK_STATUS(pyroi_roi_align_rotated_forward_f32(vx, shape, v_strides, box, 1, 5, &batch, vy,
-                                                     v_out_strides, &p), PYROI_E_INVALID_SHAPE);
-    CHECK_STATUS(pyroi_roi_align_rotated_forward_f32(vx, v_shape, v_strides, box, 1, 5, &batch,
-                                                     vy, overlapping, &p),
-                 PYROI_E_INVALID_STRIDES);
-    CHECK_STATUS(pyroi_roi_align_rotated_backward_f32(vy, v_out_strides, box, 1, 5, &batch, vgx,
-                                                      v_shape, overlapping, &p),
-                 PYROI_E_INVALID_STRIDES);
-    CHECK_STATUS(pyroi_roi_align_rotated_forward_f32(vx, v_shape, v_strides, box, 2, INT64_MIN,
-                                                     &batch, vy, v_out_strides, &p),
-                 PYROI_E_INVALID_STRIDES);
+    check_tensor_status(rotated_call, &valid, &p, "rotated");
 }
 
 static void test_box_status(void)
