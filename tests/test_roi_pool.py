@@ -869,3 +869,41 @@ def test_argmax_check_split_over_threads_finds_a_late_offender():
             pyroi.roi_pool_backward(grad, boxes, bad, x.shape, 7, 0.75, num_threads=threads,
                                     out=out)
         assert np.all(out == 5.0)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
+@pytest.mark.parametrize("name,channels", [("image", 37), ("image_stream", 100),
+                                           ("direct_bins", 3)])
+def test_argmax_read_once_by_the_image_blocks(name, channels, dtype):
+    """On the backward's image blocks argmax is read once: each entry is checked where the
+    kernel reads it (a chunk of a RoI's bins at a time, here also 81 and 330 x 330 bins per
+    channel: partial and many chunks), the blocks are written out only once every entry was
+    good. A bad entry anywhere - first, past the first chunk, last - in any layout and at any
+    thread count leaves grad_input untouched and fails with the core's status; the good
+    argmax gives the bytes of the checked call."""
+    from pyroi import _core
+
+    x, rois, size, scale, g = loop_order_case(name, channels, np.dtype(dtype).name, "normal")
+    _, argmax = pyroi.roi_pool(x, rois, size, scale, return_argmax=True)
+    images = rois[:, 0].astype(np.int64)
+    plane = x.shape[2] * x.shape[3]
+    expected = pyroi.roi_pool_backward(g, rois, argmax, x.shape, size, scale)
+    last = tuple(s - 1 for s in argmax.shape)
+    past_chunk = (0, 0) + np.unravel_index(min(70, argmax[0, 0].size - 1), argmax.shape[2:])
+    channels_outer = lambda a: a.transpose(1, 0, 2, 3).copy().transpose(1, 0, 2, 3)  # noqa: E731
+    for layout in (np.ascontiguousarray, np.asfortranarray, channels_outer):
+        for where in ((0, 0, 0, 0), past_chunk, last):
+            for value in (-2, plane, 2 ** 62):
+                bad = layout(argmax.copy())
+                bad[where] = value
+                for threads in (1, 2, 3):
+                    grad_input = np.full(x.shape, 7.0, dtype)
+                    with pytest.raises(pyroi.InvalidArgumentError, match="argmax"):
+                        _core.roi_pool_backward(g, bad, images, grad_input, scale, scale,
+                                                threads)
+                    assert np.all(grad_input == 7.0), (layout, where, value, threads)
+        good = layout(argmax)
+        for threads in (1, 2, 3):
+            grad_input = np.full(x.shape, np.nan, dtype)
+            _core.roi_pool_backward(g, good, images, grad_input, scale, scale, threads)
+            assert grad_input.tobytes() == expected.tobytes()

@@ -72,10 +72,11 @@ static pyroi_status roi_pool_check_forward(const void *input, const int64_t inpu
 }
 
 /* Every argmax entry must be -1 (nothing to propagate) or a pixel of an H x W plane: the
- * backward writes at that pixel, so a bad entry would be an out-of-bounds write. The check
- * reads all of argmax, so large ones are split over the workers by RoI. It gives the call's
- * status; the kernels test each entry again where they read it (the caller may write argmax
- * meanwhile), see roi_pool_argmax_is_pixel. */
+ * backward writes at that pixel, so a bad entry would be an out-of-bounds write. This check
+ * runs before the backward orders that write grad_input as they go; it reads all of argmax,
+ * so large ones are split over the workers by RoI. It gives the call's status; the kernels
+ * test each entry again where they read it (the caller may write argmax meanwhile), see
+ * roi_pool_argmax_is_pixel. */
 typedef struct roi_pool_argmax_check {
     const int64_t *argmax;
     const int64_t *shape;
@@ -158,7 +159,9 @@ static pyroi_status roi_pool_check_argmax(const int64_t *argmax, const int64_t s
 }
 
 /* Validation of a backward call once the dtype no longer matters, with the copy of the batch
- * indices that the call reads from then on and frees. */
+ * indices that the call reads from then on and frees. The values of argmax are checked by
+ * the driver: before the kernels run (roi_pool_check_argmax), or by the kernels as they read
+ * them when nothing is written before all were read. */
 static pyroi_status roi_pool_check_backward(const void *grad_output,
                                             const int64_t grad_output_strides[4],
                                             const int64_t *argmax,
@@ -171,7 +174,6 @@ static pyroi_status roi_pool_check_backward(const void *grad_output,
                                             pyroi_rois *rois)
 {
     int64_t pooled_shape[4];
-    int64_t plane_size;
     pyroi_status status = pyroi_check_roi_pool_params(params);
     if (status != PYROI_OK) {
         return status;
@@ -200,19 +202,8 @@ static pyroi_status roi_pool_check_backward(const void *grad_output,
     if (num_rois > 0 && batch_indices == NULL) {
         return PYROI_E_NULL_POINTER;
     }
-    status = pyroi_rois_copy(rois, NULL, 1, num_rois, 0, 0, batch_indices, grad_input_shape[0],
-                             NULL, params->cancel);
-    if (status != PYROI_OK) {
-        return status;
-    }
-    if (!pyroi_mul_nonneg(grad_input_shape[2], grad_input_shape[3], &plane_size)) {
-        plane_size = 0; /* unreachable: the tensor check bounds H * W */
-    }
-    status = roi_pool_check_argmax(argmax, pooled_shape, argmax_strides, plane_size, params);
-    if (status != PYROI_OK) {
-        pyroi_rois_free(rois);
-    }
-    return status;
+    return pyroi_rois_copy(rois, NULL, 1, num_rois, 0, 0, batch_indices, grad_input_shape[0],
+                           NULL, params->cancel);
 }
 
 /* Whether argmax entry a (read once by the caller) names a pixel of a plane of plane_size. */
@@ -250,6 +241,10 @@ static int64_t roi_pool_clamp(int64_t value, int64_t extent)
  * kernels of roi_pool_math_template.h are written for two). */
 #define ROI_POOL_GROUP 2
 typedef char roi_pool_group_is_two[ROI_POOL_GROUP == 2 ? 1 : -1];
+
+/* Argmax entries the backward copies and checks at a time before adding their gradients: a
+ * RoI's 7 x 7 bins of a lane line of channels at once. */
+#define ROI_POOL_ADD_CHUNK 1024
 
 /* Forward outputs of at least this size are written with streaming stores. */
 #define ROI_POOL_STREAM_BYTES ((double)(8 << 20))

@@ -3,17 +3,21 @@
  * find_invalid_roi). Included by roi_pool.c once per dtype with T, PYROI_TYPED(name),
  * ROI_POOL_ROUND, ROI_POOL_FLOOR and ROI_POOL_CEIL defined. */
 
-/* Runs a lane-major order: allocates the workers' scratch (scratch_elements each), runs task
- * over items and frees the scratch. */
+/* Runs a lane-major order: allocates the scratch (scratch_elements a part), runs task over
+ * items and frees the scratch. The parts are the workers', or with job->keep_blocks (the
+ * backward) the items', which roi_pool_backward_write_task writes out once task found every
+ * argmax entry good. */
 static pyroi_status PYROI_TYPED(roi_pool_run_lanes)(PYROI_TYPED(roi_pool_job) *job,
                                                     pyroi_range_task task, int64_t items,
                                                     double work_per_item,
                                                     int64_t scratch_elements)
 {
     const int workers = pyroi_parallel_workers(job->params->num_threads, items, work_per_item);
+    const int64_t parts = job->keep_blocks ? items : workers;
+    int worker;
     pyroi_status status;
     unsigned char *allocation = (unsigned char *)malloc(
-        (size_t)workers * (size_t)scratch_elements * sizeof(T) + PYROI_LANE_BYTES);
+        (size_t)parts * (size_t)scratch_elements * sizeof(T) + PYROI_LANE_BYTES);
     if (allocation == NULL) {
         return PYROI_E_NO_MEMORY;
     }
@@ -23,6 +27,17 @@ static pyroi_status PYROI_TYPED(roi_pool_run_lanes)(PYROI_TYPED(roi_pool_job) *j
                                                (uintptr_t)allocation % PYROI_LANE_BYTES));
     job->scratch_stride = scratch_elements;
     status = pyroi_parallel_for(workers, items, work_per_item, job->params->cancel, task, job);
+    for (worker = 0; worker < workers; ++worker) {
+        if (status == PYROI_OK && job->bad_argmax[worker]) {
+            status = PYROI_E_INVALID_ARGMAX;
+        }
+    }
+    if (status == PYROI_OK && job->keep_blocks) {
+        status = pyroi_parallel_for(
+            pyroi_parallel_workers(job->params->num_threads, items, (double)scratch_elements),
+            items, (double)scratch_elements, job->params->cancel,
+            PYROI_TYPED(roi_pool_backward_write_task), job);
+    }
     free(allocation);
     job->scratch = NULL;
     return status;
@@ -158,22 +173,41 @@ pyroi_status PYROI_TYPED(pyroi_roi_pool_find_invalid_roi)(
                                             &max_area, failed_roi);
 }
 
-/* The backward of the call's RoIs (job->rois) once its checks passed. */
+/* The backward of the call's RoIs (job->rois) once its checks passed, but for the values
+ * of argmax. */
 static pyroi_status PYROI_TYPED(roi_pool_backward_checked)(PYROI_TYPED(roi_pool_job) *job)
 {
     const int64_t *grad_input_shape = job->result_shape;
     const pyroi_roi_pool_params *params = job->params;
     const int64_t map_pixels = grad_input_shape[2] * grad_input_shape[3];
+    const int64_t pooled_shape[4] = {job->num_rois, grad_input_shape[1], params->pooled_height,
+                                     params->pooled_width};
     const double bins =
         (double)job->num_rois * (double)params->pooled_height * (double)params->pooled_width;
+    const int64_t blocks = (grad_input_shape[1] + PYROI_LANES - 1) / PYROI_LANES;
+    const int image_blocks = PYROI_TYPED(roi_pool_scratch_fits)(map_pixels, 0) &&
+                             bins * 4.0 >= (double)grad_input_shape[0] * (double)map_pixels;
     int workers;
+    pyroi_status status;
+    /* argmax is the largest array read (int64: twice the gradients'). When the image blocks
+     * of the whole gradient fit the scratch limit, the kernels check each entry as they read
+     * it and nothing is written before all were read; otherwise a separate pass checks it */
+    job->keep_blocks = image_blocks &&
+                       (double)grad_input_shape[0] * (double)blocks * (double)(map_pixels + 1) *
+                               (double)PYROI_LANE_BYTES <=
+                           (double)ROI_POOL_SCRATCH_BYTES;
+    if (!job->keep_blocks) {
+        status = roi_pool_check_argmax(job->argmax_in, pooled_shape, job->argmax_strides,
+                                       map_pixels, params);
+        if (status != PYROI_OK) {
+            return status;
+        }
+    }
     /* image blocks once the RoIs' bins are not few next to the map pixels: the block turns
      * every add into a unit-stride-free, division-free scalar add in a cache-resident block */
-    if (PYROI_TYPED(roi_pool_scratch_fits)(map_pixels, 0) &&
-        bins * 4.0 >= (double)grad_input_shape[0] * (double)map_pixels) {
-        const int64_t blocks = (grad_input_shape[1] + PYROI_LANES - 1) / PYROI_LANES;
+    if (image_blocks) {
         roi_pool_plan plan;
-        pyroi_status status = roi_pool_plan_init(&plan, job->rois, 0, params->cancel);
+        status = roi_pool_plan_init(&plan, job->rois, 0, params->cancel);
         if (status != PYROI_OK) {
             return status;
         }
@@ -182,7 +216,7 @@ static pyroi_status PYROI_TYPED(roi_pool_backward_checked)(PYROI_TYPED(roi_pool_
             job, PYROI_TYPED(roi_pool_backward_image_task), grad_input_shape[0] * blocks,
             (double)PYROI_LANES *
                 (2.0 * (double)map_pixels + bins / (double)grad_input_shape[0]),
-            map_pixels * PYROI_LANES);
+            (map_pixels + 1) * PYROI_LANES); /* + roi_pool_add_bins' spare pixel */
         roi_pool_plan_free(&plan);
         job->plan = NULL;
         return status;
@@ -209,8 +243,14 @@ pyroi_status PYROI_TYPED(pyroi_roi_pool_backward)(
     if (status != PYROI_OK) {
         return status;
     }
-    /* nothing to write with an empty grad_input (which may then be NULL) */
-    if (!pyroi_shape_is_empty(grad_input_shape)) {
+    /* nothing to write with an empty grad_input (which may then be NULL), but argmax is
+     * still checked */
+    if (pyroi_shape_is_empty(grad_input_shape)) {
+        const int64_t pooled_shape[4] = {num_rois, grad_input_shape[1], params->pooled_height,
+                                         params->pooled_width};
+        status = roi_pool_check_argmax(argmax, pooled_shape, argmax_strides,
+                                       grad_input_shape[2] * grad_input_shape[3], params);
+    } else {
         memset(&job, 0, sizeof(job));
         job.features = grad_output;
         job.features_strides = grad_output_strides;

@@ -151,83 +151,184 @@ PYROI_VECTOR_TASK(PYROI_TYPED(roi_pool_forward_region_task))
     PYROI_TYPED(roi_pool_writer_finish)(writer);
 }
 
-/* Starts loading one channel's output gradients and argmax, elements of each from grad and
- * winners (one cache line per 64 bytes). */
-static inline void PYROI_TYPED(roi_pool_prefetch_run)(const T *grad, const int64_t *winners,
-                                                      int64_t elements)
+/* Adds count (at most ROI_POOL_ADD_CHUNK) output gradients grad[e] at argmax winners[e] into
+ * a block (lanes: block[pixel * PYROI_LANES + lane]), entry e into the lane lane_bytes[e] /
+ * sizeof(T), in the order of e (torchvision's order for each lane); block[-PYROI_LANES...] is
+ * a spare pixel that takes the -1 entries (nothing), so that good entries need no test. Each
+ * entry is read once: copied with its check, and added from the copy only when all count
+ * were good. Meanwhile it starts loading the next run (next_grad, next_winners; a burst of
+ * prefetches before a run was mostly dropped). Returns whether some entry was neither -1 nor
+ * a pixel of a plane of plane_size. */
+PYROI_CLONE_INLINE int PYROI_TYPED(roi_pool_add_run)(T *PYROI_RESTRICT block, const T *grad,
+                                                     const int64_t *winners, int64_t count,
+                                                     const int64_t *lane_bytes,
+                                                     uint64_t plane_size, const T *next_grad,
+                                                     const int64_t *next_winners)
 {
-    int64_t e;
-    for (e = 0; e < elements; e += PYROI_LANE_BYTES / (int64_t)sizeof(T)) {
-        PYROI_PREFETCH(grad + e);
+    enum { LINE = PYROI_LANE_BYTES / (int)sizeof(int64_t) }; /* argmax entries a line */
+    int64_t checked[ROI_POOL_ADD_CHUNK];
+    uint64_t bad = 0; /* of the entries' width: no narrowing in the vector loop */
+    char *bytes = (char *)(void *)block;
+    int64_t e, first;
+    for (e = 0; e < count; ++e) { /* vectorised */
+        const int64_t a = winners[e];
+        /* a is in [-1, plane_size) exactly when a + 1 <= plane_size without sign (a wraps
+         * around when below -1) */
+        bad |= (uint64_t)a + 1u > plane_size;
+        checked[e] = a * (int64_t)(PYROI_LANES * sizeof(T)) + lane_bytes[e]; /* byte offset */
     }
-    for (e = 0; e < elements; e += PYROI_LANE_BYTES / (int64_t)sizeof(int64_t)) {
-        PYROI_PREFETCH(winners + e);
+    if (bad) {
+        return 1;
     }
+    for (first = 0; first < count; first += LINE) {
+        PYROI_PREFETCH(next_winners + first);
+        if (first % (PYROI_LANE_BYTES / (int64_t)sizeof(T)) == 0) { /* a line of T */
+            PYROI_PREFETCH(next_grad + first);
+        }
+        if (count - first >= LINE) { /* a whole line: a constant count, unrolled */
+            const int64_t *at = checked + first;
+            const T *g = grad + first;
+            for (e = 0; e < LINE; ++e) {
+                *(T *)(void *)(bytes + at[e]) += g[e];
+            }
+            continue;
+        }
+        for (e = first; e < count; ++e) {
+            *(T *)(void *)(bytes + checked[e]) += grad[e];
+        }
+    }
+    return 0;
+}
+
+/* roi_pool_add_run for the bins of one RoI and channel at any strides (the argmax entry of
+ * bin (ph, pw) at winners[ph * a_row + pw * a_column], its gradient likewise), into one lane
+ * of a block: each entry read once, and only pixels added to. */
+static inline int PYROI_TYPED(roi_pool_add_strided)(T *PYROI_RESTRICT lane, const T *grad,
+                                                    const int64_t *winners,
+                                                    int64_t pooled_height,
+                                                    int64_t pooled_width, int64_t g_row,
+                                                    int64_t g_column, int64_t a_row,
+                                                    int64_t a_column, uint64_t plane_size)
+{
+    int64_t ph, pw;
+    int bad = 0;
+    for (ph = 0; ph < pooled_height; ++ph) {
+        for (pw = 0; pw < pooled_width; ++pw) {
+            const int64_t a = winners[ph * a_row + pw * a_column];
+            bad |= (uint64_t)a + 1u > plane_size;
+            if ((uint64_t)a < plane_size) {
+                lane[a * PYROI_LANES] += grad[ph * g_row + pw * g_column];
+            }
+        }
+    }
+    return bad;
 }
 
 /* Backward, work item = (image, channel block): the block accumulates the image's gradient
- * from zero, RoI by RoI in order (each pixel sees torchvision's sequence of additions), and
- * is then written out whole. */
+ * from zero, RoI by RoI in order (each pixel sees torchvision's sequence of additions). With
+ * job->keep_blocks each item has its own block, left for roi_pool_backward_write_task once
+ * every item was added without a bad argmax entry (argmax is read once, and a bad entry
+ * leaves grad_input untouched); otherwise a worker's one block is written out after each
+ * item (argmax was checked before). */
 PYROI_VECTOR_TASK(PYROI_TYPED(roi_pool_backward_image_task))
 {
-    const PYROI_TYPED(roi_pool_job) *job = (const PYROI_TYPED(roi_pool_job) *)context;
+    PYROI_TYPED(roi_pool_job) *job = (PYROI_TYPED(roi_pool_job) *)context;
     const roi_pool_plan *plan = job->plan;
     const int64_t *shape = job->result_shape;
     const int64_t *g_strides = job->features_strides, *a_strides = job->argmax_strides;
-    const int64_t *gi_strides = job->result_strides;
     const int64_t pooled_height = job->params->pooled_height;
     const int64_t pooled_width = job->params->pooled_width;
     const int64_t block_elements = shape[2] * shape[3] * PYROI_LANES;
-    const int64_t plane_size = shape[2] * shape[3];
+    const uint64_t plane_size = (uint64_t)(shape[2] * shape[3]);
     /* in locals: the compiler cannot tell that the block's stores leave them alone */
     const int64_t g_row = g_strides[2], g_column = g_strides[3];
     const int64_t a_row = a_strides[2], a_column = a_strides[3];
-    T *block = job->scratch + worker * job->scratch_stride;
-    /* what to prefetch of a channel: its bins when they are one run, else the first */
-    const int64_t run_elements =
-        g_row == pooled_width * g_column && a_row == pooled_width * a_column &&
-                g_column == 1 && a_column == 1
-            ? pooled_height * pooled_width
-            : 1;
-    int64_t item, i, j, ph, pw, first, last;
+    const int64_t bins = pooled_height * pooled_width;
+    /* a channel's bins as one run of each; and a RoI's bins of a block's channels, when
+     * they fit a chunk */
+    const int contiguous = g_column == 1 && a_column == 1 && g_row == pooled_width &&
+                           a_row == pooled_width;
+    const int whole_runs = contiguous && g_strides[1] == bins && a_strides[1] == bins &&
+                           bins <= ROI_POOL_ADD_CHUNK / PYROI_LANES;
+    int64_t lane_bytes[ROI_POOL_ADD_CHUNK]; /* roi_pool_add_run's: the lane of each entry */
+    /* a block is its spare pixel (roi_pool_add_run), then the image's pixels */
+    T *block = job->scratch + (job->keep_blocks ? 0 : worker * job->scratch_stride) +
+               PYROI_LANES;
+    int64_t item, i, j, e, first, last;
+    int bad = 0;
 
-    for (i = 0; i < block_elements; ++i) { /* then each item's write-out leaves it zero */
-        block[i] = (T)0;
+    for (e = 0; e < ROI_POOL_ADD_CHUNK; ++e) {
+        lane_bytes[e] = whole_runs && e < PYROI_LANES * bins ? e / bins * (int64_t)sizeof(T) : 0;
+    }
+    for (i = -PYROI_LANES; !job->keep_blocks && i < block_elements; ++i) {
+        block[i] = (T)0; /* then each item's write-out leaves it zero */
     }
     for (item = begin; item < end; ++item) {
         int64_t c0, lanes;
         const int64_t n = PYROI_TYPED(lane_block_item)(item, shape[1], PYROI_LANES, &c0, &lanes);
+        if (job->keep_blocks) {
+            block = job->scratch + item * job->scratch_stride + PYROI_LANES;
+            for (i = -PYROI_LANES; i < block_elements; ++i) {
+                block[i] = (T)0;
+            }
+        }
         pyroi_rois_of_image(plan->rois, n, &first, &last);
         for (i = first; i < last; ++i) {
             const int64_t k = plan->rois->order[i];
-            /* the next RoI's gradients and argmax, channel by channel while this RoI's are
-             * added: a burst of prefetches before the RoI was mostly dropped */
+            /* the next RoI's gradients and argmax, loaded while this RoI's are added */
             const int64_t next = i + 1 < last ? plan->rois->order[i + 1] : k;
             if (i % 8 == 0 && pyroi_cancel_requested(job->params->cancel)) {
                 break; /* the write-out below still leaves the block zero */
             }
+            const T *grad = job->features + k * g_strides[0] + c0 * g_strides[1];
+            const int64_t *winners = job->argmax_in + k * a_strides[0] + c0 * a_strides[1];
+            const T *next_grad = job->features + next * g_strides[0] + c0 * g_strides[1];
+            const int64_t *next_winners =
+                job->argmax_in + next * a_strides[0] + c0 * a_strides[1];
+            if (whole_runs) {
+                bad |= PYROI_TYPED(roi_pool_add_run)(block, grad, winners, lanes * bins,
+                                                     lane_bytes, plane_size, next_grad,
+                                                     next_winners);
+                continue;
+            }
             for (j = 0; j < lanes; ++j) {
-                const T *grad = job->features + k * g_strides[0] + (c0 + j) * g_strides[1];
-                const int64_t *winners = job->argmax_in + k * a_strides[0] +
-                                         (c0 + j) * a_strides[1];
-                T *lane = block + j;
-                PYROI_TYPED(roi_pool_prefetch_run)(
-                    job->features + next * g_strides[0] + (c0 + j) * g_strides[1],
-                    job->argmax_in + next * a_strides[0] + (c0 + j) * a_strides[1],
-                    run_elements);
-                for (ph = 0; ph < pooled_height; ++ph) {
-                    const int64_t *winner = winners + ph * a_row;
-                    const T *g = grad + ph * g_row;
-                    for (pw = 0; pw < pooled_width; ++pw) {
-                        const int64_t a = winner[pw * a_column];
-                        if (roi_pool_argmax_is_pixel(a, plane_size)) { /* -1: nothing */
-                            lane[a * PYROI_LANES] += g[pw * g_column];
-                        }
-                    }
+                const int64_t g_at = j * g_strides[1], a_at = j * a_strides[1];
+                if (!contiguous) {
+                    bad |= PYROI_TYPED(roi_pool_add_strided)(
+                        block + j, grad + g_at, winners + a_at, pooled_height, pooled_width,
+                        g_row, g_column, a_row, a_column, plane_size);
+                    continue;
+                }
+                for (e = 0; e < bins; e += ROI_POOL_ADD_CHUNK) {
+                    bad |= PYROI_TYPED(roi_pool_add_run)(
+                        block + j, grad + g_at + e, winners + a_at + e,
+                        bins - e < ROI_POOL_ADD_CHUNK ? bins - e : ROI_POOL_ADD_CHUNK,
+                        lane_bytes, plane_size, next_grad + g_at + e, next_winners + a_at + e);
                 }
             }
         }
-        PYROI_TYPED(lane_block_to_image)(block, shape[2], shape[3], n, c0, lanes, job->result,
-                                         gi_strides, NULL);
+        if (!job->keep_blocks) {
+            PYROI_TYPED(lane_block_to_image)(block, shape[2], shape[3], n, c0, lanes,
+                                             job->result, job->result_strides, NULL);
+        }
+    }
+    job->bad_argmax[worker] |= bad;
+}
+
+/* Backward with job->keep_blocks, once every item's block holds its sums: work item as
+ * roi_pool_backward_image_task's, whose block is written to grad_input. */
+static void PYROI_TYPED(roi_pool_backward_write_task)(void *context, int64_t begin,
+                                                      int64_t end, int worker)
+{
+    const PYROI_TYPED(roi_pool_job) *job = (const PYROI_TYPED(roi_pool_job) *)context;
+    const int64_t *shape = job->result_shape;
+    int64_t item;
+    (void)worker;
+    for (item = begin; item < end; ++item) {
+        int64_t c0, lanes;
+        const int64_t n = PYROI_TYPED(lane_block_item)(item, shape[1], PYROI_LANES, &c0, &lanes);
+        const T *block = job->scratch + item * job->scratch_stride + PYROI_LANES;
+        PYROI_TYPED(lane_block_to_region)(block, shape[3], n, c0, lanes, 0, shape[2], 0,
+                                          shape[3], job->result, job->result_strides);
     }
 }

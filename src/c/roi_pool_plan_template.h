@@ -25,6 +25,8 @@ typedef struct PYROI_TYPED(roi_pool_job) {
     T *scratch;                /* lane-major orders: one block and two tiles per worker */
     int64_t scratch_stride;    /* elements per worker */
     int stream;                /* forward: stream the outputs past the caches (large calls) */
+    int keep_blocks;           /* backward image blocks: one per item, written out at the end */
+    int bad_argmax[PYROI_PARALLEL_MAX_WORKERS]; /* backward, per worker: read a bad entry */
 } PYROI_TYPED(roi_pool_job);
 
 /* Points the job at the call's copy of the RoIs. */
