@@ -1,9 +1,10 @@
 /* roi_align_bench.c - times the C core alone on the Mask R-CNN box-head workload, for
  * profiling (perf record, valgrind --tool=callgrind) without Python in the picture.
  *   cc -O3 -std=c99 -Isrc/c/include bench/roi_align_bench.c build/libpyroi.a -lm -lpthread
- *   ./a.out [fwd|bwd|max|max_argmax|onnx_max] [threads] [repeats] [nhwc]
+ *   ./a.out [fwd|bwd|max|max_argmax|onnx_max] [threads] [repeats] [nchw|nhwc] [rois] [size]
  * (max: mmcv's max mode without argmax, max_argmax: with it, onnx_max: ONNX's without it;
- * nhwc: features, and the forward's output, stored channels-last and read in place)
+ * nhwc: features, and the forward's output, stored channels-last and read in place; rois and
+ * size: the RoI count, 1000, and the output size, 7 -- the mask head is 100 14)
  */
 #define _POSIX_C_SOURCE 200809L
 #include "pyroi.h"
@@ -29,12 +30,14 @@ static double uniform(unsigned long long *s)
 
 int main(int argc, char **argv)
 {
-    enum { N = 2, C = 256, H = 200, W = 272, K = 1000, P = 7 };
+    enum { N = 2, C = 256, H = 200, W = 272 };
     const char *mode = argc > 1 ? argv[1] : "fwd";
     const int backward = strcmp(mode, "bwd") == 0;
     const int threads = argc > 2 ? atoi(argv[2]) : 1;
     const int repeats = argc > 3 ? atoi(argv[3]) : 5;
     const int nhwc = argc > 4 && strcmp(argv[4], "nhwc") == 0;
+    const int64_t K = argc > 5 ? atoi(argv[5]) : 1000;
+    const int64_t P = argc > 6 ? atoi(argv[6]) : 7;
     const int64_t shape[4] = {N, C, H, W};
     const int64_t nchw_strides[4] = {C * H * W, H * W, W, 1};
     const int64_t nhwc_strides[4] = {C * H * W, 1, W * C, C};

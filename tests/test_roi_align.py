@@ -656,7 +656,9 @@ def test_batch_indices_form_equals_rois_form(dtype, index_dtype):
 # copied channels-last; few small RoIs) and "image" (whole images copied channels-last; many
 # RoIs). The core picks one from the shapes and the work per map element. On small maps the
 # image order's forward takes channel blocks (16 float32 / 8 float64 channels) two at a time:
-# 37 channels end in a pair and a partial single block, 64 are whole pairs.
+# 37 channels end in a pair and a partial single block, 64 are whole pairs. The forward's
+# image order takes each image's RoIs in bands of columns sized from the CPU's L2 cache:
+# tall, narrow RoIs on a wide map make several bands on any L2 size up to 2 MB.
 # --------------------------------------------------------------------------------------
 
 def _loop_order_case(order, dtype, channels, seed):
@@ -671,6 +673,11 @@ def _loop_order_case(order, dtype, channels, seed):
         k = 2
         coords = rng.uniform(0, 60, (k, 2))
         sizes = rng.uniform(0.5, 6, (k, 2))
+    elif order == "bands":  # tall, narrow boxes across a wide map
+        x = rng.standard_normal((2, channels, 210, 240)).astype(dtype)
+        k = 400
+        coords = np.stack([rng.uniform(-4, 236, k), rng.uniform(-6, 12, k)], axis=1)
+        sizes = np.stack([rng.uniform(0.5, 5, k), rng.uniform(150, 205, k)], axis=1)
     else:  # many boxes on a small map: every element is sampled many times
         x = rng.standard_normal((2, channels, 23, 29)).astype(dtype)
         k = 60
@@ -683,7 +690,7 @@ def _loop_order_case(order, dtype, channels, seed):
 
 @pytest.mark.parametrize("order,channels", [("direct", 3), ("region", 5), ("region", 16),
                                             ("region", 37), ("image", 5), ("image", 16),
-                                            ("image", 37), ("image", 64)])
+                                            ("image", 37), ("image", 64), ("bands", 16)])
 @pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
 @pytest.mark.parametrize("aligned", [False, True])
 @pytest.mark.parametrize("sampling_ratio", [0, 2, 3])

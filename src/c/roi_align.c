@@ -2,6 +2,7 @@
  * float32 and float64: the dtype-free checks, the caller-workspace arena and the enums the
  * templates share here; the rest is written once per concern in templates that
  * roi_align_dtype.h includes, once per dtype. */
+#include "cpu.h"
 #include "parallel.h"
 #include "roi_align_rows.h"
 #include "rois.h"

@@ -69,6 +69,7 @@ typedef struct PYROI_TYPED(roi_align_plan) {
     int64_t *samples;           /* per RoI: grid_h * grid_w (the averaging count) */
     double sampled_taps;        /* sum over RoIs of row_taps * col_taps: work per channel */
     double region_pixels;       /* sum over RoIs of their tap rows' pixels in their columns */
+    int64_t height, width;      /* of the map */
     void *allocation;
     int borrowed;               /* memory from a caller's workspace: not freed */
 } PYROI_TYPED(roi_align_plan);
@@ -193,6 +194,8 @@ static pyroi_status PYROI_TYPED(roi_align_plan_build_in)(
     }
     plan->num_rois = num_rois;
     plan->bins = bins;
+    plan->height = height;
+    plan->width = width;
     plan->allocation = NULL;
     plan->taps = NULL;
     plan->borrowed = arena != NULL;
@@ -271,29 +274,65 @@ static pyroi_status PYROI_TYPED(roi_align_plan_build_in)(
     return status;
 }
 
-/* Forward only: within each image, the RoIs in the order of their first sampled row, so
- * that consecutive RoIs of the image-block loop read nearby rows of the block (which is larger
- * than the L2 cache; measured on the box head: 7% faster). Every output is computed on its
- * own, so the order changes no result; the backward keeps RoI order, which is the order of
- * its additions. Left unsorted when the keys' memory cannot be had. PYROI_OK, or
+/* The columns of one band of the forward's RoI order (roi_align_plan_order_by_rows): a
+ * band, as tall as the RoIs' mean extent in rows and widened by their mean extent in columns,
+ * fills at most half of a core's L2 cache with lane-major block pixels of pixel_bytes each.
+ * The whole width (one band) when the L2 size is unknown or the band would span the map. */
+static int64_t PYROI_TYPED(roi_align_band_columns)(const PYROI_TYPED(roi_align_plan) *plan,
+                                                   int64_t width, double pixel_bytes,
+                                                   int64_t l2_bytes)
+{
+    double rows = 0.0, cols = 0.0, band;
+    int64_t k, row_begin, row_end, col_begin, col_end;
+    for (k = 0; k < plan->num_rois; ++k) {
+        PYROI_TYPED(roi_align_roi_extent)(plan, k, &row_begin, &row_end, &col_begin, &col_end);
+        rows += (double)(row_end - row_begin);
+        cols += (double)(col_end - col_begin);
+    }
+    rows = rows / (double)plan->num_rois + 1.0;
+    cols = cols / (double)plan->num_rois;
+    band = (double)l2_bytes / 2.0 / (pixel_bytes * rows) - cols;
+    if (l2_bytes <= 0 || band >= (double)width) {
+        return width > 0 ? width : 1;
+    }
+    return band > cols && band > 8.0 ? (int64_t)band : (int64_t)(cols > 8.0 ? cols : 8.0);
+}
+
+/* Forward only: within each image, the RoIs in bands of columns (roi_align_band_columns,
+ * sized from this CPU's L2 cache), band after band, and within a band in the order of their
+ * first sampled row (downwards in even bands, upwards in odd ones, so that the next band starts
+ * where the last one ended). Consecutive RoIs of the image-block loop then read nearby pixels
+ * of the block, which is larger than the L2 cache: the pixels in use stay in it (measured on
+ * the box head, against rows alone: see docs/performance.md). Every output is computed on its
+ * own, so the order changes no result; the backward keeps RoI order, which is the order of its
+ * additions. Left unsorted when the keys' memory cannot be had. PYROI_OK, or
  * PYROI_E_CANCELLED by the call's token (the plan is then freed). */
 static pyroi_status PYROI_TYPED(roi_align_plan_order_by_rows)(PYROI_TYPED(roi_align_plan) *plan,
                                                                pyroi_cancel *cancel)
 {
-    int64_t *first_rows, k;
+    int64_t *keys, k, band_columns;
     pyroi_status status;
     if (plan->num_rois < 2 || (uint64_t)plan->num_rois > SIZE_MAX / sizeof(int64_t)) {
         return PYROI_OK;
     }
-    first_rows = (int64_t *)malloc((size_t)plan->num_rois * sizeof(int64_t));
-    if (first_rows == NULL) {
+    keys = (int64_t *)malloc((size_t)plan->num_rois * sizeof(int64_t));
+    if (keys == NULL) {
         return PYROI_OK;
     }
+    band_columns = PYROI_TYPED(roi_align_band_columns)(plan, plan->width,
+                                                       (double)PYROI_LANE_BYTES,
+                                                       pyroi_cpu_l2_bytes());
     for (k = 0; k < plan->num_rois; ++k) {
-        first_rows[k] = plan->row_taps[k] > 0 ? plan->taps[plan->first_tap[k]].lo : 0;
+        const PYROI_TYPED(axis_tap) *taps = plan->taps + plan->first_tap[k];
+        const int64_t first_row = plan->row_taps[k] > 0 ? taps[0].lo : 0;
+        const int64_t first_col =
+            plan->col_taps[k] > 0 && plan->row_taps[k] > 0 ? taps[plan->row_taps[k]].lo : 0;
+        const int64_t band = first_col / band_columns;
+        keys[k] = band * (plan->height + 1) +
+                  (band % 2 == 0 ? first_row : plan->height - first_row);
     }
-    status = pyroi_rois_sort_groups(&plan->rois, first_rows, cancel);
-    free(first_rows);
+    status = pyroi_rois_sort_groups(&plan->rois, keys, cancel);
+    free(keys);
     if (status != PYROI_OK) {
         PYROI_TYPED(roi_align_plan_free)(plan);
     }
