@@ -1,6 +1,7 @@
 /* ps_roi.c - position-sensitive RoIAlign and RoIPool (R-FCN, Light-Head R-CNN), forward and
  * backward, float32 and float64, as torchvision.ops.ps_roi_align / ps_roi_pool
- * (docs/semantics.md §6). The kernel bodies are written once in ps_roi_template.h. */
+ * (docs/semantics.md §6). The kernel bodies are written once, in the templates that
+ * ps_roi_dtype.h lists. */
 #include "parallel.h"
 #include "rois.h"
 #include "sampling.h"
@@ -111,5 +112,5 @@ static int64_t ps_pool_round_narrowed(double scaled)
     return ps_pool_saturate((double)roundf((float)scaled));
 }
 
-#define PYROI_DTYPE_TEMPLATE "ps_roi_template.h"
+#define PYROI_DTYPE_TEMPLATE "ps_roi_dtype.h"
 #include "each_dtype.h"

@@ -383,8 +383,8 @@ def roi_pool_backward(grad_output, boxes, argmax, input_shape, output_size, spat
     scale = _validate.spatial_scale(spatial_scale)
     threads = _validate.num_threads(num_threads)
     coords, roi_images = _validate.backward_boxes(boxes, grad, shape[0], batch_indices)
-    # the C core checks every argmax entry before it writes anything (a full pass over
-    # argmax, as long as the kernel's own): only when it refuses is the offender looked up
+    # the C core checks every argmax entry before it writes anything (in a pass of its own,
+    # or as its kernels read them): only when it refuses is the offender looked up here
     winners = _validate.argmax_array(argmax, grad.shape, shape[2] * shape[3],
                                      check_values=False)
     result = _validate.output_array(out, shape, grad.dtype, (grad_output, boxes, batch_indices,

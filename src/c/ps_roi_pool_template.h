@@ -1,0 +1,324 @@
+/* ps_roi_pool_template.h - PSRoIPool (torchvision's ps_roi_pool), forward and backward: the
+ * quantised bin windows, the box scan, the tasks and the entry points. Included by
+ * ps_roi_dtype.h after ps_roi_job_template.h. */
+
+/* One RoI quantised to whole pixels: where bin 0 starts and the (real) size of a bin. */
+typedef struct PYROI_TYPED(ps_pool_roi) {
+    int64_t start_y;
+    int64_t start_x;
+    T bin_h;
+    T bin_w;
+} PYROI_TYPED(ps_pool_roi);
+
+/* A RoI is accepted when its corners are finite before and after scaling. */
+static int PYROI_TYPED(ps_pool_box_is_valid)(const T *box,
+                                             const pyroi_ps_roi_pool_params *params)
+{
+    const T scale_h = (T)params->spatial_scale_h, scale_w = (T)params->spatial_scale_w;
+    return isfinite(box[0]) && isfinite(box[1]) && isfinite(box[2]) && isfinite(box[3]) &&
+           isfinite(box[0] * scale_w) && isfinite(box[1] * scale_h) &&
+           isfinite(box[2] * scale_w) && isfinite(box[3] * scale_h);
+}
+
+/* torchvision's quantisation: corners scaled in T and rounded half away from zero (in T by
+ * the forward, in float by the backward), size max(end - start, 1) - no "+ 1" - and bins of
+ * size / pooled bins, computed in T. */
+static PYROI_TYPED(ps_pool_roi) PYROI_TYPED(ps_pool_quantise)(
+    const T *box, const pyroi_ps_roi_pool_params *params, int backward)
+{
+    const T scale_h = (T)params->spatial_scale_h, scale_w = (T)params->spatial_scale_w;
+    const T x1 = box[0] * scale_w, y1 = box[1] * scale_h;
+    const T x2 = box[2] * scale_w, y2 = box[3] * scale_h;
+    PYROI_TYPED(ps_pool_roi) roi;
+    int64_t start_x, start_y, end_x, end_y, width, height;
+    if (backward) {
+        start_x = ps_pool_round_narrowed((double)x1);
+        start_y = ps_pool_round_narrowed((double)y1);
+        end_x = ps_pool_round_narrowed((double)x2);
+        end_y = ps_pool_round_narrowed((double)y2);
+    } else {
+        start_x = ps_pool_saturate((double)PYROI_ROUND(x1));
+        start_y = ps_pool_saturate((double)PYROI_ROUND(y1));
+        end_x = ps_pool_saturate((double)PYROI_ROUND(x2));
+        end_y = ps_pool_saturate((double)PYROI_ROUND(y2));
+    }
+    width = end_x - start_x;
+    height = end_y - start_y;
+    if (width < 1) {
+        width = 1;
+    }
+    if (height < 1) {
+        height = 1;
+    }
+    roi.start_x = start_x;
+    roi.start_y = start_y;
+    roi.bin_w = (T)width / (T)params->pooled_width;
+    roi.bin_h = (T)height / (T)params->pooled_height;
+    return roi;
+}
+
+/* Pixels [*first, *end) of bin b along one axis: floor(b * bin) ... ceil((b + 1) * bin)
+ * shifted by the RoI start, each clamped to [0, limit] (limit = extent - 1 in the forward,
+ * extent in the backward: torchvision's asymmetry). */
+static void PYROI_TYPED(ps_pool_bin_window)(T bin_size, int64_t start, int64_t bin,
+                                            int64_t limit, int64_t *first, int64_t *end)
+{
+    int64_t lo = (int64_t)PYROI_FLOOR((T)bin * bin_size) + start;
+    int64_t hi = (int64_t)PYROI_CEIL((T)(bin + 1) * bin_size) + start;
+    lo = lo < 0 ? 0 : lo;
+    hi = hi < 0 ? 0 : hi;
+    *first = lo > limit ? limit : lo;
+    *end = hi > limit ? limit : hi;
+}
+
+/* Checks every box; *max_area estimates the largest window area of a RoI (for the thread
+ * heuristic only). On failure *failed_roi is the offending RoI. */
+static pyroi_status PYROI_TYPED(ps_roi_pool_scan_boxes)(
+    const T *boxes, int64_t num_rois, int64_t box_row_stride, int64_t height, int64_t width,
+    const pyroi_ps_roi_pool_params *params, double *max_area, int64_t *failed_roi)
+{
+    int64_t k;
+    *max_area = 0.0;
+    *failed_roi = -1;
+    for (k = 0; k < num_rois; ++k) {
+        const T *box = boxes + k * box_row_stride;
+        PYROI_TYPED(ps_pool_roi) roi;
+        double rows, cols;
+        const pyroi_status status = pyroi_box_scan_verdict(
+            PYROI_TYPED(ps_pool_box_is_valid)(box, params) ? PYROI_OK : PYROI_E_INVALID_BOX,
+            params->cancel, k, failed_roi);
+        if (status != PYROI_OK) {
+            return status;
+        }
+        roi = PYROI_TYPED(ps_pool_quantise)(box, params, 0);
+        rows = (double)roi.bin_h * (double)params->pooled_height + 1.0;
+        cols = (double)roi.bin_w * (double)params->pooled_width + 1.0;
+        rows = rows < (double)height ? rows : (double)height;
+        cols = cols < (double)width ? cols : (double)width;
+        if (rows * cols > *max_area) {
+            *max_area = rows * cols;
+        }
+    }
+    return PYROI_OK;
+}
+
+/* Forward for RoIs [roi_begin, roi_end). */
+static void PYROI_TYPED(ps_roi_pool_forward_task)(void *context, int64_t roi_begin,
+                                                  int64_t roi_end, int worker)
+{
+    const PYROI_TYPED(ps_job) *job = (const PYROI_TYPED(ps_job) *)context;
+    const int64_t *in_shape = job->tensors.features_shape;
+    const int64_t *in_strides = job->tensors.features_strides;
+    const int64_t *out_strides = job->tensors.result_strides;
+    const int64_t pooled_height = job->pooled_height, pooled_width = job->pooled_width;
+    int64_t k, c_out, ph, pw, h, w;
+    (void)worker;
+
+    for (k = roi_begin; k < roi_end; ++k) {
+        const PYROI_TYPED(ps_pool_roi) roi =
+            PYROI_TYPED(ps_pool_quantise)(job->tensors.boxes + k * job->tensors.box_row_stride,
+                                          job->pool, 0);
+        const T *image = job->tensors.features + job->tensors.batch_indices[k] * in_strides[0];
+        T *PYROI_RESTRICT out_roi = job->tensors.result + k * out_strides[0];
+        for (ph = 0; ph < pooled_height; ++ph) {
+            int64_t h_first, h_end;
+            PYROI_TYPED(ps_pool_bin_window)(roi.bin_h, roi.start_y, ph, in_shape[2] - 1, &h_first,
+                                            &h_end);
+            for (pw = 0; pw < pooled_width; ++pw) {
+                int64_t w_first, w_end;
+                int empty;
+                T area;
+                PYROI_TYPED(ps_pool_bin_window)(roi.bin_w, roi.start_x, pw, in_shape[3] - 1,
+                                                &w_first, &w_end);
+                empty = h_end <= h_first || w_end <= w_first;
+                area = empty ? (T)1 : (T)((h_end - h_first) * (w_end - w_first));
+                for (c_out = 0; c_out < job->channels_out; ++c_out) {
+                    const int64_t c_in = (c_out * pooled_height + ph) * pooled_width + pw;
+                    const T *plane = image + c_in * in_strides[1];
+                    T sum = (T)0;
+                    for (h = h_first; h < h_end; ++h) {
+                        for (w = w_first; w < w_end; ++w) {
+                            sum += plane[h * in_strides[2] + w * in_strides[3]];
+                        }
+                    }
+                    out_roi[c_out * out_strides[1] + ph * out_strides[2] + pw * out_strides[3]] =
+                        empty ? (T)0 : sum / area;
+                }
+            }
+        }
+    }
+}
+
+/* Backward for output channels [c_begin, c_end): zeroes their input channels, then each RoI
+ * (in order) spreads grad / area evenly over its bins' backward windows. */
+static void PYROI_TYPED(ps_roi_pool_backward_task)(void *context, int64_t c_begin,
+                                                   int64_t c_end, int worker)
+{
+    const PYROI_TYPED(ps_job) *job = (const PYROI_TYPED(ps_job) *)context;
+    const int64_t *in_shape = job->tensors.result_shape;
+    const int64_t *in_strides = job->tensors.result_strides;
+    const int64_t *g_strides = job->tensors.features_strides;
+    const int64_t pooled_height = job->pooled_height, pooled_width = job->pooled_width;
+    const int64_t group = pooled_height * pooled_width;
+    int64_t k, c_out, ph, pw, h, w;
+    (void)worker;
+
+    if (pyroi_zero_channels(job->tensors.result, sizeof(T), in_shape, in_strides,
+                            c_begin * group, c_end * group, job->pool->cancel)) {
+        return;
+    }
+    for (k = 0; k < job->tensors.num_rois; ++k) {
+        const PYROI_TYPED(ps_pool_roi) roi =
+            PYROI_TYPED(ps_pool_quantise)(job->tensors.boxes + k * job->tensors.box_row_stride,
+                                          job->pool, 1);
+        T *image = job->tensors.result + job->tensors.batch_indices[k] * in_strides[0];
+        const T *grad_roi = job->tensors.features + k * g_strides[0];
+        if (k % 8 == 0 && pyroi_cancel_requested(job->pool->cancel)) {
+            break; /* an item (channel) holds every RoI */
+        }
+        for (ph = 0; ph < pooled_height; ++ph) {
+            int64_t h_first, h_end;
+            PYROI_TYPED(ps_pool_bin_window)(roi.bin_h, roi.start_y, ph, in_shape[2], &h_first,
+                                            &h_end);
+            if (h_end <= h_first) {
+                continue;
+            }
+            for (pw = 0; pw < pooled_width; ++pw) {
+                int64_t w_first, w_end;
+                T area;
+                PYROI_TYPED(ps_pool_bin_window)(roi.bin_w, roi.start_x, pw, in_shape[3],
+                                                &w_first, &w_end);
+                if (w_end <= w_first) {
+                    continue;
+                }
+                area = (T)((h_end - h_first) * (w_end - w_first));
+                for (c_out = c_begin; c_out < c_end; ++c_out) {
+                    const int64_t c_in = (c_out * pooled_height + ph) * pooled_width + pw;
+                    T *PYROI_RESTRICT plane = image + c_in * in_strides[1];
+                    const T share =
+                        grad_roi[c_out * g_strides[1] + ph * g_strides[2] + pw * g_strides[3]] /
+                        area;
+                    for (h = h_first; h < h_end; ++h) {
+                        for (w = w_first; w < w_end; ++w) {
+                            plane[h * in_strides[2] + w * in_strides[3]] += share;
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+pyroi_status PYROI_TYPED(pyroi_ps_roi_pool_forward)(
+    const T *input, const int64_t input_shape[4], const int64_t input_strides[4],
+    const T *boxes, int64_t num_rois, int64_t box_row_stride,
+    const int64_t *batch_indices,
+    T *output, const int64_t output_strides[4],
+    const pyroi_ps_roi_pool_params *params)
+{
+    PYROI_TYPED(ps_job) job;
+    pyroi_rois rois;
+    int64_t failed_roi;
+    double max_area;
+    double work_per_item;
+    int workers;
+    pyroi_status status = pyroi_check_ps_roi_pool_params(params);
+    if (status != PYROI_OK) {
+        return status;
+    }
+    status = ps_check_call(input, input_shape, input_strides, PYROI_TENSOR_INPUT, output,
+                           output_strides, PYROI_TENSOR_OUTPUT, boxes, num_rois, box_row_stride,
+                           batch_indices, params->pooled_height, params->pooled_width,
+                           sizeof(T), &rois, params->cancel);
+    if (status != PYROI_OK) {
+        return status;
+    }
+    status = PYROI_TYPED(ps_roi_pool_scan_boxes)((const T *)rois.boxes, num_rois, 4,
+                                                 input_shape[2], input_shape[3], params,
+                                                 &max_area, &failed_roi);
+    if (status == PYROI_OK && num_rois > 0 && input_shape[1] > 0) {
+        input = (const T *)pyroi_data_or_placeholder(input); /* a map without pixels: NULL */
+        PYROI_TYPED(ps_job_init)(&job, input, input_shape, input_strides, &rois, output, NULL,
+                                 output_strides, params->pooled_height, params->pooled_width,
+                                 input_shape[1]);
+        job.pool = params;
+        /* work per RoI: each output channel reads about the RoI's area (bins overlap) */
+        work_per_item = (double)job.channels_out *
+                        (max_area + (double)params->pooled_height * (double)params->pooled_width);
+        workers = pyroi_parallel_workers(params->num_threads, num_rois, work_per_item);
+        status = pyroi_parallel_for(workers, num_rois, work_per_item, params->cancel,
+                                    PYROI_TYPED(ps_roi_pool_forward_task), &job);
+    }
+    pyroi_rois_free(&rois);
+    return status;
+}
+
+pyroi_status PYROI_TYPED(pyroi_ps_roi_pool_backward)(
+    const T *grad_output, const int64_t grad_output_strides[4],
+    const T *boxes, int64_t num_rois, int64_t box_row_stride,
+    const int64_t *batch_indices,
+    T *grad_input, const int64_t grad_input_shape[4], const int64_t grad_input_strides[4],
+    const pyroi_ps_roi_pool_params *params)
+{
+    PYROI_TYPED(ps_job) job;
+    pyroi_rois rois;
+    int64_t failed_roi;
+    double max_area, group;
+    double work_per_item;
+    int workers;
+    pyroi_status status = pyroi_check_ps_roi_pool_params(params);
+    if (status != PYROI_OK) {
+        return status;
+    }
+    status = ps_check_call(grad_input, grad_input_shape, grad_input_strides, PYROI_TENSOR_OUTPUT,
+                           grad_output, grad_output_strides, PYROI_TENSOR_INPUT, boxes, num_rois,
+                           box_row_stride, batch_indices, params->pooled_height,
+                           params->pooled_width, sizeof(T), &rois, params->cancel);
+    if (status != PYROI_OK) {
+        return status;
+    }
+    status = PYROI_TYPED(ps_roi_pool_scan_boxes)((const T *)rois.boxes, num_rois, 4,
+                                                 grad_input_shape[2], grad_input_shape[3],
+                                                 params, &max_area, &failed_roi);
+    /* nothing to write with an empty grad_input (which may then be NULL) */
+    if (status == PYROI_OK && !pyroi_shape_is_empty(grad_input_shape)) {
+        PYROI_TYPED(ps_job_init)(&job, grad_output, NULL, grad_output_strides, &rois,
+                                 grad_input, grad_input_shape, grad_input_strides,
+                                 params->pooled_height, params->pooled_width,
+                                 grad_input_shape[1]);
+        job.pool = params;
+        group = (double)params->pooled_height * (double)params->pooled_width;
+        /* work per output channel: zero PH * PW planes of every image, then every RoI
+         * writes about its area once */
+        work_per_item = group * (double)grad_input_shape[0] * (double)grad_input_shape[2] *
+                            (double)grad_input_shape[3] +
+                        (double)num_rois * (max_area + group);
+        workers = pyroi_parallel_workers(params->num_threads, job.channels_out, work_per_item);
+        status = pyroi_parallel_for(workers, job.channels_out, work_per_item, params->cancel,
+                                    PYROI_TYPED(ps_roi_pool_backward_task), &job);
+    }
+    pyroi_rois_free(&rois);
+    return status;
+}
+
+pyroi_status PYROI_TYPED(pyroi_ps_roi_pool_find_invalid_roi)(
+    const T *boxes, int64_t num_rois, int64_t box_row_stride,
+    const int64_t *batch_indices, int64_t num_images,
+    const pyroi_ps_roi_pool_params *params, int64_t *failed_roi)
+{
+    int64_t k;
+    /* the calls test every batch index before any box: report in the same order */
+    const pyroi_status status = pyroi_find_invalid_batch_index(
+        pyroi_check_ps_roi_pool_params(params), boxes, num_rois, box_row_stride, 4,
+        batch_indices, num_images, 0, 0, failed_roi);
+    if (status != PYROI_OK) {
+        return status;
+    }
+    for (k = 0; k < num_rois; ++k) {
+        if (!PYROI_TYPED(ps_pool_box_is_valid)(boxes + k * box_row_stride, params)) {
+            *failed_roi = k;
+            return PYROI_E_INVALID_BOX;
+        }
+    }
+    return PYROI_OK;
+}
