@@ -55,7 +55,17 @@ ctest_args=(--test-dir "$build" --output-on-failure -j2 --timeout 900)
 ctest "${ctest_args[@]}" | tee "$build.ctest.log" | grep -E '(Passed|Failed|Not Run|Timeout)' || true
 summary=$(grep -E 'tests passed' "$build.ctest.log" || echo "ctest did not finish")
 echo "$target: $summary"
-[[ $summary == "100% tests passed"* ]] || exit 1
+if [[ $summary != "100% tests passed"* ]]; then
+  # What the failed programs printed, then one more run of just those: a program that fails
+  # again fails the target; one that passes the second time is named here as flaky (the
+  # emulators have failed to start a program under load: qemu's and wine's own faults).
+  sed -n '/^[0-9]*\/[0-9]* Test *#[0-9]*: .*\*\*\*/,/^[0-9]*\/[0-9]* Test /p' "$build.ctest.log"
+  ctest --test-dir "$build" --output-on-failure --timeout 900 --rerun-failed |
+    tee "$build.rerun.log" | grep -E '(Passed|Failed|Not Run|Timeout)' || true
+  rerun=$(grep -E 'tests passed' "$build.rerun.log" || echo "ctest did not finish")
+  [[ $rerun == "100% tests passed"* ]] || { echo "$target: failed again: $rerun"; exit 1; }
+  echo "$target: FLAKY: the programs above failed once and passed when run again"
+fi
 
 if ((windows)); then
   objdump=x86_64-w64-mingw32-objdump

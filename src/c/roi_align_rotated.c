@@ -1,6 +1,7 @@
 /* roi_align_rotated.c - rotated RoIAlign (average), forward and backward, float32 and float64
- * (detectron2 ROIAlignRotated, mmcv roi_align_rotated). The kernel body is written once in
- * roi_align_rotated_template.h; the bilinear sampling is the shared one of sampling.h. */
+ * (detectron2 ROIAlignRotated, mmcv roi_align_rotated). The kernel bodies are written once,
+ * in the templates roi_align_rotated_dtype.h lists; the bilinear sampling is the shared one of
+ * sampling.h. */
 #include "parallel.h"
 #include "rois.h"
 #include "sampling.h"
@@ -81,5 +82,5 @@ typedef struct pyroi_rotated_segment {
     int complete;  /* the bin's last samples are in this flush */
 } pyroi_rotated_segment;
 
-#define PYROI_DTYPE_TEMPLATE "roi_align_rotated_template.h"
+#define PYROI_DTYPE_TEMPLATE "roi_align_rotated_dtype.h"
 #include "each_dtype.h"
