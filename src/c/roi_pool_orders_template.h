@@ -173,9 +173,10 @@ PYROI_CLONE_INLINE int PYROI_TYPED(roi_pool_add_run)(T *PYROI_RESTRICT block, co
     for (e = 0; e < count; ++e) { /* vectorised */
         const int64_t a = winners[e];
         /* a is in [-1, plane_size) exactly when a + 1 <= plane_size without sign (a wraps
-         * around when below -1) */
-        bad |= (uint64_t)a + 1u > plane_size;
-        checked[e] = a * (int64_t)(PYROI_LANES * sizeof(T)) + lane_bytes[e]; /* byte offset */
+         * around when below -1); a bad entry's offset is not formed (it could overflow) */
+        const int is_bad = (uint64_t)a + 1u > plane_size;
+        bad |= (uint64_t)is_bad;
+        checked[e] = (is_bad ? 0 : a) * (int64_t)(PYROI_LANES * sizeof(T)) + lane_bytes[e];
     }
     if (bad) {
         return 1;
