@@ -155,3 +155,28 @@ def test_place_of_out_of_map_samples(name, dtype, zero):
         assert (np.copysign(1.0, expected) == sign).all()
         _assert_bits(out[:1], expected)
         np.testing.assert_array_equal(argmax[:1], expected_argmax)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("name", ["image", "region"])
+def test_values_of_both_infinite_signs_without_nan(name, dtype):
+    """The call without argmax notices a NaN sample by a per-lane sum of the RoI's samples.
+    Samples near the dtype's largest value, positive in the left bins and negative in the
+    right ones, overflow that sum to +inf and -inf, whose sum is NaN although no sample is:
+    the RoI is then pooled again with winners, and the values stay those of the reference
+    (and of the call with argmax), lane by lane."""
+    big = np.finfo(dtype).max / 2
+    h, w = (8, 8) if name == "image" else (64, 72)
+    x = np.full((1, 20, h, w), big, dtype)
+    x[:, :, :, w // 2:] = -big
+    x[:, 7] = -x[:, 7]  # one lane the other way round
+    x[:, 11, : h // 2, : w // 2] = np.inf  # and one with infinite taps
+    fillers = np.tile(np.array([[0, 0, 0, w, h]], dtype), (8 if name == "image" else 0, 1))
+    rois = np.concatenate([np.array([[0, 0.5, 0.5, w - 0.5, h - 0.5]], dtype), fillers])
+    assert _order(x.shape, rois, 2, False, (2, 2), 1.0) == name
+    out, argmax = _forward_all_threads(x, rois, 2, False, (2, 2), 1.0)
+    with np.errstate(invalid="ignore", over="ignore"):
+        expected, expected_argmax = max_ref(x, rois[:1], 2, 1.0, 2, False)
+    assert np.isinf(expected[0, 11, 0, 0]) and np.isfinite(np.delete(expected, 11, 1)).all()
+    _assert_bits(out[:1], expected)
+    np.testing.assert_array_equal(argmax[:1], expected_argmax)

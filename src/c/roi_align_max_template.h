@@ -210,16 +210,12 @@ static void PYROI_TYPED(roi_align_onnx_max_backward_task)(void *context, int64_t
 
 /* One offer to an mmcv max bin on a block, per lane: the interpolated value of a sample (the
  * four weighted taps added left to right, as in avg mode; pixels p1..p4 of the block, weights
- * from the row tap ty and the column tap tx) with sample index `index`. With track, it wins
- * if it is the first offer, is larger, or is the first NaN (roi_align_max_offer's rule, as a
- * select), and winner follows. Without (a constant at each call: no argmax asked for), one
- * vector max: a larger value wins, a tie keeps the earlier one (the rule for every non-NaN
- * value, signed zeros included); a NaN is not taken, only noted in its lane of `nan` (which
- * then holds a NaN): the RoI is then redone with track, whose rule NaN needs. */
+ * from the row tap ty and the column tap tx) with sample index `index`. It wins if it is the
+ * first offer, is larger, or is the first NaN (roi_align_max_offer's rule, as a select), and
+ * winner follows. */
 PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_max_sample)(
-    T *PYROI_RESTRICT best, int64_t *PYROI_RESTRICT winner, T *PYROI_RESTRICT nan,
-    const T *block, int64_t width, PYROI_TYPED(axis_tap) ty, PYROI_TYPED(axis_tap) tx,
-    int64_t index, int first, int track)
+    T *PYROI_RESTRICT best, int64_t *PYROI_RESTRICT winner, const T *block, int64_t width,
+    PYROI_TYPED(axis_tap) ty, PYROI_TYPED(axis_tap) tx, int64_t index, int first)
 {
     const T w1 = ty.w_lo * tx.w_lo, w2 = ty.w_lo * tx.w_hi;
     const T w3 = ty.w_hi * tx.w_lo, w4 = ty.w_hi * tx.w_hi;
@@ -231,15 +227,9 @@ PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_max_sample)(
     for (j = 0; j < PYROI_LANES; ++j) {
         /* each lane is one channel, evaluated exactly as the scalar loop */
         const T value = w1 * p1[j] + w2 * p2[j] + w3 * p3[j] + w4 * p4[j];
-        if (track) {
-            const int take =
-                first || value > best[j] || (value != value && best[j] == best[j]);
-            best[j] = take ? value : best[j];
-            winner[j] = take ? index : winner[j];
-        } else {
-            best[j] = value > best[j] ? value : best[j];
-            nan[j] = value != value ? value : nan[j];
-        }
+        const int take = first || value > best[j] || (value != value && best[j] == best[j]);
+        best[j] = take ? value : best[j];
+        winner[j] = take ? index : winner[j];
     }
 }
 
@@ -257,27 +247,61 @@ PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_max_zero)(T *PYROI_RESTRICT best,
     }
 }
 
+/* best = value > best ? value : best in every lane: the rule of a later offer that is not
+ * NaN (a larger value wins, a tie keeps the earlier one, signed zeros included); a NaN value
+ * keeps best. One x86 max instruction (GCC and Clang compile the loop to it). */
+PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_lanes_max)(PYROI_TYPED(roi_align_lanes) *best,
+                                                         const PYROI_TYPED(roi_align_lanes) *value)
+{
+    /* copies: the compiler then sees one vector select (lanes read through best, it compared
+     * and stored lane by lane) */
+    const PYROI_TYPED(roi_align_lanes) old = *best, offer = *value;
+#ifdef PYROI_HAVE_VECTOR_TYPES
+    PYROI_TYPED(roi_align_lanes) larger = old;
+    int64_t i;
+    for (i = 0; i < (int64_t)(PYROI_VECTOR_BYTES / sizeof(T)); ++i) {
+        larger[i] = offer[i] > old[i] ? offer[i] : old[i];
+    }
+    *best = larger;
+#else
+    *best = offer > old ? offer : old;
+#endif
+}
+
 /* mmcv max of RoI k on a block when no argmax is asked for: tile[ph][pw][lane] as
- * roi_align_max_roi gives it, one vector max per sample, unless a lane met a NaN. The 0 of
- * the out-of-map samples is offered at the same place (it decides between +0 and -0), and
- * starting each bin from -inf gives what its first offer would: a value that is not NaN
- * beats -inf or ties it with itself. Returns 0 when a sample of the RoI was NaN: the tile
- * is then not the RoI's (the caller redoes it with winners, NaN being rare). The RoI's
+ * roi_align_max_roi gives it, one vector max per sample (roi_align_lanes_max), unless a lane
+ * met a NaN. The 0 of the out-of-map samples is offered at the same place (it decides between
+ * +0 and -0), and starting each bin from -inf gives what its first offer would: a value that
+ * is not NaN beats -inf or ties it with itself. NaN is noticed in a per-lane sum of the bin's
+ * values, one add per sample: NaN if a value was (or, without NaN, if values of both infinite
+ * signs met; then the redo finds the same bits). Returns 0 when that sum was NaN: the tile is
+ * then not the RoI's (the caller redoes it with winners, NaN being rare). A bin's state is
+ * vectors, so it stays in registers: as arrays of lanes it went through memory at every row,
+ * and its zero offers and store ran lane by lane (docs/performance.md, max-fast). The RoI's
  * tap tables and grid, the map's width and the bins per RoI are roi_align_max_roi's. */
 PYROI_CLONE_INLINE int PYROI_TYPED(roi_align_max_roi_values)(
     const PYROI_TYPED(roi_align_tap_tables) *tables_of_roi, int64_t grid_h, int64_t grid_w,
     int64_t width, int64_t pooled_height, int64_t pooled_width, const T *block, T *tile)
 {
+    typedef PYROI_TYPED(roi_align_lanes) V;
     const PYROI_TYPED(roi_align_tap_tables) tables = *tables_of_roi;
-    T best[PYROI_LANE_BYTES / sizeof(T)], nan[PYROI_LANE_BYTES / sizeof(T)];
+    const V *lanes = (const V *)block;
+    V *bins = (V *)tile;
+    const V zero = (V){0};
+    V start = zero; /* empty bin: 0 (no offer); else -inf, which the first offer replaces */
+    V sums[PYROI_VECTORS];
     int64_t ph, pw, r, q, j;
     int clean = 1;
 
-    for (j = 0; j < PYROI_LANES; ++j) {
-        nan[j] = (T)0;
+    if (grid_h * grid_w > 0) {
+        start = start - (T)INFINITY;
+    }
+    for (j = 0; j < PYROI_VECTORS; ++j) {
+        sums[j] = zero;
     }
     for (ph = 0; ph < pooled_height; ++ph) {
         const pyroi_tap_range rr = tables.row_ranges[ph];
+        const int64_t rows = rr.end - rr.begin;
         for (pw = 0; pw < pooled_width; ++pw) {
             const pyroi_tap_range cr = tables.col_ranges[pw];
             /* the 0 after zero_rows rows of in-map samples; -1: no sample is outside */
@@ -288,32 +312,49 @@ PYROI_CLONE_INLINE int PYROI_TYPED(roi_align_max_roi_values)(
             const int64_t zero_rows = outside < 0    ? -1
                                       : outside == 0 ? 0
                                       : outside < grid_w ? 1
-                                                         : rr.end - rr.begin;
-            T *result = tile + (ph * pooled_width + pw) * PYROI_LANES;
-            for (j = 0; j < PYROI_LANES; ++j) {
-                best[j] = grid_h * grid_w > 0 ? -(T)INFINITY : (T)0; /* empty bin: 0 */
+                                                         : rows;
+            V best[PYROI_VECTORS], sum[PYROI_VECTORS];
+            for (j = 0; j < PYROI_VECTORS; ++j) {
+                best[j] = start;
+                sum[j] = zero;
             }
             for (r = rr.begin; r < rr.end; ++r) {
                 const PYROI_TYPED(axis_tap) ty = tables.row_taps[r];
+                const V *row_lo = lanes + ty.lo * width * PYROI_VECTORS;
+                const V *row_hi = lanes + ty.hi * width * PYROI_VECTORS;
                 if (r - rr.begin == zero_rows) {
-                    for (j = 0; j < PYROI_LANES; ++j) {
-                        best[j] = (T)0 > best[j] ? (T)0 : best[j];
+                    for (j = 0; j < PYROI_VECTORS; ++j) {
+                        PYROI_TYPED(roi_align_lanes_max)(&best[j], &zero);
                     }
                 }
                 for (q = cr.begin; q < cr.end; ++q) {
-                    PYROI_TYPED(roi_align_max_sample)(best, NULL, nan, block, width, ty,
-                                                      tables.col_taps[q], 0, 0, 0);
+                    const PYROI_TYPED(axis_tap) tx = tables.col_taps[q];
+                    const T w1 = ty.w_lo * tx.w_lo, w2 = ty.w_lo * tx.w_hi;
+                    const T w3 = ty.w_hi * tx.w_lo, w4 = ty.w_hi * tx.w_hi;
+                    const V *p1 = row_lo + tx.lo * PYROI_VECTORS;
+                    const V *p2 = row_lo + tx.hi * PYROI_VECTORS;
+                    const V *p3 = row_hi + tx.lo * PYROI_VECTORS;
+                    const V *p4 = row_hi + tx.hi * PYROI_VECTORS;
+                    for (j = 0; j < PYROI_VECTORS; ++j) {
+                        /* each lane is one channel, evaluated exactly as the scalar loop */
+                        const V value = w1 * p1[j] + w2 * p2[j] + w3 * p3[j] + w4 * p4[j];
+                        PYROI_TYPED(roi_align_lanes_max)(&best[j], &value);
+                        sum[j] += value;
+                    }
                 }
             }
-            for (j = 0; j < PYROI_LANES; ++j) {
-                /* after every in-map sample (or the only offer) */
-                const T last = zero_rows == rr.end - rr.begin && (T)0 > best[j] ? (T)0 : best[j];
-                result[j] = last;
+            for (j = 0; j < PYROI_VECTORS; ++j) {
+                if (zero_rows == rows) { /* after every in-map sample (or the only offer) */
+                    PYROI_TYPED(roi_align_lanes_max)(&best[j], &zero);
+                }
+                bins[(ph * pooled_width + pw) * PYROI_VECTORS + j] = best[j];
+                sums[j] += sum[j];
             }
         }
     }
     for (j = 0; j < PYROI_LANES; ++j) {
-        clean &= nan[j] == nan[j];
+        const T lane = ((const T *)sums)[j];
+        clean &= lane == lane;
     }
     return clean;
 }
@@ -372,15 +413,13 @@ PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_max_roi)(
                     }
                     q = cr.begin;
                     if (r == rr.begin && zero_rows != 0) { /* the first offer */
-                        PYROI_TYPED(roi_align_max_sample)(best, winner, NULL, block, width,
-                                                          ty, tables.col_taps[q], row_index + q,
-                                                          1, 1);
+                        PYROI_TYPED(roi_align_max_sample)(best, winner, block, width, ty,
+                                                          tables.col_taps[q], row_index + q, 1);
                         ++q;
                     }
                     for (; q < cr.end; ++q) {
-                        PYROI_TYPED(roi_align_max_sample)(best, winner, NULL, block, width,
-                                                          ty, tables.col_taps[q], row_index + q,
-                                                          0, 1);
+                        PYROI_TYPED(roi_align_max_sample)(best, winner, block, width, ty,
+                                                          tables.col_taps[q], row_index + q, 0);
                     }
                 }
                 if (zero_rows > 0 && zero_rows == rows) { /* after every in-map sample */
