@@ -206,7 +206,7 @@ static void PYROI_TYPED(roi_pool_tiles_to_bins)(const PYROI_TYPED(roi_pool_job) 
     if (scratch->winners == NULL) {
         return;
     }
-    if (writer != NULL) { /* the same for argmax */
+    if (writer != NULL && job->argmax_wide) { /* the same for an int64 argmax */
         pyroi_row_stream_advance_i64(&writer->index_run, INT64_MAX);
         for (j = 0; j < group_lanes; ++j) {
             const PYROI_TYPED(roi_pool_index) *winners =
@@ -217,18 +217,19 @@ static void PYROI_TYPED(roi_pool_tiles_to_bins)(const PYROI_TYPED(roi_pool_job) 
             }
         }
         pyroi_row_stream_init(&writer->index_run,
-                              job->argmax_out + k * a_strides[0] + c0 * a_strides[1],
+                              (int64_t *)job->argmax_out + k * a_strides[0] + c0 * a_strides[1],
                               scratch->staging_index, group_lanes, bins, bins);
         return;
     }
     for (j = 0; j < group_lanes; ++j) {
         const PYROI_TYPED(roi_pool_index) *winners =
             scratch->winners + (j / PYROI_LANES) * bins * PYROI_LANES + j % PYROI_LANES;
-        int64_t *out = job->argmax_out + k * a_strides[0] + (c0 + j) * a_strides[1];
+        const int64_t out = k * a_strides[0] + (c0 + j) * a_strides[1];
         for (ph = 0; ph < pooled_height; ++ph) {
             for (pw = 0; pw < pooled_width; ++pw) {
-                out[ph * a_strides[2] + pw * a_strides[3]] =
-                    winners[(ph * pooled_width + pw) * PYROI_LANES];
+                roi_pool_argmax_set(job->argmax_out, out + ph * a_strides[2] + pw * a_strides[3],
+                                    job->argmax_wide,
+                                    winners[(ph * pooled_width + pw) * PYROI_LANES]);
             }
         }
     }
