@@ -74,7 +74,7 @@ static inline void PYROI_TYPED(roi_pool_roi_lanes)(const roi_pool_plan *plan, in
         if (writer != NULL) { /* a share of the previous tile's stores per row of bins */
             PYROI_TYPED(pyroi_row_stream_advance)(&writer->run, writer->per_row);
             if (winners != NULL) {
-                pyroi_row_stream_advance_i64(&writer->index_run, writer->per_row);
+                PYROI_TYPED(roi_pool_writer_advance_index)(writer, writer->per_row);
             }
         }
     }

@@ -627,23 +627,25 @@ DEFINE_STREAM_INPUTS(double, f64)
 DEFINE_STREAM_TEST(float, f32, 100)
 DEFINE_STREAM_TEST(double, f64, 50)
 
-/* An int32 argmax (pyroi_roi_pool_*_i32_*, torchvision's width) holds the int64 argmax's values,
- * with the same outputs, and the backward from it gives the same gradient, bit for bit: in
- * every loop order (image blocks, RoI regions, streamed outputs) and layout (the transposed one
- * takes the strided stores and adds) and thread count. RoIs [0, K) on a small map take the
- * image blocks with 8 MiB or more of output (streamed); the first two alone, RoI regions. */
+/* An int32 argmax (pyroi_roi_pool_*_i32_*, torchvision's width) holds the int64 argmax's
+ * values, with the same outputs, and the backward from it gives the same gradient, bit for
+ * bit: in every loop order (image blocks, RoI regions, streamed outputs), layout (transposed,
+ * and padded rows: the stores and adds at strides) and thread count. RoIs [0, K) on a small
+ * map take the image blocks with 8 MiB or more of output (streamed); the first two alone, RoI
+ * regions. */
 #define DEFINE_INT32_TEST(T, SUFFIX, CHANNELS)                                                  \
     static void test_int32_argmax_##SUFFIX(void)                                               \
     {                                                                                          \
         enum { N = 1, C = CHANNELS, H = 20, W = 24, K = 300, PH = 9, PW = 9 };                  \
-        enum { OUT = K * C * PH * PW };                                                        \
+        enum { OUT = K * C * PH * (PW + 1) }; /* room for padded rows */                       \
         static T x[N * C * H * W], y_wide[OUT], y_narrow[OUT], gx_wide[N * C * H * W];         \
         static T gx_narrow[N * C * H * W];                                                     \
         static int64_t a_wide[OUT];                                                            \
         static int32_t a_narrow[OUT];                                                          \
         const int64_t shape[4] = {N, C, H, W}, nchw[4] = {C * H * W, H * W, W, 1};             \
-        const int64_t layouts[2][4] = {{C * PH * PW, PH * PW, PW, 1},                          \
-                                       {1, K, K * C * PW, K * C}};                             \
+        const int64_t layouts[3][4] = {{C * PH * PW, PH * PW, PW, 1},                          \
+                                       {1, K, K * C * PW, K * C},                              \
+                                       {C * PH * (PW + 1), PH * (PW + 1), PW + 1, 1}};         \
         const int64_t rois[2] = {K, 2};                                                        \
         T boxes[K * 4];                                                                        \
         int64_t batch[K];                                                                      \
@@ -654,7 +656,7 @@ DEFINE_STREAM_TEST(double, f64, 50)
         check_roi_pool_params(&p, PH, PW);                                                     \
         p.spatial_scale_h = p.spatial_scale_w = 0.5;                                           \
         for (threads = 1; threads <= 2; ++threads)                                             \
-            for (layout = 0; layout < 2; ++layout)                                             \
+            for (layout = 0; layout < 3; ++layout)                                             \
                 for (r = 0; r < 2; ++r) {                                                      \
                     const int64_t *out = layouts[layout];                                      \
                     p.num_threads = threads;                                                   \
