@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 import pyroi
+from pyroi import _validate
 from conftest import (CASE_CONFIGS, DTYPE_IDS, DTYPES, OUT_VIEWS, central_differences,
                       channels_last_view, check_out_view, negative_strides_view, pooled_shape,
                       random_input, random_rois, read_only, rois_to_list, stable_seed,
@@ -162,6 +163,80 @@ def test_matches_torchvision_bit_for_bit(tv, config, dtype, kind):
     np.testing.assert_array_equal(argmax, tv_argmax)
     np.testing.assert_array_equal(pyroi.roi_pool_backward(g, boxes, argmax, x.shape, size, scale),
                                   tv.grad("roi_pool", x, boxes, g, size, scale))
+
+
+@with_case_matrix
+def test_int32_argmax_matches_torchvision(tv, config, dtype, kind):
+    """argmax_dtype=np.int32 gives torchvision's argmax, dtype and values, with the same
+    output; the backward reads it and gives torchvision's input gradient."""
+    x, boxes, rois, size, scale, _, _, g, _ = pool_case(config, np.dtype(dtype).name, kind)
+    x, boxes = writable(x), writable(boxes)
+    out, argmax = pyroi.roi_pool(x, boxes, size, scale, return_argmax=True,
+                                 argmax_dtype=np.int32)
+    tv_out, tv_argmax = tv_roi_pool_argmax(tv, x, rois, size, scale)
+    assert argmax.dtype == tv_argmax.dtype == np.int32
+    np.testing.assert_array_equal(out, tv_out)
+    np.testing.assert_array_equal(argmax, tv_argmax)
+    np.testing.assert_array_equal(pyroi.roi_pool_backward(g, boxes, argmax, x.shape, size, scale),
+                                  tv.grad("roi_pool", x, boxes, g, size, scale))
+
+
+@pytest.mark.parametrize("num_rois", [300, 3], ids=["image_blocks", "roi_regions"])
+@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
+def test_int32_argmax_in_the_lane_orders(tv, dtype, num_rois):
+    """Many channels (whole lane lines and a partial one) and 7 x 7 bins, on many RoIs (image
+    blocks, the outputs streamed past 8 MiB) and on few (RoI regions), C-contiguous and into a
+    transposed ``out``: both argmax widths equal torchvision's."""
+    rng = np.random.default_rng(18)
+    x = rng.integers(-4, 4, (2, 90, 30, 37)).astype(dtype)  # ties
+    rois = random_rois(rng, 2, 30, 37, num_rois, dtype, spatial_scale=0.125)
+    tv_out, tv_argmax = tv_roi_pool_argmax(tv, x, rois, 7, 0.125)
+    g = rng.standard_normal(tv_out.shape).astype(dtype)
+    expected_grad = tv.grad("roi_pool", x, rois, g, 7, 0.125)
+    for argmax_dtype in (np.int32, np.int64):
+        for out in (None, np.empty(tv_out.shape[::-1], dtype).T):
+            result, argmax = pyroi.roi_pool(x, rois, 7, 0.125, return_argmax=True,
+                                            argmax_dtype=argmax_dtype, out=out)
+            assert argmax.dtype == argmax_dtype
+            np.testing.assert_array_equal(result, tv_out)
+            np.testing.assert_array_equal(argmax, tv_argmax)
+            np.testing.assert_array_equal(
+                pyroi.roi_pool_backward(g, rois, argmax, x.shape, 7, 0.125), expected_grad)
+            np.testing.assert_array_equal(
+                pyroi.roi_pool_backward(g, rois, np.asfortranarray(argmax), x.shape, 7, 0.125),
+                expected_grad)
+
+
+def test_int32_argmax_is_read_in_place():
+    """The backward reads an int32 argmax as it is (no int64 copy: half the bytes), and a bad
+    entry in it is refused naming the RoI, the gradient array untouched."""
+    x, boxes, size, scale, _, argmax, g, _ = _layout_case(np.float32)
+    narrow = argmax.astype(np.int32)
+    assert _validate.argmax_array(narrow, narrow.shape, x.shape[2] * x.shape[3],
+                                  check_values=False, keep_int32=True) is narrow
+    narrow[1, 0, 0, 0] = x.shape[2] * x.shape[3]
+    out = np.full(x.shape, 5.0, np.float32)
+    with pytest.raises(pyroi.InvalidArgumentError, match=r"argmax\[1, 0, 0, 0\] \(RoI 1\)"):
+        pyroi.roi_pool_backward(g, boxes, narrow, x.shape, size, scale, out=out)
+    assert np.all(out == 5.0)
+
+
+@pytest.mark.parametrize("argmax_dtype", [np.int16, np.uint32, np.float32, "int8", None, "x"])
+def test_argmax_dtype_must_be_int64_or_int32(argmax_dtype):
+    x = np.zeros((1, 1, 4, 4), np.float32)
+    with pytest.raises(pyroi.DTypeError, match="argmax_dtype"):
+        pyroi.roi_pool(x, np.zeros((1, 5), np.float32), 2, return_argmax=True,
+                       argmax_dtype=argmax_dtype)
+
+
+def test_int32_argmax_refuses_planes_beyond_2_31():
+    """An int32 argmax cannot index a plane of more than 2**31 pixels (here a broadcast
+    view: no memory); int64 can."""
+    x = np.broadcast_to(np.zeros((1, 1, 1, 1), np.float32), (1, 1, 65536, 32769))
+    boxes = np.array([[0, 1, 1, 4, 4]], np.float32)
+    with pytest.raises(pyroi.ShapeError, match="2\\*\\*31"):
+        pyroi.roi_pool(x, boxes, 2, return_argmax=True, argmax_dtype=np.int32)
+    assert pyroi.roi_pool(x, boxes, 2, return_argmax=True)[1].dtype == np.int64
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)

@@ -672,3 +672,17 @@ def test_detector_bench_prints_the_table(capsys):
     rows = [line for line in lines if line.startswith("| 1 |")]
     assert [row.split(" | ")[1] for row in rows] == ["eval forward", "train step"]
     assert lines[-1].startswith("load average after: ")
+
+
+def test_roi_pool_keeps_an_int32_argmax_like_torchvision():
+    """torch.ops.pyroi.roi_pool returns torchvision's int32 argmax (dtype and values; its fake
+    says int32 too), which autograd saves for the backward: half the bytes of int64."""
+    x = feature_map(18, shape=(2, 8, 10, 12))
+    rois = random_rois(19, count=6, height=10, width=12)
+    out, argmax = torch.ops.pyroi.roi_pool(x, rois, 0.5, 2, 3)
+    tv_out, tv_argmax = torch.ops.torchvision.roi_pool(x, rois, 0.5, 2, 3)
+    assert argmax.dtype == tv_argmax.dtype == torch.int32
+    assert torch.equal(out, tv_out) and torch.equal(argmax, tv_argmax)
+    with torch._subclasses.fake_tensor.FakeTensorMode():
+        fake = torch.ops.pyroi.roi_pool(torch.empty(2, 8, 10, 12), torch.empty(6, 5), 0.5, 2, 3)
+    assert fake[1].dtype == torch.int32

@@ -18,6 +18,32 @@
  * conversion and every later sum (RoI size, bin offset + RoI start) well inside int64. */
 #define ROI_POOL_COORD_LIMIT 9007199254740992.0
 
+/* Pixels per plane an int32 argmax can index: 2^31. */
+#define ROI_POOL_INT32_PIXELS 2147483648.0
+
+/* An argmax tensor holds int64 entries (wide) or int32 ones (torchvision's width: half the
+ * bytes). The functions that read or write one take the width as an argument; the hot ones
+ * are inlined where it is a constant, so each width gets its own loop from the one body. */
+static inline int64_t roi_pool_argmax_get(const void *argmax, int64_t i, int wide)
+{
+    return wide ? ((const int64_t *)argmax)[i] : (int64_t)((const int32_t *)argmax)[i];
+}
+
+static inline void roi_pool_argmax_set(void *argmax, int64_t i, int wide, int64_t value)
+{
+    if (wide) {
+        ((int64_t *)argmax)[i] = value;
+    } else {
+        ((int32_t *)argmax)[i] = (int32_t)value; /* an index below 2^31, or -1 */
+    }
+}
+
+/* The address of entry i of argmax. */
+static inline const void *roi_pool_argmax_at(const void *argmax, int64_t i, int wide)
+{
+    return (const char *)argmax + i * (wide ? (int64_t)sizeof(int64_t) : (int64_t)sizeof(int32_t));
+}
+
 /* The pixels [begin, end) that one output bin covers along one axis, clipped to the map. */
 typedef struct roi_pool_window {
     int64_t begin;
@@ -41,8 +67,8 @@ static pyroi_status roi_pool_check_forward(const void *input, const int64_t inpu
                                            int64_t num_rois, int64_t box_row_stride,
                                            const int64_t *batch_indices, const void *output,
                                            const int64_t output_strides[4],
-                                           const int64_t *argmax,
-                                           const int64_t argmax_strides[4],
+                                           const void *argmax,
+                                           const int64_t argmax_strides[4], int argmax_wide,
                                            const pyroi_roi_pool_params *params,
                                            size_t value_bytes, pyroi_rois *rois)
 {
@@ -57,6 +83,11 @@ static pyroi_status roi_pool_check_forward(const void *input, const int64_t inpu
                                       batch_indices);
     if (status != PYROI_OK) {
         return status;
+    }
+    /* an int32 argmax holds every pixel index of planes of up to 2^31 pixels */
+    if (argmax != NULL && !argmax_wide &&
+        (double)input_shape[2] * (double)input_shape[3] > ROI_POOL_INT32_PIXELS) {
+        return PYROI_E_INVALID_SHAPE;
     }
     status = pyroi_rois_copy(rois, boxes, value_bytes, num_rois, box_row_stride, 4,
                              batch_indices, input_shape[0], NULL, params->cancel);
@@ -78,16 +109,18 @@ static pyroi_status roi_pool_check_forward(const void *input, const int64_t inpu
  * test each entry again where they read it (the caller may write argmax meanwhile), see
  * roi_pool_argmax_is_pixel. */
 typedef struct roi_pool_argmax_check {
-    const int64_t *argmax;
+    const void *argmax;
+    int wide; /* int64 entries, else int32 */
     const int64_t *shape;
     const int64_t *strides;
     int64_t plane_size;
     int bad[PYROI_PARALLEL_MAX_WORKERS]; /* per worker: found a bad entry */
 } roi_pool_argmax_check;
 
-PYROI_VECTOR_TASK(roi_pool_check_argmax_task)
+/* Whether RoIs [begin, end) of the check hold a bad entry (wide: a constant where inlined). */
+PYROI_CLONE_INLINE int roi_pool_argmax_rois_bad(const roi_pool_argmax_check *check,
+                                                int64_t begin, int64_t end, int wide)
 {
-    roi_pool_argmax_check *check = (roi_pool_argmax_check *)context;
     const int64_t *shape = check->shape, *strides = check->strides;
     const uint64_t limit = (uint64_t)check->plane_size;
     int64_t k, c, ph, pw, i;
@@ -95,38 +128,50 @@ PYROI_VECTOR_TASK(roi_pool_check_argmax_task)
         /* the usual layout: each RoI's entries are one run, checked as such (vectorised) */
         const int64_t count = shape[1] * shape[2] * shape[3];
         for (k = begin; k < end; ++k) {
-            const int64_t *run = check->argmax + k * strides[0];
+            const void *run = roi_pool_argmax_at(check->argmax, k * strides[0], wide);
             int bad = 0;
             for (i = 0; i < count; ++i) {
-                bad |= (uint64_t)run[i] + 1u > limit;
+                bad |= (uint64_t)roi_pool_argmax_get(run, i, wide) + 1u > limit;
             }
             if (bad) {
-                check->bad[worker] = 1;
-                return;
+                return 1;
             }
         }
-        return;
+        return 0;
     }
     for (k = begin; k < end; ++k) {
         for (c = 0; c < shape[1]; ++c) {
-            const int64_t *winners = check->argmax + k * strides[0] + c * strides[1];
+            const void *winners =
+                roi_pool_argmax_at(check->argmax, k * strides[0] + c * strides[1], wide);
             /* branch-free: a is in [-1, plane_size) exactly when a + 1 <= plane_size
              * without sign (a wraps around when below -1) */
             int bad = 0;
             for (ph = 0; ph < shape[2]; ++ph) {
                 for (pw = 0; pw < shape[3]; ++pw) {
-                    bad |= (uint64_t)winners[ph * strides[2] + pw * strides[3]] + 1u > limit;
+                    bad |= (uint64_t)roi_pool_argmax_get(
+                               winners, ph * strides[2] + pw * strides[3], wide) +
+                               1u >
+                           limit;
                 }
             }
             if (bad) {
-                check->bad[worker] = 1;
-                return;
+                return 1;
             }
         }
     }
+    return 0;
 }
 
-static pyroi_status roi_pool_check_argmax(const int64_t *argmax, const int64_t shape[4],
+PYROI_VECTOR_TASK(roi_pool_check_argmax_task)
+{
+    roi_pool_argmax_check *check = (roi_pool_argmax_check *)context;
+    if (check->wide ? roi_pool_argmax_rois_bad(check, begin, end, 1)
+                    : roi_pool_argmax_rois_bad(check, begin, end, 0)) {
+        check->bad[worker] = 1;
+    }
+}
+
+static pyroi_status roi_pool_check_argmax(const void *argmax, int wide, const int64_t shape[4],
                                           const int64_t strides[4], int64_t plane_size,
                                           const pyroi_roi_pool_params *params)
 {
@@ -139,6 +184,7 @@ static pyroi_status roi_pool_check_argmax(const int64_t *argmax, const int64_t s
         return PYROI_OK; /* no entries (argmax may then be NULL) */
     }
     check.argmax = argmax;
+    check.wide = wide;
     check.shape = shape;
     check.strides = strides;
     check.plane_size = plane_size;
@@ -164,7 +210,7 @@ static pyroi_status roi_pool_check_argmax(const int64_t *argmax, const int64_t s
  * them when nothing is written before all were read. */
 static pyroi_status roi_pool_check_backward(const void *grad_output,
                                             const int64_t grad_output_strides[4],
-                                            const int64_t *argmax,
+                                            const void *argmax,
                                             const int64_t argmax_strides[4],
                                             const int64_t *batch_indices, int64_t num_rois,
                                             const void *grad_input,

@@ -55,6 +55,7 @@ static void PYROI_TYPED(roi_pool_region_to_block)(const T *map, const int64_t sh
 typedef struct PYROI_TYPED(roi_pool_writer) {
     pyroi_row_stream run;       /* the outputs being written (finished: done == total) */
     pyroi_row_stream index_run; /* and the argmax */
+    int index_wide;             /* its entries are int64, else int32 */
     int64_t per_row;            /* elements of each to write per row of bins pooled */
 } PYROI_TYPED(roi_pool_writer);
 
@@ -141,8 +142,20 @@ static PYROI_TYPED(roi_pool_writer) *PYROI_TYPED(roi_pool_writer_of)(
     }
     pyroi_row_stream_init(&writer->run, NULL, NULL, 0, 0, 0);
     pyroi_row_stream_init(&writer->index_run, NULL, NULL, 0, 0, 0);
+    writer->index_wide = job->argmax_wide;
     writer->per_row = 0;
     return writer;
+}
+
+/* Writes at least `elements` more of the writer's argmax run. */
+static void PYROI_TYPED(roi_pool_writer_advance_index)(PYROI_TYPED(roi_pool_writer) *writer,
+                                                       int64_t elements)
+{
+    if (writer->index_wide) {
+        pyroi_row_stream_advance_i64(&writer->index_run, elements);
+    } else {
+        pyroi_row_stream_advance_i32(&writer->index_run, elements);
+    }
 }
 
 /* Finishes the writer's last runs and makes the task's streamed stores visible to the
@@ -151,9 +164,52 @@ static void PYROI_TYPED(roi_pool_writer_finish)(PYROI_TYPED(roi_pool_writer) *wr
 {
     if (writer != NULL) {
         PYROI_TYPED(pyroi_row_stream_advance)(&writer->run, INT64_MAX);
-        pyroi_row_stream_advance_i64(&writer->index_run, INT64_MAX);
+        PYROI_TYPED(roi_pool_writer_advance_index)(writer, INT64_MAX);
     }
     pyroi_stream_fence();
+}
+
+/* The int32 winner tiles (float32 maps) of RoI k for the group_lanes channels at c0 into an
+ * int32 argmax, transposed a lane line at a time: streamed through the writer when there is
+ * one, else stored in place. */
+static void PYROI_TYPED(roi_pool_int32_tiles_to_bins)(const PYROI_TYPED(roi_pool_job) *job,
+                                                      int64_t k, int64_t c0, int64_t group_lanes,
+                                                      const PYROI_TYPED(roi_pool_scratch) *scratch,
+                                                      PYROI_TYPED(roi_pool_writer) *writer)
+{
+    const int64_t pooled_width = job->params->pooled_width;
+    const int64_t bins = job->params->pooled_height * pooled_width;
+    const int64_t *a_strides = job->argmax_strides;
+    const int32_t *winners = (const int32_t *)(const void *)scratch->winners;
+    int32_t *first = (int32_t *)job->argmax_out + k * a_strides[0] + c0 * a_strides[1];
+    /* in the staging of the int64 argmax (int32 rows of the values' stride fit it) */
+    int32_t *staging = (int32_t *)(void *)scratch->staging_index;
+    int64_t s, ph;
+    if (writer != NULL) {
+        pyroi_row_stream_advance_i32(&writer->index_run, INT64_MAX); /* the previous run */
+    }
+    for (s = 0; s * PYROI_LANES < group_lanes; ++s) {
+        const int64_t lanes = PYROI_TYPED(roi_pool_sub_lanes)(job->features_shape[1], c0, s);
+        const int32_t *tile = winners + s * bins * PYROI_LANES;
+        int32_t *base = first + s * PYROI_LANES * a_strides[1];
+        if (writer != NULL) {
+            pyroi_lanes_to_channels_i32(tile, bins, lanes,
+                                        staging + s * PYROI_LANES * scratch->staging_stride,
+                                        scratch->staging_stride, 1);
+        } else if (a_strides[2] == pooled_width * a_strides[3]) {
+            pyroi_lanes_to_channels_i32(tile, bins, lanes, base, a_strides[1], a_strides[3]);
+        } else {
+            for (ph = 0; ph < job->params->pooled_height; ++ph) {
+                pyroi_lanes_to_channels_i32(tile + ph * pooled_width * PYROI_LANES,
+                                            pooled_width, lanes, base + ph * a_strides[2],
+                                            a_strides[1], a_strides[3]);
+            }
+        }
+    }
+    if (writer != NULL) {
+        pyroi_row_stream_init(&writer->index_run, first, staging, group_lanes, bins,
+                              scratch->staging_stride);
+    }
 }
 
 /* Writes the tiles of RoI k for the channel group at c0 to output and (if any) argmax;
@@ -206,7 +262,12 @@ static void PYROI_TYPED(roi_pool_tiles_to_bins)(const PYROI_TYPED(roi_pool_job) 
     if (scratch->winners == NULL) {
         return;
     }
-    if (writer != NULL) { /* the same for argmax */
+    if (!job->argmax_wide && sizeof(PYROI_TYPED(roi_pool_index)) == sizeof(int32_t)) {
+        /* float32 maps: the int32 winners go to an int32 argmax as the values go out */
+        PYROI_TYPED(roi_pool_int32_tiles_to_bins)(job, k, c0, group_lanes, scratch, writer);
+        return;
+    }
+    if (writer != NULL && job->argmax_wide) { /* the same for an int64 argmax */
         pyroi_row_stream_advance_i64(&writer->index_run, INT64_MAX);
         for (j = 0; j < group_lanes; ++j) {
             const PYROI_TYPED(roi_pool_index) *winners =
@@ -217,18 +278,19 @@ static void PYROI_TYPED(roi_pool_tiles_to_bins)(const PYROI_TYPED(roi_pool_job) 
             }
         }
         pyroi_row_stream_init(&writer->index_run,
-                              job->argmax_out + k * a_strides[0] + c0 * a_strides[1],
+                              (int64_t *)job->argmax_out + k * a_strides[0] + c0 * a_strides[1],
                               scratch->staging_index, group_lanes, bins, bins);
         return;
     }
     for (j = 0; j < group_lanes; ++j) {
         const PYROI_TYPED(roi_pool_index) *winners =
             scratch->winners + (j / PYROI_LANES) * bins * PYROI_LANES + j % PYROI_LANES;
-        int64_t *out = job->argmax_out + k * a_strides[0] + (c0 + j) * a_strides[1];
+        const int64_t out = k * a_strides[0] + (c0 + j) * a_strides[1];
         for (ph = 0; ph < pooled_height; ++ph) {
             for (pw = 0; pw < pooled_width; ++pw) {
-                out[ph * a_strides[2] + pw * a_strides[3]] =
-                    winners[(ph * pooled_width + pw) * PYROI_LANES];
+                roi_pool_argmax_set(job->argmax_out, out + ph * a_strides[2] + pw * a_strides[3],
+                                    job->argmax_wide,
+                                    winners[(ph * pooled_width + pw) * PYROI_LANES]);
             }
         }
     }

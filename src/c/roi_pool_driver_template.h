@@ -124,12 +124,13 @@ static pyroi_status PYROI_TYPED(roi_pool_forward_checked)(PYROI_TYPED(roi_pool_j
     return status;
 }
 
-pyroi_status PYROI_TYPED(pyroi_roi_pool_forward)(
+/* The forward with an argmax of either width (argmax_wide: int64 entries, else int32). */
+static pyroi_status PYROI_TYPED(roi_pool_forward_any)(
     const T *input, const int64_t input_shape[4], const int64_t input_strides[4],
     const T *boxes, int64_t num_rois, int64_t box_row_stride,
     const int64_t *batch_indices,
     T *output, const int64_t output_strides[4],
-    int64_t *argmax, const int64_t argmax_strides[4],
+    void *argmax, const int64_t argmax_strides[4], int argmax_wide,
     const pyroi_roi_pool_params *params)
 {
     PYROI_TYPED(roi_pool_job) job;
@@ -137,7 +138,8 @@ pyroi_status PYROI_TYPED(pyroi_roi_pool_forward)(
     pyroi_status status = roi_pool_check_forward(input, input_shape, input_strides, boxes,
                                                  num_rois, box_row_stride, batch_indices,
                                                  output, output_strides, argmax,
-                                                 argmax_strides, params, sizeof(T), &rois);
+                                                 argmax_strides, argmax_wide, params,
+                                                 sizeof(T), &rois);
     if (status != PYROI_OK) {
         return status;
     }
@@ -150,11 +152,30 @@ pyroi_status PYROI_TYPED(pyroi_roi_pool_forward)(
     job.result_strides = output_strides;
     job.argmax_out = argmax;
     job.argmax_strides = argmax_strides;
+    job.argmax_wide = argmax_wide;
     job.params = params;
     status = PYROI_TYPED(roi_pool_forward_checked)(&job);
     pyroi_rois_free(&rois);
     return status;
 }
+
+/* The public forward of an argmax of index_type (wide: int64). */
+#define ROI_POOL_FORWARD_ENTRY(name, index_type, wide)                                         \
+    pyroi_status PYROI_TYPED(name)(                                                            \
+        const T *input, const int64_t input_shape[4], const int64_t input_strides[4],          \
+        const T *boxes, int64_t num_rois, int64_t box_row_stride,                              \
+        const int64_t *batch_indices, T *output, const int64_t output_strides[4],              \
+        index_type *argmax, const int64_t argmax_strides[4],                                   \
+        const pyroi_roi_pool_params *params)                                                   \
+    {                                                                                          \
+        return PYROI_TYPED(roi_pool_forward_any)(input, input_shape, input_strides, boxes,     \
+                                                 num_rois, box_row_stride, batch_indices,      \
+                                                 output, output_strides, argmax,               \
+                                                 argmax_strides, wide, params);                \
+    }
+ROI_POOL_FORWARD_ENTRY(pyroi_roi_pool_forward, int64_t, 1)
+ROI_POOL_FORWARD_ENTRY(pyroi_roi_pool_forward_i32, int32_t, 0)
+#undef ROI_POOL_FORWARD_ENTRY
 
 pyroi_status PYROI_TYPED(pyroi_roi_pool_find_invalid_roi)(
     const T *boxes, int64_t num_rois, int64_t box_row_stride,
@@ -197,8 +218,8 @@ static pyroi_status PYROI_TYPED(roi_pool_backward_checked)(PYROI_TYPED(roi_pool_
                                (double)PYROI_LANE_BYTES <=
                            (double)ROI_POOL_SCRATCH_BYTES;
     if (!job->keep_blocks) {
-        status = roi_pool_check_argmax(job->argmax_in, pooled_shape, job->argmax_strides,
-                                       map_pixels, params);
+        status = roi_pool_check_argmax(job->argmax_in, job->argmax_wide, pooled_shape,
+                                       job->argmax_strides, map_pixels, params);
         if (status != PYROI_OK) {
             return status;
         }
@@ -228,9 +249,10 @@ static pyroi_status PYROI_TYPED(roi_pool_backward_checked)(PYROI_TYPED(roi_pool_
                               PYROI_TYPED(roi_pool_backward_task), job);
 }
 
-pyroi_status PYROI_TYPED(pyroi_roi_pool_backward)(
+/* The backward with an argmax of either width (argmax_wide: int64 entries, else int32). */
+static pyroi_status PYROI_TYPED(roi_pool_backward_any)(
     const T *grad_output, const int64_t grad_output_strides[4],
-    const int64_t *argmax, const int64_t argmax_strides[4],
+    const void *argmax, const int64_t argmax_strides[4], int argmax_wide,
     const int64_t *batch_indices, int64_t num_rois,
     T *grad_input, const int64_t grad_input_shape[4], const int64_t grad_input_strides[4],
     const pyroi_roi_pool_params *params)
@@ -248,7 +270,7 @@ pyroi_status PYROI_TYPED(pyroi_roi_pool_backward)(
     if (pyroi_shape_is_empty(grad_input_shape)) {
         const int64_t pooled_shape[4] = {num_rois, grad_input_shape[1], params->pooled_height,
                                          params->pooled_width};
-        status = roi_pool_check_argmax(argmax, pooled_shape, argmax_strides,
+        status = roi_pool_check_argmax(argmax, argmax_wide, pooled_shape, argmax_strides,
                                        grad_input_shape[2] * grad_input_shape[3], params);
     } else {
         memset(&job, 0, sizeof(job));
@@ -260,9 +282,28 @@ pyroi_status PYROI_TYPED(pyroi_roi_pool_backward)(
         job.result_strides = grad_input_strides;
         job.argmax_in = argmax;
         job.argmax_strides = argmax_strides;
+        job.argmax_wide = argmax_wide;
         job.params = params;
         status = PYROI_TYPED(roi_pool_backward_checked)(&job);
     }
     pyroi_rois_free(&rois);
     return status;
 }
+
+/* The public backward from an argmax of index_type (wide: int64). */
+#define ROI_POOL_BACKWARD_ENTRY(name, index_type, wide)                                        \
+    pyroi_status PYROI_TYPED(name)(                                                            \
+        const T *grad_output, const int64_t grad_output_strides[4],                            \
+        const index_type *argmax, const int64_t argmax_strides[4],                             \
+        const int64_t *batch_indices, int64_t num_rois, T *grad_input,                         \
+        const int64_t grad_input_shape[4], const int64_t grad_input_strides[4],                \
+        const pyroi_roi_pool_params *params)                                                   \
+    {                                                                                          \
+        return PYROI_TYPED(roi_pool_backward_any)(grad_output, grad_output_strides, argmax,    \
+                                                  argmax_strides, wide, batch_indices,         \
+                                                  num_rois, grad_input, grad_input_shape,      \
+                                                  grad_input_strides, params);                 \
+    }
+ROI_POOL_BACKWARD_ENTRY(pyroi_roi_pool_backward, int64_t, 1)
+ROI_POOL_BACKWARD_ENTRY(pyroi_roi_pool_backward_i32, int32_t, 0)
+#undef ROI_POOL_BACKWARD_ENTRY

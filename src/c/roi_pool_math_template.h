@@ -121,7 +121,7 @@ static void PYROI_TYPED(roi_pool_forward_rois)(
     const T *input, const int64_t input_shape[4], const int64_t input_strides[4],
     const T *boxes, int64_t box_row_stride, const int64_t *batch_indices,
     T *PYROI_RESTRICT output, const int64_t output_strides[4],
-    int64_t *PYROI_RESTRICT argmax, const int64_t argmax_strides[4],
+    void *PYROI_RESTRICT argmax, const int64_t argmax_strides[4], int argmax_wide,
     const pyroi_roi_pool_params *params, roi_pool_window *windows,
     int64_t roi_begin, int64_t roi_end)
 {
@@ -148,9 +148,9 @@ static void PYROI_TYPED(roi_pool_forward_rois)(
         for (c = 0; c < channels; ++c) {
             const T *plane = input + batch_indices[k] * input_strides[0] + c * input_strides[1];
             T *out = output + k * output_strides[0] + c * output_strides[1];
-            int64_t *winners = argmax == NULL
-                                   ? NULL
-                                   : argmax + k * argmax_strides[0] + c * argmax_strides[1];
+            /* the first argmax entry of the channel (argmax_strides is NULL without one) */
+            const int64_t winners =
+                argmax == NULL ? 0 : k * argmax_strides[0] + c * argmax_strides[1];
             for (ph = 0; ph < pooled_height; ++ph) {
                 const roi_pool_window rw = row_windows[ph];
                 for (pw = 0; pw < pooled_width; ++pw) {
@@ -179,8 +179,11 @@ static void PYROI_TYPED(roi_pool_forward_rois)(
                         }
                     }
                     out[ph * output_strides[2] + pw * output_strides[3]] = best;
-                    if (winners != NULL) {
-                        winners[ph * argmax_strides[2] + pw * argmax_strides[3]] = best_index;
+                    if (argmax != NULL) {
+                        roi_pool_argmax_set(argmax,
+                                            winners + ph * argmax_strides[2] +
+                                                pw * argmax_strides[3],
+                                            argmax_wide, best_index);
                     }
                 }
             }
@@ -193,7 +196,7 @@ static void PYROI_TYPED(roi_pool_forward_rois)(
  * row, bin column), so the result does not depend on how channels are split. */
 static void PYROI_TYPED(roi_pool_backward_channels)(
     const T *grad_output, const int64_t grad_output_strides[4],
-    const int64_t *argmax, const int64_t argmax_strides[4],
+    const void *argmax, const int64_t argmax_strides[4], int argmax_wide,
     const int64_t *batch_indices, int64_t num_rois,
     T *PYROI_RESTRICT grad_input, const int64_t grad_input_shape[4],
     const int64_t grad_input_strides[4], const pyroi_roi_pool_params *params,
@@ -216,10 +219,12 @@ static void PYROI_TYPED(roi_pool_backward_channels)(
             T *plane = grad_input + batch_indices[k] * grad_input_strides[0] +
                        c * grad_input_strides[1];
             const T *grad = grad_output + k * grad_output_strides[0] + c * grad_output_strides[1];
-            const int64_t *winners = argmax + k * argmax_strides[0] + c * argmax_strides[1];
+            const int64_t winners = k * argmax_strides[0] + c * argmax_strides[1];
             for (ph = 0; ph < params->pooled_height; ++ph) {
                 for (pw = 0; pw < params->pooled_width; ++pw) {
-                    const int64_t a = winners[ph * argmax_strides[2] + pw * argmax_strides[3]];
+                    const int64_t a = roi_pool_argmax_get(
+                        argmax, winners + ph * argmax_strides[2] + pw * argmax_strides[3],
+                        argmax_wide);
                     if (!roi_pool_argmax_is_pixel(a, plane_size)) { /* -1: nothing */
                         continue;
                     }

@@ -11,7 +11,7 @@ static void PYROI_TYPED(roi_pool_forward_task)(void *context, int64_t begin, int
     PYROI_TYPED(roi_pool_forward_rois)(job->features, job->features_shape, job->features_strides,
                                        job->boxes, job->box_row_stride, job->batch_indices,
                                        job->result, job->result_strides, job->argmax_out,
-                                       job->argmax_strides, job->params,
+                                       job->argmax_strides, job->argmax_wide, job->params,
                                        job->windows + (int64_t)worker * per_worker, begin, end);
 }
 
@@ -22,7 +22,7 @@ static void PYROI_TYPED(roi_pool_backward_task)(void *context, int64_t begin, in
     (void)worker;
     PYROI_TYPED(roi_pool_backward_channels)(
         job->features, job->features_strides, job->argmax_in, job->argmax_strides,
-        job->batch_indices, job->num_rois, job->result, job->result_shape,
+        job->argmax_wide, job->batch_indices, job->num_rois, job->result, job->result_shape,
         job->result_strides, job->params, begin, end);
 }
 
@@ -74,7 +74,7 @@ static inline void PYROI_TYPED(roi_pool_roi_lanes)(const roi_pool_plan *plan, in
         if (writer != NULL) { /* a share of the previous tile's stores per row of bins */
             PYROI_TYPED(pyroi_row_stream_advance)(&writer->run, writer->per_row);
             if (winners != NULL) {
-                pyroi_row_stream_advance_i64(&writer->index_run, writer->per_row);
+                PYROI_TYPED(roi_pool_writer_advance_index)(writer, writer->per_row);
             }
         }
     }
@@ -160,18 +160,19 @@ PYROI_VECTOR_TASK(PYROI_TYPED(roi_pool_forward_region_task))
  * prefetches before a run was mostly dropped). Returns whether some entry was neither -1 nor
  * a pixel of a plane of plane_size. */
 PYROI_CLONE_INLINE int PYROI_TYPED(roi_pool_add_run)(T *PYROI_RESTRICT block, const T *grad,
-                                                     const int64_t *winners, int64_t count,
-                                                     const int64_t *lane_bytes,
+                                                     const void *winners, int wide,
+                                                     int64_t count, const int64_t *lane_bytes,
                                                      uint64_t plane_size, const T *next_grad,
-                                                     const int64_t *next_winners)
+                                                     const void *next_winners)
 {
-    enum { LINE = PYROI_LANE_BYTES / (int)sizeof(int64_t) }; /* argmax entries a line */
+    enum { LINE = PYROI_LANE_BYTES / (int)sizeof(int64_t) }; /* int64 entries a line */
+    const int64_t entries_a_line = wide ? LINE : 2 * LINE;
     int64_t checked[ROI_POOL_ADD_CHUNK];
     uint64_t bad = 0; /* of the entries' width: no narrowing in the vector loop */
     char *bytes = (char *)(void *)block;
     int64_t e, first;
     for (e = 0; e < count; ++e) { /* vectorised */
-        const int64_t a = winners[e];
+        const int64_t a = roi_pool_argmax_get(winners, e, wide);
         /* a is in [-1, plane_size) exactly when a + 1 <= plane_size without sign (a wraps
          * around when below -1); a bad entry's offset is not formed (it could overflow) */
         const int is_bad = (uint64_t)a + 1u > plane_size;
@@ -182,7 +183,9 @@ PYROI_CLONE_INLINE int PYROI_TYPED(roi_pool_add_run)(T *PYROI_RESTRICT block, co
         return 1;
     }
     for (first = 0; first < count; first += LINE) {
-        PYROI_PREFETCH(next_winners + first);
+        if (first % entries_a_line == 0) {
+            PYROI_PREFETCH(roi_pool_argmax_at(next_winners, first, wide));
+        }
         if (first % (PYROI_LANE_BYTES / (int64_t)sizeof(T)) == 0) { /* a line of T */
             PYROI_PREFETCH(next_grad + first);
         }
@@ -205,7 +208,7 @@ PYROI_CLONE_INLINE int PYROI_TYPED(roi_pool_add_run)(T *PYROI_RESTRICT block, co
  * bin (ph, pw) at winners[ph * a_row + pw * a_column], its gradient likewise), into one lane
  * of a block: each entry read once, and only pixels added to. */
 static inline int PYROI_TYPED(roi_pool_add_strided)(T *PYROI_RESTRICT lane, const T *grad,
-                                                    const int64_t *winners,
+                                                    const void *winners, int wide,
                                                     int64_t pooled_height,
                                                     int64_t pooled_width, int64_t g_row,
                                                     int64_t g_column, int64_t a_row,
@@ -215,7 +218,7 @@ static inline int PYROI_TYPED(roi_pool_add_strided)(T *PYROI_RESTRICT lane, cons
     int bad = 0;
     for (ph = 0; ph < pooled_height; ++ph) {
         for (pw = 0; pw < pooled_width; ++pw) {
-            const int64_t a = winners[ph * a_row + pw * a_column];
+            const int64_t a = roi_pool_argmax_get(winners, ph * a_row + pw * a_column, wide);
             bad |= (uint64_t)a + 1u > plane_size;
             if ((uint64_t)a < plane_size) {
                 lane[a * PYROI_LANES] += grad[ph * g_row + pw * g_column];
@@ -230,10 +233,11 @@ static inline int PYROI_TYPED(roi_pool_add_strided)(T *PYROI_RESTRICT lane, cons
  * job->keep_blocks each item has its own block, left for roi_pool_backward_write_task once
  * every item was added without a bad argmax entry (argmax is read once, and a bad entry
  * leaves grad_input untouched); otherwise a worker's one block is written out after each
- * item (argmax was checked before). */
-PYROI_VECTOR_TASK(PYROI_TYPED(roi_pool_backward_image_task))
+ * item (argmax was checked before). wide: argmax entries are int64, else int32. */
+PYROI_CLONE_INLINE void PYROI_TYPED(roi_pool_backward_images)(PYROI_TYPED(roi_pool_job) *job,
+                                                              int64_t begin, int64_t end,
+                                                              int worker, int wide)
 {
-    PYROI_TYPED(roi_pool_job) *job = (PYROI_TYPED(roi_pool_job) *)context;
     const roi_pool_plan *plan = job->plan;
     const int64_t *shape = job->result_shape;
     const int64_t *g_strides = job->features_strides, *a_strides = job->argmax_strides;
@@ -282,29 +286,33 @@ PYROI_VECTOR_TASK(PYROI_TYPED(roi_pool_backward_image_task))
                 break; /* the write-out below still leaves the block zero */
             }
             const T *grad = job->features + k * g_strides[0] + c0 * g_strides[1];
-            const int64_t *winners = job->argmax_in + k * a_strides[0] + c0 * a_strides[1];
+            const int64_t winners = k * a_strides[0] + c0 * a_strides[1];
             const T *next_grad = job->features + next * g_strides[0] + c0 * g_strides[1];
-            const int64_t *next_winners =
-                job->argmax_in + next * a_strides[0] + c0 * a_strides[1];
+            const int64_t next_winners = next * a_strides[0] + c0 * a_strides[1];
             if (whole_runs) {
-                bad |= PYROI_TYPED(roi_pool_add_run)(block, grad, winners, lanes * bins,
-                                                     lane_bytes, plane_size, next_grad,
-                                                     next_winners);
+                bad |= PYROI_TYPED(roi_pool_add_run)(
+                    block, grad, roi_pool_argmax_at(job->argmax_in, winners, wide), wide,
+                    lanes * bins, lane_bytes, plane_size, next_grad,
+                    roi_pool_argmax_at(job->argmax_in, next_winners, wide));
                 continue;
             }
             for (j = 0; j < lanes; ++j) {
                 const int64_t g_at = j * g_strides[1], a_at = j * a_strides[1];
                 if (!contiguous) {
                     bad |= PYROI_TYPED(roi_pool_add_strided)(
-                        block + j, grad + g_at, winners + a_at, pooled_height, pooled_width,
-                        g_row, g_column, a_row, a_column, plane_size);
+                        block + j, grad + g_at,
+                        roi_pool_argmax_at(job->argmax_in, winners + a_at, wide), wide,
+                        pooled_height, pooled_width, g_row, g_column, a_row, a_column,
+                        plane_size);
                     continue;
                 }
                 for (e = 0; e < bins; e += ROI_POOL_ADD_CHUNK) {
                     bad |= PYROI_TYPED(roi_pool_add_run)(
-                        block + j, grad + g_at + e, winners + a_at + e,
+                        block + j, grad + g_at + e,
+                        roi_pool_argmax_at(job->argmax_in, winners + a_at + e, wide), wide,
                         bins - e < ROI_POOL_ADD_CHUNK ? bins - e : ROI_POOL_ADD_CHUNK,
-                        lane_bytes, plane_size, next_grad + g_at + e, next_winners + a_at + e);
+                        lane_bytes, plane_size, next_grad + g_at + e,
+                        roi_pool_argmax_at(job->argmax_in, next_winners + a_at + e, wide));
                 }
             }
         }
@@ -314,6 +322,16 @@ PYROI_VECTOR_TASK(PYROI_TYPED(roi_pool_backward_image_task))
         }
     }
     job->bad_argmax[worker] |= bad;
+}
+
+PYROI_VECTOR_TASK(PYROI_TYPED(roi_pool_backward_image_task))
+{
+    PYROI_TYPED(roi_pool_job) *job = (PYROI_TYPED(roi_pool_job) *)context;
+    if (job->argmax_wide) {
+        PYROI_TYPED(roi_pool_backward_images)(job, begin, end, worker, 1);
+    } else {
+        PYROI_TYPED(roi_pool_backward_images)(job, begin, end, worker, 0);
+    }
 }
 
 /* Backward with job->keep_blocks, once every item's block holds its sums: work item as

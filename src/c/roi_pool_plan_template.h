@@ -16,9 +16,10 @@ typedef struct PYROI_TYPED(roi_pool_job) {
     T *result; /* output (forward) or grad_input (backward) */
     const int64_t *result_shape;
     const int64_t *result_strides;
-    int64_t *argmax_out;      /* forward */
-    const int64_t *argmax_in; /* backward */
+    void *argmax_out;      /* forward */
+    const void *argmax_in; /* backward */
     const int64_t *argmax_strides;
+    int argmax_wide;       /* argmax entries are int64, else int32 */
     const pyroi_roi_pool_params *params;
     roi_pool_window *windows; /* forward: pooled_height + pooled_width per worker */
     const roi_pool_plan *plan; /* lane-major orders */

@@ -74,11 +74,11 @@ __attribute__((target("avx2"), always_inline)) static inline void transpose8x8(_
     r[7] = _mm256_permute2f128_ps(s3, s7, 0x31);
 }
 
-/* Full 16-lane blocks, unit element stride: 8 x 8 tiles, then the portable loop for the
- * last count % 8 elements. */
-__attribute__((target("avx2"))) static void lanes_to_channels_avx2(const float *src,
-                                                                   int64_t count, float *dst,
-                                                                   int64_t dst_lane_stride)
+/* Full 16-lane blocks, unit element stride: the 8 x 8 tiles; returns how many elements they
+ * moved (count rounded down to 8). Bits only: the loads and stores may alias any 4-byte
+ * type. */
+__attribute__((target("avx2"), always_inline)) static inline int64_t lanes_to_channels_tiles(
+    const float *src, int64_t count, float *dst, int64_t dst_lane_stride)
 {
     const int64_t full = count - count % 8;
     int64_t i, half, r;
@@ -94,8 +94,33 @@ __attribute__((target("avx2"))) static void lanes_to_channels_avx2(const float *
             }
         }
     }
+    return full;
+}
+
+/* Then the portable loop for the last count % 8 elements. */
+__attribute__((target("avx2"))) static void lanes_to_channels_avx2(const float *src,
+                                                                   int64_t count, float *dst,
+                                                                   int64_t dst_lane_stride)
+{
+    const int64_t full = lanes_to_channels_tiles(src, count, dst, dst_lane_stride);
     lanes_to_channels_portable_f32(src + full * 16, count - full, 16, dst + full,
                                    dst_lane_stride, 1);
+}
+
+/* int32 lanes (their bits): the tiles, then the last count % 8 elements as int32. */
+__attribute__((target("avx2"))) static void lanes_to_channels_avx2_i32(const int32_t *src,
+                                                                       int64_t count,
+                                                                       int32_t *dst,
+                                                                       int64_t dst_lane_stride)
+{
+    const int64_t full = lanes_to_channels_tiles((const float *)(const void *)src, count,
+                                                 (float *)(void *)dst, dst_lane_stride);
+    int64_t i, j;
+    for (j = 0; j < 16; ++j) {
+        for (i = full; i < count; ++i) {
+            dst[j * dst_lane_stride + i] = src[i * 16 + j];
+        }
+    }
 }
 
 __attribute__((target("avx2"))) static void channels_to_lanes_avx2(const float *src,
@@ -196,6 +221,23 @@ void pyroi_lanes_to_channels_f32(const float *src, int64_t count, int64_t lanes,
     lanes_to_channels_portable_f32(src, count, lanes, dst, dst_lane_stride, dst_stride);
 }
 
+void pyroi_lanes_to_channels_i32(const int32_t *src, int64_t count, int64_t lanes,
+                                 int32_t *dst, int64_t dst_lane_stride, int64_t dst_stride)
+{
+    int64_t i, j;
+#ifdef PYROI_HAVE_AVX2_TRANSPOSE
+    if (lanes == 16 && dst_stride == 1 && have_avx2()) {
+        lanes_to_channels_avx2_i32(src, count, dst, dst_lane_stride);
+        return;
+    }
+#endif
+    for (j = 0; j < lanes; ++j) {
+        for (i = 0; i < count; ++i) {
+            dst[j * dst_lane_stride + i * dst_stride] = src[i * PYROI_LANE_COUNT_F32 + j];
+        }
+    }
+}
+
 void pyroi_lanes_to_channels_f64(const double *src, int64_t count, int64_t lanes, double *dst,
                                  int64_t dst_lane_stride, int64_t dst_stride)
 {
@@ -282,55 +324,70 @@ void pyroi_row_stream_init(pyroi_row_stream *stream, void *dst, const void *src,
         stream->column = column;                                                               \
     } while (0)
 
-void pyroi_row_stream_advance_f32(pyroi_row_stream *stream, int64_t elements)
-{
-    ROW_STREAM_LOAD(float);
+/* 4-byte elements (float, and int32 bit patterns: the vector loads and stores may alias any
+ * type). */
 #ifdef PYROI_HAVE_STREAM_STORES
-    /* a vector spans at most two source rows once rows hold 4 elements */
-    if (row_length >= 4) {
-        const __m128i lane = _mm_set_epi32(3, 2, 1, 0);
-        const int64_t vector_end = end < total - 3 ? end : total - 3; /* last vector start + 1 */
-        while (done < end && ((uintptr_t)(out + done) & 15) != 0) {
-            ROW_STREAM_STEP();
-        }
-        while (done < vector_end) {
-            /* the vectors inside the current row: a plain copy loop */
-            const float *p = in + row * src_stride + column;
-            const int64_t left = row_length - column; /* elements of this row from column */
-            int64_t inside = left / 4, m;
-            if (inside > (vector_end - done + 3) / 4) {
-                inside = (vector_end - done + 3) / 4;
-            }
-            for (m = 0; m < inside; ++m) {
-                _mm_stream_ps(out + done + 4 * m, _mm_loadu_ps(p + 4 * m));
-            }
-            done += 4 * inside;
-            column += 4 * inside;
-            if (column == row_length) {
-                column = 0;
-                ++row;
-            } else if (done < vector_end && row_length - column < 4) {
-                /* the vector the row ends in: lanes >= left from the start of the next row */
-                const int64_t rest = row_length - column;
-                const __m128 from_next = _mm_castsi128_ps(
-                    _mm_cmpgt_epi32(lane, _mm_set1_epi32((int)rest - 1)));
-                p = in + row * src_stride + column;
-                _mm_stream_ps(out + done,
-                              _mm_or_ps(_mm_and_ps(from_next,
-                                                   _mm_loadu_ps(p + src_stride - row_length)),
-                                        _mm_andnot_ps(from_next, _mm_loadu_ps(p))));
-                done += 4;
-                ++row;
-                column = 4 - rest;
-            }
-        }
+#  define ROW_STREAM_VECTORS_4(T)                                                              \
+    /* a vector spans at most two source rows once rows hold 4 elements */                     \
+    if (row_length >= 4) {                                                                     \
+        const __m128i lane = _mm_set_epi32(3, 2, 1, 0);                                        \
+        const int64_t vector_end = end < total - 3 ? end : total - 3; /* last start + 1 */     \
+        while (done < end && ((uintptr_t)(out + done) & 15) != 0) {                            \
+            ROW_STREAM_STEP();                                                                 \
+        }                                                                                      \
+        while (done < vector_end) {                                                            \
+            /* the vectors inside the current row: a plain copy loop */                        \
+            const float *p = (const float *)(const void *)(in + row * src_stride + column);    \
+            float *o = (float *)(void *)(out + done);                                          \
+            const int64_t left = row_length - column; /* elements of this row from column */   \
+            int64_t inside = left / 4, m;                                                      \
+            if (inside > (vector_end - done + 3) / 4) {                                        \
+                inside = (vector_end - done + 3) / 4;                                          \
+            }                                                                                  \
+            for (m = 0; m < inside; ++m) {                                                     \
+                _mm_stream_ps(o + 4 * m, _mm_loadu_ps(p + 4 * m));                             \
+            }                                                                                  \
+            done += 4 * inside;                                                                \
+            column += 4 * inside;                                                              \
+            if (column == row_length) {                                                        \
+                column = 0;                                                                    \
+                ++row;                                                                         \
+            } else if (done < vector_end && row_length - column < 4) {                         \
+                /* the vector the row ends in: lanes >= left from the start of the next row */ \
+                const int64_t rest = row_length - column;                                      \
+                const __m128 from_next = _mm_castsi128_ps(                                     \
+                    _mm_cmpgt_epi32(lane, _mm_set1_epi32((int)rest - 1)));                     \
+                p = (const float *)(const void *)(in + row * src_stride + column);             \
+                _mm_stream_ps((float *)(void *)(out + done),                                   \
+                              _mm_or_ps(_mm_and_ps(from_next,                                  \
+                                                   _mm_loadu_ps(p + src_stride - row_length)), \
+                                        _mm_andnot_ps(from_next, _mm_loadu_ps(p))));           \
+                done += 4;                                                                     \
+                ++row;                                                                         \
+                column = 4 - rest;                                                             \
+            }                                                                                  \
+        }                                                                                      \
     }
+#else
+#  define ROW_STREAM_VECTORS_4(T)
 #endif
-    while (done < end) {
-        ROW_STREAM_STEP();
+
+#define ROW_STREAM_ADVANCE_4(T, SUFFIX)                                                        \
+    void pyroi_row_stream_advance_##SUFFIX(pyroi_row_stream *stream, int64_t elements)        \
+    {                                                                                          \
+        ROW_STREAM_LOAD(T);                                                                    \
+        ROW_STREAM_VECTORS_4(T);                                                               \
+        while (done < end) {                                                                   \
+            ROW_STREAM_STEP();                                                                 \
+        }                                                                                      \
+        ROW_STREAM_STORE();                                                                    \
     }
-    ROW_STREAM_STORE();
-}
+
+ROW_STREAM_ADVANCE_4(float, f32)
+ROW_STREAM_ADVANCE_4(int32_t, i32)
+
+#undef ROW_STREAM_VECTORS_4
+#undef ROW_STREAM_ADVANCE_4
 
 /* 8-byte elements: vectors of two, so a vector spans two rows only when it starts on a
  * row's last element. The vector steps are bit moves (the casts reinterpret). */

@@ -18,6 +18,9 @@ void pyroi_lanes_to_channels_f32(const float *src, int64_t count, int64_t lanes,
                                  int64_t dst_lane_stride, int64_t dst_stride);
 void pyroi_lanes_to_channels_f64(const double *src, int64_t count, int64_t lanes, double *dst,
                                  int64_t dst_lane_stride, int64_t dst_stride);
+/* The same for int32 lane rows of float32's width (RoIPool's argmax tiles). */
+void pyroi_lanes_to_channels_i32(const int32_t *src, int64_t count, int64_t lanes,
+                                 int32_t *dst, int64_t dst_lane_stride, int64_t dst_stride);
 
 /* dst[i * dst_pitch + j] = src[j * src_lane_stride + i * src_stride] for i < count,
  * j < lanes, and 0 for lanes <= j < L; dst_pitch >= L (L: the usual lane-major rows; a
@@ -38,7 +41,7 @@ void pyroi_stream_fence(void);
 /* A packed run being streamed a piece at a time, so that the stores overlap other work
  * instead of stalling it: dst[r * row_length + i] = src[r * src_stride + i] for r < rows,
  * i < row_length. When src_stride != row_length the source needs room around each row:
- * src_stride >= row_length + 3 (float) or + 1 (double, int64), rows * src_stride readable
+ * src_stride >= row_length + 3 (float, int32) or + 1 (double, int64), rows * src_stride readable
  * elements; elements just past a row's end and just before a later row's start are read
  * but not used. dst and src must stay valid until the run is finished. */
 typedef struct pyroi_row_stream {
@@ -56,6 +59,7 @@ void pyroi_row_stream_init(pyroi_row_stream *stream, void *dst, const void *src,
                            int64_t row_length, int64_t src_stride);
 /* Writes at least `elements` more elements of the run (all that remain if fewer). */
 void pyroi_row_stream_advance_f32(pyroi_row_stream *stream, int64_t elements);
+void pyroi_row_stream_advance_i32(pyroi_row_stream *stream, int64_t elements);
 void pyroi_row_stream_advance_f64(pyroi_row_stream *stream, int64_t elements);
 void pyroi_row_stream_advance_i64(pyroi_row_stream *stream, int64_t elements);
 

@@ -36,7 +36,7 @@ typedef struct binding_call {
     int64_t num_rois;
     int64_t box_row_stride;
     int64_t *batch_indices;
-    int64_t *argmax; /* the pooled tensor's shape, or NULL */
+    void *argmax; /* the pooled tensor's shape (entries of the entry's argmax_bytes), or NULL */
     int64_t argmax_strides[4];
     void *workspace;
     size_t workspace_size; /* the workspace's bytes; a query's answer */
@@ -61,7 +61,7 @@ typedef struct binding_entry {
     /* sets call->failed_roi to the first RoI the operator rejects; NULL: the call has no boxes */
     pyroi_status (*find_invalid_roi)(binding_call *call);
     binding_layout layout;
-    int has_argmax;
+    int argmax_bytes;       /* bytes of an argmax entry (8: int64, 4: int32); 0: no argmax */
     int box_size;           /* coordinates per box */
     int position_sensitive; /* pooled channels C' = C / (PH * PW), else C' = C */
     int float16;            /* the C function has an _f16 variant */
@@ -133,25 +133,29 @@ BINDING_FIND(roi_align_rotated, roi_align_rotated, BINDING_FIND_IN_MAP_ARGS)
 
 /* ---- the entry points: one row each --------------------------------------------------------
  * X(name: pyroi_<name>[_f32|_f64] and the entry binding_<name>, dtypes, params family,
- *   argument list, layout, has_argmax, box_size, position_sensitive, float16,
+ *   argument list, layout, argmax_bytes, box_size, position_sensitive, float16,
  *   find_invalid_roi family, boxes_name) */
 #define BINDING_ENTRIES(X)                                                                    \
     X(roi_align_forward, HALF, roi_align, FORWARD, FORWARD, 0, 4, 0, 1, roi_align, "boxes")   \
     X(roi_align_backward, HALF, roi_align, BACKWARD, BACKWARD, 0, 4, 0, 1, roi_align, "boxes") \
-    X(roi_align_max_forward, REAL, roi_align, FORWARD_ARGMAX, FORWARD, 1, 4, 0, 0, roi_align, \
+    X(roi_align_max_forward, REAL, roi_align, FORWARD_ARGMAX, FORWARD, 8, 4, 0, 0, roi_align, \
       "boxes")                                                                                \
-    X(roi_align_max_backward, REAL, roi_align, BACKWARD_ARGMAX, BACKWARD, 1, 4, 0, 0,          \
+    X(roi_align_max_backward, REAL, roi_align, BACKWARD_ARGMAX, BACKWARD, 8, 4, 0, 0,          \
       roi_align, "boxes")                                                                     \
-    X(roi_align_onnx_max_forward_argmax, REAL, roi_align, FORWARD_ARGMAX, FORWARD, 1, 4, 0, 0, \
+    X(roi_align_onnx_max_forward_argmax, REAL, roi_align, FORWARD_ARGMAX, FORWARD, 8, 4, 0, 0, \
       roi_align, "boxes")                                                                     \
-    X(roi_align_onnx_max_backward, REAL, roi_align, BACKWARD_ARGMAX, BACKWARD, 1, 4, 0, 0,     \
+    X(roi_align_onnx_max_backward, REAL, roi_align, BACKWARD_ARGMAX, BACKWARD, 8, 4, 0, 0,     \
       roi_align, "boxes")                                                                     \
     X(roi_align_backward_with_workspace, REAL, roi_align, WITH_WORKSPACE, BACKWARD, 0, 4, 0, 0, \
       roi_align, "boxes")                                                                     \
     X(roi_align_backward_workspace_size, REAL, roi_align, WORKSPACE_SIZE, QUERY, 0, 4, 0, 0,   \
       roi_align, "boxes")                                                                     \
-    X(roi_pool_forward, REAL, roi_pool, FORWARD_ARGMAX, FORWARD, 1, 4, 0, 0, roi_pool, "boxes") \
-    X(roi_pool_backward, REAL, roi_pool, POOL_BACKWARD, BACKWARD, 1, 0, 0, 0, none, "boxes")   \
+    X(roi_pool_forward, REAL, roi_pool, FORWARD_ARGMAX, FORWARD, 8, 4, 0, 0, roi_pool, "boxes") \
+    X(roi_pool_backward, REAL, roi_pool, POOL_BACKWARD, BACKWARD, 8, 0, 0, 0, none, "boxes")   \
+    X(roi_pool_forward_i32, REAL, roi_pool, FORWARD_ARGMAX, FORWARD, 4, 4, 0, 0, roi_pool,     \
+      "boxes")                                                                                \
+    X(roi_pool_backward_i32, REAL, roi_pool, POOL_BACKWARD, BACKWARD, 4, 0, 0, 0, none,        \
+      "boxes")                                                                                \
     X(ps_roi_align_forward, REAL, ps_roi_align, FORWARD, FORWARD, 0, 4, 1, 0, ps_roi_align,    \
       "boxes")                                                                                \
     X(ps_roi_align_backward, REAL, ps_roi_align, BACKWARD, BACKWARD, 0, 4, 1, 0, ps_roi_align, \
@@ -165,13 +169,13 @@ BINDING_FIND(roi_align_rotated, roi_align_rotated, BINDING_FIND_IN_MAP_ARGS)
     X(roi_align_rotated_backward, REAL, roi_align_rotated, BACKWARD, BACKWARD, 0, 5, 0, 0,     \
       roi_align_rotated, "rois")
 
-#define BINDING_DEFINE_ENTRY(name, dtypes, family, arguments, layout, has_argmax, box_size,   \
+#define BINDING_DEFINE_ENTRY(name, dtypes, family, arguments, layout, argmax_bytes, box_size, \
                              position_sensitive, float16, find, boxes_name)                  \
     static pyroi_status binding_run_##name(binding_call *c)                                   \
     { return BINDING_##dtypes(pyroi_##name, BINDING_##arguments##_ARGS(family)); }            \
     static const binding_entry binding_##name = {                                             \
         binding_run_##name, binding_##family##_params, binding_find_##find,                   \
-        BINDING_##layout, has_argmax, box_size, position_sensitive, float16, boxes_name};
+        BINDING_##layout, argmax_bytes, box_size, position_sensitive, float16, boxes_name};
 BINDING_ENTRIES(BINDING_DEFINE_ENTRY)
 
 /* ---- the other calls: the dtype of one function, picked by f64 ----------------------------- */

@@ -23,7 +23,7 @@ cdef extern from "_bindings.h" nogil:
         int64_t num_rois
         int64_t box_row_stride
         int64_t *batch_indices
-        int64_t *argmax
+        void *argmax
         int64_t argmax_strides[4]
         void *workspace
         size_t workspace_size
@@ -44,7 +44,7 @@ cdef extern from "_bindings.h" nogil:
         void (*fill_params)(Call *call) noexcept nogil
         pyroi_status (*find_invalid_roi)(Call *call) noexcept nogil
         Layout layout
-        int has_argmax
+        int argmax_bytes
         int box_size
         int position_sensitive
         int float16
@@ -61,6 +61,8 @@ cdef extern from "_bindings.h" nogil:
     const Entry roi_align_backward_workspace_size "binding_roi_align_backward_workspace_size"
     const Entry roi_pool_forward "binding_roi_pool_forward"
     const Entry roi_pool_backward "binding_roi_pool_backward"
+    const Entry roi_pool_forward_i32 "binding_roi_pool_forward_i32"
+    const Entry roi_pool_backward_i32 "binding_roi_pool_backward_i32"
     const Entry ps_roi_align_forward "binding_ps_roi_align_forward"
     const Entry ps_roi_align_backward "binding_ps_roi_align_backward"
     const Entry ps_roi_pool_forward "binding_ps_roi_pool_forward"

@@ -27,6 +27,7 @@ from pyroi._errors import (
 _Real = Union[npt.NDArray[np.float32], npt.NDArray[np.float64]]
 _Half = Union[_Real, npt.NDArray[np.uint16]]  # float16 tensors: uint16 views of their bits
 _Ints = npt.NDArray[np.int64]
+_Argmax = Union[_Ints, npt.NDArray[np.int32]]  # RoIPool's argmax: int64 or int32
 
 # Largest adaptive sampling grid per bin and axis (PYROI_MAX_SAMPLING_GRID).
 MAX_SAMPLING_GRID: int
@@ -73,10 +74,10 @@ def roi_align_max_backward(grad_output: _Real, argmax: _Ints, boxes: _Real, batc
                            onnx: bool = False) -> None: ...
 # RoIPool forward into output (K, C, pooled_height, pooled_width) and argmax (or None).
 def roi_pool_forward(input: _Real, boxes: _Real, batch_indices: _Ints, output: _Real,
-                     argmax: _Ints | None, pooled_height: int, pooled_width: int,
+                     argmax: _Argmax | None, pooled_height: int, pooled_width: int,
                      spatial_scale_h: float, spatial_scale_w: float, num_threads: int) -> None: ...
 # RoIPool backward: overwrite grad_input (N, C, H, W) with the input gradient.
-def roi_pool_backward(grad_output: _Real, argmax: _Ints, batch_indices: _Ints, grad_input: _Real,
+def roi_pool_backward(grad_output: _Real, argmax: _Argmax, batch_indices: _Ints, grad_input: _Real,
                       spatial_scale_h: float, spatial_scale_w: float,
                       num_threads: int) -> None: ...
 # PSRoIAlign forward into output (K, C / (PH * PW), PH, PW), and its backward.

@@ -9,7 +9,7 @@ strides, calls C without the GIL and turns a non-OK status into its exception cl
 operator does it through one function, run(). No arithmetic on data happens here; argument
 checking with good messages is in _validate.py.
 """
-from libc.stdint cimport int64_t, uint16_t
+from libc.stdint cimport int32_t, int64_t, uint16_t
 from libc.stdint cimport int8_t
 from cpython.exc cimport PyErr_Fetch, PyErr_Restore
 from cpython.ref cimport PyObject
@@ -221,6 +221,8 @@ cdef object run_typed(element tensor_type, coordinate box_type, const b.Entry *e
     cdef const int64_t[::1] batch = batch_indices
     cdef const int64_t[:, :, :, :] argmax_in
     cdef int64_t[:, :, :, :] argmax_out
+    cdef const int32_t[:, :, :, :] argmax_in32
+    cdef int32_t[:, :, :, :] argmax_out32
     cdef unsigned char[::1] scratch
     cdef const Py_ssize_t *map_shape
     cdef const Py_ssize_t *pooled_shape = NULL
@@ -263,12 +265,23 @@ cdef object run_typed(element tensor_type, coordinate box_type, const b.Entry *e
         call.num_rois = pooled_shape[0]
     call.batch_indices = <int64_t *>&batch[0]
     call.argmax = NULL
-    if entry.has_argmax and entry.layout == b.BACKWARD:
+    # an argmax of the entry's width: read by a backward, written by a forward (when given)
+    if entry.argmax_bytes == sizeof(int32_t) and entry.layout == b.BACKWARD:
+        argmax_in32 = argmax
+        call.argmax = <void *>&argmax_in32[0, 0, 0, 0]
+        argmax_shape = argmax_in32.shape
+        argmax_strides = argmax_in32.strides
+    elif entry.argmax_bytes == sizeof(int32_t) and argmax is not None:
+        argmax_out32 = argmax
+        call.argmax = &argmax_out32[0, 0, 0, 0]
+        argmax_shape = argmax_out32.shape
+        argmax_strides = argmax_out32.strides
+    elif entry.argmax_bytes and entry.layout == b.BACKWARD:
         argmax_in = argmax
-        call.argmax = <int64_t *>&argmax_in[0, 0, 0, 0]
+        call.argmax = <void *>&argmax_in[0, 0, 0, 0]
         argmax_shape = argmax_in.shape
         argmax_strides = argmax_in.strides
-    elif entry.has_argmax and argmax is not None:
+    elif entry.argmax_bytes and argmax is not None:
         argmax_out = argmax
         call.argmax = &argmax_out[0, 0, 0, 0]
         argmax_shape = argmax_out.shape
@@ -276,7 +289,7 @@ cdef object run_typed(element tensor_type, coordinate box_type, const b.Entry *e
     for i in range(4):
         call.argmax_strides[i] = 0
     if argmax_strides != NULL:
-        element_strides(argmax_strides, sizeof(int64_t), 4, call.argmax_strides)
+        element_strides(argmax_strides, entry.argmax_bytes, 4, call.argmax_strides)
     call.workspace = NULL
     call.workspace_size = 0
     if workspace is not None:
@@ -380,17 +393,25 @@ def roi_pool_forward(input, boxes, batch_indices, output, argmax, int64_t pooled
                      int64_t pooled_width, double spatial_scale_h, double spatial_scale_w,
                      int num_threads):
     """RoIPool forward into output (K, C, pooled_height, pooled_width) and, unless it is
-    None, argmax (same shape)."""
+    None, argmax (same shape, int64 or int32)."""
     cdef b.Call call = numbers(pooled_height, pooled_width, spatial_scale_h, spatial_scale_w,
                                num_threads)
-    run(&b.roi_pool_forward, &call, input, boxes, batch_indices, output, argmax)
+    run(&b.roi_pool_forward_i32 if is_int32(argmax) else &b.roi_pool_forward, &call, input,
+        boxes, batch_indices, output, argmax)
 
 
 def roi_pool_backward(grad_output, argmax, batch_indices, grad_input, double spatial_scale_h,
                       double spatial_scale_w, int num_threads):
-    """RoIPool backward: overwrite grad_input (N, C, H, W) with the input gradient."""
+    """RoIPool backward: overwrite grad_input (N, C, H, W) with the input gradient, from an
+    int64 or int32 argmax."""
     cdef b.Call call = numbers(0, 0, spatial_scale_h, spatial_scale_w, num_threads)
-    run(&b.roi_pool_backward, &call, grad_input, None, batch_indices, grad_output, argmax)
+    run(&b.roi_pool_backward_i32 if is_int32(argmax) else &b.roi_pool_backward, &call,
+        grad_input, None, batch_indices, grad_output, argmax)
+
+
+cdef bint is_int32(argmax):
+    """Whether an argmax array has int32 entries (else int64, or it is None)."""
+    return argmax is not None and argmax.itemsize == sizeof(int32_t)
 
 
 def ps_roi_align_forward(input, boxes, batch_indices, output, int64_t pooled_height,

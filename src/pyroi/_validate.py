@@ -506,9 +506,10 @@ def _sizes(value, name: str, count: int, integers: str, sizes: str) -> tuple:
 
 
 def argmax_array(value, shape: tuple, plane_size: int | None, name: str = "argmax",
-                 check_values: bool = True) -> np.ndarray:
-    """The argmax of a max-pooling forward as a native int64 array (any strides; copied only
-    if it is another integer type or unreadable in place).
+                 check_values: bool = True, keep_int32: bool = False) -> np.ndarray:
+    """The argmax of a max-pooling forward as a native int64 array, or with ``keep_int32``
+    int32 when it is int32 (any strides; copied only if it is another integer type or
+    unreadable in place).
 
     It must have ``shape`` and hold only -1 (nothing to propagate) or pixel indices in
     ``[0, plane_size)``; errors name the first offending element. With ``check_values``
@@ -525,9 +526,32 @@ def argmax_array(value, shape: tuple, plane_size: int | None, name: str = "argma
         raise ShapeError(f"{name} must have shape {tuple(shape)}, got {array.shape}")
     if check_values and plane_size is not None:
         argmax_values(array, plane_size, name)
+    if keep_int32 and array.dtype.newbyteorder("=") == np.dtype(np.int32):
+        return _kernel_ready(array)
     if array.dtype.newbyteorder("=") != np.dtype(np.int64):
         return array.astype(np.int64)
     return _kernel_ready(array)
+
+
+def argmax_dtype(value) -> np.dtype:
+    """The dtype of the argmax a forward returns: int64 or int32 (np.int32, "int32" or any
+    other spelling NumPy reads as one of them)."""
+    try:
+        dtype = np.dtype(value)
+    except TypeError:
+        dtype = None
+    if dtype not in (np.dtype(np.int64), np.dtype(np.int32)):
+        raise DTypeError(f"argmax_dtype must be np.int64 or np.int32, got {value!r}")
+    return dtype
+
+
+def int32_argmax_plane(input_shape: tuple) -> None:
+    """An int32 argmax can index every pixel of the planes of an input of this shape."""
+    if input_shape[2] * input_shape[3] > 2**31:
+        raise ShapeError(
+            f"argmax_dtype=np.int32 cannot index planes of {input_shape[2]} x {input_shape[3]} "
+            f"pixels (more than 2**31): use np.int64"
+        )
 
 
 def argmax_values(array: np.ndarray, plane_size: int, name: str = "argmax") -> None:

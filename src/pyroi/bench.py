@@ -325,7 +325,9 @@ def pyroi_calls(w: Workload, threads: int, grad: np.ndarray):
             num_threads=threads), None)
     if w.op == "roi_pool":
         size, scale = w.output_size, w.spatial_scale
-        _, argmax = pyroi.roi_pool(w.features, w.boxes, size, scale, return_argmax=True)
+        # int32 like torchvision's (and pyroi.torch's) argmax: the backward reads it
+        _, argmax = pyroi.roi_pool(w.features, w.boxes, size, scale, return_argmax=True,
+                                   argmax_dtype=np.int32)
         return (lambda: pyroi.roi_pool(w.features, w.boxes, size, scale, num_threads=threads),
                 lambda: pyroi.roi_pool_backward(grad, w.boxes, argmax, w.features.shape, size,
                                                 scale, num_threads=threads))
@@ -336,6 +338,16 @@ def pyroi_calls(w: Workload, threads: int, grad: np.ndarray):
     return (lambda: pyroi.roi_align(w.features, w.boxes, *args, num_threads=threads),
             lambda: pyroi.roi_align_backward(grad, w.boxes, w.features.shape, *args[1:],
                                              num_threads=threads))
+
+
+def pyroi_argmax_forward(w: Workload, threads: int):
+    """RoIPool's forward with the int32 argmax a backward needs, what torchvision's forward
+    computes; None for the other ops."""
+    if w.op != "roi_pool":
+        return None
+    return lambda: pyroi.roi_pool(w.features, w.boxes, w.output_size, w.spatial_scale,
+                                  return_argmax=True, argmax_dtype=np.int32,
+                                  num_threads=threads)
 
 
 def torchvision_op(ops, w: Workload):
@@ -391,6 +403,9 @@ def run(workloads, thread_counts, repeat, peer_repeat, progress=None,
             channels_last = pyroi_channels_last_forward(w, threads)
             if channels_last is not None:
                 results["pyroi NHWC fwd"] = timed(channels_last, repeat)
+            with_argmax = pyroi_argmax_forward(w, threads)
+            if with_argmax is not None:
+                results["pyroi argmax fwd"] = timed(with_argmax, repeat)
             if w.backward:
                 results["pyroi bwd"] = timed(pyroi_backward, repeat)
             if tv and w.op in ("roi_align", "roi_pool"):  # torchvision has no max RoIAlign
@@ -439,10 +454,13 @@ def run(workloads, thread_counts, repeat, peer_repeat, progress=None,
             line = [f"  threads={threads}: pyroi fwd {results['pyroi fwd']:8.2f} ms"]
             if "pyroi NHWC fwd" in results:
                 line.append(f"NHWC {results['pyroi NHWC fwd']:8.2f} ms")
+            if "pyroi argmax fwd" in results:
+                line.append(f"with int32 argmax {results['pyroi argmax fwd']:8.2f} ms")
             for peer in ("torchvision fwd", "onnxruntime fwd", "openvino e2e"):
                 if peer in results:
                     line.append(f"{peer.replace(' fwd', '')} "
-                                + _versus(results, peer, "pyroi fwd", unit=" ms"))
+                                + _versus(results, peer, "pyroi fwd", "pyroi argmax fwd",
+                                          unit=" ms"))
             if "openvino node" in results:
                 line.append("openvino node " + _versus(results, "openvino node", "pyroi fwd",
                                                        "pyroi NHWC fwd", unit=" ms"))
@@ -464,8 +482,10 @@ def run(workloads, thread_counts, repeat, peer_repeat, progress=None,
 _TABLE_COLUMNS = (
     ("pyroi fwd", "pyroi fwd", ()),
     ("pyroi NHWC fwd", "pyroi NHWC fwd", ()),
+    ("pyroi fwd + int32 argmax", "pyroi argmax fwd", ()),
     ("pyroi bwd", "pyroi bwd", ()),
-    ("torchvision fwd", "torchvision fwd", ("pyroi fwd",)),
+    # torchvision's forward computes argmax: RoIPool's ratios are to both pyroi forwards
+    ("torchvision fwd (/ fwd / + argmax)", "torchvision fwd", ("pyroi fwd", "pyroi argmax fwd")),
     ("torchvision bwd", "torchvision bwd", ("pyroi bwd",)),
     ("onnxruntime fwd", "onnxruntime fwd", ("pyroi fwd",)),
     ("openvino node (/ NCHW / NHWC)", "openvino node", ("pyroi fwd", "pyroi NHWC fwd")),

@@ -345,8 +345,10 @@ class RoIPool(_RoILayer):
         self._bind(output_size, spatial_scale)
 
     def _forward(self, input, boxes, batch_indices, num_threads):
+        # int32, as torchvision keeps it: half the bytes the backward reads
         return roi_pool(input, boxes, self.output_size, self.spatial_scale, return_argmax=True,
-                        batch_indices=batch_indices, num_threads=num_threads)
+                        argmax_dtype="int32", batch_indices=batch_indices,
+                        num_threads=num_threads)
 
     def _backward(self, grad_output, saved, num_threads):
         shape, boxes, batch_indices, argmax = saved

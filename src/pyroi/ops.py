@@ -264,7 +264,7 @@ def _roi_align_backward_run(grad, winners, coords, roi_images, grad_input, scale
 
 @_shared_docs
 def roi_pool(input, boxes, output_size, spatial_scale=1.0, *, return_argmax=False,
-             batch_indices=None, num_threads=None, out=None):
+             argmax_dtype=np.int64, batch_indices=None, num_threads=None, out=None):
     """RoIPool (quantised max pooling of Fast R-CNN), exactly as ``torchvision.ops.roi_pool``.
 
     Box corners are scaled and rounded to whole pixels (half away from zero; the end pixel
@@ -282,6 +282,10 @@ def roi_pool(input, boxes, output_size, spatial_scale=1.0, *, return_argmax=Fals
     return_argmax : bool, default False
         Also return, for every output element, the in-plane index ``h * W + w`` of the pixel
         it was taken from (-1 where nothing was), which :func:`roi_pool_backward` needs.
+    argmax_dtype : np.int64 or np.int32, default np.int64
+        The argmax's dtype. ``np.int32`` is torchvision's (its ``roi_pool`` op returns int32):
+        half the memory, which the backward reads faster; the values are the same. A map of
+        more than ``2**31`` pixels per plane needs int64 (:class:`pyroi.ShapeError`).
     {batch_indices}
     {num_threads}
     {out}
@@ -289,8 +293,8 @@ def roi_pool(input, boxes, output_size, spatial_scale=1.0, *, return_argmax=Fals
     Returns
     -------
     output : ndarray, shape (K, C, ph, pw), dtype of ``input``
-    argmax : ndarray, shape (K, C, ph, pw), int64
-        Only when ``return_argmax`` is true (torchvision computes it as int32).
+    argmax : ndarray, shape (K, C, ph, pw), ``argmax_dtype``
+        Only when ``return_argmax`` is true.
 
     Notes
     -----
@@ -315,21 +319,24 @@ def roi_pool(input, boxes, output_size, spatial_scale=1.0, *, return_argmax=Fals
     pooled_height, pooled_width = _validate.output_size(output_size)
     scale = _validate.spatial_scale(spatial_scale)
     want_argmax = _validate.flag(return_argmax, "return_argmax")
+    index_dtype = _validate.argmax_dtype(argmax_dtype)
     threads = _validate.num_threads(num_threads)
     coords, roi_images = _validate.boxes(boxes, features.dtype, features.shape[0], batch_indices)
     return _roi_pool_run(features, coords, roi_images, (pooled_height, pooled_width), scale,
-                         want_argmax, threads, out, (input, boxes, batch_indices))
+                         want_argmax, threads, out, (input, boxes, batch_indices), index_dtype)
 
 
 def _roi_pool_run(features, coords, roi_images, pooled, scale, wants_argmax, threads, out,
-                  sources):
+                  sources, argmax_dtype=np.dtype(np.int64)):
     """RoIPool's forward once validated, shared by :func:`roi_pool` and
     ``pyroi.onnx.max_roi_pool``: checks or allocates the result (``sources``: the caller's
     arrays it must not overlap) and runs the kernel."""
     shape = (coords.shape[0], features.shape[1]) + pooled
     result = _validate.output_array(out, shape, features.dtype,
                                     sources + (features, coords, roi_images))
-    argmax = np.empty(shape, dtype=np.int64) if wants_argmax else None
+    if wants_argmax and argmax_dtype == np.int32:
+        _validate.int32_argmax_plane(features.shape)
+    argmax = np.empty(shape, dtype=argmax_dtype) if wants_argmax else None
     _core.roi_pool_forward(features, coords, roi_images, result, argmax, *pooled, scale, scale,
                            threads)
     return (result, argmax) if wants_argmax else result
@@ -354,7 +361,8 @@ def roi_pool_backward(grad_output, boxes, argmax, input_shape, output_size, spat
         batch index of each RoI.
     argmax : ndarray (K, C, ph, pw) of int
         The argmax the forward returned (``return_argmax=True``); every entry -1 or in
-        ``[0, H * W)``. torchvision's int32 argmax is accepted too.
+        ``[0, H * W)``. int64 and int32 (torchvision's) are read in place; other integer
+        dtypes are converted.
     {input_shape}
     output_size : int or (int, int)
         As for :func:`roi_pool`; must equal ``grad_output.shape[2:]``.
@@ -386,7 +394,7 @@ def roi_pool_backward(grad_output, boxes, argmax, input_shape, output_size, spat
     # the C core checks every argmax entry before it writes anything (in a pass of its own,
     # or as its kernels read them): only when it refuses is the offender looked up here
     winners = _validate.argmax_array(argmax, grad.shape, shape[2] * shape[3],
-                                     check_values=False)
+                                     check_values=False, keep_int32=True)
     result = _validate.output_array(out, shape, grad.dtype, (grad_output, boxes, batch_indices,
                                     argmax, grad, coords, roi_images, winners),
                                     shape_from="input_shape")

@@ -8,6 +8,8 @@ import numpy.typing as npt
 
 # a result, or (result, argmax) when return_argmax is set
 _Pooled = npt.NDArray[Any] | tuple[npt.NDArray[Any], npt.NDArray[np.int64]]
+# RoIPool's argmax: int64 or int32 (argmax_dtype)
+_PooledArgmax = npt.NDArray[Any] | tuple[npt.NDArray[Any], npt.NDArray[np.int64 | np.int32]]
 
 __all__ = [
     "ps_roi_align",
@@ -38,8 +40,9 @@ def roi_align_backward(grad_output: npt.ArrayLike, boxes: npt.ArrayLike, input_s
 
 def roi_pool(input: npt.ArrayLike, boxes: npt.ArrayLike, output_size: int | tuple[int, int],
              spatial_scale: float = 1.0, *, return_argmax: bool = False,
+             argmax_dtype: npt.DTypeLike = ...,
              batch_indices: npt.ArrayLike | None = None, num_threads: int | None = None,
-             out: npt.NDArray[Any] | None = None) -> _Pooled: ...
+             out: npt.NDArray[Any] | None = None) -> _PooledArgmax: ...
 
 def roi_pool_backward(grad_output: npt.ArrayLike, boxes: npt.ArrayLike, argmax: npt.ArrayLike,
                       input_shape: Sequence[int], output_size: int | tuple[int, int],

@@ -110,7 +110,7 @@ def _ps_pooled(input, rois, spatial_scale, pooled_height, pooled_width, *rest):
 
 def _pooled_with_argmax(*args):
     output = _pooled(*args)
-    return output, torch.empty_like(output, dtype=torch.int64)
+    return output, torch.empty_like(output, dtype=torch.int32)
 
 
 @_operator("roi_align", "(Tensor input, Tensor rois, float spatial_scale, SymInt pooled_height, "
@@ -135,8 +135,9 @@ def _roi_align_backward_op(grad, rois, spatial_scale, pooled_height, pooled_widt
 @_operator("roi_pool", "(Tensor input, Tensor rois, float spatial_scale, SymInt pooled_height, "
                        "SymInt pooled_width) -> (Tensor, Tensor)", _pooled_with_argmax)
 def _roi_pool_op(input, rois, spatial_scale, pooled_height, pooled_width):
+    # int32 like torchvision's argmax: half the bytes the backward reads
     return _compute(ops.roi_pool, input, rois, (pooled_height, pooled_width), spatial_scale,
-                    return_argmax=True)
+                    return_argmax=True, argmax_dtype="int32")
 
 
 @_operator("_roi_pool_backward",

@@ -538,6 +538,32 @@ static void test_status_codes(void)
     }
 }
 
+/* The inputs of the large-output tests: count values with ties, NaN and -inf, and num_rois
+ * boxes on image 0 of up to 36 x 36 pixels at scale 1 (the first `small` of up to 8 x 8). */
+#define DEFINE_STREAM_INPUTS(T, SUFFIX)                                                         \
+    static void stream_inputs_##SUFFIX(T *x, int64_t count, T *boxes, int64_t *batch,          \
+                                       int64_t num_rois, int64_t small,                        \
+                                       unsigned long long seed)                                \
+    {                                                                                          \
+        int64_t i, k;                                                                          \
+        for (i = 0; i < count; ++i) {                                                          \
+            const double u = check_random(&seed);                                              \
+            x[i] = u < 0.1 ? (T)NAN : (u < 0.2 ? (T)-INFINITY : (T)(int)(8.0 * u) - (T)6);      \
+        }                                                                                      \
+        for (k = 0; k < num_rois; ++k) {                                                       \
+            const double x1 = -6.0 + 56.0 * check_random(&seed);                              \
+            const double y1 = -6.0 + 46.0 * check_random(&seed);                              \
+            const double side = k < small ? 8.0 : 36.0;                                        \
+            boxes[4 * k] = (T)x1;                                                              \
+            boxes[4 * k + 1] = (T)y1;                                                          \
+            boxes[4 * k + 2] = (T)(x1 + side * check_random(&seed));                           \
+            boxes[4 * k + 3] = (T)(y1 + side * check_random(&seed));                           \
+            batch[k] = 0;                                                                      \
+        }                                                                                      \
+    }
+DEFINE_STREAM_INPUTS(float, f32)
+DEFINE_STREAM_INPUTS(double, f64)
+
 /* Outputs of 8 MiB and more are streamed out past the caches when C-contiguous: the streamed
  * output, argmax and the values-only output equal those written in place into transposed
  * layouts, for channel counts that leave partial lane lines, and for every thread count;
@@ -556,22 +582,9 @@ static void test_status_codes(void)
         T boxes[K * 4];                                                                        \
         int64_t batch[K];                                                                      \
         pyroi_roi_pool_params p;                                                               \
-        unsigned long long seed = 7;                                                           \
         int64_t i, k, c, nonzero = 0;                                                          \
         int threads;                                                                           \
-        for (i = 0; i < N * C * H * W; ++i) { /* ties, NaN and -inf */                         \
-            const double u = check_random(&seed);                                              \
-            x[i] = u < 0.1 ? (T)NAN : (u < 0.2 ? (T)-INFINITY : (T)(int)(8.0 * u) - (T)6);      \
-        }                                                                                      \
-        for (k = 0; k < K; ++k) {                                                              \
-            const double x1 = -6.0 + 56.0 * check_random(&seed);                              \
-            const double y1 = -6.0 + 46.0 * check_random(&seed);                               \
-            boxes[4 * k] = (T)x1;                                                              \
-            boxes[4 * k + 1] = (T)y1;                                                          \
-            boxes[4 * k + 2] = (T)(x1 + 36.0 * check_random(&seed));                           \
-            boxes[4 * k + 3] = (T)(y1 + 36.0 * check_random(&seed));                           \
-            batch[k] = 0;                                                                      \
-        }                                                                                      \
+        stream_inputs_##SUFFIX(x, N * C * H * W, boxes, batch, K, 0, 7);                       \
         check_roi_pool_params(&p, PH, PW);                                                     \
         p.spatial_scale_h = p.spatial_scale_w = 0.5;                                           \
         for (threads = 1; threads <= 3; ++threads) {                                           \
@@ -614,6 +627,141 @@ static void test_status_codes(void)
 DEFINE_STREAM_TEST(float, f32, 100)
 DEFINE_STREAM_TEST(double, f64, 50)
 
+/* An int32 argmax (pyroi_roi_pool_*_i32_*, torchvision's width) holds the int64 argmax's
+ * values, with the same outputs, and the backward from it gives the same gradient, bit for
+ * bit: in every loop order (image blocks, RoI regions, streamed outputs), layout (transposed,
+ * and padded rows: the stores and adds at strides) and thread count. RoIs [0, K) on a small
+ * map take the image blocks with 8 MiB or more of output (streamed); the first two alone, RoI
+ * regions. */
+#define DEFINE_INT32_TEST(T, SUFFIX, CHANNELS)                                                  \
+    static void test_int32_argmax_##SUFFIX(void)                                               \
+    {                                                                                          \
+        enum { N = 1, C = CHANNELS, H = 20, W = 24, K = 300, PH = 9, PW = 9 };                  \
+        enum { OUT = K * C * PH * (PW + 1) }; /* room for padded rows */                       \
+        static T x[N * C * H * W], y_wide[OUT], y_narrow[OUT], gx_wide[N * C * H * W];         \
+        static T gx_narrow[N * C * H * W];                                                     \
+        static int64_t a_wide[OUT];                                                            \
+        static int32_t a_narrow[OUT];                                                          \
+        const int64_t shape[4] = {N, C, H, W}, nchw[4] = {C * H * W, H * W, W, 1};             \
+        const int64_t layouts[3][4] = {{C * PH * PW, PH * PW, PW, 1},                          \
+                                       {1, K, K * C * PW, K * C},                              \
+                                       {C * PH * (PW + 1), PH * (PW + 1), PW + 1, 1}};         \
+        const int64_t rois[2] = {K, 2};                                                        \
+        T boxes[K * 4];                                                                        \
+        int64_t batch[K];                                                                      \
+        pyroi_roi_pool_params p;                                                               \
+        int64_t i, k, nonzero = 0;                                                             \
+        int threads, layout, r;                                                                \
+        stream_inputs_##SUFFIX(x, N * C * H * W, boxes, batch, K, 2, 11);                      \
+        check_roi_pool_params(&p, PH, PW);                                                     \
+        p.spatial_scale_h = p.spatial_scale_w = 0.5;                                           \
+        for (threads = 1; threads <= 2; ++threads)                                             \
+            for (layout = 0; layout < 3; ++layout)                                             \
+                for (r = 0; r < 2; ++r) {                                                      \
+                    const int64_t *out = layouts[layout];                                      \
+                    p.num_threads = threads;                                                   \
+                    for (i = 0; i < OUT; ++i) { /* entries not written stay equal */           \
+                        a_wide[i] = a_narrow[i] = -7;                                          \
+                        y_wide[i] = y_narrow[i] = (T)-7;                                       \
+                    }                                                                          \
+                    CHECK_STATUS(pyroi_roi_pool_forward_##SUFFIX(x, shape, nchw, boxes,        \
+                                                                 rois[r], 4, batch, y_wide,    \
+                                                                 out, a_wide, out, &p),        \
+                                 PYROI_OK);                                                    \
+                    CHECK_STATUS(pyroi_roi_pool_forward_i32_##SUFFIX(x, shape, nchw, boxes,    \
+                                                                     rois[r], 4, batch,        \
+                                                                     y_narrow, out, a_narrow,  \
+                                                                     out, &p),                 \
+                                 PYROI_OK);                                                    \
+                    CHECK(memcmp(y_wide, y_narrow, sizeof(y_wide)) == 0);                      \
+                    for (i = 0; i < OUT; ++i) {                                                \
+                        CHECK(a_wide[i] == (int64_t)a_narrow[i]);                              \
+                        nonzero += a_wide[i] >= 0;                                             \
+                    }                                                                          \
+                    CHECK_STATUS(pyroi_roi_pool_backward_##SUFFIX(y_wide, out, a_wide, out,    \
+                                                                  batch, rois[r], gx_wide,     \
+                                                                  shape, nchw, &p),            \
+                                 PYROI_OK);                                                    \
+                    CHECK_STATUS(pyroi_roi_pool_backward_i32_##SUFFIX(y_wide, out, a_narrow,   \
+                                                                      out, batch, rois[r],     \
+                                                                      gx_narrow, shape, nchw,  \
+                                                                      &p),                     \
+                                 PYROI_OK);                                                    \
+                    CHECK(memcmp(gx_wide, gx_narrow, sizeof(gx_wide)) == 0);                   \
+                }                                                                              \
+        CHECK(nonzero > 0);                                                                    \
+    }
+
+DEFINE_INT32_TEST(float, f32, 100)
+DEFINE_INT32_TEST(double, f64, 50)
+
+/* int32 argmax on a map too large for the lane-major scratch (the direct forward, and the
+ * backward that checks argmax in a pass of its own): the int64 argmax's values; a bad entry
+ * (below -1, or past the plane, also at the int32 extremes) is refused with grad_input
+ * untouched. A plane of more than 2^31 pixels cannot have an int32 argmax. */
+static void test_int32_argmax_large_map(void)
+{
+    enum { H = 800, W = 700, K = 3, PH = 7, PW = 7 };
+    static float x[H * W], gx[H * W];
+    const int64_t shape[4] = {1, 1, H, W}, strides[4] = {H * W, H * W, W, 1};
+    const int64_t out[4] = {PH * PW, PH * PW, PW, 1};
+    const int64_t huge[4] = {1, 1, 65536, 32769}, broadcast[4] = {0, 0, 0, 0};
+    const int32_t bad_values[4] = {-2, H * W, INT32_MIN, INT32_MAX};
+    const float boxes[K * 4] = {10, 20, 300, 200, 710, 810, 720, 820, 0, 0, 699, 799};
+    const int64_t batch[K] = {0, 0, 0};
+    float y[K * PH * PW], y_narrow[K * PH * PW], g[K * PH * PW];
+    int64_t a_wide[K * PH * PW];
+    int32_t a_narrow[K * PH * PW];
+    pyroi_roi_pool_params p;
+    unsigned long long seed = 5;
+    int i, b;
+
+    for (i = 0; i < H * W; ++i) {
+        x[i] = (float)check_random(&seed);
+    }
+    for (i = 0; i < K * PH * PW; ++i) {
+        g[i] = (float)check_random(&seed);
+    }
+    check_roi_pool_params(&p, PH, PW);
+    CHECK_STATUS(pyroi_roi_pool_forward_f32(x, shape, strides, boxes, K, 4, batch, y, out,
+                                            a_wide, out, &p), PYROI_OK);
+    CHECK_STATUS(pyroi_roi_pool_forward_i32_f32(x, shape, strides, boxes, K, 4, batch, y_narrow,
+                                                out, a_narrow, out, &p), PYROI_OK);
+    CHECK(memcmp(y, y_narrow, sizeof(y)) == 0);
+    for (i = 0; i < K * PH * PW; ++i) {
+        CHECK(a_wide[i] == (int64_t)a_narrow[i]);
+    }
+    CHECK(a_narrow[PH * PW] == -1); /* the second RoI is off the map */
+    CHECK_STATUS(pyroi_roi_pool_backward_i32_f32(g, out, a_narrow, out, batch, K, gx, shape,
+                                                 strides, &p), PYROI_OK);
+    for (i = 0; i < K * PH * PW; ++i) {
+        if (a_narrow[i] >= 0) {
+            CHECK(gx[a_narrow[i]] != 0.0f);
+        }
+    }
+    for (b = 0; b < 4; ++b) {
+        const int32_t kept = a_narrow[2 * PH * PW + 5];
+        a_narrow[2 * PH * PW + 5] = bad_values[b];
+        for (i = 0; i < H * W; ++i) {
+            gx[i] = 7.0f;
+        }
+        CHECK_STATUS(pyroi_roi_pool_backward_i32_f32(g, out, a_narrow, out, batch, K, gx,
+                                                     shape, strides, &p),
+                     PYROI_E_INVALID_ARGMAX);
+        for (i = 0; i < H * W; i += 997) {
+            CHECK(gx[i] == 7.0f);
+        }
+        a_narrow[2 * PH * PW + 5] = kept;
+    }
+    /* a broadcast plane of 2^31 + 32768 pixels: refused with an int32 argmax only */
+    CHECK_STATUS(pyroi_roi_pool_forward_i32_f32(x, huge, broadcast, boxes, 1, 4, batch, y, out,
+                                                a_narrow, out, &p), PYROI_E_INVALID_SHAPE);
+    CHECK_STATUS(pyroi_roi_pool_forward_i32_f32(x, huge, broadcast, boxes, 1, 4, batch, y, out,
+                                                NULL, NULL, &p), PYROI_OK);
+    CHECK_STATUS(pyroi_roi_pool_forward_f32(x, huge, broadcast, boxes, 1, 4, batch, y, out,
+                                            a_wide, out, &p), PYROI_OK);
+}
+
 int main(void)
 {
     test_defaults();
@@ -626,5 +774,8 @@ int main(void)
     test_status_codes();
     test_streamed_outputs_f32();
     test_streamed_outputs_f64();
+    test_int32_argmax_f32();
+    test_int32_argmax_f64();
+    test_int32_argmax_large_map();
     return check_report("test_pool");
 }

@@ -402,6 +402,25 @@ PYROI_API pyroi_status pyroi_roi_pool_forward_f64(
     int64_t *argmax, const int64_t argmax_strides[4],
     const pyroi_roi_pool_params *params);
 
+/* The forward with an int32 argmax, torchvision's width (half the bytes of int64, which the
+ * backward then reads): output and argmax values identical to pyroi_roi_pool_forward_*'s.
+ * When argmax is not NULL, planes of more than 2^31 pixels (H * W) are refused with
+ * PYROI_E_INVALID_SHAPE: an int32 cannot index them. */
+PYROI_API pyroi_status pyroi_roi_pool_forward_i32_f32(
+    const float *input, const int64_t input_shape[4], const int64_t input_strides[4],
+    const float *boxes, int64_t num_rois, int64_t box_row_stride,
+    const int64_t *batch_indices,
+    float *output, const int64_t output_strides[4],
+    int32_t *argmax, const int64_t argmax_strides[4],
+    const pyroi_roi_pool_params *params);
+PYROI_API pyroi_status pyroi_roi_pool_forward_i32_f64(
+    const double *input, const int64_t input_shape[4], const int64_t input_strides[4],
+    const double *boxes, int64_t num_rois, int64_t box_row_stride,
+    const int64_t *batch_indices,
+    double *output, const int64_t output_strides[4],
+    int32_t *argmax, const int64_t argmax_strides[4],
+    const pyroi_roi_pool_params *params);
+
 /* Finds the first RoI that pyroi_roi_pool_forward_* with these arguments would reject:
  * *failed_roi receives its index and the status says why (PYROI_E_INVALID_BATCH_INDEX or
  * PYROI_E_INVALID_BOX); PYROI_OK with *failed_roi = -1 when every RoI is valid. Other
@@ -438,6 +457,20 @@ PYROI_API pyroi_status pyroi_roi_pool_backward_f32(
 PYROI_API pyroi_status pyroi_roi_pool_backward_f64(
     const double *grad_output, const int64_t grad_output_strides[4],
     const int64_t *argmax, const int64_t argmax_strides[4],
+    const int64_t *batch_indices, int64_t num_rois,
+    double *grad_input, const int64_t grad_input_shape[4], const int64_t grad_input_strides[4],
+    const pyroi_roi_pool_params *params);
+/* The backward from an int32 argmax (pyroi_roi_pool_forward_i32_*'s, or torchvision's):
+ * the same checks and results as pyroi_roi_pool_backward_*. */
+PYROI_API pyroi_status pyroi_roi_pool_backward_i32_f32(
+    const float *grad_output, const int64_t grad_output_strides[4],
+    const int32_t *argmax, const int64_t argmax_strides[4],
+    const int64_t *batch_indices, int64_t num_rois,
+    float *grad_input, const int64_t grad_input_shape[4], const int64_t grad_input_strides[4],
+    const pyroi_roi_pool_params *params);
+PYROI_API pyroi_status pyroi_roi_pool_backward_i32_f64(
+    const double *grad_output, const int64_t grad_output_strides[4],
+    const int32_t *argmax, const int64_t argmax_strides[4],
     const int64_t *batch_indices, int64_t num_rois,
     double *grad_input, const int64_t grad_input_shape[4], const int64_t grad_input_strides[4],
     const pyroi_roi_pool_params *params);
