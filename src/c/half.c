@@ -38,18 +38,12 @@ typedef struct half_planes {
     int64_t merged_strides[4];
 } half_planes;
 
-/* count elements, step apart in the float16 tensor (consecutive ones: a loop of its own, which
- * the compilers vectorise) */
+/* count elements, step apart in the float16 tensor (GCC versions the loop for step 1 and
+ * vectorises that version) */
 PYROI_CLONE_INLINE void half_widen(const uint16_t *from, int64_t step, int64_t count,
                                    float *wide)
 {
     int64_t i;
-    if (step == 1) {
-        for (i = 0; i < count; ++i) {
-            wide[i] = pyroi_half_to_float(from[i]);
-        }
-        return;
-    }
     for (i = 0; i < count; ++i) {
         wide[i] = pyroi_half_to_float(from[i * step]);
     }
@@ -58,12 +52,6 @@ PYROI_CLONE_INLINE void half_widen(const uint16_t *from, int64_t step, int64_t c
 PYROI_CLONE_INLINE void half_round(const float *wide, int64_t count, uint16_t *to, int64_t step)
 {
     int64_t i;
-    if (step == 1) {
-        for (i = 0; i < count; ++i) {
-            to[i] = pyroi_float_to_half(wide[i]);
-        }
-        return;
-    }
     for (i = 0; i < count; ++i) {
         to[i * step] = pyroi_float_to_half(wide[i]);
     }
@@ -424,6 +412,21 @@ static void half_rois(half_call *call, const float *boxes, int64_t num_rois,
 #define HALF_ROIS(c) (c)->boxes, (c)->num_rois, (c)->box_row_stride, (c)->batch_indices
 #define HALF_PARAMS(family, c) ((const pyroi_##family##_params *)(c)->params)
 
+/* The body of an entry point: the params' check, the call's tensors (... : the argmax and its
+ * strides, or NULL, NULL) and RoIs, the chunks. */
+#define HALF_ENTRY_BODY(family, backward, map, map_strides, pooled, pooled_strides,          \
+                        position_sensitive_, coords, chunk_run, map_shape, ...)              \
+    half_call call;                                                                           \
+    const pyroi_status status = pyroi_check_##family##_params(params);                       \
+    if (status != PYROI_OK) {                                                                 \
+        return status;                                                                        \
+    }                                                                                         \
+    half_tensors(&call, backward, map, map_strides, pooled, pooled_strides, __VA_ARGS__);     \
+    call.position_sensitive = position_sensitive_;                                            \
+    half_rois(&call, boxes, num_rois, box_row_stride, batch_indices, coords);                 \
+    HALF_SETTINGS(&call, params, chunk_run);                                                  \
+    return half_run(&call, map_shape);
+
 /* Defines the float16 forward pyroi_<name>_f16 (arguments as <name>_f32, float16 tensors,
  * float32 boxes) from the chunk call <arguments> of pyroi_<name>_f32. */
 #define HALF_FORWARD(name, family, coords, position_sensitive_, argmax_parameters,          \
@@ -439,16 +442,9 @@ static void half_rois(half_call *call, const float *boxes, int64_t num_rois,
         const int64_t output_strides[4] argmax_parameters,                                    \
         const pyroi_##family##_params *params)                                                \
     {                                                                                         \
-        half_call call;                                                                       \
-        const pyroi_status status = pyroi_check_##family##_params(params);                   \
-        if (status != PYROI_OK) {                                                             \
-            return status;                                                                    \
-        }                                                                                     \
-        half_tensors(&call, 0, input, input_strides, output, output_strides argmax_arguments); \
-        call.position_sensitive = position_sensitive_;                                        \
-        half_rois(&call, boxes, num_rois, box_row_stride, batch_indices, coords);             \
-        HALF_SETTINGS(&call, params, half_##name);                                            \
-        return half_run(&call, input_shape);                                                  \
+        HALF_ENTRY_BODY(family, 0, input, input_strides, output, output_strides,              \
+                        position_sensitive_, coords, half_##name, input_shape,                \
+                        argmax_arguments)                                                     \
     }
 
 /* Likewise a backward, which writes grad_input. */
@@ -465,24 +461,16 @@ static void half_rois(half_call *call, const float *boxes, int64_t num_rois,
         uint16_t *grad_input, const int64_t grad_input_shape[4],                              \
         const int64_t grad_input_strides[4], const pyroi_##family##_params *params)           \
     {                                                                                         \
-        half_call call;                                                                       \
-        const pyroi_status status = pyroi_check_##family##_params(params);                   \
-        if (status != PYROI_OK) {                                                             \
-            return status;                                                                    \
-        }                                                                                     \
-        half_tensors(&call, 1, grad_input, grad_input_strides, grad_output,                   \
-                     grad_output_strides argmax_arguments);                                   \
-        call.position_sensitive = position_sensitive_;                                        \
-        half_rois(&call, boxes, num_rois, box_row_stride, batch_indices, coords);             \
-        HALF_SETTINGS(&call, params, half_##name);                                            \
-        return half_run(&call, grad_input_shape);                                             \
+        HALF_ENTRY_BODY(family, 1, grad_input, grad_input_strides, grad_output,               \
+                        grad_output_strides, position_sensitive_, coords, half_##name,        \
+                        grad_input_shape, argmax_arguments)                                   \
     }
 
 #define HALF_NO_ARGMAX_PARAMETERS
-#define HALF_NO_ARGMAX_ARGUMENTS , NULL, NULL
+#define HALF_NO_ARGMAX_ARGUMENTS NULL, NULL
 #define HALF_ARGMAX_OUT_PARAMETERS , int64_t *argmax, const int64_t argmax_strides[4]
 #define HALF_ARGMAX_IN_PARAMETERS , const int64_t *argmax, const int64_t argmax_strides[4]
-#define HALF_ARGMAX_ARGUMENTS , argmax, argmax_strides
+#define HALF_ARGMAX_ARGUMENTS argmax, argmax_strides
 
 #define HALF_FORWARD_ARGS(family) \
     (HALF_MAP(t), HALF_ROIS(c), HALF_POOLED(t), HALF_PARAMS(family, c))

@@ -63,93 +63,93 @@ static int same_rounded(const uint16_t *halves, const float *wide, size_t count)
 
 #define ROIS4(stride) boxes, K, stride, batch
 
-static void test_forwards(arrays *a, const int64_t strides[4], int threads)
-{
+/* Every operator's parameters: 2 x 2 bins, spatial scales and sampling of several kinds. */
+typedef struct params {
     pyroi_roi_align_params align;
     pyroi_roi_pool_params pool;
     pyroi_ps_roi_align_params ps_align;
     pyroi_ps_roi_pool_params ps_pool;
     pyroi_roi_align_rotated_params rotated;
-    pyroi_roi_align_params_init(&align);
-    align.pooled_height = PH;
-    align.pooled_width = PW;
-    align.spatial_scale_h = align.spatial_scale_w = 0.75;
-    align.sampling_ratio = 2;
-    align.num_threads = threads;
+} params;
+
+static void params_init(params *p, int threads)
+{
+    pyroi_roi_align_params_init(&p->align);
+    pyroi_roi_pool_params_init(&p->pool);
+    pyroi_ps_roi_align_params_init(&p->ps_align);
+    pyroi_ps_roi_pool_params_init(&p->ps_pool);
+    pyroi_roi_align_rotated_params_init(&p->rotated);
+    p->align.pooled_height = p->pool.pooled_height = p->ps_align.pooled_height = PH;
+    p->ps_pool.pooled_height = p->rotated.pooled_height = PH;
+    p->align.pooled_width = p->pool.pooled_width = p->ps_align.pooled_width = PW;
+    p->ps_pool.pooled_width = p->rotated.pooled_width = PW;
+    p->align.spatial_scale_h = p->align.spatial_scale_w = 0.75;
+    p->pool.spatial_scale_h = p->pool.spatial_scale_w = 0.5;
+    p->align.sampling_ratio = p->rotated.sampling_ratio = 2;
+    p->ps_align.sampling_ratio = -1; /* adaptive */
+    p->rotated.angle_in_degrees = 1;
+    p->align.num_threads = p->pool.num_threads = p->ps_align.num_threads = threads;
+    p->ps_pool.num_threads = p->rotated.num_threads = threads;
+}
+
+static void test_forwards(arrays *a, const int64_t strides[4], int threads)
+{
+    params p;
+    params_init(&p, threads);
     fill(a, 0, 11);
 #define SAME_FORWARD(call16, call32, count)                                             \
     CHECK_STATUS(call16, PYROI_OK);                                                      \
     CHECK_STATUS(call32, PYROI_OK);                                                      \
     CHECK(same_rounded(a->pooled16, a->pooled32, count))
     SAME_FORWARD(pyroi_roi_align_forward_f16(a->map16, map_shape, strides, ROIS4(5), a->pooled16,
-                                             pooled_strides, &align),
+                                             pooled_strides, &p.align),
                  pyroi_roi_align_forward_f32(a->map32, map_shape, strides, ROIS4(5), a->pooled32,
-                                             pooled_strides, &align),
+                                             pooled_strides, &p.align),
                  POOLED_COUNT);
     SAME_FORWARD(pyroi_roi_align_max_forward_f16(a->map16, map_shape, strides, ROIS4(5),
                                                  a->pooled16, pooled_strides, a->argmax16,
-                                                 pooled_strides, &align),
+                                                 pooled_strides, &p.align),
                  pyroi_roi_align_max_forward_f32(a->map32, map_shape, strides, ROIS4(5),
                                                  a->pooled32, pooled_strides, a->argmax32,
-                                                 pooled_strides, &align),
+                                                 pooled_strides, &p.align),
                  POOLED_COUNT);
     CHECK(memcmp(a->argmax16, a->argmax32, POOLED_COUNT * sizeof(int64_t)) == 0);
     SAME_FORWARD(pyroi_roi_align_onnx_max_forward_f16(a->map16, map_shape, strides, ROIS4(5),
-                                                      a->pooled16, pooled_strides, &align),
+                                                      a->pooled16, pooled_strides, &p.align),
                  pyroi_roi_align_onnx_max_forward_f32(a->map32, map_shape, strides, ROIS4(5),
-                                                      a->pooled32, pooled_strides, &align),
+                                                      a->pooled32, pooled_strides, &p.align),
                  POOLED_COUNT);
     SAME_FORWARD(pyroi_roi_align_onnx_max_forward_argmax_f16(
                      a->map16, map_shape, strides, ROIS4(5), a->pooled16, pooled_strides,
-                     a->argmax16, pooled_strides, &align),
+                     a->argmax16, pooled_strides, &p.align),
                  pyroi_roi_align_onnx_max_forward_argmax_f32(
                      a->map32, map_shape, strides, ROIS4(5), a->pooled32, pooled_strides,
-                     a->argmax32, pooled_strides, &align),
+                     a->argmax32, pooled_strides, &p.align),
                  POOLED_COUNT);
     CHECK(memcmp(a->argmax16, a->argmax32, POOLED_COUNT * sizeof(int64_t)) == 0);
 
-    pyroi_roi_pool_params_init(&pool);
-    pool.pooled_height = PH;
-    pool.pooled_width = PW;
-    pool.spatial_scale_h = pool.spatial_scale_w = 0.5;
-    pool.num_threads = threads;
     SAME_FORWARD(pyroi_roi_pool_forward_f16(a->map16, map_shape, strides, ROIS4(5), a->pooled16,
-                                            pooled_strides, a->argmax16, pooled_strides, &pool),
+                                            pooled_strides, a->argmax16, pooled_strides, &p.pool),
                  pyroi_roi_pool_forward_f32(a->map32, map_shape, strides, ROIS4(5), a->pooled32,
-                                            pooled_strides, a->argmax32, pooled_strides, &pool),
+                                            pooled_strides, a->argmax32, pooled_strides, &p.pool),
                  POOLED_COUNT);
     CHECK(memcmp(a->argmax16, a->argmax32, POOLED_COUNT * sizeof(int64_t)) == 0);
 
-    pyroi_ps_roi_align_params_init(&ps_align);
-    ps_align.pooled_height = PH;
-    ps_align.pooled_width = PW;
-    ps_align.sampling_ratio = -1;
-    ps_align.num_threads = threads;
     SAME_FORWARD(pyroi_ps_roi_align_forward_f16(a->map16, map_shape, strides, ROIS4(5),
-                                                a->pooled16, ps_pooled_strides, &ps_align),
+                                                a->pooled16, ps_pooled_strides, &p.ps_align),
                  pyroi_ps_roi_align_forward_f32(a->map32, map_shape, strides, ROIS4(5),
-                                                a->pooled32, ps_pooled_strides, &ps_align),
+                                                a->pooled32, ps_pooled_strides, &p.ps_align),
                  (size_t)K * COUT * PH * PW);
-    pyroi_ps_roi_pool_params_init(&ps_pool);
-    ps_pool.pooled_height = PH;
-    ps_pool.pooled_width = PW;
-    ps_pool.num_threads = threads;
     SAME_FORWARD(pyroi_ps_roi_pool_forward_f16(a->map16, map_shape, strides, ROIS4(5),
-                                               a->pooled16, ps_pooled_strides, &ps_pool),
+                                               a->pooled16, ps_pooled_strides, &p.ps_pool),
                  pyroi_ps_roi_pool_forward_f32(a->map32, map_shape, strides, ROIS4(5),
-                                               a->pooled32, ps_pooled_strides, &ps_pool),
+                                               a->pooled32, ps_pooled_strides, &p.ps_pool),
                  (size_t)K * COUT * PH * PW);
 
-    pyroi_roi_align_rotated_params_init(&rotated);
-    rotated.pooled_height = PH;
-    rotated.pooled_width = PW;
-    rotated.sampling_ratio = 2;
-    rotated.angle_in_degrees = 1;
-    rotated.num_threads = threads;
     SAME_FORWARD(pyroi_roi_align_rotated_forward_f16(a->map16, map_shape, strides, ROIS4(5),
-                                                     a->pooled16, pooled_strides, &rotated),
+                                                     a->pooled16, pooled_strides, &p.rotated),
                  pyroi_roi_align_rotated_forward_f32(a->map32, map_shape, strides, ROIS4(5),
-                                                     a->pooled32, pooled_strides, &rotated),
+                                                     a->pooled32, pooled_strides, &p.rotated),
                  POOLED_COUNT);
 #undef SAME_FORWARD
 }
@@ -158,17 +158,8 @@ static void test_forwards(arrays *a, const int64_t strides[4], int threads)
  * both are compared element by element in memory). */
 static void test_backwards(arrays *a, const int64_t strides[4], int threads)
 {
-    pyroi_roi_align_params align;
-    pyroi_roi_pool_params pool;
-    pyroi_ps_roi_align_params ps_align;
-    pyroi_ps_roi_pool_params ps_pool;
-    pyroi_roi_align_rotated_params rotated;
-    pyroi_roi_align_params_init(&align);
-    align.pooled_height = PH;
-    align.pooled_width = PW;
-    align.spatial_scale_h = align.spatial_scale_w = 0.75;
-    align.sampling_ratio = 2;
-    align.num_threads = threads;
+    params p;
+    params_init(&p, threads);
     fill(a, 0, 5);
     fill(a, 1, 7);
 #define SAME_BACKWARD(call16, call32)                                                  \
@@ -176,76 +167,57 @@ static void test_backwards(arrays *a, const int64_t strides[4], int threads)
     CHECK_STATUS(call32, PYROI_OK);                                                     \
     CHECK(same_rounded(a->map16, a->map32, MAP_COUNT))
     SAME_BACKWARD(pyroi_roi_align_backward_f16(a->pooled16, pooled_strides, ROIS4(5), a->map16,
-                                               map_shape, strides, &align),
+                                               map_shape, strides, &p.align),
                   pyroi_roi_align_backward_f32(a->pooled32, pooled_strides, ROIS4(5), a->map32,
-                                               map_shape, strides, &align));
+                                               map_shape, strides, &p.align));
     /* the winners of a max forward (float32: the same as float16's, tested above) */
     CHECK_STATUS(pyroi_roi_align_max_forward_f32(a->map32, map_shape, strides, ROIS4(5),
                                                  a->pooled32 + POOLED_COUNT, pooled_strides,
-                                                 a->argmax32, pooled_strides, &align), PYROI_OK);
+                                                 a->argmax32, pooled_strides, &p.align), PYROI_OK);
     SAME_BACKWARD(pyroi_roi_align_max_backward_f16(a->pooled16, pooled_strides, a->argmax32,
                                                    pooled_strides, ROIS4(5), a->map16, map_shape,
-                                                   strides, &align),
+                                                   strides, &p.align),
                   pyroi_roi_align_max_backward_f32(a->pooled32, pooled_strides, a->argmax32,
                                                    pooled_strides, ROIS4(5), a->map32, map_shape,
-                                                   strides, &align));
+                                                   strides, &p.align));
     CHECK_STATUS(pyroi_roi_align_onnx_max_forward_argmax_f32(
                      a->map32, map_shape, strides, ROIS4(5), a->pooled32 + POOLED_COUNT,
-                     pooled_strides, a->argmax32, pooled_strides, &align), PYROI_OK);
+                     pooled_strides, a->argmax32, pooled_strides, &p.align), PYROI_OK);
     SAME_BACKWARD(pyroi_roi_align_onnx_max_backward_f16(a->pooled16, pooled_strides,
                                                         a->argmax32, pooled_strides, ROIS4(5),
-                                                        a->map16, map_shape, strides, &align),
+                                                        a->map16, map_shape, strides, &p.align),
                   pyroi_roi_align_onnx_max_backward_f32(a->pooled32, pooled_strides,
                                                         a->argmax32, pooled_strides, ROIS4(5),
-                                                        a->map32, map_shape, strides, &align));
+                                                        a->map32, map_shape, strides, &p.align));
 
-    pyroi_roi_pool_params_init(&pool);
-    pool.pooled_height = PH;
-    pool.pooled_width = PW;
-    pool.num_threads = threads;
     CHECK_STATUS(pyroi_roi_pool_forward_f32(a->map32, map_shape, strides, ROIS4(5),
                                             a->pooled32 + POOLED_COUNT, pooled_strides,
-                                            a->argmax32, pooled_strides, &pool), PYROI_OK);
+                                            a->argmax32, pooled_strides, &p.pool), PYROI_OK);
     SAME_BACKWARD(pyroi_roi_pool_backward_f16(a->pooled16, pooled_strides, a->argmax32,
                                               pooled_strides, batch, K, a->map16, map_shape,
-                                              strides, &pool),
+                                              strides, &p.pool),
                   pyroi_roi_pool_backward_f32(a->pooled32, pooled_strides, a->argmax32,
                                               pooled_strides, batch, K, a->map32, map_shape,
-                                              strides, &pool));
+                                              strides, &p.pool));
     /* a bad argmax entry in the last chunk: the status of the float32 call */
     a->argmax32[POOLED_COUNT - 1] = (int64_t)H * W;
     CHECK_STATUS(pyroi_roi_pool_backward_f16(a->pooled16, pooled_strides, a->argmax32,
                                              pooled_strides, batch, K, a->map16, map_shape,
-                                             strides, &pool), PYROI_E_INVALID_ARGMAX);
+                                             strides, &p.pool), PYROI_E_INVALID_ARGMAX);
 
-    pyroi_ps_roi_align_params_init(&ps_align);
-    ps_align.pooled_height = PH;
-    ps_align.pooled_width = PW;
-    ps_align.sampling_ratio = 3;
-    ps_align.num_threads = threads;
     SAME_BACKWARD(pyroi_ps_roi_align_backward_f16(a->pooled16, ps_pooled_strides, ROIS4(5),
-                                                  a->map16, map_shape, strides, &ps_align),
+                                                  a->map16, map_shape, strides, &p.ps_align),
                   pyroi_ps_roi_align_backward_f32(a->pooled32, ps_pooled_strides, ROIS4(5),
-                                                  a->map32, map_shape, strides, &ps_align));
-    pyroi_ps_roi_pool_params_init(&ps_pool);
-    ps_pool.pooled_height = PH;
-    ps_pool.pooled_width = PW;
-    ps_pool.num_threads = threads;
+                                                  a->map32, map_shape, strides, &p.ps_align));
     SAME_BACKWARD(pyroi_ps_roi_pool_backward_f16(a->pooled16, ps_pooled_strides, ROIS4(5),
-                                                 a->map16, map_shape, strides, &ps_pool),
+                                                 a->map16, map_shape, strides, &p.ps_pool),
                   pyroi_ps_roi_pool_backward_f32(a->pooled32, ps_pooled_strides, ROIS4(5),
-                                                 a->map32, map_shape, strides, &ps_pool));
+                                                 a->map32, map_shape, strides, &p.ps_pool));
 
-    pyroi_roi_align_rotated_params_init(&rotated);
-    rotated.pooled_height = PH;
-    rotated.pooled_width = PW;
-    rotated.sampling_ratio = 2;
-    rotated.angle_in_degrees = 1;
-    rotated.num_threads = threads;
     SAME_BACKWARD(pyroi_roi_align_rotated_backward_f16(a->pooled16, pooled_strides, ROIS4(5),
-                                                       a->map16, map_shape, strides, &rotated),
+                                                       a->map16, map_shape, strides, &p.rotated),
                   pyroi_roi_align_rotated_backward_f32(a->pooled32, pooled_strides, ROIS4(5),
-                                                       a->map32, map_shape, strides, &rotated));
+                                                       a->map32, map_shape, strides, &p.rotated));
 #undef SAME_BACKWARD
 }
 
@@ -255,47 +227,41 @@ static void test_statuses(arrays *a)
     static const int64_t bad_batch[K] = {0, 1, 2, 0, 1, 0, 0};
     static const int64_t odd_shape[4] = {N, C - 1, H, W};
     float bad_boxes[K * 5];
-    pyroi_roi_pool_params pool;
-    pyroi_ps_roi_pool_params ps_pool;
+    params p;
     size_t i;
     int untouched = 1;
-    pyroi_roi_pool_params_init(&pool);
-    pool.pooled_height = PH;
-    pool.pooled_width = PW;
+    params_init(&p, 0);
     memcpy(bad_boxes, boxes, sizeof(bad_boxes));
     bad_boxes[5 * 6 + 2] = NAN;
     memset(a->pooled16, 0, POOLED_COUNT * sizeof(uint16_t));
     CHECK_STATUS(pyroi_roi_pool_forward_f16(a->map16, map_shape, nchw_strides, boxes, K, 5,
                                             bad_batch, a->pooled16, pooled_strides, NULL, NULL,
-                                            &pool), PYROI_E_INVALID_BATCH_INDEX);
+                                            &p.pool), PYROI_E_INVALID_BATCH_INDEX);
     CHECK_STATUS(pyroi_roi_pool_forward_f16(a->map16, map_shape, nchw_strides, bad_boxes, K, 5,
                                             batch, a->pooled16, pooled_strides, NULL, NULL,
-                                            &pool), PYROI_E_INVALID_BOX);
+                                            &p.pool), PYROI_E_INVALID_BOX);
     for (i = 0; i < POOLED_COUNT; ++i) {
         untouched &= a->pooled16[i] == 0;
     }
     CHECK(untouched);
     CHECK_STATUS(pyroi_roi_pool_forward_f16(a->map16, NULL, nchw_strides, boxes, K, 5, batch,
-                                            a->pooled16, pooled_strides, NULL, NULL, &pool),
+                                            a->pooled16, pooled_strides, NULL, NULL, &p.pool),
                  PYROI_E_NULL_POINTER);
     CHECK_STATUS(pyroi_roi_pool_forward_f16(a->map16, map_shape, nchw_strides, boxes, K, 5,
                                             batch, a->pooled16, pooled_strides, NULL, NULL,
                                             NULL), PYROI_E_NULL_POINTER);
-    pyroi_ps_roi_pool_params_init(&ps_pool);
-    ps_pool.pooled_height = PH;
-    ps_pool.pooled_width = PW;
     CHECK_STATUS(pyroi_ps_roi_pool_forward_f16(a->map16, odd_shape, nchw_strides, boxes, K, 5,
-                                               batch, a->pooled16, ps_pooled_strides, &ps_pool),
+                                               batch, a->pooled16, ps_pooled_strides, &p.ps_pool),
                  PYROI_E_INVALID_SHAPE);
     /* no channels: still one float32 call, which checks the boxes */
     {
         const int64_t empty[4] = {N, 0, H, W};
         CHECK_STATUS(pyroi_roi_pool_forward_f16(a->map16, empty, nchw_strides, bad_boxes, K, 5,
                                                 batch, a->pooled16, pooled_strides, NULL, NULL,
-                                                &pool), PYROI_E_INVALID_BOX);
+                                                &p.pool), PYROI_E_INVALID_BOX);
         CHECK_STATUS(pyroi_roi_pool_forward_f16(a->map16, empty, nchw_strides, boxes, K, 5,
                                                 batch, a->pooled16, pooled_strides, NULL, NULL,
-                                                &pool), PYROI_OK);
+                                                &p.pool), PYROI_OK);
     }
 }
 

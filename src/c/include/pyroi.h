@@ -1029,8 +1029,9 @@ PYROI_API pyroi_status pyroi_roi_align_backward_with_workspace_f64(
  * output channel reads PH * PW consecutive input channels), so the call runs the float32
  * kernel on chunks of channels, each widened exactly into float32 scratch and its result
  * rounded into the float16 tensor; a chunk holds what fits the level 2 caches of the call's
- * workers (at least 16 channels per worker). Memory: that scratch (about the level 2 cache
- * per worker, more for maps whose 16 planes exceed it), never a float32 copy of a tensor;
+ * workers, at least 16 channels per worker, and a call makes at most 8 chunks. Memory: that
+ * scratch (about the level 2 cache per worker, more for maps whose 16 planes exceed it or
+ * with more than 8 chunks' worth of channels), never a float32 copy of a tensor;
  * PYROI_E_NO_MEMORY if it cannot be allocated.
  * Validation and statuses are those of the float32 calls, complete before the caller's
  * tensors are written, except for what only a later chunk reads: an invalid argmax entry
