@@ -89,6 +89,10 @@ def float16_support(data: str, boxes: tuple = ("boxes",)):
                 return function(*args, **kwargs)  # let the function report it
             if not _is_half(bound.arguments.get(data)):
                 return function(*args, **kwargs)
+            out = bound.arguments.get("out")
+            if isinstance(out, np.ndarray):  # the widened boxes are copies: check the caller's
+                _validate._disjoint_from(out, tuple(bound.arguments.get(name) for name in boxes),
+                                         "out")
             for name in boxes:
                 if bound.arguments.get(name) is not None:
                     bound.arguments[name] = _widen_boxes(bound.arguments[name], name)
