@@ -15,7 +15,8 @@
 #  endif
 #endif
 
-enum { DETECTED_LEVEL, DETECTED_L1D, DETECTED_L2, DETECTED_CAP_UNKNOWN, DETECTED_COUNT };
+enum { DETECTED_LEVEL, DETECTED_L1D, DETECTED_L2, DETECTED_CAP_UNKNOWN, DETECTED_F16C,
+       DETECTED_COUNT };
 
 #ifdef PYROI_CPU_X86
 /* Leaf 1, ECX */
@@ -152,6 +153,12 @@ static void detect_cpu(int64_t detected[DETECTED_COUNT])
     cpuid(0x80000000u, 0, r);
     max_extended_leaf = r[0] >= 0x80000000u ? r[0] : 0;
     detected[DETECTED_LEVEL] = detect_level(max_leaf, max_extended_leaf);
+    /* F16C (VEX-encoded: the AVX2 level's YMM state check covers it) */
+    detected[DETECTED_F16C] = 0;
+    if (detected[DETECTED_LEVEL] >= PYROI_CPU_AVX2) {
+        cpuid(1, 0, r);
+        detected[DETECTED_F16C] = has_all(r[2], F16C);
+    }
     if (max_leaf >= 4) {
         cache_sizes_from_leaf(4, sizes);
     }
@@ -175,6 +182,7 @@ static void detect_cpu(int64_t detected[DETECTED_COUNT])
 static void detect_cpu(int64_t detected[DETECTED_COUNT])
 {
     detected[DETECTED_LEVEL] = PYROI_CPU_BASELINE;
+    detected[DETECTED_F16C] = 0;
     detected[DETECTED_L1D] = 0;
     detected[DETECTED_L2] = 0;
 }
@@ -205,6 +213,9 @@ static void detect(int64_t detected[DETECTED_COUNT])
         detected[DETECTED_CAP_UNKNOWN] = level == PYROI_CPU_BASELINE && !same_name(cap, names[0]);
         if (detected[DETECTED_LEVEL] > level) {
             detected[DETECTED_LEVEL] = level;
+        }
+        if (level < PYROI_CPU_AVX2) { /* a baseline cap runs baseline code only */
+            detected[DETECTED_F16C] = 0;
         }
     }
 }
@@ -259,4 +270,9 @@ int64_t pyroi_cpu_l1d_bytes(void)
 int64_t pyroi_cpu_l2_bytes(void)
 {
     return detected_value(DETECTED_L2);
+}
+
+int pyroi_cpu_has_f16c(void)
+{
+    return (int)detected_value(DETECTED_F16C);
 }

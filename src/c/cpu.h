@@ -28,6 +28,10 @@ pyroi_cpu_level pyroi_cpu_vector_level(void);
 /* 1 if PYROI_MAX_VECTOR_ISA held a value that is none of the names above, else 0. */
 int pyroi_cpu_cap_unknown(void);
 
+/* 1 if the float16 conversion instructions (F16C) may run: the CPU has them and the vector
+ * level (after the cap) is at least PYROI_CPU_AVX2; else 0. */
+int pyroi_cpu_has_f16c(void);
+
 /* Size in bytes of one core's level 1 data cache and level 2 cache, 0 where unknown
  * (detected from cpuid on x86; 0 elsewhere). For tuning block sizes at run time. */
 int64_t pyroi_cpu_l1d_bytes(void);

@@ -1,17 +1,239 @@
-/* half.c - float16 entry points of RoIAlign: the float16 tensors are widened (exactly) into
- * float32 scratch, the float32 kernels run (so every sum is accumulated in float32), and the
- * result is rounded once to float16; and the scaled rounding of a float32 result to float16. */
+/* half.c - the float16 entry points (*_f16) of every operator, through one mechanism: the
+ * float32 operator runs on chunks of channels.
+ *
+ * Every operator's outputs are separable over channels: output channel c reads input channel
+ * c only (RoIAlign, RoIPool, rotated), or output channel c of a position-sensitive operator
+ * reads the PH * PW input channels from c * PH * PW on; a backward writes the map's channels
+ * from the same pooled channels. So a float16 call widens the channels of one chunk
+ * (exactly) into float32 scratch, runs the float32 entry point on that chunk with its result
+ * in float32 scratch too - every sum accumulated in float32, in the float32 kernels' order -
+ * and rounds the result once into the caller's float16 tensor; then the next chunk. The
+ * extra memory is the chunks' scratch, not a float32 copy of the tensors, and the float32
+ * kernels stay the only kernels. An argmax (the operators' winners, channel-independent
+ * values) is written or read by the chunk's call in place, at the chunk's channels.
+ *
+ * Validation: the caller's tensors (shapes read once, strides, overlaps) are checked here
+ * before any element is read; the parameters, boxes and batch indices by the float32 call of
+ * the first chunk, before anything is written to the caller's memory. Only what a later
+ * chunk's call alone sees - an argmax entry it reads, cancellation - can fail after earlier
+ * chunks were written. */
 #include "half.h"
+#include "cpu.h"
 #include "parallel.h"
 #include "validate.h"
 
-#include <stdlib.h>
 #include <string.h>
 
-/* Elements of a 4-d shape already checked by pyroi_check_tensor4 (no overflow). */
-static int64_t half_count(const int64_t shape[4])
+/* ---- rows of a tensor widened into, or rounded from, contiguous float32 -------------------- */
+
+/* The planes (n, c) of a chunk of shape (N, channels, H, W): the caller's float16 tensor at
+ * the chunk's first channel, with its strides, and the contiguous float32 scratch. */
+typedef struct half_planes {
+    const uint16_t *from; /* widened from, or */
+    uint16_t *to;         /* rounded into */
+    const int64_t *strides;
+    float *wide;
+    int64_t channels, height, width;
+    int f16c; /* the F16C instructions may run */
+    int64_t merged_strides[4];
+} half_planes;
+
+/* count elements, step apart in the float16 tensor (GCC versions the loop for step 1 and
+ * vectorises that version) */
+PYROI_CLONE_INLINE void half_widen(const uint16_t *from, int64_t step, int64_t count,
+                                   float *wide)
 {
-    return shape[0] * shape[1] * shape[2] * shape[3];
+    int64_t i;
+    for (i = 0; i < count; ++i) {
+        wide[i] = pyroi_half_to_float(from[i * step]);
+    }
+}
+
+PYROI_CLONE_INLINE void half_round(const float *wide, int64_t count, uint16_t *to, int64_t step)
+{
+    int64_t i;
+    for (i = 0; i < count; ++i) {
+        to[i * step] = pyroi_float_to_half(wide[i]);
+    }
+}
+
+/* With F16C, consecutive elements convert 8 at a time in one instruction each way (VCVTPH2PS
+ * is exact; VCVTPS2PH with round-to-nearest-even gives pyroi_float_to_half's bits, NaN
+ * payloads included, whatever MXCSR says): about a tenth of the portable loops'
+ * instructions. The portable loops do the rest of a run. */
+#if defined(PYROI_HAVE_VECTOR_CLONES)
+#  include <immintrin.h>
+#  define HALF_HAVE_F16C 1
+__attribute__((target("avx2,f16c"))) static int64_t half_widen_f16c(const uint16_t *from,
+                                                                    int64_t count, float *wide)
+{
+    int64_t i;
+    for (i = 0; i + 8 <= count; i += 8) {
+        _mm256_storeu_ps(wide + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(from + i))));
+    }
+    return i;
+}
+
+__attribute__((target("avx2,f16c"))) static int64_t half_round_f16c(const float *wide,
+                                                                    int64_t count, uint16_t *to)
+{
+    int64_t i;
+    for (i = 0; i + 8 <= count; i += 8) {
+        _mm_storeu_si128((__m128i *)(to + i),
+                         _mm256_cvtps_ph(_mm256_loadu_ps(wide + i), _MM_FROUND_TO_NEAREST_INT));
+    }
+    return i;
+}
+#endif
+
+PYROI_VECTOR_TASK(half_planes_task)
+{
+    const half_planes *planes = (const half_planes *)context;
+    const int64_t *strides = planes->strides;
+    const int64_t height = planes->height, width = planes->width;
+    /* a plane whose rows follow each other is one run (the pooled tensors' 7 x 7 planes
+     * would be rows of 7 elements otherwise) */
+    const int whole = strides[3] == 1 && strides[2] == width;
+    const int64_t rows = whole ? 1 : height, run = whole ? height * width : width;
+    int64_t plane, h;
+    (void)worker;
+    for (plane = begin; plane < end; ++plane) {
+        const int64_t offset = plane / planes->channels * strides[0] +
+                               plane % planes->channels * strides[1];
+        float *wide = planes->wide + plane * height * width;
+        for (h = 0; h < rows; ++h) {
+            const int64_t at = offset + h * strides[2];
+            int64_t done = 0;
+            if (planes->from != NULL) {
+#ifdef HALF_HAVE_F16C
+                if (planes->f16c && strides[3] == 1) {
+                    done = half_widen_f16c(planes->from + at, run, wide + h * width);
+                }
+#endif
+                half_widen(planes->from + at + done * strides[3], strides[3], run - done,
+                           wide + h * width + done);
+            } else {
+#ifdef HALF_HAVE_F16C
+                if (planes->f16c && strides[3] == 1) {
+                    done = half_round_f16c(wide + h * width, run, planes->to + at);
+                }
+#endif
+                half_round(wide + h * width + done, run - done,
+                           planes->to + at + done * strides[3], strides[3]);
+            }
+        }
+    }
+}
+
+/* Widens (from) or rounds (to) the planes of a (shape[0], channels, shape[2], shape[3])
+ * chunk, with the call's threads. */
+static pyroi_status half_planes_run(const uint16_t *from, uint16_t *to, const int64_t shape[4],
+                                    const int64_t strides[4], int64_t channels, float *wide,
+                                    int num_threads, pyroi_cancel *cancel)
+{
+    half_planes planes;
+    int64_t count = shape[0] * channels;
+    double work_per_plane = 2.0 * (double)shape[2] * (double)shape[3];
+    if (count == 0 || shape[2] == 0 || shape[3] == 0) {
+        return PYROI_OK;
+    }
+    planes.from = from;
+    planes.to = to;
+    planes.strides = strides;
+    planes.wide = wide;
+    planes.channels = channels;
+    planes.height = shape[2];
+    planes.width = shape[3];
+    if (shape[2] * shape[3] < 256 && strides[3] == 1 && strides[2] == shape[3] &&
+        strides[1] == shape[2] * shape[3]) {
+        /* small consecutive planes (the pooled tensors' 7 x 7): one run per image or RoI */
+        static const int64_t run_strides[4] = {0, 0, 0, 1};
+        planes.merged_strides[0] = strides[0];
+        memcpy(planes.merged_strides + 1, run_strides + 1, 3 * sizeof(int64_t));
+        planes.strides = planes.merged_strides;
+        planes.channels = 1;
+        planes.height = 1;
+        planes.width = channels * shape[2] * shape[3];
+        count = shape[0];
+        work_per_plane *= (double)channels;
+    }
+#ifdef HALF_HAVE_F16C
+    planes.f16c = pyroi_cpu_has_f16c();
+#else
+    planes.f16c = 0;
+#endif
+    return pyroi_parallel_for(pyroi_parallel_workers(num_threads, count, work_per_plane), count,
+                              work_per_plane, cancel, half_planes_task, &planes);
+}
+
+/* ---- one float16 call of a float32 operator --------------------------------------------- */
+
+/* A chunk's float32 tensors, as the float32 entry point takes them. */
+typedef struct half_chunk {
+    float *map; /* a forward's input, a backward's grad_input: (N, channels, H, W) */
+    int64_t map_shape[4];
+    int64_t map_strides[4];
+    float *pooled; /* a forward's output, a backward's grad_output: (K, channels', PH, PW) */
+    int64_t pooled_strides[4];
+    int64_t *argmax; /* the caller's, at the chunk's channels (NULL: none) */
+} half_chunk;
+
+typedef struct half_call half_call;
+typedef pyroi_status (*half_chunk_run)(const half_call *call, const half_chunk *chunk);
+
+struct half_call {
+    int backward; /* reads the pooled tensor and writes the map, else the reverse */
+    /* the caller's float16 tensors (the one read is not written: const again in the run) */
+    uint16_t *map;
+    int64_t map_shape[4]; /* read once from the caller */
+    const int64_t *map_strides;
+    uint16_t *pooled;
+    const int64_t *pooled_strides;
+    int64_t *argmax; /* of the pooled tensor's shape, or NULL */
+    const int64_t *argmax_strides;
+    int position_sensitive; /* a pooled channel reads PH * PW map channels, else one */
+    int coords_per_box;     /* 0: the call takes batch indices without boxes */
+    /* the float32 entry point's other arguments */
+    const float *boxes;
+    int64_t num_rois, box_row_stride;
+    const int64_t *batch_indices;
+    const void *params;
+    int64_t pooled_height, pooled_width;
+    int num_threads;
+    pyroi_cancel *cancel;
+    half_chunk_run run;
+};
+
+#define HALF_MAX_CHUNKS 8
+
+/* Map channels a chunk holds: what fits each worker's level 2 cache (its float32 planes), at
+ * least one lane block (16 channels: the float32 kernels' vector width) per worker, so that
+ * the widened planes are read back from the caches and every lane of the kernels is used;
+ * a multiple of group (the map channels a pooled channel reads). */
+static int64_t half_chunk_channels(const int64_t map_shape[4], int64_t group, int num_threads)
+{
+    const int64_t lanes = 16;
+    const int64_t l2 = pyroi_cpu_l2_bytes() > 0 ? pyroi_cpu_l2_bytes() : ((int64_t)256 << 10);
+    const int workers = pyroi_parallel_workers(num_threads, map_shape[1], 1e9);
+    int64_t plane_bytes = 4, per_worker, channels;
+    if (!pyroi_mul_nonneg(plane_bytes, map_shape[0], &plane_bytes) ||
+        !pyroi_mul_nonneg(plane_bytes, map_shape[2], &plane_bytes) ||
+        !pyroi_mul_nonneg(plane_bytes, map_shape[3], &plane_bytes)) {
+        plane_bytes = INT64_MAX;
+    }
+    per_worker = l2 / (plane_bytes > 0 ? plane_bytes : 1) / lanes * lanes;
+    channels = (per_worker > lanes ? per_worker : lanes) * workers;
+    /* each chunk's float32 call repeats its per-call work (RoI tables, scratch): at most
+     * HALF_MAX_CHUNKS calls (box head, one thread: 16 -> 8 calls, 15% fewer instructions) */
+    if (channels < (map_shape[1] + HALF_MAX_CHUNKS - 1) / HALF_MAX_CHUNKS) {
+        channels = ((map_shape[1] + HALF_MAX_CHUNKS - 1) / HALF_MAX_CHUNKS + lanes - 1) /
+                   lanes * lanes;
+    }
+    if (channels >= map_shape[1]) {
+        return map_shape[1];
+    }
+    channels += (group - channels % group) % group; /* below map_shape[1]: no overflow */
+    return channels < map_shape[1] ? channels : map_shape[1];
 }
 
 static void half_contiguous_strides(const int64_t shape[4], int64_t strides[4])
@@ -22,174 +244,296 @@ static void half_contiguous_strides(const int64_t shape[4], int64_t strides[4])
     strides[0] = shape[1] * shape[2] * shape[3];
 }
 
-/* float32 scratch of count elements (at least one), or NULL. */
-static float *half_scratch(int64_t count)
+/* The checks of the caller's tensors, before any element is read; *group receives the map
+ * channels per pooled channel and pooled_shape the pooled tensor's shape. */
+static pyroi_status half_check(const half_call *call, int64_t *group, int64_t pooled_shape[4])
 {
-    if ((uint64_t)count > (uint64_t)(SIZE_MAX / sizeof(float))) {
-        return NULL;
+    const pyroi_tensor_role map_role = call->backward ? PYROI_TENSOR_OUTPUT : PYROI_TENSOR_INPUT;
+    const pyroi_tensor_role pooled_role =
+        call->backward ? PYROI_TENSOR_INPUT : PYROI_TENSOR_OUTPUT;
+    pyroi_status status;
+    *group = 1;
+    if (call->position_sensitive &&
+        (!pyroi_mul_nonneg(call->pooled_height, call->pooled_width, group) ||
+         (call->map_shape[1] >= 0 && call->map_shape[1] % *group != 0))) {
+        return PYROI_E_INVALID_SHAPE; /* overflow: more bins than any (nonzero) C */
     }
-    return (float *)malloc((size_t)(count > 0 ? count : 1) * sizeof(float));
-}
-
-/* Elements converted between two cancellation checks (well under a millisecond). */
-#define HALF_CHECK_ELEMENTS ((int64_t)1 << 18)
-
-/* Converts between a float16 tensor of any strides and contiguous float32 (wide): widens
- * from halves_in when it is given, else narrows into halves_out. Returns 0 when the call's
- * token stops it (checked between rows). */
-static int half_convert(const uint16_t *halves_in, uint16_t *halves_out, const int64_t shape[4],
-                        const int64_t strides[4], float *wide, pyroi_cancel *cancel)
-{
-    int64_t n, c, h, w, i = 0, checked = 0;
-    for (n = 0; n < shape[0]; ++n) {
-        for (c = 0; c < shape[1]; ++c) {
-            for (h = 0; h < shape[2]; ++h) {
-                const int64_t row = n * strides[0] + c * strides[1] + h * strides[2];
-                if (halves_in != NULL) {
-                    for (w = 0; w < shape[3]; ++w) {
-                        wide[i + w] = pyroi_half_to_float(halves_in[row + w * strides[3]]);
-                    }
-                } else {
-                    for (w = 0; w < shape[3]; ++w) {
-                        halves_out[row + w * strides[3]] = pyroi_float_to_half(wide[i + w]);
-                    }
-                }
-                i += shape[3];
-                if (i - checked >= HALF_CHECK_ELEMENTS) {
-                    if (pyroi_cancel_check(cancel)) {
-                        return 0;
-                    }
-                    checked = i;
-                }
-            }
+    if (call->coords_per_box > 0) {
+        status = pyroi_check_pooling_call(call->map, call->map_shape, call->map_strides,
+                                          map_role, call->pooled, call->pooled_strides,
+                                          pooled_role,
+                                          call->map_shape[1] >= 0 ? call->map_shape[1] / *group
+                                                                  : -1,
+                                          call->pooled_height, call->pooled_width, call->boxes,
+                                          call->num_rois, call->box_row_stride,
+                                          call->coords_per_box, call->batch_indices);
+    } else { /* the rows of the pooled tensor are the RoIs of its batch indices */
+        status = call->num_rois < 0 ? PYROI_E_INVALID_SHAPE
+                 : call->num_rois > 0 && call->batch_indices == NULL ? PYROI_E_NULL_POINTER
+                 : pyroi_check_tensor4(call->map, call->map_shape, call->map_strides, map_role);
+        if (status == PYROI_OK) {
+            pyroi_pooled_shape(call->num_rois, call->map_shape[1], call->pooled_height,
+                               call->pooled_width, pooled_shape);
+            status = pyroi_check_tensor4(call->pooled, pooled_shape, call->pooled_strides,
+                                         pooled_role);
         }
-    }
-    return 1;
-}
-
-/* The float32 copies of the tensor a call reads and the one it writes, with their contiguous
- * strides; 0 (nothing left allocated) when memory is short. */
-static int half_wide_pair(const int64_t read_shape[4], float **wide_read,
-                          int64_t read_strides[4], const int64_t written_shape[4],
-                          float **wide_written, int64_t written_strides[4])
-{
-    *wide_read = half_scratch(half_count(read_shape));
-    *wide_written = half_scratch(half_count(written_shape));
-    if (*wide_read == NULL || *wide_written == NULL) {
-        free(*wide_read);
-        free(*wide_written);
-        return 0;
-    }
-    half_contiguous_strides(read_shape, read_strides);
-    half_contiguous_strides(written_shape, written_strides);
-    return 1;
-}
-
-/* Every check of the float32 call, done before any element is read or written. */
-static pyroi_status half_check(const void *map, const int64_t map_shape[4],
-                               const int64_t map_strides[4], pyroi_tensor_role map_role,
-                               const void *pooled, const int64_t pooled_strides[4],
-                               pyroi_tensor_role pooled_role, const float *boxes,
-                               int64_t num_rois, int64_t box_row_stride,
-                               const int64_t *batch_indices,
-                               const pyroi_roi_align_params *params, int64_t pooled_shape[4])
-{
-    int64_t failed_roi, shape[4];
-    pyroi_status status = pyroi_check_roi_align_params(params);
-    if (status == PYROI_OK && map_shape == NULL) {
-        status = PYROI_E_NULL_POINTER;
-    }
-    if (status == PYROI_OK) {
-        /* one read of the map's shape, so that the pooled shape returned is the one checked */
-        memcpy(shape, map_shape, sizeof(shape));
-        status = pyroi_check_pooling_call(map, shape, map_strides, map_role, pooled,
-                                          pooled_strides, pooled_role, -1,
-                                          params->pooled_height, params->pooled_width, boxes,
-                                          num_rois, box_row_stride, 4, batch_indices);
-    }
-    if (status == PYROI_OK) {
-        status = pyroi_check_batch_indices(batch_indices, num_rois, shape[0]);
     }
     if (status != PYROI_OK) {
         return status;
     }
-    pyroi_pooled_shape(num_rois, shape[1], params->pooled_height, params->pooled_width,
-                       pooled_shape);
-    return pyroi_roi_align_find_invalid_roi_f32(boxes, num_rois, box_row_stride, batch_indices,
-                                                shape[0], shape[2], shape[3],
-                                                params, &failed_roi);
-}
-
-pyroi_status pyroi_roi_align_forward_f16(
-    const uint16_t *input, const int64_t input_shape[4], const int64_t input_strides[4],
-    const float *boxes, int64_t num_rois, int64_t box_row_stride,
-    const int64_t *batch_indices,
-    uint16_t *output, const int64_t output_strides[4],
-    const pyroi_roi_align_params *params)
-{
-    int64_t output_shape[4], input_contiguous[4], output_contiguous[4];
-    float *wide_input, *wide_output;
-    pyroi_status status = half_check(input, input_shape, input_strides, PYROI_TENSOR_INPUT,
-                                     output, output_strides, PYROI_TENSOR_OUTPUT, boxes,
-                                     num_rois, box_row_stride, batch_indices, params,
-                                     output_shape);
-    if (status != PYROI_OK || half_count(output_shape) == 0) {
-        return status;
+    pyroi_pooled_shape(call->num_rois, call->map_shape[1] / *group, call->pooled_height,
+                       call->pooled_width, pooled_shape);
+    if (call->argmax != NULL) { /* a required one that is NULL: the float32 call says so */
+        if (call->argmax_strides == NULL) {
+            return PYROI_E_NULL_POINTER;
+        }
+        status = pyroi_check_tensor4(call->argmax, pooled_shape, call->argmax_strides,
+                                     call->backward ? PYROI_TENSOR_INPUT : PYROI_TENSOR_OUTPUT);
     }
-    if (!half_wide_pair(input_shape, &wide_input, input_contiguous, output_shape, &wide_output,
-                        output_contiguous)) {
-        return PYROI_E_NO_MEMORY;
-    }
-    status = half_convert(input, NULL, input_shape, input_strides, wide_input, params->cancel)
-                 ? pyroi_roi_align_forward_f32(wide_input, input_shape, input_contiguous, boxes,
-                                               num_rois, box_row_stride, batch_indices,
-                                               wide_output, output_contiguous, params)
-                 : PYROI_E_CANCELLED;
-    if (status == PYROI_OK &&
-        !half_convert(NULL, output, output_shape, output_strides, wide_output,
-                      params->cancel)) {
-        status = PYROI_E_CANCELLED;
-    }
-    free(wide_input);
-    free(wide_output);
     return status;
 }
 
-pyroi_status pyroi_roi_align_backward_f16(
+/* Runs call chunk by chunk (see the top of the file). */
+static pyroi_status half_run(half_call *call, const int64_t *map_shape)
+{
+    int64_t group, pooled_shape[4], pooled_chunk_shape[4], chunk_channels, first, count;
+    int64_t map_bytes = 4, pooled_bytes = 4;
+    half_chunk chunk;
+    float *scratch;
+    pyroi_status status;
+    if (map_shape == NULL) {
+        return PYROI_E_NULL_POINTER;
+    }
+    memcpy(call->map_shape, map_shape, sizeof(call->map_shape));
+    status = half_check(call, &group, pooled_shape);
+    if (status != PYROI_OK) {
+        return status;
+    }
+    /* the scratch of the largest chunk: its map planes, then its pooled planes */
+    chunk_channels = half_chunk_channels(call->map_shape, group, call->num_threads);
+    memcpy(chunk.map_shape, call->map_shape, sizeof(chunk.map_shape));
+    chunk.map_shape[1] = chunk_channels;
+    pyroi_pooled_shape(call->num_rois, chunk_channels / group, call->pooled_height,
+                       call->pooled_width, pooled_chunk_shape);
+    if (!pyroi_mul_nonneg(map_bytes, chunk.map_shape[0] * chunk_channels, &map_bytes) ||
+        !pyroi_mul_nonneg(map_bytes, chunk.map_shape[2] * chunk.map_shape[3], &map_bytes) ||
+        !pyroi_mul_nonneg(pooled_bytes, pooled_chunk_shape[0] * pooled_chunk_shape[1],
+                          &pooled_bytes) ||
+        !pyroi_mul_nonneg(pooled_bytes, pooled_chunk_shape[2] * pooled_chunk_shape[3],
+                          &pooled_bytes) ||
+        (uint64_t)map_bytes + (uint64_t)pooled_bytes + 64u > (uint64_t)SIZE_MAX) {
+        return PYROI_E_NO_MEMORY;
+    }
+    map_bytes = (map_bytes + 63) / 64 * 64; /* the pooled planes start on a cache line */
+    scratch = (float *)pyroi_aligned_malloc((size_t)(map_bytes + pooled_bytes + 64));
+    if (scratch == NULL) {
+        return PYROI_E_NO_MEMORY;
+    }
+    chunk.map = scratch;
+    chunk.pooled = scratch + map_bytes / 4;
+    /* one call even without channels: its float32 call checks the boxes and parameters */
+    for (first = 0; status == PYROI_OK; first += count) {
+        const int64_t pooled_first = first / group;
+        uint16_t *map = first > 0 ? call->map + first * call->map_strides[1] : call->map;
+        uint16_t *pooled = first > 0 ? call->pooled + pooled_first * call->pooled_strides[1]
+                                     : call->pooled;
+        count = call->map_shape[1] - first < chunk_channels ? call->map_shape[1] - first
+                                                            : chunk_channels;
+        chunk.map_shape[1] = count;
+        pooled_chunk_shape[1] = count / group;
+        half_contiguous_strides(chunk.map_shape, chunk.map_strides);
+        half_contiguous_strides(pooled_chunk_shape, chunk.pooled_strides);
+        chunk.argmax = first > 0 && call->argmax != NULL
+                           ? call->argmax + pooled_first * call->argmax_strides[1]
+                           : call->argmax;
+        status = call->backward
+                     ? half_planes_run(pooled, NULL, pooled_chunk_shape, call->pooled_strides,
+                                     pooled_chunk_shape[1], chunk.pooled, call->num_threads,
+                                     call->cancel)
+                     : half_planes_run(map, NULL, chunk.map_shape, call->map_strides, count,
+                                     chunk.map, call->num_threads, call->cancel);
+        if (status == PYROI_OK) {
+            status = call->run(call, &chunk);
+        }
+        if (status == PYROI_OK) {
+            status = call->backward
+                         ? half_planes_run(NULL, map, chunk.map_shape, call->map_strides, count,
+                                         chunk.map, call->num_threads, call->cancel)
+                         : half_planes_run(NULL, pooled, pooled_chunk_shape,
+                                         call->pooled_strides, pooled_chunk_shape[1],
+                                         chunk.pooled, call->num_threads, call->cancel);
+        }
+        if (first + count >= call->map_shape[1]) {
+            break;
+        }
+    }
+    pyroi_aligned_free(scratch);
+    return status;
+}
+
+/* ---- the entry points: the call's tensors and arguments, and the float32 call of a chunk ---- */
+
+static void half_tensors(half_call *call, int backward, const uint16_t *map,
+                         const int64_t map_strides[4], const uint16_t *pooled,
+                         const int64_t pooled_strides[4], const int64_t *argmax,
+                         const int64_t argmax_strides[4])
+{
+    call->backward = backward;
+    call->map = (uint16_t *)map; /* the tensor a call reads is never written */
+    call->map_strides = map_strides;
+    call->pooled = (uint16_t *)pooled;
+    call->pooled_strides = pooled_strides;
+    call->argmax = (int64_t *)argmax;
+    call->argmax_strides = argmax_strides;
+    call->position_sensitive = 0;
+}
+
+static void half_rois(half_call *call, const float *boxes, int64_t num_rois,
+                      int64_t box_row_stride, const int64_t *batch_indices, int coords_per_box)
+{
+    call->boxes = boxes;
+    call->num_rois = num_rois;
+    call->box_row_stride = box_row_stride;
+    call->batch_indices = batch_indices;
+    call->coords_per_box = coords_per_box;
+}
+
+/* The settings every params struct has, and the chunk's float32 call (after the params'
+ * check: p is not NULL). */
+#define HALF_SETTINGS(call, p, chunk_run)                                                     \
+    ((call)->params = (p), (call)->pooled_height = (p)->pooled_height,                        \
+     (call)->pooled_width = (p)->pooled_width, (call)->num_threads = (p)->num_threads,        \
+     (call)->cancel = (p)->cancel, (call)->run = (chunk_run))
+
+/* The float32 entry points' arguments, from a call c and its chunk t. */
+#define HALF_MAP(t) (t)->map, (t)->map_shape, (t)->map_strides
+#define HALF_POOLED(t) (t)->pooled, (t)->pooled_strides
+#define HALF_ARGMAX(c, t) (t)->argmax, (c)->argmax_strides
+#define HALF_ROIS(c) (c)->boxes, (c)->num_rois, (c)->box_row_stride, (c)->batch_indices
+#define HALF_PARAMS(family, c) ((const pyroi_##family##_params *)(c)->params)
+
+/* The body of an entry point: the params' check, the call's tensors (... : the argmax and its
+ * strides, or NULL, NULL) and RoIs, the chunks. */
+#define HALF_ENTRY_BODY(family, backward, map, map_strides, pooled, pooled_strides,          \
+                        position_sensitive_, coords, chunk_run, map_shape, ...)              \
+    half_call call;                                                                           \
+    const pyroi_status status = pyroi_check_##family##_params(params);                       \
+    if (status != PYROI_OK) {                                                                 \
+        return status;                                                                        \
+    }                                                                                         \
+    half_tensors(&call, backward, map, map_strides, pooled, pooled_strides, __VA_ARGS__);     \
+    call.position_sensitive = position_sensitive_;                                            \
+    half_rois(&call, boxes, num_rois, box_row_stride, batch_indices, coords);                 \
+    HALF_SETTINGS(&call, params, chunk_run);                                                  \
+    return half_run(&call, map_shape);
+
+/* Defines the float16 forward pyroi_<name>_f16 (arguments as <name>_f32, float16 tensors,
+ * float32 boxes) from the chunk call <arguments> of pyroi_<name>_f32. */
+#define HALF_FORWARD(name, family, coords, position_sensitive_, argmax_parameters,          \
+                     argmax_arguments, arguments)                                             \
+    static pyroi_status half_##name(const half_call *c, const half_chunk *t)                 \
+    {                                                                                         \
+        return pyroi_##name##_f32 arguments;                                                  \
+    }                                                                                         \
+    pyroi_status pyroi_##name##_f16(                                                          \
+        const uint16_t *input, const int64_t input_shape[4], const int64_t input_strides[4],  \
+        const float *boxes, int64_t num_rois, int64_t box_row_stride,                         \
+        const int64_t *batch_indices, uint16_t *output,                                       \
+        const int64_t output_strides[4] argmax_parameters,                                    \
+        const pyroi_##family##_params *params)                                                \
+    {                                                                                         \
+        HALF_ENTRY_BODY(family, 0, input, input_strides, output, output_strides,              \
+                        position_sensitive_, coords, half_##name, input_shape,                \
+                        argmax_arguments)                                                     \
+    }
+
+/* Likewise a backward, which writes grad_input. */
+#define HALF_BACKWARD(name, family, coords, position_sensitive_, argmax_parameters,         \
+                      argmax_arguments, arguments)                                            \
+    static pyroi_status half_##name(const half_call *c, const half_chunk *t)                 \
+    {                                                                                         \
+        return pyroi_##name##_f32 arguments;                                                  \
+    }                                                                                         \
+    pyroi_status pyroi_##name##_f16(                                                          \
+        const uint16_t *grad_output,                                                          \
+        const int64_t grad_output_strides[4] argmax_parameters, const float *boxes,           \
+        int64_t num_rois, int64_t box_row_stride, const int64_t *batch_indices,               \
+        uint16_t *grad_input, const int64_t grad_input_shape[4],                              \
+        const int64_t grad_input_strides[4], const pyroi_##family##_params *params)           \
+    {                                                                                         \
+        HALF_ENTRY_BODY(family, 1, grad_input, grad_input_strides, grad_output,               \
+                        grad_output_strides, position_sensitive_, coords, half_##name,        \
+                        grad_input_shape, argmax_arguments)                                   \
+    }
+
+#define HALF_NO_ARGMAX_PARAMETERS
+#define HALF_NO_ARGMAX_ARGUMENTS NULL, NULL
+#define HALF_ARGMAX_OUT_PARAMETERS , int64_t *argmax, const int64_t argmax_strides[4]
+#define HALF_ARGMAX_IN_PARAMETERS , const int64_t *argmax, const int64_t argmax_strides[4]
+#define HALF_ARGMAX_ARGUMENTS argmax, argmax_strides
+
+#define HALF_FORWARD_ARGS(family) \
+    (HALF_MAP(t), HALF_ROIS(c), HALF_POOLED(t), HALF_PARAMS(family, c))
+#define HALF_FORWARD_ARGMAX_ARGS(family) \
+    (HALF_MAP(t), HALF_ROIS(c), HALF_POOLED(t), HALF_ARGMAX(c, t), HALF_PARAMS(family, c))
+#define HALF_BACKWARD_ARGS(family) \
+    (HALF_POOLED(t), HALF_ROIS(c), HALF_MAP(t), HALF_PARAMS(family, c))
+#define HALF_BACKWARD_ARGMAX_ARGS(family) \
+    (HALF_POOLED(t), HALF_ARGMAX(c, t), HALF_ROIS(c), HALF_MAP(t), HALF_PARAMS(family, c))
+
+HALF_FORWARD(roi_align_forward, roi_align, 4, 0, HALF_NO_ARGMAX_PARAMETERS,
+             HALF_NO_ARGMAX_ARGUMENTS, HALF_FORWARD_ARGS(roi_align))
+HALF_BACKWARD(roi_align_backward, roi_align, 4, 0, HALF_NO_ARGMAX_PARAMETERS,
+              HALF_NO_ARGMAX_ARGUMENTS, HALF_BACKWARD_ARGS(roi_align))
+HALF_FORWARD(roi_align_max_forward, roi_align, 4, 0, HALF_ARGMAX_OUT_PARAMETERS,
+             HALF_ARGMAX_ARGUMENTS, HALF_FORWARD_ARGMAX_ARGS(roi_align))
+HALF_BACKWARD(roi_align_max_backward, roi_align, 4, 0, HALF_ARGMAX_IN_PARAMETERS,
+              HALF_ARGMAX_ARGUMENTS, HALF_BACKWARD_ARGMAX_ARGS(roi_align))
+HALF_FORWARD(roi_align_onnx_max_forward, roi_align, 4, 0, HALF_NO_ARGMAX_PARAMETERS,
+             HALF_NO_ARGMAX_ARGUMENTS, HALF_FORWARD_ARGS(roi_align))
+HALF_FORWARD(roi_align_onnx_max_forward_argmax, roi_align, 4, 0, HALF_ARGMAX_OUT_PARAMETERS,
+             HALF_ARGMAX_ARGUMENTS, HALF_FORWARD_ARGMAX_ARGS(roi_align))
+HALF_BACKWARD(roi_align_onnx_max_backward, roi_align, 4, 0, HALF_ARGMAX_IN_PARAMETERS,
+              HALF_ARGMAX_ARGUMENTS, HALF_BACKWARD_ARGMAX_ARGS(roi_align))
+HALF_FORWARD(roi_pool_forward, roi_pool, 4, 0, HALF_ARGMAX_OUT_PARAMETERS,
+             HALF_ARGMAX_ARGUMENTS, HALF_FORWARD_ARGMAX_ARGS(roi_pool))
+HALF_FORWARD(ps_roi_align_forward, ps_roi_align, 4, 1, HALF_NO_ARGMAX_PARAMETERS,
+             HALF_NO_ARGMAX_ARGUMENTS, HALF_FORWARD_ARGS(ps_roi_align))
+HALF_BACKWARD(ps_roi_align_backward, ps_roi_align, 4, 1, HALF_NO_ARGMAX_PARAMETERS,
+              HALF_NO_ARGMAX_ARGUMENTS, HALF_BACKWARD_ARGS(ps_roi_align))
+HALF_FORWARD(ps_roi_pool_forward, ps_roi_pool, 4, 1, HALF_NO_ARGMAX_PARAMETERS,
+             HALF_NO_ARGMAX_ARGUMENTS, HALF_FORWARD_ARGS(ps_roi_pool))
+HALF_BACKWARD(ps_roi_pool_backward, ps_roi_pool, 4, 1, HALF_NO_ARGMAX_PARAMETERS,
+              HALF_NO_ARGMAX_ARGUMENTS, HALF_BACKWARD_ARGS(ps_roi_pool))
+HALF_FORWARD(roi_align_rotated_forward, roi_align_rotated, 5, 0, HALF_NO_ARGMAX_PARAMETERS,
+             HALF_NO_ARGMAX_ARGUMENTS, HALF_FORWARD_ARGS(roi_align_rotated))
+HALF_BACKWARD(roi_align_rotated_backward, roi_align_rotated, 5, 0, HALF_NO_ARGMAX_PARAMETERS,
+              HALF_NO_ARGMAX_ARGUMENTS, HALF_BACKWARD_ARGS(roi_align_rotated))
+
+/* RoIPool's backward reads no boxes: its RoIs are the batch indices of the argmax rows. */
+static pyroi_status half_roi_pool_backward(const half_call *c, const half_chunk *t)
+{
+    return pyroi_roi_pool_backward_f32(HALF_POOLED(t), HALF_ARGMAX(c, t), c->batch_indices,
+                                       c->num_rois, HALF_MAP(t), HALF_PARAMS(roi_pool, c));
+}
+
+pyroi_status pyroi_roi_pool_backward_f16(
     const uint16_t *grad_output, const int64_t grad_output_strides[4],
-    const float *boxes, int64_t num_rois, int64_t box_row_stride,
-    const int64_t *batch_indices,
-    uint16_t *grad_input, const int64_t grad_input_shape[4],
-    const int64_t grad_input_strides[4], const pyroi_roi_align_params *params)
+    const int64_t *argmax, const int64_t argmax_strides[4],
+    const int64_t *batch_indices, int64_t num_rois,
+    uint16_t *grad_input, const int64_t grad_input_shape[4], const int64_t grad_input_strides[4],
+    const pyroi_roi_pool_params *params)
 {
-    int64_t grad_output_shape[4], go_contiguous[4], gi_contiguous[4];
-    float *wide_grad_output, *wide_grad_input;
-    pyroi_status status = half_check(grad_input, grad_input_shape, grad_input_strides,
-                                     PYROI_TENSOR_OUTPUT, grad_output, grad_output_strides,
-                                     PYROI_TENSOR_INPUT, boxes, num_rois, box_row_stride,
-                                     batch_indices, params, grad_output_shape);
-    if (status != PYROI_OK || half_count(grad_input_shape) == 0) {
+    half_call call;
+    const pyroi_status status = pyroi_check_roi_pool_params(params);
+    if (status != PYROI_OK) {
         return status;
     }
-    if (!half_wide_pair(grad_output_shape, &wide_grad_output, go_contiguous, grad_input_shape,
-                        &wide_grad_input, gi_contiguous)) {
-        return PYROI_E_NO_MEMORY;
-    }
-    status = half_convert(grad_output, NULL, grad_output_shape, grad_output_strides,
-                          wide_grad_output, params->cancel)
-                 ? pyroi_roi_align_backward_f32(wide_grad_output, go_contiguous, boxes,
-                                                num_rois, box_row_stride, batch_indices,
-                                                wide_grad_input, grad_input_shape,
-                                                gi_contiguous, params)
-                 : PYROI_E_CANCELLED;
-    if (status == PYROI_OK && !half_convert(NULL, grad_input, grad_input_shape,
-                                            grad_input_strides, wide_grad_input,
-                                            params->cancel)) {
-        status = PYROI_E_CANCELLED;
-    }
-    free(wide_grad_output);
-    free(wide_grad_input);
-    return status;
+    half_tensors(&call, 1, grad_input, grad_input_strides, grad_output, grad_output_strides,
+                 argmax, argmax_strides);
+    half_rois(&call, NULL, num_rois, 0, batch_indices, 0);
+    HALF_SETTINGS(&call, params, half_roi_pool_backward);
+    return half_run(&call, grad_input_shape);
 }
 
 pyroi_status pyroi_scale_f32_to_f16(const float *source, int64_t count, float scale,

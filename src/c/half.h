@@ -9,60 +9,63 @@
 #include <stdint.h>
 #include <string.h>
 
-static inline float pyroi_half_to_float(uint16_t half)
+/* Both conversions are branch-free (masks, integer and float arithmetic the compilers turn
+ * into vector code; GCC 12 did not vectorise the same selects written with ?:), so that a
+ * float16 call converts its tensors at a few vector instructions per 8 or 16 elements. */
+
+static inline float pyroi_bits_to_float(uint32_t bits)
 {
-    const uint32_t sign = (uint32_t)(half & 0x8000u) << 16;
-    const uint32_t exponent = (uint32_t)(half >> 10) & 0x1fu;
-    const uint32_t mantissa = (uint32_t)half & 0x3ffu;
-    uint32_t bits;
     float value;
-    if (exponent == 0x1fu) { /* inf, NaN (payload kept) */
-        bits = sign | 0x7f800000u | (mantissa << 13);
-    } else if (exponent == 0) { /* zero or subnormal: mantissa * 2^-24, exact in float */
-        value = (float)mantissa * 5.9604644775390625e-8f;
-        return sign ? -value : value;
-    } else {
-        bits = sign | ((exponent + 112u) << 23) | (mantissa << 13);
-    }
     memcpy(&value, &bits, sizeof(value));
     return value;
 }
 
+static inline uint32_t pyroi_float_to_bits(float value)
+{
+    uint32_t bits;
+    memcpy(&bits, &value, sizeof(bits));
+    return bits;
+}
+
+static inline float pyroi_half_to_float(uint16_t half)
+{
+    /* exponent and mantissa moved to float's place; the exponent rebiased by 127 - 15 */
+    const uint32_t magnitude = ((uint32_t)half & 0x7fffu) << 13;
+    const uint32_t exponent = magnitude & 0x0f800000u;
+    const uint32_t normal = magnitude + 0x38000000u;
+    /* inf, NaN (payload kept): the exponent all ones */
+    const uint32_t special = normal + 0x38000000u;
+    /* zero or subnormal, mantissa * 2^-24: as the normal 2^-14 * (1 + mantissa / 1024), exact
+     * in float, minus 2^-14 (exact: Sterbenz) */
+    const float tiny = pyroi_bits_to_float(normal + 0x00800000u) - 6.103515625e-05f;
+    const uint32_t is_special = 0u - (uint32_t)(exponent == 0x0f800000u); /* all ones or 0 */
+    const uint32_t is_tiny = 0u - (uint32_t)(exponent == 0);
+    const uint32_t bits = (special & is_special) | (pyroi_float_to_bits(tiny) & is_tiny) |
+                          (normal & ~(is_special | is_tiny));
+    return pyroi_bits_to_float(bits | ((uint32_t)(half & 0x8000u) << 16));
+}
+
 static inline uint16_t pyroi_float_to_half(float value)
 {
-    uint32_t bits, sign, exponent, mantissa, result;
-    int32_t biased;
-    memcpy(&bits, &value, sizeof(bits));
-    sign = (bits >> 16) & 0x8000u;
-    exponent = (bits >> 23) & 0xffu;
-    mantissa = bits & 0x7fffffu;
-    if (exponent == 0xffu) { /* inf stays inf; NaN stays a quiet NaN */
-        return (uint16_t)(sign | 0x7c00u | (mantissa != 0 ? 0x200u | (mantissa >> 13) : 0u));
-    }
-    biased = (int32_t)exponent - 127 + 15;
-    if (biased >= 31) {
-        return (uint16_t)(sign | 0x7c00u);
-    }
-    if (biased <= 0) { /* a half subnormal (or zero): units of 2^-24 */
-        const uint32_t shift = (uint32_t)(14 - biased);
-        uint32_t significand, quotient, remainder, halfway;
-        if (exponent == 0 || shift > 24) {
-            return (uint16_t)sign; /* below half the smallest subnormal: +-0 */
-        }
-        significand = mantissa | 0x800000u;
-        quotient = significand >> shift;
-        remainder = significand & ((1u << shift) - 1u);
-        halfway = 1u << (shift - 1u);
-        if (remainder > halfway || (remainder == halfway && (quotient & 1u))) {
-            ++quotient; /* may become the smallest normal: still the right encoding */
-        }
-        return (uint16_t)(sign | quotient);
-    }
-    result = ((uint32_t)biased << 10) | (mantissa >> 13);
-    if ((mantissa & 0x1fffu) > 0x1000u ||
-        ((mantissa & 0x1fffu) == 0x1000u && (result & 1u))) {
-        ++result; /* a carry into the exponent is correct, up to infinity */
-    }
+    const uint32_t bits = pyroi_float_to_bits(value);
+    const uint32_t sign = (bits >> 16) & 0x8000u;
+    const uint32_t magnitude = bits & 0x7fffffffu;
+    /* inf stays inf; NaN stays a NaN, made quiet, with its payload's top bits */
+    const uint32_t is_nan = 0u - (uint32_t)(magnitude > 0x7f800000u); /* all ones or 0 */
+    const uint32_t special = 0x7c00u | ((0x200u | ((magnitude >> 13) & 0x3ffu)) & is_nan);
+    /* below 2^-14, a half subnormal (or zero): adding 0.5 leaves the value in units of 2^-24
+     * in the low bits of the sum, rounded to nearest even by the float addition itself */
+    const uint32_t subnormal =
+        pyroi_float_to_bits(pyroi_bits_to_float(magnitude) + 0.5f) - 0x3f000000u;
+    /* normal: rebias, then round the 13 dropped bits to nearest even (a carry into the
+     * exponent is correct, up to infinity) */
+    const uint32_t odd = (magnitude >> 13) & 1u;
+    const uint32_t normal = (magnitude - 0x38000000u + 0x0fffu + odd) >> 13;
+    /* from 2^16 on: infinity or NaN (65520 up to 2^16 round to infinity as normals) */
+    const uint32_t is_special = 0u - (uint32_t)(magnitude >= 0x47800000u); /* all ones or 0 */
+    const uint32_t is_subnormal = 0u - (uint32_t)(magnitude < 0x38800000u);
+    const uint32_t result = (special & is_special) | (subnormal & is_subnormal) |
+                            (normal & ~(is_special | is_subnormal));
     return (uint16_t)(sign | result);
 }
 

@@ -132,50 +132,52 @@ BINDING_FIND(roi_align_rotated, roi_align_rotated, BINDING_FIND_IN_MAP_ARGS)
 #define binding_find_none NULL
 
 /* ---- the entry points: one row each --------------------------------------------------------
- * X(name: pyroi_<name>[_f32|_f64] and the entry binding_<name>, dtypes, params family,
- *   argument list, layout, argmax_bytes, box_size, position_sensitive, float16,
- *   find_invalid_roi family, boxes_name) */
+ * X(name: pyroi_<name>[_f32|_f64|_f16] and the entry binding_<name>, dtypes (REAL: _f32 and
+ *   _f64; HALF: also _f16), params family, argument list, layout, argmax_bytes, box_size,
+ *   position_sensitive, find_invalid_roi family, boxes_name) */
 #define BINDING_ENTRIES(X)                                                                    \
-    X(roi_align_forward, HALF, roi_align, FORWARD, FORWARD, 0, 4, 0, 1, roi_align, "boxes")   \
-    X(roi_align_backward, HALF, roi_align, BACKWARD, BACKWARD, 0, 4, 0, 1, roi_align, "boxes") \
-    X(roi_align_max_forward, REAL, roi_align, FORWARD_ARGMAX, FORWARD, 8, 4, 0, 0, roi_align, \
-      "boxes")                                                                                \
-    X(roi_align_max_backward, REAL, roi_align, BACKWARD_ARGMAX, BACKWARD, 8, 4, 0, 0,          \
+    X(roi_align_forward, HALF, roi_align, FORWARD, FORWARD, 0, 4, 0, roi_align, "boxes")      \
+    X(roi_align_backward, HALF, roi_align, BACKWARD, BACKWARD, 0, 4, 0, roi_align, "boxes")   \
+    X(roi_align_max_forward, HALF, roi_align, FORWARD_ARGMAX, FORWARD, 8, 4, 0,               \
       roi_align, "boxes")                                                                     \
-    X(roi_align_onnx_max_forward_argmax, REAL, roi_align, FORWARD_ARGMAX, FORWARD, 8, 4, 0, 0, \
+    X(roi_align_max_backward, HALF, roi_align, BACKWARD_ARGMAX, BACKWARD, 8, 4, 0,            \
       roi_align, "boxes")                                                                     \
-    X(roi_align_onnx_max_backward, REAL, roi_align, BACKWARD_ARGMAX, BACKWARD, 8, 4, 0, 0,     \
+    X(roi_align_onnx_max_forward_argmax, HALF, roi_align, FORWARD_ARGMAX, FORWARD, 8, 4, 0,   \
       roi_align, "boxes")                                                                     \
-    X(roi_align_backward_with_workspace, REAL, roi_align, WITH_WORKSPACE, BACKWARD, 0, 4, 0, 0, \
+    X(roi_align_onnx_max_backward, HALF, roi_align, BACKWARD_ARGMAX, BACKWARD, 8, 4, 0,       \
       roi_align, "boxes")                                                                     \
-    X(roi_align_backward_workspace_size, REAL, roi_align, WORKSPACE_SIZE, QUERY, 0, 4, 0, 0,   \
+    X(roi_align_backward_with_workspace, REAL, roi_align, WITH_WORKSPACE, BACKWARD, 0, 4, 0,  \
       roi_align, "boxes")                                                                     \
-    X(roi_pool_forward, REAL, roi_pool, FORWARD_ARGMAX, FORWARD, 8, 4, 0, 0, roi_pool, "boxes") \
-    X(roi_pool_backward, REAL, roi_pool, POOL_BACKWARD, BACKWARD, 8, 0, 0, 0, none, "boxes")   \
-    X(roi_pool_forward_i32, REAL, roi_pool, FORWARD_ARGMAX, FORWARD, 4, 4, 0, 0, roi_pool,     \
+    X(roi_align_backward_workspace_size, REAL, roi_align, WORKSPACE_SIZE, QUERY, 0, 4, 0,     \
+      roi_align, "boxes")                                                                     \
+    X(roi_pool_forward, HALF, roi_pool, FORWARD_ARGMAX, FORWARD, 8, 4, 0, roi_pool, "boxes")  \
+    X(roi_pool_backward, HALF, roi_pool, POOL_BACKWARD, BACKWARD, 8, 0, 0, none, "boxes")     \
+    X(roi_pool_forward_i32, REAL, roi_pool, FORWARD_ARGMAX, FORWARD, 4, 4, 0, roi_pool,       \
       "boxes")                                                                                \
-    X(roi_pool_backward_i32, REAL, roi_pool, POOL_BACKWARD, BACKWARD, 4, 0, 0, 0, none,        \
-      "boxes")                                                                                \
-    X(ps_roi_align_forward, REAL, ps_roi_align, FORWARD, FORWARD, 0, 4, 1, 0, ps_roi_align,    \
-      "boxes")                                                                                \
-    X(ps_roi_align_backward, REAL, ps_roi_align, BACKWARD, BACKWARD, 0, 4, 1, 0, ps_roi_align, \
-      "boxes")                                                                                \
-    X(ps_roi_pool_forward, REAL, ps_roi_pool, FORWARD, FORWARD, 0, 4, 1, 0, ps_roi_pool,       \
-      "boxes")                                                                                \
-    X(ps_roi_pool_backward, REAL, ps_roi_pool, BACKWARD, BACKWARD, 0, 4, 1, 0, ps_roi_pool,    \
-      "boxes")                                                                                \
-    X(roi_align_rotated_forward, REAL, roi_align_rotated, FORWARD, FORWARD, 0, 5, 0, 0,        \
+    X(roi_pool_backward_i32, REAL, roi_pool, POOL_BACKWARD, BACKWARD, 4, 0, 0, none, "boxes") \
+    X(ps_roi_align_forward, HALF, ps_roi_align, FORWARD, FORWARD, 0, 4, 1,                    \
+      ps_roi_align, "boxes")                                                                  \
+    X(ps_roi_align_backward, HALF, ps_roi_align, BACKWARD, BACKWARD, 0, 4, 1,                 \
+      ps_roi_align, "boxes")                                                                  \
+    X(ps_roi_pool_forward, HALF, ps_roi_pool, FORWARD, FORWARD, 0, 4, 1,                     \
+      ps_roi_pool, "boxes")                                                                   \
+    X(ps_roi_pool_backward, HALF, ps_roi_pool, BACKWARD, BACKWARD, 0, 4, 1,                   \
+      ps_roi_pool, "boxes")                                                                   \
+    X(roi_align_rotated_forward, HALF, roi_align_rotated, FORWARD, FORWARD, 0, 5, 0,          \
       roi_align_rotated, "rois")                                                              \
-    X(roi_align_rotated_backward, REAL, roi_align_rotated, BACKWARD, BACKWARD, 0, 5, 0, 0,     \
+    X(roi_align_rotated_backward, HALF, roi_align_rotated, BACKWARD, BACKWARD, 0, 5, 0,       \
       roi_align_rotated, "rois")
 
+#define BINDING_FLOAT16_REAL 0
+#define BINDING_FLOAT16_HALF 1
 #define BINDING_DEFINE_ENTRY(name, dtypes, family, arguments, layout, argmax_bytes, box_size, \
-                             position_sensitive, float16, find, boxes_name)                  \
+                             position_sensitive, find, boxes_name)                           \
     static pyroi_status binding_run_##name(binding_call *c)                                   \
     { return BINDING_##dtypes(pyroi_##name, BINDING_##arguments##_ARGS(family)); }            \
     static const binding_entry binding_##name = {                                             \
         binding_run_##name, binding_##family##_params, binding_find_##find,                   \
-        BINDING_##layout, argmax_bytes, box_size, position_sensitive, float16, boxes_name};
+        BINDING_##layout, argmax_bytes, box_size, position_sensitive,                         \
+        BINDING_FLOAT16_##dtypes, boxes_name};
 BINDING_ENTRIES(BINDING_DEFINE_ENTRY)
 
 /* ---- the other calls: the dtype of one function, picked by f64 ----------------------------- */

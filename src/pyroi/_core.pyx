@@ -203,9 +203,9 @@ cdef object run(const b.Entry *entry, b.Call *call, map, boxes, batch_indices, p
     grad_input of a backward (a query's is the shape tuple), pooled (K, C', PH, PW) the output
     or grad_output; returns the workspace size a query answers."""
     cdef Py_ssize_t itemsize = (boxes if pooled is None else pooled).itemsize
-    if itemsize == sizeof(uint16_t) and entry.float16:
-        return run_typed(<uint16_t>0, <float>0, entry, call, map, boxes, batch_indices, pooled,
-                         argmax, workspace)
+    if itemsize == sizeof(uint16_t) and entry.float16:  # float16 tensors travel as their bits
+        return run_typed(<uint16_t>0, <float>0, entry, call, map.view("u2"), boxes,
+                         batch_indices, pooled.view("u2"), argmax, workspace)
     if itemsize == sizeof(double):
         return run_typed(<double>0, <double>0, entry, call, map, boxes, batch_indices, pooled,
                          argmax, workspace)
@@ -348,8 +348,8 @@ cdef bint is_roi_status(c.pyroi_status status) noexcept:
 def roi_align_forward(input, boxes, batch_indices, output, int64_t pooled_height,
                       int64_t pooled_width, double spatial_scale_h, double spatial_scale_w,
                       int64_t sampling_ratio, bint aligned, int num_threads):
-    """RoIAlign forward into output (K, C, pooled_height, pooled_width); float16 tensors are
-    passed as uint16 views of their bits, with float32 boxes."""
+    """RoIAlign forward into output (K, C, pooled_height, pooled_width); float16 tensors (or
+    uint16 views of their bits) take float32 boxes, in every operator with a C _f16 entry."""
     cdef b.Call call = numbers(pooled_height, pooled_width, spatial_scale_h, spatial_scale_w,
                                num_threads, sampling_ratio, aligned)
     run(&b.roi_align_forward, &call, input, boxes, batch_indices, output)

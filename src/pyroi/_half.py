@@ -1,20 +1,17 @@
-"""float16 support for the public operators, by widening to float32.
+"""float16 support for the public operators: dispatch to the C core's float16 entry points.
 
-A float16 feature map (or output gradient) is converted to float32 (exactly: every float16
-is a float32), the float32 operator runs -- so every sum and product is accumulated in float32,
-never in half -- and the result is rounded once to float16 (round to nearest even). The
-result is therefore the float32 result within float16 rounding (half an ulp of float16); beyond the
-float16 range it is infinity (silently, as the C entry points).
+A float16 feature map (or output gradient) goes to the C ``*_f16`` entry point of its
+operator as it is: the C core widens it chunk by chunk of channels into float32 scratch, runs
+the float32 kernel -- so every sum and product is accumulated in float32, never in half --
+and rounds the result once to float16 (round to nearest even). The result is therefore the
+float32 result within float16 rounding (half an ulp of float16); beyond the float16 range it
+is infinity (silently, as the C entry points). No float32 copy of the map or gradient is made
+here or in C: the extra memory is the C core's scratch of one chunk.
 
-Why here and not in C: C99 has no half type (``_Float16`` is an optional C23 / compiler
-extension), so C entry points would take ``uint16_t`` storage and convert anyway; converting
-once per call in NumPy costs the same single pass over the data, keeps one kernel per
-operator, and reuses the float32 kernels' validation and bit-exactness unchanged. The price
-is a float32 copy of the float16 arrays for the duration of the call. (C entry points
-``*_f16`` converting per plane into float32 scratch are the planned next step.)
-
-Boxes may be float16 or float32 with float16 data (float64 boxes are rejected, as any dtype
-mismatch is); ``out=`` must be float16. Integer arrays (argmax, batch indices) pass through.
+Only the boxes are widened here, to the float32 the C entry points take (exactly, and they are
+small): float16 or float32 boxes are accepted with float16 data (float64 boxes are rejected,
+as any dtype mismatch is), Python numbers are float16, the data's dtype, first. ``out=`` must
+be float16. Integer arrays (argmax, batch indices) pass through.
 """
 
 # May import: _errors, _validate.
@@ -30,25 +27,10 @@ from pyroi import _validate
 from pyroi._errors import DTypeError
 
 _HALF = np.dtype(np.float16)
-# Elements converted per NumPy call: Python handles Ctrl-C only between calls, so a large map
-# is converted in slices of a few milliseconds each.
+# Elements scaled per C call by the layers' float16 gradient scaling (pyroi.layers): Python
+# handles Ctrl-C only between calls, so a large gradient is scaled in slices of a few
+# milliseconds each.
 _SLICE_ELEMENTS = 1 << 21
-
-
-def _converted(array: np.ndarray, dtype) -> np.ndarray:
-    """``array.astype(dtype)`` (C order), slice by slice along the leading axes."""
-    result = np.empty(array.shape, dtype)
-    _convert_into(result, array)
-    return result
-
-
-def _convert_into(target: np.ndarray, source: np.ndarray) -> None:
-    if source.size <= _SLICE_ELEMENTS or source.ndim == 0:
-        target[...] = source
-        return
-    step = max(1, _SLICE_ELEMENTS // (source.size // source.shape[0]))
-    for i in range(0, source.shape[0], step):
-        _convert_into(target[i:i + step], source[i:i + step])
 
 
 def _is_half(value) -> bool:
@@ -74,22 +56,10 @@ def _widen_part(value, name: str):
     )
 
 
-def _narrow(result, out, inputs=()):
-    """The float32 result as float16, in ``out`` when given (checked like any ``out=``,
-    against the call's arguments ``inputs``)."""
-    with np.errstate(over="ignore"):  # beyond 65504: infinity, as documented
-        half = _converted(result, np.float16)
-    if out is None:
-        return half
-    target = _validate.output_array(out, half.shape, _HALF, inputs)
-    target[...] = half
-    return target
-
-
 def float16_support(data: str, boxes: tuple = ("boxes",)):
     """Decorator: ``function`` also accepts float16 for its argument ``data`` (the feature map
-    or output gradient), widening it and the ``boxes`` arguments to float32 and rounding the
-    first result back to float16."""
+    or output gradient), which it passes on to the C core's float16 entry points, with the
+    ``boxes`` arguments widened to float32."""
 
     def decorate(function):
         signature = inspect.signature(function)
@@ -119,16 +89,14 @@ def float16_support(data: str, boxes: tuple = ("boxes",)):
                 return function(*args, **kwargs)  # let the function report it
             if not _is_half(bound.arguments.get(data)):
                 return function(*args, **kwargs)
-            out = bound.arguments.pop("out", None)
-            given = tuple(bound.arguments.values())  # the arguments as passed, for out=
-            bound.arguments[data] = _converted(bound.arguments[data], np.float32)
+            out = bound.arguments.get("out")
+            if isinstance(out, np.ndarray):  # the widened boxes are copies: check the caller's
+                _validate._disjoint_from(out, tuple(bound.arguments.get(name) for name in boxes),
+                                         "out")
             for name in boxes:
                 if bound.arguments.get(name) is not None:
                     bound.arguments[name] = _widen_boxes(bound.arguments[name], name)
-            result = function(*bound.args, **bound.kwargs)
-            if isinstance(result, tuple):
-                return (_narrow(result[0], out, given),) + result[1:]
-            return _narrow(result, out, given)
+            return function(*bound.args, **bound.kwargs)
 
         return wrapper
 

@@ -26,6 +26,8 @@ from pyroi._errors import (
 from pyroi._threads import get_num_threads
 
 FLOAT_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
+# float16 data (the C core's *_f16 entry points) comes with float32 coordinates.
+HALF_DTYPE = np.dtype(np.float16)
 # Largest fixed samples-per-bin count per axis the C core accepts (PYROI_MAX_SAMPLING_RATIO,
 # pyroi._core.MAX_SAMPLING_RATIO): it bounds every call to 2**20 samples per output element.
 MAX_SAMPLING_RATIO = 1024
@@ -47,12 +49,17 @@ def _kernel_ready(array: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(array, dtype=array.dtype.newbyteorder("="))
 
 
+def coordinate_dtype(dtype: np.dtype) -> np.dtype:
+    """The dtype of the boxes that go with data of ``dtype``: its own, float32 for float16."""
+    return np.dtype(np.float32) if dtype == HALF_DTYPE else dtype
+
+
 def float_array(value, name: str, ndim: int) -> np.ndarray:
-    """A float32/float64 array of rank ``ndim`` (any strides; copied only if unreadable).
-    float16 data never gets here (_half widens it first), but callers may pass it, so the
-    message lists it."""
+    """A float16/float32/float64 array of rank ``ndim`` (any strides; copied only if
+    unreadable). float16 reaches only the operators that _half dispatches (their boxes
+    widened to float32 there)."""
     array = _as_array(value, name)
-    if array.dtype.newbyteorder("=") not in FLOAT_DTYPES:
+    if array.dtype.newbyteorder("=") not in FLOAT_DTYPES + (HALF_DTYPE,):
         raise DTypeError(
             f"{name} must be a float16, float32 or float64 array, got dtype {array.dtype}")
     if array.ndim != ndim:
@@ -146,9 +153,11 @@ def boxes(value, dtype: np.dtype, num_images: int, batch_indices=None, name: str
     ``coords_per_box`` other than 4 (rotated boxes: 5, ``[cx, cy, w, h, angle]``) widens
     every form by that many coordinates: ``(K, 1 + n)``, ``(L_i, n)`` and ``(K, n)``.
 
-    Coordinates must have ``dtype`` (as torchvision requires) and be finite; batch indices
-    must be integers in ``[0, num_images)``. Errors name the first offending RoI.
+    Coordinates must have ``dtype`` (as torchvision requires; float32 for float16 data) and
+    be finite; batch indices must be integers in ``[0, num_images)``. Errors name the first
+    offending RoI.
     """
+    dtype = coordinate_dtype(dtype)
     if batch_indices is None and not isinstance(value, (list, tuple)):
         return _coords_from_rois(value, dtype, num_images, name, coords_per_box)
     if batch_indices is not None:

@@ -241,13 +241,21 @@ def roi_align_v2_backward(grad_output, boxes, input_shape, pooled_height, pooled
             f"{grad.shape}"
         )
     coords, roi_images, scale, ratio, is_aligned, threads = _v2_arguments(
-        boxes, grad.dtype, shape, spatial_scale, sampling_ratio, aligned, num_threads)
+        boxes, _validate.coordinate_dtype(grad.dtype), shape, spatial_scale, sampling_ratio,
+        aligned, num_threads)
     if coords.shape[0] != grad.shape[0]:
         raise _validate.ShapeError(
             f"boxes has {coords.shape[0]} RoIs but grad_output has {grad.shape[0]} (K must match)"
         )
     result = _validate.output_array(out, shape, grad.dtype,
                                     (grad_output, boxes, grad, coords, roi_images))
+    if grad.dtype == np.float16:  # the C float16 entry (same results), with its own scratch
+        if workspace is not None:
+            _validate.workspace_array(workspace, (grad_output, boxes, grad, coords, roi_images,
+                                                  result))
+        _core.roi_align_backward(grad, coords, roi_images, result, scale, scale, ratio,
+                                 is_aligned, threads)
+        return result
     if workspace is None:
         workspace = np.empty(_core.roi_align_backward_workspace_size(
             coords, roi_images, shape, pooled[0], pooled[1], scale, scale, ratio, is_aligned,

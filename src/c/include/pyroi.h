@@ -1052,17 +1052,24 @@ PYROI_API pyroi_status pyroi_roi_align_backward_with_workspace_f64(
 /* ------------------------------------------------------------------------------------------
  * float16 (IEEE 754 binary16, passed as uint16_t bit patterns: C99 has no half type).
  *
- * pyroi_roi_align_forward_f16 / pyroi_roi_align_backward_f16 are pyroi_roi_align_forward_f32 /
- * pyroi_roi_align_backward_f32 on float16 tensors: the float16 input (or grad_output) is
- * widened exactly into float32 scratch, the float32 kernel runs -- every sum is accumulated in
- * float32, never in half -- and each result element is rounded once to float16 (to nearest,
- * ties to even; overflow gives infinity). So a result equals the float32 call's on the widened
- * data up to float16 rounding. Boxes are float32 (widen float16 boxes first: exact).
- * Arguments, validation (complete before any element is read) and statuses are those of the
- * float32 calls. Memory: float32 copies of both tensors for the duration of the call
- * (PYROI_E_NO_MEMORY if they cannot be allocated), besides the float32 call's own scratch.
- * Thread-safe; bit-identical for every thread count. (The Python package widens float16 in
- * NumPy for every operator, with the same results.)
+ * Every operator has a float16 entry point: pyroi_<name>_f16 is pyroi_<name>_f32 on float16
+ * tensors (same arguments, except that the tensors are uint16_t and the boxes float32 - widen
+ * float16 boxes first, which is exact). Its result equals the float32 call's on the widened
+ * data, rounded once to float16 (to nearest, ties to even; beyond 65504 infinity, NaN a
+ * quiet NaN): every sum is accumulated in float32, in the float32 kernels' order, never in
+ * half. An argmax (int64) is the float32 call's, bit for bit.
+ * How: the outputs of every operator are separable over channels (a position-sensitive
+ * output channel reads PH * PW consecutive input channels), so the call runs the float32
+ * kernel on chunks of channels, each widened exactly into float32 scratch and its result
+ * rounded into the float16 tensor; a chunk holds what fits the level 2 caches of the call's
+ * workers, at least 16 channels per worker, and a call makes at most 8 chunks. Memory: that
+ * scratch (about the level 2 cache per worker, more for maps whose 16 planes exceed it or
+ * with more than 8 chunks' worth of channels), never a float32 copy of a tensor;
+ * PYROI_E_NO_MEMORY if it cannot be allocated.
+ * Validation and statuses are those of the float32 calls, complete before the caller's
+ * tensors are written, except for what only a later chunk reads: an invalid argmax entry
+ * of a backward (PYROI_E_INVALID_ARGMAX) or a cancellation leave grad_input partly written.
+ * Thread-safe; bit-identical for every thread count.
  * ---------------------------------------------------------------------------------------- */
 PYROI_API pyroi_status pyroi_roi_align_forward_f16(
     const uint16_t *input, const int64_t input_shape[4], const int64_t input_strides[4],
@@ -1076,6 +1083,89 @@ PYROI_API pyroi_status pyroi_roi_align_backward_f16(
     const int64_t *batch_indices,
     uint16_t *grad_input, const int64_t grad_input_shape[4],
     const int64_t grad_input_strides[4], const pyroi_roi_align_params *params);
+PYROI_API pyroi_status pyroi_roi_align_max_forward_f16(
+    const uint16_t *input, const int64_t input_shape[4], const int64_t input_strides[4],
+    const float *boxes, int64_t num_rois, int64_t box_row_stride,
+    const int64_t *batch_indices,
+    uint16_t *output, const int64_t output_strides[4],
+    int64_t *argmax, const int64_t argmax_strides[4],
+    const pyroi_roi_align_params *params);
+PYROI_API pyroi_status pyroi_roi_align_max_backward_f16(
+    const uint16_t *grad_output, const int64_t grad_output_strides[4],
+    const int64_t *argmax, const int64_t argmax_strides[4],
+    const float *boxes, int64_t num_rois, int64_t box_row_stride,
+    const int64_t *batch_indices,
+    uint16_t *grad_input, const int64_t grad_input_shape[4],
+    const int64_t grad_input_strides[4], const pyroi_roi_align_params *params);
+PYROI_API pyroi_status pyroi_roi_align_onnx_max_forward_f16(
+    const uint16_t *input, const int64_t input_shape[4], const int64_t input_strides[4],
+    const float *boxes, int64_t num_rois, int64_t box_row_stride,
+    const int64_t *batch_indices,
+    uint16_t *output, const int64_t output_strides[4],
+    const pyroi_roi_align_params *params);
+PYROI_API pyroi_status pyroi_roi_align_onnx_max_forward_argmax_f16(
+    const uint16_t *input, const int64_t input_shape[4], const int64_t input_strides[4],
+    const float *boxes, int64_t num_rois, int64_t box_row_stride,
+    const int64_t *batch_indices,
+    uint16_t *output, const int64_t output_strides[4],
+    int64_t *argmax, const int64_t argmax_strides[4],
+    const pyroi_roi_align_params *params);
+PYROI_API pyroi_status pyroi_roi_align_onnx_max_backward_f16(
+    const uint16_t *grad_output, const int64_t grad_output_strides[4],
+    const int64_t *argmax, const int64_t argmax_strides[4],
+    const float *boxes, int64_t num_rois, int64_t box_row_stride,
+    const int64_t *batch_indices,
+    uint16_t *grad_input, const int64_t grad_input_shape[4],
+    const int64_t grad_input_strides[4], const pyroi_roi_align_params *params);
+PYROI_API pyroi_status pyroi_roi_pool_forward_f16(
+    const uint16_t *input, const int64_t input_shape[4], const int64_t input_strides[4],
+    const float *boxes, int64_t num_rois, int64_t box_row_stride,
+    const int64_t *batch_indices,
+    uint16_t *output, const int64_t output_strides[4],
+    int64_t *argmax, const int64_t argmax_strides[4],
+    const pyroi_roi_pool_params *params);
+PYROI_API pyroi_status pyroi_roi_pool_backward_f16(
+    const uint16_t *grad_output, const int64_t grad_output_strides[4],
+    const int64_t *argmax, const int64_t argmax_strides[4],
+    const int64_t *batch_indices, int64_t num_rois,
+    uint16_t *grad_input, const int64_t grad_input_shape[4], const int64_t grad_input_strides[4],
+    const pyroi_roi_pool_params *params);
+PYROI_API pyroi_status pyroi_ps_roi_align_forward_f16(
+    const uint16_t *input, const int64_t input_shape[4], const int64_t input_strides[4],
+    const float *boxes, int64_t num_rois, int64_t box_row_stride,
+    const int64_t *batch_indices,
+    uint16_t *output, const int64_t output_strides[4],
+    const pyroi_ps_roi_align_params *params);
+PYROI_API pyroi_status pyroi_ps_roi_align_backward_f16(
+    const uint16_t *grad_output, const int64_t grad_output_strides[4],
+    const float *boxes, int64_t num_rois, int64_t box_row_stride,
+    const int64_t *batch_indices,
+    uint16_t *grad_input, const int64_t grad_input_shape[4],
+    const int64_t grad_input_strides[4], const pyroi_ps_roi_align_params *params);
+PYROI_API pyroi_status pyroi_ps_roi_pool_forward_f16(
+    const uint16_t *input, const int64_t input_shape[4], const int64_t input_strides[4],
+    const float *boxes, int64_t num_rois, int64_t box_row_stride,
+    const int64_t *batch_indices,
+    uint16_t *output, const int64_t output_strides[4],
+    const pyroi_ps_roi_pool_params *params);
+PYROI_API pyroi_status pyroi_ps_roi_pool_backward_f16(
+    const uint16_t *grad_output, const int64_t grad_output_strides[4],
+    const float *boxes, int64_t num_rois, int64_t box_row_stride,
+    const int64_t *batch_indices,
+    uint16_t *grad_input, const int64_t grad_input_shape[4],
+    const int64_t grad_input_strides[4], const pyroi_ps_roi_pool_params *params);
+PYROI_API pyroi_status pyroi_roi_align_rotated_forward_f16(
+    const uint16_t *input, const int64_t input_shape[4], const int64_t input_strides[4],
+    const float *boxes, int64_t num_rois, int64_t box_row_stride,
+    const int64_t *batch_indices,
+    uint16_t *output, const int64_t output_strides[4],
+    const pyroi_roi_align_rotated_params *params);
+PYROI_API pyroi_status pyroi_roi_align_rotated_backward_f16(
+    const uint16_t *grad_output, const int64_t grad_output_strides[4],
+    const float *boxes, int64_t num_rois, int64_t box_row_stride,
+    const int64_t *batch_indices,
+    uint16_t *grad_input, const int64_t grad_input_shape[4],
+    const int64_t grad_input_strides[4], const pyroi_roi_align_rotated_params *params);
 
 /* target[i] = scale * source[i] rounded to float16, for i in [0, count): the product is formed
  * in float32 (it is the float32 result a float32 caller would hold), then rounded once to

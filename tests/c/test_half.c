@@ -1,0 +1,323 @@
+/* The float16 entry points of every operator: each equals its float32 entry point on the
+ * widened tensors, rounded once, with the same argmax; on maps large enough to be run in
+ * several channel chunks (128 x 128 planes, 64 KB in float32: 16 channels a worker with a
+ * 1 MB level 2 cache, 32 with 2 MB: of 40 channels, 2 or 3 chunks), with channels-last
+ * strides, for 1 and 2 threads; statuses; and the branch-free conversions: every float16
+ * value widened, NaN payloads rounded (round trips and ties: test_frontends.c). */
+#include "check.h"
+#include "half.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { N = 2, C = 40, H = 128, W = 128, K = 7, PH = 2, PW = 2, COUT = C / (PH * PW) };
+#define MAP_COUNT ((size_t)N * C * H * W)
+#define POOLED_COUNT ((size_t)K * C * PH * PW)
+
+typedef struct arrays {
+    uint16_t *map16, *pooled16;
+    float *map32, *pooled32;
+    int64_t *argmax16, *argmax32;
+} arrays;
+
+static const int64_t map_shape[4] = {N, C, H, W};
+static const int64_t nchw_strides[4] = {(int64_t)C * H * W, (int64_t)H * W, W, 1};
+static const int64_t nhwc_strides[4] = {(int64_t)C * H * W, 1, (int64_t)W * C, C};
+static const int64_t pooled_strides[4] = {C * PH * PW, PH * PW, PW, 1};
+static const int64_t ps_pooled_strides[4] = {COUT * PH * PW, PH * PW, PW, 1};
+static const int64_t batch[K] = {0, 1, 1, 0, 1, 0, 0};
+static const float boxes[K * 5] = {
+    3, 4, 200, 180, 10,  -20, 0, 60, 300, -30, 100, 100, 101, 102, 0,  255, 255, 0, 0, 45,
+    7, 9, 250, 17, 90,   30, 40, 31, 41, 5,     0, 0, 256, 256, 0};
+
+/* every map and pooled element: float16 data (and its exact float32 widening), with subnormals,
+ * large values and a few infinities */
+static void fill(arrays *a, int backward, unsigned long long seed)
+{
+    size_t i;
+    const size_t count = backward ? POOLED_COUNT : MAP_COUNT;
+    uint16_t *halves = backward ? a->pooled16 : a->map16;
+    float *wide = backward ? a->pooled32 : a->map32;
+    for (i = 0; i < count; ++i) {
+        const double r = check_random(&seed) - 0.5;
+        const double magnitude = ldexp(1.0, (int)(check_random(&seed) * 40.0) - 26);
+        halves[i] = pyroi_float_to_half((float)(r * magnitude));
+        if (i % 9973 == 0) {
+            halves[i] = (uint16_t)(i % 2 ? 0x7c00u : 0xfc00u);
+        }
+        wide[i] = pyroi_half_to_float(halves[i]);
+    }
+}
+
+/* float16 result == float32 result rounded once (count elements, the same element order) */
+static int same_rounded(const uint16_t *halves, const float *wide, size_t count)
+{
+    size_t i;
+    for (i = 0; i < count; ++i) {
+        if (halves[i] != pyroi_float_to_half(wide[i])) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+#define ROIS4(stride) boxes, K, stride, batch
+
+/* Every operator's parameters: 2 x 2 bins, spatial scales and sampling of several kinds. */
+typedef struct params {
+    pyroi_roi_align_params align;
+    pyroi_roi_pool_params pool;
+    pyroi_ps_roi_align_params ps_align;
+    pyroi_ps_roi_pool_params ps_pool;
+    pyroi_roi_align_rotated_params rotated;
+} params;
+
+static void params_init(params *p, int threads)
+{
+    pyroi_roi_align_params_init(&p->align);
+    pyroi_roi_pool_params_init(&p->pool);
+    pyroi_ps_roi_align_params_init(&p->ps_align);
+    pyroi_ps_roi_pool_params_init(&p->ps_pool);
+    pyroi_roi_align_rotated_params_init(&p->rotated);
+    p->align.pooled_height = p->pool.pooled_height = p->ps_align.pooled_height = PH;
+    p->ps_pool.pooled_height = p->rotated.pooled_height = PH;
+    p->align.pooled_width = p->pool.pooled_width = p->ps_align.pooled_width = PW;
+    p->ps_pool.pooled_width = p->rotated.pooled_width = PW;
+    p->align.spatial_scale_h = p->align.spatial_scale_w = 0.75;
+    p->pool.spatial_scale_h = p->pool.spatial_scale_w = 0.5;
+    p->align.sampling_ratio = p->rotated.sampling_ratio = 2;
+    p->ps_align.sampling_ratio = -1; /* adaptive */
+    p->rotated.angle_in_degrees = 1;
+    p->align.num_threads = p->pool.num_threads = p->ps_align.num_threads = threads;
+    p->ps_pool.num_threads = p->rotated.num_threads = threads;
+}
+
+static void test_forwards(arrays *a, const int64_t strides[4], int threads)
+{
+    params p;
+    params_init(&p, threads);
+    fill(a, 0, 11);
+#define SAME_FORWARD(call16, call32, count)                                             \
+    CHECK_STATUS(call16, PYROI_OK);                                                      \
+    CHECK_STATUS(call32, PYROI_OK);                                                      \
+    CHECK(same_rounded(a->pooled16, a->pooled32, count))
+    SAME_FORWARD(pyroi_roi_align_forward_f16(a->map16, map_shape, strides, ROIS4(5), a->pooled16,
+                                             pooled_strides, &p.align),
+                 pyroi_roi_align_forward_f32(a->map32, map_shape, strides, ROIS4(5), a->pooled32,
+                                             pooled_strides, &p.align),
+                 POOLED_COUNT);
+    SAME_FORWARD(pyroi_roi_align_max_forward_f16(a->map16, map_shape, strides, ROIS4(5),
+                                                 a->pooled16, pooled_strides, a->argmax16,
+                                                 pooled_strides, &p.align),
+                 pyroi_roi_align_max_forward_f32(a->map32, map_shape, strides, ROIS4(5),
+                                                 a->pooled32, pooled_strides, a->argmax32,
+                                                 pooled_strides, &p.align),
+                 POOLED_COUNT);
+    CHECK(memcmp(a->argmax16, a->argmax32, POOLED_COUNT * sizeof(int64_t)) == 0);
+    SAME_FORWARD(pyroi_roi_align_onnx_max_forward_f16(a->map16, map_shape, strides, ROIS4(5),
+                                                      a->pooled16, pooled_strides, &p.align),
+                 pyroi_roi_align_onnx_max_forward_f32(a->map32, map_shape, strides, ROIS4(5),
+                                                      a->pooled32, pooled_strides, &p.align),
+                 POOLED_COUNT);
+    SAME_FORWARD(pyroi_roi_align_onnx_max_forward_argmax_f16(
+                     a->map16, map_shape, strides, ROIS4(5), a->pooled16, pooled_strides,
+                     a->argmax16, pooled_strides, &p.align),
+                 pyroi_roi_align_onnx_max_forward_argmax_f32(
+                     a->map32, map_shape, strides, ROIS4(5), a->pooled32, pooled_strides,
+                     a->argmax32, pooled_strides, &p.align),
+                 POOLED_COUNT);
+    CHECK(memcmp(a->argmax16, a->argmax32, POOLED_COUNT * sizeof(int64_t)) == 0);
+
+    SAME_FORWARD(pyroi_roi_pool_forward_f16(a->map16, map_shape, strides, ROIS4(5), a->pooled16,
+                                            pooled_strides, a->argmax16, pooled_strides, &p.pool),
+                 pyroi_roi_pool_forward_f32(a->map32, map_shape, strides, ROIS4(5), a->pooled32,
+                                            pooled_strides, a->argmax32, pooled_strides, &p.pool),
+                 POOLED_COUNT);
+    CHECK(memcmp(a->argmax16, a->argmax32, POOLED_COUNT * sizeof(int64_t)) == 0);
+
+    SAME_FORWARD(pyroi_ps_roi_align_forward_f16(a->map16, map_shape, strides, ROIS4(5),
+                                                a->pooled16, ps_pooled_strides, &p.ps_align),
+                 pyroi_ps_roi_align_forward_f32(a->map32, map_shape, strides, ROIS4(5),
+                                                a->pooled32, ps_pooled_strides, &p.ps_align),
+                 (size_t)K * COUT * PH * PW);
+    SAME_FORWARD(pyroi_ps_roi_pool_forward_f16(a->map16, map_shape, strides, ROIS4(5),
+                                               a->pooled16, ps_pooled_strides, &p.ps_pool),
+                 pyroi_ps_roi_pool_forward_f32(a->map32, map_shape, strides, ROIS4(5),
+                                               a->pooled32, ps_pooled_strides, &p.ps_pool),
+                 (size_t)K * COUT * PH * PW);
+
+    SAME_FORWARD(pyroi_roi_align_rotated_forward_f16(a->map16, map_shape, strides, ROIS4(5),
+                                                     a->pooled16, pooled_strides, &p.rotated),
+                 pyroi_roi_align_rotated_forward_f32(a->map32, map_shape, strides, ROIS4(5),
+                                                     a->pooled32, pooled_strides, &p.rotated),
+                 POOLED_COUNT);
+#undef SAME_FORWARD
+}
+
+/* The backwards, writing grad_input with strides (the map's element order of the reference:
+ * both are compared element by element in memory). */
+static void test_backwards(arrays *a, const int64_t strides[4], int threads)
+{
+    params p;
+    params_init(&p, threads);
+    fill(a, 0, 5);
+    fill(a, 1, 7);
+#define SAME_BACKWARD(call16, call32)                                                  \
+    CHECK_STATUS(call16, PYROI_OK);                                                     \
+    CHECK_STATUS(call32, PYROI_OK);                                                     \
+    CHECK(same_rounded(a->map16, a->map32, MAP_COUNT))
+    SAME_BACKWARD(pyroi_roi_align_backward_f16(a->pooled16, pooled_strides, ROIS4(5), a->map16,
+                                               map_shape, strides, &p.align),
+                  pyroi_roi_align_backward_f32(a->pooled32, pooled_strides, ROIS4(5), a->map32,
+                                               map_shape, strides, &p.align));
+    /* the winners of a max forward (float32: the same as float16's, tested above) */
+    CHECK_STATUS(pyroi_roi_align_max_forward_f32(a->map32, map_shape, strides, ROIS4(5),
+                                                 a->pooled32 + POOLED_COUNT, pooled_strides,
+                                                 a->argmax32, pooled_strides, &p.align), PYROI_OK);
+    SAME_BACKWARD(pyroi_roi_align_max_backward_f16(a->pooled16, pooled_strides, a->argmax32,
+                                                   pooled_strides, ROIS4(5), a->map16, map_shape,
+                                                   strides, &p.align),
+                  pyroi_roi_align_max_backward_f32(a->pooled32, pooled_strides, a->argmax32,
+                                                   pooled_strides, ROIS4(5), a->map32, map_shape,
+                                                   strides, &p.align));
+    CHECK_STATUS(pyroi_roi_align_onnx_max_forward_argmax_f32(
+                     a->map32, map_shape, strides, ROIS4(5), a->pooled32 + POOLED_COUNT,
+                     pooled_strides, a->argmax32, pooled_strides, &p.align), PYROI_OK);
+    SAME_BACKWARD(pyroi_roi_align_onnx_max_backward_f16(a->pooled16, pooled_strides,
+                                                        a->argmax32, pooled_strides, ROIS4(5),
+                                                        a->map16, map_shape, strides, &p.align),
+                  pyroi_roi_align_onnx_max_backward_f32(a->pooled32, pooled_strides,
+                                                        a->argmax32, pooled_strides, ROIS4(5),
+                                                        a->map32, map_shape, strides, &p.align));
+
+    CHECK_STATUS(pyroi_roi_pool_forward_f32(a->map32, map_shape, strides, ROIS4(5),
+                                            a->pooled32 + POOLED_COUNT, pooled_strides,
+                                            a->argmax32, pooled_strides, &p.pool), PYROI_OK);
+    SAME_BACKWARD(pyroi_roi_pool_backward_f16(a->pooled16, pooled_strides, a->argmax32,
+                                              pooled_strides, batch, K, a->map16, map_shape,
+                                              strides, &p.pool),
+                  pyroi_roi_pool_backward_f32(a->pooled32, pooled_strides, a->argmax32,
+                                              pooled_strides, batch, K, a->map32, map_shape,
+                                              strides, &p.pool));
+    /* a bad argmax entry in the last chunk: the status of the float32 call */
+    a->argmax32[POOLED_COUNT - 1] = (int64_t)H * W;
+    CHECK_STATUS(pyroi_roi_pool_backward_f16(a->pooled16, pooled_strides, a->argmax32,
+                                             pooled_strides, batch, K, a->map16, map_shape,
+                                             strides, &p.pool), PYROI_E_INVALID_ARGMAX);
+
+    SAME_BACKWARD(pyroi_ps_roi_align_backward_f16(a->pooled16, ps_pooled_strides, ROIS4(5),
+                                                  a->map16, map_shape, strides, &p.ps_align),
+                  pyroi_ps_roi_align_backward_f32(a->pooled32, ps_pooled_strides, ROIS4(5),
+                                                  a->map32, map_shape, strides, &p.ps_align));
+    SAME_BACKWARD(pyroi_ps_roi_pool_backward_f16(a->pooled16, ps_pooled_strides, ROIS4(5),
+                                                 a->map16, map_shape, strides, &p.ps_pool),
+                  pyroi_ps_roi_pool_backward_f32(a->pooled32, ps_pooled_strides, ROIS4(5),
+                                                 a->map32, map_shape, strides, &p.ps_pool));
+
+    SAME_BACKWARD(pyroi_roi_align_rotated_backward_f16(a->pooled16, pooled_strides, ROIS4(5),
+                                                       a->map16, map_shape, strides, &p.rotated),
+                  pyroi_roi_align_rotated_backward_f32(a->pooled32, pooled_strides, ROIS4(5),
+                                                       a->map32, map_shape, strides, &p.rotated));
+#undef SAME_BACKWARD
+}
+
+/* Failures found before the caller's tensors are written: boxes, batch indices, shapes. */
+static void test_statuses(arrays *a)
+{
+    static const int64_t bad_batch[K] = {0, 1, 2, 0, 1, 0, 0};
+    static const int64_t odd_shape[4] = {N, C - 1, H, W};
+    float bad_boxes[K * 5];
+    params p;
+    size_t i;
+    int untouched = 1;
+    params_init(&p, 0);
+    memcpy(bad_boxes, boxes, sizeof(bad_boxes));
+    bad_boxes[5 * 6 + 2] = NAN;
+    memset(a->pooled16, 0, POOLED_COUNT * sizeof(uint16_t));
+    CHECK_STATUS(pyroi_roi_pool_forward_f16(a->map16, map_shape, nchw_strides, boxes, K, 5,
+                                            bad_batch, a->pooled16, pooled_strides, NULL, NULL,
+                                            &p.pool), PYROI_E_INVALID_BATCH_INDEX);
+    CHECK_STATUS(pyroi_roi_pool_forward_f16(a->map16, map_shape, nchw_strides, bad_boxes, K, 5,
+                                            batch, a->pooled16, pooled_strides, NULL, NULL,
+                                            &p.pool), PYROI_E_INVALID_BOX);
+    for (i = 0; i < POOLED_COUNT; ++i) {
+        untouched &= a->pooled16[i] == 0;
+    }
+    CHECK(untouched);
+    CHECK_STATUS(pyroi_roi_pool_forward_f16(a->map16, NULL, nchw_strides, boxes, K, 5, batch,
+                                            a->pooled16, pooled_strides, NULL, NULL, &p.pool),
+                 PYROI_E_NULL_POINTER);
+    CHECK_STATUS(pyroi_roi_pool_forward_f16(a->map16, map_shape, nchw_strides, boxes, K, 5,
+                                            batch, a->pooled16, pooled_strides, NULL, NULL,
+                                            NULL), PYROI_E_NULL_POINTER);
+    CHECK_STATUS(pyroi_ps_roi_pool_forward_f16(a->map16, odd_shape, nchw_strides, boxes, K, 5,
+                                               batch, a->pooled16, ps_pooled_strides, &p.ps_pool),
+                 PYROI_E_INVALID_SHAPE);
+    /* no channels: still one float32 call, which checks the boxes */
+    {
+        const int64_t empty[4] = {N, 0, H, W};
+        CHECK_STATUS(pyroi_roi_pool_forward_f16(a->map16, empty, nchw_strides, bad_boxes, K, 5,
+                                                batch, a->pooled16, pooled_strides, NULL, NULL,
+                                                &p.pool), PYROI_E_INVALID_BOX);
+        CHECK_STATUS(pyroi_roi_pool_forward_f16(a->map16, empty, nchw_strides, boxes, K, 5,
+                                                batch, a->pooled16, pooled_strides, NULL, NULL,
+                                                &p.pool), PYROI_OK);
+    }
+}
+
+/* The branch-free conversions against their definitions: every float16 value widened
+ * (value = mantissa * 2^(exponent - 25) scaled as binary16 says), and NaN payloads. */
+static void test_conversions(void)
+{
+    uint32_t h;
+    int exact = 1;
+    for (h = 0; h < 0x10000u; ++h) {
+        const uint32_t e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
+        const float value = pyroi_half_to_float((uint16_t)h);
+        double expected;
+        if (e == 0x1fu) {
+            exact &= m == 0 ? isinf(value) && (signbit(value) != 0) == ((h & 0x8000u) != 0)
+                            : isnan(value) && (pyroi_float_to_bits(value) & 0x7fffffu) == m << 13;
+            continue;
+        }
+        expected = e == 0 ? ldexp((double)m, -24) : ldexp(1.0 + m / 1024.0, (int)e - 15);
+        exact &= (double)value == ((h & 0x8000u) ? -expected : expected) &&
+                 (signbit(value) != 0) == ((h & 0x8000u) != 0);
+    }
+    CHECK(exact);
+    /* NaN: quiet, payload's top bits kept, sign kept */
+    CHECK(pyroi_float_to_half(pyroi_bits_to_float(0x7f800001u)) == 0x7e00u);
+    CHECK(pyroi_float_to_half(pyroi_bits_to_float(0xffa00000u)) == 0xff00u);
+    CHECK(pyroi_float_to_half(pyroi_bits_to_float(0x7fc02000u)) == 0x7e01u);
+}
+
+int main(void)
+{
+    arrays a;
+    int threads;
+    a.map16 = malloc(MAP_COUNT * sizeof(uint16_t));
+    a.pooled16 = malloc(POOLED_COUNT * sizeof(uint16_t));
+    a.map32 = malloc(MAP_COUNT * sizeof(float));
+    a.pooled32 = malloc(2 * POOLED_COUNT * sizeof(float));
+    a.argmax16 = malloc(POOLED_COUNT * sizeof(int64_t));
+    a.argmax32 = malloc(POOLED_COUNT * sizeof(int64_t));
+    if (!a.map16 || !a.pooled16 || !a.map32 || !a.pooled32 || !a.argmax16 || !a.argmax32) {
+        return 2;
+    }
+    test_conversions();
+    for (threads = 1; threads <= 2; ++threads) {
+        test_forwards(&a, nchw_strides, threads);
+        test_forwards(&a, nhwc_strides, threads);
+        test_backwards(&a, nchw_strides, threads);
+        test_backwards(&a, nhwc_strides, threads);
+    }
+    test_statuses(&a);
+    free(a.map16);
+    free(a.pooled16);
+    free(a.map32);
+    free(a.pooled32);
+    free(a.argmax16);
+    free(a.argmax32);
+    return check_report("test_half");
+}
