@@ -69,6 +69,85 @@ static void PYROI_TYPED(lane_block_gather)(const T *map, const int64_t strides[4
     }
 }
 
+/* Starts loading rows [row_begin, row_end) x columns [col_begin, col_end) of channels
+ * [c0, c0 + channels) of image n, a line at a time (rows of packed pixels only). */
+static inline void PYROI_TYPED(lane_block_prefetch)(const T *map, const int64_t strides[4], int64_t n,
+                                             int64_t c0, int64_t channels, int64_t row_begin,
+                                             int64_t row_end, int64_t col_begin,
+                                             int64_t col_end)
+{
+    const int64_t step = PYROI_LANE_BYTES / (int64_t)sizeof(T);
+    int64_t c, h, w;
+    if (strides[3] != 1 || col_end <= col_begin) {
+        return;
+    }
+    for (c = c0; c < c0 + channels; ++c) {
+        for (h = row_begin; h < row_end; ++h) {
+            const T *row = map + n * strides[0] + c * strides[1] + h * strides[2];
+            for (w = col_begin; w < col_end; w += step) {
+                PYROI_PREFETCH(row + w);
+            }
+            PYROI_PREFETCH(row + col_end - 1);
+        }
+    }
+}
+
+/* Row segments of runs ahead of the one being gathered whose loads lane_block_gather_runs
+ * has started. */
+#ifndef PYROI_RUNS_AHEAD
+#  define PYROI_RUNS_AHEAD 2
+#endif
+
+/* Moves (*i, *h) to the next row segment of runs [.., last): the next row of run *i, or the
+ * first of the next run; whole rows (columns [0, width)) are one segment. 0 past the last. */
+static inline int PYROI_TYPED(lane_block_next_segment)(const int64_t *runs, int64_t last,
+                                                       int64_t width, int64_t *i, int64_t *h)
+{
+    const int64_t *run = runs + 4 * *i;
+    *h = run[2] == 0 && run[3] == width ? run[1] : *h + 1;
+    if (*h >= run[1] && ++*i < last) {
+        *h = runs[4 * *i];
+    }
+    return *i < last;
+}
+
+/* Gathers runs [first, last) (4 int64 each: rows [runs[0], runs[1]) x columns
+ * [runs[2], runs[3])) of channels [c0, c0 + channels) of image n into a block of whole rows
+ * of width pixels, pixel (h, w) at block + (h * width + w) * pitch, as lane_block_gather
+ * does (lane groups group_stride PYROI_LANES apart), one row segment at a time (whole rows:
+ * one segment). Short runs from 16 planes are too short for the prefetchers: the loads of
+ * the segments PYROI_RUNS_AHEAD ahead are started while one is gathered. */
+static inline void PYROI_TYPED(lane_block_gather_runs)(const T *map,
+                                                       const int64_t strides[4], int64_t width,
+                                                       int64_t n, int64_t c0, int64_t channels,
+                                                       const int64_t *runs, int64_t first,
+                                                       int64_t last, T *block, int64_t pitch)
+{
+    int64_t i = first, h = first < last ? runs[4 * first] : 0, ahead_i = i, ahead_h = h, a;
+    int more = i < last;
+    for (a = 0; more && a < PYROI_RUNS_AHEAD; ++a) {
+        const int64_t *run = runs + 4 * ahead_i;
+        PYROI_TYPED(lane_block_prefetch)(map, strides, n, c0, channels, ahead_h, ahead_h + 1,
+                                         run[2], run[3]);
+        more = PYROI_TYPED(lane_block_next_segment)(runs, last, width, &ahead_i, &ahead_h);
+    }
+    while (i < last) {
+        const int64_t *run = runs + 4 * i;
+        const int whole_rows = run[2] == 0 && run[3] == width;
+        if (more) {
+            const int64_t *ahead = runs + 4 * ahead_i;
+            PYROI_TYPED(lane_block_prefetch)(map, strides, n, c0, channels, ahead_h,
+                                             ahead_h + 1, ahead[2], ahead[3]);
+            more = PYROI_TYPED(lane_block_next_segment)(runs, last, width, &ahead_i, &ahead_h);
+        }
+        PYROI_TYPED(lane_block_gather)(map, strides, width, n, c0, channels, h,
+                                       whole_rows ? run[1] : h + 1, run[2], run[3],
+                                       block + (h * width + run[2]) * pitch, width, pitch,
+                                       PYROI_LANES);
+        (void)PYROI_TYPED(lane_block_next_segment)(runs, last, width, &i, &h);
+    }
+}
+
 /* Writes rows [row_begin, row_end) x columns [col_begin, col_end) of a block of one lane group
  * (pixel (h, w) at block + (h * width + w) * PYROI_LANES) back to channels [c0, c0 + lanes)
  * of image n in the caller's layout. */

@@ -140,6 +140,18 @@ static void PYROI_TYPED(roi_align_prefetch_block_slice)(const PYROI_TYPED(roi_al
     const int64_t first = pixels * part / parts, last = pixels * (part + 1) / parts;
     const int64_t step = PYROI_LANE_BYTES / (int64_t)sizeof(T);
     int64_t c, p;
+    if (job->footprint != NULL) { /* the slice of the image's runs */
+        const PYROI_TYPED(roi_align_footprint) *footprint = job->footprint;
+        const int64_t group = PYROI_TYPED(roi_align_image_item)(job, item, &c0, &lanes);
+        const int64_t begin = footprint->group_first[group];
+        const int64_t runs = footprint->group_first[group + 1] - begin;
+        for (p = begin + runs * part / parts; p < begin + runs * (part + 1) / parts; ++p) {
+            const int64_t *run = footprint->runs + 4 * p;
+            PYROI_TYPED(lane_block_prefetch)(job->features, strides, n, c0, lanes, run[0],
+                                             run[1], run[2], run[3]);
+        }
+        return;
+    }
     if (strides[3] != 1 || strides[2] != shape[3]) {
         return;
     }

@@ -19,6 +19,34 @@
 #define PYROI_PAIR_BLOCK_BYTES ((double)(1 << 20))
 
 
+/* The forward's image order gathers only the pixels its RoIs read (a footprint, see
+ * roi_align_footprint_build) when that costs less than gathering whole images. The cost of a
+ * footprint is its lines per channel plane plus PYROI_RUN_LINES per run: a row segment of 16
+ * planes starts 16 streams that no prefetcher has followed (measured, 1 thread, 2 x 256 x
+ * 200 x 272 float maps on huge pages: 64 boxes, 1874 lines in 676 runs of the 6800 lines of
+ * a plane, gathered 19-20 ms against 23-30 ms whole; 100 boxes 14 x 14, 3754 lines in 1163
+ * runs, 30-43 ms against 27-38 ms whole: about 4 lines per run). */
+#define PYROI_RUN_LINES 4.0
+
+/* The footprint of a forward's image order in *footprint, when it pays: 1, the caller frees
+ * it; 0: whole images. */
+static int PYROI_TYPED(roi_align_sparse_footprint)(const PYROI_TYPED(roi_align_job) *job,
+                                                   PYROI_TYPED(roi_align_footprint) *footprint)
+{
+    const PYROI_TYPED(roi_align_plan) *plan = job->plan;
+    const double whole_lines =
+        (double)plan->rois.num_groups *
+        (double)((job->map_shape[2] * job->map_shape[3] + PYROI_LANES - 1) / PYROI_LANES);
+    if (!PYROI_TYPED(roi_align_footprint_build)(plan, footprint, job->params->cancel)) {
+        return 0;
+    }
+    if (footprint->lines + PYROI_RUN_LINES * (double)footprint->count < whole_lines) {
+        return 1;
+    }
+    PYROI_TYPED(roi_align_footprint_free)(footprint);
+    return 0;
+}
+
 /* The loop order of a call: the task, its work items and workers, and the scratch elements
  * per worker (0 for the direct orders). allow_lane_major = 0 forces a direct order. Depends
  * only on the shapes, the params and the plan's num_rois, sampled_taps and region_pixels. */
@@ -150,9 +178,14 @@ static pyroi_status PYROI_TYPED(roi_align_execute_tasks)(PYROI_TYPED(roi_align_j
 {
     PYROI_TYPED(roi_align_schedule) schedule =
         PYROI_TYPED(roi_align_tasks_schedule)(job, backward, 1, tasks);
+    PYROI_TYPED(roi_align_footprint) footprint;
     pyroi_status status;
 
     job->scratch = NULL;
+    job->footprint = !backward && schedule.order == ROI_ALIGN_ORDER_IMAGE &&
+                             PYROI_TYPED(roi_align_sparse_footprint)(job, &footprint)
+                         ? &footprint
+                         : NULL;
     job->scratch_stride = schedule.scratch_stride;
     job->pair = schedule.pair;
     /* results larger than the caches are streamed out where a task writes them once */
@@ -180,14 +213,19 @@ static pyroi_status PYROI_TYPED(roi_align_execute_tasks)(PYROI_TYPED(roi_align_j
     } else if (schedule.scratch_stride > 0) {
         job->scratch = (T *)pyroi_aligned_malloc((size_t)schedule.workers *
                                                  (size_t)schedule.scratch_stride * sizeof(T));
-        if (job->scratch == NULL) {
-            return PYROI_E_NO_MEMORY;
-        }
     }
-    status = pyroi_parallel_for(schedule.workers, schedule.items, schedule.work_per_item,
-                                job->params->cancel, schedule.task, context);
+    if (schedule.scratch_stride > 0 && job->scratch == NULL) {
+        status = PYROI_E_NO_MEMORY;
+    } else {
+        status = pyroi_parallel_for(schedule.workers, schedule.items, schedule.work_per_item,
+                                    job->params->cancel, schedule.task, context);
+    }
     if (job->arena == NULL) {
         pyroi_aligned_free(job->scratch);
+    }
+    if (job->footprint != NULL) {
+        PYROI_TYPED(roi_align_footprint_free)(&footprint);
+        job->footprint = NULL;
     }
     return status;
 }

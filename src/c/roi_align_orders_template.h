@@ -93,9 +93,16 @@ PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_forward_items)(
         const int64_t n = plan->rois.group_image[group];
         const int64_t first = plan->rois.group_start[group];
         const int64_t last = plan->rois.group_start[group + 1];
-        PYROI_TYPED(lane_block_gather)(job->features, job->features_strides, shape[3], n, c0,
-                                       lanes, 0, shape[2], 0, shape[3], block, shape[3],
-                                       job->pair * PYROI_LANES, PYROI_LANES);
+        if (job->footprint != NULL) { /* only the pixels the image's RoIs read */
+            PYROI_TYPED(lane_block_gather_runs)(
+                job->features, job->features_strides, shape[3], n, c0, lanes,
+                job->footprint->runs, job->footprint->group_first[group],
+                job->footprint->group_first[group + 1], block, job->pair * PYROI_LANES);
+        } else {
+            PYROI_TYPED(lane_block_gather)(job->features, job->features_strides, shape[3], n,
+                                           c0, lanes, 0, shape[2], 0, shape[3], block,
+                                           shape[3], job->pair * PYROI_LANES, PYROI_LANES);
+        }
         if (reduction == ROI_ALIGN_REDUCE_ONNX_MAX) {
             PYROI_TYPED(roi_align_onnx_zero_lanes)(job, n, c0, lanes, zero);
         }

@@ -339,6 +339,149 @@ static pyroi_status PYROI_TYPED(roi_align_plan_order_by_rows)(PYROI_TYPED(roi_al
     return status;
 }
 
+/* The pixels the forward's image order gathers when its RoIs read a part of their image
+ * (roi_align_footprint_build): per image with RoIs, rectangles of rows x columns, run after
+ * run in row order. */
+typedef struct PYROI_TYPED(roi_align_footprint) {
+    int64_t *runs;        /* 4 per run: row_begin, row_end, col_begin, col_end */
+    int64_t *group_first; /* group g (plan->rois): runs [group_first[g], group_first[g + 1]) */
+    int64_t count;        /* runs */
+    double lines;         /* 64-byte lines of one channel plane the runs touch */
+} PYROI_TYPED(roi_align_footprint);
+
+static void PYROI_TYPED(roi_align_footprint_free)(PYROI_TYPED(roi_align_footprint) *footprint)
+{
+    free(footprint->runs);
+    free(footprint->group_first);
+    footprint->runs = footprint->group_first = NULL;
+}
+
+/* Appends the run rows [row, row + 1) x columns [begin, end) to the footprint, or extends the
+ * last run down by a row when it ends above this row and spans the same columns (whole rows
+ * then gather in one long run). 0 when memory ran out. */
+static int PYROI_TYPED(roi_align_footprint_add)(PYROI_TYPED(roi_align_footprint) *footprint,
+                                                int64_t *capacity, int64_t row, int64_t begin,
+                                                int64_t end, int64_t width)
+{
+    const int64_t line = PYROI_LANES; /* elements of a 64-byte line */
+    int64_t *run;
+    footprint->lines += (double)((row * width + end - 1) / line - (row * width + begin) / line + 1);
+    if (footprint->count > 0) {
+        run = footprint->runs + 4 * (footprint->count - 1);
+        if (run[1] == row && run[2] == begin && run[3] == end) {
+            run[1] = row + 1;
+            return 1;
+        }
+    }
+    if (footprint->count == *capacity) {
+        const int64_t more = *capacity > 0 ? 2 * *capacity : 256;
+        int64_t *runs;
+        if ((uint64_t)more > SIZE_MAX / 4 / sizeof(int64_t)) {
+            return 0;
+        }
+        runs = (int64_t *)realloc(footprint->runs, (size_t)more * 4 * sizeof(int64_t));
+        if (runs == NULL) {
+            return 0;
+        }
+        footprint->runs = runs;
+        *capacity = more;
+    }
+    run = footprint->runs + 4 * footprint->count++;
+    run[0] = row;
+    run[1] = row + 1;
+    run[2] = begin;
+    run[3] = end;
+    return 1;
+}
+
+/* Builds the footprint of the plan's RoIs: in each row of an image, the union of the column
+ * extents of the image's RoIs that tap that row (roi_align_next_tap_rows), gaps narrower than
+ * a line bridged (they cost no more lines and save a run). Every pixel a sample of the RoIs
+ * taps is in it. 0 (and nothing to free) when memory runs out or the call is cancelled: the
+ * image order then gathers whole images. */
+static int PYROI_TYPED(roi_align_footprint_build)(const PYROI_TYPED(roi_align_plan) *plan,
+                                                  PYROI_TYPED(roi_align_footprint) *footprint,
+                                                  pyroi_cancel *cancel)
+{
+    const int64_t height = plan->height, width = plan->width, groups = plan->rois.num_groups;
+    const int64_t gap = PYROI_LANES;
+    int64_t *cover, capacity = 0, g, i, h, w;
+    footprint->runs = NULL;
+    footprint->count = 0;
+    footprint->lines = 0.0;
+    if ((uint64_t)height > SIZE_MAX / sizeof(int64_t) / (uint64_t)(width + 1) ||
+        (uint64_t)groups > SIZE_MAX / sizeof(int64_t) - 1) {
+        return 0;
+    }
+    /* per row, the change of the number of RoIs covering each column */
+    cover = (int64_t *)calloc((size_t)(height * (width + 1)), sizeof(int64_t));
+    footprint->group_first = (int64_t *)malloc((size_t)(groups + 1) * sizeof(int64_t));
+    if (cover == NULL || footprint->group_first == NULL) {
+        free(cover);
+        PYROI_TYPED(roi_align_footprint_free)(footprint);
+        return 0;
+    }
+    for (g = 0; g < groups; ++g) {
+        footprint->group_first[g] = footprint->count;
+        if (pyroi_cancel_requested(cancel)) {
+            break;
+        }
+        for (i = plan->rois.group_start[g]; i < plan->rois.group_start[g + 1]; ++i) {
+            const int64_t k = plan->rois.order[i];
+            int64_t row_begin, row_end, col_begin, col_end, next = 0;
+            PYROI_TYPED(roi_align_roi_extent)(plan, k, &row_begin, &row_end, &col_begin,
+                                              &col_end);
+            while (col_end > col_begin &&
+                   PYROI_TYPED(roi_align_next_tap_rows)(plan, k, &next, &row_begin, &row_end)) {
+                for (h = row_begin; h < row_end; ++h) {
+                    ++cover[h * (width + 1) + col_begin];
+                    --cover[h * (width + 1) + col_end];
+                }
+            }
+        }
+        for (h = 0; h < height; ++h) {
+            int64_t *row = cover + h * (width + 1);
+            int64_t depth = 0, begin = -1, end = -1;
+            for (w = 0; w <= width; ++w) {
+                const int64_t change = row[w];
+                row[w] = 0; /* left zero for the next image */
+                if (change == 0) {
+                    continue;
+                }
+                if (depth == 0 && depth + change > 0) { /* a covered span starts */
+                    if (begin >= 0 && w - end >= gap) {
+                        if (!PYROI_TYPED(roi_align_footprint_add)(footprint, &capacity, h, begin,
+                                                                  end, width)) {
+                            free(cover);
+                            PYROI_TYPED(roi_align_footprint_free)(footprint);
+                            return 0;
+                        }
+                        begin = -1;
+                    }
+                    begin = begin < 0 ? w : begin;
+                }
+                depth += change;
+                if (depth == 0) {
+                    end = w;
+                }
+            }
+            if (begin >= 0 && !PYROI_TYPED(roi_align_footprint_add)(footprint, &capacity, h,
+                                                                    begin, end, width)) {
+                free(cover);
+                PYROI_TYPED(roi_align_footprint_free)(footprint);
+                return 0;
+            }
+        }
+    }
+    free(cover);
+    if (g < groups) { /* cancelled */
+        PYROI_TYPED(roi_align_footprint_free)(footprint);
+        return 0;
+    }
+    footprint->group_first[groups] = footprint->count;
+    return 1;
+}
+
 /* Everything a worker needs. */
 typedef struct PYROI_TYPED(roi_align_job) {
     const T *features; /* input (forward) or grad_output (backward) */
@@ -357,6 +500,8 @@ typedef struct PYROI_TYPED(roi_align_job) {
     roi_align_arena *arena; /* caller's workspace for the scratch, or NULL: malloc */
     const int64_t *rows; /* avg mode: the output (forward) or grad_output (backward) row of
                           * RoI k is rows[k]; NULL: row k (roi_align_rows.h) */
+    /* the forward's image order: the pixels each item gathers; NULL: whole images */
+    const PYROI_TYPED(roi_align_footprint) *footprint;
 } PYROI_TYPED(roi_align_job);
 
 /* The output (forward) or grad_output (backward) row of RoI k. */
@@ -426,6 +571,7 @@ static void PYROI_TYPED(roi_align_job_init)(
     job->plan = plan;
     job->arena = arena;
     job->rows = NULL;
+    job->footprint = NULL;
 }
 
 pyroi_status PYROI_TYPED(pyroi_roi_align_find_invalid_roi)(
