@@ -1,8 +1,9 @@
 """RoIAlign avg forward on channels-last features (``layout="NHWC"``) sampled in place: the
-lane-major kernel reads the caller's pixels directly when the channels are packed and each
-pixel is a whole number of 64-byte lane groups apart; other channel counts and strides take
-the gathering orders. Both must give torchvision's bits, on any thread count, and the in-place
-path must not allocate a copy of the map."""
+lane-major kernel reads the caller's pixels directly, RoI by RoI, when the channels are packed,
+each pixel is a whole number of 64-byte lane groups apart and a bin's taps fit in the L1 cache;
+other channel counts and strides, and many samples per bin, take the gathering orders. Both
+must give torchvision's bits, on any thread count, and the in-place path must not allocate a
+copy of the map, however many RoIs sample it."""
 
 import os
 import subprocess
@@ -36,7 +37,7 @@ def _nhwc(nchw):
     return np.ascontiguousarray(nchw.transpose(0, 2, 3, 1))
 
 
-# Few RoIs (fewer samples than pixels) are sampled in place, many take the gathering orders.
+# Few and many RoIs (fewer and more samples than pixels) are sampled in place.
 @pytest.mark.parametrize("num_rois", [10, 400])
 @pytest.mark.parametrize("aligned,sampling_ratio", [(True, 2), (False, 0), (True, 0),
                                                     (False, 3)])
@@ -50,6 +51,21 @@ def test_channels_last_matches_torchvision(tv, dtype, channels, aligned, samplin
                           layout="NHWC")
     assert np.isnan(expected).any() and np.isfinite(expected).any()
     np.testing.assert_array_equal(got, expected)
+
+
+# 256 float32 channels (1 KB pixels): 4 samples per bin (4 KB of taps each) are sampled in
+# place, 9 and adaptive grids of large boxes (16 and more) take the gathering orders.
+@pytest.mark.parametrize("sampling_ratio", [2, 3, 0])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_channels_last_wide_pixels_either_order(tv, dtype, sampling_ratio):
+    rng = np.random.default_rng(11)
+    nchw = rng.standard_normal((2, 256, 24, 30)).astype(dtype)
+    boxes = random_rois(rng, 2, 24, 30, 40, dtype, spatial_scale=0.5)
+    boxes[0] = (1, 0, 0, 60, 48)  # the whole map: adaptive grids of 9 x 9 per bin
+    expected = tv.roi_align(nchw, boxes, (5, 6), 0.5, sampling_ratio, True)
+    np.testing.assert_array_equal(
+        pyroi.roi_align(_nhwc(nchw), boxes, (5, 6), 0.5, sampling_ratio, True,
+                        layout="NHWC"), expected)
 
 
 @pytest.mark.parametrize("num_rois", [20, 600])
@@ -94,9 +110,11 @@ def test_channels_last_without_rois_or_pixels(dtype):
 
 
 @pytest.mark.skipif(not os.path.exists("/proc/self/status"), reason="Linux /proc")
-def test_channels_last_allocates_no_copy_of_the_map():
-    """A 64 MB map whose every pixel the RoIs sample: the gathering orders would copy it
-    into a lane block (32 MB per worker); the in-place kernel needs only bin tiles."""
+@pytest.mark.parametrize("num_rois", [200, 3000])
+def test_channels_last_allocates_no_copy_of_the_map(num_rois):
+    """A 64 MB map whose every pixel the RoIs sample, 200 RoIs (0.08 samples per pixel) or
+    3000 (1.2, the box head's density): the gathering orders would copy it into a lane block
+    (32 MB per worker); the in-place kernel needs only bin tiles."""
     script = textwrap.dedent("""
         import numpy as np
         import pyroi
@@ -108,13 +126,14 @@ def test_channels_last_allocates_no_copy_of_the_map():
 
         rng = np.random.default_rng(0)
         nhwc = rng.standard_normal((1, 500, 1000, 32), dtype=np.float32)
-        corners = rng.uniform(0, 900, (200, 2))
-        boxes = np.concatenate([np.zeros((200, 1)), corners, corners + 100], 1)
+        corners = rng.uniform(0, 1, (NUM_ROIS, 2)) * [900, 400]  # x1, y1: in the map
+        boxes = np.concatenate([np.zeros((NUM_ROIS, 1)), corners, corners + 100], 1)
         boxes = boxes.astype(np.float32)
+        out = np.ones((NUM_ROIS, 32, 7, 7), np.float32)  # not part of the growth
         before = peak_kb()
-        pyroi.roi_align(nhwc, boxes, 7, 1.0, 2, True, layout="NHWC", num_threads=1)
+        pyroi.roi_align(nhwc, boxes, 7, 1.0, 2, True, layout="NHWC", num_threads=1, out=out)
         print(peak_kb() - before)
-    """)
+    """).replace("NUM_ROIS", str(num_rois))
     grown_kb = int(subprocess.run([sys.executable, "-c", script], check=True,
                                   capture_output=True, text=True).stdout)
     assert grown_kb < 16 * 1024

@@ -85,16 +85,18 @@ static void PYROI_TYPED(roi_align_backward_direct_task)(void *context, int64_t b
     }
 }
 
-/* Forward of RoI k on the first `pair` (1 or 2, a constant at each call) lane groups of a
- * block holding `groups` (>= pair) lane groups per pixel, interleaved: tile[ph][pw][lane] =
- * the bin averages, the second lane group's tile tile_elements after the first. A pair shares
- * each sample's taps and weights between 32 float channels: more arithmetic per tap load and
- * weight product (measured: 15% fewer cycles per sample), and a pixel's two lines are
- * neighbours. */
+/* Forward of RoI k on `chunks` x `pair` (pair 1 or 2, both constants at each call) lane
+ * groups of a block holding `groups` (>= chunks * pair) lane groups per pixel, interleaved:
+ * tile[ph][pw][lane] = the bin averages, lane group g's tile g * tile_elements after the
+ * first. A pair shares each sample's taps and weights between 32 float channels: more
+ * arithmetic per tap load and weight product (measured: 15% fewer cycles per sample), and a
+ * pixel's two lines are neighbours. Each bin takes its chunks (pairs of lane groups) one after
+ * the other, so that channels-last pixels read in place are read whole while the bin's taps
+ * are in the L1 cache (roi_align_channels_last_template.h). */
 PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_forward_roi)(
     const PYROI_TYPED(roi_align_plan) *plan, int64_t k, const T *block, int64_t pair,
-    int64_t groups, int64_t width, int64_t pooled_height, int64_t pooled_width, T *tile,
-    int64_t tile_elements)
+    int64_t chunks, int64_t groups, int64_t width, int64_t pooled_height,
+    int64_t pooled_width, T *tile, int64_t tile_elements)
 {
     typedef PYROI_TYPED(roi_align_lanes) V;
     const PYROI_TYPED(roi_align_tap_tables) tables =
@@ -102,52 +104,54 @@ PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_forward_roi)(
     const int64_t samples = plan->samples[k] > 1 ? plan->samples[k] : 1; /* empty: 0, not NaN */
     const T count = (T)samples;
     const T inverse = PYROI_TYPED(pyroi_exact_inverse)(samples);
-    const V *lanes = (const V *)block;
     /* in vectors: a pixel's lane groups, and the tiles (whole lane groups apart) */
     const int64_t pixel = groups * PYROI_VECTORS;
     const int64_t next_tile = tile_elements / (PYROI_LANES / PYROI_VECTORS);
-    V *result_lanes = (V *)tile;
-    int64_t ph, pw, r, q, b, j;
+    int64_t ph, pw, chunk, r, q, b, j;
 
     for (ph = 0; ph < pooled_height; ++ph) {
         const pyroi_tap_range rr = tables.row_ranges[ph];
         for (pw = 0; pw < pooled_width; ++pw) {
             const pyroi_tap_range cr = tables.col_ranges[pw];
-            V sum[2][PYROI_VECTORS];
-            V *result = result_lanes + (ph * pooled_width + pw) * PYROI_VECTORS;
-            for (b = 0; b < pair; ++b) {
-                for (j = 0; j < PYROI_VECTORS; ++j) {
-                    sum[b][j] = (V){0};
+            for (chunk = 0; chunk < chunks; ++chunk) {
+                const V *lanes = (const V *)block + chunk * pair * PYROI_VECTORS;
+                V *result = (V *)tile + chunk * pair * next_tile +
+                            (ph * pooled_width + pw) * PYROI_VECTORS;
+                V sum[2][PYROI_VECTORS];
+                for (b = 0; b < pair; ++b) {
+                    for (j = 0; j < PYROI_VECTORS; ++j) {
+                        sum[b][j] = (V){0};
+                    }
                 }
-            }
-            for (r = rr.begin; r < rr.end; ++r) {
-                const PYROI_TYPED(axis_tap) ty = tables.row_taps[r];
-                const V *row_lo = lanes + ty.lo * width * pixel;
-                const V *row_hi = lanes + ty.hi * width * pixel;
-                for (q = cr.begin; q < cr.end; ++q) {
-                    const PYROI_TYPED(axis_tap) tx = tables.col_taps[q];
-                    const T w1 = ty.w_lo * tx.w_lo, w2 = ty.w_lo * tx.w_hi;
-                    const T w3 = ty.w_hi * tx.w_lo, w4 = ty.w_hi * tx.w_hi;
-                    for (b = 0; b < pair; ++b) {
-                        const V *p1 = row_lo + tx.lo * pixel + b * PYROI_VECTORS;
-                        const V *p2 = row_lo + tx.hi * pixel + b * PYROI_VECTORS;
-                        const V *p3 = row_hi + tx.lo * pixel + b * PYROI_VECTORS;
-                        const V *p4 = row_hi + tx.hi * pixel + b * PYROI_VECTORS;
-                        /* each lane is one channel, evaluated exactly as the scalar loop */
-                        for (j = 0; j < PYROI_VECTORS; ++j) {
-                            sum[b][j] += w1 * p1[j] + w2 * p2[j] + w3 * p3[j] + w4 * p4[j];
+                for (r = rr.begin; r < rr.end; ++r) {
+                    const PYROI_TYPED(axis_tap) ty = tables.row_taps[r];
+                    const V *row_lo = lanes + ty.lo * width * pixel;
+                    const V *row_hi = lanes + ty.hi * width * pixel;
+                    for (q = cr.begin; q < cr.end; ++q) {
+                        const PYROI_TYPED(axis_tap) tx = tables.col_taps[q];
+                        const T w1 = ty.w_lo * tx.w_lo, w2 = ty.w_lo * tx.w_hi;
+                        const T w3 = ty.w_hi * tx.w_lo, w4 = ty.w_hi * tx.w_hi;
+                        for (b = 0; b < pair; ++b) {
+                            const V *p1 = row_lo + tx.lo * pixel + b * PYROI_VECTORS;
+                            const V *p2 = row_lo + tx.hi * pixel + b * PYROI_VECTORS;
+                            const V *p3 = row_hi + tx.lo * pixel + b * PYROI_VECTORS;
+                            const V *p4 = row_hi + tx.hi * pixel + b * PYROI_VECTORS;
+                            /* each lane is one channel, evaluated exactly as the scalar loop */
+                            for (j = 0; j < PYROI_VECTORS; ++j) {
+                                sum[b][j] += w1 * p1[j] + w2 * p2[j] + w3 * p3[j] + w4 * p4[j];
+                            }
                         }
                     }
                 }
-            }
-            for (b = 0; b < pair; ++b) {
-                if (inverse != (T)0) { /* exact: see pyroi_exact_inverse */
-                    for (j = 0; j < PYROI_VECTORS; ++j) {
-                        result[b * next_tile + j] = sum[b][j] * inverse;
-                    }
-                } else {
-                    for (j = 0; j < PYROI_VECTORS; ++j) {
-                        result[b * next_tile + j] = sum[b][j] / count;
+                for (b = 0; b < pair; ++b) {
+                    if (inverse != (T)0) { /* exact: see pyroi_exact_inverse */
+                        for (j = 0; j < PYROI_VECTORS; ++j) {
+                            result[b * next_tile + j] = sum[b][j] * inverse;
+                        }
+                    } else {
+                        for (j = 0; j < PYROI_VECTORS; ++j) {
+                            result[b * next_tile + j] = sum[b][j] / count;
+                        }
                     }
                 }
             }

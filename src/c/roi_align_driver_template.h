@@ -126,15 +126,14 @@ static PYROI_TYPED(roi_align_schedule) PYROI_TYPED(roi_align_tasks_schedule)(
         /* the avg forward samples channels-last features in place */
         schedule.order = ROI_ALIGN_ORDER_DIRECT;
         schedule.task = PYROI_TYPED(roi_align_forward_channels_last_task);
-        schedule.items = job->plan->rois.num_groups *
-                         ((job->map_shape[1] + 2 * PYROI_LANES - 1) / (2 * PYROI_LANES));
+        schedule.items = job->plan->num_rois;
         schedule.work_per_item = job->plan->sampled_taps * (double)job->map_shape[1] /
                                  (double)schedule.items;
         schedule.workers = pyroi_parallel_workers(job->params->num_threads, schedule.items,
                                                   schedule.work_per_item);
         schedule.pair = 1;
         schedule.scratch_stride = PYROI_TYPED(roi_align_channels_last_scratch)(
-            job->params->pooled_height * job->params->pooled_width);
+            job->map_shape[1], job->params->pooled_height * job->params->pooled_width);
     }
     if (tasks != NULL) {
         schedule.task = schedule.order == ROI_ALIGN_ORDER_IMAGE    ? tasks->image

@@ -47,13 +47,13 @@ PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_forward_block_roi)(
     } else if (reduction == ROI_ALIGN_REDUCE_MAX) {
         PYROI_TYPED(roi_align_max_roi)(max_job, k, c0, channels, block, tile);
     } else if (channels > PYROI_LANES) { /* the lane group counts are constants of each copy */
-        PYROI_TYPED(roi_align_forward_roi)(job->plan, k, block, 2, 2, job->map_shape[3],
+        PYROI_TYPED(roi_align_forward_roi)(job->plan, k, block, 2, 1, 2, job->map_shape[3],
                                            pooled_height, pooled_width, tile, tile_elements);
     } else if (job->pair == 1) {
-        PYROI_TYPED(roi_align_forward_roi)(job->plan, k, block, 1, 1, job->map_shape[3],
+        PYROI_TYPED(roi_align_forward_roi)(job->plan, k, block, 1, 1, 1, job->map_shape[3],
                                            pooled_height, pooled_width, tile, tile_elements);
     } else { /* the last channel block alone, in a pair's layout */
-        PYROI_TYPED(roi_align_forward_roi)(job->plan, k, block, 1, 2, job->map_shape[3],
+        PYROI_TYPED(roi_align_forward_roi)(job->plan, k, block, 1, 1, 2, job->map_shape[3],
                                            pooled_height, pooled_width, tile, tile_elements);
     }
     for (b = 0; b * PYROI_LANES < channels; ++b) {
