@@ -866,6 +866,29 @@ def test_backward_border_taps_added_in_order(tv, dtype):
                 tv.roi_align_grad(x, boxes, grad, (2, 2), *args))
 
 
+@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
+@pytest.mark.parametrize("aligned", [False, True])
+def test_backward_in_row_bands_bit_exact_with_torchvision(tv, dtype, aligned):
+    """The backward's image order adds the RoIs band of rows after band of rows (a band fills
+    the L2 cache: 8 to 128 rows of this 256-pixel-wide map for an L2 of up to 2 MB), each
+    band in RoI order; a sample whose two rows fall in two bands adds each row's taps in its
+    own band. Boxes of 1-80 rows cross the band edges, some inverted, across the border or
+    partly outside; mixed magnitudes make any other order of additions round differently."""
+    rng = np.random.default_rng(21)
+    n, c, h, w, k = 2, 17, 300, 256, 700
+    x = np.zeros((n, c, h, w), dtype)
+    coords = _order_stress_boxes(rng, k, h, w, aligned)
+    scale = rng.uniform(1, 80, (k, 1))  # stretch the stress boxes to 1-80 px about x1, y1
+    coords[:, 2:] = coords[:, :2] + (coords[:, 2:] - coords[:, :2]) * scale / 3
+    boxes = np.concatenate([np.arange(k)[:, None] % n, coords], axis=1).astype(dtype)
+    grad = _mixed_magnitude_grad(rng, (k, c, 3, 4), dtype)
+    args = (1.0, 3, aligned)
+    expected = tv.roi_align_grad(x, boxes, grad, (3, 4), *args)
+    for threads in (1, 2):
+        got = pyroi.roi_align_backward(grad, boxes, x.shape, *args, num_threads=threads)
+        np.testing.assert_array_equal(got, expected)
+
+
 # --------------------------------------------------------------------------------------
 # argument errors that depend on RoIAlign's geometry (the checks every operator shares are
 # in test_validation.py, on the same fixtures)

@@ -159,17 +159,20 @@ PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_forward_roi)(
     }
 }
 
-/* Backward of RoI k on a block: adds the contributions of the output gradients in
- * tile[ph][pw][lane] to the block, in torchvision's order (bin, sample, tap). Each bin also
- * prefetches a cache line of next[0, next_elements): the next RoI's gradients when they are
- * packed (a block's bins then span at most one line per bin). Spread over the bins, the
- * prefetches take effect; issued together before the RoI, most were dropped and its gather
- * waited on memory (measured: box head backward 34 -> 28 ms). */
-PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_backward_roi)(const PYROI_TYPED(roi_align_plan) *plan,
-                                                       int64_t k, T *block, int64_t width,
-                                                       int64_t pooled_height,
-                                                       int64_t pooled_width, const T *tile,
-                                                       const T *next, int64_t next_elements)
+/* Backward of RoI k's bin rows [ph_begin, ph_end) on a band of a block: adds the contributions
+ * of the output gradients in tile[ph][pw][lane] to the pixels of rows [row_begin, row_end),
+ * in torchvision's order (bin, sample, tap). The block holds those rows (row row_begin
+ * first); a tap on a row outside them lands in sink, a spare row of the block's width that is
+ * never read (its row belongs to another band, whose pass adds it in the same order). Each
+ * bin also prefetches a cache line of next[0, next_elements): the next RoI's gradients when
+ * they are packed (a block's bins then span at most one line per bin). Spread over the bins,
+ * the prefetches take effect; issued together before the RoI, most were dropped and its
+ * gather waited on memory (measured: box head backward 34 -> 28 ms). */
+PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_backward_roi)(
+    const PYROI_TYPED(roi_align_plan) *plan, int64_t k, T *block, int64_t width,
+    int64_t pooled_height, int64_t pooled_width, int64_t ph_begin, int64_t ph_end,
+    int64_t row_begin, int64_t row_end, T *sink, const T *tile, const T *next,
+    int64_t next_elements)
 {
     const PYROI_TYPED(roi_align_tap_tables) tables =
         PYROI_TYPED(roi_align_tap_tables_of)(plan, k, pooled_height);
@@ -177,10 +180,11 @@ PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_backward_roi)(const PYROI_TYPED(ro
     const T inverse = PYROI_TYPED(pyroi_exact_inverse)(plan->samples[k]);
     typedef PYROI_TYPED(roi_align_lanes) V;
     V *lanes = (V *)block;
+    V *spare = (V *)sink;
     const V *grad_lanes = (const V *)tile;
     int64_t ph, pw, r, q, j;
 
-    for (ph = 0; ph < pooled_height; ++ph) {
+    for (ph = ph_begin; ph < ph_end; ++ph) {
         const pyroi_tap_range rr = tables.row_ranges[ph];
         for (pw = 0; pw < pooled_width; ++pw) {
             const pyroi_tap_range cr = tables.col_ranges[pw];
@@ -195,8 +199,13 @@ PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_backward_roi)(const PYROI_TYPED(ro
             }
             for (r = rr.begin; r < rr.end; ++r) {
                 const PYROI_TYPED(axis_tap) ty = tables.row_taps[r];
-                V *row_lo = lanes + ty.lo * width * PYROI_VECTORS;
-                V *row_hi = lanes + ty.hi * width * PYROI_VECTORS;
+                const int lo_in = ty.lo >= row_begin && ty.lo < row_end;
+                const int hi_in = ty.hi >= row_begin && ty.hi < row_end;
+                V *row_lo = lo_in ? lanes + (ty.lo - row_begin) * width * PYROI_VECTORS : spare;
+                V *row_hi = hi_in ? lanes + (ty.hi - row_begin) * width * PYROI_VECTORS : spare;
+                if (!lo_in && !hi_in) {
+                    continue;
+                }
                 for (q = cr.begin; q < cr.end; ++q) {
                     const PYROI_TYPED(axis_tap) tx = tables.col_taps[q];
                     const T w1 = ty.w_lo * tx.w_lo, w2 = ty.w_lo * tx.w_hi;

@@ -133,6 +133,10 @@ static PYROI_TYPED(roi_align_schedule) PYROI_TYPED(roi_align_plan_schedule)(
             (schedule.pair * (map_pixels + tile_pixels) +
              PYROI_TYPED(roi_align_staging_pixels)(tile_pixels)) *
             PYROI_LANES;
+        if (backward && schedule.order == ROI_ALIGN_ORDER_IMAGE) {
+            schedule.scratch_stride +=
+                PYROI_TYPED(roi_align_backward_extent_elements)(plan->num_rois);
+        }
     }
     return schedule;
 }
