@@ -34,6 +34,8 @@ FORWARD = {
     "roi_align_max": lambda x, b: pyroi.roi_align(x, b, (2, 3), 0.5, 0, False, mode="max",
                                                   return_argmax=True),
     "roi_pool": lambda x, b: pyroi.roi_pool(x, b, (3, 2), 0.5, return_argmax=True),
+    "roi_pool_int32": lambda x, b: pyroi.roi_pool(x, b, (3, 2), 0.5, return_argmax=True,
+                                                  argmax_dtype=np.int32),
     "ps_roi_align": lambda x, b: pyroi.ps_roi_align(x, b, 2, 0.5, 2),
     "ps_roi_pool": lambda x, b: pyroi.ps_roi_pool(x, b, 2, 0.5),
 }
@@ -48,6 +50,7 @@ def test_forward_is_rounded_float32(name, boxes_dtype):
     single = FORWARD[name](x.astype(np.float32), rois.astype(np.float32))
     if isinstance(half, tuple):
         np.testing.assert_array_equal(half[1], single[1])  # argmax unchanged
+        assert half[1].dtype == single[1].dtype
         half, single = half[0], single[0]
     assert half.dtype == np.float16
     np.testing.assert_array_equal(half, single.astype(np.float16))
@@ -85,6 +88,9 @@ def test_backward_ops():
     _, argmax = pyroi.roi_pool(x, rois, 2, 0.5, return_argmax=True)
     pairs.append((pyroi.roi_pool_backward(grad, rois, argmax, x.shape, 2, 0.5),
                   pyroi.roi_pool_backward(g32, r32, argmax, x.shape, 2, 0.5)))
+    _, argmax32 = pyroi.roi_pool(x, rois, 2, 0.5, return_argmax=True, argmax_dtype=np.int32)
+    pairs.append((pyroi.roi_pool_backward(grad, rois, argmax32, x.shape, 2, 0.5),
+                  pyroi.roi_pool_backward(g32, r32, argmax32, x.shape, 2, 0.5)))
     _, winners = pyroi.roi_align(x, rois, 2, 0.5, mode="max", return_argmax=True)
     pairs.append((pyroi.roi_align_backward(grad, rois, x.shape, 0.5, mode="max",
                                            argmax=winners),

@@ -175,7 +175,7 @@ typedef struct half_chunk {
     int64_t map_strides[4];
     float *pooled; /* a forward's output, a backward's grad_output: (K, channels', PH, PW) */
     int64_t pooled_strides[4];
-    int64_t *argmax; /* the caller's, at the chunk's channels (NULL: none) */
+    void *argmax; /* the caller's, at the chunk's channels (NULL: none) */
 } half_chunk;
 
 typedef struct half_call half_call;
@@ -189,8 +189,9 @@ struct half_call {
     const int64_t *map_strides;
     uint16_t *pooled;
     const int64_t *pooled_strides;
-    int64_t *argmax; /* of the pooled tensor's shape, or NULL */
+    char *argmax; /* of the pooled tensor's shape, or NULL */
     const int64_t *argmax_strides;
+    int64_t argmax_bytes; /* of an entry: int64 or int32 */
     int position_sensitive; /* a pooled channel reads PH * PW map channels, else one */
     int coords_per_box;     /* 0: the call takes batch indices without boxes */
     /* the float32 entry point's other arguments */
@@ -344,7 +345,8 @@ static pyroi_status half_run(half_call *call, const int64_t *map_shape)
         half_contiguous_strides(chunk.map_shape, chunk.map_strides);
         half_contiguous_strides(pooled_chunk_shape, chunk.pooled_strides);
         chunk.argmax = first > 0 && call->argmax != NULL
-                           ? call->argmax + pooled_first * call->argmax_strides[1]
+                           ? call->argmax + pooled_first * call->argmax_strides[1] *
+                                                 call->argmax_bytes
                            : call->argmax;
         status = call->backward
                      ? half_planes_run(pooled, NULL, pooled_chunk_shape, call->pooled_strides,
@@ -375,16 +377,17 @@ static pyroi_status half_run(half_call *call, const int64_t *map_shape)
 
 static void half_tensors(half_call *call, int backward, const uint16_t *map,
                          const int64_t map_strides[4], const uint16_t *pooled,
-                         const int64_t pooled_strides[4], const int64_t *argmax,
-                         const int64_t argmax_strides[4])
+                         const int64_t pooled_strides[4], const void *argmax,
+                         const int64_t argmax_strides[4], int64_t argmax_bytes)
 {
     call->backward = backward;
     call->map = (uint16_t *)map; /* the tensor a call reads is never written */
     call->map_strides = map_strides;
     call->pooled = (uint16_t *)pooled;
     call->pooled_strides = pooled_strides;
-    call->argmax = (int64_t *)argmax;
+    call->argmax = (char *)argmax;
     call->argmax_strides = argmax_strides;
+    call->argmax_bytes = argmax_bytes;
     call->position_sensitive = 0;
 }
 
@@ -467,10 +470,11 @@ static void half_rois(half_call *call, const float *boxes, int64_t num_rois,
     }
 
 #define HALF_NO_ARGMAX_PARAMETERS
-#define HALF_NO_ARGMAX_ARGUMENTS NULL, NULL
+#define HALF_NO_ARGMAX_ARGUMENTS NULL, NULL, 0
 #define HALF_ARGMAX_OUT_PARAMETERS , int64_t *argmax, const int64_t argmax_strides[4]
 #define HALF_ARGMAX_IN_PARAMETERS , const int64_t *argmax, const int64_t argmax_strides[4]
-#define HALF_ARGMAX_ARGUMENTS argmax, argmax_strides
+#define HALF_ARGMAX_I32_OUT_PARAMETERS , int32_t *argmax, const int64_t argmax_strides[4]
+#define HALF_ARGMAX_ARGUMENTS argmax, argmax_strides, (int64_t)sizeof *argmax
 
 #define HALF_FORWARD_ARGS(family) \
     (HALF_MAP(t), HALF_ROIS(c), HALF_POOLED(t), HALF_PARAMS(family, c))
@@ -497,6 +501,8 @@ HALF_BACKWARD(roi_align_onnx_max_backward, roi_align, 4, 0, HALF_ARGMAX_IN_PARAM
               HALF_ARGMAX_ARGUMENTS, HALF_BACKWARD_ARGMAX_ARGS(roi_align))
 HALF_FORWARD(roi_pool_forward, roi_pool, 4, 0, HALF_ARGMAX_OUT_PARAMETERS,
              HALF_ARGMAX_ARGUMENTS, HALF_FORWARD_ARGMAX_ARGS(roi_pool))
+HALF_FORWARD(roi_pool_forward_i32, roi_pool, 4, 0, HALF_ARGMAX_I32_OUT_PARAMETERS,
+             HALF_ARGMAX_ARGUMENTS, HALF_FORWARD_ARGMAX_ARGS(roi_pool))
 HALF_FORWARD(ps_roi_align_forward, ps_roi_align, 4, 1, HALF_NO_ARGMAX_PARAMETERS,
              HALF_NO_ARGMAX_ARGUMENTS, HALF_FORWARD_ARGS(ps_roi_align))
 HALF_BACKWARD(ps_roi_align_backward, ps_roi_align, 4, 1, HALF_NO_ARGMAX_PARAMETERS,
@@ -510,31 +516,35 @@ HALF_FORWARD(roi_align_rotated_forward, roi_align_rotated, 5, 0, HALF_NO_ARGMAX_
 HALF_BACKWARD(roi_align_rotated_backward, roi_align_rotated, 5, 0, HALF_NO_ARGMAX_PARAMETERS,
               HALF_NO_ARGMAX_ARGUMENTS, HALF_BACKWARD_ARGS(roi_align_rotated))
 
-/* RoIPool's backward reads no boxes: its RoIs are the batch indices of the argmax rows. */
-static pyroi_status half_roi_pool_backward(const half_call *c, const half_chunk *t)
-{
-    return pyroi_roi_pool_backward_f32(HALF_POOLED(t), HALF_ARGMAX(c, t), c->batch_indices,
-                                       c->num_rois, HALF_MAP(t), HALF_PARAMS(roi_pool, c));
-}
-
-pyroi_status pyroi_roi_pool_backward_f16(
-    const uint16_t *grad_output, const int64_t grad_output_strides[4],
-    const int64_t *argmax, const int64_t argmax_strides[4],
-    const int64_t *batch_indices, int64_t num_rois,
-    uint16_t *grad_input, const int64_t grad_input_shape[4], const int64_t grad_input_strides[4],
-    const pyroi_roi_pool_params *params)
-{
-    half_call call;
-    const pyroi_status status = pyroi_check_roi_pool_params(params);
-    if (status != PYROI_OK) {
-        return status;
+/* RoIPool's backward reads no boxes: its RoIs are the batch indices of the argmax rows. Its
+ * float16 forms, from an int64 (name roi_pool_backward) or int32 (roi_pool_backward_i32)
+ * argmax of element type index. */
+#define HALF_ROI_POOL_BACKWARD(name, index)                                                   \
+    static pyroi_status half_##name(const half_call *c, const half_chunk *t)                 \
+    {                                                                                         \
+        return pyroi_##name##_f32(HALF_POOLED(t), HALF_ARGMAX(c, t), c->batch_indices,        \
+                                  c->num_rois, HALF_MAP(t), HALF_PARAMS(roi_pool, c));        \
+    }                                                                                         \
+    pyroi_status pyroi_##name##_f16(                                                          \
+        const uint16_t *grad_output, const int64_t grad_output_strides[4],                    \
+        const index *argmax, const int64_t argmax_strides[4], const int64_t *batch_indices,  \
+        int64_t num_rois, uint16_t *grad_input, const int64_t grad_input_shape[4],            \
+        const int64_t grad_input_strides[4], const pyroi_roi_pool_params *params)             \
+    {                                                                                         \
+        half_call call;                                                                       \
+        const pyroi_status status = pyroi_check_roi_pool_params(params);                     \
+        if (status != PYROI_OK) {                                                             \
+            return status;                                                                    \
+        }                                                                                     \
+        half_tensors(&call, 1, grad_input, grad_input_strides, grad_output,                   \
+                     grad_output_strides, HALF_ARGMAX_ARGUMENTS);                             \
+        half_rois(&call, NULL, num_rois, 0, batch_indices, 0);                                \
+        HALF_SETTINGS(&call, params, half_##name);                                            \
+        return half_run(&call, grad_input_shape);                                             \
     }
-    half_tensors(&call, 1, grad_input, grad_input_strides, grad_output, grad_output_strides,
-                 argmax, argmax_strides);
-    half_rois(&call, NULL, num_rois, 0, batch_indices, 0);
-    HALF_SETTINGS(&call, params, half_roi_pool_backward);
-    return half_run(&call, grad_input_shape);
-}
+
+HALF_ROI_POOL_BACKWARD(roi_pool_backward, int64_t)
+HALF_ROI_POOL_BACKWARD(roi_pool_backward_i32, int32_t)
 
 pyroi_status pyroi_scale_f32_to_f16(const float *source, int64_t count, float scale,
                                     uint16_t *target)

@@ -152,9 +152,9 @@ BINDING_FIND(roi_align_rotated, roi_align_rotated, BINDING_FIND_IN_MAP_ARGS)
       roi_align, "boxes")                                                                     \
     X(roi_pool_forward, HALF, roi_pool, FORWARD_ARGMAX, FORWARD, 8, 4, 0, roi_pool, "boxes")  \
     X(roi_pool_backward, HALF, roi_pool, POOL_BACKWARD, BACKWARD, 8, 0, 0, none, "boxes")     \
-    X(roi_pool_forward_i32, REAL, roi_pool, FORWARD_ARGMAX, FORWARD, 4, 4, 0, roi_pool,       \
+    X(roi_pool_forward_i32, HALF, roi_pool, FORWARD_ARGMAX, FORWARD, 4, 4, 0, roi_pool,       \
       "boxes")                                                                                \
-    X(roi_pool_backward_i32, REAL, roi_pool, POOL_BACKWARD, BACKWARD, 4, 0, 0, none, "boxes") \
+    X(roi_pool_backward_i32, HALF, roi_pool, POOL_BACKWARD, BACKWARD, 4, 0, 0, none, "boxes") \
     X(ps_roi_align_forward, HALF, ps_roi_align, FORWARD, FORWARD, 0, 4, 1,                    \
       ps_roi_align, "boxes")                                                                  \
     X(ps_roi_align_backward, HALF, ps_roi_align, BACKWARD, BACKWARD, 0, 4, 1,                 \

@@ -93,15 +93,21 @@ static void params_init(params *p, int threads)
     p->ps_pool.num_threads = p->rotated.num_threads = threads;
 }
 
+/* Both calls succeed and the float16 result (of the arrays a) is the float32 one rounded. */
+#define SAME_FORWARD(call16, call32, count)                                             \
+    CHECK_STATUS(call16, PYROI_OK);                                                      \
+    CHECK_STATUS(call32, PYROI_OK);                                                      \
+    CHECK(same_rounded(a->pooled16, a->pooled32, count))
+#define SAME_BACKWARD(call16, call32)                                                  \
+    CHECK_STATUS(call16, PYROI_OK);                                                     \
+    CHECK_STATUS(call32, PYROI_OK);                                                     \
+    CHECK(same_rounded(a->map16, a->map32, MAP_COUNT))
+
 static void test_forwards(arrays *a, const int64_t strides[4], int threads)
 {
     params p;
     params_init(&p, threads);
     fill(a, 0, 11);
-#define SAME_FORWARD(call16, call32, count)                                             \
-    CHECK_STATUS(call16, PYROI_OK);                                                      \
-    CHECK_STATUS(call32, PYROI_OK);                                                      \
-    CHECK(same_rounded(a->pooled16, a->pooled32, count))
     SAME_FORWARD(pyroi_roi_align_forward_f16(a->map16, map_shape, strides, ROIS4(5), a->pooled16,
                                              pooled_strides, &p.align),
                  pyroi_roi_align_forward_f32(a->map32, map_shape, strides, ROIS4(5), a->pooled32,
@@ -152,7 +158,6 @@ static void test_forwards(arrays *a, const int64_t strides[4], int threads)
                  pyroi_roi_align_rotated_forward_f32(a->map32, map_shape, strides, ROIS4(5),
                                                      a->pooled32, pooled_strides, &p.rotated),
                  POOLED_COUNT);
-#undef SAME_FORWARD
 }
 
 /* The backwards, writing grad_input with strides (the map's element order of the reference:
@@ -163,10 +168,6 @@ static void test_backwards(arrays *a, const int64_t strides[4], int threads)
     params_init(&p, threads);
     fill(a, 0, 5);
     fill(a, 1, 7);
-#define SAME_BACKWARD(call16, call32)                                                  \
-    CHECK_STATUS(call16, PYROI_OK);                                                     \
-    CHECK_STATUS(call32, PYROI_OK);                                                     \
-    CHECK(same_rounded(a->map16, a->map32, MAP_COUNT))
     SAME_BACKWARD(pyroi_roi_align_backward_f16(a->pooled16, pooled_strides, ROIS4(5), a->map16,
                                                map_shape, strides, &p.align),
                   pyroi_roi_align_backward_f32(a->pooled32, pooled_strides, ROIS4(5), a->map32,
@@ -219,10 +220,40 @@ static void test_backwards(arrays *a, const int64_t strides[4], int threads)
                                                        a->map16, map_shape, strides, &p.rotated),
                   pyroi_roi_align_rotated_backward_f32(a->pooled32, pooled_strides, ROIS4(5),
                                                        a->map32, map_shape, strides, &p.rotated));
-#undef SAME_BACKWARD
 }
 
 /* Failures found before the caller's tensors are written: boxes, batch indices, shapes. */
+/* RoIPool with an int32 argmax (torchvision's width): the float16 forms equal the float32 ones
+ * rounded once with the same argmax, and the backward finds each chunk's entries (4 bytes
+ * apart) and checks them. */
+static void test_roi_pool_int32(arrays *a, const int64_t strides[4], int threads)
+{
+    params p;
+    int32_t *winners16 = (int32_t *)(void *)a->argmax16;
+    int32_t *winners32 = (int32_t *)(void *)a->argmax32;
+    params_init(&p, threads);
+    fill(a, 0, 13);
+    SAME_FORWARD(pyroi_roi_pool_forward_i32_f16(a->map16, map_shape, strides, ROIS4(5),
+                                                a->pooled16, pooled_strides, winners16,
+                                                pooled_strides, &p.pool),
+                 pyroi_roi_pool_forward_i32_f32(a->map32, map_shape, strides, ROIS4(5),
+                                                a->pooled32, pooled_strides, winners32,
+                                                pooled_strides, &p.pool),
+                 POOLED_COUNT);
+    CHECK(memcmp(winners16, winners32, POOLED_COUNT * sizeof(int32_t)) == 0);
+    fill(a, 1, 17);
+    SAME_BACKWARD(pyroi_roi_pool_backward_i32_f16(a->pooled16, pooled_strides, winners32,
+                                                  pooled_strides, batch, K, a->map16,
+                                                  map_shape, strides, &p.pool),
+                  pyroi_roi_pool_backward_i32_f32(a->pooled32, pooled_strides, winners32,
+                                                  pooled_strides, batch, K, a->map32,
+                                                  map_shape, strides, &p.pool));
+    winners32[POOLED_COUNT - 1] = (int32_t)(H * W); /* in the last chunk */
+    CHECK_STATUS(pyroi_roi_pool_backward_i32_f16(a->pooled16, pooled_strides, winners32,
+                                                 pooled_strides, batch, K, a->map16, map_shape,
+                                                 strides, &p.pool), PYROI_E_INVALID_ARGMAX);
+}
+
 static void test_statuses(arrays *a)
 {
     static const int64_t bad_batch[K] = {0, 1, 2, 0, 1, 0, 0};
@@ -311,6 +342,8 @@ int main(void)
         test_forwards(&a, nhwc_strides, threads);
         test_backwards(&a, nchw_strides, threads);
         test_backwards(&a, nhwc_strides, threads);
+        test_roi_pool_int32(&a, nchw_strides, threads);
+        test_roi_pool_int32(&a, nhwc_strides, threads);
     }
     test_statuses(&a);
     free(a.map16);

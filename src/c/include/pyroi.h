@@ -1057,7 +1057,7 @@ PYROI_API pyroi_status pyroi_roi_align_backward_with_workspace_f64(
  * float16 boxes first, which is exact). Its result equals the float32 call's on the widened
  * data, rounded once to float16 (to nearest, ties to even; beyond 65504 infinity, NaN a
  * quiet NaN): every sum is accumulated in float32, in the float32 kernels' order, never in
- * half. An argmax (int64) is the float32 call's, bit for bit.
+ * half. An argmax (int64; int32 in RoIPool's _i32 forms) is the float32 call's, bit for bit.
  * How: the outputs of every operator are separable over channels (a position-sensitive
  * output channel reads PH * PW consecutive input channels), so the call runs the float32
  * kernel on chunks of channels, each widened exactly into float32 scratch and its result
@@ -1127,6 +1127,19 @@ PYROI_API pyroi_status pyroi_roi_pool_forward_f16(
 PYROI_API pyroi_status pyroi_roi_pool_backward_f16(
     const uint16_t *grad_output, const int64_t grad_output_strides[4],
     const int64_t *argmax, const int64_t argmax_strides[4],
+    const int64_t *batch_indices, int64_t num_rois,
+    uint16_t *grad_input, const int64_t grad_input_shape[4], const int64_t grad_input_strides[4],
+    const pyroi_roi_pool_params *params);
+PYROI_API pyroi_status pyroi_roi_pool_forward_i32_f16(
+    const uint16_t *input, const int64_t input_shape[4], const int64_t input_strides[4],
+    const float *boxes, int64_t num_rois, int64_t box_row_stride,
+    const int64_t *batch_indices,
+    uint16_t *output, const int64_t output_strides[4],
+    int32_t *argmax, const int64_t argmax_strides[4],
+    const pyroi_roi_pool_params *params);
+PYROI_API pyroi_status pyroi_roi_pool_backward_i32_f16(
+    const uint16_t *grad_output, const int64_t grad_output_strides[4],
+    const int32_t *argmax, const int64_t argmax_strides[4],
     const int64_t *batch_indices, int64_t num_rois,
     uint16_t *grad_input, const int64_t grad_input_shape[4], const int64_t grad_input_strides[4],
     const pyroi_roi_pool_params *params);
