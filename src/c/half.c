@@ -430,14 +430,18 @@ static void half_rois(half_call *call, const float *boxes, int64_t num_rois,
     HALF_SETTINGS(&call, params, chunk_run);                                                  \
     return half_run(&call, map_shape);
 
+/* The chunk call half_<name>: pyroi_<name>_f32 with <arguments> (of a call c and its chunk t). */
+#define HALF_CHUNK_CALL(name, arguments)                                                      \
+    static pyroi_status half_##name(const half_call *c, const half_chunk *t)                 \
+    {                                                                                         \
+        return pyroi_##name##_f32 arguments;                                                  \
+    }
+
 /* Defines the float16 forward pyroi_<name>_f16 (arguments as <name>_f32, float16 tensors,
  * float32 boxes) from the chunk call <arguments> of pyroi_<name>_f32. */
 #define HALF_FORWARD(name, family, coords, position_sensitive_, argmax_parameters,          \
                      argmax_arguments, arguments)                                             \
-    static pyroi_status half_##name(const half_call *c, const half_chunk *t)                 \
-    {                                                                                         \
-        return pyroi_##name##_f32 arguments;                                                  \
-    }                                                                                         \
+    HALF_CHUNK_CALL(name, arguments)                                                          \
     pyroi_status pyroi_##name##_f16(                                                          \
         const uint16_t *input, const int64_t input_shape[4], const int64_t input_strides[4],  \
         const float *boxes, int64_t num_rois, int64_t box_row_stride,                         \
@@ -453,10 +457,7 @@ static void half_rois(half_call *call, const float *boxes, int64_t num_rois,
 /* Likewise a backward, which writes grad_input. */
 #define HALF_BACKWARD(name, family, coords, position_sensitive_, argmax_parameters,         \
                       argmax_arguments, arguments)                                            \
-    static pyroi_status half_##name(const half_call *c, const half_chunk *t)                 \
-    {                                                                                         \
-        return pyroi_##name##_f32 arguments;                                                  \
-    }                                                                                         \
+    HALF_CHUNK_CALL(name, arguments)                                                          \
     pyroi_status pyroi_##name##_f16(                                                          \
         const uint16_t *grad_output,                                                          \
         const int64_t grad_output_strides[4] argmax_parameters, const float *boxes,           \
@@ -520,11 +521,8 @@ HALF_BACKWARD(roi_align_rotated_backward, roi_align_rotated, 5, 0, HALF_NO_ARGMA
  * float16 forms, from an int64 (name roi_pool_backward) or int32 (roi_pool_backward_i32)
  * argmax of element type index. */
 #define HALF_ROI_POOL_BACKWARD(name, index)                                                   \
-    static pyroi_status half_##name(const half_call *c, const half_chunk *t)                 \
-    {                                                                                         \
-        return pyroi_##name##_f32(HALF_POOLED(t), HALF_ARGMAX(c, t), c->batch_indices,        \
-                                  c->num_rois, HALF_MAP(t), HALF_PARAMS(roi_pool, c));        \
-    }                                                                                         \
+    HALF_CHUNK_CALL(name, (HALF_POOLED(t), HALF_ARGMAX(c, t), c->batch_indices, c->num_rois,  \
+                           HALF_MAP(t), HALF_PARAMS(roi_pool, c)))                            \
     pyroi_status pyroi_##name##_f16(                                                          \
         const uint16_t *grad_output, const int64_t grad_output_strides[4],                    \
         const index *argmax, const int64_t argmax_strides[4], const int64_t *batch_indices,  \
