@@ -34,9 +34,9 @@ _SLICE_ELEMENTS = 1 << 21
 
 
 def _is_half(value) -> bool:
-    """Whether ``value`` is a float16 NumPy array (convert other arrays with
-    ``_validate._as_array`` first)."""
-    return isinstance(value, np.ndarray) and value.dtype == _HALF
+    """Whether ``value`` is a float16 NumPy array, of either byte order (convert other arrays
+    with ``_validate._as_array`` first)."""
+    return isinstance(value, np.ndarray) and value.dtype.kind == "f" and value.dtype.itemsize == 2
 
 
 def _widen_boxes(value, name: str):
@@ -81,7 +81,7 @@ def float16_support(data: str, boxes: tuple = ("boxes",)):
                     args = args[:position] + (value,) + args[position + 1:]
                 else:
                     kwargs = {**kwargs, data: value}
-            if isinstance(value, np.ndarray) and value.dtype != _HALF:
+            if isinstance(value, np.ndarray) and not _is_half(value):
                 return function(*args, **kwargs)
             try:
                 bound = signature.bind(*args, **kwargs)
