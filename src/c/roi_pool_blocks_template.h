@@ -65,25 +65,17 @@ typedef struct PYROI_TYPED(roi_pool_scratch) {
     int64_t sub_stride;
     T *values;              /* values[s][bin][lane] */
     PYROI_TYPED(roi_pool_index) *winners; /* winners[s][bin][lane]; NULL: no argmax */
-    T *staging;             /* staging[channel][bin], channel rows staging_stride apart */
-    int64_t staging_stride;
+    T *staging;             /* staging[channel][bin], packed */
     int64_t *staging_index; /* staging_index[channel][bin], packed */
 } PYROI_TYPED(roi_pool_scratch);
 
-/* Elements per staging row: the bins, padded so that the transposes store whole aligned
- * vectors (no store straddles a cache line) with the room pyroi_row_stream needs. */
-static int64_t PYROI_TYPED(roi_pool_staging_stride)(int64_t bins)
-{
-    const int64_t vector = PYROI_LANES / 2; /* one AVX2 register */
-    return bins < vector ? bins : (bins + 3 + vector - 1) / vector * vector;
-}
-
-/* Scratch elements (of T) per worker for blocks of block_pixels and tiles of bins bins. */
+/* Scratch elements (of T) per worker for blocks of block_pixels and tiles of bins bins: the
+ * block, the value and index tiles, and the staging of a group's run, packed channel after
+ * channel (one plain run to stream out), with its int64 index staging. */
 static int64_t PYROI_TYPED(roi_pool_scratch_elements)(int64_t block_pixels, int64_t bins)
 {
     return ROI_POOL_GROUP_LANES *
-           (block_pixels + 2 * bins + PYROI_TYPED(roi_pool_staging_stride)(bins) +
-            bins * (int64_t)(sizeof(int64_t) / sizeof(T)));
+           (block_pixels + 3 * bins + bins * (int64_t)(sizeof(int64_t) / sizeof(T)));
 }
 
 /* Whether the lane-major scratch of blocks of block_pixels and tiles of bins bins is within
@@ -110,9 +102,8 @@ static PYROI_TYPED(roi_pool_scratch) PYROI_TYPED(roi_pool_scratch_of)(
                           : (PYROI_TYPED(roi_pool_index) *)(void *)(scratch.values +
                                                                     ROI_POOL_GROUP_LANES * bins);
     scratch.staging = scratch.values + 2 * ROI_POOL_GROUP_LANES * bins;
-    scratch.staging_stride = PYROI_TYPED(roi_pool_staging_stride)(bins);
-    scratch.staging_index = (int64_t *)(void *)(scratch.staging + ROI_POOL_GROUP_LANES *
-                                                                      scratch.staging_stride);
+    scratch.staging_index =
+        (int64_t *)(void *)(scratch.staging + ROI_POOL_GROUP_LANES * bins);
     return scratch;
 }
 
@@ -182,7 +173,7 @@ static void PYROI_TYPED(roi_pool_int32_tiles_to_bins)(const PYROI_TYPED(roi_pool
     const int64_t *a_strides = job->argmax_strides;
     const int32_t *winners = (const int32_t *)(const void *)scratch->winners;
     int32_t *first = (int32_t *)job->argmax_out + k * a_strides[0] + c0 * a_strides[1];
-    /* in the staging of the int64 argmax (int32 rows of the values' stride fit it) */
+    /* packed in the staging of the int64 argmax (half its bytes) */
     int32_t *staging = (int32_t *)(void *)scratch->staging_index;
     int64_t s, ph;
     if (writer != NULL) {
@@ -193,9 +184,8 @@ static void PYROI_TYPED(roi_pool_int32_tiles_to_bins)(const PYROI_TYPED(roi_pool
         const int32_t *tile = winners + s * bins * PYROI_LANES;
         int32_t *base = first + s * PYROI_LANES * a_strides[1];
         if (writer != NULL) {
-            pyroi_lanes_to_channels_i32(tile, bins, lanes,
-                                        staging + s * PYROI_LANES * scratch->staging_stride,
-                                        scratch->staging_stride, 1);
+            pyroi_lanes_to_channels_i32(tile, bins, lanes, staging + s * PYROI_LANES * bins,
+                                        bins, 1);
         } else if (a_strides[2] == pooled_width * a_strides[3]) {
             pyroi_lanes_to_channels_i32(tile, bins, lanes, base, a_strides[1], a_strides[3]);
         } else {
@@ -207,8 +197,8 @@ static void PYROI_TYPED(roi_pool_int32_tiles_to_bins)(const PYROI_TYPED(roi_pool
         }
     }
     if (writer != NULL) {
-        pyroi_row_stream_init(&writer->index_run, first, staging, group_lanes, bins,
-                              scratch->staging_stride);
+        pyroi_row_stream_init(&writer->index_run, first, staging, 1, group_lanes * bins,
+                              group_lanes * bins);
     }
 }
 
@@ -235,11 +225,11 @@ static void PYROI_TYPED(roi_pool_tiles_to_bins)(const PYROI_TYPED(roi_pool_job) 
             PYROI_TYPED(pyroi_lanes_to_channels)(
                 scratch->values + s * bins * PYROI_LANES, bins,
                 PYROI_TYPED(roi_pool_sub_lanes)(channels, c0, s),
-                scratch->staging + s * PYROI_LANES * scratch->staging_stride,
-                scratch->staging_stride, 1);
+                scratch->staging + s * PYROI_LANES * bins,
+                bins, 1);
         }
         pyroi_row_stream_init(&writer->run, job->result + k * strides[0] + c0 * strides[1],
-                              scratch->staging, group_lanes, bins, scratch->staging_stride);
+                              scratch->staging, 1, group_lanes * bins, group_lanes * bins);
         writer->per_row = (group_lanes * bins + pooled_height - 1) / pooled_height;
     } else {
         for (s = 0; s * PYROI_LANES < group_lanes; ++s) {

@@ -199,6 +199,13 @@ int main(void)
                 test_row_stream_f64(rows, row_length, 1, offset, INT64_MAX);
                 test_row_stream_i64(rows, row_length, 0, offset, INT64_MAX);
             }
+            /* packed float runs in pieces of 16 and more: 32-byte stores after a head that
+             * aligns dst (offsets 0-7 elements: every 4-byte alignment modulo 32 bytes) */
+            for (offset = 0; offset < 8; ++offset) {
+                test_row_stream_f32(rows, row_length, 0, offset, 16);
+                test_row_stream_f32(rows, row_length, 0, offset, 21);
+                test_row_stream_f32(rows, row_length, 0, offset, INT64_MAX);
+            }
         }
     }
     return check_report("test_transpose");
