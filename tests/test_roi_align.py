@@ -868,44 +868,28 @@ def test_backward_border_taps_added_in_order(tv, dtype):
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
 @pytest.mark.parametrize("aligned", [False, True])
-def test_backward_in_row_bands_bit_exact_with_torchvision(tv, dtype, aligned):
+@pytest.mark.parametrize("channels, sampling_ratio", [(17, 3), (8, 2), (16, 2), (32, 2),
+                                                      (33, 2), (48, 2)])
+def test_backward_in_row_bands_bit_exact_with_torchvision(tv, dtype, aligned, channels,
+                                                          sampling_ratio):
     """The backward's image order adds the RoIs band of rows after band of rows (a band fills
     the L2 cache: 8 to 128 rows of this 256-pixel-wide map for an L2 of up to 2 MB), each
     band in RoI order; a sample whose two rows fall in two bands adds each row's taps in its
     own band. Boxes of 1-80 rows cross the band edges, some inverted, across the border or
-    partly outside; mixed magnitudes make any other order of additions round differently."""
-    rng = np.random.default_rng(21)
-    n, c, h, w, k = 2, 17, 300, 256, 700
+    partly outside; mixed magnitudes make any other order of additions round differently.
+    The channel blocks (16 float32 / 8 float64 channels) go two at a time, each with its
+    band and spare row: full pairs, a pair whose second block is partial and a lone last
+    block; 3 x 3 samples divide by their count, 2 x 2 multiply by its exact inverse."""
+    rng = np.random.default_rng(21 + channels - 17)
+    n, c, h, w, k = 2, channels, 300, 256, 700
     x = np.zeros((n, c, h, w), dtype)
     coords = _order_stress_boxes(rng, k, h, w, aligned)
     scale = rng.uniform(1, 80, (k, 1))  # stretch the stress boxes to 1-80 px about x1, y1
     coords[:, 2:] = coords[:, :2] + (coords[:, 2:] - coords[:, :2]) * scale / 3
     boxes = np.concatenate([np.arange(k)[:, None] % n, coords], axis=1).astype(dtype)
     grad = _mixed_magnitude_grad(rng, (k, c, 3, 4), dtype)
-    args = (1.0, 3, aligned)
+    args = (1.0, sampling_ratio, aligned)
     expected = tv.roi_align_grad(x, boxes, grad, (3, 4), *args)
-    for threads in (1, 2):
-        got = pyroi.roi_align_backward(grad, boxes, x.shape, *args, num_threads=threads)
-        np.testing.assert_array_equal(got, expected)
-
-
-@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
-@pytest.mark.parametrize("channels", [8, 16, 17, 32, 33, 48])
-def test_backward_channel_block_pairs_bit_exact_with_torchvision(tv, dtype, channels):
-    """The backward's image order takes the channel blocks (16 float32 / 8 float64 channels)
-    two at a time, with one band and spare row each: full pairs, a pair whose second block is
-    partial, and a lone last block, on a map banded on any L2 of up to 2 MB, at 1 and 2
-    threads."""
-    rng = np.random.default_rng(channels)
-    n, h, w, k = 2, 160, 256, 150
-    x = np.zeros((n, channels, h, w), dtype)
-    coords = _order_stress_boxes(rng, k, h, w, True)
-    scale = rng.uniform(1, 60, (k, 1))  # 1-60 px about x1, y1: across the bands' edges
-    coords[:, 2:] = coords[:, :2] + (coords[:, 2:] - coords[:, :2]) * scale / 3
-    boxes = np.concatenate([np.arange(k)[:, None] % n, coords], axis=1).astype(dtype)
-    grad = _mixed_magnitude_grad(rng, (k, channels, 3, 2), dtype)
-    args = (1.0, 2, True)
-    expected = tv.roi_align_grad(x, boxes, grad, (3, 2), *args)
     for threads in (1, 2):
         got = pyroi.roi_align_backward(grad, boxes, x.shape, *args, num_threads=threads)
         np.testing.assert_array_equal(got, expected)
