@@ -827,8 +827,8 @@ def _mixed_magnitude_grad(rng, shape, dtype):
 def test_backward_per_pixel_order_bit_exact_with_torchvision(tv, case, dtype, aligned,
                                                              sampling_ratio):
     rng = np.random.default_rng(100 + sampling_ratio)
-    if case == "region":  # a few boxes on a larger map: each RoI's region copied
-        n, c, h, w, k = 2, 5, 40, 44, 6
+    if case == "region":  # a few boxes on a large map: each RoI's region copied
+        n, c, h, w, k = 2, 5, 360, 352, 6
     else:  # many boxes on a small map: whole images copied
         n, c, h, w, k = 2, 18, 9, 11, 80
     x = np.zeros((n, c, h, w), dtype)
@@ -868,24 +868,56 @@ def test_backward_border_taps_added_in_order(tv, dtype):
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
 @pytest.mark.parametrize("aligned", [False, True])
-def test_backward_in_row_bands_bit_exact_with_torchvision(tv, dtype, aligned):
+@pytest.mark.parametrize("channels, sampling_ratio", [(17, 3), (8, 2), (16, 2), (32, 2),
+                                                      (33, 2), (48, 2)])
+def test_backward_in_row_bands_bit_exact_with_torchvision(tv, dtype, aligned, channels,
+                                                          sampling_ratio):
     """The backward's image order adds the RoIs band of rows after band of rows (a band fills
     the L2 cache: 8 to 128 rows of this 256-pixel-wide map for an L2 of up to 2 MB), each
     band in RoI order; a sample whose two rows fall in two bands adds each row's taps in its
     own band. Boxes of 1-80 rows cross the band edges, some inverted, across the border or
-    partly outside; mixed magnitudes make any other order of additions round differently."""
-    rng = np.random.default_rng(21)
-    n, c, h, w, k = 2, 17, 300, 256, 700
+    partly outside; mixed magnitudes make any other order of additions round differently.
+    The channel blocks (16 float32 / 8 float64 channels) go two at a time, each with its
+    band and spare row: full pairs, a pair whose second block is partial and a lone last
+    block; 3 x 3 samples divide by their count, 2 x 2 multiply by its exact inverse."""
+    rng = np.random.default_rng(21 + channels - 17)
+    n, c, h, w, k = 2, channels, 300, 256, 700
     x = np.zeros((n, c, h, w), dtype)
     coords = _order_stress_boxes(rng, k, h, w, aligned)
     scale = rng.uniform(1, 80, (k, 1))  # stretch the stress boxes to 1-80 px about x1, y1
     coords[:, 2:] = coords[:, :2] + (coords[:, 2:] - coords[:, :2]) * scale / 3
     boxes = np.concatenate([np.arange(k)[:, None] % n, coords], axis=1).astype(dtype)
     grad = _mixed_magnitude_grad(rng, (k, c, 3, 4), dtype)
-    args = (1.0, 3, aligned)
+    args = (1.0, sampling_ratio, aligned)
     expected = tv.roi_align_grad(x, boxes, grad, (3, 4), *args)
     for threads in (1, 2):
         got = pyroi.roi_align_backward(grad, boxes, x.shape, *args, num_threads=threads)
+        np.testing.assert_array_equal(got, expected)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
+@pytest.mark.parametrize("num_rois", [1, 4, 16, 64])
+def test_backward_few_boxes_bit_exact_with_torchvision(tv, dtype, num_rois):
+    """A few boxes on a large map (the detector's small call): the backward writes the whole
+    grad_input, by region (planes zeroed, each RoI's region gathered and written back) for the
+    fewest boxes, else by image in bands; both, and the caller's-workspace path (its size
+    computed for the order the call takes), bit for bit at 1 and 2 threads."""
+    rng = np.random.default_rng(num_rois)
+    n, c, h, w = 2, 40, 120, 136
+    x = np.zeros((n, c, h, w), dtype)
+    side = np.exp(rng.uniform(np.log(16), np.log(256), (num_rois, 2)))
+    centre = rng.uniform(0, 1, (num_rois, 2)) * (4 * w, 4 * h)
+    coords = np.concatenate([centre - side / 2, centre + side / 2], axis=1)
+    coords = np.clip(coords, 0, (4 * w, 4 * h, 4 * w, 4 * h))  # the Ascend API's constraint
+    boxes = np.concatenate([np.arange(num_rois)[:, None] % n, coords], axis=1).astype(dtype)
+    grad = _mixed_magnitude_grad(rng, (num_rois, c, 7, 7), dtype)
+    args = (0.25, 2, True)
+    expected = tv.roi_align_grad(x, boxes, grad, (7, 7), *args)
+    for threads in (1, 2):
+        got = pyroi.roi_align_backward(grad, boxes, x.shape, *args, num_threads=threads)
+        np.testing.assert_array_equal(got, expected)
+        got = pyroi.ascend.roi_align_v2_backward(grad, boxes, x.shape, 7, 7, *args,
+                                                 num_threads=threads)
         np.testing.assert_array_equal(got, expected)
 
 

@@ -159,42 +159,49 @@ PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_forward_roi)(
     }
 }
 
-/* Backward of RoI k's bin rows [ph_begin, ph_end) on a band of a block: adds the contributions
- * of the output gradients in tile[ph][pw][lane] to the pixels of rows [row_begin, row_end),
- * in torchvision's order (bin, sample, tap). The block holds those rows (row row_begin
- * first); a tap on a row outside them lands in sink, a spare row of the block's width that is
- * never read (its row belongs to another band, whose pass adds it in the same order). Each
- * bin also prefetches a cache line of next[0, next_elements): the next RoI's gradients when
- * they are packed (a block's bins then span at most one line per bin). Spread over the bins,
- * the prefetches take effect; issued together before the RoI, most were dropped and its
- * gather waited on memory (measured: box head backward 34 -> 28 ms). */
-PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_backward_roi)(
-    const PYROI_TYPED(roi_align_plan) *plan, int64_t k, T *block, int64_t width,
-    int64_t pooled_height, int64_t pooled_width, int64_t ph_begin, int64_t ph_end,
-    int64_t row_begin, int64_t row_end, T *sink, const T *tile, const T *next,
-    int64_t next_elements)
+/* Backward of RoI k's bin rows [ph_begin, ph_end) on a band of `pair` (1 or 2, a constant at
+ * each call) blocks, block_step elements apart: adds the contributions of the output
+ * gradients in tile[ph][pw][lane] (block b's tile tile_step elements after block 0's) to the
+ * pixels of rows [row_begin, row_end), in torchvision's order (bin, sample, tap). Each block
+ * holds those rows (row row_begin first); a tap on a row outside them lands in sink (block
+ * b's: sink + b * block_step), a spare row of the block's width that is never read (its row
+ * belongs to another band, whose pass adds it in the same order). A pair shares each sample's
+ * tap addresses and weights between 32 float channels: the scalar work per sample is about as
+ * large as the vector work, and the pair halves it per channel. Each bin also prefetches a
+ * cache line of next[0, next_elements) per block: the next RoI's gradients when they are
+ * packed (a block's bins then span at most one line per bin). Spread over the bins, the
+ * prefetches take effect; issued together before the RoI, most were dropped and its gather
+ * waited on memory (measured: box head backward 34 -> 28 ms). */
+PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_backward_roi_scaled)(
+    const PYROI_TYPED(roi_align_plan) *plan, int64_t k, T *block, int64_t pair,
+    int64_t block_step, int64_t width, int64_t pooled_height, int64_t pooled_width,
+    int64_t ph_begin, int64_t ph_end, int64_t row_begin, int64_t row_end, T *sink,
+    const T *tile, int64_t tile_step, const T *next, int64_t next_elements, T scale,
+    int by_inverse)
 {
     const PYROI_TYPED(roi_align_tap_tables) tables =
         PYROI_TYPED(roi_align_tap_tables_of)(plan, k, pooled_height);
-    const T count = (T)plan->samples[k]; /* unclamped: an empty grid has no taps */
-    const T inverse = PYROI_TYPED(pyroi_exact_inverse)(plan->samples[k]);
     typedef PYROI_TYPED(roi_align_lanes) V;
+    /* in vectors: from a block's pixel (and tile) to the next block's */
+    const int64_t next_block = block_step / (PYROI_LANES / PYROI_VECTORS);
+    const int64_t next_tile = tile_step / (PYROI_LANES / PYROI_VECTORS);
     V *lanes = (V *)block;
     V *spare = (V *)sink;
     const V *grad_lanes = (const V *)tile;
-    int64_t ph, pw, r, q, j;
+    int64_t ph, pw, r, q, b, j;
 
     for (ph = ph_begin; ph < ph_end; ++ph) {
         const pyroi_tap_range rr = tables.row_ranges[ph];
         for (pw = 0; pw < pooled_width; ++pw) {
             const pyroi_tap_range cr = tables.col_ranges[pw];
+            const int64_t bin = ph * pooled_width + pw;
             /* a local copy: the compiler can see the block writes do not alter it */
-            V g[PYROI_VECTORS];
-            for (j = 0; j < PYROI_VECTORS; ++j) {
-                g[j] = grad_lanes[(ph * pooled_width + pw) * PYROI_VECTORS + j];
-            }
-            {
-                const int64_t line = (ph * pooled_width + pw) * PYROI_LANES;
+            V g[2][PYROI_VECTORS];
+            for (b = 0; b < pair; ++b) {
+                const int64_t line = (b * pooled_height * pooled_width + bin) * PYROI_LANES;
+                for (j = 0; j < PYROI_VECTORS; ++j) {
+                    g[b][j] = grad_lanes[b * next_tile + bin * PYROI_VECTORS + j];
+                }
                 PYROI_PREFETCH(next + (line < next_elements ? line : 0));
             }
             for (r = rr.begin; r < rr.end; ++r) {
@@ -210,41 +217,62 @@ PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_backward_roi)(
                     const PYROI_TYPED(axis_tap) tx = tables.col_taps[q];
                     const T w1 = ty.w_lo * tx.w_lo, w2 = ty.w_lo * tx.w_hi;
                     const T w3 = ty.w_hi * tx.w_lo, w4 = ty.w_hi * tx.w_hi;
-                    V *p1 = row_lo + tx.lo * PYROI_VECTORS;
-                    V *p2 = row_lo + tx.hi * PYROI_VECTORS;
-                    V *p3 = row_hi + tx.lo * PYROI_VECTORS;
-                    V *p4 = row_hi + tx.hi * PYROI_VECTORS;
-                    /* four separate passes: the taps may coincide at the border, and
-                     * torchvision adds them one after the other, (g * w) / count each */
-                    if (inverse != (T)0) { /* exact: see pyroi_exact_inverse */
-                        for (j = 0; j < PYROI_VECTORS; ++j) {
-                            p1[j] += g[j] * w1 * inverse;
-                        }
-                        for (j = 0; j < PYROI_VECTORS; ++j) {
-                            p2[j] += g[j] * w2 * inverse;
-                        }
-                        for (j = 0; j < PYROI_VECTORS; ++j) {
-                            p3[j] += g[j] * w3 * inverse;
-                        }
-                        for (j = 0; j < PYROI_VECTORS; ++j) {
-                            p4[j] += g[j] * w4 * inverse;
-                        }
-                    } else {
-                        for (j = 0; j < PYROI_VECTORS; ++j) {
-                            p1[j] += g[j] * w1 / count;
-                        }
-                        for (j = 0; j < PYROI_VECTORS; ++j) {
-                            p2[j] += g[j] * w2 / count;
-                        }
-                        for (j = 0; j < PYROI_VECTORS; ++j) {
-                            p3[j] += g[j] * w3 / count;
-                        }
-                        for (j = 0; j < PYROI_VECTORS; ++j) {
-                            p4[j] += g[j] * w4 / count;
+                    for (b = 0; b < pair; ++b) {
+                        V *p1 = row_lo + tx.lo * PYROI_VECTORS + b * next_block;
+                        V *p2 = row_lo + tx.hi * PYROI_VECTORS + b * next_block;
+                        V *p3 = row_hi + tx.lo * PYROI_VECTORS + b * next_block;
+                        V *p4 = row_hi + tx.hi * PYROI_VECTORS + b * next_block;
+                        /* four separate passes: the taps may coincide at the border, and
+                         * torchvision adds them one after the other, (g * w) / count each */
+                        if (by_inverse) {
+                            for (j = 0; j < PYROI_VECTORS; ++j) {
+                                p1[j] += g[b][j] * w1 * scale;
+                            }
+                            for (j = 0; j < PYROI_VECTORS; ++j) {
+                                p2[j] += g[b][j] * w2 * scale;
+                            }
+                            for (j = 0; j < PYROI_VECTORS; ++j) {
+                                p3[j] += g[b][j] * w3 * scale;
+                            }
+                            for (j = 0; j < PYROI_VECTORS; ++j) {
+                                p4[j] += g[b][j] * w4 * scale;
+                            }
+                        } else {
+                            for (j = 0; j < PYROI_VECTORS; ++j) {
+                                p1[j] += g[b][j] * w1 / scale;
+                            }
+                            for (j = 0; j < PYROI_VECTORS; ++j) {
+                                p2[j] += g[b][j] * w2 / scale;
+                            }
+                            for (j = 0; j < PYROI_VECTORS; ++j) {
+                                p3[j] += g[b][j] * w3 / scale;
+                            }
+                            for (j = 0; j < PYROI_VECTORS; ++j) {
+                                p4[j] += g[b][j] * w4 / scale;
+                            }
                         }
                     }
                 }
             }
         }
+    }
+}
+
+PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_backward_roi)(
+    const PYROI_TYPED(roi_align_plan) *plan, int64_t k, T *block, int64_t pair,
+    int64_t block_step, int64_t width, int64_t pooled_height, int64_t pooled_width,
+    int64_t ph_begin, int64_t ph_end, int64_t row_begin, int64_t row_end, T *sink,
+    const T *tile, int64_t tile_step, const T *next, int64_t next_elements)
+{
+    const T inverse = PYROI_TYPED(pyroi_exact_inverse)(plan->samples[k]);
+    if (inverse != (T)0) { /* exact: see pyroi_exact_inverse */
+        PYROI_TYPED(roi_align_backward_roi_scaled)(
+            plan, k, block, pair, block_step, width, pooled_height, pooled_width, ph_begin,
+            ph_end, row_begin, row_end, sink, tile, tile_step, next, next_elements, inverse, 1);
+    } else { /* unclamped: an empty grid has no taps */
+        PYROI_TYPED(roi_align_backward_roi_scaled)(
+            plan, k, block, pair, block_step, width, pooled_height, pooled_width, ph_begin,
+            ph_end, row_begin, row_end, sink, tile, tile_step, next, next_elements,
+            (T)plan->samples[k], 0);
     }
 }

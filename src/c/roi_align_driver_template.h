@@ -83,9 +83,13 @@ static PYROI_TYPED(roi_align_schedule) PYROI_TYPED(roi_align_plan_schedule)(
      * or, forward, once the rows their samples tap hold a quarter of the map's pixels: short
      * row runs from 16 planes gather about 4.6 times slower per pixel than whole images
      * (measured: 64 boxes of 16-256 px at 1/4 on 2 x 200 x 272 maps take 11.1 ms by region,
-     * 7.7 by image; 32 boxes 5.1 and 6.7) */
+     * 7.7 by image; 32 boxes 5.1 and 6.7). The backward writes every pixel of grad_input
+     * either way (the region order zeroes the planes first, then gathers and writes back each
+     * RoI's region), so its image order pays from a 64th (measured, 1 thread, same maps and
+     * boxes: 8 boxes 15.7 ms by region, 19.5 by image; 16 boxes 21.2 and 16.9; 64 boxes 28.6
+     * and 17.6) */
     const int whole_images =
-        sampled * 4.0 >= map_elements ||
+        sampled * (backward ? 64.0 : 4.0) >= map_elements ||
         (!backward && plan->region_pixels * 4.0 >= (double)images * (double)map_pixels);
     PYROI_TYPED(roi_align_schedule) schedule;
     double work_per_item;
@@ -93,9 +97,10 @@ static PYROI_TYPED(roi_align_schedule) PYROI_TYPED(roi_align_plan_schedule)(
     schedule.scratch_stride = 0;
     schedule.pair = 1;
     if (lane_major && whole_images) {
-        if (allow_pair && !backward && blocks > 1 &&
-            (double)map_pixels * (double)PYROI_LANE_BYTES <= PYROI_PAIR_BLOCK_BYTES) {
-            schedule.pair = 2;
+        if (allow_pair && blocks > 1 &&
+            (backward ||
+             (double)map_pixels * (double)PYROI_LANE_BYTES <= PYROI_PAIR_BLOCK_BYTES)) {
+            schedule.pair = 2; /* the backward's bands are sized for the pair */
         }
         schedule.items = images * ((blocks + schedule.pair - 1) / schedule.pair);
         work_per_item = (double)PYROI_LANES * (plan->sampled_taps / (double)images +
@@ -421,7 +426,7 @@ pyroi_status PYROI_TYPED(pyroi_roi_align_backward_workspace_size)(
         return PYROI_E_NO_MEMORY;
     }
     /* the scratch blocks of the loop order the call will choose */
-    schedule = PYROI_TYPED(roi_align_plan_schedule)(grad_input_shape, params, &counts, 1, 1, 0);
+    schedule = PYROI_TYPED(roi_align_plan_schedule)(grad_input_shape, params, &counts, 1, 1, 1);
     if (schedule.scratch_stride > 0) {
         const size_t block_bytes = (size_t)schedule.scratch_stride * sizeof(T);
         if ((size_t)schedule.workers > SIZE_MAX / 4 / block_bytes ||

@@ -167,16 +167,19 @@ static inline const T *PYROI_TYPED(roi_align_grad_bins)(const PYROI_TYPED(roi_al
            c0 * job->features_strides[1];
 }
 
-/* Rows of a band of the backward's image order: as many as fill a core's L2 cache
- * (pyroi_cpu_l2_bytes) with lane-major pixels, so that the taps' read-modify-writes of the
- * RoIs that follow one another find their lines there (measured on a 512 KB L2, box head: a
- * band of half the L2 took 15% longer, one of 4 times the L2 25%, the whole map 60%); at
- * least 8 rows (a sample's two rows are then rarely split between two bands). The whole map
- * when the L2 size is unknown or the map fits (the band then needs no spare row). */
-static int64_t PYROI_TYPED(roi_align_backward_band_rows)(int64_t height, int64_t width)
+/* Rows of a band of the backward's image order on `pair` blocks: as many as fill a core's L2
+ * cache (pyroi_cpu_l2_bytes) with their lane-major pixels, so that the taps'
+ * read-modify-writes of the RoIs that follow one another find their lines there (measured on
+ * a 512 KB L2, box head: a band of half the L2 took 15% longer, one of 4 times the L2 25%, the
+ * whole map 60%); at least 8 rows (a sample's two rows are then rarely split between two
+ * bands). The whole map when the L2 size is unknown or the map fits (the band then needs no
+ * spare row). */
+static int64_t PYROI_TYPED(roi_align_backward_band_rows)(int64_t height, int64_t width,
+                                                         int64_t pair)
 {
     const int64_t l2_bytes = pyroi_cpu_l2_bytes();
-    const double rows = (double)l2_bytes / ((double)width * (double)PYROI_LANE_BYTES);
+    const double rows =
+        (double)l2_bytes / ((double)pair * (double)width * (double)PYROI_LANE_BYTES);
     if (l2_bytes <= 0 || width <= 0 || rows + 1.0 >= (double)height) {
         return height;
     }
@@ -218,13 +221,13 @@ static int PYROI_TYPED(roi_align_band_bins)(const PYROI_TYPED(roi_align_plan) *p
     return *ph_end > *ph_begin;
 }
 
-/* Backward, work item = (image, channel block), in bands of band_rows rows
- * (roi_align_backward_band_rows): for each band the block accumulates the band's gradient
+/* Backward, work item = (image, job->pair channel blocks), in bands of band_rows rows
+ * (roi_align_backward_band_rows): for each band the blocks accumulate the band's gradient
  * from zero, adding the contributions of every RoI of the image that taps a row of it, in RoI
- * order, then writes the band out. Each pixel receives the same sequence of additions as in
+ * order, then write the band out. Each pixel receives the same sequence of additions as in
  * one pass (its row is in one band), while the rows in use stay in the L2 cache. The worker's
- * scratch holds the band, a spare row for the taps outside it, the bin tile, the staging and
- * the row extents of the call's RoIs. */
+ * scratch holds, per block, the band and a spare row for the taps outside it, then the bin
+ * tiles, the staging and the row extents of the call's RoIs. */
 PYROI_VECTOR_TASK(PYROI_TYPED(roi_align_backward_image_task))
 {
     const PYROI_TYPED(roi_align_job) *job = (const PYROI_TYPED(roi_align_job) *)context;
@@ -233,12 +236,17 @@ PYROI_VECTOR_TASK(PYROI_TYPED(roi_align_backward_image_task))
     const int64_t *go_strides = job->features_strides, *gi_strides = job->result_strides;
     const int64_t pooled_height = job->params->pooled_height;
     const int64_t pooled_width = job->params->pooled_width;
-    const int64_t blocks = (shape[1] + PYROI_LANES - 1) / PYROI_LANES;
-    const int64_t band_rows = PYROI_TYPED(roi_align_backward_band_rows)(shape[2], shape[3]);
+    const int64_t band_rows =
+        PYROI_TYPED(roi_align_backward_band_rows)(shape[2], shape[3], job->pair);
+    const int64_t band_elements = band_rows * shape[3] * PYROI_LANES;
+    /* a block's band, and its spare row when banded */
+    const int64_t block_step = band_rows < shape[2] ? band_elements + shape[3] * PYROI_LANES
+                                                    : band_elements;
+    const int64_t tile_step = PYROI_TYPED(roi_align_tile_elements)(job);
     const int packed_bins = go_strides[3] == 1 && go_strides[2] == pooled_width &&
                             go_strides[1] == pooled_height * pooled_width;
     T *block = job->scratch + worker * job->scratch_stride;
-    T *sink = block + band_rows * shape[3] * PYROI_LANES; /* a spare row when banded */
+    T *sink = block + band_elements;
     T *tile = PYROI_TYPED(roi_align_bin_tile)(job, block);
     T *staging = job->stream_result ? PYROI_TYPED(roi_align_staging)(job, block) : NULL;
     int64_t *extents = (int64_t *)(void *)(PYROI_TYPED(roi_align_staging)(job, block) +
@@ -246,20 +254,23 @@ PYROI_VECTOR_TASK(PYROI_TYPED(roi_align_backward_image_task))
                                                pooled_height * pooled_width) *
                                                PYROI_LANES);
     const int64_t *order = plan->rois.order;
-    int64_t item, i, k, cols[2];
+    int64_t item, i, k, b, cols[2];
 
-    for (i = 0; i < band_rows * shape[3] * PYROI_LANES; ++i) { /* then each write-out leaves */
-        block[i] = (T)0;                                       /* the band zero */
+    for (b = 0; b < job->pair; ++b) { /* then each write-out leaves the band zero */
+        for (i = 0; i < band_elements; ++i) {
+            block[b * block_step + i] = (T)0;
+        }
     }
     for (k = 0; k < plan->num_rois; ++k) {
         PYROI_TYPED(roi_align_roi_extent)(plan, k, &extents[2 * k], &extents[2 * k + 1],
                                           &cols[0], &cols[1]);
     }
     for (item = begin; item < end; ++item) {
-        const int64_t n = item / blocks;
-        const int64_t c0 = (item % blocks) * PYROI_LANES;
-        const int64_t lanes = shape[1] - c0 < PYROI_LANES ? shape[1] - c0 : PYROI_LANES;
-        int64_t first, last, row_begin;
+        int64_t c0, channels, first, last, row_begin;
+        /* the backward's items are the batch's images, each with its channel groups */
+        const int64_t n = PYROI_TYPED(lane_block_item)(item, shape[1], job->pair * PYROI_LANES,
+                                                       &c0, &channels);
+        const int64_t pair = channels > PYROI_LANES ? 2 : 1;
         pyroi_rois_of_image(&plan->rois, n, &first, &last);
         for (row_begin = 0; row_begin < shape[2]; row_begin += band_rows) {
             const int64_t row_end =
@@ -290,26 +301,44 @@ PYROI_VECTOR_TASK(PYROI_TYPED(roi_align_backward_image_task))
                 if (next < last) { /* the next RoI's gradients: start loading */
                     const int64_t next_row = PYROI_TYPED(roi_align_row)(job, order[next]);
                     next_bins = job->features + next_row * go_strides[0] + c0 * go_strides[1];
-                    next_elements = packed_bins ? lanes * pooled_height * pooled_width : 1;
+                    next_elements = packed_bins ? channels * pooled_height * pooled_width : 1;
                     PYROI_TYPED(roi_align_prefetch_bins)(job->features, go_strides, next_row,
-                                                         c0, lanes);
+                                                         c0, channels);
                 }
-                PYROI_TYPED(roi_align_bins_to_tile)(
-                    PYROI_TYPED(roi_align_grad_bins)(job, k, c0) + ph_begin * go_strides[2],
-                    go_strides, lanes, ph_end - ph_begin, pooled_width,
-                    tile + ph_begin * pooled_width * PYROI_LANES);
-                PYROI_TYPED(roi_align_backward_roi)(plan, k, block, shape[3], pooled_height,
-                                                    pooled_width, ph_begin, ph_end, row_begin,
-                                                    row_end, sink, tile, next_bins,
-                                                    next_elements);
+                for (b = 0; b < pair; ++b) {
+                    PYROI_TYPED(roi_align_bins_to_tile)(
+                        PYROI_TYPED(roi_align_grad_bins)(job, k, c0 + b * PYROI_LANES) +
+                            ph_begin * go_strides[2],
+                        go_strides, channels - b * PYROI_LANES < PYROI_LANES
+                                        ? channels - b * PYROI_LANES
+                                        : PYROI_LANES,
+                        ph_end - ph_begin, pooled_width,
+                        tile + b * tile_step + ph_begin * pooled_width * PYROI_LANES);
+                }
+                if (pair == 2) { /* the pair a constant in each call */
+                    PYROI_TYPED(roi_align_backward_roi)(
+                        plan, k, block, 2, block_step, shape[3], pooled_height, pooled_width,
+                        ph_begin, ph_end, row_begin, row_end, sink, tile, tile_step, next_bins,
+                        next_elements);
+                } else {
+                    PYROI_TYPED(roi_align_backward_roi)(
+                        plan, k, block, 1, block_step, shape[3], pooled_height, pooled_width,
+                        ph_begin, ph_end, row_begin, row_end, sink, tile, tile_step, next_bins,
+                        next_elements);
+                }
                 i = next;
                 ph_begin = next_begin;
                 ph_end = next_end;
             }
             /* the band's rows: an image of row_end - row_begin rows from row_begin on */
-            PYROI_TYPED(lane_block_to_image)(block, row_end - row_begin, shape[3], n, c0, lanes,
-                                             job->result + row_begin * gi_strides[2],
-                                             gi_strides, staging);
+            for (b = 0; b < pair; ++b) {
+                PYROI_TYPED(lane_block_to_image)(
+                    block + b * block_step, row_end - row_begin, shape[3], n,
+                    c0 + b * PYROI_LANES,
+                    channels - b * PYROI_LANES < PYROI_LANES ? channels - b * PYROI_LANES
+                                                             : PYROI_LANES,
+                    job->result + row_begin * gi_strides[2], gi_strides, staging);
+            }
         }
     }
     pyroi_stream_fence(); /* the streamed gradients are visible to the caller */
@@ -357,9 +386,9 @@ PYROI_VECTOR_TASK(PYROI_TYPED(roi_align_backward_region_task))
             PYROI_TYPED(roi_align_bins_to_tile)(PYROI_TYPED(roi_align_grad_bins)(job, k, c0),
                                                 go_strides, lanes, pooled_height, pooled_width,
                                                 tile);
-            PYROI_TYPED(roi_align_backward_roi)(plan, k, block, shape[3], pooled_height,
+            PYROI_TYPED(roi_align_backward_roi)(plan, k, block, 1, 0, shape[3], pooled_height,
                                                 pooled_width, 0, pooled_height, 0, shape[2],
-                                                block, tile, tile, 1);
+                                                block, tile, 0, tile, 1);
             PYROI_TYPED(lane_block_to_region)(block, shape[3], n_k, c0, lanes, row_begin,
                                               row_end, col_begin, col_end, job->result,
                                               gi_strides);
