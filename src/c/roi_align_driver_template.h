@@ -188,6 +188,7 @@ static pyroi_status PYROI_TYPED(roi_align_execute_tasks)(PYROI_TYPED(roi_align_j
     PYROI_TYPED(roi_align_schedule) schedule =
         PYROI_TYPED(roi_align_tasks_schedule)(job, backward, 1, tasks);
     PYROI_TYPED(roi_align_footprint) footprint;
+    PYROI_TYPED(roi_align_tiles) tiles;
     pyroi_status status;
 
     job->scratch = NULL;
@@ -195,6 +196,16 @@ static pyroi_status PYROI_TYPED(roi_align_execute_tasks)(PYROI_TYPED(roi_align_j
                              PYROI_TYPED(roi_align_sparse_footprint)(job, &footprint)
                          ? &footprint
                          : NULL;
+    job->tiles = NULL;
+    if (tasks == NULL && !backward && schedule.order == ROI_ALIGN_ORDER_REGION &&
+        PYROI_TYPED(roi_align_tiles_build)(job->plan, &tiles, job->params->cancel)) {
+        /* the avg forward gathers RoI tiles, not regions of an image-sized block */
+        schedule.task = PYROI_TYPED(roi_align_forward_tile_task);
+        schedule.pair = job->map_shape[1] > PYROI_LANES ? 2 : 1;
+        schedule.scratch_stride = PYROI_TYPED(roi_align_tiles_scratch)(
+            &tiles, job->params->pooled_height * job->params->pooled_width, schedule.pair);
+        job->tiles = &tiles;
+    }
     job->scratch_stride = schedule.scratch_stride;
     job->pair = schedule.pair;
     /* results larger than the caches are streamed out where a task writes them once */
@@ -235,6 +246,10 @@ static pyroi_status PYROI_TYPED(roi_align_execute_tasks)(PYROI_TYPED(roi_align_j
     if (job->footprint != NULL) {
         PYROI_TYPED(roi_align_footprint_free)(&footprint);
         job->footprint = NULL;
+    }
+    if (job->tiles != NULL) {
+        PYROI_TYPED(roi_align_tiles_free)(&tiles);
+        job->tiles = NULL;
     }
     return status;
 }

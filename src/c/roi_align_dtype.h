@@ -6,6 +6,7 @@
  *   roi_align_blocks_template.h    the kernels' lanes, scratch, streamed write-out of bin tiles
  *   roi_align_avg_template.h       the avg reduction: direct and lane-major kernels
  *   roi_align_orders_template.h    the image-block and RoI-region loops and their tasks
+ *   roi_align_tiles_template.h     the avg forward's RoI-tile order (few RoIs on a large map)
  *   roi_align_channels_last_template.h  the avg forward sampling channels-last input in place
  *   roi_align_driver_template.h    the schedule (loop order, workers, scratch), avg entry points
  *   roi_align_max_template.h       the max reductions' call path and mmcv's reduction
@@ -17,6 +18,7 @@
 #include "roi_align_blocks_template.h"
 #include "roi_align_avg_template.h"
 #include "roi_align_orders_template.h"
+#include "roi_align_tiles_template.h"
 #include "roi_align_channels_last_template.h"
 #include "roi_align_driver_template.h"
 #include "roi_align_max_template.h"

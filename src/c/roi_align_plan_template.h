@@ -502,6 +502,8 @@ typedef struct PYROI_TYPED(roi_align_job) {
                           * RoI k is rows[k]; NULL: row k (roi_align_rows.h) */
     /* the forward's image order: the pixels each item gathers; NULL: whole images */
     const PYROI_TYPED(roi_align_footprint) *footprint;
+    /* the avg forward's tile order: the RoIs' tiles (roi_align_tiles_template.h) */
+    const struct PYROI_TYPED(roi_align_tiles) *tiles;
 } PYROI_TYPED(roi_align_job);
 
 /* The output (forward) or grad_output (backward) row of RoI k. */
@@ -572,6 +574,7 @@ static void PYROI_TYPED(roi_align_job_init)(
     job->arena = arena;
     job->rows = NULL;
     job->footprint = NULL;
+    job->tiles = NULL;
 }
 
 pyroi_status PYROI_TYPED(pyroi_roi_align_find_invalid_roi)(
