@@ -277,7 +277,7 @@ PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_lanes_max)(PYROI_TYPED(roi_align_l
  * signs met; then the redo finds the same bits). Returns 0 when that sum was NaN: the tile is
  * then not the RoI's (the caller redoes it with winners, NaN being rare). A bin's state is
  * vectors, so it stays in registers: as arrays of lanes it went through memory at every row,
- * and its zero offers and store ran lane by lane (docs/performance.md, max-fast). The RoI's
+ * and its zero offers and store ran lane by lane (docs/performance-history.md, max mode's value-only kernel). The RoI's
  * tap tables and grid, the map's width and the bins per RoI are roi_align_max_roi's. */
 PYROI_CLONE_INLINE int PYROI_TYPED(roi_align_max_roi_values)(
     const PYROI_TYPED(roi_align_tap_tables) *tables_of_roi, int64_t grid_h, int64_t grid_w,

@@ -303,7 +303,7 @@ static int64_t PYROI_TYPED(roi_align_band_columns)(const PYROI_TYPED(roi_align_p
  * first sampled row (downwards in even bands, upwards in odd ones, so that the next band starts
  * where the last one ended). Consecutive RoIs of the image-block loop then read nearby pixels
  * of the block, which is larger than the L2 cache: the pixels in use stay in it (measured on
- * the box head, against rows alone: see docs/performance.md). Every output is computed on its
+ * the box head, against rows alone: see docs/performance-history.md). Every output is computed on its
  * own, so the order changes no result; the backward keeps RoI order, which is the order of its
  * additions. Left unsorted when the keys' memory cannot be had. PYROI_OK, or
  * PYROI_E_CANCELLED by the call's token (the plan is then freed). */
