@@ -23,8 +23,8 @@ def _band_crossing_rois(rng, images, height, width, count, inverted=False):
     sides; first, overlapping tiles over each image whose samples tap every pixel (else the
     image order gathers only the pixels tapped, without bands)."""
     rows, cols = 2.0 * height, 2.0 * width
-    rois = [(n, x, y, x + 800.0, y + 14.0) for n in range(images)
-            for y in range(-3, int(rows), 10) for x in range(-40, int(cols), 600)]
+    rois = [(n, x, y, x + 1200.0, y + 20.0) for n in range(images)
+            for y in range(-3, int(rows), 16) for x in range(-40, int(cols), 900)]
     for i in range(count):
         n = i % images
         y1 = rng.uniform(-12, rows + 4)
