@@ -214,6 +214,69 @@ def test_multiscale_float16():
         np.testing.assert_array_equal(g16[name], g32[name].astype(np.float16))
 
 
+def _pyramid(seed):
+    rng = np.random.default_rng(seed)
+    x = {"a": rng.standard_normal((2, 20, 32, 32)).astype(np.float16),
+         "b": rng.standard_normal((2, 20, 16, 16)).astype(np.float16)}
+    boxes = [np.array([[0, 0, 50, 60], [10, 10, 100, 120], [1, 2, 3, 4], [5, 5, 2, 9]],
+                      np.float16),
+             np.array([[0, 0, 128, 128], [30, 20, 40, 90]], np.float16)]
+    return x, boxes
+
+
+def test_multiscale_float16_levels_through_c():
+    """The float16 pyramid goes to pyroi_roi_align_levels_forward_f16 / _backward_f16 as it
+    is (uint16 views of its bits, float32 boxes): the float32 calls' results rounded once."""
+    from pyroi import _core
+
+    x, boxes = _pyramid(3)
+    coords = np.concatenate(boxes).astype(np.float32)
+    images = np.array([0, 0, 0, 0, 1, 1], np.int64)
+    mapping = (2, 3, 224.0 / 8, 4.0, 1e-6)  # canonical scale: both levels get boxes
+    wide = [v.astype(np.float32) for v in x.values()]
+    y32 = np.empty((6, 20, 3, 3), np.float32)
+    _core.roi_align_levels_forward(wide, [0.25, 0.125], coords, images, y32, 2, False,
+                                   *mapping, 1)
+    y16 = np.empty(y32.shape, np.float16)
+    _core.roi_align_levels_forward([v.view(np.uint16) for v in x.values()], [0.25, 0.125],
+                                   coords, images, y16.view(np.uint16), 2, False, *mapping, 2)
+    np.testing.assert_array_equal(y16, y32.astype(np.float16))
+    grad = np.random.default_rng(4).standard_normal(y32.shape).astype(np.float16)
+    g32 = [np.empty(v.shape, np.float32) for v in x.values()]
+    _core.roi_align_levels_backward(grad.astype(np.float32), coords, images, g32,
+                                    [0.25, 0.125], 2, False, *mapping, 1)
+    g16 = [np.empty(v.shape, np.float16) for v in x.values()]
+    _core.roi_align_levels_backward(grad.view(np.uint16), coords, images,
+                                    [g.view(np.uint16) for g in g16], [0.25, 0.125], 2, False,
+                                    *mapping, 2)
+    for half, single in zip(g16, g32):
+        assert np.any(single != 0)
+        np.testing.assert_array_equal(half, single.astype(np.float16))
+    with pytest.raises(pyroi.DTypeError, match="float64 boxes go with float64 tensors only"):
+        _core.roi_align_levels_forward([v.view(np.uint16) for v in x.values()], [0.25, 0.125],
+                                       coords.astype(np.float64), images, y16.view(np.uint16),
+                                       2, False, *mapping, 1)
+
+
+@pytest.mark.parametrize("lda_coeff", [1.0, 0.3])
+def test_multiscale_float16_backward_rounds_once(lda_coeff):
+    """The layer's float16 gradient is lda_coeff * (the float32 gradient), rounded once:
+    scaled before rounding when lda_coeff is not 1."""
+    x, boxes = _pyramid(5)
+    half = pyroi.MultiScaleRoIAlign(["a", "b"], 3, 2)
+    single = pyroi.MultiScaleRoIAlign(["a", "b"], 3, 2)
+    y16 = half(x, boxes, [(128, 128), (128, 128)])
+    y32 = single({k: v.astype(np.float32) for k, v in x.items()},
+                 [b.astype(np.float32) for b in boxes], [(128, 128), (128, 128)])
+    np.testing.assert_array_equal(y16, y32.astype(np.float16))
+    grad = np.random.default_rng(6).standard_normal(y16.shape).astype(np.float16) * 1000
+    g16 = half.backward(grad, lda_coeff)
+    g32 = single.backward(grad.astype(np.float32), lda_coeff)
+    for name in ("a", "b"):
+        assert g16[name].dtype == np.float16
+        np.testing.assert_array_equal(g16[name], g32[name].astype(np.float16))
+
+
 @pytest.mark.parametrize("aligned", [False, True])
 def test_c_float16_entry_points_match(aligned):
     """pyroi_roi_align_forward_f16 / _backward_f16 (C widening and rounding) give the same

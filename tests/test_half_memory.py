@@ -42,6 +42,12 @@ _PROGRAM = textwrap.dedent("""
         "ps_roi_align": lambda: pyroi.ps_roi_align(x[:, :245], boxes, 7, 1.0, 2,
                                                    num_threads=1),
     }
+    # MultiScaleRoIAlign's levels, one C call (they were widened to float32 in NumPy first)
+    pooler = pyroi.MultiScaleRoIAlign(["p2", "p3"], 7, 2)
+    pyramid = {"p2": x, "p3": np.ascontiguousarray(x[:, :, ::2, ::2])}
+    image_boxes = [np.ascontiguousarray(boxes[:, 1:]) * 4]
+    pooler(pyramid, image_boxes, [(1024, 1024)])
+    calls["multiscale"] = lambda: pooler(pyramid, image_boxes, [(1024, 1024)], num_threads=1)
     for name, call in calls.items():
         extra, result_bytes = extra_peak(call)
         print(name, extra, result_bytes)

@@ -234,6 +234,7 @@ static pyroi_status binding_roi_align_levels_forward(binding_call *c, const bind
 {
     binding_roi_align_params(c);
     if (c->f64) BINDING_LEVELS_FORWARD(double, f64)
+    if (c->f16) BINDING_LEVELS_FORWARD(uint16_t, f16)
     BINDING_LEVELS_FORWARD(float, f32)
 }
 
@@ -241,6 +242,7 @@ static pyroi_status binding_roi_align_levels_backward(binding_call *c, const bin
 {
     binding_roi_align_params(c);
     if (c->f64) BINDING_LEVELS_BACKWARD(double, f64)
+    if (c->f16) BINDING_LEVELS_BACKWARD(uint16_t, f16)
     BINDING_LEVELS_BACKWARD(float, f32)
 }
 

@@ -130,15 +130,16 @@ def fpn_levels(boxes: _Real, levels: _Ints, min_level: int, max_level: int,
                canonical_scale: float, canonical_level: float, eps: float) -> None: ...
 # Most levels of a pyramid (PYROI_MAX_FPN_LEVELS).
 MAX_FPN_LEVELS: int
-# Multi-scale RoIAlign forward: each RoI pooled from its pyramid level into its row of output.
-def roi_align_levels_forward(inputs: list[_Real], scales: list[float], boxes: _Real,
-                             batch_indices: _Ints, output: _Real, sampling_ratio: int,
+# Multi-scale RoIAlign forward: each RoI pooled from its pyramid level into its row of output
+# (float16 tensors as uint16 views, with float32 boxes).
+def roi_align_levels_forward(inputs: list[_Half], scales: list[float], boxes: _Real,
+                             batch_indices: _Ints, output: _Half, sampling_ratio: int,
                              aligned: bool, min_level: int, max_level: int,
                              canonical_scale: float, canonical_level: float, eps: float,
                              num_threads: int) -> None: ...
 # Multi-scale RoIAlign backward: overwrite each level's grad_input (N, C, H_l, W_l).
-def roi_align_levels_backward(grad_output: _Real, boxes: _Real, batch_indices: _Ints,
-                              grad_inputs: list[_Real], scales: list[float], sampling_ratio: int,
+def roi_align_levels_backward(grad_output: _Half, boxes: _Real, batch_indices: _Ints,
+                              grad_inputs: list[_Half], scales: list[float], sampling_ratio: int,
                               aligned: bool, min_level: int, max_level: int,
                               canonical_scale: float, canonical_level: float, eps: float,
                               num_threads: int) -> None: ...

@@ -20,6 +20,7 @@ from pyroi cimport _cpyroi as c
 from pyroi._errors import (
     BatchIndexError,
     BoxError,
+    DTypeError,
     InvalidArgumentError,
     PyroiError,
     PyroiMemoryError,
@@ -574,13 +575,15 @@ def fpn_levels(const real[:, :] boxes, int64_t[::1] levels, int64_t min_level,
 MAX_FPN_LEVELS = c.PYROI_MAX_FPN_LEVELS
 
 
-cdef int marshal_pyramid(b.Pyramid *p, list maps, list scales, bint writes, real dtype_tag,
-                         int64_t min_level, int64_t max_level, double canonical_scale,
-                         double canonical_level, double eps) except -1:
-    """Fill p from the (N, C, H, W) arrays maps of dtype real (a forward's inputs, or the
-    grad_inputs a backward writes) and the level assignment's numbers."""
-    cdef const real[:, :, :, :] view
-    cdef real[:, :, :, :] target
+cdef int marshal_pyramid(b.Pyramid *p, list maps, list scales, bint writes,
+                         element dtype_tag, int64_t min_level, int64_t max_level,
+                         double canonical_scale, double canonical_level,
+                         double eps) except -1:
+    """Fill p from the (N, C, H, W) arrays maps of dtype element (a forward's inputs, or the
+    grad_inputs a backward writes; float16 ones as uint16 views) and the level assignment's
+    numbers."""
+    cdef const element[:, :, :, :] view
+    cdef element[:, :, :, :] target
     cdef int l, i
     if len(maps) != len(scales) or not 0 < len(maps) <= c.PYROI_MAX_FPN_LEVELS:
         raise ShapeError(f"pyroi: a pyramid has 1 to {c.PYROI_MAX_FPN_LEVELS} maps, one scale "
@@ -595,15 +598,15 @@ cdef int marshal_pyramid(b.Pyramid *p, list maps, list scales, bint writes, real
         p.maps[l] = <void *>&view[0, 0, 0, 0] if view.size > 0 else NULL
         for i in range(4):
             p.shapes[4 * l + i] = view.shape[i]
-        element_strides(view.strides, sizeof(real), 4, &p.strides[4 * l])
+        element_strides(view.strides, sizeof(element), 4, &p.strides[4 * l])
         p.scales[l] = scales[l]
     fill_fpn_params(&p.levels, min_level, max_level, canonical_scale, canonical_level, eps)
     return 0
 
 
-cdef int marshal_level_rois(b.Call *call, const b.Pyramid *p, const real[:, :] boxes,
+cdef int marshal_level_rois(b.Call *call, const b.Pyramid *p, const coordinate[:, :] boxes,
                             const int64_t[::1] batch_indices,
-                            const real[:, :, :, :] pooled) except -1:
+                            const element[:, :, :, :] pooled) except -1:
     """The RoIs and the pooled tensor (K, C, PH, PW) of a multi-scale call."""
     cdef int64_t num_rois = boxes.shape[0]
     if batch_indices.shape[0] != num_rois or pooled.shape[0] != num_rois:
@@ -612,36 +615,43 @@ cdef int marshal_level_rois(b.Call *call, const b.Pyramid *p, const real[:, :] b
     if pooled.shape[1] != p.shapes[1]:
         raise ShapeError(f"pyroi: the pooled tensor has {pooled.shape[1]} channels, the "
                          f"pyramid {p.shapes[1]}")
-    call.f64 = real is double
+    if element is double:
+        if coordinate is float:
+            raise DTypeError("pyroi: float64 tensors take float64 boxes")
+    elif coordinate is double:
+        raise DTypeError("pyroi: float64 boxes go with float64 tensors only")
+    call.f64 = element is double
+    call.f16 = element is uint16_t
     call.boxes = <void *>&boxes[0, 0] if num_rois > 0 else NULL
     call.num_rois = num_rois
-    call.box_row_stride = box_rows_stride(boxes.strides, sizeof(real))
+    call.box_row_stride = box_rows_stride(boxes.strides, sizeof(coordinate))
     call.batch_indices = <int64_t *>&batch_indices[0] if num_rois > 0 else NULL
     call.pooled = <void *>&pooled[0, 0, 0, 0] if pooled.size > 0 else NULL
-    element_strides(pooled.strides, sizeof(real), 4, call.pooled_strides)
+    element_strides(pooled.strides, sizeof(element), 4, call.pooled_strides)
     return 0
 
 
-def roi_align_levels_forward(list inputs, list scales, const real[:, :] boxes,
-                             const int64_t[::1] batch_indices, real[:, :, :, :] output,
+def roi_align_levels_forward(list inputs, list scales, const coordinate[:, :] boxes,
+                             const int64_t[::1] batch_indices, element[:, :, :, :] output,
                              int64_t sampling_ratio, bint aligned, int64_t min_level,
                              int64_t max_level, double canonical_scale, double canonical_level,
                              double eps, int num_threads):
     """Multi-scale RoIAlign forward: each RoI pooled from its pyramid level into its row of
-    output (K, C, PH, PW)."""
+    output (K, C, PH, PW) (float16 tensors as uint16 views, with float32 boxes)."""
     cdef b.Pyramid p
     cdef b.Call call = numbers(output.shape[2], output.shape[3], 1.0, 1.0, num_threads,
                                sampling_ratio, aligned)
     cdef c.pyroi_status status
-    marshal_pyramid(&p, inputs, scales, False, <real>0, min_level, max_level, canonical_scale,
-                    canonical_level, eps)
+    marshal_pyramid(&p, inputs, scales, False, <element>0, min_level, max_level,
+                    canonical_scale, canonical_level, eps)
     marshal_level_rois(&call, &p, boxes, batch_indices, output)
     with nogil:
         status = b.roi_align_levels_forward(&call, &p)
     check_status(status)
 
 
-def roi_align_levels_backward(const real[:, :, :, :] grad_output, const real[:, :] boxes,
+def roi_align_levels_backward(const element[:, :, :, :] grad_output,
+                              const coordinate[:, :] boxes,
                               const int64_t[::1] batch_indices, list grad_inputs, list scales,
                               int64_t sampling_ratio, bint aligned, int64_t min_level,
                               int64_t max_level, double canonical_scale, double canonical_level,
@@ -651,7 +661,7 @@ def roi_align_levels_backward(const real[:, :, :, :] grad_output, const real[:, 
     cdef b.Call call = numbers(grad_output.shape[2], grad_output.shape[3], 1.0, 1.0,
                                num_threads, sampling_ratio, aligned)
     cdef c.pyroi_status status
-    marshal_pyramid(&p, grad_inputs, scales, True, <real>0, min_level, max_level,
+    marshal_pyramid(&p, grad_inputs, scales, True, <element>0, min_level, max_level,
                     canonical_scale, canonical_level, eps)
     marshal_level_rois(&call, &p, boxes, batch_indices, grad_output)
     with nogil:

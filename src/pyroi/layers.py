@@ -45,6 +45,12 @@ class _Saved:
         self.data = data
 
 
+def _bits(array: np.ndarray) -> np.ndarray:
+    """A float16 array as the uint16 view of its bits the C float16 entry points take (other
+    dtypes as they are)."""
+    return array.view(np.uint16) if array.dtype == np.float16 else array
+
+
 def _scaled(gradient: np.ndarray, coeff, half: bool) -> np.ndarray:
     """``coeff * gradient`` in the computation's dtype, rounded once to float16 when ``half``
     (in C, in the same pass as the rounding)."""
@@ -520,17 +526,17 @@ class MultiScaleRoIAlign(_TrainableLayer):
         super().__init__()
 
     def _selected_features(self, x) -> tuple[list[tuple[str, np.ndarray]], bool]:
-        """The levels to pool from (float16 ones widened to float32), and whether they were
-        float16."""
+        """The levels to pool from (float16 ones as they are: the C core widens them chunk by
+        chunk), and whether they are float16."""
         if not isinstance(x, dict):
             raise _validate.ArgumentTypeError(
                 f"features must be a dict of name -> (N, C, H, W) array, got {type(x).__name__}")
         levels = {name: _validate._as_array(value, f"features[{name!r}]")  # any library's
                   for name, value in x.items() if name in self.featmap_names}
         half = any(_is_half(value) for value in levels.values())
-        selected = [(name, _validate.float_array(
-                        value.astype(np.float32) if _is_half(value) else value,
-                        f"features[{name!r}]", 4))
+        if half and not all(_is_half(value) for value in levels.values()):
+            raise _validate.DTypeError("features must all be float16 when one level is")
+        selected = [(name, _validate.float_array(value, f"features[{name!r}]", 4))
                     for name, value in levels.items()]
         if not selected:
             raise InvalidArgumentError(
@@ -540,8 +546,6 @@ class MultiScaleRoIAlign(_TrainableLayer):
             if value.dtype != dtype:
                 raise _validate.DTypeError(
                     f"features[{name!r}] has dtype {value.dtype}, the first level {dtype}")
-        if half and not all(_is_half(levels[name]) for name, _ in selected):
-            raise _validate.DTypeError("features must all be float16 when one level is")
         return selected, half
 
     def _infer_scales(self, features, image_shapes) -> None:
@@ -620,7 +624,8 @@ class MultiScaleRoIAlign(_TrainableLayer):
             raise ShapeError(
                 f"the first call had {len(self.scales)} levels, this one {len(features)}")
         first = features[0][1]
-        coords, images = _validate.boxes(list(boxes), first.dtype, first.shape[0])
+        coords, images = _validate.boxes(list(boxes), _validate.coordinate_dtype(first.dtype),
+                                         first.shape[0])
         threads = _validate.num_threads(num_threads)
         if len(features) == 1:  # every box from the one level, as torchvision
             result = roi_align(first, coords, self.output_size, self.scales[0],
@@ -629,12 +634,10 @@ class MultiScaleRoIAlign(_TrainableLayer):
         else:  # one C call: level assignment, each box's row written in place
             result = _results.empty((coords.shape[0], first.shape[1], *self.output_size),
                                     first.dtype)
-            _core.roi_align_levels_forward([feature for _, feature in features],
-                                           list(self.scales), coords, images, result,
+            _core.roi_align_levels_forward([_bits(feature) for _, feature in features],
+                                           list(self.scales), coords, images, _bits(result),
                                            self.sampling_ratio, False, *self._mapping(),
                                            threads)
-        if half:
-            result = _scaled(result, np.float32(1), True)
         self._remember(result, ([(name, f.shape) for name, f in features], coords, images))
         return result
 
@@ -666,7 +669,11 @@ class MultiScaleRoIAlign(_TrainableLayer):
         """
         grad, coeff, (shapes, coords, images) = self._recall(grad_output, lda_coeff)
         half = grad.dtype.itemsize == 2  # float16, of either byte order
-        grad = _validate.float_array(grad.astype(np.float32) if half else grad, "grad_output", 4)
+        # a float16 gradient is rounded once from float32: by the C core's float16 entry points
+        # when it is not scaled (coeff * g is g), else after the scaling, from a float32 one
+        rounded_in_c = half and coeff == 1
+        grad = _validate.float_array(grad.astype(np.float32) if half and not rounded_in_c
+                                     else grad, "grad_output", 4)
         threads = _validate.num_threads(num_threads)
         if len(shapes) == 1:
             (name, shape), = shapes
@@ -675,10 +682,11 @@ class MultiScaleRoIAlign(_TrainableLayer):
                                        num_threads=threads)]
         else:  # one C call: each box's gradient row read in place, each map written once
             maps = [_results.empty(shape, grad.dtype) for _, shape in shapes]
-            _core.roi_align_levels_backward(grad, coords, images, maps, list(self.scales),
+            _core.roi_align_levels_backward(_bits(grad), coords, images,
+                                            [_bits(m) for m in maps], list(self.scales),
                                             self.sampling_ratio, False, *self._mapping(),
                                             threads)
-        gradients = {name: _scaled(gradient, coeff, half)
+        gradients = {name: gradient if rounded_in_c else _scaled(gradient, coeff, half)
                      for (name, _), gradient in zip(shapes, maps)}
         return gradients
 

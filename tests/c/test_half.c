@@ -254,6 +254,79 @@ static void test_roi_pool_int32(arrays *a, const int64_t strides[4], int threads
                                                  strides, &p.pool), PYROI_E_INVALID_ARGMAX);
 }
 
+/* The multi-level RoIAlign: level 0 the map, level 1 every other pixel of it (a strided
+ * view; a backward's own 64 x 64 maps); both equal the float32 levels calls rounded once. */
+enum { H1 = H / 2, W1 = W / 2 };
+#define LEVEL1_COUNT ((size_t)N * C * H1 * W1)
+
+static void test_levels(arrays *a, int threads)
+{
+    static const double scales[2] = {0.75, 0.375};
+    static const int64_t shapes[8] = {N, C, H, W, N, C, H1, W1};
+    static const int64_t view_strides[8] = {(int64_t)C * H * W, (int64_t)H * W, W, 1,
+                                            (int64_t)C * H * W, (int64_t)H * W, 2 * W, 2};
+    static const int64_t own_strides[8] = {(int64_t)C * H * W, (int64_t)H * W, W, 1,
+                                           (int64_t)C * H1 * W1, (int64_t)H1 * W1, W1, 1};
+    uint16_t *level16 = malloc(LEVEL1_COUNT * sizeof(uint16_t));
+    float *level32 = malloc(LEVEL1_COUNT * sizeof(float));
+    pyroi_fpn_level_params levels;
+    params p;
+    params_init(&p, threads);
+    pyroi_fpn_level_params_init(&levels);
+    levels.min_level = 2;
+    levels.max_level = 3;
+    levels.canonical_scale = 100.0; /* the boxes above fall on both levels */
+    CHECK(level16 != NULL && level32 != NULL);
+    if (level16 == NULL || level32 == NULL) {
+        free(level16);
+        free(level32);
+        return;
+    }
+    fill(a, 0, 71);
+    {
+        const uint16_t *maps16[2] = {a->map16, a->map16};
+        const float *maps32[2] = {a->map32, a->map32};
+        SAME_FORWARD(pyroi_roi_align_levels_forward_f16(2, maps16, shapes, view_strides, scales,
+                                                        ROIS4(5), a->pooled16, pooled_strides,
+                                                        &levels, &p.align),
+                     pyroi_roi_align_levels_forward_f32(2, maps32, shapes, view_strides, scales,
+                                                        ROIS4(5), a->pooled32, pooled_strides,
+                                                        &levels, &p.align),
+                     POOLED_COUNT);
+        CHECK_STATUS(pyroi_roi_align_levels_forward_f16(2, maps16, NULL, view_strides, scales,
+                                                        ROIS4(5), a->pooled16, pooled_strides,
+                                                        &levels, &p.align),
+                     PYROI_E_NULL_POINTER);
+        CHECK_STATUS(pyroi_roi_align_levels_forward_f16(3, maps16, shapes, view_strides, scales,
+                                                        ROIS4(5), a->pooled16, pooled_strides,
+                                                        &levels, &p.align),
+                     PYROI_E_INVALID_SHAPE);
+    }
+    fill(a, 1, 72);
+    {
+        uint16_t *maps16[2] = {a->map16, level16};
+        float *maps32[2] = {a->map32, level32};
+        size_t i;
+        int same = 1;
+        CHECK_STATUS(pyroi_roi_align_levels_backward_f16(a->pooled16, pooled_strides, ROIS4(5),
+                                                         2, maps16, shapes, own_strides, scales,
+                                                         &levels, &p.align),
+                     PYROI_OK);
+        CHECK_STATUS(pyroi_roi_align_levels_backward_f32(a->pooled32, pooled_strides, ROIS4(5),
+                                                         2, maps32, shapes, own_strides, scales,
+                                                         &levels, &p.align),
+                     PYROI_OK);
+        CHECK(same_rounded(a->map16, a->map32, MAP_COUNT));
+        CHECK(same_rounded(level16, level32, LEVEL1_COUNT));
+        for (i = 0; i < LEVEL1_COUNT; ++i) {
+            same &= level16[i] == 0; /* not a map of zeros: the test compares something */
+        }
+        CHECK(!same);
+    }
+    free(level16);
+    free(level32);
+}
+
 static void test_statuses(arrays *a)
 {
     static const int64_t bad_batch[K] = {0, 1, 2, 0, 1, 0, 0};
@@ -344,6 +417,7 @@ int main(void)
         test_backwards(&a, nhwc_strides, threads);
         test_roi_pool_int32(&a, nchw_strides, threads);
         test_roi_pool_int32(&a, nhwc_strides, threads);
+        test_levels(&a, threads);
     }
     test_statuses(&a);
     free(a.map16);

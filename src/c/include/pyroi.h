@@ -1180,6 +1180,21 @@ PYROI_API pyroi_status pyroi_roi_align_rotated_backward_f16(
     uint16_t *grad_input, const int64_t grad_input_shape[4],
     const int64_t grad_input_strides[4], const pyroi_roi_align_rotated_params *params);
 
+/* The multi-level RoIAlign (pyroi_roi_align_levels_*) on a float16 pyramid, in the same
+ * way: the channels every level shares run in chunks through the float32 entry points. */
+PYROI_API pyroi_status pyroi_roi_align_levels_forward_f16(
+    int64_t num_levels, const uint16_t *const *inputs, const int64_t *input_shapes,
+    const int64_t *input_strides, const double *spatial_scales,
+    const float *boxes, int64_t num_rois, int64_t box_row_stride, const int64_t *batch_indices,
+    uint16_t *output, const int64_t output_strides[4],
+    const pyroi_fpn_level_params *level_params, const pyroi_roi_align_params *params);
+PYROI_API pyroi_status pyroi_roi_align_levels_backward_f16(
+    const uint16_t *grad_output, const int64_t grad_output_strides[4],
+    const float *boxes, int64_t num_rois, int64_t box_row_stride, const int64_t *batch_indices,
+    int64_t num_levels, uint16_t *const *grad_inputs, const int64_t *grad_input_shapes,
+    const int64_t *grad_input_strides, const double *spatial_scales,
+    const pyroi_fpn_level_params *level_params, const pyroi_roi_align_params *params);
+
 /* target[i] = scale * source[i] rounded to float16, for i in [0, count): the product is formed
  * in float32 (it is the float32 result a float32 caller would hold), then rounded once to
  * float16 (to nearest, ties to even; overflow gives infinity, NaN stays NaN). This is how a
