@@ -85,18 +85,20 @@ static void PYROI_TYPED(roi_align_backward_direct_task)(void *context, int64_t b
     }
 }
 
-/* Forward of RoI k on `chunks` x `pair` (pair 1 or 2, both constants at each call) lane
- * groups of a block holding `groups` (>= chunks * pair) lane groups per pixel, interleaved:
- * tile[ph][pw][lane] = the bin averages, lane group g's tile g * tile_elements after the
- * first. A pair shares each sample's taps and weights between 32 float channels: more
- * arithmetic per tap load and weight product (measured: 15% fewer cycles per sample), and a
- * pixel's two lines are neighbours. Each bin takes its chunks (pairs of lane groups) one after
- * the other, so that channels-last pixels read in place are read whole while the bin's taps
- * are in the L1 cache (roi_align_channels_last_template.h). */
-PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_forward_roi)(
+/* Forward of RoI k on `chunks` x `pair` lane groups of a block (see roi_align_forward_roi),
+ * from the samples whose upper row (tap lo) is in [row_begin, row_end): the block holds the
+ * map's rows from row_begin on (and the row after row_end - 1, the lower row of its
+ * samples). resume 0: the sums start from zero and the tile receives the averages (one band:
+ * row_begin 0, row_end past the map). resume 1: each bin's sum goes on from the raw sum in
+ * the tile (from zero in the band of its first sample) and is stored back raw, bin rows
+ * without a sample in the band untouched (the caller zeroes those without samples): band
+ * after band (rows ascending; the RoI's row taps ascend within each bin row), every bin adds
+ * its samples in torchvision's order, and roi_align_forward_finish divides. */
+PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_forward_roi_rows)(
     const PYROI_TYPED(roi_align_plan) *plan, int64_t k, const T *block, int64_t pair,
     int64_t chunks, int64_t groups, int64_t width, int64_t pooled_height,
-    int64_t pooled_width, T *tile, int64_t tile_elements)
+    int64_t pooled_width, int64_t row_begin, int64_t row_end, int resume, T *tile,
+    int64_t tile_elements)
 {
     typedef PYROI_TYPED(roi_align_lanes) V;
     const PYROI_TYPED(roi_align_tap_tables) tables =
@@ -111,6 +113,12 @@ PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_forward_roi)(
 
     for (ph = 0; ph < pooled_height; ++ph) {
         const pyroi_tap_range rr = tables.row_ranges[ph];
+        if (resume && (rr.begin == rr.end || tables.row_taps[rr.end - 1].lo < row_begin ||
+                       tables.row_taps[rr.begin].lo >= row_end)) {
+            continue; /* no sample of this bin row in the band: its sums stay as they are */
+        }
+        /* a bin row's first band starts its sums from zero */
+        const int carry = resume && tables.row_taps[rr.begin].lo < row_begin;
         for (pw = 0; pw < pooled_width; ++pw) {
             const pyroi_tap_range cr = tables.col_ranges[pw];
             for (chunk = 0; chunk < chunks; ++chunk) {
@@ -120,13 +128,17 @@ PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_forward_roi)(
                 V sum[2][PYROI_VECTORS];
                 for (b = 0; b < pair; ++b) {
                     for (j = 0; j < PYROI_VECTORS; ++j) {
-                        sum[b][j] = (V){0};
+                        sum[b][j] = carry ? result[b * next_tile + j] : (V){0};
                     }
                 }
                 for (r = rr.begin; r < rr.end; ++r) {
                     const PYROI_TYPED(axis_tap) ty = tables.row_taps[r];
-                    const V *row_lo = lanes + ty.lo * width * pixel;
-                    const V *row_hi = lanes + ty.hi * width * pixel;
+                    const V *row_lo, *row_hi;
+                    if (ty.lo < row_begin || ty.lo >= row_end) {
+                        continue; /* the sample's row pair is in another band */
+                    }
+                    row_lo = lanes + (ty.lo - row_begin) * width * pixel;
+                    row_hi = lanes + (ty.hi - row_begin) * width * pixel;
                     for (q = cr.begin; q < cr.end; ++q) {
                         const PYROI_TYPED(axis_tap) tx = tables.col_taps[q];
                         const T w1 = ty.w_lo * tx.w_lo, w2 = ty.w_lo * tx.w_hi;
@@ -143,7 +155,12 @@ PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_forward_roi)(
                         }
                     }
                 }
-                for (b = 0; b < pair; ++b) {
+                for (b = 0; b < pair && resume; ++b) {
+                    for (j = 0; j < PYROI_VECTORS; ++j) {
+                        result[b * next_tile + j] = sum[b][j];
+                    }
+                }
+                for (b = 0; b < pair && !resume; ++b) {
                     if (inverse != (T)0) { /* exact: see pyroi_exact_inverse */
                         for (j = 0; j < PYROI_VECTORS; ++j) {
                             result[b * next_tile + j] = sum[b][j] * inverse;
@@ -156,6 +173,38 @@ PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_forward_roi)(
                 }
             }
         }
+    }
+}
+
+/* Forward of RoI k on `chunks` x `pair` (pair 1 or 2, both constants at each call) lane
+ * groups of a block holding `groups` (>= chunks * pair) lane groups per pixel, interleaved:
+ * tile[ph][pw][lane] = the bin averages, lane group g's tile g * tile_elements after the
+ * first. A pair shares each sample's taps and weights between 32 float channels: more
+ * arithmetic per tap load and weight product (measured: 15% fewer cycles per sample), and a
+ * pixel's two lines are neighbours. Each bin takes its chunks (pairs of lane groups) one after
+ * the other, so that channels-last pixels read in place are read whole while the bin's taps
+ * are in the L1 cache (roi_align_channels_last_template.h). */
+PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_forward_roi)(
+    const PYROI_TYPED(roi_align_plan) *plan, int64_t k, const T *block, int64_t pair,
+    int64_t chunks, int64_t groups, int64_t width, int64_t pooled_height,
+    int64_t pooled_width, T *tile, int64_t tile_elements)
+{
+    PYROI_TYPED(roi_align_forward_roi_rows)(plan, k, block, pair, chunks, groups, width,
+                                            pooled_height, pooled_width, 0, INT64_MAX, 0, tile,
+                                            tile_elements);
+}
+
+/* The bin averages of a tile of raw sums (roi_align_forward_roi_rows resumed band after
+ * band), RoI k's divisions done as roi_align_forward_roi_rows does them. */
+static void PYROI_TYPED(roi_align_forward_finish)(const PYROI_TYPED(roi_align_plan) *plan,
+                                                  int64_t k, T *tile, int64_t tile_elements)
+{
+    const int64_t samples = plan->samples[k] > 1 ? plan->samples[k] : 1; /* empty: 0, not NaN */
+    const T count = (T)samples;
+    const T inverse = PYROI_TYPED(pyroi_exact_inverse)(samples);
+    int64_t e;
+    for (e = 0; e < tile_elements; ++e) {
+        tile[e] = inverse != (T)0 ? tile[e] * inverse : tile[e] / count;
     }
 }
 
