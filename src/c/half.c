@@ -87,6 +87,17 @@ __attribute__((target("avx2,f16c"))) static int64_t half_round_f16c(const float 
 }
 #endif
 
+void pyroi_half_round_run(const float *wide, int64_t count, uint16_t *to, int64_t step)
+{
+    int64_t done = 0;
+#ifdef HALF_HAVE_F16C
+    if (step == 1 && pyroi_cpu_has_f16c()) {
+        done = half_round_f16c(wide, count, to);
+    }
+#endif
+    half_round(wide + done, count - done, to + done * step, step);
+}
+
 PYROI_VECTOR_TASK(half_planes_task)
 {
     const half_planes *planes = (const half_planes *)context;

@@ -69,4 +69,8 @@ static inline uint16_t pyroi_float_to_half(float value)
     return (uint16_t)(sign | result);
 }
 
+/* to[i * step] = pyroi_float_to_half(wide[i]) for i < count (F16C's VCVTPS2PH where the CPU
+ * has it and step is 1: the same bits). Defined in half.c. */
+void pyroi_half_round_run(const float *wide, int64_t count, uint16_t *to, int64_t step);
+
 #endif /* PYROI_HALF_H */

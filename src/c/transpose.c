@@ -1,5 +1,6 @@
 /* transpose.c - see transpose.h. */
 #include "transpose.h"
+#include "half.h"
 
 #include <string.h>
 
@@ -275,6 +276,104 @@ void pyroi_channels_to_lanes_f64(const double *src, int64_t src_lane_stride, int
     channels_to_lanes_portable_f64(src, src_lane_stride, src_stride, count, lanes, dst,
                                    dst_pitch);
 }
+
+/* ---- float16 sources: the same moves, widening exactly as they read --------------------- */
+
+#ifdef PYROI_HAVE_AVX2_TRANSPOSE
+/* channels_to_lanes_avx2 from float16 rows: 8 elements of a row widened by one VCVTPH2PS
+ * (exact), then the same 8 x 8 transposes; the prefetches as far ahead in bytes, one per
+ * line (a line holds 32 float16 elements). */
+__attribute__((target("avx2,f16c"))) static void half_channels_to_lanes_avx2(
+    const uint16_t *src, int64_t src_lane_stride, int64_t count, float *dst, int64_t dst_pitch)
+{
+    const int64_t full = count - count % 8;
+    const int long_rows = count >= 4 * CHANNELS_TO_LANES_AHEAD;
+    int64_t i, half, r, j;
+    for (i = 0; i < full; i += 8) {
+        for (half = 0; half < 16; half += 8) {
+            __m256 rows[8];
+            for (r = 0; r < 8; ++r) {
+                rows[r] = _mm256_cvtph_ps(_mm_loadu_si128(
+                    (const __m128i *)(const void *)(src + (half + r) * src_lane_stride + i)));
+            }
+            if (long_rows && (i & 31) == 0 && i + 2 * CHANNELS_TO_LANES_AHEAD < count) {
+                for (r = 0; r < 8; ++r) {
+                    PYROI_PREFETCH(src + (half + r) * src_lane_stride + i +
+                                   2 * CHANNELS_TO_LANES_AHEAD);
+                }
+            }
+            transpose8x8(rows);
+            for (r = 0; r < 8; ++r) {
+                _mm256_storeu_ps(dst + (i + r) * dst_pitch + half, rows[r]);
+            }
+        }
+    }
+    for (i = full; i < count; ++i) {
+        for (j = 0; j < 16; ++j) {
+            dst[i * dst_pitch + j] = pyroi_half_to_float(src[j * src_lane_stride + i]);
+        }
+    }
+}
+
+/* Channels-last float16 pixels of 16 packed lanes: two VCVTPH2PS per pixel. */
+__attribute__((target("avx2,f16c"))) static void half_contiguous_lanes_to_lanes_avx2(
+    const uint16_t *src, int64_t src_stride, int64_t count, float *dst, int64_t dst_pitch)
+{
+    int64_t i;
+    for (i = 0; i < count; ++i) {
+        const uint16_t *pixel = src + i * src_stride;
+        if (i + CONTIGUOUS_LANES_AHEAD < count) {
+            PYROI_PREFETCH(src + (i + CONTIGUOUS_LANES_AHEAD) * src_stride);
+        }
+        _mm256_storeu_ps(dst + i * dst_pitch,
+                         _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)pixel)));
+        _mm256_storeu_ps(dst + i * dst_pitch + 8, _mm256_cvtph_ps(_mm_loadu_si128(
+                                                      (const __m128i *)(const void *)(pixel + 8))));
+    }
+}
+
+static int have_f16c(void)
+{
+    return have_avx2() && pyroi_cpu_has_f16c();
+}
+#endif
+
+#define HALF_CHANNELS_TO_LANES(T, L, SUFFIX)                                                   \
+    void pyroi_half_channels_to_lanes_##SUFFIX(const uint16_t *src, int64_t src_lane_stride,   \
+                                               int64_t src_stride, int64_t count,             \
+                                               int64_t lanes, T *dst, int64_t dst_pitch)      \
+    {                                                                                          \
+        int64_t i, j;                                                                          \
+        HALF_CHANNELS_TO_LANES_FAST_##SUFFIX                                                   \
+        for (i = 0; i < count; ++i) {                                                          \
+            const uint16_t *element = src + i * src_stride;                                    \
+            T *out = dst + i * dst_pitch;                                                      \
+            for (j = 0; j < (L); ++j) {                                                        \
+                out[j] = j < lanes ? (T)pyroi_half_to_float(element[j * src_lane_stride])      \
+                                   : (T)0;                                                     \
+            }                                                                                  \
+        }                                                                                      \
+    }
+
+#ifdef PYROI_HAVE_AVX2_TRANSPOSE
+#  define HALF_CHANNELS_TO_LANES_FAST_f32                                                      \
+    if (lanes == 16 && have_f16c()) {                                                          \
+        if (src_stride == 1) {                                                                 \
+            half_channels_to_lanes_avx2(src, src_lane_stride, count, dst, dst_pitch);          \
+            return;                                                                            \
+        }                                                                                      \
+        if (src_lane_stride == 1) {                                                            \
+            half_contiguous_lanes_to_lanes_avx2(src, src_stride, count, dst, dst_pitch);       \
+            return;                                                                            \
+        }                                                                                      \
+    }
+#else
+#  define HALF_CHANNELS_TO_LANES_FAST_f32
+#endif
+#define HALF_CHANNELS_TO_LANES_FAST_f64
+
+HALF_CHANNELS_TO_LANES(float, PYROI_LANE_COUNT_F32, f32)
+HALF_CHANNELS_TO_LANES(double, PYROI_LANE_COUNT_F64, f64)
 
 /* ---- streaming stores ------------------------------------------------------------------ */
 

@@ -30,6 +30,15 @@ void pyroi_channels_to_lanes_f32(const float *src, int64_t src_lane_stride, int6
 void pyroi_channels_to_lanes_f64(const double *src, int64_t src_lane_stride, int64_t src_stride,
                                  int64_t count, int64_t lanes, double *dst, int64_t dst_pitch);
 
+/* The same from float16 (binary16 bits), each element widened exactly to T as it is read:
+ * the blocked kernels gather float16 maps without a float32 copy of them. */
+void pyroi_half_channels_to_lanes_f32(const uint16_t *src, int64_t src_lane_stride,
+                                      int64_t src_stride, int64_t count, int64_t lanes,
+                                      float *dst, int64_t dst_pitch);
+void pyroi_half_channels_to_lanes_f64(const uint16_t *src, int64_t src_lane_stride,
+                                      int64_t src_stride, int64_t count, int64_t lanes,
+                                      double *dst, int64_t dst_pitch);
+
 /* ---- streaming stores ------------------------------------------------------------------ */
 /* Large outputs that will not be read again soon are written around the caches where the
  * platform allows it (x86-64: non-temporal stores), which saves reading every destination

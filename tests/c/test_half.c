@@ -3,9 +3,11 @@
  * several channel chunks (128 x 128 planes, 64 KB in float32: 16 channels a worker with a
  * 1 MB level 2 cache, 32 with 2 MB: of 40 channels, 2 or 3 chunks), with channels-last
  * strides, for 1 and 2 threads; statuses; and the branch-free conversions: every float16
- * value widened, NaN payloads rounded (round trips and ties: test_frontends.c). */
+ * value widened, NaN payloads rounded (round trips and ties: test_frontends.c), also as the
+ * lane-major gathers widen (F16C and portable) and the forward's store rounds. */
 #include "check.h"
 #include "half.h"
+#include "transpose.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -396,6 +398,94 @@ static void test_conversions(void)
     CHECK(pyroi_float_to_half(pyroi_bits_to_float(0x7fc02000u)) == 0x7e01u);
 }
 
+/* A widened element equals pyroi_half_to_float's: the same bits, or for a NaN a NaN of the
+ * same sign (VCVTPH2PS quiets a signalling one). */
+static int same_widened(float widened, uint16_t half)
+{
+    const float expected = pyroi_half_to_float(half);
+    if (isnan(expected)) {
+        return isnan(widened) && (signbit(widened) != 0) == (signbit(expected) != 0);
+    }
+    return pyroi_float_to_bits(widened) == pyroi_float_to_bits(expected);
+}
+
+/* pyroi_half_channels_to_lanes_f32 (the gathers of a float16 map) over every float16 value,
+ * channel rows (the 8 x 8 F16C tiles and their tails) and channels-last pixels, full and
+ * partial lane groups, into pair-interleaved blocks; pyroi_half_round_run against
+ * pyroi_float_to_half, packed and strided. */
+static void test_lane_conversions(void)
+{
+    enum { ROWS = 16, ROW = 96, PITCH = 32 };
+    static const int64_t counts[] = {0, 1, 7, 8, 9, 15, 16, 17, 70, 96};
+    uint16_t *src = malloc(ROWS * ROW * sizeof(uint16_t));
+    uint16_t *rounded = malloc(3 * 64 * sizeof(uint16_t));
+    float *dst = malloc(ROW * PITCH * sizeof(float));
+    float values[64];
+    unsigned long long seed = 7;
+    uint32_t first;
+    int64_t c, layout, lanes, i, j;
+    int exact = 1;
+    if (src == NULL || dst == NULL || rounded == NULL) {
+        CHECK(0);
+        free(src);
+        free(dst);
+        free(rounded);
+        return;
+    }
+    for (first = 0; first < 0x10000u; first += ROWS * ROW) {
+        for (i = 0; i < ROWS * ROW; ++i) {
+            src[i] = (uint16_t)((first + (uint32_t)i) & 0xffffu);
+        }
+        for (layout = 0; layout < 2; ++layout) { /* channel rows, channels-last pixels */
+            const int64_t lane_stride = layout == 0 ? ROW : 1;
+            const int64_t stride = layout == 0 ? 1 : ROWS;
+            for (lanes = 5; lanes <= 16; lanes += 11) {
+                for (c = 0; c < (int64_t)(sizeof counts / sizeof counts[0]); ++c) {
+                    for (i = 0; i < ROW * PITCH; ++i) {
+                        dst[i] = -1.0f;
+                    }
+                    pyroi_half_channels_to_lanes_f32(src, lane_stride, stride, counts[c], lanes,
+                                                     dst, PITCH);
+                    for (i = 0; i < counts[c]; ++i) {
+                        for (j = 0; j < 16; ++j) {
+                            const float got = dst[i * PITCH + j];
+                            exact &= j < lanes ? same_widened(got, src[j * lane_stride +
+                                                                       i * stride])
+                                               : pyroi_float_to_bits(got) == 0;
+                        }
+                        exact &= dst[i * PITCH + 16] == -1.0f; /* the pair's other group */
+                    }
+                }
+            }
+        }
+    }
+    CHECK(exact);
+    for (i = 0; i < 64; ++i) { /* random bits, ties, overflow, subnormals, NaN */
+        values[i] = pyroi_bits_to_float((uint32_t)(check_random(&seed) * 4294967296.0));
+    }
+    values[0] = 65520.0f;
+    values[1] = 2049.0f;
+    values[2] = 2051.0f;
+    values[3] = 1e-7f;
+    values[4] = pyroi_bits_to_float(0x7fc02000u);
+    for (c = 0; c <= 40; c += 13) {
+        for (j = 1; j <= 3; j += 2) {
+            for (i = 0; i < 3 * 64; ++i) {
+                rounded[i] = 0x1234u;
+            }
+            pyroi_half_round_run(values + c % 7, c, rounded, j);
+            for (i = 0; i < c; ++i) {
+                exact &= rounded[i * j] == pyroi_float_to_half(values[c % 7 + i]);
+            }
+            exact &= rounded[c * j] == 0x1234u;
+        }
+    }
+    CHECK(exact);
+    free(src);
+    free(dst);
+    free(rounded);
+}
+
 int main(void)
 {
     arrays a;
@@ -410,6 +500,7 @@ int main(void)
         return 2;
     }
     test_conversions();
+    test_lane_conversions();
     for (threads = 1; threads <= 2; ++threads) {
         test_forwards(&a, nchw_strides, threads);
         test_forwards(&a, nhwc_strides, threads);
