@@ -32,62 +32,93 @@ static inline int64_t PYROI_TYPED(lane_block_item)(int64_t item, int64_t map_cha
     return item / groups;
 }
 
+/* Starts loading element `at` of map, or of half's float16 map when half is not NULL. */
+static inline void PYROI_TYPED(lane_block_prefetch_element)(const T *map, const uint16_t *half,
+                                                            int64_t at)
+{
+    if (half != NULL) {
+        PYROI_PREFETCH(half + at);
+    } else {
+        PYROI_PREFETCH(map + at);
+    }
+}
+
+/* Moves count pixels of `lanes` channels (see pyroi_channels_to_lanes) from element `at` of a
+ * map: of map, or, when half is not NULL, of half's float16 map, each element widened exactly
+ * to T as it is read (T float: the float32 kernels on a float16 map, see half.c). */
+static inline void PYROI_TYPED(lane_block_to_lanes)(const T *map, const uint16_t *half,
+                                                    int64_t at, int64_t lane_stride,
+                                                    int64_t stride, int64_t count,
+                                                    int64_t lanes, T *dst, int64_t pitch)
+{
+    if (half != NULL) {
+        PYROI_TYPED(pyroi_half_channels_to_lanes)(half + at, lane_stride, stride, count, lanes,
+                                                  dst, pitch);
+    } else {
+        PYROI_TYPED(pyroi_channels_to_lanes)(map + at, lane_stride, stride, count, lanes, dst,
+                                             pitch);
+    }
+}
+
 /* Copies rows [row_begin, row_end) x columns [col_begin, col_end) of channels
  * [c0, c0 + channels) of image n (caller's layout, rows of width pixels) into a block: pixel
  * (h, w) of lane group g (channels from c0 + g * PYROI_LANES) goes to
  *     block + ((h - row_begin) * row_pixels + w - col_begin) * pitch + g * group_stride,
  * lanes past the last channel 0. The lane groups of a pixel are interleaved (group_stride
  * PYROI_LANES, pitch a multiple of it: RoIAlign's pairs) or in separate sub-blocks (pitch
- * PYROI_LANES, group_stride a sub-block: RoIPool's groups). */
-static void PYROI_TYPED(lane_block_gather)(const T *map, const int64_t strides[4],
-                                           int64_t width, int64_t n, int64_t c0,
-                                           int64_t channels, int64_t row_begin,
+ * PYROI_LANES, group_stride a sub-block: RoIPool's groups). The map is map's, or half's
+ * float16 one when half is not NULL (lane_block_to_lanes). */
+static void PYROI_TYPED(lane_block_gather)(const T *map, const uint16_t *half,
+                                           const int64_t strides[4], int64_t width, int64_t n,
+                                           int64_t c0, int64_t channels, int64_t row_begin,
                                            int64_t row_end, int64_t col_begin, int64_t col_end,
                                            T *block, int64_t row_pixels, int64_t pitch,
                                            int64_t group_stride)
 {
     int64_t c, h;
     for (c = 0; c < channels; c += PYROI_LANES) {
-        const T *image =
-            map + n * strides[0] + (c0 + c) * strides[1] + col_begin * strides[3];
+        const int64_t image = n * strides[0] + (c0 + c) * strides[1] + col_begin * strides[3];
         const int64_t lanes = channels - c < PYROI_LANES ? channels - c : PYROI_LANES;
         T *group = block + c / PYROI_LANES * group_stride;
         if (col_begin == 0 && col_end == width && row_pixels == width &&
             strides[2] == width * strides[3]) {
             /* whole rows of packed planes: one run (long runs are prefetched ahead) */
-            PYROI_TYPED(pyroi_channels_to_lanes)(image + row_begin * strides[2], strides[1],
-                                                 strides[3], (row_end - row_begin) * width,
-                                                 lanes, group, pitch);
+            PYROI_TYPED(lane_block_to_lanes)(map, half, image + row_begin * strides[2],
+                                             strides[1], strides[3],
+                                             (row_end - row_begin) * width, lanes, group, pitch);
             continue;
         }
         for (h = row_begin; h < row_end; ++h) {
-            PYROI_TYPED(pyroi_channels_to_lanes)(image + h * strides[2], strides[1],
-                                                 strides[3], col_end - col_begin, lanes,
-                                                 group + (h - row_begin) * row_pixels * pitch,
-                                                 pitch);
+            PYROI_TYPED(lane_block_to_lanes)(map, half, image + h * strides[2], strides[1],
+                                             strides[3], col_end - col_begin, lanes,
+                                             group + (h - row_begin) * row_pixels * pitch,
+                                             pitch);
         }
     }
 }
 
 /* Starts loading rows [row_begin, row_end) x columns [col_begin, col_end) of channels
- * [c0, c0 + channels) of image n, a line at a time (rows of packed pixels only). */
-static inline void PYROI_TYPED(lane_block_prefetch)(const T *map, const int64_t strides[4], int64_t n,
-                                             int64_t c0, int64_t channels, int64_t row_begin,
-                                             int64_t row_end, int64_t col_begin,
-                                             int64_t col_end)
+ * [c0, c0 + channels) of image n of map, or of half's float16 map (see lane_block_gather), a
+ * line at a time (rows of packed pixels only). */
+static inline void PYROI_TYPED(lane_block_prefetch)(const T *map, const uint16_t *half,
+                                                    const int64_t strides[4], int64_t n,
+                                                    int64_t c0, int64_t channels,
+                                                    int64_t row_begin, int64_t row_end,
+                                                    int64_t col_begin, int64_t col_end)
 {
-    const int64_t step = PYROI_LANE_BYTES / (int64_t)sizeof(T);
+    const int64_t step =
+        PYROI_LANE_BYTES / (int64_t)(half != NULL ? sizeof(uint16_t) : sizeof(T));
     int64_t c, h, w;
     if (strides[3] != 1 || col_end <= col_begin) {
         return;
     }
     for (c = c0; c < c0 + channels; ++c) {
         for (h = row_begin; h < row_end; ++h) {
-            const T *row = map + n * strides[0] + c * strides[1] + h * strides[2];
+            const int64_t row = n * strides[0] + c * strides[1] + h * strides[2];
             for (w = col_begin; w < col_end; w += step) {
-                PYROI_PREFETCH(row + w);
+                PYROI_TYPED(lane_block_prefetch_element)(map, half, row + w);
             }
-            PYROI_PREFETCH(row + col_end - 1);
+            PYROI_TYPED(lane_block_prefetch_element)(map, half, row + col_end - 1);
         }
     }
 }
@@ -114,10 +145,12 @@ static inline int PYROI_TYPED(lane_block_next_segment)(const int64_t *runs, int6
 /* Gathers runs [first, last) (4 int64 each: rows [runs[0], runs[1]) x columns
  * [runs[2], runs[3])) of channels [c0, c0 + channels) of image n into a block of whole rows
  * of width pixels, pixel (h, w) at block + (h * width + w) * pitch, as lane_block_gather
- * does (lane groups group_stride PYROI_LANES apart), one row segment at a time (whole rows:
- * one segment). Short runs from 16 planes are too short for the prefetchers: the loads of
- * the segments PYROI_RUNS_AHEAD ahead are started while one is gathered. */
+ * does (lane groups group_stride PYROI_LANES apart; map or half as there), one row segment
+ * at a time (whole rows: one segment). Short runs from 16 planes are too short for the
+ * prefetchers: the loads of the segments PYROI_RUNS_AHEAD ahead are started while one is
+ * gathered. */
 static inline void PYROI_TYPED(lane_block_gather_runs)(const T *map,
+                                                       const uint16_t *half,
                                                        const int64_t strides[4], int64_t width,
                                                        int64_t n, int64_t c0, int64_t channels,
                                                        const int64_t *runs, int64_t first,
@@ -127,8 +160,8 @@ static inline void PYROI_TYPED(lane_block_gather_runs)(const T *map,
     int more = i < last;
     for (a = 0; more && a < PYROI_RUNS_AHEAD; ++a) {
         const int64_t *run = runs + 4 * ahead_i;
-        PYROI_TYPED(lane_block_prefetch)(map, strides, n, c0, channels, ahead_h, ahead_h + 1,
-                                         run[2], run[3]);
+        PYROI_TYPED(lane_block_prefetch)(map, half, strides, n, c0, channels, ahead_h,
+                                         ahead_h + 1, run[2], run[3]);
         more = PYROI_TYPED(lane_block_next_segment)(runs, last, width, &ahead_i, &ahead_h);
     }
     while (i < last) {
@@ -136,11 +169,11 @@ static inline void PYROI_TYPED(lane_block_gather_runs)(const T *map,
         const int whole_rows = run[2] == 0 && run[3] == width;
         if (more) {
             const int64_t *ahead = runs + 4 * ahead_i;
-            PYROI_TYPED(lane_block_prefetch)(map, strides, n, c0, channels, ahead_h,
+            PYROI_TYPED(lane_block_prefetch)(map, half, strides, n, c0, channels, ahead_h,
                                              ahead_h + 1, ahead[2], ahead[3]);
             more = PYROI_TYPED(lane_block_next_segment)(runs, last, width, &ahead_i, &ahead_h);
         }
-        PYROI_TYPED(lane_block_gather)(map, strides, width, n, c0, channels, h,
+        PYROI_TYPED(lane_block_gather)(map, half, strides, width, n, c0, channels, h,
                                        whole_rows ? run[1] : h + 1, run[2], run[3],
                                        block + (h * width + run[2]) * pitch, width, pitch,
                                        PYROI_LANES);

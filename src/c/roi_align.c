@@ -3,7 +3,9 @@
  * templates share here; the rest is written once per concern in templates that
  * roi_align_dtype.h includes, once per dtype. */
 #include "cpu.h"
+#include "half.h"
 #include "parallel.h"
+#include "roi_align_half.h"
 #include "roi_align_rows.h"
 #include "rois.h"
 #include "sampling.h"
@@ -121,3 +123,48 @@ enum roi_align_reduction { ROI_ALIGN_REDUCE_AVG, ROI_ALIGN_REDUCE_ONNX_MAX, ROI_
 
 #define PYROI_DTYPE_TEMPLATE "roi_align_dtype.h"
 #include "each_dtype.h"
+
+/* ---- the avg forward of a float16 call (roi_align_half.h) -------------------------------- */
+
+pyroi_status pyroi_roi_align_forward_half(const uint16_t *input, const int64_t input_shape[4],
+                                          const int64_t input_strides[4], const float *boxes,
+                                          int64_t num_rois, int64_t box_row_stride,
+                                          const int64_t *batch_indices, uint16_t *output,
+                                          const int64_t output_strides[4],
+                                          const pyroi_roi_align_params *params, int *taken)
+{
+    roi_align_job_f32 job;
+    roi_align_plan_f32 plan;
+    int planned;
+    pyroi_status status = roi_align_check_call(input, input_shape, input_strides,
+                                               PYROI_TENSOR_INPUT, output, output_strides,
+                                               PYROI_TENSOR_OUTPUT, boxes, num_rois,
+                                               box_row_stride, batch_indices, params);
+    *taken = 0;
+    if (status != PYROI_OK) {
+        return status;
+    }
+    status = roi_align_call_plan_f32(&plan, num_rois == 0 || input_shape[1] == 0, boxes,
+                                     num_rois, box_row_stride, batch_indices, input_shape,
+                                     params, NULL, &planned);
+    if (!planned) {
+        *taken = 1; /* nothing to write, or the status of the RoIs' checks */
+        return status;
+    }
+    roi_align_job_init_f32(&job, NULL, input_strides, NULL, output_strides, input_shape,
+                           params, &plan, NULL);
+    job.half_features = input;
+    job.half_result = output;
+    if (roi_align_tasks_schedule_f32(&job, 0, 1, NULL).order == ROI_ALIGN_ORDER_DIRECT) {
+        roi_align_plan_free_f32(&plan);
+        return PYROI_OK; /* an order that reads the map in place: not taken */
+    }
+    *taken = 1;
+    status = roi_align_plan_order_by_rows_f32(&plan, params->cancel);
+    if (status != PYROI_OK) {
+        return status; /* the plan is freed */
+    }
+    status = roi_align_execute_f32(&job, 0);
+    roi_align_plan_free_f32(&plan);
+    return status;
+}

@@ -86,6 +86,31 @@ static void PYROI_TYPED(roi_align_tile_to_bins)(const T *tile, int64_t lanes,
     }
 }
 
+/* roi_align_tile_to_bins into a float16 output (T float: the forward of a float16 call, see
+ * half.c): the bins transposed into staging (room for a tile), then each channel's rounded
+ * once into its (PH, PW) plane at base + j * strides[1]. */
+static void PYROI_TYPED(roi_align_tile_to_half_bins)(const T *tile, int64_t lanes,
+                                                     int64_t pooled_height,
+                                                     int64_t pooled_width, uint16_t *base,
+                                                     const int64_t strides[4], T *staging)
+{
+    const int64_t bins = pooled_height * pooled_width;
+    const int one_run = strides[2] == pooled_width * strides[3];
+    int64_t j, ph;
+    if (sizeof(T) != sizeof(float)) {
+        return; /* never: only float32 jobs have a float16 output */
+    }
+    PYROI_TYPED(pyroi_lanes_to_channels)(tile, bins, lanes, staging, bins, 1);
+    for (j = 0; j < lanes; ++j) {
+        const float *values = (const float *)(const void *)(staging + j * bins);
+        uint16_t *plane = base + j * strides[1];
+        for (ph = 0; ph < (one_run ? 1 : pooled_height); ++ph) {
+            pyroi_half_round_run(values + ph * pooled_width, one_run ? bins : pooled_width,
+                                 plane + ph * strides[2], strides[3]);
+        }
+    }
+}
+
 static void PYROI_TYPED(roi_align_bins_to_tile)(const T *base, const int64_t strides[4],
                                                 int64_t lanes, int64_t pooled_height,
                                                 int64_t pooled_width, T *tile)
@@ -138,7 +163,9 @@ static void PYROI_TYPED(roi_align_prefetch_block_slice)(const PYROI_TYPED(roi_al
         job->plan->rois.group_image[PYROI_TYPED(roi_align_image_item)(job, item, &c0, &lanes)];
     const int64_t pixels = shape[2] * shape[3];
     const int64_t first = pixels * part / parts, last = pixels * (part + 1) / parts;
-    const int64_t step = PYROI_LANE_BYTES / (int64_t)sizeof(T);
+    const int64_t step = PYROI_LANE_BYTES / (int64_t)(job->half_features != NULL
+                                                           ? sizeof(uint16_t)
+                                                           : sizeof(T));
     int64_t c, p;
     if (job->footprint != NULL) { /* the slice of the image's runs */
         const PYROI_TYPED(roi_align_footprint) *footprint = job->footprint;
@@ -147,8 +174,8 @@ static void PYROI_TYPED(roi_align_prefetch_block_slice)(const PYROI_TYPED(roi_al
         const int64_t runs = footprint->group_first[group + 1] - begin;
         for (p = begin + runs * part / parts; p < begin + runs * (part + 1) / parts; ++p) {
             const int64_t *run = footprint->runs + 4 * p;
-            PYROI_TYPED(lane_block_prefetch)(job->features, strides, n, c0, lanes, run[0],
-                                             run[1], run[2], run[3]);
+            PYROI_TYPED(lane_block_prefetch)(job->features, job->half_features, strides, n, c0,
+                                             lanes, run[0], run[1], run[2], run[3]);
         }
         return;
     }
@@ -156,9 +183,10 @@ static void PYROI_TYPED(roi_align_prefetch_block_slice)(const PYROI_TYPED(roi_al
         return;
     }
     for (c = c0; c < c0 + lanes; ++c) {
-        const T *plane = job->features + n * strides[0] + c * strides[1];
+        const int64_t plane = n * strides[0] + c * strides[1];
         for (p = first - first % step; p < last; p += step) {
-            PYROI_PREFETCH(plane + p);
+            PYROI_TYPED(lane_block_prefetch_element)(job->features, job->half_features,
+                                                     plane + p);
         }
     }
 }

@@ -154,7 +154,7 @@ static PYROI_TYPED(roi_align_schedule) PYROI_TYPED(roi_align_tasks_schedule)(
     PYROI_TYPED(roi_align_schedule) schedule = PYROI_TYPED(roi_align_plan_schedule)(
         job->map_shape, job->params, job->plan, backward,
         allow_lane_major && (tasks == NULL || tasks->image != NULL), tasks == NULL);
-    if (tasks == NULL && !backward && allow_lane_major &&
+    if (tasks == NULL && !backward && allow_lane_major && job->half_features == NULL &&
         PYROI_TYPED(roi_align_channels_last_in_place)(job)) {
         /* the avg forward samples channels-last features in place */
         schedule.order = ROI_ALIGN_ORDER_DIRECT;
@@ -208,14 +208,16 @@ static pyroi_status PYROI_TYPED(roi_align_execute_tasks)(PYROI_TYPED(roi_align_j
     }
     job->scratch_stride = schedule.scratch_stride;
     job->pair = schedule.pair;
-    /* results larger than the caches are streamed out where a task writes them once */
+    /* results larger than the caches are streamed out where a task writes them once; a
+     * float16 output is rounded through the staging area, which the tasks then hand out */
     job->stream_result =
+        job->half_result != NULL ||
         (backward ? (double)job->map_shape[0] * (double)job->map_shape[2] *
                         (double)job->map_shape[3]
                   : (double)job->plan->num_rois * (double)job->params->pooled_height *
                         (double)job->params->pooled_width) *
-            (double)job->map_shape[1] * (double)sizeof(T) >=
-        PYROI_STREAM_BYTES;
+                (double)job->map_shape[1] * (double)sizeof(T) >=
+            PYROI_STREAM_BYTES;
     if (schedule.scratch_stride > 0 && job->arena != NULL) {
         const size_t block_bytes = (size_t)schedule.scratch_stride * sizeof(T);
         const size_t fit = roi_align_arena_available(job->arena) / block_bytes;

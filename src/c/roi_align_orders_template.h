@@ -65,14 +65,20 @@ static void PYROI_TYPED(roi_align_forward_store)(const PYROI_TYPED(roi_align_job
     int64_t b;
     for (b = 0; b * PYROI_LANES < channels; ++b) {
         const int64_t c = c0 + b * PYROI_LANES;
-        PYROI_TYPED(roi_align_tile_to_bins)(
-            tile + b * tile_elements, channels - b * PYROI_LANES < PYROI_LANES
-                                          ? channels - b * PYROI_LANES
-                                          : PYROI_LANES,
-            job->params->pooled_height, job->params->pooled_width,
-            job->result + PYROI_TYPED(roi_align_row)(job, k) * out_strides[0] +
-                c * out_strides[1],
-            out_strides, staging);
+        const int64_t lanes =
+            channels - b * PYROI_LANES < PYROI_LANES ? channels - b * PYROI_LANES : PYROI_LANES;
+        const int64_t offset =
+            PYROI_TYPED(roi_align_row)(job, k) * out_strides[0] + c * out_strides[1];
+        if (job->half_result != NULL) { /* a float16 output: its jobs always have staging */
+            PYROI_TYPED(roi_align_tile_to_half_bins)(
+                tile + b * tile_elements, lanes, job->params->pooled_height,
+                job->params->pooled_width, job->half_result + offset, out_strides, staging);
+        } else {
+            PYROI_TYPED(roi_align_tile_to_bins)(tile + b * tile_elements, lanes,
+                                                job->params->pooled_height,
+                                                job->params->pooled_width, job->result + offset,
+                                                out_strides, staging);
+        }
     }
 }
 
@@ -181,8 +187,8 @@ PYROI_CLONE_INLINE int PYROI_TYPED(roi_align_forward_bands)(
     for (row_begin = 0; row_begin < shape[2]; row_begin += band_rows) {
         const int64_t row_end =
             shape[2] - row_begin < band_rows ? shape[2] : row_begin + band_rows;
-        PYROI_TYPED(lane_block_gather)(job->features, job->features_strides, shape[3], n, c0,
-                                       channels, row_begin,
+        PYROI_TYPED(lane_block_gather)(job->features, job->half_features, job->features_strides,
+                                       shape[3], n, c0, channels, row_begin,
                                        row_end < shape[2] ? row_end + 1 : row_end, 0, shape[3],
                                        block, shape[3], pixel, PYROI_LANES);
         for (i = 0; i < rois; ++i) {
@@ -247,13 +253,14 @@ PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_forward_items)(
         }
         if (job->footprint != NULL) { /* only the pixels the image's RoIs read */
             PYROI_TYPED(lane_block_gather_runs)(
-                job->features, job->features_strides, shape[3], n, c0, lanes,
-                job->footprint->runs, job->footprint->group_first[group],
+                job->features, job->half_features, job->features_strides, shape[3], n, c0,
+                lanes, job->footprint->runs, job->footprint->group_first[group],
                 job->footprint->group_first[group + 1], block, job->pair * PYROI_LANES);
         } else {
-            PYROI_TYPED(lane_block_gather)(job->features, job->features_strides, shape[3], n,
-                                           c0, lanes, 0, shape[2], 0, shape[3], block,
-                                           shape[3], job->pair * PYROI_LANES, PYROI_LANES);
+            PYROI_TYPED(lane_block_gather)(job->features, job->half_features,
+                                           job->features_strides, shape[3], n, c0, lanes, 0,
+                                           shape[2], 0, shape[3], block, shape[3],
+                                           job->pair * PYROI_LANES, PYROI_LANES);
         }
         if (reduction == ROI_ALIGN_REDUCE_ONNX_MAX) {
             PYROI_TYPED(roi_align_onnx_zero_lanes)(job, n, c0, lanes, zero);
@@ -281,8 +288,8 @@ PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_forward_items)(
              * 200 x 272 map, 15.2 -> 12.7 ms) */
             while (PYROI_TYPED(roi_align_next_tap_rows)(plan, k, &next, &row_begin, &row_end)) {
                 PYROI_TYPED(lane_block_gather)(
-                    job->features, job->features_strides, shape[3], job->batch_indices[k], c0,
-                    lanes, row_begin, row_end, col_begin, col_end,
+                    job->features, job->half_features, job->features_strides, shape[3],
+                    job->batch_indices[k], c0, lanes, row_begin, row_end, col_begin, col_end,
                     block + (row_begin * shape[3] + col_begin) * PYROI_LANES, shape[3],
                     PYROI_LANES, PYROI_LANES);
             }
@@ -530,7 +537,7 @@ PYROI_VECTOR_TASK(PYROI_TYPED(roi_align_backward_region_task))
             }
             PYROI_TYPED(roi_align_roi_extent)(plan, k, &row_begin, &row_end, &col_begin,
                                               &col_end);
-            PYROI_TYPED(lane_block_gather)(job->result, gi_strides, shape[3], n_k, c0, lanes,
+            PYROI_TYPED(lane_block_gather)(job->result, NULL, gi_strides, shape[3], n_k, c0, lanes,
                                            row_begin, row_end, col_begin, col_end,
                                            block + (row_begin * shape[3] + col_begin) *
                                                        PYROI_LANES,

@@ -485,6 +485,11 @@ static int PYROI_TYPED(roi_align_footprint_build)(const PYROI_TYPED(roi_align_pl
 /* Everything a worker needs. */
 typedef struct PYROI_TYPED(roi_align_job) {
     const T *features; /* input (forward) or grad_output (backward) */
+    /* the forward of a float16 call (half.c): its float16 input, read instead of features
+     * (the lane-major orders' gathers widen it), and output, written instead of result (the
+     * bin tiles' store rounds into it); NULL otherwise */
+    const uint16_t *half_features;
+    uint16_t *half_result;
     const int64_t *features_strides;
     const int64_t *batch_indices;
     T *result; /* output (forward) or grad_input (backward) */
@@ -564,6 +569,8 @@ static void PYROI_TYPED(roi_align_job_init)(
     const PYROI_TYPED(roi_align_plan) *plan, roi_align_arena *arena)
 {
     job->features = features;
+    job->half_features = NULL;
+    job->half_result = NULL;
     job->features_strides = features_strides;
     job->batch_indices = plan->rois.batch_indices;
     job->result = result;

@@ -228,18 +228,19 @@ PYROI_VECTOR_TASK(PYROI_TYPED(roi_align_forward_tile_task))
                                                        ? shape[1] - ahead.c0
                                                        : item_channels;
                     PYROI_TYPED(lane_block_prefetch)(
-                        job->features, strides, ahead_n, ahead.c0, ahead_channels, ahead_row,
-                        ahead_row + 1, tiles->col_begin[ahead.k],
+                        job->features, job->half_features, strides, ahead_n, ahead.c0,
+                        ahead_channels, ahead_row, ahead_row + 1, tiles->col_begin[ahead.k],
                         tiles->col_begin[ahead.k] + tiles->cols[ahead.k]);
                     ahead_bytes += PYROI_TYPED(roi_align_tile_segment_bytes)(tiles, ahead.k,
                                                                              ahead_channels);
                     more = PYROI_TYPED(roi_align_tile_next)(tiles, shape[1], item_channels, end,
                                                             0, &ahead);
                 }
-                PYROI_TYPED(lane_block_gather)(job->features, strides, shape[3], n, c0,
-                                               channels, rows[i], rows[i] + 1, col_begin,
-                                               col_begin + cols, block + i * cols * item_channels,
-                                               cols, item_channels, PYROI_LANES);
+                PYROI_TYPED(lane_block_gather)(job->features, job->half_features, strides,
+                                               shape[3], n, c0, channels, rows[i],
+                                               rows[i] + 1, col_begin, col_begin + cols,
+                                               block + i * cols * item_channels, cols,
+                                               item_channels, PYROI_LANES);
                 ahead_bytes -= PYROI_TYPED(roi_align_tile_segment_bytes)(tiles, k, channels);
             }
             PYROI_TYPED(roi_align_forward_block_roi)(&view, NULL, ROI_ALIGN_REDUCE_AVG, k, c0,

@@ -42,7 +42,7 @@ static void PYROI_TYPED(roi_pool_region_to_block)(const T *map, const int64_t sh
     const int64_t channels =
         shape[1] - c0 < ROI_POOL_GROUP_LANES ? shape[1] - c0 : ROI_POOL_GROUP_LANES;
     int64_t s;
-    PYROI_TYPED(lane_block_gather)(map, strides, shape[3], n, c0, channels, region[0],
+    PYROI_TYPED(lane_block_gather)(map, NULL, strides, shape[3], n, c0, channels, region[0],
                                    region[1], region[2], region[3], block, pitch, PYROI_LANES,
                                    sub_stride);
     for (s = (channels + PYROI_LANES - 1) / PYROI_LANES; s < ROI_POOL_GROUP; ++s) {
