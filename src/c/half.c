@@ -21,6 +21,7 @@
 #include "half.h"
 #include "cpu.h"
 #include "parallel.h"
+#include "roi_align_half.h"
 #include "validate.h"
 
 #include <string.h>
@@ -192,6 +193,9 @@ typedef struct half_chunk {
 
 typedef struct half_call half_call;
 typedef pyroi_status (*half_chunk_run)(const half_call *call, const half_chunk *chunk);
+/* The whole call at once, reading and writing the float16 tensors in place (*taken 1), or
+ * nothing (*taken 0: the chunks then run). */
+typedef pyroi_status (*half_whole_run)(const half_call *call, int *taken);
 
 struct half_call {
     int backward; /* reads the pooled tensor and writes the map, else the reverse */
@@ -215,6 +219,7 @@ struct half_call {
     int num_threads;
     pyroi_cancel *cancel;
     half_chunk_run run;
+    half_whole_run whole; /* NULL: none */
 };
 
 #define HALF_MAX_CHUNKS 8
@@ -322,6 +327,13 @@ static pyroi_status half_run(half_call *call, const int64_t *map_shape)
     if (status != PYROI_OK) {
         return status;
     }
+    if (call->whole != NULL) {
+        int taken;
+        status = call->whole(call, &taken);
+        if (taken) {
+            return status;
+        }
+    }
     /* the scratch of the largest chunk: its map planes, then its pooled planes */
     chunk_channels = half_chunk_channels(call->map_shape, group, call->num_threads);
     memcpy(chunk.map_shape, call->map_shape, sizeof(chunk.map_shape));
@@ -413,12 +425,12 @@ static void half_rois(half_call *call, const float *boxes, int64_t num_rois,
     call->coords_per_box = coords_per_box;
 }
 
-/* The settings every params struct has, and the chunk's float32 call (after the params'
- * check: p is not NULL). */
-#define HALF_SETTINGS(call, p, chunk_run)                                                     \
+/* The settings every params struct has, the chunk's float32 call and the whole call (NULL:
+ * none; after the params' check: p is not NULL). */
+#define HALF_SETTINGS(call, p, chunk_run, whole_run)                                          \
     ((call)->params = (p), (call)->pooled_height = (p)->pooled_height,                        \
      (call)->pooled_width = (p)->pooled_width, (call)->num_threads = (p)->num_threads,        \
-     (call)->cancel = (p)->cancel, (call)->run = (chunk_run))
+     (call)->cancel = (p)->cancel, (call)->run = (chunk_run), (call)->whole = (whole_run))
 
 /* The float32 entry points' arguments, from a call c and its chunk t. */
 #define HALF_MAP(t) (t)->map, (t)->map_shape, (t)->map_strides
@@ -430,7 +442,7 @@ static void half_rois(half_call *call, const float *boxes, int64_t num_rois,
 /* The body of an entry point: the params' check, the call's tensors (... : the argmax and its
  * strides, or NULL, NULL) and RoIs, the chunks. */
 #define HALF_ENTRY_BODY(family, backward, map, map_strides, pooled, pooled_strides,          \
-                        position_sensitive_, coords, chunk_run, map_shape, ...)              \
+                        position_sensitive_, coords, chunk_run, whole_run, map_shape, ...)   \
     half_call call;                                                                           \
     const pyroi_status status = pyroi_check_##family##_params(params);                       \
     if (status != PYROI_OK) {                                                                 \
@@ -439,7 +451,7 @@ static void half_rois(half_call *call, const float *boxes, int64_t num_rois,
     half_tensors(&call, backward, map, map_strides, pooled, pooled_strides, __VA_ARGS__);     \
     call.position_sensitive = position_sensitive_;                                            \
     half_rois(&call, boxes, num_rois, box_row_stride, batch_indices, coords);                 \
-    HALF_SETTINGS(&call, params, chunk_run);                                                  \
+    HALF_SETTINGS(&call, params, chunk_run, whole_run);                                       \
     return half_run(&call, map_shape);
 
 /* The chunk call half_<name>: pyroi_<name>_f32 with <arguments> (of a call c and its chunk t). */
@@ -450,9 +462,10 @@ static void half_rois(half_call *call, const float *boxes, int64_t num_rois,
     }
 
 /* Defines the float16 forward pyroi_<name>_f16 (arguments as <name>_f32, float16 tensors,
- * float32 boxes) from the chunk call <arguments> of pyroi_<name>_f32. */
+ * float32 boxes) from the chunk call <arguments> of pyroi_<name>_f32, and whole_run (NULL:
+ * none). */
 #define HALF_FORWARD(name, family, coords, position_sensitive_, argmax_parameters,          \
-                     argmax_arguments, arguments)                                             \
+                     argmax_arguments, arguments, whole_run)                                  \
     HALF_CHUNK_CALL(name, arguments)                                                          \
     pyroi_status pyroi_##name##_f16(                                                          \
         const uint16_t *input, const int64_t input_shape[4], const int64_t input_strides[4],  \
@@ -462,13 +475,13 @@ static void half_rois(half_call *call, const float *boxes, int64_t num_rois,
         const pyroi_##family##_params *params)                                                \
     {                                                                                         \
         HALF_ENTRY_BODY(family, 0, input, input_strides, output, output_strides,              \
-                        position_sensitive_, coords, half_##name, input_shape,                \
+                        position_sensitive_, coords, half_##name, whole_run, input_shape,     \
                         argmax_arguments)                                                     \
     }
 
 /* Likewise a backward, which writes grad_input. */
 #define HALF_BACKWARD(name, family, coords, position_sensitive_, argmax_parameters,         \
-                      argmax_arguments, arguments)                                            \
+                      argmax_arguments, arguments, whole_run)                                 \
     HALF_CHUNK_CALL(name, arguments)                                                          \
     pyroi_status pyroi_##name##_f16(                                                          \
         const uint16_t *grad_output,                                                          \
@@ -479,7 +492,7 @@ static void half_rois(half_call *call, const float *boxes, int64_t num_rois,
     {                                                                                         \
         HALF_ENTRY_BODY(family, 1, grad_input, grad_input_strides, grad_output,               \
                         grad_output_strides, position_sensitive_, coords, half_##name,        \
-                        grad_input_shape, argmax_arguments)                                   \
+                        whole_run, grad_input_shape, argmax_arguments)                        \
     }
 
 #define HALF_NO_ARGMAX_PARAMETERS
@@ -498,36 +511,46 @@ static void half_rois(half_call *call, const float *boxes, int64_t num_rois,
 #define HALF_BACKWARD_ARGMAX_ARGS(family) \
     (HALF_POOLED(t), HALF_ARGMAX(c, t), HALF_ROIS(c), HALF_MAP(t), HALF_PARAMS(family, c))
 
+/* RoIAlign's avg forward reads and writes the float16 tensors in place where its lane-major
+ * orders run (roi_align_half.h). */
+static pyroi_status half_roi_align_forward_whole(const half_call *c, int *taken)
+{
+    return pyroi_roi_align_forward_half(c->map, c->map_shape, c->map_strides, HALF_ROIS(c),
+                                        c->pooled, c->pooled_strides,
+                                        HALF_PARAMS(roi_align, c), taken);
+}
+
 HALF_FORWARD(roi_align_forward, roi_align, 4, 0, HALF_NO_ARGMAX_PARAMETERS,
-             HALF_NO_ARGMAX_ARGUMENTS, HALF_FORWARD_ARGS(roi_align))
+             HALF_NO_ARGMAX_ARGUMENTS, HALF_FORWARD_ARGS(roi_align),
+             half_roi_align_forward_whole)
 HALF_BACKWARD(roi_align_backward, roi_align, 4, 0, HALF_NO_ARGMAX_PARAMETERS,
-              HALF_NO_ARGMAX_ARGUMENTS, HALF_BACKWARD_ARGS(roi_align))
+              HALF_NO_ARGMAX_ARGUMENTS, HALF_BACKWARD_ARGS(roi_align), NULL)
 HALF_FORWARD(roi_align_max_forward, roi_align, 4, 0, HALF_ARGMAX_OUT_PARAMETERS,
-             HALF_ARGMAX_ARGUMENTS, HALF_FORWARD_ARGMAX_ARGS(roi_align))
+             HALF_ARGMAX_ARGUMENTS, HALF_FORWARD_ARGMAX_ARGS(roi_align), NULL)
 HALF_BACKWARD(roi_align_max_backward, roi_align, 4, 0, HALF_ARGMAX_IN_PARAMETERS,
-              HALF_ARGMAX_ARGUMENTS, HALF_BACKWARD_ARGMAX_ARGS(roi_align))
+              HALF_ARGMAX_ARGUMENTS, HALF_BACKWARD_ARGMAX_ARGS(roi_align), NULL)
 HALF_FORWARD(roi_align_onnx_max_forward, roi_align, 4, 0, HALF_NO_ARGMAX_PARAMETERS,
-             HALF_NO_ARGMAX_ARGUMENTS, HALF_FORWARD_ARGS(roi_align))
+             HALF_NO_ARGMAX_ARGUMENTS, HALF_FORWARD_ARGS(roi_align), NULL)
 HALF_FORWARD(roi_align_onnx_max_forward_argmax, roi_align, 4, 0, HALF_ARGMAX_OUT_PARAMETERS,
-             HALF_ARGMAX_ARGUMENTS, HALF_FORWARD_ARGMAX_ARGS(roi_align))
+             HALF_ARGMAX_ARGUMENTS, HALF_FORWARD_ARGMAX_ARGS(roi_align), NULL)
 HALF_BACKWARD(roi_align_onnx_max_backward, roi_align, 4, 0, HALF_ARGMAX_IN_PARAMETERS,
-              HALF_ARGMAX_ARGUMENTS, HALF_BACKWARD_ARGMAX_ARGS(roi_align))
+              HALF_ARGMAX_ARGUMENTS, HALF_BACKWARD_ARGMAX_ARGS(roi_align), NULL)
 HALF_FORWARD(roi_pool_forward, roi_pool, 4, 0, HALF_ARGMAX_OUT_PARAMETERS,
-             HALF_ARGMAX_ARGUMENTS, HALF_FORWARD_ARGMAX_ARGS(roi_pool))
+             HALF_ARGMAX_ARGUMENTS, HALF_FORWARD_ARGMAX_ARGS(roi_pool), NULL)
 HALF_FORWARD(roi_pool_forward_i32, roi_pool, 4, 0, HALF_ARGMAX_I32_OUT_PARAMETERS,
-             HALF_ARGMAX_ARGUMENTS, HALF_FORWARD_ARGMAX_ARGS(roi_pool))
+             HALF_ARGMAX_ARGUMENTS, HALF_FORWARD_ARGMAX_ARGS(roi_pool), NULL)
 HALF_FORWARD(ps_roi_align_forward, ps_roi_align, 4, 1, HALF_NO_ARGMAX_PARAMETERS,
-             HALF_NO_ARGMAX_ARGUMENTS, HALF_FORWARD_ARGS(ps_roi_align))
+             HALF_NO_ARGMAX_ARGUMENTS, HALF_FORWARD_ARGS(ps_roi_align), NULL)
 HALF_BACKWARD(ps_roi_align_backward, ps_roi_align, 4, 1, HALF_NO_ARGMAX_PARAMETERS,
-              HALF_NO_ARGMAX_ARGUMENTS, HALF_BACKWARD_ARGS(ps_roi_align))
+              HALF_NO_ARGMAX_ARGUMENTS, HALF_BACKWARD_ARGS(ps_roi_align), NULL)
 HALF_FORWARD(ps_roi_pool_forward, ps_roi_pool, 4, 1, HALF_NO_ARGMAX_PARAMETERS,
-             HALF_NO_ARGMAX_ARGUMENTS, HALF_FORWARD_ARGS(ps_roi_pool))
+             HALF_NO_ARGMAX_ARGUMENTS, HALF_FORWARD_ARGS(ps_roi_pool), NULL)
 HALF_BACKWARD(ps_roi_pool_backward, ps_roi_pool, 4, 1, HALF_NO_ARGMAX_PARAMETERS,
-              HALF_NO_ARGMAX_ARGUMENTS, HALF_BACKWARD_ARGS(ps_roi_pool))
+              HALF_NO_ARGMAX_ARGUMENTS, HALF_BACKWARD_ARGS(ps_roi_pool), NULL)
 HALF_FORWARD(roi_align_rotated_forward, roi_align_rotated, 5, 0, HALF_NO_ARGMAX_PARAMETERS,
-             HALF_NO_ARGMAX_ARGUMENTS, HALF_FORWARD_ARGS(roi_align_rotated))
+             HALF_NO_ARGMAX_ARGUMENTS, HALF_FORWARD_ARGS(roi_align_rotated), NULL)
 HALF_BACKWARD(roi_align_rotated_backward, roi_align_rotated, 5, 0, HALF_NO_ARGMAX_PARAMETERS,
-              HALF_NO_ARGMAX_ARGUMENTS, HALF_BACKWARD_ARGS(roi_align_rotated))
+              HALF_NO_ARGMAX_ARGUMENTS, HALF_BACKWARD_ARGS(roi_align_rotated), NULL)
 
 /* RoIPool's backward reads no boxes: its RoIs are the batch indices of the argmax rows. Its
  * float16 forms, from an int64 (name roi_pool_backward) or int32 (roi_pool_backward_i32)
@@ -549,7 +572,7 @@ HALF_BACKWARD(roi_align_rotated_backward, roi_align_rotated, 5, 0, HALF_NO_ARGMA
         half_tensors(&call, 1, grad_input, grad_input_strides, grad_output,                   \
                      grad_output_strides, HALF_ARGMAX_ARGUMENTS);                             \
         half_rois(&call, NULL, num_rois, 0, batch_indices, 0);                                \
-        HALF_SETTINGS(&call, params, half_##name);                                            \
+        HALF_SETTINGS(&call, params, half_##name, NULL);                                      \
         return half_run(&call, grad_input_shape);                                             \
     }
 

@@ -1,0 +1,126 @@
+"""float16 RoIAlign read and written in place: the avg forward's lane-major orders (image
+blocks, row bands, RoI regions and tiles, gathered footprints) widen the float16 pixels they
+gather and round each bin once as they store it. Every result must be the float32 call's on
+the widened map, rounded once -- bit for bit, in every order and layout -- and the call must
+need no chunk of float32 scratch beyond the float32 call's own."""
+
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import pyroi
+
+
+def _boxes(rng, k, height, width, scale, low, high, images=1):
+    size = rng.uniform(low, high, (k, 2))
+    corner = rng.uniform(0, 1, (k, 2)) * (np.array([width, height]) / scale - size)
+    return np.concatenate([rng.integers(0, images, (k, 1)), corner, corner + size],
+                          axis=1).astype(np.float32)
+
+
+# (map shape, boxes (k, smallest, largest side in input pixels), spatial scale, output size,
+# sampling ratio): each case leads the forward to another loop order on this machine's caches
+CASES = {
+    "image_blocks": ((2, 40, 50, 68), (300, 8, 200), 0.25, 7, 2),
+    "image_pairs_small_map": ((1, 48, 19, 25), (60, 4, 100), 0.25, 7, 2),
+    "row_bands_large_bins": ((1, 32, 200, 272), (40, 100, 700), 0.25, 14, 2),
+    "footprint_few_rois": ((2, 33, 200, 272), (24, 16, 64), 0.25, 7, 2),
+    "regions_and_tiles": ((1, 17, 300, 400), (3, 8, 40), 0.25, 7, 2),
+    "adaptive_sampling": ((1, 20, 60, 80), (30, 10, 300), 0.25, (3, 5), 0),
+    "one_channel": ((1, 1, 30, 40), (10, 4, 100), 0.25, 2, 3),
+}
+
+
+def _assert_rounded_float32(x, boxes, output_size, scale, ratio, **kwargs):
+    half = pyroi.roi_align(x, boxes, output_size, scale, ratio, True, **kwargs)
+    single = pyroi.roi_align(x.astype(np.float32), boxes, output_size, scale, ratio, True,
+                             **kwargs)
+    assert half.dtype == np.float16
+    np.testing.assert_array_equal(half.view(np.uint16),
+                                  single.astype(np.float16).view(np.uint16))
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+@pytest.mark.parametrize("threads", [1, 2])
+def test_forward_orders_are_rounded_float32(name, threads):
+    shape, (k, low, high), scale, output_size, ratio = CASES[name]
+    rng = np.random.default_rng(sorted(CASES).index(name))
+    x = (rng.standard_normal(shape) * 100).astype(np.float16)
+    boxes = _boxes(rng, k, shape[2], shape[3], scale, low, high, shape[0])
+    _assert_rounded_float32(x, boxes, output_size, scale, ratio, num_threads=threads)
+
+
+def test_forward_strided_channels_last_and_out_of_map():
+    rng = np.random.default_rng(5)
+    base = (rng.standard_normal((2, 24, 41, 53)) * 10).astype(np.float16)
+    boxes = _boxes(rng, 50, 41, 53, 0.5, 2, 60, 2)
+    boxes[::7, 1:] -= 30  # partly or wholly off the map
+    # channels-last memory (NCHW view), a channel-strided view, a row-strided view
+    for x in (np.ascontiguousarray(base.transpose(0, 2, 3, 1)).transpose(0, 3, 1, 2),
+              base[:, ::2], base[:, :, ::2, 1:]):
+        _assert_rounded_float32(x, boxes, 5, 0.5, 2, num_threads=1)
+    nhwc = np.ascontiguousarray(base.transpose(0, 2, 3, 1))
+    half = pyroi.roi_align(nhwc, boxes, 5, 0.5, 2, True, layout="NHWC")
+    single = pyroi.roi_align(nhwc.astype(np.float32), boxes, 5, 0.5, 2, True, layout="NHWC")
+    np.testing.assert_array_equal(half.view(np.uint16),
+                                  single.astype(np.float16).view(np.uint16))
+
+
+def test_forward_specials_and_rounding_edges():
+    rng = np.random.default_rng(6)
+    # large values (up to 65504: bins near it round to infinity), infinities, NaN, subnormals
+    x = np.clip(rng.standard_normal((1, 20, 30, 40)) * 3e4, -65504, 65504).astype(np.float16)
+    x[0, 3, 5:9, 5:9] = np.inf
+    x[0, 4, 10, 10] = -np.inf
+    x[0, 5, 12:20, 12] = np.nan
+    x[0, 6] = np.float16(6e-8)  # subnormals
+    x[0, 7, ::2] = -0.0
+    boxes = _boxes(rng, 64, 30, 40, 1.0, 1, 30)
+    with np.errstate(over="ignore"):
+        _assert_rounded_float32(x, boxes, 4, 1.0, 2, num_threads=1)
+        target = np.empty((64, 40, 4, 4), np.float16)[:, ::2]  # strided output
+        pyroi.roi_align(x, boxes, 4, 1.0, 2, True, out=target)
+        np.testing.assert_array_equal(
+            target.view(np.uint16),
+            pyroi.roi_align(x.astype(np.float32), boxes, 4, 1.0, 2, True).astype(
+                np.float16).view(np.uint16))
+
+
+_PROGRAM = textwrap.dedent("""
+    import numpy as np, pyroi
+
+    def status(field):
+        with open("/proc/self/status") as f:
+            return next(int(l.split()[1]) * 1024 for l in f if l.startswith(field + ":"))
+
+    def extra_peak(call):  # the results are preallocated: what the call maps for itself
+        call()
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")  # VmHWM := VmRSS
+        before = status("VmRSS")
+        call()
+        return status("VmHWM") - before
+
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((1, 64, 256, 256), dtype=np.float32)
+    boxes = np.concatenate([np.zeros((400, 1)), rng.uniform(0, 800, (400, 2)),
+                            rng.uniform(200, 1024, (400, 2))], axis=1).astype(np.float32)
+    boxes[:, 3:] = np.maximum(boxes[:, 1:3], boxes[:, 3:])
+    for name, m in (("float32", x), ("float16", x.astype(np.float16))):
+        out = np.ones((400, 64, 7, 7), m.dtype)
+        print(name, extra_peak(lambda: pyroi.roi_align(m, boxes, 7, 0.25, 2, True, out=out,
+                                                        num_threads=1)))
+""")
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/self/status")
+def test_forward_needs_no_float32_chunks():
+    # the float32 call's own scratch is all the float16 call needs besides its result; widened
+    # chunks of 16 channels of the map (4 MiB) and of the result (1.2 MiB) took more
+    output = subprocess.run([sys.executable, "-c", _PROGRAM], capture_output=True, text=True,
+                            check=True).stdout
+    extra = dict(line.split() for line in output.split("\n") if line)
+    assert int(extra["float16"]) <= int(extra["float32"]) + (1 << 20), extra
