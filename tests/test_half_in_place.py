@@ -1,8 +1,10 @@
 """float16 RoIAlign read and written in place: the avg forward's lane-major orders (image
 blocks, row bands, RoI regions and tiles, gathered footprints) widen the float16 pixels they
-gather and round each bin once as they store it. Every result must be the float32 call's on
-the widened map, rounded once -- bit for bit, in every order and layout -- and the call must
-need no chunk of float32 scratch beyond the float32 call's own."""
+gather and round each bin once as they store it; the backward's image order widens each RoI's
+output gradients as it loads them and rounds grad_input once as it writes it out. Every result
+must be the float32 call's on the widened tensor, rounded once -- bit for bit, in every order
+and layout -- and the calls must need no chunk of float32 scratch beyond the float32 call's
+own."""
 
 import subprocess
 import sys
@@ -51,6 +53,50 @@ def test_forward_orders_are_rounded_float32(name, threads):
     x = (rng.standard_normal(shape) * 100).astype(np.float16)
     boxes = _boxes(rng, k, shape[2], shape[3], scale, low, high, shape[0])
     _assert_rounded_float32(x, boxes, output_size, scale, ratio, num_threads=threads)
+
+
+def _assert_backward_rounded_float32(grad, boxes, shape, scale, ratio, **kwargs):
+    half = pyroi.roi_align_backward(grad, boxes, shape, scale, ratio, True, **kwargs)
+    single = pyroi.roi_align_backward(grad.astype(np.float32), boxes, shape, scale, ratio,
+                                      True, **kwargs)
+    assert half.dtype == np.float16
+    np.testing.assert_array_equal(half.view(np.uint16),
+                                  single.astype(np.float16).view(np.uint16))
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+@pytest.mark.parametrize("threads", [1, 2])
+def test_backward_orders_are_rounded_float32(name, threads):
+    shape, (k, low, high), scale, output_size, ratio = CASES[name]
+    rng = np.random.default_rng(10 + sorted(CASES).index(name))
+    boxes = _boxes(rng, k, shape[2], shape[3], scale, low, high, shape[0])
+    size = (output_size, output_size) if np.isscalar(output_size) else output_size
+    grad = (rng.standard_normal((k, shape[1]) + tuple(size)) * 100).astype(np.float16)
+    _assert_backward_rounded_float32(grad, boxes, shape, scale, ratio,
+                                     num_threads=threads)
+
+
+def test_backward_strided_and_specials():
+    rng = np.random.default_rng(7)
+    shape = (2, 24, 41, 53)
+    boxes = _boxes(rng, 300, 41, 53, 0.5, 2, 60, 2)
+    boxes[::7, 1:] -= 30
+    grad = (rng.standard_normal((600, 48, 5, 5)) * 3e3).astype(np.float16)
+    grad[3, 1] = np.inf
+    grad[4, 2, 1] = np.nan
+    grad[5:9] = np.float16(6e-8)
+    for g in (grad[::2, ::2], grad[:300, :24], np.ascontiguousarray(grad[:300, :24])):
+        _assert_backward_rounded_float32(g, boxes, shape, 0.5, 2, num_threads=1)
+    with np.errstate(over="ignore"):  # sums beyond float16's range round to infinity
+        big = (grad[:300, :24].astype(np.float32) * 30).clip(-65504, 65504).astype(np.float16)
+        _assert_backward_rounded_float32(big, boxes, shape, 0.5, 2, num_threads=2)
+    for layout_out in (np.empty((2, 41, 53, 48), np.float16)[..., ::2].transpose(0, 3, 1, 2),
+                       np.empty((2, 24, 82, 53), np.float16)[:, :, ::2]):
+        pyroi.roi_align_backward(grad[:300, :24], boxes, shape, 0.5, 2, True, out=layout_out)
+        single = pyroi.roi_align_backward(grad[:300, :24].astype(np.float32), boxes, shape,
+                                          0.5, 2, True)
+        np.testing.assert_array_equal(layout_out.view(np.uint16),
+                                      single.astype(np.float16).view(np.uint16))
 
 
 def test_forward_strided_channels_last_and_out_of_map():
@@ -111,16 +157,21 @@ _PROGRAM = textwrap.dedent("""
     boxes[:, 3:] = np.maximum(boxes[:, 1:3], boxes[:, 3:])
     for name, m in (("float32", x), ("float16", x.astype(np.float16))):
         out = np.ones((400, 64, 7, 7), m.dtype)
-        print(name, extra_peak(lambda: pyroi.roi_align(m, boxes, 7, 0.25, 2, True, out=out,
-                                                        num_threads=1)))
+        print("forward", name, extra_peak(lambda: pyroi.roi_align(
+            m, boxes, 7, 0.25, 2, True, out=out, num_threads=1)))
+        grad_input = np.ones(m.shape, m.dtype)
+        print("backward", name, extra_peak(lambda: pyroi.roi_align_backward(
+            out, boxes, m.shape, 0.25, 2, True, out=grad_input, num_threads=1)))
 """)
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/self/status")
-def test_forward_needs_no_float32_chunks():
+def test_calls_need_no_float32_chunks():
     # the float32 call's own scratch is all the float16 call needs besides its result; widened
-    # chunks of 16 channels of the map (4 MiB) and of the result (1.2 MiB) took more
+    # chunks of 16 channels of the map (4 MiB) and of the pooled tensor (1.2 MiB) took more
     output = subprocess.run([sys.executable, "-c", _PROGRAM], capture_output=True, text=True,
                             check=True).stdout
-    extra = dict(line.split() for line in output.split("\n") if line)
-    assert int(extra["float16"]) <= int(extra["float32"]) + (1 << 20), extra
+    extra = {tuple(line.split()[:2]): int(line.split()[2]) for line in output.split("\n")
+             if line}
+    for call in ("forward", "backward"):
+        assert extra[call, "float16"] <= extra[call, "float32"] + (1 << 20), extra

@@ -511,8 +511,8 @@ static void half_rois(half_call *call, const float *boxes, int64_t num_rois,
 #define HALF_BACKWARD_ARGMAX_ARGS(family) \
     (HALF_POOLED(t), HALF_ARGMAX(c, t), HALF_ROIS(c), HALF_MAP(t), HALF_PARAMS(family, c))
 
-/* RoIAlign's avg forward reads and writes the float16 tensors in place where its lane-major
- * orders run (roi_align_half.h). */
+/* RoIAlign's avg forward and backward read and write the float16 tensors in place where
+ * their lane-major orders run (roi_align_half.h). */
 static pyroi_status half_roi_align_forward_whole(const half_call *c, int *taken)
 {
     return pyroi_roi_align_forward_half(c->map, c->map_shape, c->map_strides, HALF_ROIS(c),
@@ -520,11 +520,19 @@ static pyroi_status half_roi_align_forward_whole(const half_call *c, int *taken)
                                         HALF_PARAMS(roi_align, c), taken);
 }
 
+static pyroi_status half_roi_align_backward_whole(const half_call *c, int *taken)
+{
+    return pyroi_roi_align_backward_half(c->pooled, c->pooled_strides, HALF_ROIS(c), c->map,
+                                         c->map_shape, c->map_strides,
+                                         HALF_PARAMS(roi_align, c), taken);
+}
+
 HALF_FORWARD(roi_align_forward, roi_align, 4, 0, HALF_NO_ARGMAX_PARAMETERS,
              HALF_NO_ARGMAX_ARGUMENTS, HALF_FORWARD_ARGS(roi_align),
              half_roi_align_forward_whole)
 HALF_BACKWARD(roi_align_backward, roi_align, 4, 0, HALF_NO_ARGMAX_PARAMETERS,
-              HALF_NO_ARGMAX_ARGUMENTS, HALF_BACKWARD_ARGS(roi_align), NULL)
+              HALF_NO_ARGMAX_ARGUMENTS, HALF_BACKWARD_ARGS(roi_align),
+              half_roi_align_backward_whole)
 HALF_FORWARD(roi_align_max_forward, roi_align, 4, 0, HALF_ARGMAX_OUT_PARAMETERS,
              HALF_ARGMAX_ARGUMENTS, HALF_FORWARD_ARGMAX_ARGS(roi_align), NULL)
 HALF_BACKWARD(roi_align_max_backward, roi_align, 4, 0, HALF_ARGMAX_IN_PARAMETERS,

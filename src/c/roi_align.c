@@ -124,7 +124,56 @@ enum roi_align_reduction { ROI_ALIGN_REDUCE_AVG, ROI_ALIGN_REDUCE_ONNX_MAX, ROI_
 #define PYROI_DTYPE_TEMPLATE "roi_align_dtype.h"
 #include "each_dtype.h"
 
-/* ---- the avg forward of a float16 call (roi_align_half.h) -------------------------------- */
+/* ---- the avg forward and backward of a float16 call (roi_align_half.h) ------------------ */
+
+/* The call on the float16 map (input or grad_input) and pooled tensor (output or
+ * grad_output) in place, in the lane-major orders that gather every map pixel they read
+ * (forward) or write every pixel once (the backward's image order). */
+static pyroi_status roi_align_half_call(int backward, uint16_t *map, const int64_t map_shape[4],
+                                        const int64_t map_strides[4], uint16_t *pooled,
+                                        const int64_t pooled_strides[4], const float *boxes,
+                                        int64_t num_rois, int64_t box_row_stride,
+                                        const int64_t *batch_indices,
+                                        const pyroi_roi_align_params *params, int *taken)
+{
+    roi_align_job_f32 job;
+    roi_align_plan_f32 plan;
+    enum roi_align_order order;
+    int planned;
+    pyroi_status status = roi_align_check_call(
+        map, map_shape, map_strides, backward ? PYROI_TENSOR_OUTPUT : PYROI_TENSOR_INPUT,
+        pooled, pooled_strides, backward ? PYROI_TENSOR_INPUT : PYROI_TENSOR_OUTPUT, boxes,
+        num_rois, box_row_stride, batch_indices, params);
+    *taken = 0;
+    if (status != PYROI_OK) {
+        return status;
+    }
+    status = roi_align_call_plan_f32(
+        &plan, backward ? pyroi_shape_is_empty(map_shape) : num_rois == 0 || map_shape[1] == 0,
+        boxes, num_rois, box_row_stride, batch_indices, map_shape, params, NULL, &planned);
+    if (!planned) {
+        *taken = 1; /* nothing to write, or the status of the RoIs' checks */
+        return status;
+    }
+    roi_align_job_init_f32(&job, NULL, backward ? pooled_strides : map_strides, NULL,
+                           backward ? map_strides : pooled_strides, map_shape, params, &plan,
+                           NULL);
+    job.half_features = backward ? pooled : map;
+    job.half_result = backward ? map : pooled;
+    order = roi_align_tasks_schedule_f32(&job, backward, 1, NULL).order;
+    if (order == ROI_ALIGN_ORDER_DIRECT || (backward && order != ROI_ALIGN_ORDER_IMAGE)) {
+        roi_align_plan_free_f32(&plan);
+        return PYROI_OK; /* an order that reads or adds to the map in place: not taken */
+    }
+    *taken = 1;
+    status = backward ? PYROI_OK : roi_align_plan_order_by_rows_f32(&plan, params->cancel);
+    if (status != PYROI_OK) {
+        return status; /* the plan is freed */
+    }
+    status = roi_align_execute_f32(&job, backward);
+    roi_align_plan_free_f32(&plan);
+    return status;
+}
 
 pyroi_status pyroi_roi_align_forward_half(const uint16_t *input, const int64_t input_shape[4],
                                           const int64_t input_strides[4], const float *boxes,
@@ -133,38 +182,23 @@ pyroi_status pyroi_roi_align_forward_half(const uint16_t *input, const int64_t i
                                           const int64_t output_strides[4],
                                           const pyroi_roi_align_params *params, int *taken)
 {
-    roi_align_job_f32 job;
-    roi_align_plan_f32 plan;
-    int planned;
-    pyroi_status status = roi_align_check_call(input, input_shape, input_strides,
-                                               PYROI_TENSOR_INPUT, output, output_strides,
-                                               PYROI_TENSOR_OUTPUT, boxes, num_rois,
-                                               box_row_stride, batch_indices, params);
-    *taken = 0;
-    if (status != PYROI_OK) {
-        return status;
-    }
-    status = roi_align_call_plan_f32(&plan, num_rois == 0 || input_shape[1] == 0, boxes,
-                                     num_rois, box_row_stride, batch_indices, input_shape,
-                                     params, NULL, &planned);
-    if (!planned) {
-        *taken = 1; /* nothing to write, or the status of the RoIs' checks */
-        return status;
-    }
-    roi_align_job_init_f32(&job, NULL, input_strides, NULL, output_strides, input_shape,
-                           params, &plan, NULL);
-    job.half_features = input;
-    job.half_result = output;
-    if (roi_align_tasks_schedule_f32(&job, 0, 1, NULL).order == ROI_ALIGN_ORDER_DIRECT) {
-        roi_align_plan_free_f32(&plan);
-        return PYROI_OK; /* an order that reads the map in place: not taken */
-    }
-    *taken = 1;
-    status = roi_align_plan_order_by_rows_f32(&plan, params->cancel);
-    if (status != PYROI_OK) {
-        return status; /* the plan is freed */
-    }
-    status = roi_align_execute_f32(&job, 0);
-    roi_align_plan_free_f32(&plan);
-    return status;
+    /* the input is only read */
+    return roi_align_half_call(0, (uint16_t *)(uintptr_t)input, input_shape, input_strides,
+                               output, output_strides, boxes, num_rois, box_row_stride,
+                               batch_indices, params, taken);
+}
+
+pyroi_status pyroi_roi_align_backward_half(const uint16_t *grad_output,
+                                           const int64_t grad_output_strides[4],
+                                           const float *boxes, int64_t num_rois,
+                                           int64_t box_row_stride, const int64_t *batch_indices,
+                                           uint16_t *grad_input,
+                                           const int64_t grad_input_shape[4],
+                                           const int64_t grad_input_strides[4],
+                                           const pyroi_roi_align_params *params, int *taken)
+{
+    /* grad_output is only read */
+    return roi_align_half_call(1, grad_input, grad_input_shape, grad_input_strides,
+                               (uint16_t *)(uintptr_t)grad_output, grad_output_strides, boxes,
+                               num_rois, box_row_stride, batch_indices, params, taken);
 }

@@ -111,33 +111,70 @@ static void PYROI_TYPED(roi_align_tile_to_half_bins)(const T *tile, int64_t lane
     }
 }
 
-static void PYROI_TYPED(roi_align_bins_to_tile)(const T *base, const int64_t strides[4],
-                                                int64_t lanes, int64_t pooled_height,
-                                                int64_t pooled_width, T *tile)
+/* The bins from element `at` of a (K, C, PH, PW) tensor of bins, or of half's float16 one
+ * when half is not NULL (widened exactly), into a tile: the reverse of roi_align_tile_to_bins. */
+static void PYROI_TYPED(roi_align_bins_to_tile)(const T *bins, const uint16_t *half, int64_t at,
+                                                const int64_t strides[4], int64_t lanes,
+                                                int64_t pooled_height, int64_t pooled_width,
+                                                T *tile)
 {
     int64_t ph;
     if (strides[2] == pooled_width * strides[3]) {
-        PYROI_TYPED(pyroi_channels_to_lanes)(base, strides[1], strides[3],
-                                             pooled_height * pooled_width, lanes, tile,
-                                             PYROI_LANES);
+        PYROI_TYPED(lane_block_to_lanes)(bins, half, at, strides[1], strides[3],
+                                         pooled_height * pooled_width, lanes, tile, PYROI_LANES);
         return;
     }
     for (ph = 0; ph < pooled_height; ++ph) {
-        PYROI_TYPED(pyroi_channels_to_lanes)(base + ph * strides[2], strides[1], strides[3],
-                                             pooled_width, lanes,
-                                             tile + ph * pooled_width * PYROI_LANES,
-                                             PYROI_LANES);
+        PYROI_TYPED(lane_block_to_lanes)(bins, half, at + ph * strides[2], strides[1],
+                                         strides[3], pooled_width, lanes,
+                                         tile + ph * pooled_width * PYROI_LANES, PYROI_LANES);
     }
 }
 
-/* Prefetches the channel rows [c0, c0 + lanes) of RoI k's bins in a (K, C, PH, PW) tensor. */
-static void PYROI_TYPED(roi_align_prefetch_bins)(const T *base, const int64_t strides[4],
-                                                 int64_t k, int64_t c0, int64_t lanes)
+/* Prefetches the channel rows [c0, c0 + lanes) of RoI k's bins in a (K, C, PH, PW) tensor
+ * of bins, or of half's float16 one when half is not NULL. */
+static void PYROI_TYPED(roi_align_prefetch_bins)(const T *bins, const uint16_t *half,
+                                                 const int64_t strides[4], int64_t k,
+                                                 int64_t c0, int64_t lanes)
 {
-    const T *roi = base + k * strides[0] + c0 * strides[1];
+    const int64_t roi = k * strides[0] + c0 * strides[1];
     int64_t j;
     for (j = 0; j < lanes; ++j) {
-        PYROI_PREFETCH(roi + j * strides[1]);
+        PYROI_TYPED(lane_block_prefetch_element)(bins, half, roi + j * strides[1]);
+    }
+}
+
+/* lane_block_to_image into a float16 map (T float: the backward of a float16 call, see
+ * half.c): runs of PYROI_STAGING_RUN pixels (of the whole block when the planes are packed,
+ * else of a row) transposed into staging and zeroed in the block, then each channel's run
+ * rounded once into its plane of image n of half. */
+static void PYROI_TYPED(roi_align_block_to_half_image)(T *block, int64_t height, int64_t width,
+                                                       int64_t n, int64_t c0, int64_t lanes,
+                                                       uint16_t *half, const int64_t strides[4],
+                                                       T *staging)
+{
+    const int packed = strides[3] == 1 && strides[2] == width;
+    const int64_t rows = packed ? 1 : height, row_pixels = packed ? height * width : width;
+    int64_t h, first, i, j;
+    if (sizeof(T) != sizeof(float)) {
+        return; /* never: only float32 jobs have a float16 output */
+    }
+    for (h = 0; h < rows; ++h) {
+        for (first = 0; first < row_pixels; first += PYROI_STAGING_RUN) {
+            const int64_t run = row_pixels - first < PYROI_STAGING_RUN ? row_pixels - first
+                                                                        : PYROI_STAGING_RUN;
+            T *lines = block + (h * width + first) * PYROI_LANES;
+            PYROI_TYPED(pyroi_lanes_to_channels)(lines, run, lanes, staging, run, 1);
+            for (i = 0; i < run * PYROI_LANES; ++i) {
+                lines[i] = (T)0;
+            }
+            for (j = 0; j < lanes; ++j) {
+                pyroi_half_round_run((const float *)(const void *)(staging + j * run), run,
+                                     half + n * strides[0] + (c0 + j) * strides[1] +
+                                         h * strides[2] + first * strides[3],
+                                     strides[3]);
+            }
+        }
     }
 }
 

@@ -318,11 +318,12 @@ PYROI_VECTOR_TASK(PYROI_TYPED(roi_align_forward_region_task))
                                          worker);
 }
 
-/* The backward's output gradients of RoI k from channel c0 on (its row of grad_output). */
-static inline const T *PYROI_TYPED(roi_align_grad_bins)(const PYROI_TYPED(roi_align_job) *job,
-                                                        int64_t k, int64_t c0)
+/* The element of grad_output (job->features, or job->half_features) where the backward's
+ * output gradients of RoI k from channel c0 on start (its row of grad_output). */
+static inline int64_t PYROI_TYPED(roi_align_grad_bins)(const PYROI_TYPED(roi_align_job) *job,
+                                                       int64_t k, int64_t c0)
 {
-    return job->features + PYROI_TYPED(roi_align_row)(job, k) * job->features_strides[0] +
+    return PYROI_TYPED(roi_align_row)(job, k) * job->features_strides[0] +
            c0 * job->features_strides[1];
 }
 
@@ -459,13 +460,18 @@ PYROI_VECTOR_TASK(PYROI_TYPED(roi_align_backward_image_task))
                 }
                 if (next < last) { /* the next RoI's gradients: start loading */
                     const int64_t next_row = PYROI_TYPED(roi_align_row)(job, order[next]);
-                    next_bins = job->features + next_row * go_strides[0] + c0 * go_strides[1];
-                    next_elements = packed_bins ? channels * pooled_height * pooled_width : 1;
-                    PYROI_TYPED(roi_align_prefetch_bins)(job->features, go_strides, next_row,
-                                                         c0, channels);
+                    if (job->half_features == NULL) { /* and spread over the sampling */
+                        next_bins =
+                            job->features + next_row * go_strides[0] + c0 * go_strides[1];
+                        next_elements =
+                            packed_bins ? channels * pooled_height * pooled_width : 1;
+                    }
+                    PYROI_TYPED(roi_align_prefetch_bins)(job->features, job->half_features,
+                                                         go_strides, next_row, c0, channels);
                 }
                 for (b = 0; b < pair; ++b) {
                     PYROI_TYPED(roi_align_bins_to_tile)(
+                        job->features, job->half_features,
                         PYROI_TYPED(roi_align_grad_bins)(job, k, c0 + b * PYROI_LANES) +
                             ph_begin * go_strides[2],
                         go_strides, channels - b * PYROI_LANES < PYROI_LANES
@@ -490,7 +496,15 @@ PYROI_VECTOR_TASK(PYROI_TYPED(roi_align_backward_image_task))
                 ph_end = next_end;
             }
             /* the band's rows: an image of row_end - row_begin rows from row_begin on */
-            for (b = 0; b < pair; ++b) {
+            for (b = 0; b < pair && job->half_result != NULL; ++b) {
+                PYROI_TYPED(roi_align_block_to_half_image)(
+                    block + b * block_step, row_end - row_begin, shape[3], n,
+                    c0 + b * PYROI_LANES,
+                    channels - b * PYROI_LANES < PYROI_LANES ? channels - b * PYROI_LANES
+                                                             : PYROI_LANES,
+                    job->half_result + row_begin * gi_strides[2], gi_strides, staging);
+            }
+            for (b = 0; b < pair && job->half_result == NULL; ++b) {
                 PYROI_TYPED(lane_block_to_image)(
                     block + b * block_step, row_end - row_begin, shape[3], n,
                     c0 + b * PYROI_LANES,
@@ -537,12 +551,13 @@ PYROI_VECTOR_TASK(PYROI_TYPED(roi_align_backward_region_task))
             }
             PYROI_TYPED(roi_align_roi_extent)(plan, k, &row_begin, &row_end, &col_begin,
                                               &col_end);
-            PYROI_TYPED(lane_block_gather)(job->result, NULL, gi_strides, shape[3], n_k, c0, lanes,
-                                           row_begin, row_end, col_begin, col_end,
+            PYROI_TYPED(lane_block_gather)(job->result, NULL, gi_strides, shape[3], n_k, c0,
+                                           lanes, row_begin, row_end, col_begin, col_end,
                                            block + (row_begin * shape[3] + col_begin) *
                                                        PYROI_LANES,
                                            shape[3], PYROI_LANES, PYROI_LANES);
-            PYROI_TYPED(roi_align_bins_to_tile)(PYROI_TYPED(roi_align_grad_bins)(job, k, c0),
+            PYROI_TYPED(roi_align_bins_to_tile)(job->features, NULL,
+                                                PYROI_TYPED(roi_align_grad_bins)(job, k, c0),
                                                 go_strides, lanes, pooled_height, pooled_width,
                                                 tile);
             PYROI_TYPED(roi_align_backward_roi)(plan, k, block, 1, 0, shape[3], pooled_height,
