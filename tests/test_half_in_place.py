@@ -36,44 +36,38 @@ CASES = {
 }
 
 
-def _assert_rounded_float32(x, boxes, output_size, scale, ratio, **kwargs):
-    half = pyroi.roi_align(x, boxes, output_size, scale, ratio, True, **kwargs)
-    single = pyroi.roi_align(x.astype(np.float32), boxes, output_size, scale, ratio, True,
-                             **kwargs)
+def _assert_same_bits(call, tensor, *args, **kwargs):
+    """call on the float16 tensor == call on it widened to float32, rounded once"""
+    half = call(tensor, *args, **kwargs)
+    single = call(tensor.astype(np.float32), *args, **kwargs)
     assert half.dtype == np.float16
     np.testing.assert_array_equal(half.view(np.uint16),
                                   single.astype(np.float16).view(np.uint16))
 
 
-@pytest.mark.parametrize("name", sorted(CASES))
-@pytest.mark.parametrize("threads", [1, 2])
-def test_forward_orders_are_rounded_float32(name, threads):
-    shape, (k, low, high), scale, output_size, ratio = CASES[name]
-    rng = np.random.default_rng(sorted(CASES).index(name))
-    x = (rng.standard_normal(shape) * 100).astype(np.float16)
-    boxes = _boxes(rng, k, shape[2], shape[3], scale, low, high, shape[0])
-    _assert_rounded_float32(x, boxes, output_size, scale, ratio, num_threads=threads)
+def _assert_rounded_float32(x, boxes, output_size, scale, ratio, **kwargs):
+    _assert_same_bits(pyroi.roi_align, x, boxes, output_size, scale, ratio, True, **kwargs)
 
 
 def _assert_backward_rounded_float32(grad, boxes, shape, scale, ratio, **kwargs):
-    half = pyroi.roi_align_backward(grad, boxes, shape, scale, ratio, True, **kwargs)
-    single = pyroi.roi_align_backward(grad.astype(np.float32), boxes, shape, scale, ratio,
-                                      True, **kwargs)
-    assert half.dtype == np.float16
-    np.testing.assert_array_equal(half.view(np.uint16),
-                                  single.astype(np.float16).view(np.uint16))
+    _assert_same_bits(pyroi.roi_align_backward, grad, boxes, shape, scale, ratio, True,
+                      **kwargs)
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
 @pytest.mark.parametrize("threads", [1, 2])
-def test_backward_orders_are_rounded_float32(name, threads):
+@pytest.mark.parametrize("backward", [False, True])
+def test_orders_are_rounded_float32(name, threads, backward):
     shape, (k, low, high), scale, output_size, ratio = CASES[name]
-    rng = np.random.default_rng(10 + sorted(CASES).index(name))
+    rng = np.random.default_rng(sorted(CASES).index(name))
     boxes = _boxes(rng, k, shape[2], shape[3], scale, low, high, shape[0])
+    if not backward:
+        x = (rng.standard_normal(shape) * 100).astype(np.float16)
+        _assert_rounded_float32(x, boxes, output_size, scale, ratio, num_threads=threads)
+        return
     size = (output_size, output_size) if np.isscalar(output_size) else output_size
     grad = (rng.standard_normal((k, shape[1]) + tuple(size)) * 100).astype(np.float16)
-    _assert_backward_rounded_float32(grad, boxes, shape, scale, ratio,
-                                     num_threads=threads)
+    _assert_backward_rounded_float32(grad, boxes, shape, scale, ratio, num_threads=threads)
 
 
 def test_backward_strided_and_specials():

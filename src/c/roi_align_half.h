@@ -17,20 +17,16 @@
 
 #include "common.h"
 
-pyroi_status pyroi_roi_align_forward_half(const uint16_t *input, const int64_t input_shape[4],
-                                          const int64_t input_strides[4], const float *boxes,
-                                          int64_t num_rois, int64_t box_row_stride,
-                                          const int64_t *batch_indices, uint16_t *output,
-                                          const int64_t output_strides[4],
-                                          const pyroi_roi_align_params *params, int *taken);
+pyroi_status pyroi_roi_align_forward_half(
+    const uint16_t *input, const int64_t input_shape[4], const int64_t input_strides[4],
+    const float *boxes, int64_t num_rois, int64_t box_row_stride, const int64_t *batch_indices,
+    uint16_t *output, const int64_t output_strides[4], const pyroi_roi_align_params *params,
+    int *taken);
 
-pyroi_status pyroi_roi_align_backward_half(const uint16_t *grad_output,
-                                           const int64_t grad_output_strides[4],
-                                           const float *boxes, int64_t num_rois,
-                                           int64_t box_row_stride, const int64_t *batch_indices,
-                                           uint16_t *grad_input,
-                                           const int64_t grad_input_shape[4],
-                                           const int64_t grad_input_strides[4],
-                                           const pyroi_roi_align_params *params, int *taken);
+pyroi_status pyroi_roi_align_backward_half(
+    const uint16_t *grad_output, const int64_t grad_output_strides[4], const float *boxes,
+    int64_t num_rois, int64_t box_row_stride, const int64_t *batch_indices,
+    uint16_t *grad_input, const int64_t grad_input_shape[4],
+    const int64_t grad_input_strides[4], const pyroi_roi_align_params *params, int *taken);
 
 #endif /* PYROI_ROI_ALIGN_HALF_H */

@@ -496,21 +496,20 @@ PYROI_VECTOR_TASK(PYROI_TYPED(roi_align_backward_image_task))
                 ph_end = next_end;
             }
             /* the band's rows: an image of row_end - row_begin rows from row_begin on */
-            for (b = 0; b < pair && job->half_result != NULL; ++b) {
-                PYROI_TYPED(roi_align_block_to_half_image)(
-                    block + b * block_step, row_end - row_begin, shape[3], n,
-                    c0 + b * PYROI_LANES,
+            for (b = 0; b < pair; ++b) {
+                T *band = block + b * block_step;
+                const int64_t lanes =
                     channels - b * PYROI_LANES < PYROI_LANES ? channels - b * PYROI_LANES
-                                                             : PYROI_LANES,
-                    job->half_result + row_begin * gi_strides[2], gi_strides, staging);
-            }
-            for (b = 0; b < pair && job->half_result == NULL; ++b) {
-                PYROI_TYPED(lane_block_to_image)(
-                    block + b * block_step, row_end - row_begin, shape[3], n,
-                    c0 + b * PYROI_LANES,
-                    channels - b * PYROI_LANES < PYROI_LANES ? channels - b * PYROI_LANES
-                                                             : PYROI_LANES,
-                    job->result + row_begin * gi_strides[2], gi_strides, staging);
+                                                             : PYROI_LANES;
+                if (job->half_result != NULL) { /* rounded into a float16 grad_input */
+                    PYROI_TYPED(roi_align_block_to_half_image)(
+                        band, row_end - row_begin, shape[3], n, c0 + b * PYROI_LANES, lanes,
+                        job->half_result + row_begin * gi_strides[2], gi_strides, staging);
+                } else {
+                    PYROI_TYPED(lane_block_to_image)(
+                        band, row_end - row_begin, shape[3], n, c0 + b * PYROI_LANES, lanes,
+                        job->result + row_begin * gi_strides[2], gi_strides, staging);
+                }
             }
         }
     }
