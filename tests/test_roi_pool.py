@@ -909,6 +909,32 @@ def test_loop_orders_with_strided_arrays(name, channels, dtype):
     assert np.ascontiguousarray(grad_out).tobytes() == grad.tobytes()
 
 
+def _out_past_a_line(shape, dtype, offset_bytes):
+    """A C-contiguous out= array that starts offset_bytes past a 64-byte line boundary."""
+    size = int(np.prod(shape)) * np.dtype(dtype).itemsize
+    raw = np.empty(size + 128, np.uint8)
+    start = (-raw.ctypes.data) % 64 + offset_bytes
+    return raw[start:start + size].view(dtype).reshape(shape)
+
+
+def test_streamed_output_at_any_line_offset():
+    """A streamed output (the VGG conv5 case of the bench: 30 MB) holds the same bytes
+    wherever it starts within a 64-byte line. Streaming stores write whole lines only, so a
+    run's partial lines at either end take plain stores (an output 4, 16 or 48 bytes past a
+    line boundary once took 4-5x as long: see docs/performance-history.md; the piece
+    boundaries themselves are checked in tests/c/test_transpose.c)."""
+    rng = np.random.default_rng(2026)
+    x = rng.standard_normal((1, 512, 38, 50), dtype=np.float32)
+    boxes = _boxes_on(rng, 1, 38, 50, 300, 2, 31, 1 / 16).astype(np.float32)
+    shape = (300, 512, 7, 7)
+    assert _core_orders(x.shape, boxes, 7, 1 / 16, np.float32)[0].endswith("+stream")
+    expected = pyroi.roi_pool(x, boxes, 7, 1 / 16, num_threads=1)
+    for offset in (0, 4, 16, 48):
+        out = _out_past_a_line(shape, np.float32, offset)
+        pyroi.roi_pool(x, boxes, 7, 1 / 16, num_threads=1, out=out)
+        assert out.tobytes() == expected.tobytes(), offset
+
+
 def test_argmax_checked_by_the_core_names_the_offender():
     """The values of argmax are checked by the C core; the error still names the first
     offending element with the value given (before any conversion), and out is untouched."""

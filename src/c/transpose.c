@@ -395,6 +395,47 @@ void pyroi_row_stream_init(pyroi_row_stream *stream, void *dst, const void *src,
     stream->column = 0;
     stream->row_length = row_length;
     stream->src_stride = src_stride;
+#ifdef PYROI_HAVE_AVX2_TRANSPOSE
+    stream->wide_stores = have_avx2();
+#else
+    stream->wide_stores = 0;
+#endif
+}
+
+
+/* Streaming stores write only whole 64-byte lines of dst: the partial lines at the two ends
+ * of a run take plain stores, and every piece of a run (pyroi_row_stream_advance_*) ends on
+ * a line boundary of dst or at the run's end, so the next piece goes on in whole lines. A
+ * plain store into a line that streaming stores have partly written and will write again
+ * waits for the line to reach memory (about half a microsecond on the AMD EPYC, Zen 3, this
+ * was measured on): RoIPool's 30 MB output written in pieces of 896 bytes, each begun with
+ * plain stores up to a 32-byte boundary, took 23 ms instead of 5 whenever the output array
+ * did not start on a 32-byte boundary, which depends on where the allocator put it. */
+#define ROW_STREAM_LINE 64
+
+/* A piece of a stream whose dst is out (elements of `size` bytes) from element done on, at
+ * least `elements` long: it ends at *end, the first line boundary at or after done +
+ * elements (at most total), and [*line_begin, *line_end) are its whole lines (empty when out
+ * is not aligned to its elements). */
+static void row_stream_piece(const void *out, int64_t size, int64_t done, int64_t total,
+                             int64_t elements, int64_t *end, int64_t *line_begin,
+                             int64_t *line_end)
+{
+    const int64_t per_line = ROW_STREAM_LINE / size;
+    const uintptr_t address = (uintptr_t)out + (uintptr_t)(done * size);
+    int64_t first; /* the first line boundary at or after done */
+    *end = total - done < elements ? total : done + elements;
+    if ((uintptr_t)out % (uintptr_t)size != 0) {
+        *line_begin = *line_end = *end;
+        return;
+    }
+    first = done + (int64_t)(((uintptr_t)0 - address) % ROW_STREAM_LINE) / size;
+    if (*end < total) {
+        const int64_t lines = *end <= first ? 0 : (*end - first + per_line - 1) / per_line;
+        *end = total - first < lines * per_line ? total : first + lines * per_line;
+    }
+    *line_begin = first < *end ? first : *end;
+    *line_end = *line_begin + (*end - *line_begin) / per_line * per_line;
 }
 
 /* One element with a plain store; moves the source position on. */
@@ -407,73 +448,94 @@ void pyroi_row_stream_init(pyroi_row_stream *stream, void *dst, const void *src,
         }                                                                                      \
     } while (0)
 
-/* The stream's state in locals (the stores below may alias *stream as far as the compiler
- * knows), and back. */
-#define ROW_STREAM_LOAD(T)                                                                     \
-    T *out = (T *)stream->dst;                                                                 \
-    const T *in = (const T *)stream->src;                                                      \
-    const int64_t total = stream->total, row_length = stream->row_length;                      \
-    const int64_t src_stride = stream->src_stride;                                             \
-    const int64_t end = total - stream->done < elements ? total : stream->done + elements;     \
-    int64_t done = stream->done, row = stream->row, column = stream->column
-#define ROW_STREAM_STORE()                                                                     \
+/* The stream moves on to element `to` of a packed source. */
+#define ROW_STREAM_MOVE_TO(to)                                                                 \
     do {                                                                                       \
+        const int64_t moved_ = (to) - done;                                                    \
+        done += moved_;                                                                        \
+        row += (column + moved_) / row_length;                                                 \
+        column = (column + moved_) % row_length;                                               \
+    } while (0)
+
+/* A pyroi_row_stream_advance_* function: the head of the piece up to its first whole line
+ * and its tail after the last with plain stores, the whole lines between with VECTORS(T),
+ * which writes all of [done, line_end) with streaming stores, or nothing. The stream's state
+ * is kept in locals (the stores may alias *stream as far as the compiler knows). */
+#define ROW_STREAM_ADVANCE(T, SUFFIX, VECTORS)                                                 \
+    void pyroi_row_stream_advance_##SUFFIX(pyroi_row_stream *stream, int64_t elements)         \
+    {                                                                                          \
+        T *out = (T *)stream->dst;                                                             \
+        const T *in = (const T *)stream->src;                                                  \
+        const int64_t total = stream->total, row_length = stream->row_length;                  \
+        const int64_t src_stride = stream->src_stride;                                         \
+        const int wide_stores = stream->wide_stores;                                           \
+        int64_t done = stream->done, row = stream->row, column = stream->column;               \
+        int64_t end, line_begin, line_end;                                                     \
+        (void)wide_stores; /* without streaming stores, unused */                              \
+        row_stream_piece(out, (int64_t)sizeof(T), done, total, elements, &end, &line_begin,    \
+                         &line_end);                                                           \
+        while (done < line_begin) {                                                            \
+            ROW_STREAM_STEP();                                                                 \
+        }                                                                                      \
+        if (done < line_end) {                                                                 \
+            VECTORS(T);                                                                        \
+        }                                                                                      \
+        while (done < end) {                                                                   \
+            ROW_STREAM_STEP();                                                                 \
+        }                                                                                      \
         stream->done = done;                                                                   \
         stream->row = row;                                                                     \
         stream->column = column;                                                               \
-    } while (0)
+    }
 
 #ifdef PYROI_HAVE_AVX2_TRANSPOSE
-/* A packed run of count 4-byte elements (bits only) to a 32-byte aligned dst in 32-byte
- * streaming stores; returns how many it moved (count rounded down to 8). One core streamed
- * 30 MB in 1.4 ms this way against 1.8-2.0 ms in 16-byte stores (AMD EPYC, Zen 3). */
-__attribute__((target("avx2"))) static int64_t stream_run_avx2(const float *src, float *dst,
-                                                               int64_t count)
+/* A packed run of count 4-byte elements (bits only; count a multiple of 8) to a 32-byte
+ * aligned dst in 32-byte streaming stores. One core streamed 30 MB in 1.4 ms this way
+ * against 1.8-2.0 ms in 16-byte stores (AMD EPYC, Zen 3). */
+__attribute__((target("avx2"))) static void stream_run_avx2(const float *src, float *dst,
+                                                            int64_t count)
 {
     int64_t m;
-    for (m = 0; m + 8 <= count; m += 8) {
+    for (m = 0; m < count; m += 8) {
         _mm256_stream_ps(dst + m, _mm256_loadu_ps(src + m));
     }
-    return m;
 }
-
-/* The packed stream (src_stride == row_length) from done on, as far as whole 32-byte
- * stores reach before end, once dst is aligned (the head with plain stores). */
-#  define ROW_STREAM_PACKED_AVX2()                                                             \
-    if (src_stride == row_length && end - done >= 16 && have_avx2()) {                        \
-        int64_t moved;                                                                         \
-        while (((uintptr_t)(out + done) & 31) != 0) {                                          \
-            ROW_STREAM_STEP();                                                                 \
-        }                                                                                      \
-        moved = stream_run_avx2((const float *)(const void *)(in + row * src_stride + column), \
-                                (float *)(void *)(out + done), end - done);                    \
-        done += moved;                                                                         \
-        row += (column + moved) / row_length;                                                  \
-        column = (column + moved) % row_length;                                                \
-    }
 #else
-#  define ROW_STREAM_PACKED_AVX2()
+#  define stream_run_avx2(src, dst, count) ((void)0)
 #endif
 
-/* 4-byte elements (float, and int32 bit patterns: the vector loads and stores may alias any
- * type). */
 #ifdef PYROI_HAVE_STREAM_STORES
-#  define ROW_STREAM_VECTORS_4(T)                                                              \
-    /* a vector spans at most two source rows once rows hold 4 elements */                     \
-    if (row_length >= 4) {                                                                     \
-        const __m128i lane = _mm_set_epi32(3, 2, 1, 0);                                        \
-        const int64_t vector_end = end < total - 3 ? end : total - 3; /* last start + 1 */     \
-        while (done < end && ((uintptr_t)(out + done) & 15) != 0) {                            \
-            ROW_STREAM_STEP();                                                                 \
+/* A packed source (src_stride == row_length): [done, line_end) is one plain run of bytes. */
+#  define ROW_STREAM_PACKED(T)                                                                 \
+    do {                                                                                       \
+        const float *p = (const float *)(const void *)(in + row * src_stride + column);        \
+        float *o = (float *)(void *)(out + done);                                              \
+        const int64_t floats = (line_end - done) * (int64_t)(sizeof(T) / sizeof(float));       \
+        int64_t m;                                                                             \
+        if (wide_stores) {                                                                     \
+            stream_run_avx2(p, o, floats);                                                     \
+        } else {                                                                               \
+            for (m = 0; m < floats; m += 4) {                                                  \
+                _mm_stream_ps(o + m, _mm_loadu_ps(p + m));                                     \
+            }                                                                                  \
         }                                                                                      \
-        while (done < vector_end) {                                                            \
+        ROW_STREAM_MOVE_TO(line_end);                                                          \
+    } while (0)
+
+/* 4-byte elements (float, and int32 bit patterns: the vector loads and stores may alias any
+ * type), vectors of four: once rows hold 4 elements a vector spans at most two rows. */
+#  define ROW_STREAM_VECTORS_4(T)                                                              \
+    if (src_stride == row_length) {                                                            \
+        ROW_STREAM_PACKED(T);                                                                  \
+    } else if (row_length >= 4) {                                                              \
+        const __m128i lane = _mm_set_epi32(3, 2, 1, 0);                                        \
+        while (done < line_end) {                                                              \
             /* the vectors inside the current row: a plain copy loop */                        \
             const float *p = (const float *)(const void *)(in + row * src_stride + column);    \
             float *o = (float *)(void *)(out + done);                                          \
-            const int64_t left = row_length - column; /* elements of this row from column */   \
-            int64_t inside = left / 4, m;                                                      \
-            if (inside > (vector_end - done + 3) / 4) {                                        \
-                inside = (vector_end - done + 3) / 4;                                          \
+            int64_t inside = (row_length - column) / 4, m;                                     \
+            if (inside > (line_end - done) / 4) {                                              \
+                inside = (line_end - done) / 4;                                                \
             }                                                                                  \
             for (m = 0; m < inside; ++m) {                                                     \
                 _mm_stream_ps(o + 4 * m, _mm_loadu_ps(p + 4 * m));                             \
@@ -483,8 +545,8 @@ __attribute__((target("avx2"))) static int64_t stream_run_avx2(const float *src,
             if (column == row_length) {                                                        \
                 column = 0;                                                                    \
                 ++row;                                                                         \
-            } else if (done < vector_end && row_length - column < 4) {                         \
-                /* the vector the row ends in: lanes >= left from the start of the next row */ \
+            } else if (done < line_end && row_length - column < 4) {                           \
+                /* the vector the row ends in: lanes >= rest from the start of the next row */ \
                 const int64_t rest = row_length - column;                                      \
                 const __m128 from_next = _mm_castsi128_ps(                                     \
                     _mm_cmpgt_epi32(lane, _mm_set1_epi32((int)rest - 1)));                     \
@@ -499,65 +561,14 @@ __attribute__((target("avx2"))) static int64_t stream_run_avx2(const float *src,
             }                                                                                  \
         }                                                                                      \
     }
-#else
-#  define ROW_STREAM_VECTORS_4(T)
-#endif
 
-#define ROW_STREAM_ADVANCE_4(T, SUFFIX, PACKED)                                                \
-    void pyroi_row_stream_advance_##SUFFIX(pyroi_row_stream *stream, int64_t elements)        \
-    {                                                                                          \
-        ROW_STREAM_LOAD(T);                                                                    \
-        PACKED;                                                                                \
-        ROW_STREAM_VECTORS_4(T);                                                               \
-        while (done < end) {                                                                   \
-            ROW_STREAM_STEP();                                                                 \
-        }                                                                                      \
-        ROW_STREAM_STORE();                                                                    \
-    }
-
-/* The 32-byte packed stores for the float runs only: RoIPool's int32 argmax run, streamed
- * beside its values, took 2.5-3x longer with them (9.5 -> 24-31 ms, VGG conv5 with the int32
- * argmax, AMD EPYC Zen 3) in a process that had loaded onnxruntime or OpenVINO, and no longer
- * than 16-byte stores without them: not understood, so not used there. */
-ROW_STREAM_ADVANCE_4(float, f32, ROW_STREAM_PACKED_AVX2())
-ROW_STREAM_ADVANCE_4(int32_t, i32, (void)0)
-
-#undef ROW_STREAM_PACKED_AVX2
-#undef ROW_STREAM_VECTORS_4
-#undef ROW_STREAM_ADVANCE_4
-
-/* 8-byte elements: vectors of two, so a vector spans two rows only when it starts on a
- * row's last element. The vector steps are bit moves (the casts reinterpret). */
-#define ROW_STREAM_ADVANCE_8(T, SUFFIX)                                                        \
-    void pyroi_row_stream_advance_##SUFFIX(pyroi_row_stream *stream, int64_t elements)        \
-    {                                                                                          \
-        ROW_STREAM_LOAD(T);                                                                    \
-        ROW_STREAM_VECTORS_8(T);                                                               \
-        while (done < end) {                                                                   \
-            ROW_STREAM_STEP();                                                                 \
-        }                                                                                      \
-        ROW_STREAM_STORE();                                                                    \
-    }
-
-#ifdef PYROI_HAVE_STREAM_STORES
+/* 8-byte elements, vectors of two: a vector spans two rows only when it starts on a row's
+ * last element. The vector steps are bit moves (the casts reinterpret). */
 #  define ROW_STREAM_VECTORS_8(T)                                                              \
-    if (row_length >= 2) {                                                                     \
-        while (done < end && ((uintptr_t)(out + done) & 15) != 0) {                            \
-            ROW_STREAM_STEP();                                                                 \
-        }                                                                                      \
-        if (src_stride == row_length) { /* packed rows: one plain run */                       \
-            const T *p = in + row * src_stride + column;                                       \
-            int64_t count = (end < total - 1 ? end : total - 1) - done, m;                     \
-            count = count > 0 ? (count + 1) / 2 * 2 : 0;                                      \
-            for (m = 0; m < count; m += 2) {                                                   \
-                _mm_stream_si128((__m128i *)(void *)(out + done + m),                          \
-                                 _mm_castpd_si128(_mm_loadu_pd((const double *)(p + m))));     \
-            }                                                                                  \
-            done += count;                                                                     \
-            row += (column + count) / row_length;                                              \
-            column = (column + count) % row_length;                                            \
-        }                                                                                      \
-        while (done < end && done + 2 <= total) {                                              \
+    if (src_stride == row_length) {                                                            \
+        ROW_STREAM_PACKED(T);                                                                  \
+    } else if (row_length >= 2) {                                                              \
+        while (done < line_end) {                                                              \
             const void *p = in + row * src_stride + column;                                    \
             __m128d v = _mm_loadu_pd((const double *)p);                                       \
             if (column + 1 == row_length) { /* lane 1: the start of the next row */            \
@@ -574,14 +585,18 @@ ROW_STREAM_ADVANCE_4(int32_t, i32, (void)0)
         }                                                                                      \
     }
 #else
+#  define ROW_STREAM_VECTORS_4(T)
 #  define ROW_STREAM_VECTORS_8(T)
 #endif
 
-ROW_STREAM_ADVANCE_8(double, f64)
-ROW_STREAM_ADVANCE_8(int64_t, i64)
+ROW_STREAM_ADVANCE(float, f32, ROW_STREAM_VECTORS_4)
+ROW_STREAM_ADVANCE(int32_t, i32, ROW_STREAM_VECTORS_4)
+ROW_STREAM_ADVANCE(double, f64, ROW_STREAM_VECTORS_8)
+ROW_STREAM_ADVANCE(int64_t, i64, ROW_STREAM_VECTORS_8)
 
 #undef ROW_STREAM_VECTORS_8
-#undef ROW_STREAM_ADVANCE_8
-#undef ROW_STREAM_STORE
-#undef ROW_STREAM_LOAD
+#undef ROW_STREAM_VECTORS_4
+#undef ROW_STREAM_PACKED
+#undef ROW_STREAM_ADVANCE
+#undef ROW_STREAM_MOVE_TO
 #undef ROW_STREAM_STEP

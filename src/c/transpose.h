@@ -62,11 +62,14 @@ typedef struct pyroi_row_stream {
     int64_t column;
     int64_t row_length;
     int64_t src_stride;
+    int wide_stores;    /* the CPU streams 32 bytes at a time (read once per run) */
 } pyroi_row_stream;
 
 void pyroi_row_stream_init(pyroi_row_stream *stream, void *dst, const void *src, int64_t rows,
                            int64_t row_length, int64_t src_stride);
-/* Writes at least `elements` more elements of the run (all that remain if fewer). */
+/* Writes at least `elements` more elements of the run (all that remain if fewer), up to a
+ * 64-byte line boundary of dst or the run's end: streaming stores write whole lines only,
+ * plain stores the partial lines at the run's two ends. */
 void pyroi_row_stream_advance_f32(pyroi_row_stream *stream, int64_t elements);
 void pyroi_row_stream_advance_i32(pyroi_row_stream *stream, int64_t elements);
 void pyroi_row_stream_advance_f64(pyroi_row_stream *stream, int64_t elements);

@@ -95,66 +95,40 @@ static void test_lanes_adjacent_f32(int64_t count, int64_t lanes, int64_t stride
 }
 
 /* The row streams pack every row whatever the row length, the source padding, the
- * destination's alignment and the pieces the run is written in (advance by `step`). */
-enum { MAX_ROWS = 5, MAX_ROW = 21, PAD = 8, DST_SIZE = MAX_ROWS * MAX_ROW + 8 };
+ * destination's alignment and the pieces the run is written in (advance by `step`); every
+ * piece ends on a 64-byte line boundary of dst or at the run's end (streaming stores write
+ * whole lines only, and a line they write partly must not be finished by plain stores). */
+enum { MAX_ROWS = 5, MAX_ROW = 21, PAD = 8, LINE = 64 };
+enum { DST_SIZE = MAX_ROWS * MAX_ROW + LINE, SRC_SIZE = MAX_ROWS * (MAX_ROW + PAD) + 8 };
 
-static void test_row_stream_f32(int64_t rows, int64_t row_length, int64_t pad, int64_t offset,
-                                int64_t step)
-{
-    static float src[MAX_ROWS * (MAX_ROW + PAD) + 8], dst[DST_SIZE];
-    const int64_t stride = row_length + pad;
-    pyroi_row_stream stream;
-    int64_t r, i, calls = 0;
-    for (i = 0; i < (int64_t)(sizeof(src) / sizeof(src[0])); ++i) {
-        src[i] = -(float)(i + 1); /* padding: must not reach dst */
-    }
-    for (r = 0; r < rows; ++r) {
-        for (i = 0; i < row_length; ++i) {
-            src[4 + r * stride + i] = (float)(r * 100 + i);
-        }
-    }
-    memset(dst, 0, sizeof(dst));
-    pyroi_row_stream_init(&stream, dst + offset, src + 4, rows, row_length, stride);
-    while (stream.done < stream.total && calls++ < 1000) {
-        const int64_t before = stream.done;
-        pyroi_row_stream_advance_f32(&stream, step);
-        CHECK(stream.done >= before + step || stream.done == stream.total);
-    }
-    pyroi_row_stream_advance_f32(&stream, 5); /* nothing left: no effect */
-    pyroi_stream_fence();
-    CHECK(stream.done == rows * row_length);
-    for (i = 0; i < DST_SIZE; ++i) {
-        const int64_t e = i - offset;
-        CHECK(dst[i] == (e >= 0 && e < rows * row_length
-                             ? (float)((e / row_length) * 100 + e % row_length)
-                             : 0.0f));
-    }
-}
-
-/* The 8-byte streams (double, int64), as the float one above. */
-#define DEFINE_ROW_STREAM_TEST_8(T, SUFFIX)                                                     \
+#define DEFINE_ROW_STREAM_TEST(T, SUFFIX)                                                      \
     static void test_row_stream_##SUFFIX(int64_t rows, int64_t row_length, int64_t pad,       \
                                          int64_t offset, int64_t step)                        \
     {                                                                                          \
-        static T src[MAX_ROWS * (MAX_ROW + PAD) + 8], dst[DST_SIZE];                           \
+        static T src[SRC_SIZE], buffer[DST_SIZE + LINE];                                       \
+        /* dst + offset: offset elements past a line boundary */                               \
+        T *dst = (T *)(void *)((char *)buffer + (LINE - (uintptr_t)buffer % LINE) % LINE);     \
         const int64_t stride = row_length + pad;                                               \
         pyroi_row_stream stream;                                                               \
         int64_t r, i, calls = 0;                                                               \
-        for (i = 0; i < (int64_t)(sizeof(src) / sizeof(src[0])); ++i) {                       \
-            src[i] = -(T)(i + 1);                                                              \
+        for (i = 0; i < SRC_SIZE; ++i) {                                                       \
+            src[i] = -(T)(i + 1); /* padding: must not reach dst */                            \
         }                                                                                      \
         for (r = 0; r < rows; ++r) {                                                           \
             for (i = 0; i < row_length; ++i) {                                                 \
                 src[4 + r * stride + i] = (T)(r * 100 + i);                                    \
             }                                                                                  \
         }                                                                                      \
-        memset(dst, 0, sizeof(dst));                                                           \
+        memset(dst, 0, DST_SIZE * sizeof(T));                                                  \
         pyroi_row_stream_init(&stream, dst + offset, src + 4, rows, row_length, stride);       \
         while (stream.done < stream.total && calls++ < 1000) {                                 \
             const int64_t before = stream.done;                                                \
             pyroi_row_stream_advance_##SUFFIX(&stream, step);                                  \
             CHECK(stream.done >= before + step || stream.done == stream.total);                \
+            CHECK(stream.done == stream.total ||                                               \
+                  (uintptr_t)(dst + offset + stream.done) % LINE == 0);                        \
         }                                                                                      \
+        pyroi_row_stream_advance_##SUFFIX(&stream, 5); /* nothing left: no effect */           \
         pyroi_stream_fence();                                                                  \
         CHECK(stream.done == rows * row_length);                                               \
         for (i = 0; i < DST_SIZE; ++i) {                                                       \
@@ -165,12 +139,37 @@ static void test_row_stream_f32(int64_t rows, int64_t row_length, int64_t pad, i
         }                                                                                      \
     }
 
-DEFINE_ROW_STREAM_TEST_8(double, f64)
-DEFINE_ROW_STREAM_TEST_8(int64_t, i64)
+DEFINE_ROW_STREAM_TEST(float, f32)
+DEFINE_ROW_STREAM_TEST(int32_t, i32)
+DEFINE_ROW_STREAM_TEST(double, f64)
+DEFINE_ROW_STREAM_TEST(int64_t, i64)
+
+/* Every stream at every offset from a line boundary (offset elements of `size` bytes), in
+ * pieces of 1, 5, 9, 16 and 21 elements and all at once, from packed and padded sources. */
+static void test_row_streams(int64_t rows, int64_t row_length, int64_t offset, int64_t size)
+{
+    static const int64_t steps[] = {1, 5, 9, 16, 21, INT64_MAX};
+    size_t s;
+    for (s = 0; s < sizeof(steps) / sizeof(steps[0]); ++s) {
+        if (size == 4) {
+            test_row_stream_f32(rows, row_length, 0, offset, steps[s]);
+            test_row_stream_f32(rows, row_length, 3, offset, steps[s]);
+            test_row_stream_f32(rows, row_length, PAD, offset, steps[s]);
+            test_row_stream_i32(rows, row_length, 0, offset, steps[s]);
+            test_row_stream_i32(rows, row_length, 3, offset, steps[s]);
+        } else {
+            test_row_stream_f64(rows, row_length, 0, offset, steps[s]);
+            test_row_stream_f64(rows, row_length, 1, offset, steps[s]);
+            test_row_stream_f64(rows, row_length, PAD, offset, steps[s]);
+            test_row_stream_i64(rows, row_length, 0, offset, steps[s]);
+            test_row_stream_i64(rows, row_length, 1, offset, steps[s]);
+        }
+    }
+}
 
 int main(void)
 {
-    int64_t count, stride, rows, row_length, offset, step;
+    int64_t count, stride, rows, row_length, offset;
     for (count = 0; count <= MAX_COUNT; ++count) {
         for (stride = 1; stride <= 3; stride += 2) {
             /* channels-last rows: the lanes of an element are adjacent (lane stride 1) */
@@ -184,27 +183,11 @@ int main(void)
     }
     for (rows = 0; rows <= MAX_ROWS; ++rows) {
         for (row_length = 1; row_length <= MAX_ROW; ++row_length) {
-            for (offset = 0; offset < 4; ++offset) {
-                for (step = 1; step <= 9; step += 4) {
-                    test_row_stream_f32(rows, row_length, 0, offset, step);
-                    test_row_stream_f32(rows, row_length, 3, offset, step);
-                    test_row_stream_f32(rows, row_length, PAD, offset, step);
-                    test_row_stream_f64(rows, row_length, 0, offset, step);
-                    test_row_stream_f64(rows, row_length, 1, offset, step);
-                    test_row_stream_f64(rows, row_length, PAD, offset, step);
-                    test_row_stream_i64(rows, row_length, 0, offset, step);
-                    test_row_stream_i64(rows, row_length, 1, offset, step);
-                }
-                test_row_stream_f32(rows, row_length, 3, offset, INT64_MAX);
-                test_row_stream_f64(rows, row_length, 1, offset, INT64_MAX);
-                test_row_stream_i64(rows, row_length, 0, offset, INT64_MAX);
+            for (offset = 0; offset < LINE / 4; ++offset) {
+                test_row_streams(rows, row_length, offset, 4);
             }
-            /* packed float runs in pieces of 16 and more: 32-byte stores after a head that
-             * aligns dst (offsets 0-7 elements: every 4-byte alignment modulo 32 bytes) */
-            for (offset = 0; offset < 8; ++offset) {
-                test_row_stream_f32(rows, row_length, 0, offset, 16);
-                test_row_stream_f32(rows, row_length, 0, offset, 21);
-                test_row_stream_f32(rows, row_length, 0, offset, INT64_MAX);
+            for (offset = 0; offset < LINE / 8; ++offset) {
+                test_row_streams(rows, row_length, offset, 8);
             }
         }
     }
