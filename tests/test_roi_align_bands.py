@@ -100,3 +100,17 @@ def test_bands_on_a_one_column_map():
     rois = np.concatenate([[[0, -1, -1, 2, height + 1]], rois])
     _check(x, rois, (9, 1), 2, True, threads=(1,))
     _check(x, rois, (5, 2), 0, False, threads=(1,))
+
+
+def test_bands_rois_beside_the_map():
+    """RoIs whose rows are in the map but whose columns are all off it (no sample lands):
+    zeros, though their row taps lie in bands after the first (the tiles of such RoIs were
+    once left holding an earlier RoI's sums there)."""
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((2, 20, 120, 160)).astype(np.float32)
+    rois = [(n, x1, y1, x1 + rng.uniform(4, 200), y1 + rng.uniform(4, 150))
+            for n, x1, y1 in zip(rng.integers(0, 2, 300), rng.uniform(-20, 320, 300),
+                                 rng.uniform(-20, 240, 300))]
+    rois += [(n, 326.3, y, 328.4, y + 56.2) for n in (0, 1) for y in (20.0, 134.5, 200.0)]
+    for _ in range(3):  # later calls reuse the scratch of earlier ones
+        _check(x, np.array(rois), (7, 7), 2, False)

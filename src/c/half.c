@@ -582,16 +582,10 @@ static pyroi_status half_levels_check(half_levels *call, const void *const *maps
     if (call->level_params == NULL) {
         return PYROI_E_NULL_POINTER;
     }
-    /* as the float32 entry: the level parameters' own checks, then one map per level from
-     * min_level to max_level, before any of the num_levels maps is read */
-    status = pyroi_fpn_levels_f64(NULL, 0, 0, call->level_params, NULL);
+    /* as the float32 entry, before any of the num_levels maps is read */
+    status = pyroi_check_fpn_level_count(call->level_params, call->num_levels);
     if (status != PYROI_OK) {
         return status;
-    }
-    if (call->num_levels < 1 || call->num_levels > PYROI_MAX_FPN_LEVELS ||
-        (uint64_t)call->level_params->max_level - (uint64_t)call->level_params->min_level !=
-            (uint64_t)(call->num_levels - 1)) {
-        return PYROI_E_INVALID_SHAPE;
     }
     if (maps == NULL || shapes == NULL || strides == NULL || pooled_strides == NULL ||
         call->spatial_scales == NULL) {

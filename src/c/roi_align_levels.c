@@ -47,16 +47,9 @@ static pyroi_status roi_align_levels_check_call(
     if (status != PYROI_OK) {
         return status;
     }
-    /* the level parameters' own checks (no boxes: nothing else is looked at) */
-    status = pyroi_fpn_levels_f64(NULL, 0, 0, &call->level_params, NULL);
+    status = pyroi_check_fpn_level_count(&call->level_params, num_levels);
     if (status != PYROI_OK) {
         return status;
-    }
-    /* one map per level from min_level to max_level (unsigned: no overflow) */
-    if (num_levels < 1 || num_levels > PYROI_MAX_FPN_LEVELS ||
-        (uint64_t)call->level_params.max_level - (uint64_t)call->level_params.min_level !=
-            (uint64_t)(num_levels - 1)) {
-        return PYROI_E_INVALID_SHAPE;
     }
     if (maps == NULL || shapes == NULL || strides == NULL || spatial_scales == NULL) {
         return PYROI_E_NULL_POINTER;

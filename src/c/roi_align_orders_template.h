@@ -198,8 +198,10 @@ PYROI_CLONE_INLINE int PYROI_TYPED(roi_align_forward_bands)(
                 int64_t b, ph, e;                  /* samples average to zero */
                 for (ph = 0; ph < pooled_height; ++ph) {
                     const pyroi_tap_range rr = plan->ranges[k * plan->bins + ph];
+                    /* no column in the map: its rows' taps may lie in bands never visited */
+                    const int empty = rr.begin == rr.end || plan->col_taps[k] == 0;
                     T *row = tile + ph * pooled_width * PYROI_LANES;
-                    for (b = 0; rr.begin == rr.end && b < job->pair; ++b) {
+                    for (b = 0; empty && b < job->pair; ++b) {
                         for (e = 0; e < pooled_width * PYROI_LANES; ++e) {
                             row[b * tile_elements + e] = (T)0;
                         }

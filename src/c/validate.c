@@ -201,6 +201,23 @@ pyroi_status pyroi_check_roi_align_params(const pyroi_roi_align_params *params)
     return POOLING_PARAMS_STATUS(params, params->sampling_ratio);
 }
 
+pyroi_status pyroi_check_fpn_level_count(const pyroi_fpn_level_params *level_params,
+                                         int64_t num_levels)
+{
+    /* the level parameters' own checks (no boxes: nothing else is looked at) */
+    const pyroi_status status = pyroi_fpn_levels_f64(NULL, 0, 0, level_params, NULL);
+    if (status != PYROI_OK) {
+        return status;
+    }
+    /* unsigned: no overflow */
+    if (num_levels < 1 || num_levels > PYROI_MAX_FPN_LEVELS ||
+        (uint64_t)level_params->max_level - (uint64_t)level_params->min_level !=
+            (uint64_t)(num_levels - 1)) {
+        return PYROI_E_INVALID_SHAPE;
+    }
+    return PYROI_OK;
+}
+
 pyroi_status pyroi_check_ps_roi_align_params(const pyroi_ps_roi_align_params *params)
 {
     return POOLING_PARAMS_STATUS(params, params->sampling_ratio);

@@ -57,6 +57,12 @@ pyroi_status pyroi_check_rois(const void *boxes, int64_t num_rois, int64_t box_r
 /* Checks the fields of RoIAlign parameters. */
 pyroi_status pyroi_check_roi_align_params(const pyroi_roi_align_params *params);
 
+/* Checks the level parameters of a multi-level RoIAlign call (their own checks, as
+ * pyroi_fpn_levels_f64 makes them) and that num_levels is one map per level from min_level to
+ * max_level - before the caller's num_levels maps are read. */
+pyroi_status pyroi_check_fpn_level_count(const pyroi_fpn_level_params *level_params,
+                                         int64_t num_levels);
+
 /* Checks that each of num_rois batch indices lies in [0, num_images) (for entry points that
  * take batch indices without boxes). */
 pyroi_status pyroi_check_batch_indices(const int64_t *batch_indices, int64_t num_rois,
