@@ -124,6 +124,23 @@ __attribute__((target("avx2"))) static void lanes_to_channels_avx2_i32(const int
     }
 }
 
+/* Pixels [i, i + 8) of 16 channel rows into lanes. */
+__attribute__((target("avx2"))) static inline void channels_to_lanes_window_avx2(
+    const float *src, int64_t src_lane_stride, int64_t i, float *dst, int64_t dst_pitch)
+{
+    int64_t half, r;
+    for (half = 0; half < 16; half += 8) {
+        __m256 rows[8];
+        for (r = 0; r < 8; ++r) {
+            rows[r] = _mm256_loadu_ps(src + (half + r) * src_lane_stride + i);
+        }
+        transpose8x8(rows);
+        for (r = 0; r < 8; ++r) {
+            _mm256_storeu_ps(dst + (i + r) * dst_pitch + half, rows[r]);
+        }
+    }
+}
+
 __attribute__((target("avx2"))) static void channels_to_lanes_avx2(const float *src,
                                                                    int64_t src_lane_stride,
                                                                    int64_t count, float *dst,
@@ -131,27 +148,22 @@ __attribute__((target("avx2"))) static void channels_to_lanes_avx2(const float *
 {
     const int64_t full = count - count % 8;
     const int long_rows = count >= 4 * CHANNELS_TO_LANES_AHEAD;
-    int64_t i, half, r;
+    int64_t i, r;
     for (i = 0; i < full; i += 8) {
-        for (half = 0; half < 16; half += 8) {
-            __m256 rows[8];
-            for (r = 0; r < 8; ++r) {
-                rows[r] = _mm256_loadu_ps(src + (half + r) * src_lane_stride + i);
-            }
-            if (long_rows && (i & 15) == 0 && i + CHANNELS_TO_LANES_AHEAD < count) {
-                for (r = 0; r < 8; ++r) {
-                    PYROI_PREFETCH(src + (half + r) * src_lane_stride + i +
-                                   CHANNELS_TO_LANES_AHEAD);
-                }
-            }
-            transpose8x8(rows);
-            for (r = 0; r < 8; ++r) {
-                _mm256_storeu_ps(dst + (i + r) * dst_pitch + half, rows[r]);
+        if (long_rows && (i & 15) == 0 && i + CHANNELS_TO_LANES_AHEAD < count) {
+            for (r = 0; r < 16; ++r) {
+                PYROI_PREFETCH(src + r * src_lane_stride + i + CHANNELS_TO_LANES_AHEAD);
             }
         }
+        channels_to_lanes_window_avx2(src, src_lane_stride, i, dst, dst_pitch);
     }
-    channels_to_lanes_portable_f32(src + full, src_lane_stride, 1, count - full, 16,
-                                   dst + full * dst_pitch, dst_pitch);
+    if (full < count && full > 0) {
+        /* the last 8 pixels, overlapping the window before: no scalar end (short row
+         * segments of the sparse gathers end in one) */
+        channels_to_lanes_window_avx2(src, src_lane_stride, count - 8, dst, dst_pitch);
+    } else if (full < count) {
+        channels_to_lanes_portable_f32(src, src_lane_stride, 1, count, 16, dst, dst_pitch);
+    }
 }
 
 static int have_avx2(void)

@@ -1,7 +1,7 @@
 /* The lane/channel transposes move every element to its place, on every path (AVX2 where
  * available, portable otherwise, and for every count, lane count and stride; into lane-major
- * rows of L elements a pixel or, interleaved, 2L, leaving the other half alone); so do the
- * streaming copies. */
+ * rows of L elements a pixel or, interleaved, 2L, leaving the other half and every pixel past
+ * the count alone); so do the streaming copies. */
 #include "pyroi.h"
 #include "check.h"
 #include "transpose.h"
@@ -57,6 +57,9 @@ static int untouched(const void *element, size_t size)
                     }                                                                          \
                 }                                                                              \
             }                                                                                  \
+            for (i = count * pitch; i < MAX_COUNT * 2 * (L); ++i) { /* nothing past count */   \
+                CHECK(untouched(&back[i], sizeof(T)));                                         \
+            }                                                                                  \
         }                                                                                      \
     }
 
@@ -90,6 +93,9 @@ static void test_lanes_adjacent_f32(int64_t count, int64_t lanes, int64_t stride
                           (j < lanes ? lanes_major[i * LANES32 + j] : 0.0f));
                 }
             }
+        }
+        for (i = count * pitch; i < MAX_COUNT * 2 * LANES32; ++i) { /* nothing past count */
+            CHECK(untouched(&back[i], sizeof(float)));
         }
     }
 }
