@@ -169,6 +169,26 @@ def test_bench_scaling(tmp_path):
     assert run(["bench", "--scaling", "--sides", "0"], tmp_path).returncode == 2
 
 
+def test_bench_half(tmp_path):
+    # float16 against float32, both directions of an operator the workloads leave out and of
+    # one they have; the scratch column is Linux's (VmHWM), "-" elsewhere
+    result = run(["bench", "--half", "--quick", "-w", "vgg_conv5_ps_pool", "-w",
+                  "vgg_conv5_pool"], tmp_path)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.strip().splitlines()
+    assert lines[0].startswith("| workload | threads | direction | f32 ms | f16 ms | f16/f32 |")
+    rows = [[cell.strip() for cell in line.strip("|").split("|")] for line in lines[2:6]]
+    assert [(row[0], row[1], row[2]) for row in rows] == [
+        ("vgg_conv5_pool", "1", "fwd"), ("vgg_conv5_pool", "1", "bwd"),
+        ("vgg_conv5_ps_pool", "1", "fwd"), ("vgg_conv5_ps_pool", "1", "bwd")]
+    for row in rows:
+        wide, half, ratio = float(row[3]), float(row[4]), float(row[5])
+        assert wide > 0 and half > 0 and abs(ratio - half / wide) < 0.01 + 0.01 * ratio
+        assert row[8] == "-" or row[8].endswith(" MiB")
+    assert lines[-1].startswith("CPU: ")
+    assert run(["bench", "--half", "-w", "nope"], tmp_path).returncode == 2
+
+
 @pytest.mark.parametrize("command", [[], ["align"], ["pool"], ["ps-align"], ["ps-pool"],
                                      ["align-rotated"], ["explain"], ["bench"]])
 def test_help(tmp_path, command):

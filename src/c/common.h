@@ -141,11 +141,38 @@ static inline const void *pyroi_data_or_placeholder(const void *data)
     return data != NULL ? data : (const void *)placeholder;
 }
 
+/* Thread-local storage, where the compiler has it (else PYROI_THREAD_LOCAL is undefined and
+ * its users do without). */
+#if defined(_MSC_VER)
+#  define PYROI_THREAD_LOCAL __declspec(thread)
+#elif defined(__MINGW32__)
+/* none: MinGW's GCC emulates thread-locals with a libgcc DLL, which libpyroi.dll must not
+ * need */
+#elif defined(__GNUC__) || defined(__clang__)
+#  define PYROI_THREAD_LOCAL __thread
+#elif defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L && !defined(__STDC_NO_THREADS__)
+#  define PYROI_THREAD_LOCAL _Thread_local
+#endif
+
 /* malloc for vector scratch and large results: the result is aligned to 64 bytes (one cache
  * line, one AVX-512 register), so a lane block never straddles two lines. Blocks of 1 MiB and
  * more are pages mapped for the block alone, returned to the OS by pyroi_aligned_free (see
  * memory.c). Also used by the Python bindings for their result buffers. */
 void *pyroi_aligned_malloc(size_t bytes);
 void pyroi_aligned_free(void *pointer);
+
+/* A keeper of mapped scratch on one thread. Between pyroi_scratch_keep_begin and _end on a
+ * thread, pyroi_aligned_free keeps the largest mapped block freed on that thread instead of
+ * unmapping it, and pyroi_aligned_malloc hands it out again for a mapped block that fits
+ * (its pages already faulted in; like any block, not zeroed); _end unmaps it. A float16
+ * call's chunks (half.c) run one float32 call each: this way their scratch is mapped once
+ * per call, not once per chunk. A begin while another keeper is open on the thread does
+ * nothing (nor does its end). Without thread-local storage, nothing is kept. */
+typedef struct pyroi_scratch_keeper {
+    void *kept;  /* the kept block's header, or NULL */
+    int opened;  /* this keeper is the thread's open one */
+} pyroi_scratch_keeper;
+void pyroi_scratch_keep_begin(pyroi_scratch_keeper *keeper);
+void pyroi_scratch_keep_end(pyroi_scratch_keeper *keeper);
 
 #endif /* PYROI_COMMON_H */

@@ -317,6 +317,7 @@ static pyroi_status half_run(half_call *call, const int64_t *map_shape)
     int64_t group, pooled_shape[4], pooled_chunk_shape[4], chunk_channels, first, count;
     int64_t map_bytes = 4, pooled_bytes = 4;
     half_chunk chunk;
+    pyroi_scratch_keeper keeper;
     float *scratch;
     pyroi_status status;
     if (map_shape == NULL) {
@@ -356,6 +357,7 @@ static pyroi_status half_run(half_call *call, const int64_t *map_shape)
     }
     chunk.map = scratch;
     chunk.pooled = scratch + map_bytes / 4;
+    pyroi_scratch_keep_begin(&keeper); /* each chunk's float32 call reuses the last's pages */
     /* one call even without channels: its float32 call checks the boxes and parameters */
     for (first = 0; status == PYROI_OK; first += count) {
         const int64_t pooled_first = first / group;
@@ -393,6 +395,7 @@ static pyroi_status half_run(half_call *call, const int64_t *map_shape)
             break;
         }
     }
+    pyroi_scratch_keep_end(&keeper);
     pyroi_aligned_free(scratch);
     return status;
 }
@@ -678,6 +681,7 @@ static pyroi_status half_levels_run(const half_levels *call)
     int64_t pooled_shape[4], level_shapes[PYROI_MAX_FPN_LEVELS][4];
     int64_t level_strides[PYROI_MAX_FPN_LEVELS][4], pooled_chunk_strides[4];
     float *wide[PYROI_MAX_FPN_LEVELS], *pooled_wide, *scratch;
+    pyroi_scratch_keeper keeper;
     uint64_t bytes = 0, offsets[PYROI_MAX_FPN_LEVELS + 1];
     int64_t chunk_channels = half_chunk_channels(call->shapes[0], 1, num_threads);
     int64_t l, first, count, elements;
@@ -704,6 +708,7 @@ static pyroi_status half_levels_run(const half_levels *call)
         wide[l] = scratch + offsets[l] / 4;
     }
     pooled_wide = scratch + offsets[call->num_levels] / 4;
+    pyroi_scratch_keep_begin(&keeper); /* as in half_run */
     /* one call even without channels: its float32 call checks the boxes and parameters */
     for (first = 0; status == PYROI_OK; first += count) {
         uint16_t *pooled = call->pooled + (first > 0 ? first * call->pooled_strides[1] : 0);
@@ -743,6 +748,7 @@ static pyroi_status half_levels_run(const half_levels *call)
             break;
         }
     }
+    pyroi_scratch_keep_end(&keeper);
     pyroi_aligned_free(scratch);
     return status;
 }

@@ -68,6 +68,78 @@ static void unmap_pages(void *pages, size_t bytes)
 #endif
 }
 
+/* ---- the thread's open scratch keeper (common.h) ----------------------------------------- */
+
+#if defined(PYROI_THREAD_LOCAL) && defined(PYROI_MAPPED_PAGES)
+static PYROI_THREAD_LOCAL pyroi_scratch_keeper *open_keeper;
+#  define HAVE_KEEPER 1
+#endif
+
+void pyroi_scratch_keep_begin(pyroi_scratch_keeper *keeper)
+{
+    keeper->kept = NULL;
+    keeper->opened = 0;
+#ifdef HAVE_KEEPER
+    if (open_keeper == NULL) {
+        open_keeper = keeper;
+        keeper->opened = 1;
+    }
+#endif
+}
+
+void pyroi_scratch_keep_end(pyroi_scratch_keeper *keeper)
+{
+    if (!keeper->opened) {
+        return;
+    }
+#ifdef HAVE_KEEPER
+    open_keeper = NULL;
+#endif
+    if (keeper->kept != NULL) {
+        const block_header *kept = (const block_header *)keeper->kept;
+        unmap_pages(kept->block, kept->mapped_bytes);
+        keeper->kept = NULL;
+    }
+    keeper->opened = 0;
+}
+
+/* The kept block if it holds bytes (it leaves the keeper), else NULL. */
+static block_header *keeper_take(size_t bytes)
+{
+#ifdef HAVE_KEEPER
+    pyroi_scratch_keeper *keeper = open_keeper;
+    block_header *kept = keeper != NULL ? (block_header *)keeper->kept : NULL;
+    if (kept != NULL && kept->mapped_bytes >= bytes) {
+        keeper->kept = NULL;
+        return kept;
+    }
+#else
+    (void)bytes;
+#endif
+    return NULL;
+}
+
+/* A freed mapped block: kept if it is the larger (the other is unmapped), else unmapped. */
+static void keeper_give(block_header *header)
+{
+#ifdef HAVE_KEEPER
+    pyroi_scratch_keeper *keeper = open_keeper;
+    if (keeper != NULL) {
+        block_header *kept = (block_header *)keeper->kept;
+        if (kept != NULL && kept->mapped_bytes >= header->mapped_bytes) {
+            unmap_pages(header->block, header->mapped_bytes);
+            return;
+        }
+        if (kept != NULL) {
+            unmap_pages(kept->block, kept->mapped_bytes);
+        }
+        keeper->kept = header;
+        return;
+    }
+#endif
+    unmap_pages(header->block, header->mapped_bytes);
+}
+
 void *pyroi_aligned_malloc(size_t bytes)
 {
     const size_t padding = PYROI_SCRATCH_ALIGNMENT + PYROI_HEADER_BYTES;
@@ -78,8 +150,14 @@ void *pyroi_aligned_malloc(size_t bytes)
         return NULL;
     }
     if (bytes >= PYROI_MAPPED_BYTES) {
-        block = (unsigned char *)map_pages(bytes + padding);
-        mapped_bytes = block != NULL ? bytes + padding : 0;
+        block_header *kept = keeper_take(bytes + padding);
+        if (kept != NULL) { /* its mapped_bytes stay those it was mapped with */
+            block = (unsigned char *)kept->block;
+            mapped_bytes = kept->mapped_bytes;
+        } else {
+            block = (unsigned char *)map_pages(bytes + padding);
+            mapped_bytes = block != NULL ? bytes + padding : 0;
+        }
     }
     if (block == NULL) {
         block = (unsigned char *)malloc(bytes + padding);
@@ -99,13 +177,13 @@ void *pyroi_aligned_malloc(size_t bytes)
 
 void pyroi_aligned_free(void *pointer)
 {
-    const block_header *header;
+    block_header *header;
     if (pointer == NULL) {
         return;
     }
     header = ((block_header **)pointer)[-1];
     if (header->mapped_bytes > 0) {
-        unmap_pages(header->block, header->mapped_bytes);
+        keeper_give(header);
     } else {
         free(header->block);
     }

@@ -97,20 +97,8 @@ static double now_seconds(void)
 #endif
 }
 
-/* Thread-local storage, where the compiler has it: the time of this thread's next poll in its
- * preparation stages is its own, whatever tokens it holds (one token may serve several
- * threads' calls). */
-#if defined(_MSC_VER)
-#  define PYROI_THREAD_LOCAL __declspec(thread)
-#elif defined(__MINGW32__)
-/* none: MinGW's GCC emulates thread-locals with a libgcc DLL, which libpyroi.dll must not
- * need; its checks poll every time */
-#elif defined(__GNUC__) || defined(__clang__)
-#  define PYROI_THREAD_LOCAL __thread
-#elif defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L && !defined(__STDC_NO_THREADS__)
-#  define PYROI_THREAD_LOCAL _Thread_local
-#endif
-
+/* (PYROI_THREAD_LOCAL, common.h) the time of this thread's next poll in its preparation
+ * stages is its own, whatever tokens it holds (one token may serve several threads' calls). */
 #if defined(PYROI_THREAD_LOCAL)
 static PYROI_THREAD_LOCAL double next_stage_poll; /* 0: this thread has not polled yet */
 #endif

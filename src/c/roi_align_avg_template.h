@@ -217,15 +217,16 @@ static void PYROI_TYPED(roi_align_forward_finish)(const PYROI_TYPED(roi_align_pl
  * belongs to another band, whose pass adds it in the same order). A pair shares each sample's
  * tap addresses and weights between 32 float channels: the scalar work per sample is about as
  * large as the vector work, and the pair halves it per channel. Each bin also prefetches a
- * cache line of next[0, next_elements) per block: the next RoI's gradients when they are
- * packed (a block's bins then span at most one line per bin). Spread over the bins, the
+ * cache line of the bytes next[0, next_bytes) per block: the next RoI's gradients when they
+ * are packed (a block's bins then span at most one line per bin; float32 or float16, whose
+ * lines the first bins cover). Spread over the bins, the
  * prefetches take effect; issued together before the RoI, most were dropped and its gather
  * waited on memory (measured: box head backward 34 -> 28 ms). */
 PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_backward_roi_scaled)(
     const PYROI_TYPED(roi_align_plan) *plan, int64_t k, T *block, int64_t pair,
     int64_t block_step, int64_t width, int64_t pooled_height, int64_t pooled_width,
     int64_t ph_begin, int64_t ph_end, int64_t row_begin, int64_t row_end, T *sink,
-    const T *tile, int64_t tile_step, const T *next, int64_t next_elements, T scale,
+    const T *tile, int64_t tile_step, const void *next, int64_t next_bytes, T scale,
     int by_inverse)
 {
     const PYROI_TYPED(roi_align_tap_tables) tables =
@@ -247,11 +248,12 @@ PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_backward_roi_scaled)(
             /* a local copy: the compiler can see the block writes do not alter it */
             V g[2][PYROI_VECTORS];
             for (b = 0; b < pair; ++b) {
-                const int64_t line = (b * pooled_height * pooled_width + bin) * PYROI_LANES;
+                const int64_t line = (b * pooled_height * pooled_width + bin) * PYROI_LANES *
+                                     (int64_t)sizeof(T); /* in bytes: a cache line per bin */
                 for (j = 0; j < PYROI_VECTORS; ++j) {
                     g[b][j] = grad_lanes[b * next_tile + bin * PYROI_VECTORS + j];
                 }
-                PYROI_PREFETCH(next + (line < next_elements ? line : 0));
+                PYROI_PREFETCH((const char *)next + (line < next_bytes ? line : 0));
             }
             for (r = rr.begin; r < rr.end; ++r) {
                 const PYROI_TYPED(axis_tap) ty = tables.row_taps[r];
@@ -311,17 +313,17 @@ PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_backward_roi)(
     const PYROI_TYPED(roi_align_plan) *plan, int64_t k, T *block, int64_t pair,
     int64_t block_step, int64_t width, int64_t pooled_height, int64_t pooled_width,
     int64_t ph_begin, int64_t ph_end, int64_t row_begin, int64_t row_end, T *sink,
-    const T *tile, int64_t tile_step, const T *next, int64_t next_elements)
+    const T *tile, int64_t tile_step, const void *next, int64_t next_bytes)
 {
     const T inverse = PYROI_TYPED(pyroi_exact_inverse)(plan->samples[k]);
     if (inverse != (T)0) { /* exact: see pyroi_exact_inverse */
         PYROI_TYPED(roi_align_backward_roi_scaled)(
             plan, k, block, pair, block_step, width, pooled_height, pooled_width, ph_begin,
-            ph_end, row_begin, row_end, sink, tile, tile_step, next, next_elements, inverse, 1);
+            ph_end, row_begin, row_end, sink, tile, tile_step, next, next_bytes, inverse, 1);
     } else { /* unclamped: an empty grid has no taps */
         PYROI_TYPED(roi_align_backward_roi_scaled)(
             plan, k, block, pair, block_step, width, pooled_height, pooled_width, ph_begin,
-            ph_end, row_begin, row_end, sink, tile, tile_step, next, next_elements,
+            ph_end, row_begin, row_end, sink, tile, tile_step, next, next_bytes,
             (T)plan->samples[k], 0);
     }
 }

@@ -448,8 +448,8 @@ PYROI_VECTOR_TASK(PYROI_TYPED(roi_align_backward_image_task))
             }
             while (i < last) {
                 int64_t next = i + 1;
-                const T *next_bins = tile;
-                int64_t next_elements = 1;
+                const void *next_bins = tile;
+                int64_t next_bytes = 1;
                 k = order[i];
                 if (pyroi_cancel_requested(job->params->cancel)) {
                     break; /* the write-out below still leaves the band zero */
@@ -462,12 +462,17 @@ PYROI_VECTOR_TASK(PYROI_TYPED(roi_align_backward_image_task))
                 }
                 if (next < last) { /* the next RoI's gradients: start loading */
                     const int64_t next_row = PYROI_TYPED(roi_align_row)(job, order[next]);
-                    if (job->half_features == NULL) { /* and spread over the sampling */
-                        next_bins =
-                            job->features + next_row * go_strides[0] + c0 * go_strides[1];
-                        next_elements =
-                            packed_bins ? channels * pooled_height * pooled_width : 1;
-                    }
+                    /* and spread over the sampling, in float32 or float16 */
+                    const int64_t next_at = next_row * go_strides[0] + c0 * go_strides[1];
+                    const int64_t element_bytes = job->half_features != NULL
+                                                      ? (int64_t)sizeof(uint16_t)
+                                                      : (int64_t)sizeof(T);
+                    next_bins = job->half_features != NULL
+                                    ? (const void *)(job->half_features + next_at)
+                                    : (const void *)(job->features + next_at);
+                    next_bytes = packed_bins
+                                     ? channels * pooled_height * pooled_width * element_bytes
+                                     : 1;
                     PYROI_TYPED(roi_align_prefetch_bins)(job->features, job->half_features,
                                                          go_strides, next_row, c0, channels);
                 }
@@ -486,12 +491,12 @@ PYROI_VECTOR_TASK(PYROI_TYPED(roi_align_backward_image_task))
                     PYROI_TYPED(roi_align_backward_roi)(
                         plan, k, block, 2, block_step, shape[3], pooled_height, pooled_width,
                         ph_begin, ph_end, row_begin, row_end, sink, tile, tile_step, next_bins,
-                        next_elements);
+                        next_bytes);
                 } else {
                     PYROI_TYPED(roi_align_backward_roi)(
                         plan, k, block, 1, block_step, shape[3], pooled_height, pooled_width,
                         ph_begin, ph_end, row_begin, row_end, sink, tile, tile_step, next_bins,
-                        next_elements);
+                        next_bytes);
                 }
                 i = next;
                 ph_begin = next_begin;

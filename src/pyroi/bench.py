@@ -12,6 +12,7 @@ absolute times (machines are shared and noisy).
     pyroi bench --quick              # fewer repeats
     pyroi bench -w box_head -t 1     # one workload, one thread count
     pyroi bench --scaling            # adaptive sampling: time against box size
+    pyroi bench --half               # every operator: float16 against float32
 
 (``python bench/bench.py ...`` in a source checkout is the same program.)
 """
@@ -570,6 +571,236 @@ def format_scaling(rows) -> str:
     return "\n".join(lines)
 
 
+# ---- float16 against float32 (--half) ------------------------------------------------------
+
+@dataclass
+class HalfCase:
+    """One operator on one workload for ``--half``: ``calls(dtype, threads)`` returns its
+    (forward, backward or None) on data of ``dtype`` (float16 or float32; the same values,
+    the float32 data rounded to float16 once, the same float32 boxes)."""
+    name: str
+    description: str
+    calls: object
+
+
+def _as_dtype(cache: dict, array: np.ndarray, dtype) -> np.ndarray:
+    """``array`` in ``dtype`` (float16: rounded once, kept for every call)."""
+    key = (id(array), np.dtype(dtype).str)
+    if key not in cache:
+        cache[key] = array if array.dtype == dtype else array.astype(dtype)
+    return cache[key]
+
+
+def _rotated_boxes(rng, boxes: np.ndarray) -> np.ndarray:
+    """(K, 6) ``[batch, cx, cy, w, h, angle degrees]`` rows from (K, 5) corner rows."""
+    x1, y1, x2, y2 = boxes[:, 1], boxes[:, 2], boxes[:, 3], boxes[:, 4]
+    angles = rng.uniform(-90, 90, len(boxes))
+    return np.stack([boxes[:, 0], (x1 + x2) / 2, (y1 + y2) / 2, x2 - x1, y2 - y1, angles],
+                    axis=1).astype(np.float32)
+
+
+def make_half_cases(rng, workloads) -> list[HalfCase]:
+    """Every operator's float16 and float32 calls: the bench's workloads (RoIAlign avg and
+    max, ONNX max, RoIPool) and, on their arrays, the operators they leave out: the
+    position-sensitive ones (the VGG map widened to 490 = 10 x 7 x 7 channels), rotated
+    RoIAlign (the box head's boxes, turned) and the multi-level RoIAlign (a 4-level pyramid
+    of the box head's map)."""
+    cache: dict = {}
+    cases = []
+    for w in workloads:
+        def calls(dtype, threads, w=w):
+            x = _as_dtype(cache, w.features, dtype)
+            k, c = len(w.boxes), w.features.shape[1]
+            size, scale = w.output_size, w.spatial_scale
+            grad = _as_dtype(cache, _half_grad(cache, rng, (k, c, size, size)), dtype)
+            if w.op == "roi_pool":
+                _, argmax = pyroi.roi_pool(x, w.boxes, size, scale, return_argmax=True,
+                                           argmax_dtype=np.int32)
+                return (lambda: pyroi.roi_pool(x, w.boxes, size, scale, return_argmax=True,
+                                               argmax_dtype=np.int32, num_threads=threads),
+                        lambda: pyroi.roi_pool_backward(grad, w.boxes, argmax, x.shape, size,
+                                                        scale, num_threads=threads))
+            if w.op == "onnx_max":
+                rois = np.ascontiguousarray(w.boxes[:, 1:])
+                images = w.boxes[:, 0].astype(np.int64)
+                attributes = dict(mode="max", sampling_ratio=w.sampling_ratio,
+                                  spatial_scale=scale,
+                                  coordinate_transformation_mode="half_pixel")
+                _, argmax = pyroi.onnx.roi_align(x, rois, images, return_argmax=True,
+                                                 output_height=size, output_width=size,
+                                                 **attributes)
+                return (lambda: pyroi.onnx.roi_align(x, rois, images, output_height=size,
+                                                     output_width=size, num_threads=threads,
+                                                     **attributes),
+                        lambda: pyroi.onnx.roi_align_backward(grad, rois, images, x.shape,
+                                                              argmax=argmax,
+                                                              num_threads=threads,
+                                                              **attributes))
+            args = (size, scale, w.sampling_ratio, w.aligned)
+            if w.op == "roi_align_max":
+                _, argmax = pyroi.roi_align(x, w.boxes, *args, mode="max", return_argmax=True)
+                return (lambda: pyroi.roi_align(x, w.boxes, *args, mode="max",
+                                                num_threads=threads),
+                        lambda: pyroi.roi_align_backward(grad, w.boxes, x.shape, *args[1:],
+                                                         mode="max", argmax=argmax,
+                                                         num_threads=threads))
+            return (lambda: pyroi.roi_align(x, w.boxes, *args, num_threads=threads),
+                    lambda: pyroi.roi_align_backward(grad, w.boxes, x.shape, *args[1:],
+                                                     num_threads=threads))
+        cases.append(HalfCase(w.name, w.description, calls))
+    by_name = {w.name: w for w in workloads}
+    vgg, box = by_name.get("vgg_conv5_align"), by_name.get("box_head")
+    if vgg is not None:
+        ps_features = np.ascontiguousarray(vgg.features[:, :490])
+
+        def ps_calls(forward, backward, extra):
+            def calls(dtype, threads):
+                x = _as_dtype(cache, ps_features, dtype)
+                grad = _as_dtype(cache, _half_grad(cache, rng, (len(vgg.boxes), 10, 7, 7)),
+                                 dtype)
+                return (lambda: forward(x, vgg.boxes, 7, vgg.spatial_scale, *extra,
+                                        num_threads=threads),
+                        lambda: backward(grad, vgg.boxes, x.shape, vgg.spatial_scale, *extra,
+                                         num_threads=threads))
+            return calls
+
+        cases.append(HalfCase("vgg_conv5_ps_align", "PS-RoIAlign, VGG conv5 boxes on "
+                              "1x490x38x50, 7x7, sr 2",
+                              ps_calls(pyroi.ps_roi_align, pyroi.ps_roi_align_backward, (2,))))
+        cases.append(HalfCase("vgg_conv5_ps_pool", "PS-RoIPool, VGG conv5 boxes on "
+                              "1x490x38x50, 7x7",
+                              ps_calls(pyroi.ps_roi_pool, pyroi.ps_roi_pool_backward, ())))
+    if box is not None:
+        # the small call's 64 boxes: rotated RoIAlign takes seconds on the box head's 1000
+        rotated = _rotated_boxes(rng, by_name["small_call"].boxes if "small_call" in by_name
+                                 else box.boxes[:64])
+
+        def rotated_calls(dtype, threads):
+            x = _as_dtype(cache, box.features, dtype)
+            grad = _as_dtype(cache, _half_grad(cache, rng, (len(rotated), 256, 7, 7)), dtype)
+            return (lambda: pyroi.roi_align_rotated(x, rotated, 7, 0.25, 2,
+                                                    num_threads=threads),
+                    lambda: pyroi.roi_align_rotated_backward(grad, rotated, x.shape, 0.25, 2,
+                                                             num_threads=threads))
+
+        cases.append(HalfCase("small_call_rotated", "rotated RoIAlign: the small call's arrays "
+                              "(64 boxes), turned -90..90 degrees, 7x7, sr 2", rotated_calls))
+        levels = {"p2": box.features}
+        for level in ("p3", "p4", "p5"):
+            previous = levels[f"p{int(level[1]) - 1}"]
+            levels[level] = np.ascontiguousarray(previous[:, :, ::2, ::2])
+        image_boxes = [np.ascontiguousarray(box.boxes[box.boxes[:, 0] == i, 1:])
+                       for i in range(2)]
+
+        def levels_calls(dtype, threads):
+            pyramid = {name: _as_dtype(cache, level, dtype) for name, level in levels.items()}
+            pooler = pyroi.MultiScaleRoIAlign(list(levels), 7, 2)
+            pooled = pooler(pyramid, image_boxes, [(800, 1088)] * 2)
+            grad = _as_dtype(cache, _half_grad(cache, rng, pooled.shape), dtype)
+
+            def forward():
+                return pooler(pyramid, image_boxes, [(800, 1088)] * 2, num_threads=threads)
+
+            def backward():
+                return pooler.backward(grad, num_threads=threads)
+            return forward, backward
+
+        cases.append(HalfCase("box_head_levels", "MultiScaleRoIAlign: the box head's boxes on "
+                              "a 4-level pyramid of its map, 7x7, sr 2", levels_calls))
+    return cases
+
+
+def _half_grad(cache: dict, rng, shape) -> np.ndarray:
+    """A float32 output gradient of ``shape`` (one per shape, reused)."""
+    key = ("grad", tuple(shape))
+    if key not in cache:
+        cache[key] = rng.standard_normal(shape, dtype=np.float32)
+    return cache[key]
+
+
+def _status_bytes(field_name: str) -> int | None:
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            return next(int(line.split()[1]) * 1024 for line in status
+                        if line.startswith(field_name + ":"))
+    except (OSError, StopIteration):
+        return None
+
+
+def extra_peak_bytes(fn) -> int | None:
+    """The peak resident memory ``fn()`` adds: its scratch (Linux: the rise of VmHWM, reset to
+    VmRSS through /proc/self/clear_refs; None elsewhere). Called after warm-up calls, so a
+    large result comes from pyroi's result cache (pages already resident) and is not in it."""
+    try:
+        with open("/proc/self/clear_refs", "w", encoding="ascii") as clear:
+            clear.write("5")
+    except OSError:
+        return None
+    before = _status_bytes("VmRSS")
+    fn()
+    peak = _status_bytes("VmHWM")
+    return None if before is None or peak is None else peak - before
+
+
+def interleaved_ms(first, second, repeat: int, warmup_seconds: float = WARMUP_SECONDS):
+    """Medians of ``repeat`` calls of each of two functions called alternately (so both see
+    the same load), and the median of the per-pair ratios second / first."""
+    start = time.perf_counter()
+    first(), second()
+    while time.perf_counter() - start < warmup_seconds:
+        first(), second()
+    times: tuple[list, list] = ([], [])
+    for i in range(repeat):
+        order = ((0, first), (1, second)) if i % 2 == 0 else ((1, second), (0, first))
+        for side, fn in order:
+            begin = time.perf_counter()
+            fn()
+            times[side].append((time.perf_counter() - begin) * 1e3)
+    ratios = [b / a for a, b in zip(*times)]
+    return statistics.median(times[0]), statistics.median(times[1]), statistics.median(ratios)
+
+
+def run_half(cases, thread_counts, repeat, progress=None, warmup_seconds=WARMUP_SECONDS):
+    """float16 against float32 for every case, direction and thread count, interleaved in
+    this process: rows ``(case, threads, direction, f32 ms, f16 ms, ratio of medians, median
+    of paired ratios, f32 scratch bytes, f16 scratch bytes)``."""
+    progress = sys.stderr if progress is None else progress
+    print(f"pyroi {pyroi.__version__}; float16 against float32, interleaved\n{machine()}",
+          file=progress, flush=True)
+    rows = []
+    for case in cases:
+        print(f"\n{case.name}: {case.description}", file=progress, flush=True)
+        for threads in thread_counts:
+            wide, half = case.calls(np.float32, threads), case.calls(np.float16, threads)
+            for direction, index in (("fwd", 0), ("bwd", 1)):
+                if wide[index] is None or half[index] is None:
+                    continue
+                wide_ms, half_ms, paired = interleaved_ms(wide[index], half[index], repeat,
+                                                          warmup_seconds)
+                memory = (extra_peak_bytes(wide[index]), extra_peak_bytes(half[index]))
+                rows.append((case.name, threads, direction, wide_ms, half_ms,
+                             half_ms / wide_ms, paired) + memory)
+                print(f"  threads={threads} {direction}: f32 {wide_ms:8.2f} ms | f16 "
+                      f"{half_ms:8.2f} ms | f16/f32 {half_ms / wide_ms:5.2f} (paired "
+                      f"{paired:5.2f}) | scratch f32 {_mib(memory[0])} f16 {_mib(memory[1])}",
+                      file=progress, flush=True)
+    return rows
+
+
+def _mib(value) -> str:
+    return "-" if value is None else f"{value / 2**20:.1f} MiB"
+
+
+def format_half(rows) -> str:
+    """The rows of :func:`run_half` as a Markdown table."""
+    lines = ["| workload | threads | direction | f32 ms | f16 ms | f16/f32 | paired f16/f32 | "
+             "f32 scratch | f16 scratch |", "|---|---|---|---|---|---|---|---|---|"]
+    for name, threads, direction, wide, half, ratio, paired, wide_mem, half_mem in rows:
+        lines.append(f"| {name} | {threads} | {direction} | {wide:.2f} | {half:.2f} | "
+                     f"{ratio:.2f} | {paired:.2f} | {_mib(wide_mem)} | {_mib(half_mem)} |")
+    return "\n".join(lines)
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The benchmark's options (shared by ``pyroi bench`` and ``bench/bench.py``)."""
     parser.add_argument("-w", "--workload", action="append",
@@ -584,6 +815,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--scaling", action="store_true",
                         help="instead of the workloads: adaptive sampling time against box "
                              f"size ({SCALING_BOXES} square boxes per side, 1 thread unless -t)")
+    parser.add_argument("--half", action="store_true",
+                        help="instead of the peers: every operator's float16 call against its "
+                             "float32 call (interleaved), forward and backward, with the "
+                             "scratch each adds (1 thread unless -t)")
     parser.add_argument("--sides", type=int, nargs="+", metavar="PX",
                         help="box sides of --scaling (default: "
                              f"{' '.join(map(str, SCALING_SIDES))})")
@@ -609,12 +844,21 @@ def run_from_args(args, parser: argparse.ArgumentParser) -> int:
         return 0
     rng = np.random.default_rng(2026)
     workloads = make_workloads(rng)
+    if args.half:
+        cases = make_half_cases(rng, workloads)
+        workloads = cases
     if args.workload:
         known = {w.name for w in workloads}
         unknown = set(args.workload) - known
         if unknown:
             parser.error(f"unknown workload(s) {sorted(unknown)}; choose from {sorted(known)}")
         workloads = [w for w in workloads if w.name in args.workload]
+    if args.half:
+        rows = run_half(workloads, args.threads or [1], args.repeat,
+                        warmup_seconds=warmup_seconds)
+        print(format_half(rows), flush=True)
+        print(f"\n{machine()}", flush=True)
+        return 0
     rows = run(workloads, args.threads or [1, 2], args.repeat, args.peer_repeat,
                warmup_seconds=warmup_seconds)
     print(format_table(rows), flush=True)

@@ -6,6 +6,7 @@
  * value widened, NaN payloads rounded (round trips and ties: test_frontends.c), also as the
  * lane-major gathers widen (F16C and portable) and the forward's store rounds. */
 #include "check.h"
+#include "common.h"
 #include "half.h"
 #include "transpose.h"
 
@@ -329,6 +330,52 @@ static void test_levels(arrays *a, int threads)
     free(level32);
 }
 
+/* The scratch keeper the chunks run under (common.h): a mapped block freed while it is open
+ * comes back for the next block that fits, the larger of two freed is kept, a nested begin
+ * does nothing, small blocks are never kept, and its end gives the block back. */
+static void test_scratch_keeper(void)
+{
+#if defined(PYROI_THREAD_LOCAL) && defined(__unix__)
+    const size_t mib = (size_t)1 << 20;
+    pyroi_scratch_keeper keeper, nested;
+    unsigned char *first, *again, *larger, *small;
+    pyroi_scratch_keep_begin(&keeper);
+    CHECK(keeper.opened && keeper.kept == NULL);
+    first = (unsigned char *)pyroi_aligned_malloc(2 * mib);
+    CHECK(first != NULL);
+    if (first == NULL) {
+        return;
+    }
+    memset(first, 0xab, 2 * mib);
+    pyroi_aligned_free(first);
+    CHECK(keeper.kept != NULL);
+    again = (unsigned char *)pyroi_aligned_malloc(mib + mib / 2); /* fits: the same pages */
+    CHECK(again == first && keeper.kept == NULL);
+    if (again != NULL) {
+        again[mib + mib / 2 - 1] = 1; /* writable to its end */
+    }
+    larger = (unsigned char *)pyroi_aligned_malloc(4 * mib);
+    CHECK(larger != NULL && larger != again);
+    pyroi_aligned_free(again);
+    pyroi_aligned_free(larger); /* the larger stays, the other is unmapped */
+    pyroi_scratch_keep_begin(&nested);
+    CHECK(!nested.opened);
+    pyroi_scratch_keep_end(&nested); /* not the open one: nothing */
+    again = (unsigned char *)pyroi_aligned_malloc(3 * mib);
+    CHECK(again == larger);
+    small = (unsigned char *)pyroi_aligned_malloc(4096);
+    pyroi_aligned_free(small);
+    CHECK(keeper.kept == NULL); /* a malloc'd block is freed, not kept */
+    pyroi_aligned_free(again);
+    CHECK(keeper.kept != NULL);
+    pyroi_scratch_keep_end(&keeper);
+    CHECK(!keeper.opened && keeper.kept == NULL);
+    first = (unsigned char *)pyroi_aligned_malloc(2 * mib); /* closed: nothing is kept */
+    pyroi_aligned_free(first);
+    CHECK(keeper.kept == NULL);
+#endif
+}
+
 static void test_statuses(arrays *a)
 {
     static const int64_t bad_batch[K] = {0, 1, 2, 0, 1, 0, 0};
@@ -501,6 +548,7 @@ int main(void)
     }
     test_conversions();
     test_lane_conversions();
+    test_scratch_keeper();
     for (threads = 1; threads <= 2; ++threads) {
         test_forwards(&a, nchw_strides, threads);
         test_forwards(&a, nhwc_strides, threads);
