@@ -705,6 +705,28 @@ def test_loop_orders_bit_exact_with_torchvision(tv, order, channels, dtype, alig
                                   tv.roi_align_grad(x, boxes, grad, *args))
 
 
+@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
+@pytest.mark.parametrize("aligned", [False, True])
+def test_image_order_on_blocks_larger_than_the_l2_cache_bit_exact(tv, dtype, aligned):
+    # Whole images gathered into blocks of 1.2 MB (120 x 160 pixels of 64 bytes), whose next
+    # item's input is not prefetched on an L2 cache of up to 2.4 MB, and sampled whole: 1400
+    # RoIs of 7 x 7 bins per image have running sums of over 4 MB, too many for row bands on
+    # any L2 cache up to 2 MB. 37 channels make three items per image, so that a worker
+    # goes on from item to item; the result is torchvision's and the same on 1 and 2 threads.
+    rng = np.random.default_rng(18)
+    x = rng.standard_normal((2, 37, 120, 160)).astype(dtype)
+    k = 2800
+    coords = np.stack([rng.uniform(-6, 162, k), rng.uniform(-6, 122, k)], axis=1)
+    sizes = rng.uniform(0.2, 40, (k, 2))
+    boxes = np.concatenate([np.arange(k)[:, None] % 2, coords, coords + sizes], axis=1)
+    boxes[:2, 1:] = boxes[:2, [3, 4, 1, 2]]  # one inverted box in each image
+    boxes = boxes.astype(dtype)
+    args = ((7, 7), 0.9, 2, aligned)
+    one = pyroi.roi_align(x, boxes, *args, num_threads=1)
+    np.testing.assert_array_equal(one, tv.roi_align(x, boxes, *args))
+    np.testing.assert_array_equal(pyroi.roi_align(x, boxes, *args, num_threads=2), one)
+
+
 def test_empty_output_with_huge_output_size_returns_at_once():
     # C = 0: the output has no elements, so the output size must not cost anything
     x = np.zeros((1, 0, 5, 5), np.float32)

@@ -241,6 +241,9 @@ PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_forward_items)(
     T *tile = PYROI_TYPED(roi_align_bin_tile)(job, block);
     T *staging = job->stream_result ? PYROI_TYPED(roi_align_staging)(job, block) : NULL;
     T zero[PYROI_LANE_BYTES / sizeof(T)];
+    /* the next item's footprint is always prefetched; its whole image when it fits the L2 */
+    const int prefetch_next =
+        job->footprint != NULL || PYROI_TYPED(roi_align_prefetch_next_image)(job);
     int64_t item, i, k;
 
     for (item = begin; order == ROI_ALIGN_ORDER_IMAGE && item < end; ++item) {
@@ -271,7 +274,7 @@ PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_forward_items)(
             if (i % 8 == 0 && pyroi_cancel_requested(job->params->cancel)) {
                 break; /* an item can hold every RoI: the call ends at the next chunk */
             }
-            if (item + 1 < end) { /* the next block's input, a slice per RoI */
+            if (prefetch_next && item + 1 < end) { /* the next input, a slice per RoI */
                 PYROI_TYPED(roi_align_prefetch_block_slice)(job, item + 1, i - first,
                                                             last - first);
             }
