@@ -22,6 +22,7 @@
 #include "cpu.h"
 #include "parallel.h"
 #include "roi_align_half.h"
+#include "roi_pool_half.h"
 #include "validate.h"
 
 #include <string.h>
@@ -530,6 +531,16 @@ static pyroi_status half_roi_align_backward_whole(const half_call *c, int *taken
                                          HALF_PARAMS(roi_align, c), taken);
 }
 
+/* RoIPool's forward likewise where its lane-major orders run (roi_pool_half.h). */
+static pyroi_status half_roi_pool_forward_whole(const half_call *c, int *taken)
+{
+    return pyroi_roi_pool_forward_half(c->map, c->map_shape, c->map_strides, HALF_ROIS(c),
+                                       c->pooled, c->pooled_strides, c->argmax,
+                                       c->argmax_strides,
+                                       c->argmax_bytes == (int64_t)sizeof(int64_t),
+                                       HALF_PARAMS(roi_pool, c), taken);
+}
+
 HALF_FORWARD(roi_align_forward, roi_align, 4, 0, HALF_NO_ARGMAX_PARAMETERS,
              HALF_NO_ARGMAX_ARGUMENTS, HALF_FORWARD_ARGS(roi_align),
              half_roi_align_forward_whole)
@@ -547,9 +558,11 @@ HALF_FORWARD(roi_align_onnx_max_forward_argmax, roi_align, 4, 0, HALF_ARGMAX_OUT
 HALF_BACKWARD(roi_align_onnx_max_backward, roi_align, 4, 0, HALF_ARGMAX_IN_PARAMETERS,
               HALF_ARGMAX_ARGUMENTS, HALF_BACKWARD_ARGMAX_ARGS(roi_align), NULL)
 HALF_FORWARD(roi_pool_forward, roi_pool, 4, 0, HALF_ARGMAX_OUT_PARAMETERS,
-             HALF_ARGMAX_ARGUMENTS, HALF_FORWARD_ARGMAX_ARGS(roi_pool), NULL)
+             HALF_ARGMAX_ARGUMENTS, HALF_FORWARD_ARGMAX_ARGS(roi_pool),
+             half_roi_pool_forward_whole)
 HALF_FORWARD(roi_pool_forward_i32, roi_pool, 4, 0, HALF_ARGMAX_I32_OUT_PARAMETERS,
-             HALF_ARGMAX_ARGUMENTS, HALF_FORWARD_ARGMAX_ARGS(roi_pool), NULL)
+             HALF_ARGMAX_ARGUMENTS, HALF_FORWARD_ARGMAX_ARGS(roi_pool),
+             half_roi_pool_forward_whole)
 HALF_FORWARD(ps_roi_align_forward, ps_roi_align, 4, 1, HALF_NO_ARGMAX_PARAMETERS,
              HALF_NO_ARGMAX_ARGUMENTS, HALF_FORWARD_ARGS(ps_roi_align), NULL)
 HALF_BACKWARD(ps_roi_align_backward, ps_roi_align, 4, 1, HALF_NO_ARGMAX_PARAMETERS,

@@ -70,7 +70,7 @@ static void PYROI_TYPED(roi_align_forward_store)(const PYROI_TYPED(roi_align_job
         const int64_t offset =
             PYROI_TYPED(roi_align_row)(job, k) * out_strides[0] + c * out_strides[1];
         if (job->half_result != NULL) { /* a float16 output: its jobs always have staging */
-            PYROI_TYPED(roi_align_tile_to_half_bins)(
+            PYROI_TYPED(lane_block_tile_to_half_bins)(
                 tile + b * tile_elements, lanes, job->params->pooled_height,
                 job->params->pooled_width, job->half_result + offset, out_strides, staging);
         } else {

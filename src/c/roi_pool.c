@@ -2,7 +2,9 @@
  * backward, float32 and float64: the dtype-free checks, the argmax check and the bin-window
  * plan here; the rest is written once per concern in templates that roi_pool_dtype.h
  * includes, once per dtype. Semantics: docs/semantics.md §5.1 (torchvision.ops.roi_pool). */
+#include "half.h"
 #include "parallel.h"
+#include "roi_pool_half.h"
 #include "rois.h"
 #include "transpose.h"
 #include "validate.h"
@@ -396,3 +398,48 @@ typedef int64_t roi_pool_index_f64;
 #define ROI_POOL_CEIL PYROI_CEIL
 #define PYROI_DTYPE_TEMPLATE "roi_pool_dtype.h"
 #include "each_dtype.h"
+
+/* ---- the forward of a float16 call (roi_pool_half.h) ------------------------------------ */
+
+pyroi_status pyroi_roi_pool_forward_half(const uint16_t *input, const int64_t input_shape[4],
+                                         const int64_t input_strides[4], const float *boxes,
+                                         int64_t num_rois, int64_t box_row_stride,
+                                         const int64_t *batch_indices, uint16_t *output,
+                                         const int64_t output_strides[4], void *argmax,
+                                         const int64_t argmax_strides[4], int argmax_wide,
+                                         const pyroi_roi_pool_params *params, int *taken)
+{
+    roi_pool_job_f32 job;
+    pyroi_rois rois;
+    pyroi_status status = roi_pool_check_forward(input, input_shape, input_strides, boxes,
+                                                 num_rois, box_row_stride, batch_indices,
+                                                 output, output_strides, argmax,
+                                                 argmax_strides, argmax_wide, params,
+                                                 sizeof(float), &rois);
+    *taken = 1;
+    if (status != PYROI_OK) {
+        return status; /* the float32 call's checks: the chunks would fail the same way */
+    }
+    /* only the lane-major orders widen what they gather; the direct order reads the map in
+     * place */
+    if (!roi_pool_scratch_fits_f32(input_shape[2] * input_shape[3],
+                                   params->pooled_height * params->pooled_width)) {
+        *taken = 0;
+        pyroi_rois_free(&rois);
+        return PYROI_OK;
+    }
+    memset(&job, 0, sizeof(job));
+    job.half_features = input;
+    job.features_shape = input_shape;
+    job.features_strides = input_strides;
+    roi_pool_job_rois_f32(&job, &rois);
+    job.half_result = output;
+    job.result_strides = output_strides;
+    job.argmax_out = argmax;
+    job.argmax_strides = argmax_strides;
+    job.argmax_wide = argmax_wide;
+    job.params = params;
+    status = roi_pool_forward_checked_f32(&job);
+    pyroi_rois_free(&rois);
+    return status;
+}

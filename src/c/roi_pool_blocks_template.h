@@ -32,8 +32,10 @@ static int64_t PYROI_TYPED(roi_pool_sub_lanes)(int64_t channels, int64_t c0, int
 /* Copies rows [region[0], region[1]) x columns [region[2], region[3]) of the channel group
  * at c0 of image n into the block (lane_block_gather), packed with region[3] - region[2]
  * pixels per row, sub-block s at block + s * sub_stride; a sub-block past the last channel is
- * 0 (the bin kernels read both). */
-static void PYROI_TYPED(roi_pool_region_to_block)(const T *map, const int64_t shape[4],
+ * 0 (the bin kernels read both). The map is map's, or half's float16 one when half is not
+ * NULL (widened exactly as it is read). */
+static void PYROI_TYPED(roi_pool_region_to_block)(const T *map, const uint16_t *half,
+                                                  const int64_t shape[4],
                                                   const int64_t strides[4], int64_t n,
                                                   int64_t c0, const int64_t region[4],
                                                   T *block, int64_t sub_stride)
@@ -42,7 +44,7 @@ static void PYROI_TYPED(roi_pool_region_to_block)(const T *map, const int64_t sh
     const int64_t channels =
         shape[1] - c0 < ROI_POOL_GROUP_LANES ? shape[1] - c0 : ROI_POOL_GROUP_LANES;
     int64_t s;
-    PYROI_TYPED(lane_block_gather)(map, NULL, strides, shape[3], n, c0, channels, region[0],
+    PYROI_TYPED(lane_block_gather)(map, half, strides, shape[3], n, c0, channels, region[0],
                                    region[1], region[2], region[3], block, pitch, PYROI_LANES,
                                    sub_stride);
     for (s = (channels + PYROI_LANES - 1) / PYROI_LANES; s < ROI_POOL_GROUP; ++s) {
@@ -217,7 +219,30 @@ static void PYROI_TYPED(roi_pool_tiles_to_bins)(const PYROI_TYPED(roi_pool_job) 
     const int64_t group_lanes =
         channels - c0 < ROI_POOL_GROUP_LANES ? channels - c0 : ROI_POOL_GROUP_LANES;
     int64_t s, ph, pw, j, i;
-    if (writer != NULL) {
+    if (job->half_result != NULL &&
+        PYROI_TYPED(roi_pool_bins_contiguous)(strides, pooled_height, pooled_width)) {
+        /* a float16 output whose group is one run: transposed, then rounded in one piece
+         * (per channel, the 49 bins of 7 x 7 ended in a slow scalar tail) */
+        for (s = 0; s * PYROI_LANES < group_lanes; ++s) {
+            PYROI_TYPED(pyroi_lanes_to_channels)(
+                scratch->values + s * bins * PYROI_LANES, bins,
+                PYROI_TYPED(roi_pool_sub_lanes)(channels, c0, s),
+                scratch->staging + s * PYROI_LANES * bins, bins, 1);
+        }
+        if (sizeof(T) == sizeof(float)) { /* always: only float32 jobs have a float16 output */
+            pyroi_half_round_run((const float *)(const void *)scratch->staging,
+                                 group_lanes * bins,
+                                 job->half_result + k * strides[0] + c0 * strides[1], 1);
+        }
+    } else if (job->half_result != NULL) { /* any other layout, never streamed */
+        for (s = 0; s * PYROI_LANES < group_lanes; ++s) {
+            PYROI_TYPED(lane_block_tile_to_half_bins)(
+                scratch->values + s * bins * PYROI_LANES,
+                PYROI_TYPED(roi_pool_sub_lanes)(channels, c0, s), pooled_height, pooled_width,
+                job->half_result + k * strides[0] + (c0 + s * PYROI_LANES) * strides[1],
+                strides, scratch->staging);
+        }
+    } else if (writer != NULL) {
         /* large outputs: lay the group's run out in the scratch and stream it out past the
          * caches while the next tile is pooled (roi_pool_roi_lanes advances it) */
         PYROI_TYPED(pyroi_row_stream_advance)(&writer->run, INT64_MAX); /* the previous run */

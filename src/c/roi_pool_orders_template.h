@@ -100,8 +100,9 @@ PYROI_VECTOR_TASK(PYROI_TYPED(roi_pool_forward_image_task))
         const int64_t group = PYROI_TYPED(lane_block_item)(item, shape[1], ROI_POOL_GROUP_LANES,
                                                            &c0, &channels);
         const int64_t n = plan->rois->group_image[group];
-        PYROI_TYPED(roi_pool_region_to_block)(job->features, shape, job->features_strides, n,
-                                              c0, whole, scratch.block, scratch.sub_stride);
+        PYROI_TYPED(roi_pool_region_to_block)(job->features, job->half_features, shape,
+                                              job->features_strides, n, c0, whole,
+                                              scratch.block, scratch.sub_stride);
         for (i = plan->rois->group_start[group]; i < plan->rois->group_start[group + 1]; ++i) {
             const int64_t k = plan->rois->order[i];
             if (i % 8 == 0 && pyroi_cancel_requested(job->params->cancel)) {
@@ -138,9 +139,9 @@ PYROI_VECTOR_TASK(PYROI_TYPED(roi_pool_forward_region_task))
             /* packed: sub-blocks region-area apart */
             const int64_t sub_stride =
                 (region[1] - region[0]) * (region[3] - region[2]) * PYROI_LANES;
-            PYROI_TYPED(roi_pool_region_to_block)(job->features, shape, job->features_strides,
-                                                  job->batch_indices[k], c0, region,
-                                                  scratch.block, sub_stride);
+            PYROI_TYPED(roi_pool_region_to_block)(job->features, job->half_features, shape,
+                                                  job->features_strides, job->batch_indices[k],
+                                                  c0, region, scratch.block, sub_stride);
             PYROI_TYPED(roi_pool_roi_lanes)(plan, k, scratch.block, sub_stride,
                                             region[3] - region[2], region[0], region[2],
                                             shape[3], pooled_height, pooled_width,
