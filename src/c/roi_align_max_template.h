@@ -350,16 +350,24 @@ PYROI_CLONE_INLINE int PYROI_TYPED(roi_align_max_roi_values)(
                         const PYROI_TYPED(axis_tap) tx = tables.col_taps[q];
                         const T w1 = ty.w_lo * tx.w_lo, w2 = ty.w_lo * tx.w_hi;
                         const T w3 = ty.w_hi * tx.w_lo, w4 = ty.w_hi * tx.w_hi;
+                        /* the taps' first elements, then each vector a constant offset
+                         * from them: GCC then addresses a block's pixel (pair 1) with one
+                         * index register per tap, as before pairs (4 address instructions
+                         * per sample fewer than indexing vectors by tx.lo * pixel + j) */
+                        const T *p1 = (const T *)(row_lo + tx.lo * pixel);
+                        const T *p2 = (const T *)(row_lo + tx.hi * pixel);
+                        const T *p3 = (const T *)(row_hi + tx.lo * pixel);
+                        const T *p4 = (const T *)(row_hi + tx.hi * pixel);
                         for (b = 0; b < pair; ++b) {
-                            const V *p1 = row_lo + tx.lo * pixel + b * PYROI_VECTORS;
-                            const V *p2 = row_lo + tx.hi * pixel + b * PYROI_VECTORS;
-                            const V *p3 = row_hi + tx.lo * pixel + b * PYROI_VECTORS;
-                            const V *p4 = row_hi + tx.hi * pixel + b * PYROI_VECTORS;
                             for (j = 0; j < PYROI_VECTORS; ++j) {
                                 /* each lane is one channel, evaluated exactly as the scalar
                                  * loop */
-                                const V value =
-                                    w1 * p1[j] + w2 * p2[j] + w3 * p3[j] + w4 * p4[j];
+                                const int64_t at =
+                                    (b * PYROI_VECTORS + j) * (PYROI_LANES / PYROI_VECTORS);
+                                const V value = w1 * *(const V *)(p1 + at) +
+                                                w2 * *(const V *)(p2 + at) +
+                                                w3 * *(const V *)(p3 + at) +
+                                                w4 * *(const V *)(p4 + at);
                                 PYROI_TYPED(roi_align_lanes_max)(&best[b][j], &value);
                                 sum[b][j] += value;
                             }
