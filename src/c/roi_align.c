@@ -109,11 +109,13 @@ static int roi_align_workspace_add(size_t *total, size_t bytes)
 enum roi_align_order { ROI_ALIGN_ORDER_DIRECT, ROI_ALIGN_ORDER_REGION, ROI_ALIGN_ORDER_IMAGE };
 
 /* The forward tasks of one reduction, one per loop order; without lane-major tasks (region and
- * image NULL) the direct order is always taken. */
+ * image NULL) the direct order is always taken, without channels_last the channels-last
+ * features are gathered like others (roi_align_channels_last_template.h). */
 typedef struct roi_align_forward_tasks {
     pyroi_range_task direct;
     pyroi_range_task region;
     pyroi_range_task image;
+    pyroi_range_task channels_last;
 } roi_align_forward_tasks;
 
 /* The per-RoI reductions of the lane-major forward orders; each task passes one as a constant

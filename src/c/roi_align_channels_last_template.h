@@ -1,5 +1,5 @@
-/* roi_align_channels_last_template.h - RoIAlign avg forward on channels-last features read in
- * place: the caller's pixels already hold the channels side by side, so the lane-major kernel
+/* roi_align_channels_last_template.h - RoIAlign's avg forward (and mmcv max mode's without
+ * argmax) on channels-last features read in place: the caller's pixels already hold the channels side by side, so the lane-major kernel
  * (roi_align_forward_roi, one channel per lane) samples them where they are, with no gather
  * into a block (the scratch is one RoI's bin tiles). The bits are the lane-major kernel's,
  * hence torchvision's.
@@ -23,7 +23,7 @@ static int PYROI_TYPED(roi_align_channels_last_fits)(const int64_t shape[4],
  * larger RoI outputs take the gathering orders. */
 #define PYROI_CHANNELS_LAST_TILE_BYTES ((double)(16 << 20))
 
-/* Whether the avg forward samples the features in place: they fit (above), and a bin's taps,
+/* Whether the avg (or value-only max) forward samples the features in place: they fit (above), and a bin's taps,
  * whole pixels, fit in the L1 data cache. Work item = RoI: each bin reads its taps' pixels
  * whole, a pair of lane groups (128 bytes) after the other (roi_align_forward_roi's chunks),
  * so every line of a tap pixel is used while the pixel is in L1 -- a pixel's next pair is a
@@ -64,13 +64,22 @@ static int64_t PYROI_TYPED(roi_align_channels_last_scratch)(int64_t channels,
            PYROI_TYPED(roi_align_staging_pixels)(tile_pixels) * PYROI_LANES;
 }
 
+/* mmcv max of RoI k in place (roi_align_max_template.h, where the max job is defined). */
+struct PYROI_TYPED(roi_align_max_job);
+PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_max_roi_in_place)(
+    const struct PYROI_TYPED(roi_align_max_job) *max_job, int64_t k, const T *image,
+    int64_t channel_groups, int64_t groups, int64_t row_pixels, T *tile,
+    int64_t tile_elements);
+
 /* Forward, work item = RoI (in the plan's order, so that consecutive RoIs read nearby pixels,
  * which then come from the cache): every channel of the RoI from the caller's pixels, bin by
  * bin, pairs of lane groups one after the other (the last single group on its own), into the
- * worker's tiles, then written out. */
-PYROI_VECTOR_TASK(PYROI_TYPED(roi_align_forward_channels_last_task))
+ * worker's tiles, then written out. The reduction is avg (max_job NULL) or mmcv's max without
+ * argmax (max_job its job), a constant of each task. */
+PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_forward_channels_last_items)(
+    const PYROI_TYPED(roi_align_job) *job, const struct PYROI_TYPED(roi_align_max_job) *max_job,
+    int64_t begin, int64_t end, int worker)
 {
-    const PYROI_TYPED(roi_align_job) *job = (const PYROI_TYPED(roi_align_job) *)context;
     const PYROI_TYPED(roi_align_plan) *plan = job->plan;
     const int64_t *in_strides = job->features_strides, *out_strides = job->result_strides;
     const int64_t groups = in_strides[3] / PYROI_LANES; /* a pixel's pitch, in lane groups */
@@ -90,16 +99,21 @@ PYROI_VECTOR_TASK(PYROI_TYPED(roi_align_forward_channels_last_task))
         if ((i - begin) % 8 == 0 && pyroi_cancel_requested(job->params->cancel)) {
             break;
         }
-        if (channel_groups >= 2) { /* the lane group counts are constants of each copy */
-            PYROI_TYPED(roi_align_forward_roi)(plan, k, image, 2, channel_groups / 2, groups,
-                                               row_pixels, pooled_height, pooled_width, tile,
-                                               tile_elements);
-        }
-        if (channel_groups % 2 != 0) {
-            PYROI_TYPED(roi_align_forward_roi)(
-                plan, k, image + (channel_groups - 1) * PYROI_LANES, 1, 1, groups, row_pixels,
-                pooled_height, pooled_width, tile + (channel_groups - 1) * tile_elements,
-                tile_elements);
+        if (max_job != NULL) {
+            PYROI_TYPED(roi_align_max_roi_in_place)(max_job, k, image, channel_groups, groups,
+                                                    row_pixels, tile, tile_elements);
+        } else {
+            if (channel_groups >= 2) { /* the lane group counts are constants of each copy */
+                PYROI_TYPED(roi_align_forward_roi)(plan, k, image, 2, channel_groups / 2,
+                                                   groups, row_pixels, pooled_height,
+                                                   pooled_width, tile, tile_elements);
+            }
+            if (channel_groups % 2 != 0) {
+                PYROI_TYPED(roi_align_forward_roi)(
+                    plan, k, image + (channel_groups - 1) * PYROI_LANES, 1, 1, groups,
+                    row_pixels, pooled_height, pooled_width,
+                    tile + (channel_groups - 1) * tile_elements, tile_elements);
+            }
         }
         for (b = 0; b < channel_groups; ++b) {
             PYROI_TYPED(roi_align_tile_to_bins)(tile + b * tile_elements, PYROI_LANES,
@@ -109,4 +123,11 @@ PYROI_VECTOR_TASK(PYROI_TYPED(roi_align_forward_channels_last_task))
         }
     }
     pyroi_stream_fence(); /* the streamed outputs are visible to the caller */
+}
+
+/* The avg forward on channels-last features read in place, work item = RoI. */
+PYROI_VECTOR_TASK(PYROI_TYPED(roi_align_forward_channels_last_task))
+{
+    PYROI_TYPED(roi_align_forward_channels_last_items)(
+        (const PYROI_TYPED(roi_align_job) *)context, NULL, begin, end, worker);
 }

@@ -154,11 +154,15 @@ static PYROI_TYPED(roi_align_schedule) PYROI_TYPED(roi_align_tasks_schedule)(
     PYROI_TYPED(roi_align_schedule) schedule = PYROI_TYPED(roi_align_plan_schedule)(
         job->map_shape, job->params, job->plan, backward,
         allow_lane_major && (tasks == NULL || tasks->image != NULL), tasks == NULL);
-    if (tasks == NULL && !backward && allow_lane_major && job->half_features == NULL &&
-        PYROI_TYPED(roi_align_channels_last_in_place)(job)) {
-        /* the avg forward samples channels-last features in place */
+    const int in_place = (tasks == NULL || tasks->channels_last != NULL) && !backward &&
+                         allow_lane_major && job->half_features == NULL &&
+                         PYROI_TYPED(roi_align_channels_last_in_place)(job);
+    if (in_place) {
+        /* the avg forward (or the reduction's channels_last task) samples channels-last
+         * features in place */
         schedule.order = ROI_ALIGN_ORDER_DIRECT;
-        schedule.task = PYROI_TYPED(roi_align_forward_channels_last_task);
+        schedule.task = tasks == NULL ? PYROI_TYPED(roi_align_forward_channels_last_task)
+                                      : tasks->channels_last;
         schedule.items = job->plan->num_rois;
         schedule.work_per_item = job->plan->sampled_taps * (double)job->map_shape[1] /
                                  (double)schedule.items;
@@ -168,7 +172,7 @@ static PYROI_TYPED(roi_align_schedule) PYROI_TYPED(roi_align_tasks_schedule)(
         schedule.scratch_stride = PYROI_TYPED(roi_align_channels_last_scratch)(
             job->map_shape[1], job->params->pooled_height * job->params->pooled_width);
     }
-    if (tasks != NULL) {
+    if (tasks != NULL && !in_place) {
         schedule.task = schedule.order == ROI_ALIGN_ORDER_IMAGE    ? tasks->image
                         : schedule.order == ROI_ALIGN_ORDER_REGION ? tasks->region
                                                                    : tasks->direct;

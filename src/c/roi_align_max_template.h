@@ -268,36 +268,47 @@ PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_lanes_max)(PYROI_TYPED(roi_align_l
 #endif
 }
 
-/* mmcv max of RoI k on a block when no argmax is asked for: tile[ph][pw][lane] as
- * roi_align_max_roi gives it, one vector max per sample (roi_align_lanes_max), unless a lane
- * met a NaN. The 0 of the out-of-map samples is offered at the same place (it decides between
- * +0 and -0), and starting each bin from -inf gives what its first offer would: a value that
- * is not NaN beats -inf or ties it with itself. NaN is noticed in a per-lane sum of the bin's
- * values, one add per sample: NaN if a value was (or, without NaN, if values of both infinite
- * signs met; then the redo finds the same bits). Returns 0 when that sum was NaN: the tile is
- * then not the RoI's (the caller redoes it with winners, NaN being rare). A bin's state is
- * vectors, so it stays in registers: as arrays of lanes it went through memory at every row,
- * and its zero offers and store ran lane by lane (docs/performance-history.md, max mode's value-only kernel). The RoI's
- * tap tables and grid, the map's width and the bins per RoI are roi_align_max_roi's. */
+/* mmcv max of RoI k when no argmax is asked for, on `chunks` x `pair` (pair 1 or 2, both
+ * constants at each call) lane groups of pixels holding `groups` lane groups each, rows of
+ * `width` pixels (a block: pair, chunks and groups 1; channels-last features read in place:
+ * the pixels' pitch), laid out as roi_align_forward_roi's: tile[ph][pw][lane] as
+ * roi_align_max_roi gives it, lane group g's tile g * tile_elements after the first. One
+ * vector max per sample (roi_align_lanes_max), unless a lane met a NaN. The 0 of the
+ * out-of-map samples is offered at the same place (it decides between +0 and -0), and
+ * starting each bin from -inf gives what its first offer would: a value that is not NaN beats
+ * -inf or ties it with itself. NaN is noticed in a per-lane sum of the bin's values, one add
+ * per sample: NaN if a value was (or, without NaN, if values of both infinite signs met; then
+ * the redo finds the same bits). Returns 0 when that sum was NaN: the tile is then not the
+ * RoI's (the caller redoes it with winners, NaN being rare). A bin's state is vectors, so it
+ * stays in registers: as arrays of lanes it went through memory at every row, and its zero
+ * offers and store ran lane by lane (docs/performance-history.md, max mode's value-only
+ * kernel). A pair shares each sample's weights and tap addresses between 32 float channels;
+ * each bin takes its chunks one after the other, so that pixels read in place are read whole
+ * while the bin's taps are in the L1 cache (roi_align_channels_last_template.h). The RoI's
+ * tap tables and grid are roi_align_max_roi's. */
 PYROI_CLONE_INLINE int PYROI_TYPED(roi_align_max_roi_values)(
     const PYROI_TYPED(roi_align_tap_tables) *tables_of_roi, int64_t grid_h, int64_t grid_w,
-    int64_t width, int64_t pooled_height, int64_t pooled_width, const T *block, T *tile)
+    const T *block, int64_t pair, int64_t chunks, int64_t groups, int64_t width,
+    int64_t pooled_height, int64_t pooled_width, T *tile, int64_t tile_elements)
 {
     typedef PYROI_TYPED(roi_align_lanes) V;
     const PYROI_TYPED(roi_align_tap_tables) tables = *tables_of_roi;
-    const V *lanes = (const V *)block;
-    V *bins = (V *)tile;
+    /* in vectors: a pixel's lane groups, and the tiles (whole lane groups apart) */
+    const int64_t pixel = groups * PYROI_VECTORS;
+    const int64_t next_tile = tile_elements / (PYROI_LANES / PYROI_VECTORS);
     const V zero = (V){0};
     V start = zero; /* empty bin: 0 (no offer); else -inf, which the first offer replaces */
-    V sums[PYROI_VECTORS];
-    int64_t ph, pw, r, q, j;
+    V sums[2][PYROI_VECTORS];
+    int64_t ph, pw, chunk, r, q, b, j;
     int clean = 1;
 
     if (grid_h * grid_w > 0) {
         start = start - (T)INFINITY;
     }
-    for (j = 0; j < PYROI_VECTORS; ++j) {
-        sums[j] = zero;
+    for (b = 0; b < pair; ++b) {
+        for (j = 0; j < PYROI_VECTORS; ++j) {
+            sums[b][j] = zero;
+        }
     }
     for (ph = 0; ph < pooled_height; ++ph) {
         const pyroi_tap_range rr = tables.row_ranges[ph];
@@ -313,48 +324,74 @@ PYROI_CLONE_INLINE int PYROI_TYPED(roi_align_max_roi_values)(
                                       : outside == 0 ? 0
                                       : outside < grid_w ? 1
                                                          : rows;
-            V best[PYROI_VECTORS], sum[PYROI_VECTORS];
-            for (j = 0; j < PYROI_VECTORS; ++j) {
-                best[j] = start;
-                sum[j] = zero;
-            }
-            for (r = rr.begin; r < rr.end; ++r) {
-                const PYROI_TYPED(axis_tap) ty = tables.row_taps[r];
-                const V *row_lo = lanes + ty.lo * width * PYROI_VECTORS;
-                const V *row_hi = lanes + ty.hi * width * PYROI_VECTORS;
-                if (r - rr.begin == zero_rows) {
+            for (chunk = 0; chunk < chunks; ++chunk) {
+                const V *lanes = (const V *)block + chunk * pair * PYROI_VECTORS;
+                V *bins = (V *)tile + chunk * pair * next_tile +
+                          (ph * pooled_width + pw) * PYROI_VECTORS;
+                V best[2][PYROI_VECTORS], sum[2][PYROI_VECTORS];
+                for (b = 0; b < pair; ++b) {
                     for (j = 0; j < PYROI_VECTORS; ++j) {
-                        PYROI_TYPED(roi_align_lanes_max)(&best[j], &zero);
+                        best[b][j] = start;
+                        sum[b][j] = zero;
                     }
                 }
-                for (q = cr.begin; q < cr.end; ++q) {
-                    const PYROI_TYPED(axis_tap) tx = tables.col_taps[q];
-                    const T w1 = ty.w_lo * tx.w_lo, w2 = ty.w_lo * tx.w_hi;
-                    const T w3 = ty.w_hi * tx.w_lo, w4 = ty.w_hi * tx.w_hi;
-                    const V *p1 = row_lo + tx.lo * PYROI_VECTORS;
-                    const V *p2 = row_lo + tx.hi * PYROI_VECTORS;
-                    const V *p3 = row_hi + tx.lo * PYROI_VECTORS;
-                    const V *p4 = row_hi + tx.hi * PYROI_VECTORS;
-                    for (j = 0; j < PYROI_VECTORS; ++j) {
-                        /* each lane is one channel, evaluated exactly as the scalar loop */
-                        const V value = w1 * p1[j] + w2 * p2[j] + w3 * p3[j] + w4 * p4[j];
-                        PYROI_TYPED(roi_align_lanes_max)(&best[j], &value);
-                        sum[j] += value;
+                for (r = rr.begin; r < rr.end; ++r) {
+                    const PYROI_TYPED(axis_tap) ty = tables.row_taps[r];
+                    const V *row_lo = lanes + ty.lo * width * pixel;
+                    const V *row_hi = lanes + ty.hi * width * pixel;
+                    if (r - rr.begin == zero_rows) {
+                        for (b = 0; b < pair; ++b) {
+                            for (j = 0; j < PYROI_VECTORS; ++j) {
+                                PYROI_TYPED(roi_align_lanes_max)(&best[b][j], &zero);
+                            }
+                        }
+                    }
+                    for (q = cr.begin; q < cr.end; ++q) {
+                        const PYROI_TYPED(axis_tap) tx = tables.col_taps[q];
+                        const T w1 = ty.w_lo * tx.w_lo, w2 = ty.w_lo * tx.w_hi;
+                        const T w3 = ty.w_hi * tx.w_lo, w4 = ty.w_hi * tx.w_hi;
+                        /* the taps' first elements, then each vector a constant offset
+                         * from them: GCC then addresses a block's pixel (pair 1) with one
+                         * index register per tap, as before pairs (4 address instructions
+                         * per sample fewer than indexing vectors by tx.lo * pixel + j) */
+                        const T *p1 = (const T *)(row_lo + tx.lo * pixel);
+                        const T *p2 = (const T *)(row_lo + tx.hi * pixel);
+                        const T *p3 = (const T *)(row_hi + tx.lo * pixel);
+                        const T *p4 = (const T *)(row_hi + tx.hi * pixel);
+                        for (b = 0; b < pair; ++b) {
+                            for (j = 0; j < PYROI_VECTORS; ++j) {
+                                /* each lane is one channel, evaluated exactly as the scalar
+                                 * loop */
+                                const int64_t at =
+                                    (b * PYROI_VECTORS + j) * (PYROI_LANES / PYROI_VECTORS);
+                                const V value = w1 * *(const V *)(p1 + at) +
+                                                w2 * *(const V *)(p2 + at) +
+                                                w3 * *(const V *)(p3 + at) +
+                                                w4 * *(const V *)(p4 + at);
+                                PYROI_TYPED(roi_align_lanes_max)(&best[b][j], &value);
+                                sum[b][j] += value;
+                            }
+                        }
                     }
                 }
-            }
-            for (j = 0; j < PYROI_VECTORS; ++j) {
-                if (zero_rows == rows) { /* after every in-map sample (or the only offer) */
-                    PYROI_TYPED(roi_align_lanes_max)(&best[j], &zero);
+                for (b = 0; b < pair; ++b) {
+                    for (j = 0; j < PYROI_VECTORS; ++j) {
+                        if (zero_rows == rows) { /* after every in-map sample (or the only
+                                                  * offer) */
+                            PYROI_TYPED(roi_align_lanes_max)(&best[b][j], &zero);
+                        }
+                        bins[b * next_tile + j] = best[b][j];
+                        sums[b][j] += sum[b][j];
+                    }
                 }
-                bins[(ph * pooled_width + pw) * PYROI_VECTORS + j] = best[j];
-                sums[j] += sum[j];
             }
         }
     }
-    for (j = 0; j < PYROI_LANES; ++j) {
-        const T lane = ((const T *)sums)[j];
-        clean &= lane == lane;
+    for (b = 0; b < pair; ++b) {
+        for (j = 0; j < PYROI_LANES; ++j) {
+            const T lane = ((const T *)sums[b])[j];
+            clean &= lane == lane;
+        }
     }
     return clean;
 }
@@ -380,8 +417,9 @@ PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_max_roi)(
     int64_t ph, pw, r, q, j;
 
     if (max_job->argmax == NULL &&
-        PYROI_TYPED(roi_align_max_roi_values)(&tables, grid_h, grid_w, width, pooled_height,
-                                              pooled_width, block, tile)) {
+        PYROI_TYPED(roi_align_max_roi_values)(&tables, grid_h, grid_w, block, 1, 1, 1, width,
+                                              pooled_height, pooled_width, tile,
+                                              pooled_height * pooled_width * PYROI_LANES)) {
         return; /* no winners to keep, no NaN met */
     }
     for (ph = 0; ph < pooled_height; ++ph) {
@@ -434,6 +472,66 @@ PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_max_roi)(
             }
         }
     }
+}
+
+/* mmcv max of RoI k without argmax on channels-last features read in place (image: its
+ * image's first pixel; channel_groups lane groups of channels, pixels `groups` lane groups
+ * and rows row_pixels pixels apart, see roi_align_channels_last_template.h): every channel
+ * into the worker's tiles, lane group g's tile g * tile_elements after the first, pairs of
+ * lane groups bin by bin (the last single group on its own). A RoI whose values met a NaN is
+ * redone channel by channel with the scalar rule (roi_align_max_bin) on the caller's pixels:
+ * the lanes of the other orders apply that rule, so the bits are theirs. */
+PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_max_roi_in_place)(
+    const struct PYROI_TYPED(roi_align_max_job) *max_job, int64_t k, const T *image,
+    int64_t channel_groups, int64_t groups, int64_t row_pixels, T *tile,
+    int64_t tile_elements)
+{
+    const PYROI_TYPED(roi_align_plan) *plan = max_job->base.plan;
+    const int64_t *in_strides = max_job->base.features_strides;
+    const int64_t pooled_height = max_job->base.params->pooled_height;
+    const int64_t pooled_width = max_job->base.params->pooled_width;
+    const int64_t grid_w = max_job->grid_w[k];
+    const int64_t grid_h = grid_w > 0 ? plan->samples[k] / grid_w : 0;
+    const PYROI_TYPED(roi_align_tap_tables) tables =
+        PYROI_TYPED(roi_align_tap_tables_of)(plan, k, pooled_height);
+    int64_t c, ph, pw, winner;
+    int clean = 1;
+
+    if (channel_groups >= 2) { /* the lane group counts are constants of each copy */
+        clean &= PYROI_TYPED(roi_align_max_roi_values)(
+            &tables, grid_h, grid_w, image, 2, channel_groups / 2, groups, row_pixels,
+            pooled_height, pooled_width, tile, tile_elements);
+    }
+    if (channel_groups % 2 != 0) {
+        clean &= PYROI_TYPED(roi_align_max_roi_values)(
+            &tables, grid_h, grid_w, image + (channel_groups - 1) * PYROI_LANES, 1, 1, groups,
+            row_pixels, pooled_height, pooled_width,
+            tile + (channel_groups - 1) * tile_elements, tile_elements);
+    }
+    if (clean) {
+        return;
+    }
+    for (c = 0; c < channel_groups * PYROI_LANES; ++c) {
+        T *lanes = tile + c / PYROI_LANES * tile_elements + c % PYROI_LANES;
+        for (ph = 0; ph < pooled_height; ++ph) {
+            for (pw = 0; pw < pooled_width; ++pw) {
+                lanes[(ph * pooled_width + pw) * PYROI_LANES] = PYROI_TYPED(roi_align_max_bin)(
+                    image + c, in_strides[2], in_strides[3], tables.row_taps,
+                    tables.row_ranges[ph], tables.col_taps, tables.col_ranges[pw], grid_h,
+                    grid_w, &winner);
+            }
+        }
+    }
+}
+
+/* mmcv max forward without argmax on channels-last features read in place, work item = RoI
+ * (roi_align_channels_last_template.h). */
+PYROI_VECTOR_TASK(PYROI_TYPED(roi_align_max_forward_channels_last_task))
+{
+    const PYROI_TYPED(roi_align_max_job) *max_job =
+        (const PYROI_TYPED(roi_align_max_job) *)context;
+    PYROI_TYPED(roi_align_forward_channels_last_items)(&max_job->base, max_job, begin, end,
+                                                       worker);
 }
 
 /* mmcv max forward, work item = (image, channel block). */
@@ -544,6 +642,9 @@ pyroi_status PYROI_TYPED(pyroi_roi_align_max_forward)(
     tasks.direct = PYROI_TYPED(roi_align_max_forward_task);
     tasks.region = PYROI_TYPED(roi_align_max_forward_region_task);
     tasks.image = PYROI_TYPED(roi_align_max_forward_image_task);
+    /* in place from channels-last features: values only (winners take the blocks) */
+    tasks.channels_last =
+        argmax == NULL ? PYROI_TYPED(roi_align_max_forward_channels_last_task) : NULL;
     return PYROI_TYPED(roi_align_max_like_forward)(
         input, input_shape, input_strides, boxes, num_rois, box_row_stride, batch_indices,
         output, output_strides, argmax, argmax_strides, 1, params, &tasks);

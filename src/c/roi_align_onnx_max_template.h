@@ -364,6 +364,7 @@ pyroi_status PYROI_TYPED(pyroi_roi_align_onnx_max_forward_argmax)(
     tasks.direct = PYROI_TYPED(roi_align_onnx_max_forward_task);
     tasks.region = PYROI_TYPED(roi_align_onnx_max_forward_region_task);
     tasks.image = PYROI_TYPED(roi_align_onnx_max_forward_image_task);
+    tasks.channels_last = NULL;
     return PYROI_TYPED(roi_align_max_like_forward)(
         input, input_shape, input_strides, boxes, num_rois, box_row_stride, batch_indices,
         output, output_strides, argmax, argmax_strides, 4, params, &tasks);

@@ -4,6 +4,8 @@
 #include "pyroi.h"
 #include "check.h"
 
+#include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 static const int64_t contiguous_2x2[4] = {4, 4, 2, 1};
@@ -224,6 +226,55 @@ static void test_strided_layouts(void)
                 }
 }
 
+/* Max mode without argmax on channels-last features read in place (48 float channels: a pair
+ * of lane groups and a single one), the map starting one float past an allocation of its exact
+ * size (a sanitizer sees any read past it): the NCHW call's bits, on 1 and 2 threads, with a
+ * NaN pixel (its RoIs are redone with the scalar rule) and boxes partly off the map. */
+static void test_max_channels_last_in_place(void)
+{
+    enum { N = 2, C = 48, H = 9, W = 11, K = 24, P = 3 };
+    const int64_t shape[4] = {N, C, H, W};
+    const int64_t nchw[4] = {C * H * W, H * W, W, 1};
+    const int64_t nhwc[4] = {H * W * C, 1, W * C, C};
+    const int64_t out_strides[4] = {C * P * P, P * P, P, 1};
+    float *x_nchw = malloc(sizeof(float) * N * C * H * W);
+    float *buffer = malloc(sizeof(float) * (N * C * H * W + 1));
+    float *x_nhwc = buffer + 1;
+    float *y_a = malloc(sizeof(float) * K * C * P * P), *y_b = malloc(sizeof(float) * K * C * P * P);
+    float boxes[K * 4];
+    int64_t batch[K];
+    pyroi_roi_align_params p;
+    unsigned long long seed = 11;
+    int threads, i;
+
+    CHECK(x_nchw != NULL && buffer != NULL && y_a != NULL && y_b != NULL);
+    check_random_nchw_nhwc(x_nchw, x_nhwc, N, C, H, W, -0.5f, &seed);
+    x_nchw[((1 * C + 20) * H + 4) * W + 5] = x_nhwc[((1 * H + 4) * W + 5) * C + 20] = NAN;
+    check_random_boxes(boxes, batch, K, N, &seed);
+    for (i = 0; i < K * 4; ++i) {
+        boxes[i] *= 0.25f; /* up to 15 x 15 map pixels from (-4, -4) on: some off the map */
+    }
+    pyroi_roi_align_params_init(&p);
+    p.pooled_height = p.pooled_width = P;
+    p.spatial_scale_h = p.spatial_scale_w = 0.5;
+    p.sampling_ratio = 2;
+    p.aligned = 1;
+    p.num_threads = 1;
+    CHECK_STATUS(pyroi_roi_align_max_forward_f32(x_nchw, shape, nchw, boxes, K, 4, batch, y_a,
+                                                 out_strides, NULL, NULL, &p), PYROI_OK);
+    for (threads = 1; threads <= 2; ++threads) {
+        p.num_threads = threads;
+        CHECK_STATUS(pyroi_roi_align_max_forward_f32(x_nhwc, shape, nhwc, boxes, K, 4, batch,
+                                                     y_b, out_strides, NULL, NULL, &p),
+                     PYROI_OK);
+        CHECK(memcmp(y_a, y_b, sizeof(float) * K * C * P * P) == 0);
+    }
+    free(x_nchw);
+    free(buffer);
+    free(y_a);
+    free(y_b);
+}
+
 int main(void)
 {
     CHECK(pyroi_version_number() == PYROI_VERSION_NUMBER);
@@ -232,5 +283,6 @@ int main(void)
     test_detectron2();
     test_edge_table();
     test_strided_layouts();
+    test_max_channels_last_in_place();
     return check_report("test_align");
 }
