@@ -106,20 +106,14 @@ def test_edge_cases(dtype):
 
 
 def test_float16():
+    """float16 maps and gradients (float32 boxes): the float16 argmax backward's bits."""
     rng = np.random.default_rng(11)
     for num_rois in (300, 2):
         x, boxes, size, scale = _case(rng, np.float16, 2, 45, 13, 10, num_rois, special=True)
         boxes32 = boxes.astype(np.float32)
-        out, argmax = pyroi.roi_pool(x, boxes32, size, scale, return_argmax=True)
-        g = (rng.integers(-4, 5, size=out.shape) * 0.37).astype(np.float16)
-        expected = pyroi.roi_pool_backward(g, boxes32, argmax, x.shape, size, scale)
-        for threads in THREADS:
-            got = pyroi.roi_pool_backward(g, boxes32, input=x, output_size=size,
-                                          spatial_scale=scale, num_threads=threads)
-            _same_bits(got, expected)
-        strided = np.ascontiguousarray(x.transpose(0, 2, 3, 1)).transpose(0, 3, 1, 2)
-        _same_bits(pyroi.roi_pool_backward(g, boxes32, input=strided, output_size=size,
-                                           spatial_scale=scale), expected)
+        g, _ = _check(x, boxes32, size, scale, rng=rng)
+        _check(np.ascontiguousarray(x.transpose(0, 2, 3, 1)).transpose(0, 3, 1, 2), boxes32,
+               size, scale, g=g)
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])

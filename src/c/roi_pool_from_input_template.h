@@ -139,17 +139,14 @@ static pyroi_status PYROI_TYPED(roi_pool_backward_through_argmax)(PYROI_TYPED(ro
         free(argmax);
         return PYROI_E_NO_MEMORY;
     }
-    memset(&forward, 0, sizeof(forward));
-    forward.features = job->map;
-    forward.features_shape = shape;
-    forward.features_strides = job->map_strides;
+    /* the forward of the same RoIs on the same map, into the temporaries */
+    forward = (PYROI_TYPED(roi_pool_job)){.features = job->map, .features_shape = shape,
+                                          .features_strides = job->map_strides,
+                                          .result = pooled, .result_strides = pooled_strides,
+                                          .argmax_out = argmax,
+                                          .argmax_strides = pooled_strides, .argmax_wide = 1,
+                                          .params = params};
     PYROI_TYPED(roi_pool_job_rois)(&forward, job->rois);
-    forward.result = pooled;
-    forward.result_strides = pooled_strides;
-    forward.argmax_out = argmax;
-    forward.argmax_strides = pooled_strides;
-    forward.argmax_wide = 1;
-    forward.params = params;
     status = PYROI_TYPED(roi_pool_forward_checked)(&forward);
     if (status == PYROI_OK) {
         job->argmax_in = argmax;
@@ -227,16 +224,14 @@ pyroi_status PYROI_TYPED(pyroi_roi_pool_backward_from_input)(
     if (status != PYROI_OK) {
         return status;
     }
-    memset(&job, 0, sizeof(job));
-    job.features = grad_output;
-    job.features_strides = grad_output_strides;
-    job.map = (const T *)pyroi_data_or_placeholder(input); /* no pixels: may be NULL */
-    job.map_strides = input_strides;
+    /* the map has no pixels: input may be NULL */
+    job = (PYROI_TYPED(roi_pool_job)){.features = grad_output,
+                                      .features_strides = grad_output_strides,
+                                      .map = (const T *)pyroi_data_or_placeholder(input),
+                                      .map_strides = input_strides, .result = grad_input,
+                                      .result_shape = shape,
+                                      .result_strides = grad_input_strides, .params = params};
     PYROI_TYPED(roi_pool_job_rois)(&job, &rois);
-    job.result = grad_input;
-    job.result_shape = shape;
-    job.result_strides = grad_input_strides;
-    job.params = params;
     status = PYROI_TYPED(roi_pool_backward_from_input_checked)(&job);
     pyroi_rois_free(&rois);
     return status;
