@@ -79,9 +79,14 @@ PYROI_VECTOR_TASK(PYROI_TYPED(roi_pool_backward_from_input_task))
                 const T *grad = job->features + k * g_strides[0] + channel;
                 const PYROI_TYPED(roi_pool_index) *tile = winners + s * tile_sub_stride;
                 if (whole_runs && lanes > 0) {
-                    for (j = 0; j < lanes; ++j) {
-                        for (b = 0; b < bins; ++b) {
-                            run[j * bins + b] = tile[b * PYROI_LANES + j];
+                    if (sizeof(*tile) == sizeof(int32_t)) { /* float32: the vector transpose */
+                        pyroi_lanes_to_channels_i32((const int32_t *)(const void *)tile, bins,
+                                                    lanes, (int32_t *)(void *)run, bins, 1);
+                    } else {
+                        for (j = 0; j < lanes; ++j) {
+                            for (b = 0; b < bins; ++b) {
+                                run[j * bins + b] = tile[b * PYROI_LANES + j];
+                            }
                         }
                     }
                     (void)PYROI_TYPED(roi_pool_add_run)(
