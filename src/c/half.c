@@ -603,6 +603,72 @@ HALF_BACKWARD(roi_align_rotated_backward, roi_align_rotated, 5, 0, HALF_NO_ARGMA
 HALF_ROI_POOL_BACKWARD(roi_pool_backward, int64_t)
 HALF_ROI_POOL_BACKWARD(roi_pool_backward_i32, int32_t)
 
+/* RoIPool's backward from the input also reads the forward's float16 input: each chunk's
+ * call widens the input's channels of the chunk too. Chunks run in channel order, so a
+ * chunk's first channel is the count of those before it (*next_channel). */
+typedef struct half_pool_from_input {
+    half_call call; /* first: the chunk's run receives &call */
+    const uint16_t *input;
+    const int64_t *input_strides;
+    int64_t *next_channel;
+} half_pool_from_input;
+
+static pyroi_status half_roi_pool_backward_from_input(const half_call *c, const half_chunk *t)
+{
+    const half_pool_from_input *f = (const half_pool_from_input *)(const void *)c;
+    const int64_t first = *f->next_channel;
+    /* the chunk's grad_input planes, whose size half_run checked */
+    float *input = (float *)pyroi_aligned_malloc(
+        (size_t)(t->map_shape[0] * t->map_shape[1] * t->map_shape[2] * t->map_shape[3]) *
+            sizeof(float) + 64);
+    pyroi_status status;
+    if (input == NULL) {
+        return PYROI_E_NO_MEMORY;
+    }
+    status = half_planes_run(f->input + (first > 0 ? first * f->input_strides[1] : 0), NULL,
+                             t->map_shape, f->input_strides, t->map_shape[1], input,
+                             c->num_threads, c->cancel);
+    if (status == PYROI_OK) {
+        status = pyroi_roi_pool_backward_from_input_f32(
+            HALF_POOLED(t), input, t->map_shape, t->map_strides, HALF_ROIS(c), t->map,
+            t->map_strides, HALF_PARAMS(roi_pool, c));
+    }
+    *f->next_channel = first + t->map_shape[1];
+    pyroi_aligned_free(input);
+    return status;
+}
+
+pyroi_status pyroi_roi_pool_backward_from_input_f16(
+    const uint16_t *grad_output, const int64_t grad_output_strides[4], const uint16_t *input,
+    const int64_t input_shape[4], const int64_t input_strides[4], const float *boxes,
+    int64_t num_rois, int64_t box_row_stride, const int64_t *batch_indices,
+    uint16_t *grad_input, const int64_t grad_input_strides[4],
+    const pyroi_roi_pool_params *params)
+{
+    half_pool_from_input from_input;
+    int64_t shape[4], next_channel = 0; /* shape: read once, for both maps */
+    pyroi_status status = pyroi_check_roi_pool_params(params);
+    if (status == PYROI_OK && input_shape == NULL) {
+        status = PYROI_E_NULL_POINTER;
+    }
+    if (status != PYROI_OK) {
+        return status;
+    }
+    memcpy(shape, input_shape, sizeof(shape));
+    status = pyroi_check_tensor4(input, shape, input_strides, PYROI_TENSOR_INPUT);
+    if (status != PYROI_OK) {
+        return status;
+    }
+    from_input.input = input;
+    from_input.input_strides = input_strides;
+    from_input.next_channel = &next_channel;
+    half_tensors(&from_input.call, 1, grad_input, grad_input_strides, grad_output,
+                 grad_output_strides, HALF_NO_ARGMAX_ARGUMENTS);
+    half_rois(&from_input.call, boxes, num_rois, box_row_stride, batch_indices, 4);
+    HALF_SETTINGS(&from_input.call, params, half_roi_pool_backward_from_input, NULL);
+    return half_run(&from_input.call, shape);
+}
+
 /* ---- the multi-level RoIAlign: every level's chunk, one float32 multi-level call -------- */
 
 /* A float16 call of pyroi_roi_align_levels_forward_f32 / _backward_f32: the chunks run over

@@ -254,6 +254,36 @@ static pyroi_status roi_pool_check_backward(const void *grad_output,
                            NULL, params->cancel);
 }
 
+/* Validation of a backward-from-the-input call once the dtype no longer matters (input_shape
+ * is also grad_input's), with the copy of the RoIs (value_bytes a coordinate) that the call
+ * reads from then on and frees. grad_output is read only: a broadcast view is fine. */
+static pyroi_status roi_pool_check_backward_from_input(
+    const void *grad_output, const int64_t grad_output_strides[4], const void *input,
+    const int64_t input_shape[4], const int64_t input_strides[4], const void *boxes,
+    int64_t num_rois, int64_t box_row_stride, const int64_t *batch_indices,
+    const void *grad_input, const int64_t grad_input_strides[4],
+    const pyroi_roi_pool_params *params, size_t value_bytes, pyroi_rois *rois)
+{
+    pyroi_status status = pyroi_check_roi_pool_params(params);
+    if (status != PYROI_OK) {
+        return status;
+    }
+    status = pyroi_check_pooling_call(input, input_shape, input_strides, PYROI_TENSOR_INPUT,
+                                      grad_output, grad_output_strides, PYROI_TENSOR_INPUT,
+                                      -1, params->pooled_height, params->pooled_width, boxes,
+                                      num_rois, box_row_stride, 4, batch_indices);
+    if (status != PYROI_OK) {
+        return status;
+    }
+    status = pyroi_check_tensor4(grad_input, input_shape, grad_input_strides,
+                                 PYROI_TENSOR_OUTPUT);
+    if (status != PYROI_OK) {
+        return status;
+    }
+    return pyroi_rois_copy(rois, boxes, value_bytes, num_rois, box_row_stride, 4,
+                           batch_indices, input_shape[0], NULL, params->cancel);
+}
+
 /* Whether argmax entry a (read once by the caller) names a pixel of a plane of plane_size. */
 static inline int roi_pool_argmax_is_pixel(int64_t a, int64_t plane_size)
 {

@@ -7,6 +7,7 @@
  *   roi_pool_blocks_template.h   scratch, channels-last gather, (streamed) write-out of tiles
  *   roi_pool_orders_template.h   the direct and lane-major tasks
  *   roi_pool_driver_template.h   the loop order of a call, the entry points
+ *   roi_pool_from_input_template.h  the backward from the input (winners found again)
  *   roi_pool_explain_template.h  the explain function (the forward's own quantisation)
  * The lane layout macros end here: the next dtype defines them anew. */
 #include "lane_block_template.h"
@@ -15,6 +16,7 @@
 #include "roi_pool_blocks_template.h"
 #include "roi_pool_orders_template.h"
 #include "roi_pool_driver_template.h"
+#include "roi_pool_from_input_template.h"
 #include "roi_pool_explain_template.h"
 #undef ROI_POOL_GROUP_LANES
 #undef PYROI_STAGING_RUN

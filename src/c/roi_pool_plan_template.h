@@ -22,6 +22,8 @@ typedef struct PYROI_TYPED(roi_pool_job) {
     const void *argmax_in; /* backward */
     const int64_t *argmax_strides;
     int argmax_wide;       /* argmax entries are int64, else int32 */
+    const T *map;          /* backward from the input: the forward's input, of result_shape */
+    const int64_t *map_strides;
     const pyroi_roi_pool_params *params;
     roi_pool_window *windows; /* forward: pooled_height + pooled_width per worker */
     const roi_pool_plan *plan; /* lane-major orders */

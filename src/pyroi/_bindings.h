@@ -38,6 +38,9 @@ typedef struct binding_call {
     int64_t *batch_indices;
     void *argmax; /* the pooled tensor's shape (entries of the entry's argmax_bytes), or NULL */
     int64_t argmax_strides[4];
+    /* a backward from the input: the forward's input, of the map's shape (else NULL) */
+    void *features;
+    int64_t features_strides[4];
     void *workspace;
     size_t workspace_size; /* the workspace's bytes; a query's answer */
     int64_t failed_roi;    /* set by find_invalid_roi */
@@ -104,6 +107,9 @@ BINDING_PARAMS(roi_align_rotated, BINDING_RATIO p->aligned = c->aligned;
 /* RoIPool's backward reads no boxes: its RoIs are the batch indices of the argmax rows */
 #define BINDING_POOL_BACKWARD_ARGS(family) (BINDING_POOLED, BINDING_ARGMAX, c->batch_indices, \
     c->num_rois, BINDING_MAP, &c->params.family)
+/* RoIPool's backward from the forward's input: the winners are found again from features */
+#define BINDING_POOL_FROM_INPUT_ARGS(family) (BINDING_POOLED, c->features, c->map_shape, \
+    c->features_strides, BINDING_ROIS, c->map, c->map_strides, &c->params.family)
 #define BINDING_WITH_WORKSPACE_ARGS(family) (BINDING_POOLED, BINDING_ROIS, BINDING_MAP, \
     &c->params.family, c->workspace, c->workspace_size)
 #define BINDING_WORKSPACE_SIZE_ARGS(family) \
@@ -155,6 +161,8 @@ BINDING_FIND(roi_align_rotated, roi_align_rotated, BINDING_FIND_IN_MAP_ARGS)
     X(roi_pool_forward_i32, HALF, roi_pool, FORWARD_ARGMAX, FORWARD, 4, 4, 0, roi_pool,       \
       "boxes")                                                                                \
     X(roi_pool_backward_i32, HALF, roi_pool, POOL_BACKWARD, BACKWARD, 4, 0, 0, none, "boxes") \
+    X(roi_pool_backward_from_input, HALF, roi_pool, POOL_FROM_INPUT, BACKWARD, 0, 4, 0,      \
+      roi_pool, "boxes")                                                                      \
     X(ps_roi_align_forward, HALF, ps_roi_align, FORWARD, FORWARD, 0, 4, 1,                    \
       ps_roi_align, "boxes")                                                                  \
     X(ps_roi_align_backward, HALF, ps_roi_align, BACKWARD, BACKWARD, 0, 4, 1,                 \

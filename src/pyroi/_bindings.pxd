@@ -25,6 +25,8 @@ cdef extern from "_bindings.h" nogil:
         int64_t *batch_indices
         void *argmax
         int64_t argmax_strides[4]
+        void *features
+        int64_t features_strides[4]
         void *workspace
         size_t workspace_size
         int64_t failed_roi
@@ -63,6 +65,7 @@ cdef extern from "_bindings.h" nogil:
     const Entry roi_pool_backward "binding_roi_pool_backward"
     const Entry roi_pool_forward_i32 "binding_roi_pool_forward_i32"
     const Entry roi_pool_backward_i32 "binding_roi_pool_backward_i32"
+    const Entry roi_pool_backward_from_input "binding_roi_pool_backward_from_input"
     const Entry ps_roi_align_forward "binding_ps_roi_align_forward"
     const Entry ps_roi_align_backward "binding_ps_roi_align_backward"
     const Entry ps_roi_pool_forward "binding_ps_roi_pool_forward"

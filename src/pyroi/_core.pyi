@@ -80,6 +80,11 @@ def roi_pool_forward(input: _Real, boxes: _Real, batch_indices: _Ints, output: _
 def roi_pool_backward(grad_output: _Real, argmax: _Argmax, batch_indices: _Ints, grad_input: _Real,
                       spatial_scale_h: float, spatial_scale_w: float,
                       num_threads: int) -> None: ...
+# RoIPool backward from the forward's input (N, C, H, W) and boxes instead of its argmax.
+def roi_pool_backward_from_input(grad_output: _Real, input: _Real, boxes: _Real,
+                                 batch_indices: _Ints, grad_input: _Real,
+                                 spatial_scale_h: float, spatial_scale_w: float,
+                                 num_threads: int) -> None: ...
 # PSRoIAlign forward into output (K, C / (PH * PW), PH, PW), and its backward.
 def ps_roi_align_forward(input: _Real, boxes: _Real, batch_indices: _Ints, output: _Real,
                          pooled_height: int, pooled_width: int, spatial_scale_h: float,

@@ -199,23 +199,27 @@ cdef b.Call numbers(int64_t pooled_height, int64_t pooled_width, double spatial_
 
 
 cdef object run(const b.Entry *entry, b.Call *call, map, boxes, batch_indices, pooled,
-                argmax=None, workspace=None):
+                argmax=None, workspace=None, features=None):
     """Runs entry on the arrays: map (N, C, H, W) is the input of a forward and the
     grad_input of a backward (a query's is the shape tuple), pooled (K, C', PH, PW) the output
-    or grad_output; returns the workspace size a query answers."""
+    or grad_output, features (the map's shape) the forward's input that a backward from the
+    input reads; returns the workspace size a query answers."""
     cdef Py_ssize_t itemsize = (boxes if pooled is None else pooled).itemsize
     if itemsize == sizeof(uint16_t) and entry.float16:  # float16 tensors travel as their bits
         return run_typed(<uint16_t>0, <float>0, entry, call, map.view("u2"), boxes,
-                         batch_indices, pooled.view("u2"), argmax, workspace)
+                         batch_indices, pooled.view("u2"), argmax, workspace,
+                         None if features is None else features.view("u2"))
     if itemsize == sizeof(double):
         return run_typed(<double>0, <double>0, entry, call, map, boxes, batch_indices, pooled,
-                         argmax, workspace)
+                         argmax, workspace, features)
     return run_typed(<float>0, <float>0, entry, call, map, boxes, batch_indices, pooled,
-                     argmax, workspace)
+                     argmax, workspace, features)
 
 
 cdef object run_typed(element tensor_type, coordinate box_type, const b.Entry *entry,
-                      b.Call *call, map, boxes, batch_indices, pooled, argmax, workspace):
+                      b.Call *call, map, boxes, batch_indices, pooled, argmax, workspace,
+                      features):
+    cdef const element[:, :, :, :] features_view
     cdef const element[:, :, :, :] source  # the tensor the call reads
     cdef element[:, :, :, :] target  # the tensor it writes
     cdef const coordinate[:, :] box_view
@@ -255,6 +259,16 @@ cdef object run_typed(element tensor_type, coordinate box_type, const b.Entry *e
         call.pooled_width = pooled_shape[3]
     for i in range(4):
         call.map_shape[i] = map[i] if entry.layout == b.QUERY else map_shape[i]
+    call.features = NULL
+    for i in range(4):
+        call.features_strides[i] = 0
+    if features is not None:
+        features_view = features
+        for i in range(4):
+            if features_view.shape[i] != map_shape[i]:
+                raise ShapeError("pyroi: input and grad_input differ in shape")
+        call.features = <void *>&features_view[0, 0, 0, 0]
+        element_strides(features_view.strides, sizeof(element), 4, call.features_strides)
     if entry.box_size:
         box_view = boxes
         if box_view.shape[1] != entry.box_size:
@@ -408,6 +422,16 @@ def roi_pool_backward(grad_output, argmax, batch_indices, grad_input, double spa
     cdef b.Call call = numbers(0, 0, spatial_scale_h, spatial_scale_w, num_threads)
     run(&b.roi_pool_backward_i32 if is_int32(argmax) else &b.roi_pool_backward, &call,
         grad_input, None, batch_indices, grad_output, argmax)
+
+
+def roi_pool_backward_from_input(grad_output, input, boxes, batch_indices, grad_input,
+                                 double spatial_scale_h, double spatial_scale_w,
+                                 int num_threads):
+    """RoIPool backward from the forward's input (N, C, H, W) and boxes instead of its argmax:
+    overwrite grad_input (input's shape) with the same input gradient."""
+    cdef b.Call call = numbers(0, 0, spatial_scale_h, spatial_scale_w, num_threads)
+    run(&b.roi_pool_backward_from_input, &call, grad_input, boxes, batch_indices, grad_output,
+        None, None, input)
 
 
 cdef bint is_int32(argmax):

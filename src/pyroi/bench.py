@@ -341,6 +341,16 @@ def pyroi_calls(w: Workload, threads: int, grad: np.ndarray):
                                              num_threads=threads))
 
 
+def pyroi_input_backward(w: Workload, threads: int, grad: np.ndarray):
+    """RoIPool's backward from the forward's input instead of its argmax (the same result:
+    it reads the map, not an argmax as large as the gradient); None for the other ops."""
+    if w.op != "roi_pool":
+        return None
+    return lambda: pyroi.roi_pool_backward(grad, w.boxes, input=w.features,
+                                           output_size=w.output_size,
+                                           spatial_scale=w.spatial_scale, num_threads=threads)
+
+
 def pyroi_argmax_forward(w: Workload, threads: int):
     """RoIPool's forward with the int32 argmax a backward needs, what torchvision's forward
     computes; None for the other ops."""
@@ -409,6 +419,9 @@ def run(workloads, thread_counts, repeat, peer_repeat, progress=None,
                 results["pyroi argmax fwd"] = timed(with_argmax, repeat)
             if w.backward:
                 results["pyroi bwd"] = timed(pyroi_backward, repeat)
+            from_input = pyroi_input_backward(w, threads, grad)
+            if from_input is not None:
+                results["pyroi input bwd"] = timed(from_input, repeat)
             if tv and w.op in ("roi_align", "roi_pool"):  # torchvision has no max RoIAlign
                 torch, ops = tv
                 torch.set_num_threads(threads)
@@ -471,9 +484,12 @@ def run(workloads, thread_counts, repeat, peer_repeat, progress=None,
                 print(openvino_note, file=progress, flush=True)
             if w.backward:
                 line = [f"  threads={threads}: pyroi bwd {results['pyroi bwd']:8.2f} ms"]
+                if "pyroi input bwd" in results:
+                    line.append(f"from the input {results['pyroi input bwd']:8.2f} ms")
                 if "torchvision bwd" in results:
                     line.append("torchvision bwd "
-                                + _versus(results, "torchvision bwd", "pyroi bwd", unit=" ms"))
+                                + _versus(results, "torchvision bwd", "pyroi bwd",
+                                          "pyroi input bwd", unit=" ms"))
                 print(" | ".join(line), file=progress, flush=True)
             rows.append((w.name, threads, results, floor))
     return rows
@@ -485,9 +501,13 @@ _TABLE_COLUMNS = (
     ("pyroi NHWC fwd", "pyroi NHWC fwd", ()),
     ("pyroi fwd + int32 argmax", "pyroi argmax fwd", ()),
     ("pyroi bwd", "pyroi bwd", ()),
+    # RoIPool's backward from the forward's input instead of its argmax
+    ("pyroi bwd from input", "pyroi input bwd", ()),
     # torchvision's forward computes argmax: RoIPool's ratios are to both pyroi forwards
     ("torchvision fwd (/ fwd / + argmax)", "torchvision fwd", ("pyroi fwd", "pyroi argmax fwd")),
-    ("torchvision bwd", "torchvision bwd", ("pyroi bwd",)),
+    # the backward alone; RoIPool's ratios are to both pyroi backwards (argmax / input)
+    ("torchvision bwd (/ bwd / from input)", "torchvision bwd",
+     ("pyroi bwd", "pyroi input bwd")),
     ("onnxruntime fwd", "onnxruntime fwd", ("pyroi fwd",)),
     ("openvino node (/ NCHW / NHWC)", "openvino node", ("pyroi fwd", "pyroi NHWC fwd")),
     ("openvino e2e", "openvino e2e", ("pyroi fwd",)),

@@ -343,14 +343,21 @@ def _roi_pool_run(features, coords, roi_images, pooled, scale, wants_argmax, thr
 
 
 @_shared_docs
-def roi_pool_backward(grad_output, boxes, argmax, input_shape, output_size, spatial_scale=1.0,
-                      *, batch_indices=None, num_threads=None, out=None):
+def roi_pool_backward(grad_output, boxes, argmax=None, input_shape=None, output_size=None,
+                      spatial_scale=1.0, *, input=None, batch_indices=None, num_threads=None,
+                      out=None):
     """Gradient of :func:`roi_pool` with respect to its input.
 
     Every output element whose argmax is not -1 passes its gradient to the pixel it was
     taken from: ``grad_input[b, c].flat[argmax] += grad_output``. This equals the input
     gradient torchvision's autograd computes for ``roi_pool`` bit for bit (contributions are
     added per pixel in torchvision's order, whatever the thread count).
+
+    Give exactly one of ``argmax`` (the forward's) or ``input`` (the forward's input map):
+    from the input, each bin's pixel is found again by the forward's own rule (first maximum
+    in row-major order, NaN never taken), so the result is the same bit for bit. It reads
+    the (small) map instead of an argmax as large as ``grad_output`` -- faster where the map
+    fits the caches, and a training layer need not keep the argmax.
 
     Parameters
     ----------
@@ -359,15 +366,20 @@ def roi_pool_backward(grad_output, boxes, argmax, input_shape, output_size, spat
     boxes : ndarray (K, 5), list of ndarray (L_i, 4), or ndarray (K, 4)
         The boxes given to the forward (same dtype as ``grad_output``); they supply the
         batch index of each RoI.
-    argmax : ndarray (K, C, ph, pw) of int
+    argmax : ndarray (K, C, ph, pw) of int, or None
         The argmax the forward returned (``return_argmax=True``); every entry -1 or in
         ``[0, H * W)``. int64 and int32 (torchvision's) are read in place; other integer
-        dtypes are converted.
-    {input_shape}
-    output_size : int or (int, int)
-        As for :func:`roi_pool`; must equal ``grad_output.shape[2:]``.
+        dtypes are converted. None when ``input`` is given.
+    input_shape : tuple of 4 ints (N, C, H, W), or None
+        Shape of the forward's input (and of the result). Needed with ``argmax``; with
+        ``input`` it is ``input.shape`` (if given, it must equal it).
+    output_size : int or (int, int), or None
+        As for :func:`roi_pool`; must equal ``grad_output.shape[2:]`` (None: taken from it).
     spatial_scale, batch_indices, num_threads
-        As for :func:`roi_pool` (the scale is checked but not needed: argmax says it all).
+        As for :func:`roi_pool`. With ``argmax`` the scale is checked but not needed (argmax
+        says it all); with ``input`` it places the bins, so it must be the forward's.
+    input : ndarray (N, C, H, W), keyword only, or None
+        The forward's input, same dtype as ``grad_output``; any strides.
     {gradient_out}
 
     Examples
@@ -382,15 +394,43 @@ def roi_pool_backward(grad_output, boxes, argmax, input_shape, output_size, spat
            [0., 1., 0., 1.],
            [0., 0., 0., 0.],
            [0., 1., 0., 1.]])
+    >>> pyroi.roi_pool_backward(np.ones_like(y), boxes, input=x)[0, 0]
+    array([[0., 0., 0., 0.],
+           [0., 1., 0., 1.],
+           [0., 0., 0., 0.],
+           [0., 1., 0., 1.]])
     """
     grad = _validate.float_array(grad_output, "grad_output", 4)
+    if (argmax is None) == (input is None):
+        raise _validate.InvalidArgumentError(
+            "roi_pool_backward takes exactly one of argmax (the forward's) or input (the "
+            "forward's input map), got " + ("both" if input is not None else "neither"))
+    features = None
+    if input is not None:
+        features = _validate.float_array(input, "input", 4)
+        if features.dtype != grad.dtype:
+            raise _validate.DTypeError(
+                f"input must have grad_output's dtype {grad.dtype}, got {features.dtype}")
+        if input_shape is not None and _validate.shape4(input_shape, "input_shape") != \
+                features.shape:
+            raise _validate.ShapeError(
+                f"input_shape {tuple(input_shape)} differs from input.shape {features.shape}")
+        input_shape = features.shape
     shape = _validate.shape4(input_shape, "input_shape")
     _validate.same_channels(shape, grad)
-    pooled = _validate.output_size(output_size)
+    pooled = _validate.output_size(grad.shape[2:] if output_size is None else output_size)
     _validate.output_size_matches(pooled, grad.shape, "grad_output")
     scale = _validate.spatial_scale(spatial_scale)
     threads = _validate.num_threads(num_threads)
     coords, roi_images = _validate.backward_boxes(boxes, grad, shape[0], batch_indices)
+    if features is not None:
+        result = _validate.output_array(out, shape, grad.dtype,
+                                        (grad_output, boxes, batch_indices, input, grad,
+                                         features, coords, roi_images),
+                                        shape_from="input")
+        _core.roi_pool_backward_from_input(grad, features, coords, roi_images, result, scale,
+                                           scale, threads)
+        return result
     # the C core checks every argmax entry before it writes anything (in a pass of its own,
     # or as its kernels read them): only when it refuses is the offender looked up here
     winners = _validate.argmax_array(argmax, grad.shape, shape[2] * shape[3],

@@ -44,9 +44,12 @@ def roi_pool(input: npt.ArrayLike, boxes: npt.ArrayLike, output_size: int | tupl
              batch_indices: npt.ArrayLike | None = None, num_threads: int | None = None,
              out: npt.NDArray[Any] | None = None) -> _PooledArgmax: ...
 
-def roi_pool_backward(grad_output: npt.ArrayLike, boxes: npt.ArrayLike, argmax: npt.ArrayLike,
-                      input_shape: Sequence[int], output_size: int | tuple[int, int],
-                      spatial_scale: float = 1.0, *, batch_indices: npt.ArrayLike | None = None,
+def roi_pool_backward(grad_output: npt.ArrayLike, boxes: npt.ArrayLike,
+                      argmax: npt.ArrayLike | None = None,
+                      input_shape: Sequence[int] | None = None,
+                      output_size: int | tuple[int, int] | None = None,
+                      spatial_scale: float = 1.0, *, input: npt.ArrayLike | None = None,
+                      batch_indices: npt.ArrayLike | None = None,
                       num_threads: int | None = None,
                       out: npt.NDArray[Any] | None = None) -> npt.NDArray[Any]: ...
 

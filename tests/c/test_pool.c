@@ -762,6 +762,115 @@ static void test_int32_argmax_large_map(void)
                                             a_wide, out, &p), PYROI_OK);
 }
 
+/* The backward from the input equals the argmax backward bit for bit: both C orders (200
+ * RoIs: the lane-major one; 3 RoIs: through a temporary argmax), NCHW and NHWC input, 1-3
+ * threads; then its status codes. */
+static void test_backward_from_input(void)
+{
+    enum { N = 2, C = 37, H = 21, W = 19, K = 200, PH = 3, PW = 4 };
+    static float x_nchw[N * C * H * W], x_nhwc[N * C * H * W];
+    static float y[K * C * PH * PW], g[K * C * PH * PW];
+    static int64_t argmax[K * C * PH * PW];
+    static float expected[N * C * H * W], got[N * C * H * W];
+    static uint16_t x_half[N * C * H * W], g_half[K * C * PH * PW];
+    static uint16_t expected_half[N * C * H * W], got_half[N * C * H * W];
+    const int64_t shape[4] = {N, C, H, W};
+    const int64_t nchw[4] = {C * H * W, H * W, W, 1};
+    const int64_t nhwc[4] = {H * W * C, 1, W * C, C};
+    const int64_t pooled[4] = {C * PH * PW, PH * PW, PW, 1};
+    const int64_t bad_shape[4] = {N, C, -1, W};
+    const int64_t overlapping[4] = {0, H * W, W, 1};
+    float boxes[K * 4], nan_box[4] = {0.0f, 0.0f, NAN, 3.0f};
+    int64_t batch[K], bad_batch[1] = {N};
+    const int counts[2] = {K, 3};
+    pyroi_roi_pool_params p;
+    unsigned long long seed = 7;
+    int k, i, threads, count;
+
+    check_random_nchw_nhwc(x_nchw, x_nhwc, N, C, H, W, -0.5f, &seed);
+    for (i = 0; i < N * C * H * W; ++i) { /* ties: values on a coarse grid */
+        x_nchw[i] = floorf(x_nchw[i] * 8.0f);
+    }
+    for (k = 0; k < N * C * H * W; ++k) {
+        const int n = k / (C * H * W), c = k / (H * W) % C, hw = k % (H * W);
+        x_nhwc[n * H * W * C + hw * C + c] = x_nchw[k];
+        x_half[k] = (uint16_t)(0x3c00 + ((uint16_t)(x_nchw[k] + 8.0f) << 6)); /* 1 + m/16 */
+    }
+    for (k = 0; k < K; ++k) {
+        for (i = 0; i < 4; ++i) {
+            boxes[4 * k + i] = (float)(-4.0 + 30.0 * check_random(&seed));
+        }
+        batch[k] = k % N;
+    }
+    for (i = 0; i < K * C * PH * PW; ++i) {
+        g[i] = (float)check_random(&seed);
+        g_half[i] = (uint16_t)(0x3c00 + (i % 64)); /* 1 + small multiples of 2^-10 */
+    }
+    check_roi_pool_params(&p, PH, PW);
+    p.spatial_scale_h = 0.8;
+    p.spatial_scale_w = 0.7;
+    for (count = 0; count < 2; ++count) {
+        const int num_rois = counts[count];
+        p.num_threads = 1;
+        CHECK_STATUS(pyroi_roi_pool_forward_f32(x_nchw, shape, nchw, boxes, num_rois, 4, batch,
+                                                y, pooled, argmax, pooled, &p), PYROI_OK);
+        CHECK_STATUS(pyroi_roi_pool_backward_f32(g, pooled, argmax, pooled, batch, num_rois,
+                                                 expected, shape, nchw, &p), PYROI_OK);
+        for (threads = 1; threads <= 3; ++threads) {
+            p.num_threads = threads;
+            memset(got, 0xff, sizeof(got));
+            CHECK_STATUS(pyroi_roi_pool_backward_from_input_f32(g, pooled, x_nchw, shape, nchw,
+                                                                boxes, num_rois, 4, batch, got,
+                                                                nchw, &p), PYROI_OK);
+            CHECK(memcmp(expected, got, sizeof(got)) == 0);
+            memset(got, 0xff, sizeof(got));
+            CHECK_STATUS(pyroi_roi_pool_backward_from_input_f32(g, pooled, x_nhwc, shape, nhwc,
+                                                                boxes, num_rois, 4, batch, got,
+                                                                nchw, &p), PYROI_OK);
+            CHECK(memcmp(expected, got, sizeof(got)) == 0);
+        }
+        /* float16: the float16 argmax backward's result */
+        CHECK_STATUS(pyroi_roi_pool_forward_f16(x_half, shape, nchw, boxes, num_rois, 4, batch,
+                                                (uint16_t *)(void *)y, pooled, argmax, pooled,
+                                                &p), PYROI_OK);
+        CHECK_STATUS(pyroi_roi_pool_backward_f16(g_half, pooled, argmax, pooled, batch,
+                                                 num_rois, expected_half, shape, nchw, &p),
+                     PYROI_OK);
+        CHECK_STATUS(pyroi_roi_pool_backward_from_input_f16(g_half, pooled, x_half, shape, nchw,
+                                                            boxes, num_rois, 4, batch, got_half,
+                                                            nchw, &p), PYROI_OK);
+        CHECK(memcmp(expected_half, got_half, sizeof(got_half)) == 0);
+    }
+    /* statuses: each names the bad argument's kind, nothing is read past a failed check */
+    CHECK_STATUS(pyroi_roi_pool_backward_from_input_f32(g, pooled, NULL, shape, nchw, boxes, K,
+                                                        4, batch, got, nchw, &p),
+                 PYROI_E_NULL_POINTER);
+    CHECK_STATUS(pyroi_roi_pool_backward_from_input_f32(g, pooled, x_nchw, NULL, nchw, boxes, K,
+                                                        4, batch, got, nchw, &p),
+                 PYROI_E_NULL_POINTER);
+    CHECK_STATUS(pyroi_roi_pool_backward_from_input_f32(g, pooled, x_nchw, bad_shape, nchw,
+                                                        boxes, K, 4, batch, got, nchw, &p),
+                 PYROI_E_INVALID_SHAPE);
+    CHECK_STATUS(pyroi_roi_pool_backward_from_input_f32(g, pooled, x_nchw, shape, nchw, boxes,
+                                                        K, 4, batch, got, overlapping, &p),
+                 PYROI_E_INVALID_STRIDES);
+    CHECK_STATUS(pyroi_roi_pool_backward_from_input_f32(g, pooled, x_nchw, shape, nchw,
+                                                        nan_box, 1, 4, batch, got, nchw, &p),
+                 PYROI_E_INVALID_BOX);
+    CHECK_STATUS(pyroi_roi_pool_backward_from_input_f32(g, pooled, x_nchw, shape, nchw, boxes,
+                                                        1, 4, bad_batch, got, nchw, &p),
+                 PYROI_E_INVALID_BATCH_INDEX);
+    CHECK_STATUS(pyroi_roi_pool_backward_from_input_f32(g, pooled, x_nchw, shape, nchw, boxes,
+                                                        K, 4, batch, got, nchw, NULL),
+                 PYROI_E_NULL_POINTER);
+    CHECK_STATUS(pyroi_roi_pool_backward_from_input_f16(g_half, pooled, NULL, shape, nchw,
+                                                        boxes, K, 4, batch, got_half, nchw, &p),
+                 PYROI_E_NULL_POINTER);
+    CHECK_STATUS(pyroi_roi_pool_backward_from_input_f16(g_half, pooled, x_half, bad_shape, nchw,
+                                                        boxes, K, 4, batch, got_half, nchw, &p),
+                 PYROI_E_INVALID_SHAPE);
+}
+
 int main(void)
 {
     test_defaults();
@@ -777,5 +886,6 @@ int main(void)
     test_int32_argmax_f32();
     test_int32_argmax_f64();
     test_int32_argmax_large_map();
+    test_backward_from_input();
     return check_report("test_pool");
 }

@@ -475,6 +475,37 @@ PYROI_API pyroi_status pyroi_roi_pool_backward_i32_f64(
     double *grad_input, const int64_t grad_input_shape[4], const int64_t grad_input_strides[4],
     const pyroi_roi_pool_params *params);
 
+/* Backward pass from the forward's input instead of its argmax: each bin's winner is found
+ * again from the input (the forward's windows and rule: the first maximum in row-major
+ * order, NaN never wins, -1 for an empty bin or one with no pixel above -FLT_MAX), so the
+ * call reads grad_output and the (small, cache-resident) map, not an argmax as large as
+ * grad_output, and a training layer need not keep the argmax.
+ *   grad_output     num_rois x C x pooled_height x pooled_width, strides grad_output_strides
+ *                   (read only: broadcast strides are fine).
+ *   input           the forward's input, N x C x H x W (input_shape, input_strides).
+ *   boxes, batch_indices, params   as given to the forward.
+ *   grad_input      tensor of input_shape with strides grad_input_strides; overwritten.
+ * Results equal pyroi_roi_pool_backward_* fed the forward's argmax bit for bit (and so
+ * torchvision's CPU autograd), whatever the thread count. Where the map is too large for the
+ * lane-major scratch or the RoIs' bins are few next to its pixels, the call makes the argmax
+ * into a temporary (int64, plus the pooled values) and reads it back. Returns PYROI_OK or the
+ * first validation failure (in the forward's order, then grad_input's checks; never
+ * PYROI_E_INVALID_ARGMAX). Thread-safe. */
+PYROI_API pyroi_status pyroi_roi_pool_backward_from_input_f32(
+    const float *grad_output, const int64_t grad_output_strides[4],
+    const float *input, const int64_t input_shape[4], const int64_t input_strides[4],
+    const float *boxes, int64_t num_rois, int64_t box_row_stride,
+    const int64_t *batch_indices,
+    float *grad_input, const int64_t grad_input_strides[4],
+    const pyroi_roi_pool_params *params);
+PYROI_API pyroi_status pyroi_roi_pool_backward_from_input_f64(
+    const double *grad_output, const int64_t grad_output_strides[4],
+    const double *input, const int64_t input_shape[4], const int64_t input_strides[4],
+    const double *boxes, int64_t num_rois, int64_t box_row_stride,
+    const int64_t *batch_indices,
+    double *grad_input, const int64_t grad_input_strides[4],
+    const pyroi_roi_pool_params *params);
+
 /* ------------------------------------------------------------------------------------------
  * Position-sensitive RoI pooling (R-FCN's PSRoIPool, Light-Head R-CNN's PSRoIAlign), as
  * torchvision.ops.ps_roi_pool and torchvision.ops.ps_roi_align.
@@ -1142,6 +1173,15 @@ PYROI_API pyroi_status pyroi_roi_pool_backward_i32_f16(
     const int32_t *argmax, const int64_t argmax_strides[4],
     const int64_t *batch_indices, int64_t num_rois,
     uint16_t *grad_input, const int64_t grad_input_shape[4], const int64_t grad_input_strides[4],
+    const pyroi_roi_pool_params *params);
+/* The backward from the forward's float16 input (pyroi_roi_pool_backward_from_input_*),
+ * input widened chunk by chunk as grad_output is: the float32 results, rounded once. */
+PYROI_API pyroi_status pyroi_roi_pool_backward_from_input_f16(
+    const uint16_t *grad_output, const int64_t grad_output_strides[4],
+    const uint16_t *input, const int64_t input_shape[4], const int64_t input_strides[4],
+    const float *boxes, int64_t num_rois, int64_t box_row_stride,
+    const int64_t *batch_indices,
+    uint16_t *grad_input, const int64_t grad_input_strides[4],
     const pyroi_roi_pool_params *params);
 PYROI_API pyroi_status pyroi_ps_roi_align_forward_f16(
     const uint16_t *input, const int64_t input_shape[4], const int64_t input_strides[4],

@@ -1,0 +1,243 @@
+/* roi_pool_from_input_template.h - RoIPool's backward from the forward's input instead of
+ * its argmax: each bin's winner is found again from the map (the forward's bin windows and
+ * lane-major argmax kernel, so the same pixel: first maximum in row-major order, NaN never
+ * wins, start at -FLT_MAX) and its gradient added by the argmax backward's scatter and
+ * write-out, in the same order per pixel. The argmax backward reads an argmax as large as
+ * grad_output (int32: 30 MB for a VGG conv5 call of 300 RoIs); the map is a few MB and stays
+ * in the caches, and a training layer keeps it anyway. Included by roi_pool.c once per dtype
+ * with T, PYROI_TYPED(name), ROI_POOL_ROUND, ROI_POOL_FLOOR and ROI_POOL_CEIL defined. */
+
+/* A worker's scratch (lane lines of T): the channels-last image block (ROI_POOL_GROUP
+ * sub-blocks), a gradient block per sub-block (a spare pixel, then the image's pixels, as
+ * roi_pool_backward_images'), and the value and winner tiles of one RoI. */
+static int64_t PYROI_TYPED(roi_pool_from_input_scratch_elements)(int64_t map_pixels,
+                                                                 int64_t bins)
+{
+    return ROI_POOL_GROUP_LANES * (2 * map_pixels + 1 + 2 * bins);
+}
+
+/* Backward from the input, work item = (image, channel group): the group's channels of the
+ * image are gathered channels-last once; for each RoI of the image in order the forward's
+ * kernel finds the winners of every bin, and each sub-block's gradients are added at them. */
+PYROI_VECTOR_TASK(PYROI_TYPED(roi_pool_backward_from_input_task))
+{
+    PYROI_TYPED(roi_pool_job) *job = (PYROI_TYPED(roi_pool_job) *)context;
+    const roi_pool_plan *plan = job->plan;
+    const int64_t *shape = job->result_shape;
+    const int64_t *g_strides = job->features_strides;
+    const int64_t pooled_height = job->params->pooled_height;
+    const int64_t pooled_width = job->params->pooled_width;
+    const int64_t map_pixels = shape[2] * shape[3];
+    const int64_t whole[4] = {0, shape[2], 0, shape[3]};
+    const int64_t sub_stride = map_pixels * PYROI_LANES;
+    const int64_t sums_stride = (map_pixels + 1) * PYROI_LANES;
+    const int64_t tile_sub_stride = pooled_height * pooled_width * PYROI_LANES;
+    /* the winner tile holds indices of T's width: int64 entries for double */
+    const int wide = sizeof(PYROI_TYPED(roi_pool_index)) == sizeof(int64_t);
+    const int64_t bins = pooled_height * pooled_width;
+    /* a sub-block's gradients of a RoI as one run (C-contiguous grad_output): its winners
+     * are put in that order, lane after lane, and added by roi_pool_add_run */
+    const int whole_runs = g_strides[3] == 1 && g_strides[2] == pooled_width &&
+                           g_strides[1] == bins && bins <= ROI_POOL_ADD_CHUNK / PYROI_LANES;
+    int64_t lane_bytes[ROI_POOL_ADD_CHUNK]; /* roi_pool_add_run's: the lane of each entry */
+    PYROI_TYPED(roi_pool_index) run[ROI_POOL_ADD_CHUNK]; /* winners in the gradients' order */
+    T *block = job->scratch + worker * job->scratch_stride;
+    T *sums = block + ROI_POOL_GROUP * sub_stride + PYROI_LANES; /* past the spare pixel */
+    T *values = sums + ROI_POOL_GROUP * sums_stride - PYROI_LANES;
+    PYROI_TYPED(roi_pool_index) *winners =
+        (PYROI_TYPED(roi_pool_index) *)(void *)(values + ROI_POOL_GROUP * tile_sub_stride);
+    int64_t item, i, s, j, b, first, last;
+
+    for (i = 0; i < ROI_POOL_ADD_CHUNK; ++i) {
+        lane_bytes[i] = whole_runs && i < PYROI_LANES * bins ? i / bins * (int64_t)sizeof(T) : 0;
+    }
+    for (i = -PYROI_LANES; i < ROI_POOL_GROUP * sums_stride - PYROI_LANES; ++i) {
+        sums[i] = (T)0; /* then each item's write-out leaves it zero */
+    }
+    for (item = begin; item < end; ++item) {
+        int64_t c0, channels;
+        const int64_t n = PYROI_TYPED(lane_block_item)(item, shape[1], ROI_POOL_GROUP_LANES,
+                                                       &c0, &channels);
+        pyroi_rois_of_image(plan->rois, n, &first, &last);
+        if (first < last) {
+            PYROI_TYPED(roi_pool_region_to_block)(job->map, shape, job->map_strides, n, c0,
+                                                  whole, block, sub_stride);
+        }
+        for (i = first; i < last; ++i) {
+            const int64_t k = plan->rois->order[i];
+            /* the next RoI's gradients, loaded while this RoI's are added */
+            const int64_t next = i + 1 < last ? plan->rois->order[i + 1] : k;
+            if (i % 8 == 0 && pyroi_cancel_requested(job->params->cancel)) {
+                break; /* the write-out below still leaves the blocks zero */
+            }
+            PYROI_TYPED(roi_pool_roi_lanes)(plan, k, block, sub_stride, shape[3], 0, 0,
+                                            shape[3], pooled_height, pooled_width, values,
+                                            winners, NULL);
+            for (s = 0; s < ROI_POOL_GROUP; ++s) {
+                const int64_t lanes = PYROI_TYPED(roi_pool_sub_lanes)(shape[1], c0, s);
+                const int64_t channel = (c0 + s * PYROI_LANES) * g_strides[1];
+                const T *grad = job->features + k * g_strides[0] + channel;
+                const PYROI_TYPED(roi_pool_index) *tile = winners + s * tile_sub_stride;
+                if (whole_runs && lanes > 0) {
+                    if (sizeof(*tile) == sizeof(int32_t)) { /* float32: the vector transpose */
+                        pyroi_lanes_to_channels_i32((const int32_t *)(const void *)tile, bins,
+                                                    lanes, (int32_t *)(void *)run, bins, 1);
+                    } else {
+                        for (j = 0; j < lanes; ++j) {
+                            for (b = 0; b < bins; ++b) {
+                                run[j * bins + b] = tile[b * PYROI_LANES + j];
+                            }
+                        }
+                    }
+                    (void)PYROI_TYPED(roi_pool_add_run)(
+                        sums + s * sums_stride, grad, run, wide, lanes * bins, lane_bytes,
+                        (uint64_t)map_pixels, job->features + next * g_strides[0] + channel,
+                        run);
+                    continue;
+                }
+                for (j = 0; j < lanes; ++j) { /* winner (ph, pw) of lane j: tile[ph][pw][j] */
+                    (void)PYROI_TYPED(roi_pool_add_strided)(
+                        sums + s * sums_stride + j, grad + j * g_strides[1], tile + j, wide,
+                        pooled_height, pooled_width, g_strides[2], g_strides[3],
+                        pooled_width * PYROI_LANES, PYROI_LANES, (uint64_t)map_pixels);
+                }
+            }
+        }
+        for (s = 0; s < ROI_POOL_GROUP; ++s) {
+            const int64_t lanes = PYROI_TYPED(roi_pool_sub_lanes)(shape[1], c0, s);
+            if (lanes > 0) {
+                PYROI_TYPED(lane_block_to_image)(sums + s * sums_stride, shape[2], shape[3], n,
+                                                 c0 + s * PYROI_LANES, lanes, job->result,
+                                                 job->result_strides, NULL);
+            }
+        }
+    }
+}
+
+/* Where the lane-major order does not pay (a map too large for the scratch, or few bins next
+ * to its pixels), the argmax is made by the forward into a temporary and read by the argmax
+ * backward: the same results, at the argmax's memory. job: the backward's, as
+ * roi_pool_backward_from_input_checked receives it. */
+static pyroi_status PYROI_TYPED(roi_pool_backward_through_argmax)(PYROI_TYPED(roi_pool_job) *job)
+{
+    const int64_t *shape = job->result_shape;
+    const pyroi_roi_pool_params *params = job->params;
+    const int64_t pooled_shape[4] = {job->num_rois, shape[1], params->pooled_height,
+                                     params->pooled_width};
+    int64_t pooled_strides[4], count = 1;
+    PYROI_TYPED(roi_pool_job) forward;
+    T *pooled;
+    int64_t *argmax;
+    pyroi_status status;
+    int i;
+    for (i = 3; i >= 0; --i) { /* C-contiguous */
+        pooled_strides[i] = count;
+        if (!pyroi_mul_nonneg(count, pooled_shape[i], &count) ||
+            (uint64_t)count > (uint64_t)SIZE_MAX / (sizeof(T) + sizeof(int64_t))) {
+            return PYROI_E_NO_MEMORY;
+        }
+    }
+    pooled = (T *)malloc((size_t)count * sizeof(T) + 1);
+    argmax = (int64_t *)malloc((size_t)count * sizeof(int64_t) + 1);
+    if (pooled == NULL || argmax == NULL) {
+        free(pooled);
+        free(argmax);
+        return PYROI_E_NO_MEMORY;
+    }
+    /* the forward of the same RoIs on the same map, into the temporaries */
+    forward = (PYROI_TYPED(roi_pool_job)){.features = job->map, .features_shape = shape,
+                                          .features_strides = job->map_strides,
+                                          .result = pooled, .result_strides = pooled_strides,
+                                          .argmax_out = argmax,
+                                          .argmax_strides = pooled_strides, .argmax_wide = 1,
+                                          .params = params};
+    PYROI_TYPED(roi_pool_job_rois)(&forward, job->rois);
+    status = PYROI_TYPED(roi_pool_forward_checked)(&forward);
+    if (status == PYROI_OK) {
+        job->argmax_in = argmax;
+        job->argmax_strides = pooled_strides;
+        job->argmax_wide = 1;
+        status = PYROI_TYPED(roi_pool_backward_checked)(job);
+        job->argmax_in = NULL;
+        job->argmax_strides = NULL;
+    }
+    free(pooled);
+    free(argmax);
+    return status;
+}
+
+/* The backward from the input of the call's RoIs (job->rois) once its checks passed. */
+static pyroi_status PYROI_TYPED(roi_pool_backward_from_input_checked)(
+    PYROI_TYPED(roi_pool_job) *job)
+{
+    const int64_t *shape = job->result_shape;
+    const pyroi_roi_pool_params *params = job->params;
+    const int64_t map_pixels = shape[2] * shape[3];
+    const int64_t bins = params->pooled_height * params->pooled_width;
+    const int64_t groups = (shape[1] + ROI_POOL_GROUP_LANES - 1) / ROI_POOL_GROUP_LANES;
+    double max_area;
+    int64_t failed_roi;
+    roi_pool_plan plan;
+    pyroi_status status = PYROI_TYPED(roi_pool_scan_boxes)(
+        job->boxes, job->num_rois, job->box_row_stride, shape[2], shape[3], params, &max_area,
+        &failed_roi);
+    if (status != PYROI_OK || pyroi_shape_is_empty(shape)) {
+        return status;
+    }
+    /* the argmax backward's choice of its image blocks, with both blocks in the scratch */
+    if (!PYROI_TYPED(roi_pool_scratch_fits)(2 * map_pixels + 1, bins) ||
+        (double)job->num_rois * (double)bins * 4.0 < (double)shape[0] * (double)map_pixels) {
+        return PYROI_TYPED(roi_pool_backward_through_argmax)(job);
+    }
+    status = roi_pool_plan_init(&plan, job->rois, params->pooled_height + params->pooled_width,
+                                params->cancel);
+    if (status == PYROI_OK) {
+        status = PYROI_TYPED(roi_pool_plan_windows)(&plan, job->boxes, job->num_rois,
+                                                    job->box_row_stride, shape[2], shape[3],
+                                                    params);
+    }
+    if (status == PYROI_OK) {
+        job->plan = &plan;
+        status = PYROI_TYPED(roi_pool_run_lanes)(
+            job, PYROI_TYPED(roi_pool_backward_from_input_task), shape[0] * groups,
+            (double)ROI_POOL_GROUP_LANES *
+                (plan.visits / (double)shape[0] + 3.0 * (double)map_pixels),
+            PYROI_TYPED(roi_pool_from_input_scratch_elements)(map_pixels, bins));
+        job->plan = NULL;
+    }
+    roi_pool_plan_free(&plan);
+    return status;
+}
+
+pyroi_status PYROI_TYPED(pyroi_roi_pool_backward_from_input)(
+    const T *grad_output, const int64_t grad_output_strides[4], const T *input,
+    const int64_t input_shape[4], const int64_t input_strides[4], const T *boxes,
+    int64_t num_rois, int64_t box_row_stride, const int64_t *batch_indices, T *grad_input,
+    const int64_t grad_input_strides[4], const pyroi_roi_pool_params *params)
+{
+    int64_t shape[4]; /* read once: it sizes both maps */
+    PYROI_TYPED(roi_pool_job) job;
+    pyroi_rois rois;
+    pyroi_status status;
+    if (input_shape != NULL) {
+        memcpy(shape, input_shape, sizeof(shape));
+    }
+    status = roi_pool_check_backward_from_input(
+        grad_output, grad_output_strides, input, input_shape == NULL ? NULL : shape,
+        input_strides, boxes, num_rois, box_row_stride, batch_indices, grad_input,
+        grad_input_strides, params, sizeof(T), &rois);
+    if (status != PYROI_OK) {
+        return status;
+    }
+    /* the map has no pixels: input may be NULL */
+    job = (PYROI_TYPED(roi_pool_job)){.features = grad_output,
+                                      .features_strides = grad_output_strides,
+                                      .map = (const T *)pyroi_data_or_placeholder(input),
+                                      .map_strides = input_strides, .result = grad_input,
+                                      .result_shape = shape,
+                                      .result_strides = grad_input_strides, .params = params};
+    PYROI_TYPED(roi_pool_job_rois)(&job, &rois);
+    status = PYROI_TYPED(roi_pool_backward_from_input_checked)(&job);
+    pyroi_rois_free(&rois);
+    return status;
+}

@@ -1,0 +1,155 @@
+"""RoIPool's backward from the forward's input (``roi_pool_backward(..., input=x)``): bit for
+bit the argmax backward fed the forward's argmax, and so torchvision's autograd, in both of
+its C orders (the lane-major one that finds the winners again, and the fallback through a
+temporary argmax), for every thread count."""
+
+import numpy as np
+import pytest
+
+import pyroi
+
+THREADS = (1, 2, 3)
+
+
+def _case(rng, dtype, num_images, channels, height, width, num_rois, special=False,
+          size=None):
+    """A map with many ties (small integers), optionally NaN and -inf, boxes partly off the
+    map and inverted, and random scale and output size."""
+    x = rng.integers(-3, 4, size=(num_images, channels, height, width)).astype(dtype)
+    if special:
+        x[rng.random(x.shape) < 0.1] = np.nan
+        x[rng.random(x.shape) < 0.1] = -np.inf
+        x[rng.random(x.shape) < 0.02] = np.inf
+    corners = rng.uniform(-4, max(height, width) + 4, size=(num_rois, 4))
+    boxes = np.concatenate([rng.integers(0, num_images, size=(num_rois, 1)), corners], 1)
+    boxes = boxes.astype(dtype)
+    size = size or (int(rng.integers(1, 6)), int(rng.integers(1, 6)))
+    scale = float(rng.choice([1.0, 0.5, 2.0, 1 / 3]))
+    return x, boxes, size, scale
+
+
+def _same_bits(a, b):
+    assert a.dtype == b.dtype and a.shape == b.shape
+    np.testing.assert_array_equal(a.view(np.uint8), b.view(np.uint8))
+
+
+def _check(x, boxes, size, scale, g=None, rng=None):
+    out, argmax = pyroi.roi_pool(x, boxes, size, scale, return_argmax=True)
+    if g is None:
+        g = (rng.integers(-4, 5, size=out.shape) * 0.37).astype(x.dtype)
+    expected = pyroi.roi_pool_backward(g, boxes, argmax, x.shape, size, scale)
+    for threads in THREADS:
+        got = pyroi.roi_pool_backward(g, boxes, input=x, output_size=size,
+                                      spatial_scale=scale, num_threads=threads)
+        _same_bits(got, expected)
+    return g, expected
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("special", [False, True], ids=["ties", "nan_inf"])
+def test_random_matches_argmax_backward(dtype, special):
+    rng = np.random.default_rng(1234 + special)
+    for _ in range(40):
+        num_images = int(rng.integers(1, 3))
+        x, boxes, size, scale = _case(rng, dtype, num_images, int(rng.integers(1, 40)),
+                                      int(rng.integers(1, 14)), int(rng.integers(1, 14)),
+                                      int(rng.integers(0, 30)), special)
+        _check(x, boxes, size, scale, rng=rng)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("num_rois", [300, 2], ids=["lane_order", "through_argmax"])
+def test_both_orders_on_a_larger_map(dtype, num_rois):
+    """300 RoIs take the lane-major order; 2 on a 23 x 31 map the fallback."""
+    rng = np.random.default_rng(7)
+    x, boxes, _, _ = _case(rng, dtype, 2, 37, 23, 31, num_rois, special=True)
+    _check(x, boxes, (7, 7), 1.0, rng=rng)
+    _check(x, boxes, (3, 5), 0.5, rng=rng)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_strided_input_and_gradients(dtype):
+    rng = np.random.default_rng(3)
+    x, boxes, size, scale = _case(rng, dtype, 2, 35, 11, 9, 50, special=True, size=(4, 3))
+    x_nhwc = np.ascontiguousarray(x.transpose(0, 2, 3, 1)).transpose(0, 3, 1, 2)
+    g = (rng.integers(-4, 5, size=(50, 35, 4, 3)) * 0.37).astype(dtype)
+    for view in (x_nhwc, x[:, :, ::-1, :], np.repeat(x, 2, axis=3)[:, :, :, ::2]):
+        _check(view, boxes, size, scale, g=g)
+    g_strided = np.ascontiguousarray(g.transpose(3, 2, 1, 0)).transpose(3, 2, 1, 0)
+    _check(x, boxes, size, scale, g=g_strided)
+    ones = np.broadcast_to(np.ones((1, 1, 1, 1), dtype), g.shape)  # sum().backward()'s
+    _check(x, boxes, size, scale, g=ones)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_edge_cases(dtype):
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((2, 17, 6, 7)).astype(dtype)
+    # K = 0: a zero gradient
+    g0 = np.zeros((0, 17, 2, 2), dtype)
+    got = pyroi.roi_pool_backward(g0, np.zeros((0, 5), dtype), input=x)
+    _same_bits(got, np.zeros_like(x))
+    # every bin clipped away, inverted, one-pixel and whole-map boxes
+    boxes = np.array([[0, 50, 50, 60, 60], [1, -9, -9, -5, -5], [0, 5, 4, 1, 1],
+                      [1, 3, 3, 3, 3], [0, 0, 0, 6, 5]], dtype)
+    _check(x, boxes, (3, 2), 1.0, rng=rng)
+    # all -inf and NaN: no winner, no gradient
+    x[:] = -np.inf
+    x[0, :, 2:, :] = np.nan
+    _, expected = _check(x, boxes, (2, 2), 1.0, rng=rng)
+    assert not expected.any()
+    # no channels, no pixels
+    _check(np.zeros((1, 0, 4, 4), dtype), boxes[:1] * 0, 2, 1.0, rng=rng)
+    got = pyroi.roi_pool_backward(np.ones((1, 3, 2, 2), dtype), boxes[:1] * 0,
+                                  input=np.zeros((1, 3, 0, 4), dtype))
+    assert got.shape == (1, 3, 0, 4)
+
+
+def test_float16():
+    """float16 maps and gradients (float32 boxes): the float16 argmax backward's bits."""
+    rng = np.random.default_rng(11)
+    for num_rois in (300, 2):
+        x, boxes, size, scale = _case(rng, np.float16, 2, 45, 13, 10, num_rois, special=True)
+        boxes32 = boxes.astype(np.float32)
+        g, _ = _check(x, boxes32, size, scale, rng=rng)
+        _check(np.ascontiguousarray(x.transpose(0, 2, 3, 1)).transpose(0, 3, 1, 2), boxes32,
+               size, scale, g=g)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_matches_torchvision_autograd(tv, dtype):
+    rng = np.random.default_rng(17)
+    for num_rois in (200, 3):
+        x, boxes, size, scale = _case(rng, dtype, 2, 21, 15, 12, num_rois, special=True)
+        g = (rng.integers(-4, 5, size=(num_rois, 21) + size) * 0.37).astype(dtype)
+        got = pyroi.roi_pool_backward(g, boxes, input=x, output_size=size,
+                                      spatial_scale=scale)
+        np.testing.assert_array_equal(got, tv.grad("roi_pool", x, boxes, g, size, scale))
+
+
+def test_validation():
+    x = np.zeros((1, 3, 5, 5), np.float32)
+    boxes = np.array([[0, 0, 0, 4, 4]], np.float32)
+    out, argmax = pyroi.roi_pool(x, boxes, 2, return_argmax=True)
+    g = np.ones_like(out)
+    with pytest.raises(pyroi.InvalidArgumentError, match="exactly one of argmax"):
+        pyroi.roi_pool_backward(g, boxes, argmax, x.shape, 2, input=x)
+    with pytest.raises(pyroi.InvalidArgumentError, match="neither"):
+        pyroi.roi_pool_backward(g, boxes, None, x.shape, 2)
+    with pytest.raises(pyroi.DTypeError, match="input"):
+        pyroi.roi_pool_backward(g, boxes, input=x.astype(np.float64))
+    with pytest.raises(pyroi.ShapeError, match="input_shape"):
+        pyroi.roi_pool_backward(g, boxes, input_shape=(1, 3, 6, 5), input=x)
+    with pytest.raises(pyroi.ShapeError):
+        pyroi.roi_pool_backward(g, boxes, input=np.zeros((1, 4, 5, 5), np.float32))
+    with pytest.raises(pyroi.ShapeError, match="input"):
+        pyroi.roi_pool_backward(g, boxes, input=np.zeros((1, 3, 5), np.float32))
+    with pytest.raises(pyroi.BoxError):
+        pyroi.roi_pool_backward(g, np.array([[0, 0, np.nan, 4, 4]], np.float32), input=x)
+    with pytest.raises(pyroi.BatchIndexError):
+        pyroi.roi_pool_backward(g, np.array([[1, 0, 0, 4, 4]], np.float32), input=x)
+    with pytest.raises(pyroi.ShapeError, match="output_size"):
+        pyroi.roi_pool_backward(g, boxes, output_size=3, input=x)
+    # the positional argmax call is unchanged
+    _same_bits(pyroi.roi_pool_backward(g, boxes, argmax, x.shape, 2),
+               pyroi.roi_pool_backward(g, boxes, input=x))
