@@ -60,8 +60,8 @@ PYROI_VECTOR_TASK(PYROI_TYPED(roi_pool_backward_from_input_task))
                                                        &c0, &channels);
         pyroi_rois_of_image(plan->rois, n, &first, &last);
         if (first < last) {
-            PYROI_TYPED(roi_pool_region_to_block)(job->map, shape, job->map_strides, n, c0,
-                                                  whole, block, sub_stride);
+            PYROI_TYPED(roi_pool_region_to_block)(job->map, NULL, shape, job->map_strides, n,
+                                                  c0, whole, block, sub_stride);
         }
         for (i = first; i < last; ++i) {
             const int64_t k = plan->rois->order[i];
