@@ -6,14 +6,14 @@ must be the float32 call's on the widened tensor, rounded once -- bit for bit, i
 and layout -- and the calls must need no chunk of float32 scratch beyond the float32 call's
 own."""
 
-import subprocess
 import sys
-import textwrap
 
 import numpy as np
 import pytest
 
 import pyroi
+
+import peak_memory
 
 
 def _boxes(rng, k, height, width, scale, low, high, images=1):
@@ -129,21 +129,7 @@ def test_forward_specials_and_rounding_edges():
                 np.float16).view(np.uint16))
 
 
-_PROGRAM = textwrap.dedent("""
-    import numpy as np, pyroi
-
-    def status(field):
-        with open("/proc/self/status") as f:
-            return next(int(l.split()[1]) * 1024 for l in f if l.startswith(field + ":"))
-
-    def extra_peak(call):  # the results are preallocated: what the call maps for itself
-        call()
-        with open("/proc/self/clear_refs", "w") as f:
-            f.write("5")  # VmHWM := VmRSS
-        before = status("VmRSS")
-        call()
-        return status("VmHWM") - before
-
+_PROGRAM = """
     rng = np.random.default_rng(0)
     x = rng.standard_normal((1, 64, 256, 256), dtype=np.float32)
     boxes = np.concatenate([np.zeros((400, 1)), rng.uniform(0, 800, (400, 2)),
@@ -152,19 +138,18 @@ _PROGRAM = textwrap.dedent("""
     for name, m in (("float32", x), ("float16", x.astype(np.float16))):
         out = np.ones((400, 64, 7, 7), m.dtype)
         print("forward", name, extra_peak(lambda: pyroi.roi_align(
-            m, boxes, 7, 0.25, 2, True, out=out, num_threads=1)))
+            m, boxes, 7, 0.25, 2, True, out=out, num_threads=1))[0])
         grad_input = np.ones(m.shape, m.dtype)
         print("backward", name, extra_peak(lambda: pyroi.roi_align_backward(
-            out, boxes, m.shape, 0.25, 2, True, out=grad_input, num_threads=1)))
-""")
+            out, boxes, m.shape, 0.25, 2, True, out=grad_input, num_threads=1))[0])
+"""
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/self/status")
 def test_calls_need_no_float32_chunks():
     # the float32 call's own scratch is all the float16 call needs besides its result; widened
     # chunks of 16 channels of the map (4 MiB) and of the pooled tensor (1.2 MiB) took more
-    output = subprocess.run([sys.executable, "-c", _PROGRAM], capture_output=True, text=True,
-                            check=True).stdout
+    output = peak_memory.run(_PROGRAM)
     extra = {tuple(line.split()[:2]): int(line.split()[2]) for line in output.split("\n")
              if line}
     for call in ("forward", "backward"):

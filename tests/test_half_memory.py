@@ -2,31 +2,16 @@
 one channel chunk, not a float32 copy of the map (or of the gradient it writes). Measured as
 the peak resident set (VmHWM, reset through /proc/self/clear_refs) of a fresh process."""
 
-import subprocess
 import sys
-import textwrap
 
 import pytest
+
+import peak_memory
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"),
                                 reason="reads /proc/self/status")
 
-_PROGRAM = textwrap.dedent("""
-    import numpy as np, pyroi
-
-    def status(field):
-        with open("/proc/self/status") as f:
-            return next(int(l.split()[1]) * 1024 for l in f if l.startswith(field + ":"))
-
-    def extra_peak(call):
-        call()  # the result buffers and code paths exist, freed again
-        with open("/proc/self/clear_refs", "w") as f:
-            f.write("5")  # VmHWM := VmRSS
-        before = status("VmRSS")
-        result = call()
-        return status("VmHWM") - before, sum(np.asarray(r).nbytes for r in (
-            result if isinstance(result, tuple) else (result,)))
-
+_PROGRAM = """
     rng = np.random.default_rng(0)
     x = rng.standard_normal((1, 256, 256, 256), dtype=np.float32).astype(np.float16)
     boxes = np.array([[0, 10, 20, 200, 240], [0, 0, 0, 255, 255], [0, 50, 60, 70, 80]],
@@ -51,12 +36,11 @@ _PROGRAM = textwrap.dedent("""
     for name, call in calls.items():
         extra, result_bytes = extra_peak(call)
         print(name, extra, result_bytes)
-""")
+"""
 
 
 def test_float16_calls_make_no_float32_copy():
-    output = subprocess.run([sys.executable, "-c", _PROGRAM], capture_output=True, text=True,
-                            check=True).stdout
+    output = peak_memory.run(_PROGRAM)
     copy_bytes = 256 * 256 * 256 * 4  # a float32 copy of the map: 64 MiB
     for line in output.split("\n"):
         if not line:

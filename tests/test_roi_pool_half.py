@@ -5,14 +5,14 @@ result must be the float32 call's on the widened map, rounded once -- bit for bi
 included, in every order, layout and thread count -- and the call needs no float32 copy of
 the map or the output."""
 
-import subprocess
 import sys
-import textwrap
 
 import numpy as np
 import pytest
 
 import pyroi
+
+import peak_memory
 
 
 def _boxes(rng, k, height, width, scale, low, high, images=1):
@@ -134,21 +134,7 @@ def test_map_too_large_for_blocks_runs_in_chunks():
     _assert_rounded_float32(x, boxes, 3, 1.0, num_threads=2)
 
 
-_PROGRAM = textwrap.dedent("""
-    import numpy as np, pyroi
-
-    def status(field):
-        with open("/proc/self/status") as f:
-            return next(int(l.split()[1]) * 1024 for l in f if l.startswith(field + ":"))
-
-    def extra_peak(call):  # the results are preallocated: what the call maps for itself
-        call()
-        with open("/proc/self/clear_refs", "w") as f:
-            f.write("5")  # VmHWM := VmRSS
-        before = status("VmRSS")
-        call()
-        return status("VmHWM") - before
-
+_PROGRAM = """
     rng = np.random.default_rng(0)
     x = rng.standard_normal((1, 512, 38, 50), dtype=np.float32)
     boxes = np.concatenate([np.zeros((300, 1)), rng.uniform(0, 400, (300, 2)),
@@ -157,14 +143,13 @@ _PROGRAM = textwrap.dedent("""
     for name, m in (("float32", x), ("float16", x.astype(np.float16))):
         out = np.ones((300, 512, 7, 7), m.dtype)
         print(name, extra_peak(lambda: pyroi.roi_pool(m, boxes, 7, 1 / 16, out=out,
-                                                      num_threads=1)))
-""")
+                                                      num_threads=1))[0])
+"""
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/self/status")
 def test_forward_needs_no_float32_chunks():
     # widened chunks of the map and the output took 4 MB more than the float32 call's scratch
-    output = subprocess.run([sys.executable, "-c", _PROGRAM], capture_output=True, text=True,
-                            check=True).stdout
+    output = peak_memory.run(_PROGRAM)
     extra = {line.split()[0]: int(line.split()[1]) for line in output.split("\n") if line}
     assert extra["float16"] <= extra["float32"] + (1 << 20), extra
