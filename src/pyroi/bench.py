@@ -864,17 +864,16 @@ def run_from_args(args, parser: argparse.ArgumentParser) -> int:
         return 0
     rng = np.random.default_rng(2026)
     workloads = make_workloads(rng)
-    if args.half:
-        cases = make_half_cases(rng, workloads)
-        workloads = cases
+    half_cases = make_half_cases(rng, workloads) if args.half else []
     if args.workload:
-        known = {w.name for w in workloads}
+        known = {w.name for w in (half_cases if args.half else workloads)}
         unknown = set(args.workload) - known
         if unknown:
             parser.error(f"unknown workload(s) {sorted(unknown)}; choose from {sorted(known)}")
         workloads = [w for w in workloads if w.name in args.workload]
+        half_cases = [c for c in half_cases if c.name in args.workload]
     if args.half:
-        rows = run_half(workloads, args.threads or [1], args.repeat,
+        rows = run_half(half_cases, args.threads or [1], args.repeat,
                         warmup_seconds=warmup_seconds)
         print(format_half(rows), flush=True)
         print(f"\n{machine()}", flush=True)
