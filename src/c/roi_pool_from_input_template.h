@@ -1,24 +1,54 @@
 /* roi_pool_from_input_template.h - RoIPool's backward from the forward's input instead of
- * its argmax: each bin's winner is found again from the map (the forward's bin windows and
- * lane-major argmax kernel, so the same pixel: first maximum in row-major order, NaN never
- * wins, start at -FLT_MAX) and its gradient added by the argmax backward's scatter and
- * write-out, in the same order per pixel. The argmax backward reads an argmax as large as
+ * its argmax: each bin's maximum is found again from the map (the forward's bin windows and
+ * lane-major kernel) and its gradient added at the first pixel of the window that equals it
+ * (roi_pool_bin_add_at_max: the argmax kernel's winner, so the same pixel), RoI after RoI in
+ * the argmax backward's order per pixel. The argmax backward reads an argmax as large as
  * grad_output (int32: 30 MB for a VGG conv5 call of 300 RoIs); the map is a few MB and stays
  * in the caches, and a training layer keeps it anyway. Included by roi_pool.c once per dtype
  * with T, PYROI_TYPED(name), ROI_POOL_ROUND, ROI_POOL_FLOOR and ROI_POOL_CEIL defined. */
 
 /* A worker's scratch (lane lines of T): the channels-last image block (ROI_POOL_GROUP
- * sub-blocks), a gradient block per sub-block (a spare pixel, then the image's pixels, as
- * roi_pool_backward_images'), and the value and winner tiles of one RoI. */
+ * sub-blocks), the gradient sums in the same layout, and the maxima and the gradients of one
+ * RoI as lane-major tiles. */
 static int64_t PYROI_TYPED(roi_pool_from_input_scratch_elements)(int64_t map_pixels,
                                                                  int64_t bins)
 {
-    return ROI_POOL_GROUP_LANES * (2 * map_pixels + 1 + 2 * bins);
+    return ROI_POOL_GROUP_LANES * (2 * map_pixels + 2 * bins);
+}
+
+/* The gradients of RoI k for the channel group at c0 as lane-major tiles
+ * (tiles[s][bin][lane], a sub-block past the last channel 0): one transposition per
+ * sub-block when a channel's bins are one run (packed_bins), else one per row of bins. */
+static void PYROI_TYPED(roi_pool_grad_tiles)(const PYROI_TYPED(roi_pool_job) *job, int64_t k,
+                                             int64_t c0, int packed_bins, T *tiles)
+{
+    const int64_t *g_strides = job->features_strides;
+    const int64_t pooled_height = job->params->pooled_height;
+    const int64_t pooled_width = job->params->pooled_width;
+    const int64_t bins = pooled_height * pooled_width;
+    int64_t s, ph;
+    for (s = 0; s < ROI_POOL_GROUP; ++s) {
+        const int64_t lanes = PYROI_TYPED(roi_pool_sub_lanes)(job->result_shape[1], c0, s);
+        const T *grad = job->features + k * g_strides[0] + (c0 + s * PYROI_LANES) * g_strides[1];
+        T *tile = tiles + s * bins * PYROI_LANES;
+        if (lanes == 0) {
+            memset(tile, 0, (size_t)(bins * PYROI_LANES) * sizeof(T));
+        } else if (packed_bins) {
+            PYROI_TYPED(pyroi_channels_to_lanes)(grad, g_strides[1], 1, bins, lanes, tile,
+                                                 PYROI_LANES);
+        } else {
+            for (ph = 0; ph < pooled_height; ++ph) {
+                PYROI_TYPED(pyroi_channels_to_lanes)(
+                    grad + ph * g_strides[2], g_strides[1], g_strides[3], pooled_width, lanes,
+                    tile + ph * pooled_width * PYROI_LANES, PYROI_LANES);
+            }
+        }
+    }
 }
 
 /* Backward from the input, work item = (image, channel group): the group's channels of the
  * image are gathered channels-last once; for each RoI of the image in order the forward's
- * kernel finds the winners of every bin, and each sub-block's gradients are added at them. */
+ * kernel finds the maxima of every bin and each bin's gradients are added at its winners. */
 PYROI_VECTOR_TASK(PYROI_TYPED(roi_pool_backward_from_input_task))
 {
     PYROI_TYPED(roi_pool_job) *job = (PYROI_TYPED(roi_pool_job) *)context;
@@ -30,34 +60,24 @@ PYROI_VECTOR_TASK(PYROI_TYPED(roi_pool_backward_from_input_task))
     const int64_t map_pixels = shape[2] * shape[3];
     const int64_t whole[4] = {0, shape[2], 0, shape[3]};
     const int64_t sub_stride = map_pixels * PYROI_LANES;
-    const int64_t sums_stride = (map_pixels + 1) * PYROI_LANES;
-    const int64_t tile_sub_stride = pooled_height * pooled_width * PYROI_LANES;
-    /* the winner tile holds indices of T's width: int64 entries for double */
-    const int wide = sizeof(PYROI_TYPED(roi_pool_index)) == sizeof(int64_t);
     const int64_t bins = pooled_height * pooled_width;
-    /* a sub-block's gradients of a RoI as one run (C-contiguous grad_output): its winners
-     * are put in that order, lane after lane, and added by roi_pool_add_run */
-    const int whole_runs = g_strides[3] == 1 && g_strides[2] == pooled_width &&
-                           g_strides[1] == bins && bins <= ROI_POOL_ADD_CHUNK / PYROI_LANES;
-    int64_t lane_bytes[ROI_POOL_ADD_CHUNK]; /* roi_pool_add_run's: the lane of each entry */
-    PYROI_TYPED(roi_pool_index) run[ROI_POOL_ADD_CHUNK]; /* winners in the gradients' order */
+    const int64_t tile_sub_stride = bins * PYROI_LANES;
+    const int packed_bins = g_strides[3] == 1 && g_strides[2] == pooled_width;
+    /* the next RoI's gradients of the group are one run when channels are packed too */
+    const int packed_group = packed_bins && g_strides[1] == bins;
     T *block = job->scratch + worker * job->scratch_stride;
-    T *sums = block + ROI_POOL_GROUP * sub_stride + PYROI_LANES; /* past the spare pixel */
-    T *values = sums + ROI_POOL_GROUP * sums_stride - PYROI_LANES;
-    PYROI_TYPED(roi_pool_index) *winners =
-        (PYROI_TYPED(roi_pool_index) *)(void *)(values + ROI_POOL_GROUP * tile_sub_stride);
-    int64_t item, i, s, j, b, first, last;
+    T *sums = block + ROI_POOL_GROUP * sub_stride; /* zero, and left zero by each item */
+    T *values = sums + ROI_POOL_GROUP * sub_stride;
+    T *grads = values + ROI_POOL_GROUP * tile_sub_stride;
+    int64_t item, i, s, ph, pw, first, last;
 
-    for (i = 0; i < ROI_POOL_ADD_CHUNK; ++i) {
-        lane_bytes[i] = whole_runs && i < PYROI_LANES * bins ? i / bins * (int64_t)sizeof(T) : 0;
-    }
-    for (i = -PYROI_LANES; i < ROI_POOL_GROUP * sums_stride - PYROI_LANES; ++i) {
-        sums[i] = (T)0; /* then each item's write-out leaves it zero */
-    }
+    memset(sums, 0, (size_t)(ROI_POOL_GROUP * sub_stride) * sizeof(T));
     for (item = begin; item < end; ++item) {
-        int64_t c0, channels;
+        int64_t c0, channels, lines;
         const int64_t n = PYROI_TYPED(lane_block_item)(item, shape[1], ROI_POOL_GROUP_LANES,
                                                        &c0, &channels);
+        /* cache lines of one RoI's gradients of the group, prefetched a few per bin */
+        lines = ((int64_t)sizeof(T) * channels * bins + 63) / 64;
         pyroi_rois_of_image(plan->rois, n, &first, &last);
         if (first < last) {
             PYROI_TYPED(roi_pool_region_to_block)(job->map, NULL, shape, job->map_strides, n,
@@ -65,48 +85,44 @@ PYROI_VECTOR_TASK(PYROI_TYPED(roi_pool_backward_from_input_task))
         }
         for (i = first; i < last; ++i) {
             const int64_t k = plan->rois->order[i];
+            const roi_pool_window *row_windows = plan->windows + k * plan->bins;
+            const roi_pool_window *col_windows = row_windows + pooled_height;
             /* the next RoI's gradients, loaded while this RoI's are added */
-            const int64_t next = i + 1 < last ? plan->rois->order[i + 1] : k;
+            const char *next =
+                (const char *)(job->features + (i + 1 < last ? plan->rois->order[i + 1] : k) *
+                                                   g_strides[0] +
+                               c0 * g_strides[1]);
+            int64_t line = 0;
             if (i % 8 == 0 && pyroi_cancel_requested(job->params->cancel)) {
-                break; /* the write-out below still leaves the blocks zero */
+                break; /* the write-out below still leaves the sums zero */
             }
             PYROI_TYPED(roi_pool_roi_lanes)(plan, k, block, sub_stride, shape[3], 0, 0,
                                             shape[3], pooled_height, pooled_width, values,
-                                            winners, NULL);
-            for (s = 0; s < ROI_POOL_GROUP; ++s) {
-                const int64_t lanes = PYROI_TYPED(roi_pool_sub_lanes)(shape[1], c0, s);
-                const int64_t channel = (c0 + s * PYROI_LANES) * g_strides[1];
-                const T *grad = job->features + k * g_strides[0] + channel;
-                const PYROI_TYPED(roi_pool_index) *tile = winners + s * tile_sub_stride;
-                if (whole_runs && lanes > 0) {
-                    if (sizeof(*tile) == sizeof(int32_t)) { /* float32: the vector transpose */
-                        pyroi_lanes_to_channels_i32((const int32_t *)(const void *)tile, bins,
-                                                    lanes, (int32_t *)(void *)run, bins, 1);
-                    } else {
-                        for (j = 0; j < lanes; ++j) {
-                            for (b = 0; b < bins; ++b) {
-                                run[j * bins + b] = tile[b * PYROI_LANES + j];
-                            }
+                                            NULL, NULL);
+            PYROI_TYPED(roi_pool_grad_tiles)(job, k, c0, packed_bins, grads);
+            for (ph = 0; ph < pooled_height; ++ph) {
+                const roi_pool_window rw = row_windows[ph];
+                for (pw = 0; pw < pooled_width; ++pw) {
+                    const roi_pool_window cw = col_windows[pw];
+                    const int64_t bin = (ph * pooled_width + pw) * PYROI_LANES;
+                    const int64_t at = (rw.begin * shape[3] + cw.begin) * PYROI_LANES;
+                    if (packed_group) {
+                        for (; line * bins < lines * (ph * pooled_width + pw + 1); ++line) {
+                            PYROI_PREFETCH(next + 64 * line);
                         }
                     }
-                    (void)PYROI_TYPED(roi_pool_add_run)(
-                        sums + s * sums_stride, grad, run, wide, lanes * bins, lane_bytes,
-                        (uint64_t)map_pixels, job->features + next * g_strides[0] + channel,
-                        run);
-                    continue;
-                }
-                for (j = 0; j < lanes; ++j) { /* winner (ph, pw) of lane j: tile[ph][pw][j] */
-                    (void)PYROI_TYPED(roi_pool_add_strided)(
-                        sums + s * sums_stride + j, grad + j * g_strides[1], tile + j, wide,
-                        pooled_height, pooled_width, g_strides[2], g_strides[3],
-                        pooled_width * PYROI_LANES, PYROI_LANES, (uint64_t)map_pixels);
+                    if (rw.end > rw.begin && cw.end > cw.begin) { /* else no winner */
+                        PYROI_TYPED(roi_pool_bin_add_at_max)(block + at, sub_stride, shape[3],
+                                                             rw, cw, values + bin, grads + bin,
+                                                             tile_sub_stride, sums + at);
+                    }
                 }
             }
         }
         for (s = 0; s < ROI_POOL_GROUP; ++s) {
             const int64_t lanes = PYROI_TYPED(roi_pool_sub_lanes)(shape[1], c0, s);
             if (lanes > 0) {
-                PYROI_TYPED(lane_block_to_image)(sums + s * sums_stride, shape[2], shape[3], n,
+                PYROI_TYPED(lane_block_to_image)(sums + s * sub_stride, shape[2], shape[3], n,
                                                  c0 + s * PYROI_LANES, lanes, job->result,
                                                  job->result_strides, NULL);
             }
@@ -185,7 +201,7 @@ static pyroi_status PYROI_TYPED(roi_pool_backward_from_input_checked)(
         return status;
     }
     /* the argmax backward's choice of its image blocks, with both blocks in the scratch */
-    if (!PYROI_TYPED(roi_pool_scratch_fits)(2 * map_pixels + 1, bins) ||
+    if (!PYROI_TYPED(roi_pool_scratch_fits)(2 * map_pixels, bins) ||
         (double)job->num_rois * (double)bins * 4.0 < (double)shape[0] * (double)map_pixels) {
         return PYROI_TYPED(roi_pool_backward_through_argmax)(job);
     }

@@ -286,7 +286,12 @@ static inline void PYROI_TYPED(roi_pool_bin_max)(const T *first, int64_t sub_str
 
 /* The maxima and, in winners, the in-plane index h * width + w where each was found, or -1
  * (as roi_pool_index: int32 for float, enough for every map of these orders, below 2^19
- * pixels). */
+ * pixels).
+ * And roi_pool_bin_add_at_max, the backward of one bin from the input: per lane the winner
+ * of roi_pool_bin_argmax (the first pixel in row-major order equal to the bin's maximum
+ * target[lane]; NaN equals nothing; none when the maximum stayed at -FLT_MAX) receives
+ * grad[lane] in sums, a block of first's layout at first's offset; target and grad are tiles
+ * as result. No index is kept: the gradient lands where the argmax backward puts it. */
 
 #if defined(ROI_POOL_VECTORS)
 /* GCC turns the scalar form of the index update into masked stores; generic vectors of half
@@ -347,6 +352,62 @@ static inline void PYROI_TYPED(roi_pool_bin_argmax)(
     memcpy(winners + result_sub_stride + half, &index3, sizeof(index3));
 }
 
+/* The backward of one bin from the input (see roi_pool_bin_add_at_max below). One step of
+ * half a lane line: the still open lanes whose value at address equals target take grad
+ * into sum and close; the others add +0, which leaves every sum as it was (sums start at +0
+ * and a sum of additions starting there is never -0). */
+#define ROI_POOL_ADD_AT(sum, open, address, target, grad)                                      \
+    do {                                                                                       \
+        PYROI_TYPED(roi_pool_half) value_, total_;                                             \
+        PYROI_TYPED(roi_pool_half_index) hit_;                                                 \
+        memcpy(&value_, (address), sizeof(value_));                                            \
+        memcpy(&total_, (sum), sizeof(total_));                                                \
+        hit_ = (PYROI_TYPED(roi_pool_half_index))(value_ == (target)) & (open);                \
+        total_ += (PYROI_TYPED(roi_pool_half))((PYROI_TYPED(roi_pool_half_index))(grad) &      \
+                                               hit_);                                          \
+        memcpy((sum), &total_, sizeof(total_));                                                \
+        (open) &= ~hit_;                                                                       \
+    } while (0)
+
+static inline void PYROI_TYPED(roi_pool_bin_add_at_max)(
+    const T *first, int64_t sub_stride, int64_t pitch, roi_pool_window rw, roi_pool_window cw,
+    const T *target, const T *grad, int64_t tile_sub_stride, T *PYROI_RESTRICT sums)
+{
+    const PYROI_TYPED(roi_pool_half) lowest = {0};
+    const int64_t half = PYROI_LANES / 2;
+    PYROI_TYPED(roi_pool_half) target0, target1, target2, target3;
+    PYROI_TYPED(roi_pool_half) grad0, grad1, grad2, grad3;
+    PYROI_TYPED(roi_pool_half_index) open0, open1, open2, open3;
+    int64_t h, w;
+    memcpy(&target0, target, sizeof(target0));
+    memcpy(&target1, target + half, sizeof(target1));
+    memcpy(&target2, target + tile_sub_stride, sizeof(target2));
+    memcpy(&target3, target + tile_sub_stride + half, sizeof(target3));
+    memcpy(&grad0, grad, sizeof(grad0));
+    memcpy(&grad1, grad + half, sizeof(grad1));
+    memcpy(&grad2, grad + tile_sub_stride, sizeof(grad2));
+    memcpy(&grad3, grad + tile_sub_stride + half, sizeof(grad3));
+    /* a maximum still at -FLT_MAX: no pixel beat the start, no winner */
+    open0 = (PYROI_TYPED(roi_pool_half_index))(target0 > lowest - (T)FLT_MAX);
+    open1 = (PYROI_TYPED(roi_pool_half_index))(target1 > lowest - (T)FLT_MAX);
+    open2 = (PYROI_TYPED(roi_pool_half_index))(target2 > lowest - (T)FLT_MAX);
+    open3 = (PYROI_TYPED(roi_pool_half_index))(target3 > lowest - (T)FLT_MAX);
+    for (h = rw.begin; h < rw.end; ++h) {
+        const T *pixel = first + (h - rw.begin) * pitch * PYROI_LANES;
+        T *sum = sums + (h - rw.begin) * pitch * PYROI_LANES;
+        for (w = cw.begin; w < cw.end; ++w) {
+            ROI_POOL_ADD_AT(sum, open0, pixel, target0, grad0);
+            ROI_POOL_ADD_AT(sum + half, open1, pixel + half, target1, grad1);
+            ROI_POOL_ADD_AT(sum + sub_stride, open2, pixel + sub_stride, target2, grad2);
+            ROI_POOL_ADD_AT(sum + sub_stride + half, open3, pixel + sub_stride + half, target3,
+                            grad3);
+            pixel += PYROI_LANES;
+            sum += PYROI_LANES;
+        }
+    }
+}
+
+#undef ROI_POOL_ADD_AT
 #undef ROI_POOL_UPDATE
 #else
 static inline void PYROI_TYPED(roi_pool_bin_argmax)(
@@ -377,6 +438,29 @@ static inline void PYROI_TYPED(roi_pool_bin_argmax)(
         for (j = 0; j < PYROI_LANES; ++j) {
             result[s * result_sub_stride + j] = best[j];
             winners[s * result_sub_stride + j] = best_index[j];
+        }
+    }
+}
+
+static inline void PYROI_TYPED(roi_pool_bin_add_at_max)(
+    const T *first, int64_t sub_stride, int64_t pitch, roi_pool_window rw, roi_pool_window cw,
+    const T *target, const T *grad, int64_t tile_sub_stride, T *PYROI_RESTRICT sums)
+{
+    int64_t s, h, w, j;
+    for (s = 0; s < ROI_POOL_GROUP; ++s) {
+        for (j = 0; j < PYROI_LANES; ++j) {
+            const T best = target[s * tile_sub_stride + j];
+            int open = best > (T)-FLT_MAX; /* else no pixel beat the start: no winner */
+            for (h = rw.begin; h < rw.end && open; ++h) {
+                const int64_t row = s * sub_stride + (h - rw.begin) * pitch * PYROI_LANES + j;
+                for (w = 0; w < cw.end - cw.begin; ++w) {
+                    if (first[row + w * PYROI_LANES] == best) {
+                        sums[row + w * PYROI_LANES] += grad[s * tile_sub_stride + j];
+                        open = 0;
+                        break;
+                    }
+                }
+            }
         }
     }
 }
