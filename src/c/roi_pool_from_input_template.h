@@ -1,6 +1,6 @@
 /* roi_pool_from_input_template.h - RoIPool's backward from the forward's input instead of
  * its argmax: each bin's maximum is found again from the map (the forward's bin windows and
- * lane-major kernel) and its gradient added at the first pixel of the window that equals it
+ * lane-major max kernel) and its gradient added at the first pixel of the window equal to it
  * (roi_pool_bin_add_at_max: the argmax kernel's winner, so the same pixel), RoI after RoI in
  * the argmax backward's order per pixel. The argmax backward reads an argmax as large as
  * grad_output (int32: 30 MB for a VGG conv5 call of 300 RoIs); the map is a few MB and stays
@@ -8,8 +8,8 @@
  * with T, PYROI_TYPED(name), ROI_POOL_ROUND, ROI_POOL_FLOOR and ROI_POOL_CEIL defined. */
 
 /* A worker's scratch (lane lines of T): the channels-last image block (ROI_POOL_GROUP
- * sub-blocks), the gradient sums in the same layout, and the maxima and the gradients of one
- * RoI as lane-major tiles. */
+ * sub-blocks), the gradient sums in the same layout, and lane-major tiles of one RoI's maxima
+ * and gradients. */
 static int64_t PYROI_TYPED(roi_pool_from_input_scratch_elements)(int64_t map_pixels,
                                                                  int64_t bins)
 {
@@ -47,8 +47,9 @@ static void PYROI_TYPED(roi_pool_grad_tiles)(const PYROI_TYPED(roi_pool_job) *jo
 }
 
 /* Backward from the input, work item = (image, channel group): the group's channels of the
- * image are gathered channels-last once; for each RoI of the image in order the forward's
- * kernel finds the maxima of every bin and each bin's gradients are added at its winners. */
+ * image are gathered channels-last once; for each RoI of the image in order, each bin's
+ * window is scanned twice in a row, for the maxima and then to add the gradients at the
+ * winners (the second scan reads the window from L1). */
 PYROI_VECTOR_TASK(PYROI_TYPED(roi_pool_backward_from_input_task))
 {
     PYROI_TYPED(roi_pool_job) *job = (PYROI_TYPED(roi_pool_job) *)context;
@@ -96,9 +97,6 @@ PYROI_VECTOR_TASK(PYROI_TYPED(roi_pool_backward_from_input_task))
             if (i % 8 == 0 && pyroi_cancel_requested(job->params->cancel)) {
                 break; /* the write-out below still leaves the sums zero */
             }
-            PYROI_TYPED(roi_pool_roi_lanes)(plan, k, block, sub_stride, shape[3], 0, 0,
-                                            shape[3], pooled_height, pooled_width, values,
-                                            NULL, NULL);
             PYROI_TYPED(roi_pool_grad_tiles)(job, k, c0, packed_bins, grads);
             for (ph = 0; ph < pooled_height; ++ph) {
                 const roi_pool_window rw = row_windows[ph];
@@ -112,6 +110,8 @@ PYROI_VECTOR_TASK(PYROI_TYPED(roi_pool_backward_from_input_task))
                         }
                     }
                     if (rw.end > rw.begin && cw.end > cw.begin) { /* else no winner */
+                        PYROI_TYPED(roi_pool_bin_max)(block + at, sub_stride, shape[3], rw, cw,
+                                                      values + bin, tile_sub_stride);
                         PYROI_TYPED(roi_pool_bin_add_at_max)(block + at, sub_stride, shape[3],
                                                              rw, cw, values + bin, grads + bin,
                                                              tile_sub_stride, sums + at);
