@@ -106,7 +106,8 @@ def test_edge_cases(dtype):
 
 
 def test_float16():
-    """float16 maps and gradients (float32 boxes): the float16 argmax backward's bits."""
+    """float16 maps and gradients (float32 boxes): the float16 argmax backward's bits (its
+    chunks widen to float32 and round each sum once, as the in-place image blocks must)."""
     rng = np.random.default_rng(11)
     for num_rois in (300, 2):
         x, boxes, size, scale = _case(rng, np.float16, 2, 45, 13, 10, num_rois, special=True)
@@ -114,6 +115,55 @@ def test_float16():
         g, _ = _check(x, boxes32, size, scale, rng=rng)
         _check(np.ascontiguousarray(x.transpose(0, 2, 3, 1)).transpose(0, 3, 1, 2), boxes32,
                size, scale, g=g)
+
+
+@pytest.mark.parametrize("special", [False, True], ids=["ties", "nan_inf"])
+def test_float16_in_place_random(special):
+    """The float16 call read and written in place (image blocks) against the float32 call on
+    the widened tensors, rounded once: gradients large enough that sums round and overflow,
+    NaN and infinite gradients, odd channel counts, 1-3 threads."""
+    rng = np.random.default_rng(99 + special)
+    for _ in range(30):
+        x, boxes, size, scale = _case(rng, np.float16, int(rng.integers(1, 3)),
+                                      int(rng.integers(1, 40)), int(rng.integers(1, 14)),
+                                      int(rng.integers(1, 14)), int(rng.integers(20, 60)),
+                                      special)
+        boxes32 = boxes.astype(np.float32)
+        out = pyroi.roi_pool(x, boxes32, size, scale)
+        g = np.clip(rng.standard_normal(out.shape) * rng.choice([1.0, 3e3, 3e4]), -6e4,
+                    6e4).astype(np.float16)
+        if special:
+            g.flat[rng.integers(0, g.size, 3)] = [np.nan, np.inf, -np.inf][:min(3, g.size)]
+        with np.errstate(over="ignore"):  # sums past float16's range round to infinity
+            expected = pyroi.roi_pool_backward(g.astype(np.float32), boxes32,
+                                               input=x.astype(np.float32), output_size=size,
+                                               spatial_scale=scale).astype(np.float16)
+        for threads in THREADS:
+            _same_bits(pyroi.roi_pool_backward(g, boxes32, input=x, output_size=size,
+                                               spatial_scale=scale, num_threads=threads),
+                       expected)
+
+
+def test_float16_in_place_strided():
+    """Strided float16 tensors: a channels-last map, gradients with every bin apart, and a
+    grad_input written through a strided out."""
+    rng = np.random.default_rng(5)
+    x, boxes, _, _ = _case(rng, np.float16, 2, 37, 23, 31, 300, special=True)
+    boxes32 = boxes.astype(np.float32)
+    out = pyroi.roi_pool(x, boxes32, (7, 7), 1.0)
+    wide = (rng.standard_normal(out.shape[:2] + (14, 14)) * 100).astype(np.float16)
+    g = wide[:, :, ::2, ::2]
+    expected = pyroi.roi_pool_backward(g.astype(np.float32), boxes32,
+                                       input=x.astype(np.float32), output_size=(7, 7),
+                                       spatial_scale=1.0).astype(np.float16)
+    nhwc = np.ascontiguousarray(x.transpose(0, 2, 3, 1)).transpose(0, 3, 1, 2)
+    grad_input = np.full((2, 23, 31, 37), 5, np.float16).transpose(0, 3, 1, 2)
+    for threads in (1, 2):
+        result = pyroi.roi_pool_backward(g, boxes32, input=nhwc, output_size=(7, 7),
+                                         spatial_scale=1.0, out=grad_input,
+                                         num_threads=threads)
+        assert result is grad_input
+        _same_bits(np.ascontiguousarray(result), expected)
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])

@@ -638,6 +638,15 @@ static pyroi_status half_roi_pool_backward_from_input(const half_call *c, const 
     return status;
 }
 
+/* The whole call in place where its image blocks run (roi_pool_half.h). */
+static pyroi_status half_roi_pool_backward_from_input_whole(const half_call *c, int *taken)
+{
+    const half_pool_from_input *f = (const half_pool_from_input *)(const void *)c;
+    return pyroi_roi_pool_backward_from_input_half(
+        c->pooled, c->pooled_strides, f->input, c->map_shape, f->input_strides, HALF_ROIS(c),
+        c->map, c->map_strides, HALF_PARAMS(roi_pool, c), taken);
+}
+
 pyroi_status pyroi_roi_pool_backward_from_input_f16(
     const uint16_t *grad_output, const int64_t grad_output_strides[4], const uint16_t *input,
     const int64_t input_shape[4], const int64_t input_strides[4], const float *boxes,
@@ -665,7 +674,8 @@ pyroi_status pyroi_roi_pool_backward_from_input_f16(
     half_tensors(&from_input.call, 1, grad_input, grad_input_strides, grad_output,
                  grad_output_strides, HALF_NO_ARGMAX_ARGUMENTS);
     half_rois(&from_input.call, boxes, num_rois, box_row_stride, batch_indices, 4);
-    HALF_SETTINGS(&from_input.call, params, half_roi_pool_backward_from_input, NULL);
+    HALF_SETTINGS(&from_input.call, params, half_roi_pool_backward_from_input,
+                  half_roi_pool_backward_from_input_whole);
     return half_run(&from_input.call, shape);
 }
 

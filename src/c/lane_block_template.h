@@ -259,3 +259,37 @@ static void PYROI_TYPED(lane_block_to_image)(T *block, int64_t height, int64_t w
         }
     }
 }
+
+/* lane_block_to_image into a float16 map (T float: the backward of a float16 call, see
+ * half.c): runs of PYROI_STAGING_RUN pixels (of the whole block when the planes are packed,
+ * else of a row) transposed into staging (room for PYROI_STAGING_RUN lane lines) and zeroed
+ * in the block, then each channel's run rounded once into its plane of image n of half. */
+static void PYROI_TYPED(lane_block_to_half_image)(T *block, int64_t height, int64_t width,
+                                                  int64_t n, int64_t c0, int64_t lanes,
+                                                  uint16_t *half, const int64_t strides[4],
+                                                  T *staging)
+{
+    const int packed = strides[3] == 1 && strides[2] == width;
+    const int64_t rows = packed ? 1 : height, row_pixels = packed ? height * width : width;
+    int64_t h, first, i, j;
+    if (sizeof(T) != sizeof(float)) {
+        return; /* never: only float32 jobs have a float16 output */
+    }
+    for (h = 0; h < rows; ++h) {
+        for (first = 0; first < row_pixels; first += PYROI_STAGING_RUN) {
+            const int64_t run = row_pixels - first < PYROI_STAGING_RUN ? row_pixels - first
+                                                                        : PYROI_STAGING_RUN;
+            T *lines = block + (h * width + first) * PYROI_LANES;
+            PYROI_TYPED(pyroi_lanes_to_channels)(lines, run, lanes, staging, run, 1);
+            for (i = 0; i < run * PYROI_LANES; ++i) {
+                lines[i] = (T)0;
+            }
+            for (j = 0; j < lanes; ++j) {
+                pyroi_half_round_run((const float *)(const void *)(staging + j * run), run,
+                                     half + n * strides[0] + (c0 + j) * strides[1] +
+                                         h * strides[2] + first * strides[3],
+                                     strides[3]);
+            }
+        }
+    }
+}

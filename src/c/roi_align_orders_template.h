@@ -512,7 +512,7 @@ PYROI_VECTOR_TASK(PYROI_TYPED(roi_align_backward_image_task))
                     channels - b * PYROI_LANES < PYROI_LANES ? channels - b * PYROI_LANES
                                                              : PYROI_LANES;
                 if (job->half_result != NULL) { /* rounded into a float16 grad_input */
-                    PYROI_TYPED(roi_align_block_to_half_image)(
+                    PYROI_TYPED(lane_block_to_half_image)(
                         band, row_end - row_begin, shape[3], n, c0 + b * PYROI_LANES, lanes,
                         job->half_result + row_begin * gi_strides[2], gi_strides, staging);
                 } else {

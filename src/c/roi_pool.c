@@ -429,7 +429,20 @@ typedef int64_t roi_pool_index_f64;
 #define PYROI_DTYPE_TEMPLATE "roi_pool_dtype.h"
 #include "each_dtype.h"
 
-/* ---- the forward of a float16 call (roi_pool_half.h) ------------------------------------ */
+/* ---- the forward and the backward from the input of a float16 call (roi_pool_half.h) ---- */
+
+/* Whether a float16 call whose checks gave status goes on in place (returns 1, *taken 1).
+ * Else *taken tells the caller what to do with status: 1, the checks failed (the chunks would
+ * fail the same way), or 0, the call's order does not run in place (in_place 0: the chunks
+ * run; rois, the checks' copy, is freed). */
+static int roi_pool_half_taken(pyroi_status status, int in_place, pyroi_rois *rois, int *taken)
+{
+    *taken = status != PYROI_OK || in_place;
+    if (status == PYROI_OK && !in_place) {
+        pyroi_rois_free(rois);
+    }
+    return status == PYROI_OK && in_place;
+}
 
 pyroi_status pyroi_roi_pool_forward_half(const uint16_t *input, const int64_t input_shape[4],
                                          const int64_t input_strides[4], const float *boxes,
@@ -446,30 +459,55 @@ pyroi_status pyroi_roi_pool_forward_half(const uint16_t *input, const int64_t in
                                                  output, output_strides, argmax,
                                                  argmax_strides, argmax_wide, params,
                                                  sizeof(float), &rois);
-    *taken = 1;
-    if (status != PYROI_OK) {
-        return status; /* the float32 call's checks: the chunks would fail the same way */
-    }
     /* only the lane-major orders widen what they gather; the direct order reads the map in
      * place */
-    if (!roi_pool_scratch_fits_f32(input_shape[2] * input_shape[3],
-                                   params->pooled_height * params->pooled_width)) {
-        *taken = 0;
-        pyroi_rois_free(&rois);
-        return PYROI_OK;
+    if (!roi_pool_half_taken(status, status == PYROI_OK &&
+                                         roi_pool_scratch_fits_f32(
+                                             input_shape[2] * input_shape[3],
+                                             params->pooled_height * params->pooled_width),
+                             &rois, taken)) {
+        return status;
     }
-    memset(&job, 0, sizeof(job));
-    job.half_features = input;
-    job.features_shape = input_shape;
-    job.features_strides = input_strides;
+    job = (roi_pool_job_f32){.half_features = input, .features_shape = input_shape,
+                             .features_strides = input_strides, .half_result = output,
+                             .result_strides = output_strides, .argmax_out = argmax,
+                             .argmax_strides = argmax_strides, .argmax_wide = argmax_wide,
+                             .params = params};
     roi_pool_job_rois_f32(&job, &rois);
-    job.half_result = output;
-    job.result_strides = output_strides;
-    job.argmax_out = argmax;
-    job.argmax_strides = argmax_strides;
-    job.argmax_wide = argmax_wide;
-    job.params = params;
     status = roi_pool_forward_checked_f32(&job);
+    pyroi_rois_free(&rois);
+    return status;
+}
+
+pyroi_status pyroi_roi_pool_backward_from_input_half(
+    const uint16_t *grad_output, const int64_t grad_output_strides[4], const uint16_t *input,
+    const int64_t input_shape[4], const int64_t input_strides[4], const float *boxes,
+    int64_t num_rois, int64_t box_row_stride, const int64_t *batch_indices,
+    uint16_t *grad_input, const int64_t grad_input_strides[4],
+    const pyroi_roi_pool_params *params, int *taken)
+{
+    roi_pool_job_f32 job;
+    pyroi_rois rois;
+    pyroi_status status = roi_pool_check_backward_from_input(
+        grad_output, grad_output_strides, input, input_shape, input_strides, boxes, num_rois,
+        box_row_stride, batch_indices, grad_input, grad_input_strides, params, sizeof(float),
+        &rois);
+    /* not through an argmax: the image blocks, or nothing to do */
+    if (!roi_pool_half_taken(status, status == PYROI_OK &&
+                                         (pyroi_shape_is_empty(input_shape) ||
+                                          roi_pool_from_input_in_lanes_f32(
+                                              input_shape, num_rois,
+                                              params->pooled_height * params->pooled_width)),
+                             &rois, taken)) {
+        return status;
+    }
+    job = (roi_pool_job_f32){.half_features = grad_output,
+                             .features_strides = grad_output_strides, .half_map = input,
+                             .map_strides = input_strides, .half_result = grad_input,
+                             .result_shape = input_shape, .result_strides = grad_input_strides,
+                             .params = params};
+    roi_pool_job_rois_f32(&job, &rois);
+    status = roi_pool_backward_from_input_checked_f32(&job);
     pyroi_rois_free(&rois);
     return status;
 }

@@ -7,13 +7,25 @@
  * in the caches, and a training layer keeps it anyway. Included by roi_pool.c once per dtype
  * with T, PYROI_TYPED(name), ROI_POOL_ROUND, ROI_POOL_FLOOR and ROI_POOL_CEIL defined. */
 
-/* A worker's scratch (lane lines of T): the channels-last image block (ROI_POOL_GROUP
- * sub-blocks), the gradient sums in the same layout, and lane-major tiles of one RoI's maxima
- * and gradients. */
+/* A worker's scratch (elements of T): the channels-last image block (ROI_POOL_GROUP
+ * sub-blocks), the gradient sums in the same layout, lane-major tiles of one RoI's maxima and
+ * gradients, and the staging of a float16 write-out (lane_block_to_half_image). */
 static int64_t PYROI_TYPED(roi_pool_from_input_scratch_elements)(int64_t map_pixels,
                                                                  int64_t bins)
 {
-    return ROI_POOL_GROUP_LANES * (2 * map_pixels + 2 * bins);
+    return ROI_POOL_GROUP_LANES * (2 * map_pixels + 2 * bins) +
+           PYROI_STAGING_RUN * PYROI_LANES;
+}
+
+/* Whether the backward from the input of num_rois RoIs on a map of shape takes the
+ * lane-major order (else it goes through an argmax): the argmax backward's choice of its
+ * image blocks, with the block and the sums in the scratch. */
+static int PYROI_TYPED(roi_pool_from_input_in_lanes)(const int64_t shape[4], int64_t num_rois,
+                                                     int64_t bins)
+{
+    const int64_t map_pixels = shape[2] * shape[3];
+    return PYROI_TYPED(roi_pool_scratch_fits)(2 * map_pixels, bins) &&
+           (double)num_rois * (double)bins * 4.0 >= (double)shape[0] * (double)map_pixels;
 }
 
 /* The gradients of RoI k for the channel group at c0 as lane-major tiles
@@ -29,18 +41,20 @@ static void PYROI_TYPED(roi_pool_grad_tiles)(const PYROI_TYPED(roi_pool_job) *jo
     int64_t s, ph;
     for (s = 0; s < ROI_POOL_GROUP; ++s) {
         const int64_t lanes = PYROI_TYPED(roi_pool_sub_lanes)(job->result_shape[1], c0, s);
-        const T *grad = job->features + k * g_strides[0] + (c0 + s * PYROI_LANES) * g_strides[1];
+        const int64_t grad = k * g_strides[0] + (c0 + s * PYROI_LANES) * g_strides[1];
         T *tile = tiles + s * bins * PYROI_LANES;
         if (lanes == 0) {
             memset(tile, 0, (size_t)(bins * PYROI_LANES) * sizeof(T));
         } else if (packed_bins) {
-            PYROI_TYPED(pyroi_channels_to_lanes)(grad, g_strides[1], 1, bins, lanes, tile,
-                                                 PYROI_LANES);
+            PYROI_TYPED(lane_block_to_lanes)(job->features, job->half_features, grad,
+                                             g_strides[1], 1, bins, lanes, tile, PYROI_LANES);
         } else {
             for (ph = 0; ph < pooled_height; ++ph) {
-                PYROI_TYPED(pyroi_channels_to_lanes)(
-                    grad + ph * g_strides[2], g_strides[1], g_strides[3], pooled_width, lanes,
-                    tile + ph * pooled_width * PYROI_LANES, PYROI_LANES);
+                PYROI_TYPED(lane_block_to_lanes)(job->features, job->half_features,
+                                                 grad + ph * g_strides[2], g_strides[1],
+                                                 g_strides[3], pooled_width, lanes,
+                                                 tile + ph * pooled_width * PYROI_LANES,
+                                                 PYROI_LANES);
             }
         }
     }
@@ -70,6 +84,10 @@ PYROI_VECTOR_TASK(PYROI_TYPED(roi_pool_backward_from_input_task))
     T *sums = block + ROI_POOL_GROUP * sub_stride; /* zero, and left zero by each item */
     T *values = sums + ROI_POOL_GROUP * sub_stride;
     T *grads = values + ROI_POOL_GROUP * tile_sub_stride;
+    T *staging = grads + ROI_POOL_GROUP * tile_sub_stride;
+    /* bytes of an element of grad_output, and the element offset of a cache line */
+    const int64_t grad_bytes = job->half_features != NULL ? 2 : (int64_t)sizeof(T);
+    const int64_t line_elements = 64 / grad_bytes;
     int64_t item, i, s, ph, pw, first, last;
 
     memset(sums, 0, (size_t)(ROI_POOL_GROUP * sub_stride) * sizeof(T));
@@ -78,21 +96,20 @@ PYROI_VECTOR_TASK(PYROI_TYPED(roi_pool_backward_from_input_task))
         const int64_t n = PYROI_TYPED(lane_block_item)(item, shape[1], ROI_POOL_GROUP_LANES,
                                                        &c0, &channels);
         /* cache lines of one RoI's gradients of the group, prefetched a few per bin */
-        lines = ((int64_t)sizeof(T) * channels * bins + 63) / 64;
+        lines = (grad_bytes * channels * bins + 63) / 64;
         pyroi_rois_of_image(plan->rois, n, &first, &last);
         if (first < last) {
-            PYROI_TYPED(roi_pool_region_to_block)(job->map, NULL, shape, job->map_strides, n,
-                                                  c0, whole, block, sub_stride);
+            PYROI_TYPED(roi_pool_region_to_block)(job->map, job->half_map, shape,
+                                                  job->map_strides, n, c0, whole, block,
+                                                  sub_stride);
         }
         for (i = first; i < last; ++i) {
             const int64_t k = plan->rois->order[i];
             const roi_pool_window *row_windows = plan->windows + k * plan->bins;
             const roi_pool_window *col_windows = row_windows + pooled_height;
             /* the next RoI's gradients, loaded while this RoI's are added */
-            const char *next =
-                (const char *)(job->features + (i + 1 < last ? plan->rois->order[i + 1] : k) *
-                                                   g_strides[0] +
-                               c0 * g_strides[1]);
+            const int64_t next =
+                (i + 1 < last ? plan->rois->order[i + 1] : k) * g_strides[0] + c0 * g_strides[1];
             int64_t line = 0;
             if (i % 8 == 0 && pyroi_cancel_requested(job->params->cancel)) {
                 break; /* the write-out below still leaves the sums zero */
@@ -106,7 +123,8 @@ PYROI_VECTOR_TASK(PYROI_TYPED(roi_pool_backward_from_input_task))
                     const int64_t at = (rw.begin * shape[3] + cw.begin) * PYROI_LANES;
                     if (packed_group) {
                         for (; line * bins < lines * (ph * pooled_width + pw + 1); ++line) {
-                            PYROI_PREFETCH(next + 64 * line);
+                            PYROI_TYPED(lane_block_prefetch_element)(
+                                job->features, job->half_features, next + line * line_elements);
                         }
                     }
                     if (rw.end > rw.begin && cw.end > cw.begin) { /* else no winner */
@@ -121,7 +139,12 @@ PYROI_VECTOR_TASK(PYROI_TYPED(roi_pool_backward_from_input_task))
         }
         for (s = 0; s < ROI_POOL_GROUP; ++s) {
             const int64_t lanes = PYROI_TYPED(roi_pool_sub_lanes)(shape[1], c0, s);
-            if (lanes > 0) {
+            if (lanes > 0 && job->half_result != NULL) {
+                PYROI_TYPED(lane_block_to_half_image)(sums + s * sub_stride, shape[2], shape[3],
+                                                      n, c0 + s * PYROI_LANES, lanes,
+                                                      job->half_result, job->result_strides,
+                                                      staging);
+            } else if (lanes > 0) {
                 PYROI_TYPED(lane_block_to_image)(sums + s * sub_stride, shape[2], shape[3], n,
                                                  c0 + s * PYROI_LANES, lanes, job->result,
                                                  job->result_strides, NULL);
@@ -200,10 +223,8 @@ static pyroi_status PYROI_TYPED(roi_pool_backward_from_input_checked)(
     if (status != PYROI_OK || pyroi_shape_is_empty(shape)) {
         return status;
     }
-    /* the argmax backward's choice of its image blocks, with both blocks in the scratch */
-    if (!PYROI_TYPED(roi_pool_scratch_fits)(2 * map_pixels, bins) ||
-        (double)job->num_rois * (double)bins * 4.0 < (double)shape[0] * (double)map_pixels) {
-        return PYROI_TYPED(roi_pool_backward_through_argmax)(job);
+    if (!PYROI_TYPED(roi_pool_from_input_in_lanes)(shape, job->num_rois, bins)) {
+        return PYROI_TYPED(roi_pool_backward_through_argmax)(job); /* never for float16 */
     }
     status = roi_pool_plan_init(&plan, job->rois, params->pooled_height + params->pooled_width,
                                 params->cancel);

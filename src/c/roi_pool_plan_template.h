@@ -6,8 +6,11 @@
 /* Everything a worker needs; a worker only adds its own index to pick its scratch. */
 typedef struct PYROI_TYPED(roi_pool_job) {
     const T *features; /* input (forward) or grad_output (backward) */
-    const uint16_t *half_features; /* forward of a float16 call: its input, else NULL */
-    uint16_t *half_result;         /* forward of a float16 call: its output, else NULL */
+    /* a float16 call read and written in place (T float; else NULL): features, result and
+     * (backward from the input) map as float16 tensors */
+    const uint16_t *half_features;
+    uint16_t *half_result;
+    const uint16_t *half_map;
     const int64_t *features_shape;
     const int64_t *features_strides;
     pyroi_rois *rois;  /* the call's copy of the RoIs: the fields below point into it */
