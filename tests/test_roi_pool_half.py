@@ -1,9 +1,10 @@
-"""float16 RoIPool forward read and written in place: its lane-major orders (image blocks,
+"""float16 RoIPool read and written in place. The forward's lane-major orders (image blocks,
 RoI regions) widen the float16 pixels they gather and round each bin once as the tile is
 written out. A bin is one of its pixels, -FLT_MAX (nothing above it) or 0 (empty), so every
 result must be the float32 call's on the widened map, rounded once -- bit for bit, argmax
 included, in every order, layout and thread count -- and the call needs no float32 copy of
-the map or the output."""
+the map or the output. The backward from an argmax does the same in its image blocks: each
+RoI's run of gradients widened as it is added, each pixel's sum rounded once."""
 
 import sys
 
@@ -132,6 +133,60 @@ def test_map_too_large_for_blocks_runs_in_chunks():
     x = _map(rng, (1, 2, 1100, 1100), specials=False)
     boxes = _boxes(rng, 6, 1100, 1100, 1.0, 10, 400)
     _assert_rounded_float32(x, boxes, 3, 1.0, num_threads=2)
+
+
+def _assert_backward_rounded_float32(grad, argmax, boxes, shape, output_size, scale,
+                                     **kwargs):
+    half = pyroi.roi_pool_backward(grad, boxes, argmax, shape, output_size, scale, **kwargs)
+    single = pyroi.roi_pool_backward(grad.astype(np.float32), boxes, argmax, shape,
+                                     output_size, scale)
+    assert half.dtype == np.float16
+    np.testing.assert_array_equal(half.view(np.uint16), _narrow(single))
+
+
+# (map shape, RoIs, output size): image blocks kept until every argmax entry was read (a
+# small map), and written out one at a time after a check of the argmax (blocks of every
+# image and channel beyond the scratch limit)
+BACKWARD_CASES = {
+    "kept_blocks": ((2, 45, 19, 23), 200, (3, 5)),
+    "blocks_written_per_item": ((2, 160, 200, 272), 600, 7),
+}
+
+
+@pytest.mark.parametrize("name", sorted(BACKWARD_CASES))
+@pytest.mark.parametrize("argmax_dtype", [np.int64, np.int32])
+def test_backward_is_rounded_float32(name, argmax_dtype):
+    shape, k, output_size = BACKWARD_CASES[name]
+    rng = np.random.default_rng(sorted(BACKWARD_CASES).index(name))
+    x = _map(rng, shape)
+    boxes = _boxes(rng, k, shape[2], shape[3], 0.25, 4, 400, shape[0])
+    out, argmax = pyroi.roi_pool(x, boxes, output_size, 0.25, return_argmax=True,
+                                 argmax_dtype=argmax_dtype)
+    # sums that round, overflow to infinity, and NaN and infinite gradients
+    grad = np.clip(rng.standard_normal(out.shape) * 2e4, -6e4, 6e4).astype(np.float16)
+    grad.reshape(-1)[rng.integers(0, grad.size, 3)] = [np.nan, np.inf, -np.inf]
+    for threads in (1, 2, 3):
+        _assert_backward_rounded_float32(grad, argmax, boxes, shape, output_size, 0.25,
+                                         num_threads=threads)
+
+
+def test_backward_strided_gradients_and_bad_argmax():
+    rng = np.random.default_rng(3)
+    shape = (1, 40, 30, 20)
+    x = _map(rng, shape)
+    boxes = _boxes(rng, 150, 30, 20, 1.0, 1, 30)
+    _, argmax = pyroi.roi_pool(x, boxes, 4, 1.0, return_argmax=True)
+    # every other bin: the chunks' order, the same bits
+    grad = (rng.standard_normal((150, 40, 4, 8)) * 100).astype(np.float16)[:, :, :, ::2]
+    _assert_backward_rounded_float32(grad, argmax, boxes, shape, 4, 1.0)
+    # a bad entry read in place: an error and grad_input left as it was
+    grad = np.ascontiguousarray(grad)
+    bad = argmax.copy()
+    bad[149, 39, 3, 3] = 30 * 20
+    target = np.full(shape, 7, np.float16)
+    with pytest.raises(pyroi.PyroiError):
+        pyroi.roi_pool_backward(grad, boxes, bad, shape, 4, 1.0, out=target)
+    assert np.all(target == 7)
 
 
 _PROGRAM = """

@@ -37,7 +37,6 @@ typedef struct half_planes {
     const int64_t *strides;
     float *wide;
     int64_t channels, height, width;
-    int f16c; /* the F16C instructions may run */
     int64_t merged_strides[4];
 } half_planes;
 
@@ -100,7 +99,19 @@ void pyroi_half_round_run(const float *wide, int64_t count, uint16_t *to, int64_
     half_round(wide + done, count - done, to + done * step, step);
 }
 
-PYROI_VECTOR_TASK(half_planes_task)
+void pyroi_half_widen_run(const uint16_t *from, int64_t step, int64_t count, float *wide)
+{
+    int64_t done = 0;
+#ifdef HALF_HAVE_F16C
+    if (step == 1 && pyroi_cpu_has_f16c()) {
+        done = half_widen_f16c(from, count, wide);
+    }
+#endif
+    half_widen(from + done * step, step, count - done, wide + done);
+}
+
+/* the conversions dispatch on the CPU themselves (pyroi_half_widen_run, _round_run) */
+static void half_planes_task(void *context, int64_t begin, int64_t end, int worker)
 {
     const half_planes *planes = (const half_planes *)context;
     const int64_t *strides = planes->strides;
@@ -117,23 +128,10 @@ PYROI_VECTOR_TASK(half_planes_task)
         float *wide = planes->wide + plane * height * width;
         for (h = 0; h < rows; ++h) {
             const int64_t at = offset + h * strides[2];
-            int64_t done = 0;
             if (planes->from != NULL) {
-#ifdef HALF_HAVE_F16C
-                if (planes->f16c && strides[3] == 1) {
-                    done = half_widen_f16c(planes->from + at, run, wide + h * width);
-                }
-#endif
-                half_widen(planes->from + at + done * strides[3], strides[3], run - done,
-                           wide + h * width + done);
+                pyroi_half_widen_run(planes->from + at, strides[3], run, wide + h * width);
             } else {
-#ifdef HALF_HAVE_F16C
-                if (planes->f16c && strides[3] == 1) {
-                    done = half_round_f16c(wide + h * width, run, planes->to + at);
-                }
-#endif
-                half_round(wide + h * width + done, run - done,
-                           planes->to + at + done * strides[3], strides[3]);
+                pyroi_half_round_run(wide + h * width, run, planes->to + at, strides[3]);
             }
         }
     }
@@ -171,11 +169,6 @@ static pyroi_status half_planes_run(const uint16_t *from, uint16_t *to, const in
         count = shape[0];
         work_per_plane *= (double)channels;
     }
-#ifdef HALF_HAVE_F16C
-    planes.f16c = pyroi_cpu_has_f16c();
-#else
-    planes.f16c = 0;
-#endif
     return pyroi_parallel_for(pyroi_parallel_workers(num_threads, count, work_per_plane), count,
                               work_per_plane, cancel, half_planes_task, &planes);
 }
@@ -576,6 +569,16 @@ HALF_FORWARD(roi_align_rotated_forward, roi_align_rotated, 5, 0, HALF_NO_ARGMAX_
 HALF_BACKWARD(roi_align_rotated_backward, roi_align_rotated, 5, 0, HALF_NO_ARGMAX_PARAMETERS,
               HALF_NO_ARGMAX_ARGUMENTS, HALF_BACKWARD_ARGS(roi_align_rotated), NULL)
 
+/* RoIPool's backward from an argmax likewise where its image blocks run (roi_pool_half.h). */
+static pyroi_status half_roi_pool_backward_whole(const half_call *c, int *taken)
+{
+    return pyroi_roi_pool_backward_half(c->pooled, c->pooled_strides, c->argmax,
+                                        c->argmax_strides,
+                                        c->argmax_bytes == (int64_t)sizeof(int64_t),
+                                        c->batch_indices, c->num_rois, c->map, c->map_shape,
+                                        c->map_strides, HALF_PARAMS(roi_pool, c), taken);
+}
+
 /* RoIPool's backward reads no boxes: its RoIs are the batch indices of the argmax rows. Its
  * float16 forms, from an int64 (name roi_pool_backward) or int32 (roi_pool_backward_i32)
  * argmax of element type index. */
@@ -596,7 +599,7 @@ HALF_BACKWARD(roi_align_rotated_backward, roi_align_rotated, 5, 0, HALF_NO_ARGMA
         half_tensors(&call, 1, grad_input, grad_input_strides, grad_output,                   \
                      grad_output_strides, HALF_ARGMAX_ARGUMENTS);                             \
         half_rois(&call, NULL, num_rois, 0, batch_indices, 0);                                \
-        HALF_SETTINGS(&call, params, half_##name, NULL);                                      \
+        HALF_SETTINGS(&call, params, half_##name, half_roi_pool_backward_whole);              \
         return half_run(&call, grad_input_shape);                                             \
     }
 

@@ -73,4 +73,8 @@ static inline uint16_t pyroi_float_to_half(float value)
  * has it and step is 1: the same bits). Defined in half.c. */
 void pyroi_half_round_run(const float *wide, int64_t count, uint16_t *to, int64_t step);
 
+/* wide[i] = pyroi_half_to_float(from[i * step]) for i < count (F16C's VCVTPH2PS where the CPU
+ * has it and step is 1). Defined in half.c. */
+void pyroi_half_widen_run(const uint16_t *from, int64_t step, int64_t count, float *wide);
+
 #endif /* PYROI_HALF_H */

@@ -511,3 +511,35 @@ pyroi_status pyroi_roi_pool_backward_from_input_half(
     pyroi_rois_free(&rois);
     return status;
 }
+
+pyroi_status pyroi_roi_pool_backward_half(
+    const uint16_t *grad_output, const int64_t grad_output_strides[4], const void *argmax,
+    const int64_t argmax_strides[4], int argmax_wide, const int64_t *batch_indices,
+    int64_t num_rois, uint16_t *grad_input, const int64_t grad_input_shape[4],
+    const int64_t grad_input_strides[4], const pyroi_roi_pool_params *params, int *taken)
+{
+    roi_pool_job_f32 job;
+    pyroi_rois rois;
+    pyroi_status status = roi_pool_check_backward(
+        grad_output, grad_output_strides, argmax, argmax_strides, batch_indices, num_rois,
+        grad_input, grad_input_shape, grad_input_strides, params, &rois);
+    if (!roi_pool_half_taken(
+            status,
+            status == PYROI_OK && !pyroi_shape_is_empty(grad_input_shape) &&
+                roi_pool_backward_in_image_blocks_f32(grad_input_shape, num_rois, params) &&
+                roi_pool_backward_whole_runs_f32(grad_output_strides, argmax_strides,
+                                                 params->pooled_height, params->pooled_width),
+            &rois, taken)) {
+        return status;
+    }
+    job = (roi_pool_job_f32){.half_features = grad_output,
+                             .features_strides = grad_output_strides,
+                             .half_result = grad_input, .result_shape = grad_input_shape,
+                             .result_strides = grad_input_strides, .argmax_in = argmax,
+                             .argmax_strides = argmax_strides, .argmax_wide = argmax_wide,
+                             .params = params};
+    roi_pool_job_rois_f32(&job, &rois);
+    status = roi_pool_backward_checked_f32(&job);
+    pyroi_rois_free(&rois);
+    return status;
+}

@@ -195,6 +195,20 @@ pyroi_status PYROI_TYPED(pyroi_roi_pool_find_invalid_roi)(
                                             &max_area, failed_roi);
 }
 
+/* Whether the argmax backward of num_rois RoIs into grad_input of shape takes image blocks:
+ * once the RoIs' bins are not few next to the map pixels (the block turns every add into a
+ * unit-stride-free, division-free scalar add in a cache-resident block) and a block fits. */
+static int PYROI_TYPED(roi_pool_backward_in_image_blocks)(const int64_t shape[4],
+                                                          int64_t num_rois,
+                                                          const pyroi_roi_pool_params *params)
+{
+    const int64_t map_pixels = shape[2] * shape[3];
+    const double bins =
+        (double)num_rois * (double)params->pooled_height * (double)params->pooled_width;
+    return PYROI_TYPED(roi_pool_scratch_fits)(map_pixels, 0) &&
+           bins * 4.0 >= (double)shape[0] * (double)map_pixels;
+}
+
 /* The backward of the call's RoIs (job->rois) once its checks passed, but for the values
  * of argmax. */
 static pyroi_status PYROI_TYPED(roi_pool_backward_checked)(PYROI_TYPED(roi_pool_job) *job)
@@ -207,8 +221,8 @@ static pyroi_status PYROI_TYPED(roi_pool_backward_checked)(PYROI_TYPED(roi_pool_
     const double bins =
         (double)job->num_rois * (double)params->pooled_height * (double)params->pooled_width;
     const int64_t blocks = (grad_input_shape[1] + PYROI_LANES - 1) / PYROI_LANES;
-    const int image_blocks = PYROI_TYPED(roi_pool_scratch_fits)(map_pixels, 0) &&
-                             bins * 4.0 >= (double)grad_input_shape[0] * (double)map_pixels;
+    const int image_blocks = PYROI_TYPED(roi_pool_backward_in_image_blocks)(
+        grad_input_shape, job->num_rois, params);
     int workers;
     pyroi_status status;
     /* argmax is the largest array read (int64: twice the gradients'). When the image blocks
@@ -225,8 +239,6 @@ static pyroi_status PYROI_TYPED(roi_pool_backward_checked)(PYROI_TYPED(roi_pool_
             return status;
         }
     }
-    /* image blocks once the RoIs' bins are not few next to the map pixels: the block turns
-     * every add into a unit-stride-free, division-free scalar add in a cache-resident block */
     if (image_blocks) {
         roi_pool_plan plan;
         status = roi_pool_plan_init(&plan, job->rois, 0, params->cancel);
@@ -238,7 +250,9 @@ static pyroi_status PYROI_TYPED(roi_pool_backward_checked)(PYROI_TYPED(roi_pool_
             job, PYROI_TYPED(roi_pool_backward_image_task), grad_input_shape[0] * blocks,
             (double)PYROI_LANES *
                 (2.0 * (double)map_pixels + bins / (double)grad_input_shape[0]),
-            (map_pixels + 1) * PYROI_LANES); /* + roi_pool_add_bins' spare pixel */
+            /* + roi_pool_add_run's spare pixel, and a float16 write-out's staging */
+            (map_pixels + 1) * PYROI_LANES +
+                (job->half_result != NULL ? PYROI_STAGING_RUN * PYROI_LANES : 0));
         roi_pool_plan_free(&plan);
         job->plan = NULL;
         return status;

@@ -229,12 +229,28 @@ static inline int PYROI_TYPED(roi_pool_add_strided)(T *PYROI_RESTRICT lane, cons
     return bad;
 }
 
+/* Whether the image blocks add a RoI's bins of a block's channels as one run: C-contiguous
+ * grad_output and argmax (a channel's bins one run of each, channels bins apart), and the
+ * run of a block's channels within a chunk of roi_pool_add_run. */
+static int PYROI_TYPED(roi_pool_backward_whole_runs)(const int64_t g_strides[4],
+                                                     const int64_t a_strides[4],
+                                                     int64_t pooled_height,
+                                                     int64_t pooled_width)
+{
+    const int64_t bins = pooled_height * pooled_width;
+    return g_strides[3] == 1 && a_strides[3] == 1 && g_strides[2] == pooled_width &&
+           a_strides[2] == pooled_width && g_strides[1] == bins && a_strides[1] == bins &&
+           bins <= ROI_POOL_ADD_CHUNK / PYROI_LANES;
+}
+
 /* Backward, work item = (image, channel block): the block accumulates the image's gradient
  * from zero, RoI by RoI in order (each pixel sees torchvision's sequence of additions). With
  * job->keep_blocks each item has its own block, left for roi_pool_backward_write_task once
  * every item was added without a bad argmax entry (argmax is read once, and a bad entry
  * leaves grad_input untouched); otherwise a worker's one block is written out after each
- * item (argmax was checked before). wide: argmax entries are int64, else int32. */
+ * item (argmax was checked before). wide: argmax entries are int64, else int32. A float16
+ * call (whole runs only) widens each run of gradients before it is added, and rounds the
+ * block once as it is written out (staging: after the block). */
 PYROI_CLONE_INLINE void PYROI_TYPED(roi_pool_backward_images)(PYROI_TYPED(roi_pool_job) *job,
                                                               int64_t begin, int64_t end,
                                                               int worker, int wide)
@@ -250,13 +266,13 @@ PYROI_CLONE_INLINE void PYROI_TYPED(roi_pool_backward_images)(PYROI_TYPED(roi_po
     const int64_t g_row = g_strides[2], g_column = g_strides[3];
     const int64_t a_row = a_strides[2], a_column = a_strides[3];
     const int64_t bins = pooled_height * pooled_width;
-    /* a channel's bins as one run of each; and a RoI's bins of a block's channels, when
-     * they fit a chunk */
+    /* a channel's bins as one run of each; and a RoI's bins of a block's channels */
     const int contiguous = g_column == 1 && a_column == 1 && g_row == pooled_width &&
                            a_row == pooled_width;
-    const int whole_runs = contiguous && g_strides[1] == bins && a_strides[1] == bins &&
-                           bins <= ROI_POOL_ADD_CHUNK / PYROI_LANES;
+    const int whole_runs = PYROI_TYPED(roi_pool_backward_whole_runs)(g_strides, a_strides,
+                                                                     pooled_height, pooled_width);
     int64_t lane_bytes[ROI_POOL_ADD_CHUNK]; /* roi_pool_add_run's: the lane of each entry */
+    T widened[ROI_POOL_ADD_CHUNK];          /* a float16 call's run of gradients */
     /* a block is its spare pixel (roi_pool_add_run), then the image's pixels */
     T *block = job->scratch + (job->keep_blocks ? 0 : worker * job->scratch_stride) +
                PYROI_LANES;
@@ -286,10 +302,24 @@ PYROI_CLONE_INLINE void PYROI_TYPED(roi_pool_backward_images)(PYROI_TYPED(roi_po
             if (i % 8 == 0 && pyroi_cancel_requested(job->params->cancel)) {
                 break; /* the write-out below still leaves the block zero */
             }
-            const T *grad = job->features + k * g_strides[0] + c0 * g_strides[1];
+            const int64_t grad_at = k * g_strides[0] + c0 * g_strides[1];
             const int64_t winners = k * a_strides[0] + c0 * a_strides[1];
-            const T *next_grad = job->features + next * g_strides[0] + c0 * g_strides[1];
+            const int64_t next_grad_at = next * g_strides[0] + c0 * g_strides[1];
             const int64_t next_winners = next * a_strides[0] + c0 * a_strides[1];
+            const T *grad, *next_grad;
+            if (job->half_features != NULL && sizeof(T) == sizeof(float)) {
+                /* float16 (whole runs): the next run's loads start here, by its own bytes */
+                pyroi_half_widen_run(job->half_features + grad_at, 1, lanes * bins,
+                                     (float *)(void *)widened);
+                for (e = 0; e < lanes * bins; e += 32) {
+                    PYROI_PREFETCH(job->half_features + next_grad_at + e);
+                }
+                grad = widened;
+                next_grad = widened;
+            } else {
+                grad = job->features + grad_at;
+                next_grad = job->features + next_grad_at;
+            }
             if (whole_runs) {
                 bad |= PYROI_TYPED(roi_pool_add_run)(
                     block, grad, roi_pool_argmax_at(job->argmax_in, winners, wide), wide,
@@ -317,7 +347,11 @@ PYROI_CLONE_INLINE void PYROI_TYPED(roi_pool_backward_images)(PYROI_TYPED(roi_po
                 }
             }
         }
-        if (!job->keep_blocks) {
+        if (!job->keep_blocks && job->half_result != NULL) {
+            PYROI_TYPED(lane_block_to_half_image)(block, shape[2], shape[3], n, c0, lanes,
+                                                  job->half_result, job->result_strides,
+                                                  block + block_elements);
+        } else if (!job->keep_blocks) {
             PYROI_TYPED(lane_block_to_image)(block, shape[2], shape[3], n, c0, lanes,
                                              job->result, job->result_strides, NULL);
         }
@@ -347,7 +381,13 @@ static void PYROI_TYPED(roi_pool_backward_write_task)(void *context, int64_t beg
     for (item = begin; item < end; ++item) {
         int64_t c0, lanes;
         const int64_t n = PYROI_TYPED(lane_block_item)(item, shape[1], PYROI_LANES, &c0, &lanes);
-        const T *block = job->scratch + item * job->scratch_stride + PYROI_LANES;
+        T *block = job->scratch + item * job->scratch_stride + PYROI_LANES;
+        if (job->half_result != NULL) {
+            PYROI_TYPED(lane_block_to_half_image)(block, shape[2], shape[3], n, c0, lanes,
+                                                  job->half_result, job->result_strides,
+                                                  block + shape[2] * shape[3] * PYROI_LANES);
+            continue;
+        }
         PYROI_TYPED(lane_block_to_region)(block, shape[3], n, c0, lanes, 0, shape[2], 0,
                                           shape[3], job->result, job->result_strides);
     }
