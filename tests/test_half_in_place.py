@@ -1,10 +1,11 @@
 """float16 RoIAlign read and written in place: the avg forward's lane-major orders (image
 blocks, row bands, RoI regions and tiles, gathered footprints) widen the float16 pixels they
 gather and round each bin once as they store it; the backward's image order widens each RoI's
-output gradients as it loads them and rounds grad_input once as it writes it out. Every result
-must be the float32 call's on the widened tensor, rounded once -- bit for bit, in every order
-and layout -- and the calls must need no chunk of float32 scratch beyond the float32 call's
-own."""
+output gradients as it loads them and rounds grad_input once as it writes it out; the max
+forwards (mmcv's and ONNX's, with their argmax) do as the avg forward in their image and
+region orders. Every result must be the float32 call's on the widened tensor, rounded once --
+bit for bit, in every order and layout -- and the calls must need no chunk of float32 scratch
+beyond the float32 call's own."""
 
 import sys
 
@@ -12,6 +13,7 @@ import numpy as np
 import pytest
 
 import pyroi
+import pyroi.onnx
 
 import peak_memory
 
@@ -68,6 +70,60 @@ def test_orders_are_rounded_float32(name, threads, backward):
     size = (output_size, output_size) if np.isscalar(output_size) else output_size
     grad = (rng.standard_normal((k, shape[1]) + tuple(size)) * 100).astype(np.float16)
     _assert_backward_rounded_float32(grad, boxes, shape, scale, ratio, num_threads=threads)
+
+
+def _max_forwards(x, boxes, output_size, scale, ratio, threads):
+    """{name: (values, argmax or None)} of every max forward on x"""
+    images = boxes[:, 0].astype(np.int64)
+    rois = np.ascontiguousarray(boxes[:, 1:])
+    size = (output_size, output_size) if np.isscalar(output_size) else output_size
+    onnx = {"output_height": size[0], "output_width": size[1], "sampling_ratio": ratio,
+            "spatial_scale": scale, "mode": "max", "num_threads": threads}
+    return {
+        "max": (pyroi.roi_align(x, boxes, output_size, scale, ratio, True, mode="max",
+                                num_threads=threads), None),
+        "max_argmax": pyroi.roi_align(x, boxes, output_size, scale, ratio, True, mode="max",
+                                      return_argmax=True, num_threads=threads),
+        "onnx_max": (pyroi.onnx.roi_align(x, rois, images, **onnx), None),
+        "onnx_max_argmax": pyroi.onnx.roi_align(x, rois, images, return_argmax=True, **onnx),
+    }
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+@pytest.mark.parametrize("threads", [1, 2])
+def test_max_forwards_are_rounded_float32(name, threads):
+    shape, (k, low, high), scale, output_size, ratio = CASES[name]
+    rng = np.random.default_rng(100 + sorted(CASES).index(name))
+    boxes = _boxes(rng, k, shape[2], shape[3], scale, low, high, shape[0])
+    boxes[::5, 1:] -= 40  # samples off the map (ONNX max's zero term, mmcv's skipped ones)
+    x = np.clip(rng.standard_normal(shape) * 100, -65504, 65504).astype(np.float16)
+    x.reshape(-1)[rng.integers(0, x.size, 30)] = np.nan
+    x.reshape(-1)[rng.integers(0, x.size, 30)] = -np.inf
+    x.reshape(-1)[rng.integers(0, x.size, 30)] = -0.0
+    half = _max_forwards(x, boxes, output_size, scale, ratio, threads)
+    single = _max_forwards(x.astype(np.float32), boxes, output_size, scale, ratio, threads)
+    for call, (values, argmax) in half.items():
+        assert values.dtype == np.float16, call
+        with np.errstate(over="ignore"):
+            np.testing.assert_array_equal(values.view(np.uint16),
+                                          single[call][0].astype(np.float16).view(np.uint16),
+                                          err_msg=call)
+        if argmax is not None:
+            np.testing.assert_array_equal(argmax, single[call][1], err_msg=call)
+
+
+def test_max_forwards_strided_and_channels_last():
+    rng = np.random.default_rng(8)
+    base = (rng.standard_normal((2, 37, 41, 53)) * 10).astype(np.float16)
+    boxes = _boxes(rng, 200, 41, 53, 0.5, 2, 80, 2)
+    for x in (np.ascontiguousarray(base.transpose(0, 2, 3, 1)).transpose(0, 3, 1, 2),
+              base[:, ::2], base[:, :, ::2, 1:]):
+        half = _max_forwards(x, boxes, 5, 0.5, 2, 1)
+        single = _max_forwards(x.astype(np.float32), boxes, 5, 0.5, 2, 1)
+        for call, (values, _) in half.items():
+            np.testing.assert_array_equal(values.view(np.uint16),
+                                          single[call][0].astype(np.float16).view(np.uint16),
+                                          err_msg=call)
 
 
 def test_backward_strided_and_specials():

@@ -524,6 +524,21 @@ static pyroi_status half_roi_align_backward_whole(const half_call *c, int *taken
                                          HALF_PARAMS(roi_align, c), taken);
 }
 
+/* RoIAlign's max forwards (mmcv's, ONNX's) likewise. */
+static pyroi_status half_roi_align_max_forward_whole(const half_call *c, int *taken)
+{
+    return pyroi_roi_align_max_forward_half(
+        0, c->map, c->map_shape, c->map_strides, HALF_ROIS(c), c->pooled, c->pooled_strides,
+        (int64_t *)(void *)c->argmax, c->argmax_strides, HALF_PARAMS(roi_align, c), taken);
+}
+
+static pyroi_status half_roi_align_onnx_max_forward_whole(const half_call *c, int *taken)
+{
+    return pyroi_roi_align_max_forward_half(
+        1, c->map, c->map_shape, c->map_strides, HALF_ROIS(c), c->pooled, c->pooled_strides,
+        (int64_t *)(void *)c->argmax, c->argmax_strides, HALF_PARAMS(roi_align, c), taken);
+}
+
 /* RoIPool's forward likewise where its lane-major orders run (roi_pool_half.h). */
 static pyroi_status half_roi_pool_forward_whole(const half_call *c, int *taken)
 {
@@ -541,13 +556,16 @@ HALF_BACKWARD(roi_align_backward, roi_align, 4, 0, HALF_NO_ARGMAX_PARAMETERS,
               HALF_NO_ARGMAX_ARGUMENTS, HALF_BACKWARD_ARGS(roi_align),
               half_roi_align_backward_whole)
 HALF_FORWARD(roi_align_max_forward, roi_align, 4, 0, HALF_ARGMAX_OUT_PARAMETERS,
-             HALF_ARGMAX_ARGUMENTS, HALF_FORWARD_ARGMAX_ARGS(roi_align), NULL)
+             HALF_ARGMAX_ARGUMENTS, HALF_FORWARD_ARGMAX_ARGS(roi_align),
+             half_roi_align_max_forward_whole)
 HALF_BACKWARD(roi_align_max_backward, roi_align, 4, 0, HALF_ARGMAX_IN_PARAMETERS,
               HALF_ARGMAX_ARGUMENTS, HALF_BACKWARD_ARGMAX_ARGS(roi_align), NULL)
 HALF_FORWARD(roi_align_onnx_max_forward, roi_align, 4, 0, HALF_NO_ARGMAX_PARAMETERS,
-             HALF_NO_ARGMAX_ARGUMENTS, HALF_FORWARD_ARGS(roi_align), NULL)
+             HALF_NO_ARGMAX_ARGUMENTS, HALF_FORWARD_ARGS(roi_align),
+             half_roi_align_onnx_max_forward_whole)
 HALF_FORWARD(roi_align_onnx_max_forward_argmax, roi_align, 4, 0, HALF_ARGMAX_OUT_PARAMETERS,
-             HALF_ARGMAX_ARGUMENTS, HALF_FORWARD_ARGMAX_ARGS(roi_align), NULL)
+             HALF_ARGMAX_ARGUMENTS, HALF_FORWARD_ARGMAX_ARGS(roi_align),
+             half_roi_align_onnx_max_forward_whole)
 HALF_BACKWARD(roi_align_onnx_max_backward, roi_align, 4, 0, HALF_ARGMAX_IN_PARAMETERS,
               HALF_ARGMAX_ARGUMENTS, HALF_BACKWARD_ARGMAX_ARGS(roi_align), NULL)
 HALF_FORWARD(roi_pool_forward, roi_pool, 4, 0, HALF_ARGMAX_OUT_PARAMETERS,

@@ -204,3 +204,19 @@ pyroi_status pyroi_roi_align_backward_half(const uint16_t *grad_output,
                                (uint16_t *)(uintptr_t)grad_output, grad_output_strides, boxes,
                                num_rois, box_row_stride, batch_indices, params, taken);
 }
+
+pyroi_status pyroi_roi_align_max_forward_half(
+    int onnx, const uint16_t *input, const int64_t input_shape[4],
+    const int64_t input_strides[4], const float *boxes, int64_t num_rois,
+    int64_t box_row_stride, const int64_t *batch_indices, uint16_t *output,
+    const int64_t output_strides[4], int64_t *argmax, const int64_t argmax_strides[4],
+    const pyroi_roi_align_params *params, int *taken)
+{
+    const roi_align_half_forward_f32 half = {input, output, taken};
+    const roi_align_forward_tasks tasks =
+        onnx ? roi_align_onnx_max_tasks_f32() : roi_align_max_tasks_f32(argmax != NULL);
+    return roi_align_max_like_forward_f32(NULL, input_shape, input_strides, boxes, num_rois,
+                                          box_row_stride, batch_indices, NULL, output_strides,
+                                          argmax, argmax_strides, onnx ? 4 : 1, params, &tasks,
+                                          &half);
+}

@@ -268,10 +268,12 @@ static pyroi_status PYROI_TYPED(roi_align_execute)(PYROI_TYPED(roi_align_job) *j
 /* The start of every RoIAlign call (avg and both max reductions, forward and backward):
  * validation (the argmax too when with_argmax: the forward's optional output, the backward's
  * input), then the plan over the map (forward: the input, backward: grad_input) as
- * roi_align_call_plan makes it; with *planned 0 the call returns the status. */
+ * roi_align_call_plan makes it; with *planned 0 the call returns the status. map and pooled
+ * hold T, or float16 for a float16 call read in place. */
 static pyroi_status PYROI_TYPED(roi_align_check_and_plan)(
-    PYROI_TYPED(roi_align_plan) *plan, int backward, const T *map, const int64_t map_shape[4],
-    const int64_t map_strides[4], const T *pooled, const int64_t pooled_strides[4],
+    PYROI_TYPED(roi_align_plan) *plan, int backward, const void *map,
+    const int64_t map_shape[4], const int64_t map_strides[4], const void *pooled,
+    const int64_t pooled_strides[4],
     const int64_t *argmax, const int64_t argmax_strides[4], int with_argmax, const T *boxes,
     int64_t num_rois, int64_t box_row_stride, const int64_t *batch_indices,
     const pyroi_roi_align_params *params, roi_align_arena *arena, int *planned)

@@ -1,6 +1,6 @@
-/* roi_align_half.h - RoIAlign's avg forward and backward on float16 tensors in one float32
- * call (internal, not installed; half.c's pyroi_roi_align_forward_f16 / _backward_f16 take
- * them first).
+/* roi_align_half.h - RoIAlign's avg forward and backward, and its max forwards, on float16
+ * tensors in one float32 call (internal, not installed; half.c's pyroi_roi_align_forward_f16 /
+ * _backward_f16 / _max_forward_f16 / _onnx_max_forward(_argmax)_f16 take them first).
  *
  * The float32 kernels of the lane-major orders run as in pyroi_roi_align_forward_f32 /
  * _backward_f32: the forward's gathers (image blocks, row bands, footprints, RoI regions and
@@ -28,5 +28,16 @@ pyroi_status pyroi_roi_align_backward_half(
     int64_t num_rois, int64_t box_row_stride, const int64_t *batch_indices,
     uint16_t *grad_input, const int64_t grad_input_shape[4],
     const int64_t grad_input_strides[4], const pyroi_roi_align_params *params, int *taken);
+
+/* The max forwards likewise (onnx: ONNX's max over weighted taps, else mmcv's over samples;
+ * argmax, int64, may be NULL and is written as the float32 call writes it): the lane-major
+ * orders widen the pixels they gather, and each bin, a maximum of float32 values, is rounded
+ * once as it is stored. Where the direct order would run, *taken is 0. */
+pyroi_status pyroi_roi_align_max_forward_half(
+    int onnx, const uint16_t *input, const int64_t input_shape[4],
+    const int64_t input_strides[4], const float *boxes, int64_t num_rois,
+    int64_t box_row_stride, const int64_t *batch_indices, uint16_t *output,
+    const int64_t output_strides[4], int64_t *argmax, const int64_t argmax_strides[4],
+    const pyroi_roi_align_params *params, int *taken);
 
 #endif /* PYROI_ROI_ALIGN_HALF_H */

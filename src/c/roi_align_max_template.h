@@ -579,17 +579,29 @@ static pyroi_status PYROI_TYPED(roi_align_grid_widths)(const PYROI_TYPED(roi_ali
     return PYROI_OK;
 }
 
+/* A float16 call of a max forward read and written in place (T float; see
+ * roi_align_half.h): its input and output, and where it says whether it ran. */
+typedef struct PYROI_TYPED(roi_align_half_forward) {
+    const uint16_t *input;
+    uint16_t *output;
+    int *taken; /* 1: the call ran (or failed its checks); 0: nothing done, the chunks run */
+} PYROI_TYPED(roi_align_half_forward);
+
 /* The forward of both max reductions (mmcv's over samples; ONNX's over weighted taps): one
  * validation, plan and schedule; tasks are the reduction's (lane-major ones optional). argmax
  * may be NULL; its codes number codes_per_sample per sample (mmcv 1, ONNX 4: the taps), so a
- * RoI with more samples per bin than codes can count (ONNX: 2^61) is PYROI_E_INVALID_BOX. */
+ * RoI with more samples per bin than codes can count (ONNX: 2^61) is PYROI_E_INVALID_BOX.
+ * With half (else NULL), the float16 tensors are read and written in place by the lane-major
+ * orders, which widen what they gather and round each bin once as they store it; where the
+ * direct order would run (it reads the map where it lies) nothing is done. */
 static pyroi_status PYROI_TYPED(roi_align_max_like_forward)(
     const T *input, const int64_t input_shape[4], const int64_t input_strides[4],
     const T *boxes, int64_t num_rois, int64_t box_row_stride,
     const int64_t *batch_indices,
     T *output, const int64_t output_strides[4],
     int64_t *argmax, const int64_t argmax_strides[4], int64_t codes_per_sample,
-    const pyroi_roi_align_params *params, const roi_align_forward_tasks *tasks)
+    const pyroi_roi_align_params *params, const roi_align_forward_tasks *tasks,
+    const PYROI_TYPED(roi_align_half_forward) *half)
 {
     PYROI_TYPED(roi_align_max_job) job;
     PYROI_TYPED(roi_align_plan) plan;
@@ -597,9 +609,13 @@ static pyroi_status PYROI_TYPED(roi_align_max_like_forward)(
     int64_t k;
     int planned;
     pyroi_status status = PYROI_TYPED(roi_align_check_and_plan)(
-        &plan, 0, input, input_shape, input_strides, output, output_strides, argmax,
-        argmax_strides, argmax != NULL, boxes, num_rois, box_row_stride, batch_indices, params,
-        NULL, &planned);
+        &plan, 0, half != NULL ? (const void *)half->input : (const void *)input, input_shape,
+        input_strides, half != NULL ? (const void *)half->output : (const void *)output,
+        output_strides, argmax, argmax_strides, argmax != NULL, boxes, num_rois,
+        box_row_stride, batch_indices, params, NULL, &planned);
+    if (half != NULL) {
+        *half->taken = 1;
+    }
     if (!planned) {
         return status;
     }
@@ -623,11 +639,32 @@ static pyroi_status PYROI_TYPED(roi_align_max_like_forward)(
         job.argmax_const = NULL;
         job.argmax_strides = argmax_strides;
         job.grid_w = grid_w;
-        status = PYROI_TYPED(roi_align_execute_tasks)(&job.base, 0, &job, tasks);
+        if (half != NULL) {
+            job.base.half_features = half->input;
+            job.base.half_result = half->output;
+            *half->taken = PYROI_TYPED(roi_align_tasks_schedule)(&job.base, 0, 1, tasks).order !=
+                           ROI_ALIGN_ORDER_DIRECT;
+        }
+        if (half == NULL || *half->taken) {
+            status = PYROI_TYPED(roi_align_execute_tasks)(&job.base, 0, &job, tasks);
+        }
     }
     free(grid_w);
     PYROI_TYPED(roi_align_plan_free)(&plan);
     return status;
+}
+
+/* mmcv max's tasks; the channels-last one (in place from channels-last features) makes values
+ * only (winners take the blocks). */
+static roi_align_forward_tasks PYROI_TYPED(roi_align_max_tasks)(int with_argmax)
+{
+    roi_align_forward_tasks tasks;
+    tasks.direct = PYROI_TYPED(roi_align_max_forward_task);
+    tasks.region = PYROI_TYPED(roi_align_max_forward_region_task);
+    tasks.image = PYROI_TYPED(roi_align_max_forward_image_task);
+    tasks.channels_last =
+        with_argmax ? NULL : PYROI_TYPED(roi_align_max_forward_channels_last_task);
+    return tasks;
 }
 
 pyroi_status PYROI_TYPED(pyroi_roi_align_max_forward)(
@@ -638,16 +675,10 @@ pyroi_status PYROI_TYPED(pyroi_roi_align_max_forward)(
     int64_t *argmax, const int64_t argmax_strides[4],
     const pyroi_roi_align_params *params)
 {
-    roi_align_forward_tasks tasks;
-    tasks.direct = PYROI_TYPED(roi_align_max_forward_task);
-    tasks.region = PYROI_TYPED(roi_align_max_forward_region_task);
-    tasks.image = PYROI_TYPED(roi_align_max_forward_image_task);
-    /* in place from channels-last features: values only (winners take the blocks) */
-    tasks.channels_last =
-        argmax == NULL ? PYROI_TYPED(roi_align_max_forward_channels_last_task) : NULL;
+    const roi_align_forward_tasks tasks = PYROI_TYPED(roi_align_max_tasks)(argmax != NULL);
     return PYROI_TYPED(roi_align_max_like_forward)(
         input, input_shape, input_strides, boxes, num_rois, box_row_stride, batch_indices,
-        output, output_strides, argmax, argmax_strides, 1, params, &tasks);
+        output, output_strides, argmax, argmax_strides, 1, params, &tasks, NULL);
 }
 
 /* The backward of both max reductions: validation (each argmax -1 or one of the

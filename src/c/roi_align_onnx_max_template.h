@@ -352,6 +352,17 @@ PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_onnx_max_bin_gradient)(
     }
 }
 
+/* ONNX max's tasks (none samples channels-last features in place). */
+static roi_align_forward_tasks PYROI_TYPED(roi_align_onnx_max_tasks)(void)
+{
+    roi_align_forward_tasks tasks;
+    tasks.direct = PYROI_TYPED(roi_align_onnx_max_forward_task);
+    tasks.region = PYROI_TYPED(roi_align_onnx_max_forward_region_task);
+    tasks.image = PYROI_TYPED(roi_align_onnx_max_forward_image_task);
+    tasks.channels_last = NULL;
+    return tasks;
+}
+
 pyroi_status PYROI_TYPED(pyroi_roi_align_onnx_max_forward_argmax)(
     const T *input, const int64_t input_shape[4], const int64_t input_strides[4],
     const T *boxes, int64_t num_rois, int64_t box_row_stride,
@@ -360,14 +371,10 @@ pyroi_status PYROI_TYPED(pyroi_roi_align_onnx_max_forward_argmax)(
     int64_t *argmax, const int64_t argmax_strides[4],
     const pyroi_roi_align_params *params)
 {
-    roi_align_forward_tasks tasks;
-    tasks.direct = PYROI_TYPED(roi_align_onnx_max_forward_task);
-    tasks.region = PYROI_TYPED(roi_align_onnx_max_forward_region_task);
-    tasks.image = PYROI_TYPED(roi_align_onnx_max_forward_image_task);
-    tasks.channels_last = NULL;
+    const roi_align_forward_tasks tasks = PYROI_TYPED(roi_align_onnx_max_tasks)();
     return PYROI_TYPED(roi_align_max_like_forward)(
         input, input_shape, input_strides, boxes, num_rois, box_row_stride, batch_indices,
-        output, output_strides, argmax, argmax_strides, 4, params, &tasks);
+        output, output_strides, argmax, argmax_strides, 4, params, &tasks, NULL);
 }
 
 pyroi_status PYROI_TYPED(pyroi_roi_align_onnx_max_backward)(

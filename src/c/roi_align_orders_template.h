@@ -21,10 +21,16 @@ static void PYROI_TYPED(roi_align_onnx_zero_lanes)(const PYROI_TYPED(roi_align_j
                                                    int64_t n, int64_t c0, int64_t lanes,
                                                    T *zero)
 {
-    const T *corner = job->features + n * job->features_strides[0];
+    const int64_t corner = n * job->features_strides[0];
     int64_t j;
     for (j = 0; j < PYROI_LANES; ++j) {
-        zero[j] = j < lanes ? (T)0 * corner[(c0 + j) * job->features_strides[1]] : (T)0;
+        const int64_t at = corner + (c0 + j) * job->features_strides[1];
+        /* a float16 map's pixel, widened exactly */
+        const T pixel = j >= lanes                     ? (T)0
+                        : job->half_features != NULL ? (T)pyroi_half_to_float(
+                                                           job->half_features[at])
+                                                     : job->features[at];
+        zero[j] = (T)0 * pixel;
     }
 }
 
