@@ -887,6 +887,16 @@ static pyroi_status half_levels_call(int backward, int64_t num_levels,
     call.level_params = level_params;
     call.params = params;
     status = half_levels_check(&call, maps, shapes, strides, pooled_strides);
+    if (status == PYROI_OK) { /* in place where every level's order allows it */
+        int taken;
+        status = pyroi_roi_align_levels_half(
+            backward, num_levels, call.maps, &call.shapes[0][0], &call.strides[0][0],
+            spatial_scales, call.pooled, call.pooled_strides, boxes, num_rois, box_row_stride,
+            batch_indices, level_params, params, &taken);
+        if (taken) {
+            return status;
+        }
+    }
     return status != PYROI_OK ? status : half_levels_run(&call);
 }
 

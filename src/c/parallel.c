@@ -124,12 +124,17 @@ int pyroi_cancel_check(pyroi_cancel *cancel)
 /* Elements pyroi_zero_channels writes between two reads of the token (~0.1-1 ms). */
 #define PYROI_ZERO_SLICE ((int64_t)1 << 20)
 
-/* Zeroes count elements from row, element_stride apart. */
+/* Zeroes count elements (of 2, 4 or 8 bytes: float16, float32, float64) from row,
+ * element_stride apart. */
 static void zero_run(char *row, size_t element_size, int64_t element_stride, int64_t count)
 {
     int64_t w;
     if (element_stride == 1) {
         memset(row, 0, (size_t)count * element_size);
+    } else if (element_size == sizeof(uint16_t)) { /* +0.0 in float16: all bits clear */
+        for (w = 0; w < count; ++w) {
+            ((uint16_t *)(void *)row)[w * element_stride] = 0;
+        }
     } else if (element_size == sizeof(float)) {
         for (w = 0; w < count; ++w) {
             ((float *)row)[w * element_stride] = 0.0f;

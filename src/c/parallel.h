@@ -65,7 +65,8 @@ static inline int pyroi_cancel_at(pyroi_cancel *cancel, int64_t item)
 }
 
 /* Zeroes channels [channel_begin, channel_end) of every image of an N x C x H x W tensor of
- * float (element_size 4) or double (8) with the given element strides, as a backward's work
+ * float16 (element_size 2), float (4) or double (8) with the given element strides, as a
+ * backward's work
  * item does before adding its gradients: in slices of about a million elements, reading
  * cancel->requested between slices, so that a worker on a huge map still stops within about
  * a millisecond. Returns nonzero when the call is to stop (the planes then partly zeroed). */

@@ -130,13 +130,14 @@ enum roi_align_reduction { ROI_ALIGN_REDUCE_AVG, ROI_ALIGN_REDUCE_ONNX_MAX, ROI_
 
 /* The call on the float16 map (input or grad_input) and pooled tensor (output or
  * grad_output) in place, in the lane-major orders that gather every map pixel they read
- * (forward) or write every pixel once (the backward's image order). */
-static pyroi_status roi_align_half_call(int backward, uint16_t *map, const int64_t map_shape[4],
-                                        const int64_t map_strides[4], uint16_t *pooled,
-                                        const int64_t pooled_strides[4], const float *boxes,
-                                        int64_t num_rois, int64_t box_row_stride,
-                                        const int64_t *batch_indices,
-                                        const pyroi_roi_align_params *params, int *taken)
+ * (forward) or write every pixel once (the backward's image order); see roi_align_half.h. */
+pyroi_status pyroi_roi_align_rows_half(int backward, int dry_run, uint16_t *map,
+                                       const int64_t map_shape[4], const int64_t map_strides[4],
+                                       uint16_t *pooled, const int64_t pooled_strides[4],
+                                       const float *boxes, int64_t num_rois,
+                                       int64_t box_row_stride, const int64_t *batch_indices,
+                                       const int64_t *rows,
+                                       const pyroi_roi_align_params *params, int *taken)
 {
     roi_align_job_f32 job;
     roi_align_plan_f32 plan;
@@ -162,12 +163,14 @@ static pyroi_status roi_align_half_call(int backward, uint16_t *map, const int64
                            NULL);
     job.half_features = backward ? pooled : map;
     job.half_result = backward ? map : pooled;
+    job.rows = rows;
     order = roi_align_tasks_schedule_f32(&job, backward, 1, NULL).order;
-    if (order == ROI_ALIGN_ORDER_DIRECT || (backward && order != ROI_ALIGN_ORDER_IMAGE)) {
+    *taken = order != ROI_ALIGN_ORDER_DIRECT && (!backward || order == ROI_ALIGN_ORDER_IMAGE);
+    if (!*taken || dry_run) {
+        /* an order that reads or adds to the map in place: not taken; or only asked */
         roi_align_plan_free_f32(&plan);
-        return PYROI_OK; /* an order that reads or adds to the map in place: not taken */
+        return PYROI_OK;
     }
-    *taken = 1;
     status = backward ? PYROI_OK : roi_align_plan_order_by_rows_f32(&plan, params->cancel);
     if (status != PYROI_OK) {
         return status; /* the plan is freed */
@@ -185,9 +188,9 @@ pyroi_status pyroi_roi_align_forward_half(const uint16_t *input, const int64_t i
                                           const pyroi_roi_align_params *params, int *taken)
 {
     /* the input is only read */
-    return roi_align_half_call(0, (uint16_t *)(uintptr_t)input, input_shape, input_strides,
-                               output, output_strides, boxes, num_rois, box_row_stride,
-                               batch_indices, params, taken);
+    return pyroi_roi_align_rows_half(0, 0, (uint16_t *)(uintptr_t)input, input_shape,
+                                     input_strides, output, output_strides, boxes, num_rois,
+                                     box_row_stride, batch_indices, NULL, params, taken);
 }
 
 pyroi_status pyroi_roi_align_backward_half(const uint16_t *grad_output,
@@ -200,9 +203,10 @@ pyroi_status pyroi_roi_align_backward_half(const uint16_t *grad_output,
                                            const pyroi_roi_align_params *params, int *taken)
 {
     /* grad_output is only read */
-    return roi_align_half_call(1, grad_input, grad_input_shape, grad_input_strides,
-                               (uint16_t *)(uintptr_t)grad_output, grad_output_strides, boxes,
-                               num_rois, box_row_stride, batch_indices, params, taken);
+    return pyroi_roi_align_rows_half(1, 0, grad_input, grad_input_shape, grad_input_strides,
+                                     (uint16_t *)(uintptr_t)grad_output, grad_output_strides,
+                                     boxes, num_rois, box_row_stride, batch_indices, NULL,
+                                     params, taken);
 }
 
 pyroi_status pyroi_roi_align_max_forward_half(

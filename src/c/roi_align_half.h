@@ -17,6 +17,18 @@
 
 #include "common.h"
 
+/* The avg call on the RoIs' rows of the pooled tensor (rows[i]: RoI i's, NULL: i), the
+ * multi-level RoIAlign's per-level call; with dry_run only *taken is found (nothing read or
+ * written past the checks). pyroi_roi_align_forward_half / _backward_half are this call with
+ * rows NULL. */
+pyroi_status pyroi_roi_align_rows_half(int backward, int dry_run, uint16_t *map,
+                                       const int64_t map_shape[4], const int64_t map_strides[4],
+                                       uint16_t *pooled, const int64_t pooled_strides[4],
+                                       const float *boxes, int64_t num_rois,
+                                       int64_t box_row_stride, const int64_t *batch_indices,
+                                       const int64_t *rows,
+                                       const pyroi_roi_align_params *params, int *taken);
+
 pyroi_status pyroi_roi_align_forward_half(
     const uint16_t *input, const int64_t input_shape[4], const int64_t input_strides[4],
     const float *boxes, int64_t num_rois, int64_t box_row_stride, const int64_t *batch_indices,
@@ -39,5 +51,18 @@ pyroi_status pyroi_roi_align_max_forward_half(
     int64_t box_row_stride, const int64_t *batch_indices, uint16_t *output,
     const int64_t output_strides[4], int64_t *argmax, const int64_t argmax_strides[4],
     const pyroi_roi_align_params *params, int *taken);
+
+/* The multi-level RoIAlign (roi_align_levels.c) likewise, level by level: each level's RoIs
+ * run as pyroi_roi_align_rows_half, the maps and the pooled tensor float16 in place. Every
+ * level's order is found before anything is written: when one level would take an order
+ * that does not run in place, *taken is 0 and nothing is written (the chunks run the whole
+ * call). The backward zeroes a level without RoIs. shapes, strides: the caller's copies. */
+pyroi_status pyroi_roi_align_levels_half(
+    int backward, int64_t num_levels, uint16_t *const *maps, const int64_t *shapes,
+    const int64_t *strides, const double *spatial_scales, uint16_t *pooled,
+    const int64_t pooled_strides[4], const float *boxes, int64_t num_rois,
+    int64_t box_row_stride, const int64_t *batch_indices,
+    const pyroi_fpn_level_params *level_params, const pyroi_roi_align_params *params,
+    int *taken);
 
 #endif /* PYROI_ROI_ALIGN_HALF_H */

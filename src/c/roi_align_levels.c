@@ -2,8 +2,9 @@
  * torchvision.ops.MultiScaleRoIAlign: each RoI is assigned its level (fpn.c) and pooled from
  * that level's map by the RoIAlign kernels (roi_align.c), writing (forward) or reading
  * (backward) its row of the pooled tensor in place, in the RoIs' original order. float32 and
- * float64; the typed part is roi_align_levels_template.h. */
+ * float64; the typed part is roi_align_levels_template.h; float16 in place at the end. */
 #include "parallel.h"
+#include "roi_align_half.h"
 #include "roi_align_rows.h"
 #include "rois.h"
 #include "validate.h"
@@ -176,3 +177,77 @@ static void roi_align_levels_rois_sort(roi_align_levels_rois *rois, int64_t num_
 
 #define PYROI_DTYPE_TEMPLATE "roi_align_levels_template.h"
 #include "each_dtype.h"
+
+/* ---- float16 in place (roi_align_half.h) ----------------------------------------------- */
+
+/* Level l's RoIs of a checked float16 call as pyroi_roi_align_rows_half. */
+static pyroi_status roi_align_level_half(const roi_align_levels_call *call,
+                                         const roi_align_levels_rois *rois, int64_t l,
+                                         int backward, int dry_run, uint16_t *pooled,
+                                         int *taken)
+{
+    const int64_t first = rois->start[l];
+    return pyroi_roi_align_rows_half(
+        backward, dry_run, (uint16_t *)(uintptr_t)call->maps[l], call->shapes[l],
+        call->strides[l], pooled, call->pooled_strides, (const float *)rois->boxes + 4 * first,
+        rois->start[l + 1] - first, 4, rois->batch_indices + first, rois->rows + first,
+        &call->params[l], taken);
+}
+
+pyroi_status pyroi_roi_align_levels_half(
+    int backward, int64_t num_levels, uint16_t *const *maps, const int64_t *shapes,
+    const int64_t *strides, const double *spatial_scales, uint16_t *pooled,
+    const int64_t pooled_strides[4], const float *boxes, int64_t num_rois,
+    int64_t box_row_stride, const int64_t *batch_indices,
+    const pyroi_fpn_level_params *level_params, const pyroi_roi_align_params *params,
+    int *taken)
+{
+    roi_align_levels_call call;
+    roi_align_levels_rois rois;
+    int64_t l, i;
+    int level_taken = 1;
+    pyroi_status status = roi_align_levels_check_call(
+        &call, num_levels, (const void *const *)maps, shapes, strides, spatial_scales,
+        backward ? PYROI_TENSOR_OUTPUT : PYROI_TENSOR_INPUT, pooled, pooled_strides,
+        backward ? PYROI_TENSOR_INPUT : PYROI_TENSOR_OUTPUT, boxes, num_rois, box_row_stride,
+        batch_indices, level_params, params);
+    status = roi_align_levels_prepare_f32(status, &rois, &call, boxes, num_rois,
+                                          box_row_stride, batch_indices);
+    *taken = 1;
+    if (status != PYROI_OK) {
+        return status;
+    }
+    /* every level's order first: all in place, or nothing written */
+    for (l = 0; l < num_levels && status == PYROI_OK && level_taken; ++l) {
+        if (rois.start[l + 1] > rois.start[l]) {
+            status = roi_align_level_half(&call, &rois, l, backward, 1, pooled, &level_taken);
+        }
+    }
+    if (status == PYROI_OK && !level_taken) {
+        *taken = 0;
+        roi_align_levels_rois_free(&rois);
+        return PYROI_OK;
+    }
+    /* a RoI of no level gets zeros, as in torchvision (its row, a 1 x C x PH x PW tensor) */
+    for (i = rois.start[num_levels]; !backward && status == PYROI_OK && i < num_rois; ++i) {
+        const int64_t row[4] = {1, call.shapes[0][1], call.params[0].pooled_height,
+                                call.params[0].pooled_width};
+        if (pyroi_zero_channels(pooled + rois.rows[i] * call.pooled_strides[0],
+                                sizeof(uint16_t), row, call.pooled_strides, 0, row[1],
+                                params->cancel)) {
+            status = PYROI_E_CANCELLED;
+        }
+    }
+    for (l = 0; l < num_levels && status == PYROI_OK; ++l) {
+        if (rois.start[l + 1] > rois.start[l]) {
+            status = roi_align_level_half(&call, &rois, l, backward, 0, pooled, &level_taken);
+        } else if (backward &&
+                   pyroi_zero_channels((uint16_t *)(uintptr_t)call.maps[l], sizeof(uint16_t),
+                                       call.shapes[l], call.strides[l], 0, call.shapes[l][1],
+                                       params->cancel)) {
+            status = PYROI_E_CANCELLED; /* a level without RoIs: its map is zero */
+        }
+    }
+    roi_align_levels_rois_free(&rois);
+    return status;
+}
