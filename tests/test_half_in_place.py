@@ -285,3 +285,73 @@ def test_levels_need_no_float32_chunks():
              if line}
     for call in ("forward", "backward"):
         assert extra[call, "float16"] <= extra[call, "float32"] + (1 << 20), extra
+
+
+def _strided_pyramid(rng, channels, sizes, batch=2):
+    """float16 maps as views that no contiguous copy has: every other channel of a padded
+    buffer, channels-last, and one contiguous"""
+    maps = []
+    for i, (h, w) in enumerate(sizes):
+        if i % 3 == 0:
+            wide = rng.standard_normal((batch, 2 * channels, h, w + 3)) * 50
+            maps.append(wide.astype(np.float16)[:, ::2, :, 1:w + 1])
+        elif i % 3 == 1:
+            last = rng.standard_normal((batch, h, w, channels)) * 50
+            maps.append(last.astype(np.float16).transpose(0, 3, 1, 2))
+        else:
+            maps.append((rng.standard_normal((batch, channels, h, w)) * 50).astype(np.float16))
+    return maps
+
+
+def _padded(shape, fill):
+    """a float16 view of shape inside a buffer padded in every dimension, filled with fill"""
+    buffer = np.full([n + 2 for n in shape], fill, np.float16)
+    return buffer, buffer[tuple(slice(1, n + 1) for n in shape)]
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_levels_strided_tensors_in_place(threads):
+    """The levels' call on strided maps, a strided pooled tensor and strided gradients: bit
+    for bit the float32 call on the widened tensors, rounded once, nothing written outside
+    the views. Sides of 8-200 px on a 160 x 200 image: levels 2 and 3 get boxes (many, in image
+    blocks), level 4 none (its gradient zero); two inverted boxes have no level (zero rows)."""
+    from pyroi import _core
+
+    rng = np.random.default_rng(77)
+    channels, sizes, scales = 13, [(40, 50), (20, 25), (10, 13)], [0.25, 0.125, 0.0625]
+    maps = _strided_pyramid(rng, channels, sizes)
+    corner = rng.uniform(-10, 180, (300, 2))
+    coords = np.concatenate([corner, corner + rng.uniform(8, 200, (300, 2))], 1)
+    coords[[5, 140]] = [70, 70, 60, 90]
+    coords = coords.astype(np.float32)
+    images = rng.integers(0, 2, 300).astype(np.int64)
+    mapping = (2, 4, 224.0, 4.0, 1e-6)
+    shape = (300, channels, 7, 7)
+    y32 = np.empty(shape, np.float32)
+    _core.roi_align_levels_forward([m.astype(np.float32) for m in maps], scales, coords,
+                                   images, y32, 2, False, *mapping, 1)
+    buffer, y16 = _padded(shape, 7.0)
+    _core.roi_align_levels_forward([m.view(np.uint16) for m in maps], scales, coords, images,
+                                   y16.view(np.uint16), 2, False, *mapping, threads)
+    np.testing.assert_array_equal(y16.view(np.uint16), y32.astype(np.float16).view(np.uint16))
+    assert np.all(y16[[5, 140]] == 0)
+    y16[...] = 7.0
+    assert np.all(buffer == 7.0)  # nothing written outside the view
+    with np.errstate(over="ignore"):
+        grad = np.clip(rng.standard_normal(shape) * 3e3, -6e4, 6e4).astype(np.float16)
+    grad_view = np.zeros((300, channels, 9, 8), np.float16)[:, :, 1:8, :7]
+    grad_view[...] = grad
+    g32 = [np.empty(m.shape, np.float32) for m in maps]
+    _core.roi_align_levels_backward(grad.astype(np.float32), coords, images, g32, scales, 2,
+                                    False, *mapping, 1)
+    padded = [_padded(m.shape, 7.0) for m in maps]
+    _core.roi_align_levels_backward(grad_view.view(np.uint16), coords, images,
+                                    [g.view(np.uint16) for _, g in padded], scales, 2, False,
+                                    *mapping, threads)
+    for level, ((buffer, half), single) in enumerate(zip(padded, g32)):
+        np.testing.assert_array_equal(half.view(np.uint16),
+                                      single.astype(np.float16).view(np.uint16),
+                                      err_msg=str(level))
+        assert (level == 2) == (not np.any(single)), level
+        half[...] = 7.0
+        assert np.all(buffer == 7.0), level

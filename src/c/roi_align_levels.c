@@ -238,7 +238,7 @@ pyroi_status pyroi_roi_align_levels_half(
             status = PYROI_E_CANCELLED;
         }
     }
-    for (l = 0; l < num_levels && status == PYROI_OK; ++l) {
+    for (l = 0; l < num_levels && status == PYROI_OK && level_taken; ++l) {
         if (rois.start[l + 1] > rois.start[l]) {
             status = roi_align_level_half(&call, &rois, l, backward, 0, pooled, &level_taken);
         } else if (backward &&
@@ -248,6 +248,10 @@ pyroi_status pyroi_roi_align_levels_half(
             status = PYROI_E_CANCELLED; /* a level without RoIs: its map is zero */
         }
     }
+    /* The run decides as its dry run did (the schedule is a function of the plan, the
+     * parameters and the CPU's caches). Should a level still decline, the chunks run the whole
+     * call: they write every row and every level's map, so nothing of this call is left. */
+    *taken = level_taken;
     roi_align_levels_rois_free(&rois);
     return status;
 }
