@@ -8,6 +8,7 @@ bit for bit, in every order and layout -- and the calls must need no chunk of fl
 beyond the float32 call's own."""
 
 import sys
+import textwrap
 
 import numpy as np
 import pytest
@@ -112,18 +113,67 @@ def test_max_forwards_are_rounded_float32(name, threads):
             np.testing.assert_array_equal(argmax, single[call][1], err_msg=call)
 
 
-def test_max_forwards_strided_and_channels_last():
+def _assert_max_forwards_rounded_float32(x, boxes, output_size, scale, ratio, threads):
+    half = _max_forwards(x, boxes, output_size, scale, ratio, threads)
+    single = _max_forwards(x.astype(np.float32), boxes, output_size, scale, ratio, threads)
+    for call, (values, argmax) in half.items():
+        np.testing.assert_array_equal(values.view(np.uint16),
+                                      single[call][0].astype(np.float16).view(np.uint16),
+                                      err_msg=call)
+        if argmax is not None:
+            np.testing.assert_array_equal(argmax, single[call][1], err_msg=call)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_max_forwards_strided_broadcast_and_channels_last(threads):
     rng = np.random.default_rng(8)
     base = (rng.standard_normal((2, 37, 41, 53)) * 10).astype(np.float16)
     boxes = _boxes(rng, 200, 41, 53, 0.5, 2, 80, 2)
+    boxes[::9, 1:] -= 30  # partly or wholly off the map
+    # channels-last memory (NCHW view), channel- and row-strided views, a batch and a channel
+    # broadcast (stride 0)
     for x in (np.ascontiguousarray(base.transpose(0, 2, 3, 1)).transpose(0, 3, 1, 2),
-              base[:, ::2], base[:, :, ::2, 1:]):
-        half = _max_forwards(x, boxes, 5, 0.5, 2, 1)
-        single = _max_forwards(x.astype(np.float32), boxes, 5, 0.5, 2, 1)
-        for call, (values, _) in half.items():
-            np.testing.assert_array_equal(values.view(np.uint16),
-                                          single[call][0].astype(np.float16).view(np.uint16),
-                                          err_msg=call)
+              base[:, ::2], base[:, :, ::2, 1:], np.broadcast_to(base[:1], base.shape),
+              np.broadcast_to(base[:, :1], base.shape)):
+        _assert_max_forwards_rounded_float32(x, boxes, 5, 0.5, 2, threads)
+    nhwc = np.ascontiguousarray(base.transpose(0, 2, 3, 1))
+    for argmax in (False, True):
+        half = pyroi.roi_align(nhwc, boxes, 5, 0.5, 2, True, mode="max", layout="NHWC",
+                               return_argmax=argmax, num_threads=threads)
+        single = pyroi.roi_align(nhwc.astype(np.float32), boxes, 5, 0.5, 2, True, mode="max",
+                                 layout="NHWC", return_argmax=argmax, num_threads=threads)
+        half, single = (half, single) if argmax else ((half, None), (single, None))
+        np.testing.assert_array_equal(half[0].view(np.uint16),
+                                      single[0].astype(np.float16).view(np.uint16))
+        np.testing.assert_array_equal(half[1], single[1])
+
+
+def test_max_forwards_into_strided_outputs():
+    rng = np.random.default_rng(9)
+    x = (rng.standard_normal((1, 19, 30, 40)) * 10).astype(np.float16)
+    boxes = _boxes(rng, 80, 30, 40, 1.0, 1, 30)
+    images = boxes[:, 0].astype(np.int64)
+    single = _max_forwards(x.astype(np.float32), boxes, 4, 1.0, 2, 1)
+    target = np.full((80, 38, 4, 4), 7, np.float16)
+    pyroi.roi_align(x, boxes, 4, 1.0, 2, True, mode="max", out=target[:, ::2])
+    pyroi.onnx.roi_align(x, np.ascontiguousarray(boxes[:, 1:]), images, mode="max",
+                         output_height=4, output_width=4, sampling_ratio=2, out=target[:, 1::2])
+    np.testing.assert_array_equal(target[:, ::2].view(np.uint16),
+                                  single["max"][0].astype(np.float16).view(np.uint16))
+    np.testing.assert_array_equal(target[:, 1::2].view(np.uint16),
+                                  single["onnx_max"][0].astype(np.float16).view(np.uint16))
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_max_forwards_on_maps_too_large_for_blocks(threads):
+    # a map of over a million pixels has no lane-major block per worker: the direct order
+    # would read the float16 map where it lies, so the calls run in chunks, with the same
+    # results and argmax
+    rng = np.random.default_rng(10)
+    x = (rng.standard_normal((1, 3, 1030, 1040)) * 10).astype(np.float16)
+    boxes = _boxes(rng, 12, 1030, 1040, 1.0, 4, 300)
+    boxes[::4, 1:] -= 60
+    _assert_max_forwards_rounded_float32(x, boxes, 3, 1.0, 2, threads)
 
 
 def test_backward_strided_and_specials():
@@ -209,6 +259,42 @@ def test_calls_need_no_float32_chunks():
     extra = {tuple(line.split()[:2]): int(line.split()[2]) for line in output.split("\n")
              if line}
     for call in ("forward", "backward"):
+        assert extra[call, "float16"] <= extra[call, "float32"] + (1 << 20), extra
+
+
+_MAX_PROGRAM = """
+    import pyroi.onnx
+    rng = np.random.default_rng(0)
+    m = rng.standard_normal((1, 64, 256, 256), dtype=np.float32).astype(DTYPE)
+    boxes = np.concatenate([np.zeros((400, 1)), rng.uniform(0, 800, (400, 2)),
+                            rng.uniform(200, 1024, (400, 2))], axis=1).astype(np.float32)
+    boxes[:, 3:] = np.maximum(boxes[:, 1:3], boxes[:, 3:])
+    rois, images = np.ascontiguousarray(boxes[:, 1:]), np.zeros(400, np.int64)
+    onnx = dict(mode="max", output_height=7, output_width=7, sampling_ratio=2,
+                spatial_scale=0.25, num_threads=1)
+    out = np.ones((400, 64, 7, 7), m.dtype)
+    print("max", extra_peak(lambda: pyroi.roi_align(
+        m, boxes, 7, 0.25, 2, True, mode="max", out=out, num_threads=1))[0])
+    print("max_argmax", extra_peak(lambda: pyroi.roi_align(
+        m, boxes, 7, 0.25, 2, True, mode="max", return_argmax=True, out=out,
+        num_threads=1))[0])
+    print("onnx_max", extra_peak(lambda: pyroi.onnx.roi_align(
+        m, rois, images, out=out, **onnx))[0])
+    print("onnx_max_argmax", extra_peak(lambda: pyroi.onnx.roi_align(
+        m, rois, images, return_argmax=True, out=out, **onnx))[0])
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/self/status")
+def test_max_forwards_need_no_float32_chunks():
+    # as the avg calls: chunks of 16 channels of the map and the pooled tensor took 5 MiB more.
+    # One interpreter per dtype: the returned argmax's allocation then maps alike in both
+    extra = {}
+    for dtype in ("float32", "float16"):
+        output = peak_memory.run(f"DTYPE = np.{dtype}\n" + textwrap.dedent(_MAX_PROGRAM))
+        extra.update({(line.split()[0], dtype): int(line.split()[1])
+                      for line in output.split("\n") if line})
+    for call in ("max", "max_argmax", "onnx_max", "onnx_max_argmax"):
         assert extra[call, "float16"] <= extra[call, "float32"] + (1 << 20), extra
 
 

@@ -141,7 +141,6 @@ pyroi_status pyroi_roi_align_rows_half(int backward, int dry_run, uint16_t *map,
 {
     roi_align_job_f32 job;
     roi_align_plan_f32 plan;
-    enum roi_align_order order;
     int planned;
     pyroi_status status = roi_align_check_call(
         map, map_shape, map_strides, backward ? PYROI_TENSOR_OUTPUT : PYROI_TENSOR_INPUT,
@@ -161,11 +160,9 @@ pyroi_status pyroi_roi_align_rows_half(int backward, int dry_run, uint16_t *map,
     roi_align_job_init_f32(&job, NULL, backward ? pooled_strides : map_strides, NULL,
                            backward ? map_strides : pooled_strides, map_shape, params, &plan,
                            NULL);
-    job.half_features = backward ? pooled : map;
-    job.half_result = backward ? map : pooled;
     job.rows = rows;
-    order = roi_align_tasks_schedule_f32(&job, backward, 1, NULL).order;
-    *taken = order != ROI_ALIGN_ORDER_DIRECT && (!backward || order == ROI_ALIGN_ORDER_IMAGE);
+    *taken = roi_align_half_in_place_f32(&job, backward, backward ? pooled : map,
+                                         backward ? map : pooled, NULL);
     if (!*taken || dry_run) {
         /* an order that reads or adds to the map in place: not taken; or only asked */
         roi_align_plan_free_f32(&plan);

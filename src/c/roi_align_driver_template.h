@@ -180,6 +180,24 @@ static PYROI_TYPED(roi_align_schedule) PYROI_TYPED(roi_align_tasks_schedule)(
     return schedule;
 }
 
+/* Whether a float16 call (T float; roi_align_half.h) runs in place: with its tensors set on
+ * job (features: the input, or the backward's grad_output; result: the output, or
+ * grad_input), the order it would take gathers all it reads into lane-major blocks and rounds
+ * each result once as it writes it out: the forward's image and region orders (any
+ * reduction's, tasks as roi_align_tasks_schedule), the backward's image order. The direct
+ * orders read the map where it lies and the backward's regions add into grad_input in place:
+ * those calls take the chunks. */
+static int PYROI_TYPED(roi_align_half_in_place)(PYROI_TYPED(roi_align_job) *job, int backward,
+                                                const uint16_t *features, uint16_t *result,
+                                                const roi_align_forward_tasks *tasks)
+{
+    enum roi_align_order order;
+    job->half_features = features;
+    job->half_result = result;
+    order = PYROI_TYPED(roi_align_tasks_schedule)(job, backward, 1, tasks).order;
+    return order != ROI_ALIGN_ORDER_DIRECT && (!backward || order == ROI_ALIGN_ORDER_IMAGE);
+}
+
 /* Runs the forward (backward = 0) or backward over the plan, choosing the loop order; a
  * forward with tasks (non-NULL) runs that reduction's task of the chosen order, with context
  * (a struct that begins with job) as its argument. With a caller's workspace (job->arena), the

@@ -10,7 +10,8 @@
  * results are the float32 call's on the widened tensor, rounded once, with no float32 copy of
  * either tensor. The other orders (direct, channels-last in place, the backward's regions,
  * which add into grad_input in place) are not taken: *taken 0, nothing read or written, and
- * the caller runs chunks instead. With *taken 1 the status is the call's. The caller has
+ * the caller runs chunks instead (one decision for every reduction and direction:
+ * roi_align_half_in_place). With *taken 1 the status is the call's. The caller has
  * checked the tensors; the shape is the caller's own copy (read more than once). */
 #ifndef PYROI_ROI_ALIGN_HALF_H
 #define PYROI_ROI_ALIGN_HALF_H

@@ -640,10 +640,8 @@ static pyroi_status PYROI_TYPED(roi_align_max_like_forward)(
         job.argmax_strides = argmax_strides;
         job.grid_w = grid_w;
         if (half != NULL) {
-            job.base.half_features = half->input;
-            job.base.half_result = half->output;
-            *half->taken = PYROI_TYPED(roi_align_tasks_schedule)(&job.base, 0, 1, tasks).order !=
-                           ROI_ALIGN_ORDER_DIRECT;
+            *half->taken = PYROI_TYPED(roi_align_half_in_place)(&job.base, 0, half->input,
+                                                                half->output, tasks);
         }
         if (half == NULL || *half->taken) {
             status = PYROI_TYPED(roi_align_execute_tasks)(&job.base, 0, &job, tasks);
