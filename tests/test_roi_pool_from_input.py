@@ -203,3 +203,75 @@ def test_validation():
     # the positional argmax call is unchanged
     _same_bits(pyroi.roi_pool_backward(g, boxes, argmax, x.shape, 2),
                pyroi.roi_pool_backward(g, boxes, input=x))
+
+
+# ---- the rule that tells a training layer which of the two to keep --------------------------
+
+def test_rule_on_shapes_every_cpu_agrees_on():
+    """Whatever the L2 cache: a map of 16 pixels with many bins pays (its 2 KB block fits any
+    cache), a 1000 x 1000 map (a 128 MB block) never does, few bins next to the map's pixels
+    never do (the lane-major order is not taken), and an empty call keeps no argmax."""
+    pays = pyroi._core.roi_pool_backward_from_input_pays
+    assert pays((2, 64, 4, 4), 10, 7, 7)
+    assert not pays((1, 16, 1000, 1000), 5000, 7, 7)
+    assert not pays((1, 16, 40, 40), 2, 2, 2)
+    assert pays((1, 16, 40, 40), 0, 7, 7)
+    assert pays((0, 16, 40, 40), 5, 7, 7)
+    assert not pays((1, 16, 8, 8), 3, 2 ** 40, 2 ** 40)  # no overflow: nothing fits
+
+
+def test_rule_checks_its_arguments():
+    pays = pyroi._core.roi_pool_backward_from_input_pays
+    with pytest.raises(pyroi.ShapeError):
+        pays((1, -1, 4, 4), 3, 2, 2)
+    with pytest.raises(pyroi.ShapeError):
+        pays((1, 1, 4, 4), -3, 2, 2)
+    with pytest.raises(pyroi.ShapeError):
+        pays((1, 1, 4), 3, 2, 2)
+    with pytest.raises(pyroi.PyroiError, match="output size"):
+        pays((1, 1, 4, 4), 3, 0, 2)
+
+
+@pytest.fixture(params=[True, False], ids=["keeps_input", "keeps_argmax"])
+def rule(request, monkeypatch):
+    """Forces the C core's rule either way, and records what the layer's forward asked for."""
+    asked = []
+    real_roi_pool = pyroi.layers.roi_pool
+
+    def recording(*args, **kwargs):
+        asked.append(kwargs.get("return_argmax", False))
+        return real_roi_pool(*args, **kwargs)
+
+    monkeypatch.setattr(pyroi._core, "roi_pool_backward_from_input_pays",
+                        lambda *args: request.param)
+    monkeypatch.setattr(pyroi.layers, "roi_pool", recording)
+    return request.param, asked
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+def test_layer_keeps_what_the_rule_says_and_its_gradient_is_the_same(rule, dtype):
+    keeps_input, asked = rule
+    rng = np.random.default_rng(11)
+    x, boxes, _, _ = _case(rng, dtype, 2, 20, 9, 11, 40, special=dtype != np.float16)
+    layer = pyroi.RoIPool((3, 2), 0.5)
+    out = layer(x, boxes)
+    assert asked == [not keeps_input]  # the forward made an argmax only when kept
+    g = (rng.integers(-4, 5, size=out.shape) * 0.37).astype(dtype)
+    got = layer.backward(g, lda_coeff=2.0)
+    _, argmax = pyroi.roi_pool(x, boxes, (3, 2), 0.5, return_argmax=True)
+    wide = np.float32 if dtype == np.float16 else dtype
+    expected = pyroi.roi_pool_backward(g.astype(wide) * wide(2.0), boxes.astype(wide), argmax,
+                                       x.shape, (3, 2), 0.5).astype(dtype)
+    _same_bits(got, expected)
+
+
+def test_layer_gradient_ignores_later_changes_to_the_input(rule):
+    """The layer keeps a copy: writing the caller's array between forward and backward
+    does not move the gradient (keeping the array itself would)."""
+    rng = np.random.default_rng(12)
+    x, boxes, _, _ = _case(rng, np.float32, 1, 16, 12, 12, 60)
+    layer = pyroi.RoIPool(3)
+    out = layer(x, boxes)
+    expected = pyroi.roi_pool_backward(np.ones_like(out), boxes, input=x.copy(), output_size=3)
+    x[...] = rng.permutation(x.ravel()).reshape(x.shape)
+    _same_bits(layer.backward(np.ones_like(out)), expected)

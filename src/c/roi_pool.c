@@ -2,6 +2,7 @@
  * backward, float32 and float64: the dtype-free checks, the argmax check and the bin-window
  * plan here; the rest is written once per concern in templates that roi_pool_dtype.h
  * includes, once per dtype. Semantics: docs/semantics.md §5.1 (torchvision.ops.roi_pool). */
+#include "cpu.h"
 #include "half.h"
 #include "parallel.h"
 #include "roi_pool_half.h"
@@ -510,6 +511,44 @@ pyroi_status pyroi_roi_pool_backward_from_input_half(
     status = roi_pool_backward_from_input_checked_f32(&job);
     pyroi_rois_free(&rois);
     return status;
+}
+
+/* A core's L2 cache where the CPU does not report it: small enough for every current core. */
+#define ROI_POOL_L2_FALLBACK_BYTES ((int64_t)256 << 10)
+
+pyroi_status pyroi_roi_pool_backward_from_input_pays(const int64_t input_shape[4],
+                                                     int64_t num_rois,
+                                                     const pyroi_roi_pool_params *params,
+                                                     int *pays)
+{
+    int64_t shape[4], bins;
+    const int64_t l2_bytes =
+        pyroi_cpu_l2_bytes() > 0 ? pyroi_cpu_l2_bytes() : ROI_POOL_L2_FALLBACK_BYTES;
+    pyroi_status status = pyroi_check_roi_pool_params(params);
+    if (status != PYROI_OK) {
+        return status;
+    }
+    if (input_shape == NULL || pays == NULL) {
+        return PYROI_E_NULL_POINTER;
+    }
+    memcpy(shape, input_shape, sizeof(shape));
+    /* no tensor bounds the pooled size here: past 2^53 bins nothing fits the scratch anyway */
+    bins = (double)params->pooled_height * (double)params->pooled_width < 9007199254740992.0
+               ? params->pooled_height * params->pooled_width
+               : (int64_t)1 << 53;
+    if (shape[0] < 0 || shape[1] < 0 || shape[2] < 0 || shape[3] < 0 || num_rois < 0) {
+        return PYROI_E_INVALID_SHAPE;
+    }
+    /* Nothing to compute: the values alone are the cheaper thing to keep. Else the lane-major
+     * order must be taken (the float32 test answers for every dtype: an image block is
+     * ROI_POOL_GROUP 64-byte lines a pixel in each) and one image block must fit a core's L2
+     * cache: each RoI's windows are scanned twice from it, and a larger block streams from
+     * the L3 for every RoI (measured on Zen 3: docs/performance-history.md). */
+    *pays = pyroi_shape_is_empty(shape) || num_rois == 0 ||
+            (roi_pool_from_input_in_lanes_f32(shape, num_rois, bins) &&
+             (double)shape[2] * (double)shape[3] * ROI_POOL_GROUP * 64.0 <=
+                 (double)l2_bytes);
+    return PYROI_OK;
 }
 
 pyroi_status pyroi_roi_pool_backward_half(

@@ -299,4 +299,13 @@ static pyroi_status binding_roi_pool_bin_edges(binding_call *c, const void *box,
                                                    roi_pixels, row_edges, col_edges));
 }
 
+static pyroi_status binding_roi_pool_backward_from_input_pays(binding_call *c,
+                                                              const int64_t input_shape[4],
+                                                              int64_t num_rois, int *pays)
+{
+    binding_roi_pool_params(c);
+    return pyroi_roi_pool_backward_from_input_pays(input_shape, num_rois, &c->params.roi_pool,
+                                                   pays);
+}
+
 #endif /* PYROI_BINDINGS_H */

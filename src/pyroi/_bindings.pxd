@@ -109,3 +109,5 @@ cdef extern from "_bindings.h" nogil:
     pyroi_status roi_pool_bin_edges "binding_roi_pool_bin_edges" (
         Call *call, const void *box, int64_t height, int64_t width, int64_t *roi_pixels,
         int64_t *row_edges, int64_t *col_edges)
+    pyroi_status roi_pool_backward_from_input_pays "binding_roi_pool_backward_from_input_pays" (
+        Call *call, const int64_t *input_shape, int64_t num_rois, int *pays)

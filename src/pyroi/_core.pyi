@@ -165,6 +165,9 @@ def roi_align_sample_axes(box: _Real, height: int, width: int, pooled_height: in
 def roi_pool_bin_edges(box: _Real, height: int, width: int, spatial_scale_h: float,
                        spatial_scale_w: float, roi_pixels: _Ints, row_edges: _Ints,
                        col_edges: _Ints) -> None: ...
+# Whether a RoIPool training layer should keep its input rather than an argmax (C's rule).
+def roi_pool_backward_from_input_pays(input_shape: tuple[int, ...], num_rois: int,
+                                      pooled_height: int, pooled_width: int) -> bool: ...
 
 # Result buffers kept for reuse (pyroi._results holds the policy).
 def set_result_cache_limit(limit: int) -> int: ...

@@ -779,6 +779,24 @@ def roi_pool_bin_edges(const real[::1] box, int64_t height, int64_t width,
     check_status(status)
 
 
+def roi_pool_backward_from_input_pays(input_shape, int64_t num_rois, int64_t pooled_height,
+                                      int64_t pooled_width):
+    """Whether a RoIPool training layer should keep its input rather than an argmax: the C
+    core's rule for this CPU (pyroi_roi_pool_backward_from_input_pays)."""
+    cdef b.Call call = numbers(pooled_height, pooled_width, 1.0, 1.0, 1)
+    cdef int64_t shape[4]
+    cdef int pays = 0
+    cdef c.pyroi_status status
+    if len(input_shape) != 4:
+        raise ShapeError("pyroi: an input shape has 4 entries")
+    for i in range(4):
+        shape[i] = input_shape[i]
+    with nogil:
+        status = b.roi_pool_backward_from_input_pays(&call, shape, num_rois, &pays)
+    check_status(status)
+    return pays != 0
+
+
 # ---- result buffers -------------------------------------------------------------------
 # Large results live in buffers allocated here (see pyroi/_results.py for the policy): when
 # one is freed it is kept, up to a byte limit, and handed to the next result of the same size

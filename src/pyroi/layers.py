@@ -206,7 +206,8 @@ class _RoILayer(_TrainableLayer):
 
     ``layer(input, boxes)`` runs the forward. With ``layer.training = True`` (the default) the
     call keeps what the backward needs (a copy of the boxes, the input shape and, for max
-    pooling, the argmax); ``layer.backward(grad_output, lda_coeff=1.0)`` then returns the
+    pooling, the argmax, or for RoIPool a copy of the input where the C core says finding each
+    bin's pixel again is faster on this CPU); ``layer.backward(grad_output, lda_coeff=1.0)`` then returns the
     input gradient times ``lda_coeff`` (a loss-derivative coefficient, as in the ONNX-graph
     training layers). With ``training = False`` (``layer.eval()``) nothing is kept and
     ``backward`` raises.
@@ -351,14 +352,39 @@ class RoIPool(_RoILayer):
         self._bind(output_size, spatial_scale)
 
     def _forward(self, input, boxes, batch_indices, num_threads):
-        # int32, as torchvision keeps it: half the bytes the backward reads
-        return roi_pool(input, boxes, self.output_size, self.spatial_scale, return_argmax=True,
-                        argmax_dtype="int32", batch_indices=batch_indices,
-                        num_threads=num_threads)
+        # The backward finds each bin's pixel again from a copy of the input where the C core
+        # says that is faster on this CPU than keeping an argmax (maps whose image blocks fit
+        # a core's L2 cache), else from the argmax (int32, as torchvision keeps it: half the
+        # bytes the backward reads). Either way the gradient is the same bit for bit.
+        if self._training and self._keeps_input(input, boxes, batch_indices):
+            output = roi_pool(input, boxes, self.output_size, self.spatial_scale,
+                              batch_indices=batch_indices, num_threads=num_threads)
+            # the backward of float16 data runs in float32: keep the input widened
+            wide = np.float32 if output.dtype == np.float16 else output.dtype
+            return output, ("input", np.array(input, dtype=wide, copy=True))
+        output, argmax = roi_pool(input, boxes, self.output_size, self.spatial_scale,
+                                  return_argmax=True, argmax_dtype="int32",
+                                  batch_indices=batch_indices, num_threads=num_threads)
+        return output, ("argmax", argmax)
+
+    def _keeps_input(self, input, boxes, batch_indices) -> bool:
+        """The C core's rule on this call's shapes (the argument checks raise as the forward
+        would: they are the forward's own)."""
+        features = _validate.float_array(input, "input", 4)
+        if _is_half(features):  # float16 data takes float16 or float32 boxes
+            boxes = _widen_boxes(boxes, "boxes")
+        coords, _ = _validate.boxes(boxes, features.dtype, features.shape[0], batch_indices)
+        return _core.roi_pool_backward_from_input_pays(features.shape, coords.shape[0],
+                                                       *self.output_size)
 
     def _backward(self, grad_output, saved, num_threads):
-        shape, boxes, batch_indices, argmax = saved
-        return roi_pool_backward(grad_output, boxes, argmax, shape, self.output_size,
+        shape, boxes, batch_indices, (kind, kept) = saved
+        if kind == "input":
+            return roi_pool_backward(grad_output, boxes, input=kept,
+                                     output_size=self.output_size,
+                                     spatial_scale=self.spatial_scale,
+                                     batch_indices=batch_indices, num_threads=num_threads)
+        return roi_pool_backward(grad_output, boxes, kept, shape, self.output_size,
                                  self.spatial_scale, batch_indices=batch_indices,
                                  num_threads=num_threads)
 

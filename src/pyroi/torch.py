@@ -152,6 +152,27 @@ def _roi_pool_backward_op(grad, rois, argmax, spatial_scale, pooled_height, pool
                     spatial_scale)
 
 
+@_operator("roi_pool_values", "(Tensor input, Tensor rois, float spatial_scale, "
+                              "SymInt pooled_height, SymInt pooled_width) -> Tensor", _pooled)
+def _roi_pool_values_op(input, rois, spatial_scale, pooled_height, pooled_width):
+    # RoIPool's values alone; autograd keeps the input and finds each bin's pixel again
+    return _compute(ops.roi_pool, input, rois, (pooled_height, pooled_width), spatial_scale)
+
+
+@_operator("_roi_pool_backward_from_input",
+           "(Tensor grad, Tensor rois, Tensor input, float spatial_scale, SymInt pooled_height, "
+           "SymInt pooled_width) -> Tensor",
+           lambda grad, rois, input, *rest: input.new_empty(input.shape))
+def _roi_pool_backward_from_input_op(grad, rois, input, spatial_scale, pooled_height,
+                                     pooled_width):
+    def from_input(grad, rois, input, **threads):
+        return ops.roi_pool_backward(grad, rois, input=input,
+                                     output_size=(pooled_height, pooled_width),
+                                     spatial_scale=spatial_scale, **threads)
+
+    return _compute(from_input, grad, rois, input)
+
+
 @_operator("ps_roi_align", "(Tensor input, Tensor rois, float spatial_scale, "
                            "SymInt pooled_height, SymInt pooled_width, int sampling_ratio) "
                            "-> Tensor", _ps_pooled)
@@ -212,29 +233,39 @@ def _roi_align_rotated_backward_op(grad, rois, spatial_scale, pooled_height, poo
                     aligned, clockwise, angle=angle)
 
 
-def _differentiable(op, backward, shape_at=3, saves_argmax=False):
-    """Autograd for ``op``: the input gradient is ``backward(grad, rois, [argmax,] *scalars)``
+def _differentiable(op, backward, shape_at=3, saves=None):
+    """Autograd for ``op``: the input gradient is ``backward(grad, rois, [kept,] *scalars)``
     with the forward's scalars and, from position ``shape_at``, the input's (N, C, H, W)
-    (torchvision's backward argument lists); the boxes get no gradient, as in torchvision."""
+    (torchvision's backward argument lists); the boxes get no gradient, as in torchvision.
+    ``saves``: None, ``"argmax"`` (kept: the op's second output) or ``"input"`` (kept: the
+    input itself, whose shape is then not passed)."""
 
     def setup_context(ctx, inputs, output):
         input, rois, *scalars = inputs
-        if saves_argmax:
+        ctx.arguments = (*scalars[:shape_at], *input.shape, *scalars[shape_at:])
+        if saves == "argmax":
             ctx.mark_non_differentiable(output[1])
+            # no zero-filled gradient for the argmax: as large as the output, never read
+            ctx.set_materialize_grads(False)
             ctx.save_for_backward(rois, output[1])
+        elif saves == "input":
+            ctx.save_for_backward(rois, input)
+            ctx.arguments = tuple(scalars)
         else:
             ctx.save_for_backward(rois)
-        ctx.arguments = (*scalars[:shape_at], *input.shape, *scalars[shape_at:])
         ctx.num_scalars = len(scalars)
 
     def gradient(ctx, grad, *_):
-        return (backward(grad, *ctx.saved_tensors, *ctx.arguments), None) + (None,) * ctx.num_scalars
+        # grad is None only where gradients are not materialised and no output's was asked for
+        input_grad = None if grad is None else backward(grad, *ctx.saved_tensors, *ctx.arguments)
+        return (input_grad, None) + (None,) * ctx.num_scalars
 
     op.register_autograd(gradient, setup_context=setup_context)
 
 
 _differentiable(_roi_align_op, _roi_align_backward_op)
-_differentiable(_roi_pool_op, _roi_pool_backward_op, saves_argmax=True)
+_differentiable(_roi_pool_op, _roi_pool_backward_op, saves="argmax")
+_differentiable(_roi_pool_values_op, _roi_pool_backward_from_input_op, saves="input")
 _differentiable(_ps_roi_align_op, _ps_roi_align_backward_op, shape_at=4)
 _differentiable(_ps_roi_pool_op, _ps_roi_pool_backward_op)
 _differentiable(_roi_align_rotated_op, _roi_align_rotated_backward_op)
@@ -383,15 +414,35 @@ def roi_align(input, boxes, output_size, spatial_scale=1.0, sampling_ratio=-1, a
 
 def roi_pool(input, boxes, output_size, spatial_scale=1.0):
     """RoIPool, as ``torchvision.ops.roi_pool`` (same arguments, same bits, with autograd);
-    see :func:`pyroi.roi_pool`. Runs ``torch.ops.pyroi.roi_pool``."""
+    see :func:`pyroi.roi_pool`. Runs ``torch.ops.pyroi.roi_pool`` (which keeps an argmax for
+    the backward), or ``torch.ops.pyroi.roi_pool_values`` (no argmax; the backward finds each
+    bin's pixel again from the input) when no gradient will be asked for or when the C core
+    says that is faster on this CPU (small maps). The gradient is the same either way."""
     rois = _rois(boxes, _data(input))
     pooled_height, pooled_width = _validate.output_size(output_size)
     elsewhere = _elsewhere(input, "roi_pool")
     if elsewhere is not None:
         return elsewhere(input, rois, output_size, spatial_scale)
-    output, _ = torch.ops.pyroi.roi_pool(
-        input, rois, _validate.spatial_scale(spatial_scale), pooled_height, pooled_width)
-    return output
+    scale = _validate.spatial_scale(spatial_scale)
+    if _keeps_argmax(input, rois, pooled_height, pooled_width):
+        output, _ = torch.ops.pyroi.roi_pool(input, rois, scale, pooled_height, pooled_width)
+        return output
+    return torch.ops.pyroi.roi_pool_values(input, rois, scale, pooled_height, pooled_width)
+
+
+def _keeps_argmax(input, rois, pooled_height, pooled_width) -> bool:
+    """Whether roi_pool should make an argmax for autograd: only when a gradient will be
+    asked for (else the values alone are the cheaper call) and the C core's rule says keeping
+    the input would be slower on this CPU (maps whose image blocks exceed a core's L2 cache).
+    Both give the same gradient bit for bit."""
+    if not (torch.is_grad_enabled() and input.requires_grad):
+        return False
+    if torch.compiler.is_compiling():
+        # a traced graph may take other shapes (symbolic sizes) than the ones the rule
+        # would see now: it keeps torchvision's argmax, right for every shape
+        return True
+    return not _core.roi_pool_backward_from_input_pays(tuple(input.shape), rois.shape[0],
+                                                       pooled_height, pooled_width)
 
 
 def ps_roi_align(input, boxes, output_size, spatial_scale=1.0, sampling_ratio=-1):

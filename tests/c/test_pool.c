@@ -871,6 +871,47 @@ static void test_backward_from_input(void)
                  PYROI_E_INVALID_SHAPE);
 }
 
+/* The rule a training layer asks (keep the input, or an argmax): answers every CPU agrees on
+ * (a 2 KB image block fits any L2 cache, a 128 MB one none; few bins next to the map's pixels
+ * never take the input's lane-major order; an empty call keeps no argmax) and its statuses. */
+static void test_backward_from_input_pays(void)
+{
+    const int64_t tiny[4] = {2, 64, 4, 4}, huge[4] = {1, 16, 1000, 1000};
+    const int64_t sparse[4] = {1, 16, 40, 40}, empty[4] = {0, 16, 40, 40};
+    const int64_t negative[4] = {1, -1, 4, 4};
+    pyroi_roi_pool_params p;
+    int pays = -1;
+    pyroi_roi_pool_params_init(&p);
+    p.pooled_height = p.pooled_width = 7;
+    CHECK_STATUS(pyroi_roi_pool_backward_from_input_pays(tiny, 10, &p, &pays), PYROI_OK);
+    CHECK(pays == 1);
+    CHECK_STATUS(pyroi_roi_pool_backward_from_input_pays(huge, 5000, &p, &pays), PYROI_OK);
+    CHECK(pays == 0);
+    CHECK_STATUS(pyroi_roi_pool_backward_from_input_pays(empty, 5, &p, &pays), PYROI_OK);
+    CHECK(pays == 1);
+    CHECK_STATUS(pyroi_roi_pool_backward_from_input_pays(sparse, 0, &p, &pays), PYROI_OK);
+    CHECK(pays == 1);
+    p.pooled_height = p.pooled_width = 2;
+    CHECK_STATUS(pyroi_roi_pool_backward_from_input_pays(sparse, 2, &p, &pays), PYROI_OK);
+    CHECK(pays == 0);
+    p.pooled_height = p.pooled_width = (int64_t)1 << 40; /* no overflow: nothing fits */
+    CHECK_STATUS(pyroi_roi_pool_backward_from_input_pays(tiny, 3, &p, &pays), PYROI_OK);
+    CHECK(pays == 0);
+    CHECK_STATUS(pyroi_roi_pool_backward_from_input_pays(negative, 3, &p, &pays),
+                 PYROI_E_INVALID_SHAPE);
+    CHECK_STATUS(pyroi_roi_pool_backward_from_input_pays(tiny, -1, &p, &pays),
+                 PYROI_E_INVALID_SHAPE);
+    CHECK_STATUS(pyroi_roi_pool_backward_from_input_pays(NULL, 3, &p, &pays),
+                 PYROI_E_NULL_POINTER);
+    CHECK_STATUS(pyroi_roi_pool_backward_from_input_pays(tiny, 3, &p, NULL),
+                 PYROI_E_NULL_POINTER);
+    CHECK_STATUS(pyroi_roi_pool_backward_from_input_pays(tiny, 3, NULL, &pays),
+                 PYROI_E_NULL_POINTER);
+    p.pooled_height = 0;
+    CHECK_STATUS(pyroi_roi_pool_backward_from_input_pays(tiny, 3, &p, &pays),
+                 PYROI_E_INVALID_OUTPUT_SIZE);
+}
+
 int main(void)
 {
     test_defaults();
@@ -887,5 +928,6 @@ int main(void)
     test_int32_argmax_f64();
     test_int32_argmax_large_map();
     test_backward_from_input();
+    test_backward_from_input_pays();
     return check_report("test_pool");
 }

@@ -506,6 +506,19 @@ PYROI_API pyroi_status pyroi_roi_pool_backward_from_input_f64(
     double *grad_input, const int64_t grad_input_strides[4],
     const pyroi_roi_pool_params *params);
 
+/* Whether a training layer should keep the forward's input rather than its argmax: sets
+ * *pays to 1 when, on this CPU, a forward of num_rois RoIs on a map of input_shape without
+ * an argmax (argmax NULL) followed by pyroi_roi_pool_backward_from_input_* is
+ * expected to take less time than the forward with an argmax followed by
+ * pyroi_roi_pool_backward_* (the argmax need not be kept either), else to 0. The rule reads
+ * the shapes, params' pooled size and the CPU's L2 cache size (the from-input backward pays
+ * while one 32-channel float32 image block, 128 bytes a pixel, fits it; docs/performance.md),
+ * the same for every dtype. Returns PYROI_OK, PYROI_E_NULL_POINTER (input_shape, params or
+ * pays NULL), PYROI_E_INVALID_SHAPE (a negative entry or num_rois) or params' own check. */
+PYROI_API pyroi_status pyroi_roi_pool_backward_from_input_pays(
+    const int64_t input_shape[4], int64_t num_rois, const pyroi_roi_pool_params *params,
+    int *pays);
+
 /* ------------------------------------------------------------------------------------------
  * Position-sensitive RoI pooling (R-FCN's PSRoIPool, Light-Head R-CNN's PSRoIAlign), as
  * torchvision.ops.ps_roi_pool and torchvision.ops.ps_roi_align.
