@@ -109,12 +109,19 @@ static PYROI_TYPED(roi_pool_scratch) PYROI_TYPED(roi_pool_scratch_of)(
     return scratch;
 }
 
+/* Whether one channel's bins of a RoI form one run of memory (rows of bins back to back). */
+static int PYROI_TYPED(roi_pool_channel_bins_one_run)(const int64_t strides[4],
+                                                      int64_t pooled_width)
+{
+    return strides[3] == 1 && strides[2] == pooled_width;
+}
+
 /* Whether the bins of consecutive channels of a RoI form one run of memory, channel after
  * channel (the C-contiguous layout), so that a group's outputs can be streamed as one. */
 static int PYROI_TYPED(roi_pool_bins_contiguous)(const int64_t strides[4],
                                                  int64_t pooled_height, int64_t pooled_width)
 {
-    return strides[3] == 1 && strides[2] == pooled_width &&
+    return PYROI_TYPED(roi_pool_channel_bins_one_run)(strides, pooled_width) &&
            strides[1] == pooled_height * pooled_width;
 }
 

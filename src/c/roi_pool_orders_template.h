@@ -237,10 +237,9 @@ static int PYROI_TYPED(roi_pool_backward_whole_runs)(const int64_t g_strides[4],
                                                      int64_t pooled_height,
                                                      int64_t pooled_width)
 {
-    const int64_t bins = pooled_height * pooled_width;
-    return g_strides[3] == 1 && a_strides[3] == 1 && g_strides[2] == pooled_width &&
-           a_strides[2] == pooled_width && g_strides[1] == bins && a_strides[1] == bins &&
-           bins <= ROI_POOL_ADD_CHUNK / PYROI_LANES;
+    return PYROI_TYPED(roi_pool_bins_contiguous)(g_strides, pooled_height, pooled_width) &&
+           PYROI_TYPED(roi_pool_bins_contiguous)(a_strides, pooled_height, pooled_width) &&
+           pooled_height * pooled_width <= ROI_POOL_ADD_CHUNK / PYROI_LANES;
 }
 
 /* Backward, work item = (image, channel block): the block accumulates the image's gradient
@@ -267,8 +266,8 @@ PYROI_CLONE_INLINE void PYROI_TYPED(roi_pool_backward_images)(PYROI_TYPED(roi_po
     const int64_t a_row = a_strides[2], a_column = a_strides[3];
     const int64_t bins = pooled_height * pooled_width;
     /* a channel's bins as one run of each; and a RoI's bins of a block's channels */
-    const int contiguous = g_column == 1 && a_column == 1 && g_row == pooled_width &&
-                           a_row == pooled_width;
+    const int contiguous = PYROI_TYPED(roi_pool_channel_bins_one_run)(g_strides, pooled_width) &&
+                           PYROI_TYPED(roi_pool_channel_bins_one_run)(a_strides, pooled_width);
     const int whole_runs = PYROI_TYPED(roi_pool_backward_whole_runs)(g_strides, a_strides,
                                                                      pooled_height, pooled_width);
     int64_t lane_bytes[ROI_POOL_ADD_CHUNK]; /* roi_pool_add_run's: the lane of each entry */
