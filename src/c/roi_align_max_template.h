@@ -120,6 +120,34 @@ PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_onnx_max_bin_gradient)(
     T *plane, int64_t row_stride, int64_t col_stride, const PYROI_TYPED(axis_tap) *ty,
     const PYROI_TYPED(axis_tap) *tx, int64_t tap, T g);
 
+/* How many RoIs ahead the max backward prefetches a channel's codes and gradients. */
+#ifndef ROI_ALIGN_MAX_PREFETCH_AHEAD
+#define ROI_ALIGN_MAX_PREFETCH_AHEAD 2
+#endif
+
+/* Prefetches channel c's bins of RoI k (if any) in the argmax and the output gradient: one
+ * channel's bins of consecutive RoIs lie a whole RoI apart (C bins), so each RoI's short runs
+ * would otherwise wait on memory in turn. */
+static inline void PYROI_TYPED(roi_align_max_prefetch_bins)(
+    const PYROI_TYPED(roi_align_max_job) *max_job, int64_t k, int64_t c)
+{
+    const PYROI_TYPED(roi_align_job) *job = &max_job->base;
+    const int64_t *a = max_job->argmax_strides, *g = job->features_strides;
+    const int64_t last_pw = job->params->pooled_width - 1;
+    int64_t ph;
+    if (k >= job->plan->num_rois) {
+        return;
+    }
+    for (ph = 0; ph < job->params->pooled_height; ++ph) {
+        const int64_t *codes = max_job->argmax_const + k * a[0] + c * a[1] + ph * a[2];
+        const T *grads = job->features + k * g[0] + c * g[1] + ph * g[2];
+        PYROI_PREFETCH(codes);
+        PYROI_PREFETCH(codes + last_pw * a[3]);
+        PYROI_PREFETCH(grads);
+        PYROI_PREFETCH(grads + last_pw * g[3]);
+    }
+}
+
 /* The backward of both max reductions, channels [begin, end), one at a time (its planes of
  * every image stay in cache): zero them, then send each bin's gradient where its winner says,
  * RoI by RoI and bin by bin in order, so every pixel sees the same additions whatever the
@@ -148,6 +176,7 @@ PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_max_like_backward_channels)(
             const PYROI_TYPED(roi_align_tap_tables) tables =
                 PYROI_TYPED(roi_align_tap_tables_of)(plan, k, pooled_height);
             const int64_t grid_w = max_job->grid_w[k];
+            const double inverse_grid_w = 1.0 / (double)grid_w;
             T *plane = job->result + job->batch_indices[k] * gi_strides[0] + c * gi_strides[1];
             if (k % 8 == 0 && pyroi_cancel_requested(job->params->cancel)) {
                 break; /* the channel's planes are zero; the call ends at the next chunk */
@@ -155,6 +184,8 @@ PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_max_like_backward_channels)(
             if (grid_w <= 0) {
                 continue; /* empty bins only */
             }
+            PYROI_TYPED(roi_align_max_prefetch_bins)(max_job, k + ROI_ALIGN_MAX_PREFETCH_AHEAD,
+                                                     c);
             for (ph = 0; ph < pooled_height; ++ph) {
                 const pyroi_tap_range rr = tables.row_ranges[ph];
                 for (pw = 0; pw < pooled_width; ++pw) {
@@ -171,8 +202,10 @@ PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_max_like_backward_channels)(
                     }
                     g = job->features[k * go_strides[0] + c * go_strides[1] +
                                       ph * go_strides[2] + pw * go_strides[3]];
-                    iy = code / codes / grid_w - rr.first_sample;
-                    ix = code / codes % grid_w - cr.first_sample;
+                    iy = code / codes;
+                    ix = pyroi_divide_index(iy, grid_w, inverse_grid_w, &iy);
+                    iy -= rr.first_sample;
+                    ix -= cr.first_sample;
                     if (iy >= 0 && iy < rr.end - rr.begin && ix >= 0 && ix < cr.end - cr.begin) {
                         ty = tables.row_taps + rr.begin + iy;
                         tx = tables.col_taps + cr.begin + ix;
