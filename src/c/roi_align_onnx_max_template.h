@@ -152,11 +152,15 @@ static void PYROI_TYPED(roi_align_onnx_max_forward_task)(void *context, int64_t 
 /* One sample of an ONNX max bin on a block, per lane: the four weighted taps (pixels p1..p4
  * of the block, weights from the row tap ty and the column tap tx) reduced with M left to
  * right, then either starting the fold (first) or folded into best with M; with track (a
- * constant at each call, so the plain forward keeps its loop) winner follows the term kept,
- * as roi_align_onnx_max_bin's code 4 * index + tap. */
+ * constant at each call, so the plain forward keeps its loop) the winner follows the term
+ * kept, as roi_align_onnx_max_bin's code 4 * index + tap: in winner (int64), or with narrow
+ * (a constant too; the codes of the RoI fit roi_align_index) in narrow_winner, whose
+ * updates are compare-and-blends of whole vectors (as mmcv max's, roi_align_max_take). */
 PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_onnx_max_sample)(
-    T *PYROI_RESTRICT best, int64_t *PYROI_RESTRICT winner, const T *block, int64_t width,
-    PYROI_TYPED(axis_tap) ty, PYROI_TYPED(axis_tap) tx, int64_t index, int first, int track)
+    T *PYROI_RESTRICT best, int64_t *PYROI_RESTRICT winner,
+    PYROI_TYPED(roi_align_index) *PYROI_RESTRICT narrow_winner, const T *block, int64_t width,
+    PYROI_TYPED(axis_tap) ty, PYROI_TYPED(axis_tap) tx, int64_t index, int first, int track,
+    int narrow)
 {
     const T w1 = ty.w_lo * tx.w_lo, w2 = ty.w_lo * tx.w_hi;
     const T w3 = ty.w_hi * tx.w_lo, w4 = ty.w_hi * tx.w_hi;
@@ -166,6 +170,33 @@ PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_onnx_max_sample)(
     const T *p4 = block + (ty.hi * width + tx.hi) * PYROI_LANES;
     const int64_t code = 4 * index;
     int64_t j;
+#ifdef PYROI_HAVE_VECTOR_TYPES
+    if (track && narrow) {
+        typedef PYROI_TYPED(roi_align_lanes) V;
+        typedef PYROI_TYPED(roi_align_index_lanes) I;
+        const I code0 = (I){0} + (PYROI_TYPED(roi_align_index))code;
+        for (j = 0; j < PYROI_LANES; j += PYROI_LANES / PYROI_VECTORS) {
+            /* each lane is one channel, evaluated exactly as the scalar loop */
+            const V t2 = w2 * *(const V *)(p2 + j), t3 = w3 * *(const V *)(p3 + j);
+            const V t4 = w4 * *(const V *)(p4 + j);
+            V v = w1 * *(const V *)(p1 + j);
+            I tap = code0, up = (I)(v < t2);
+            v = (V)(((I)t2 & up) | ((I)v & ~up));
+            tap = ((code0 + 1) & up) | (tap & ~up);
+            up = (I)(v < t3);
+            v = (V)(((I)t3 & up) | ((I)v & ~up));
+            tap = ((code0 + 2) & up) | (tap & ~up);
+            up = (I)(v < t4);
+            v = (V)(((I)t4 & up) | ((I)v & ~up));
+            tap = ((code0 + 3) & up) | (tap & ~up);
+            up = (I)(*(const V *)(best + j) < v) |
+                 ((I){0} - (PYROI_TYPED(roi_align_index))(first != 0)); /* first: all */
+            *(I *)(void *)(best + j) = ((I)v & up) | (*(const I *)(const void *)(best + j) & ~up);
+            *(I *)(narrow_winner + j) = (tap & up) | (*(const I *)(narrow_winner + j) & ~up);
+        }
+        return;
+    }
+#endif
     /* each lane is one channel, evaluated exactly as the scalar loop */
     for (j = 0; j < PYROI_LANES; ++j) {
         const T t2 = w2 * p2[j], t3 = w3 * p3[j], t4 = w4 * p4[j];
@@ -182,24 +213,28 @@ PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_onnx_max_sample)(
         tap = up ? code + 3 : tap;
         up = first || best[j] < v;
         best[j] = up ? v : best[j];
-        if (track) {
+        if (track && narrow) {
+            narrow_winner[j] = up ? (PYROI_TYPED(roi_align_index))tap : narrow_winner[j];
+        } else if (track) {
             winner[j] = up ? tap : winner[j];
         }
     }
 }
 
 /* z offered to an ONNX max fold (first: z starts it), per lane; with track, code is its
- * winner code. */
-PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_onnx_max_zero)(T *PYROI_RESTRICT best,
-                                                             int64_t *PYROI_RESTRICT winner,
-                                                             const T *zero, int64_t code,
-                                                             int first, int track)
+ * winner code (in narrow_winner with narrow). */
+PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_onnx_max_zero)(
+    T *PYROI_RESTRICT best, int64_t *PYROI_RESTRICT winner,
+    PYROI_TYPED(roi_align_index) *PYROI_RESTRICT narrow_winner, const T *zero, int64_t code,
+    int first, int track, int narrow)
 {
     int64_t j;
     for (j = 0; j < PYROI_LANES; ++j) {
         const int take = first || best[j] < zero[j];
         best[j] = take ? zero[j] : best[j];
-        if (track) {
+        if (track && narrow) {
+            narrow_winner[j] = take ? (PYROI_TYPED(roi_align_index))code : narrow_winner[j];
+        } else if (track) {
             winner[j] = take ? code : winner[j];
         }
     }
@@ -217,7 +252,7 @@ PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_onnx_max_zero)(T *PYROI_RESTRICT b
  * the call records winners (max_job->argmax), a constant of each inlined copy. */
 PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_onnx_max_roi_fold)(
     const struct PYROI_TYPED(roi_align_max_job) *max_job, int64_t k, int64_t c0, int64_t lanes,
-    const T *block, const T *zero, T *tile, int track)
+    const T *block, const T *zero, T *tile, int track, int narrow)
 {
     const PYROI_TYPED(roi_align_plan) *plan = max_job->base.plan;
     const int64_t width = max_job->base.map_shape[3];
@@ -237,11 +272,13 @@ PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_onnx_max_roi_fold)(
             const pyroi_tap_range cr = tables.col_ranges[pw];
             T *best = tile + (ph * pooled_width + pw) * PYROI_LANES;
             int64_t winner[PYROI_LANE_BYTES / sizeof(T)];
+            PYROI_TYPED(roi_align_index) narrow_winner[PYROI_LANE_BYTES / sizeof(T)];
             int64_t outside, zero_rows;
             if (grid_h * grid_w <= 0) { /* empty bin */
                 for (j = 0; j < PYROI_LANES; ++j) {
                     best[j] = (T)0;
                     winner[j] = -1;
+                    narrow_winner[j] = -1;
                 }
             } else {
                 /* z after zero_rows rows of in-map samples; -1: no sample is outside */
@@ -252,31 +289,32 @@ PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_onnx_max_roi_fold)(
                     const int64_t row_index = (rr.first_sample + (r - rr.begin)) * grid_w +
                                               cr.first_sample - cr.begin;
                     if (zero_rows >= 0 && r - rr.begin == zero_rows) {
-                        PYROI_TYPED(roi_align_onnx_max_zero)(best, winner, zero, 4 * outside,
-                                                             zero_rows == 0, track);
+                        PYROI_TYPED(roi_align_onnx_max_zero)(best, winner, narrow_winner, zero,
+                                                             4 * outside, zero_rows == 0, track,
+                                                             narrow);
                     }
                     q = cr.begin;
                     if (r == rr.begin && zero_rows != 0) { /* the first sample starts the fold */
-                        PYROI_TYPED(roi_align_onnx_max_sample)(best, winner, block, width, ty,
-                                                               tables.col_taps[q],
-                                                               row_index + q, 1, track);
+                        PYROI_TYPED(roi_align_onnx_max_sample)(
+                            best, winner, narrow_winner, block, width, ty, tables.col_taps[q],
+                            row_index + q, 1, track, narrow);
                         ++q;
                     }
                     for (; q < cr.end; ++q) {
-                        PYROI_TYPED(roi_align_onnx_max_sample)(best, winner, block, width, ty,
-                                                               tables.col_taps[q],
-                                                               row_index + q, 0, track);
+                        PYROI_TYPED(roi_align_onnx_max_sample)(
+                            best, winner, narrow_winner, block, width, ty, tables.col_taps[q],
+                            row_index + q, 0, track, narrow);
                     }
                 }
                 if (zero_rows >= 0 && zero_rows == rows) { /* z after every in-map sample */
-                    PYROI_TYPED(roi_align_onnx_max_zero)(best, winner, zero, 4 * outside,
-                                                         rows == 0, track);
+                    PYROI_TYPED(roi_align_onnx_max_zero)(best, winner, narrow_winner, zero,
+                                                         4 * outside, rows == 0, track, narrow);
                 }
             }
             if (track) {
                 int64_t *out = max_job->argmax + k * a[0] + c0 * a[1] + ph * a[2] + pw * a[3];
                 for (j = 0; j < lanes; ++j) {
-                    out[j * a[1]] = winner[j];
+                    out[j * a[1]] = narrow ? narrow_winner[j] : winner[j];
                 }
             }
         }
@@ -287,10 +325,16 @@ PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_onnx_max_roi)(
     const struct PYROI_TYPED(roi_align_max_job) *max_job, int64_t k, int64_t c0, int64_t lanes,
     const T *block, const T *zero, T *tile)
 {
-    if (max_job->argmax != NULL) {
-        PYROI_TYPED(roi_align_onnx_max_roi_fold)(max_job, k, c0, lanes, block, zero, tile, 1);
+    /* winner codes 4 * sample + tap of the value's width where the RoI's all fit (every RoI
+     * of fewer than 2^29 samples for float32) */
+    const int narrow = sizeof(PYROI_TYPED(roi_align_index)) == sizeof(int64_t) ||
+                       max_job->base.plan->samples[k] <= (INT32_MAX - 3) / 4;
+    if (max_job->argmax == NULL) {
+        PYROI_TYPED(roi_align_onnx_max_roi_fold)(max_job, k, c0, lanes, block, zero, tile, 0, 0);
+    } else if (narrow) {
+        PYROI_TYPED(roi_align_onnx_max_roi_fold)(max_job, k, c0, lanes, block, zero, tile, 1, 1);
     } else {
-        PYROI_TYPED(roi_align_onnx_max_roi_fold)(max_job, k, c0, lanes, block, zero, tile, 0);
+        PYROI_TYPED(roi_align_onnx_max_roi_fold)(max_job, k, c0, lanes, block, zero, tile, 1, 0);
     }
 }
 
