@@ -313,12 +313,14 @@ def _pyramid_case(rng, channels, sizes, count, batch=2):
 
 
 # (channels, level sizes, boxes): many boxes (every level in image blocks), a level without
-# boxes (its gradient zero), and few boxes on large maps (some level would add in place: the
-# whole call in chunks)
+# boxes (its gradient zero), few boxes on large maps (the backward's levels in RoI regions),
+# and a level too large for a block per worker (its direct order reads and adds to the map
+# where it lies: the whole call in chunks)
 LEVEL_CASES = {
     "image_blocks": (24, [(64, 80), (32, 40), (16, 20), (8, 10)], 400),
     "empty_level": (17, [(40, 40), (20, 20), (10, 10), (5, 5)], 60),
     "few_boxes_large_maps": (16, [(200, 272), (100, 136), (50, 68), (25, 34)], 6),
+    "level_too_large_for_blocks": (3, [(1030, 1040), (515, 520)], 8),
 }
 
 

@@ -551,12 +551,25 @@ PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_backward_region_add)(
                                         job->map_shape[2], block, tile, 0, tile, 1);
 }
 
+/* The region of RoI k in the backward's RoI-region order: rows [region[0], region[1]) x
+ * columns [region[2], region[3]); 0 when the RoI taps no pixel (nothing to add). */
+static int PYROI_TYPED(roi_align_backward_region)(const PYROI_TYPED(roi_align_plan) *plan,
+                                                  int64_t k, int64_t region[4])
+{
+    if (plan->row_taps[k] == 0 || plan->col_taps[k] == 0) {
+        return 0;
+    }
+    PYROI_TYPED(roi_align_roi_extent)(plan, k, &region[0], &region[1], &region[2], &region[3]);
+    return 1;
+}
+
 /* The RoI-region order into a float16 grad_input (job->half_result), whose pixels cannot
  * hold running float32 sums: the item's float16 planes are zeroed, then for each image the
  * regions of its RoIs are zeroed in the block (float32), every RoI of the image adds into
- * the block in RoI order (each pixel's additions are those of the float32 order, in its
- * order: only the RoIs of its image touch it), and the regions are rounded once into
- * grad_input (a pixel of several regions is written as often, with the same bits). */
+ * the block in RoI order (a backward's groups keep it; each pixel's additions are those of
+ * the float32 order, in its order: only the RoIs of its image touch it), and the regions are
+ * rounded once into grad_input (a pixel of several regions is written as often, with the
+ * same bits). */
 PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_backward_half_regions)(
     const PYROI_TYPED(roi_align_job) *job, int64_t c0, int64_t lanes, T *block, T *tile,
     T *staging)
@@ -575,25 +588,23 @@ PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_backward_half_regions)(
             for (i = plan->rois.group_start[group]; i < plan->rois.group_start[group + 1];
                  ++i) {
                 const int64_t k = plan->rois.order[i];
-                int64_t row_begin, row_end, col_begin, col_end;
+                int64_t region[4];
                 if (i % 8 == 0 && pyroi_cancel_requested(job->params->cancel)) {
                     return;
                 }
-                if (plan->row_taps[k] == 0 || plan->col_taps[k] == 0) {
+                if (!PYROI_TYPED(roi_align_backward_region)(plan, k, region)) {
                     continue;
                 }
-                PYROI_TYPED(roi_align_roi_extent)(plan, k, &row_begin, &row_end, &col_begin,
-                                                  &col_end);
                 if (pass == 1) {
                     PYROI_TYPED(roi_align_backward_region_add)(job, k, c0, lanes, block, tile);
                 } else if (pass == 2) {
                     PYROI_TYPED(lane_block_to_half_region)(
-                        block, width, n, c0, lanes, row_begin, row_end, col_begin, col_end,
+                        block, width, n, c0, lanes, region[0], region[1], region[2], region[3],
                         job->half_result, job->result_strides, staging);
                 }
-                for (h = row_begin; pass == 0 && h < row_end; ++h) {
-                    T *row = block + (h * width + col_begin) * PYROI_LANES;
-                    for (e = 0; e < (col_end - col_begin) * PYROI_LANES; ++e) {
+                for (h = region[0]; pass == 0 && h < region[1]; ++h) {
+                    T *row = block + (h * width + region[2]) * PYROI_LANES;
+                    for (e = 0; e < (region[3] - region[2]) * PYROI_LANES; ++e) {
                         row[e] = (T)0;
                     }
                 }
@@ -629,24 +640,22 @@ PYROI_VECTOR_TASK(PYROI_TYPED(roi_align_backward_region_task))
             return;
         }
         for (k = 0; k < plan->num_rois; ++k) {
-            int64_t row_begin, row_end, col_begin, col_end;
+            int64_t region[4];
             const int64_t n_k = job->batch_indices[k];
             if (k % 8 == 0 && pyroi_cancel_requested(job->params->cancel)) {
                 break;
             }
-            if (plan->row_taps[k] == 0 || plan->col_taps[k] == 0) {
+            if (!PYROI_TYPED(roi_align_backward_region)(plan, k, region)) {
                 continue;
             }
-            PYROI_TYPED(roi_align_roi_extent)(plan, k, &row_begin, &row_end, &col_begin,
-                                              &col_end);
             PYROI_TYPED(lane_block_gather)(job->result, NULL, gi_strides, shape[3], n_k, c0,
-                                           lanes, row_begin, row_end, col_begin, col_end,
-                                           block + (row_begin * shape[3] + col_begin) *
+                                           lanes, region[0], region[1], region[2], region[3],
+                                           block + (region[0] * shape[3] + region[2]) *
                                                        PYROI_LANES,
                                            shape[3], PYROI_LANES, PYROI_LANES);
             PYROI_TYPED(roi_align_backward_region_add)(job, k, c0, lanes, block, tile);
-            PYROI_TYPED(lane_block_to_region)(block, shape[3], n_k, c0, lanes, row_begin,
-                                              row_end, col_begin, col_end, job->result,
+            PYROI_TYPED(lane_block_to_region)(block, shape[3], n_k, c0, lanes, region[0],
+                                              region[1], region[2], region[3], job->result,
                                               gi_strides);
         }
     }
