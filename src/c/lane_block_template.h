@@ -275,6 +275,7 @@ static void PYROI_TYPED(lane_block_rows_to_half)(T *block, int64_t pitch, int64_
 {
     const int64_t line = PYROI_LANE_BYTES / (int64_t)sizeof(uint16_t); /* elements */
     int64_t h, first, i, j, run;
+    T *lines;
     if (sizeof(T) != sizeof(float)) {
         return; /* never: only float32 jobs have a float16 output */
     }
@@ -291,7 +292,7 @@ static void PYROI_TYPED(lane_block_rows_to_half)(T *block, int64_t pitch, int64_
         for (first = 0; first < cols; first += run) {
             run = first == 0 && lead > 0 ? PYROI_STAGING_RUN - line + lead : PYROI_STAGING_RUN;
             run = cols - first < run ? cols - first : run;
-            T *lines = block + (h * pitch + first) * PYROI_LANES;
+            lines = block + (h * pitch + first) * PYROI_LANES;
             PYROI_TYPED(pyroi_lanes_to_channels)(lines, run, lanes, staging, run, 1);
             for (i = 0; zero && i < run * PYROI_LANES; ++i) {
                 lines[i] = (T)0;
@@ -323,6 +324,7 @@ static void PYROI_TYPED(lane_block_to_half_image)(T *block, int64_t height, int6
                                          half + n * strides[0] + c0 * strides[1], strides,
                                          staging);
 }
+
 /* lane_block_to_region into a float16 map, each pixel rounded once (lane_block_rows_to_half;
  * the block is left as it is). */
 static inline void PYROI_TYPED(lane_block_to_half_region)(
