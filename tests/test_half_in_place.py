@@ -1,7 +1,9 @@
 """float16 RoIAlign read and written in place: the avg forward's lane-major orders (image
 blocks, row bands, RoI regions and tiles, gathered footprints) widen the float16 pixels they
 gather and round each bin once as they store it; the backward's image order widens each RoI's
-output gradients as it loads them and rounds grad_input once as it writes it out; the max
+output gradients as it loads them and rounds grad_input once as it writes it out (streamed
+when large), its RoI-region order (few boxes) sums each image's regions in a float32 block and
+rounds them once into grad_input; the max
 forwards (mmcv's and ONNX's, with their argmax) do as the avg forward in their image and
 region orders. Every result must be the float32 call's on the widened tensor, rounded once --
 bit for bit, in every order and layout -- and the calls must need no chunk of float32 scratch
@@ -311,12 +313,14 @@ def _pyramid_case(rng, channels, sizes, count, batch=2):
 
 
 # (channels, level sizes, boxes): many boxes (every level in image blocks), a level without
-# boxes (its gradient zero), and few boxes on large maps (some level would add in place: the
-# whole call in chunks)
+# boxes (its gradient zero), few boxes on large maps (the backward's levels in RoI regions),
+# and a level too large for a block per worker (its direct order reads and adds to the map
+# where it lies: the whole call in chunks)
 LEVEL_CASES = {
     "image_blocks": (24, [(64, 80), (32, 40), (16, 20), (8, 10)], 400),
     "empty_level": (17, [(40, 40), (20, 20), (10, 10), (5, 5)], 60),
     "few_boxes_large_maps": (16, [(200, 272), (100, 136), (50, 68), (25, 34)], 6),
+    "level_too_large_for_blocks": (3, [(1030, 1040), (515, 520)], 8),
 }
 
 
@@ -441,3 +445,122 @@ def test_levels_strided_tensors_in_place(threads):
         assert (level == 2) == (not np.any(single)), level
         half[...] = 7.0
         assert np.all(buffer == 7.0), level
+
+
+# ---- the backward's RoI-region order (few boxes on a large map) and streamed write-out -----
+
+def _region_boxes(rng, shape, k=6):
+    """few boxes whose samples tap less than a 64th of the map's pixels (output 3 x 3, 2 x 2
+    samples a bin): the backward takes the RoI-region order. On both images: a box twice, a
+    box inside another (overlapping sums), boxes partly off the map at either side and one
+    wholly off it (no taps: zeros)."""
+    boxes = _boxes(rng, k, shape[2], shape[3], 0.5, 10, 150, shape[0])
+    boxes[1] = boxes[0]
+    boxes[2, 1:] = boxes[0, 1:] + np.array([2, 3, -1, -2], np.float32)
+    boxes[3, 1:] = [-30, -20, 40, 50]
+    boxes[4, 1:] = [2 * shape[3] - 40, 2 * shape[2] - 30, 2 * shape[3] + 60, 2 * shape[2] + 9]
+    boxes[5, 1:] = [-90, -90, -50, -60]
+    assert boxes[:, 0].min() == 0 and boxes[:, 0].max() == shape[0] - 1
+    return boxes
+
+
+def _region_grad(rng, boxes, channels, scale=100.0):
+    grad = rng.standard_normal((len(boxes), channels, 3, 3)) * scale
+    return grad.clip(-65504, 65504).astype(np.float16)
+
+
+REGION_SHAPE = (2, 37, 160, 200)  # three lane blocks, the last of 5 channels
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_backward_regions_are_rounded_float32(threads):
+    rng = np.random.default_rng(20 + threads)
+    boxes = _region_boxes(rng, REGION_SHAPE)
+    grad = _region_grad(rng, boxes, REGION_SHAPE[1])
+    _assert_backward_rounded_float32(grad, boxes, REGION_SHAPE, 0.5, 2, num_threads=threads)
+    # sums that round to infinity, infinite and NaN gradients, subnormal ones
+    big = _region_grad(rng, boxes, REGION_SHAPE[1], 3e4)
+    big[0, 3] = np.inf
+    big[1, 4, 1] = np.nan
+    big[2, 5] = np.float16(6e-8)
+    with np.errstate(over="ignore", invalid="ignore"):
+        _assert_backward_rounded_float32(big, boxes, REGION_SHAPE, 0.5, 2, num_threads=threads)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_backward_regions_strided_and_without_boxes(threads):
+    rng = np.random.default_rng(30 + threads)
+    boxes = _region_boxes(rng, REGION_SHAPE)
+    grad = _region_grad(rng, boxes, 2 * REGION_SHAPE[1])
+    single = pyroi.roi_align_backward(grad[:, ::2].astype(np.float32), boxes, REGION_SHAPE,
+                                      0.5, 2, True, num_threads=threads).astype(np.float16)
+    n, c, h, w = REGION_SHAPE
+    # channel-strided gradients into: every other channel, rows inside wider rows, and
+    # channels-last memory; every element outside the view keeps its value
+    buffers = (np.full((n, 2 * c, h, w), 7, np.float16), np.full((n, c, h, w + 3), 7, np.float16),
+               np.full((n, h, w, c), 7, np.float16))
+    views = (buffers[0][:, 1::2], buffers[1][..., 1:w + 1], buffers[2].transpose(0, 3, 1, 2))
+    for buffer, view in zip(buffers, views):
+        before = buffer.copy()
+        pyroi.roi_align_backward(grad[:, ::2], boxes, REGION_SHAPE, 0.5, 2, True, out=view,
+                                 num_threads=threads)
+        np.testing.assert_array_equal(view.view(np.uint16), single.view(np.uint16))
+        view[...] = 7
+        np.testing.assert_array_equal(buffer.view(np.uint16), before.view(np.uint16))
+    # no boxes: a zero gradient (+0.0), written over whatever was there
+    target = np.full(REGION_SHAPE, np.nan, np.float16)
+    pyroi.roi_align_backward(grad[:0, ::2], boxes[:0], REGION_SHAPE, 0.5, 2, True, out=target,
+                             num_threads=threads)
+    assert not target.view(np.uint16).any()
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_backward_streamed_at_every_line_offset(threads):
+    # a float16 grad_input of 8 MiB and more is rounded out with streaming stores in whole
+    # 64-byte lines, its runs aligned to channel 0's lines: gradients at element offsets
+    # across a line (planes 368 elements apart: every channel at another offset) and in rows
+    # of a wider buffer (a run per row) must hold the same bits, and nothing outside them
+    rng = np.random.default_rng(40 + threads)
+    shape = (1, 32, 360, 368)
+    boxes = _boxes(rng, 60, shape[2], shape[3], 0.25, 16, 600)
+    boxes[::7, 1:] -= 100
+    grad = (rng.standard_normal((60, 32, 7, 7)) * 100).astype(np.float16)
+    single = pyroi.roi_align_backward(grad.astype(np.float32), boxes, shape, 0.25, 2, True,
+                                      num_threads=threads).astype(np.float16)
+    size = int(np.prod(shape))
+    flat = np.full(size + 64, 7, np.float16)
+    for offset in (0, 1, 5, 16, 31, 33):
+        flat[...] = 7
+        target = flat[offset:offset + size].reshape(shape)
+        pyroi.roi_align_backward(grad, boxes, shape, 0.25, 2, True, out=target,
+                                 num_threads=threads)
+        np.testing.assert_array_equal(target.view(np.uint16), single.view(np.uint16),
+                                      err_msg=str(offset))
+        assert (flat[:offset] == 7).all() and (flat[offset + size:] == 7).all()
+    wide = np.full(shape[:3] + (shape[3] + 5,), 7, np.float16)
+    pyroi.roi_align_backward(grad, boxes, shape, 0.25, 2, True, out=wide[..., 3:-2],
+                             num_threads=threads)
+    np.testing.assert_array_equal(wide[..., 3:-2].view(np.uint16), single.view(np.uint16))
+    assert (wide[..., :3] == 7).all() and (wide[..., -2:] == 7).all()
+
+
+_REGION_PROGRAM = """
+    rng = np.random.default_rng(0)
+    m = rng.standard_normal((1, 64, 256, 256), dtype=np.float32).astype(DTYPE)
+    boxes = np.array([[0, 10, 20, 200, 180], [0, 100, 90, 900, 700], [0, 50, 50, 60, 70]],
+                     np.float32)
+    grad = rng.standard_normal((3, 64, 3, 3), dtype=np.float32).astype(DTYPE)
+    grad_input = np.ones(m.shape, m.dtype)
+    print(extra_peak(lambda: pyroi.roi_align_backward(
+        grad, boxes, m.shape, 0.25, 2, True, out=grad_input, num_threads=1))[0])
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/self/status")
+def test_backward_regions_need_no_float32_chunks():
+    # three boxes on a 64 x 256 x 256 map: the RoI-region order, which in chunks took 16
+    # channels of the map in float32 (4 MiB) more than the float32 call's scratch
+    extra = {dtype: int(peak_memory.run(f"DTYPE = np.{dtype}\n" +
+                                        textwrap.dedent(_REGION_PROGRAM)))
+             for dtype in ("float32", "float16")}
+    assert extra["float16"] <= extra["float32"] + (1 << 20), extra

@@ -86,6 +86,25 @@ __attribute__((target("avx2,f16c"))) static int64_t half_round_f16c(const float 
     }
     return i;
 }
+
+/* The whole 64-byte lines of to (32 elements each, to at a line boundary), by streaming
+ * stores; the caller fences. */
+__attribute__((target("avx2,f16c"))) static void half_round_lines_f16c(const float *wide,
+                                                                      int64_t lines,
+                                                                      uint16_t *to)
+{
+    int64_t i, e;
+    for (i = 0; i < lines; ++i) {
+        for (e = 32 * i; e < 32 * i + 32; e += 16) {
+            const __m128i low =
+                _mm256_cvtps_ph(_mm256_loadu_ps(wide + e), _MM_FROUND_TO_NEAREST_INT);
+            const __m128i high =
+                _mm256_cvtps_ph(_mm256_loadu_ps(wide + e + 8), _MM_FROUND_TO_NEAREST_INT);
+            _mm256_stream_si256((__m256i *)(void *)(to + e),
+                                _mm256_inserti128_si256(_mm256_castsi128_si256(low), high, 1));
+        }
+    }
+}
 #endif
 
 void pyroi_half_round_run(const float *wide, int64_t count, uint16_t *to, int64_t step)
@@ -97,6 +116,25 @@ void pyroi_half_round_run(const float *wide, int64_t count, uint16_t *to, int64_
     }
 #endif
     half_round(wide + done, count - done, to + done * step, step);
+}
+
+void pyroi_half_round_stream(const float *wide, int64_t count, uint16_t *to)
+{
+#ifdef HALF_HAVE_F16C
+    /* elements before to's first line boundary */
+    const int64_t head = (int64_t)((64u - ((uintptr_t)to & 63u)) & 63u) / 2;
+    if (((uintptr_t)to & 1u) == 0 && count - head >= 32 && pyroi_cpu_has_f16c()) {
+        const int64_t lines = (count - head) / 32;
+        /* plain stores for the partial lines at both ends: a plain store into a line that a
+         * streaming store holds waits for it to reach memory */
+        pyroi_half_round_run(wide, head, to, 1);
+        half_round_lines_f16c(wide + head, lines, to + head);
+        pyroi_half_round_run(wide + head + 32 * lines, count - head - 32 * lines,
+                             to + head + 32 * lines, 1);
+        return;
+    }
+#endif
+    pyroi_half_round_run(wide, count, to, 1);
 }
 
 void pyroi_half_widen_run(const uint16_t *from, int64_t step, int64_t count, float *wide)

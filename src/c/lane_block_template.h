@@ -260,36 +260,82 @@ static void PYROI_TYPED(lane_block_to_image)(T *block, int64_t height, int64_t w
     }
 }
 
-/* lane_block_to_image into a float16 map (T float: the backward of a float16 call, see
- * half.c): runs of PYROI_STAGING_RUN pixels (of the whole block when the planes are packed,
- * else of a row) transposed into staging (room for PYROI_STAGING_RUN lane lines) and zeroed
- * in the block, then each channel's run rounded once into its plane of image n of half. */
-static void PYROI_TYPED(lane_block_to_half_image)(T *block, int64_t height, int64_t width,
-                                                  int64_t n, int64_t c0, int64_t lanes,
-                                                  uint16_t *half, const int64_t strides[4],
-                                                  T *staging)
+/* Rounds rows [0, rows) x columns [0, cols) of a block of one lane group (pixel (h, w) at
+ * block + (h * pitch + w) * PYROI_LANES) once into a float16 map (T float: the backward of a
+ * float16 call, see half.c), pixel (h, w) of channel c0 + j at
+ * half + j * strides[1] + h * strides[2] + w * strides[3]: runs of PYROI_STAGING_RUN pixels
+ * of a row transposed into staging (room for PYROI_STAGING_RUN lane lines), then each
+ * channel's run rounded once into its plane. zero: each run is zeroed in the block while in
+ * L1; stream: packed runs are streamed past the caches (pyroi_half_round_stream; the caller
+ * fences). */
+static void PYROI_TYPED(lane_block_rows_to_half)(T *block, int64_t pitch, int64_t rows,
+                                                 int64_t cols, int zero, int stream,
+                                                 int64_t lanes, uint16_t *half,
+                                                 const int64_t strides[4], T *staging)
 {
-    const int packed = strides[3] == 1 && strides[2] == width;
-    const int64_t rows = packed ? 1 : height, row_pixels = packed ? height * width : width;
-    int64_t h, first, i, j;
+    const int64_t line = PYROI_LANE_BYTES / (int64_t)sizeof(uint16_t); /* elements */
+    int64_t h, first, i, j, run;
+    T *lines;
     if (sizeof(T) != sizeof(float)) {
         return; /* never: only float32 jobs have a float16 output */
     }
     for (h = 0; h < rows; ++h) {
-        for (first = 0; first < row_pixels; first += PYROI_STAGING_RUN) {
-            const int64_t run = row_pixels - first < PYROI_STAGING_RUN ? row_pixels - first
-                                                                        : PYROI_STAGING_RUN;
-            T *lines = block + (h * width + first) * PYROI_LANES;
+        /* streamed, the runs after the first start on a line of channel c0's plane (of every
+         * channel's when the planes are whole lines apart): then only the row's two ends
+         * take plain stores into partial lines, each waiting for a read of its line
+         * (measured, the small call's backward, 1 thread: 13-15 ms with runs across lines,
+         * 11-12 ms on lines, as float32) */
+        const uintptr_t start = (uintptr_t)(half + h * strides[2]);
+        const uintptr_t line_bytes = (uintptr_t)PYROI_LANE_BYTES;
+        const int64_t lead =
+            stream ? (int64_t)((line_bytes - start % line_bytes) % line_bytes) / 2 : 0;
+        for (first = 0; first < cols; first += run) {
+            run = first == 0 && lead > 0 ? PYROI_STAGING_RUN - line + lead : PYROI_STAGING_RUN;
+            run = cols - first < run ? cols - first : run;
+            lines = block + (h * pitch + first) * PYROI_LANES;
             PYROI_TYPED(pyroi_lanes_to_channels)(lines, run, lanes, staging, run, 1);
-            for (i = 0; i < run * PYROI_LANES; ++i) {
+            for (i = 0; zero && i < run * PYROI_LANES; ++i) {
                 lines[i] = (T)0;
             }
             for (j = 0; j < lanes; ++j) {
-                pyroi_half_round_run((const float *)(const void *)(staging + j * run), run,
-                                     half + n * strides[0] + (c0 + j) * strides[1] +
-                                         h * strides[2] + first * strides[3],
-                                     strides[3]);
+                const float *values = (const float *)(const void *)(staging + j * run);
+                uint16_t *to = half + j * strides[1] + h * strides[2] + first * strides[3];
+                if (stream && strides[3] == 1) {
+                    pyroi_half_round_stream(values, run, to);
+                } else {
+                    pyroi_half_round_run(values, run, to, strides[3]);
+                }
             }
         }
     }
+}
+
+/* lane_block_to_image into a float16 map (lane_block_rows_to_half: the whole block one run
+ * when the planes are packed, else row by row), the block left zero. stream: the rows are
+ * streamed past the caches (the caller fences, as after lane_block_to_image with staging). */
+static void PYROI_TYPED(lane_block_to_half_image)(T *block, int64_t height, int64_t width,
+                                                  int64_t n, int64_t c0, int64_t lanes,
+                                                  uint16_t *half, const int64_t strides[4],
+                                                  T *staging, int stream)
+{
+    const int packed = strides[3] == 1 && strides[2] == width;
+    PYROI_TYPED(lane_block_rows_to_half)(block, width, packed ? 1 : height,
+                                         packed ? height * width : width, 1, stream, lanes,
+                                         half + n * strides[0] + c0 * strides[1], strides,
+                                         staging);
+}
+
+/* lane_block_to_region into a float16 map, each pixel rounded once (lane_block_rows_to_half;
+ * the block is left as it is). */
+static inline void PYROI_TYPED(lane_block_to_half_region)(
+    T *block, int64_t width, int64_t n, int64_t c0, int64_t lanes, int64_t row_begin,
+    int64_t row_end, int64_t col_begin, int64_t col_end, uint16_t *half,
+    const int64_t strides[4], T *staging)
+{
+    PYROI_TYPED(lane_block_rows_to_half)(
+        block + (row_begin * width + col_begin) * PYROI_LANES, width, row_end - row_begin,
+        col_end - col_begin, 0, 0, lanes,
+        half + n * strides[0] + c0 * strides[1] + row_begin * strides[2] +
+            col_begin * strides[3],
+        strides, staging);
 }

@@ -135,8 +135,8 @@ typedef int64_t roi_align_index_f64;
 /* ---- the avg forward and backward of a float16 call (roi_align_half.h) ------------------ */
 
 /* The call on the float16 map (input or grad_input) and pooled tensor (output or
- * grad_output) in place, in the lane-major orders that gather every map pixel they read
- * (forward) or write every pixel once (the backward's image order); see roi_align_half.h. */
+ * grad_output) in place, in the lane-major orders, which gather every map pixel they read
+ * (forward) or sum in blocks and round each pixel once (backward); see roi_align_half.h. */
 pyroi_status pyroi_roi_align_rows_half(int backward, int dry_run, uint16_t *map,
                                        const int64_t map_shape[4], const int64_t map_strides[4],
                                        uint16_t *pooled, const int64_t pooled_strides[4],

@@ -184,9 +184,9 @@ static PYROI_TYPED(roi_align_schedule) PYROI_TYPED(roi_align_tasks_schedule)(
  * job (features: the input, or the backward's grad_output; result: the output, or
  * grad_input), the order it would take gathers all it reads into lane-major blocks and rounds
  * each result once as it writes it out: the forward's image and region orders (any
- * reduction's, tasks as roi_align_tasks_schedule), the backward's image order. The direct
- * orders read the map where it lies and the backward's regions add into grad_input in place:
- * those calls take the chunks. */
+ * reduction's, tasks as roi_align_tasks_schedule), the backward's image and region orders
+ * (the regions summed in the block, roi_align_backward_half_regions). The direct orders read
+ * the map where it lies: those calls take the chunks. */
 static int PYROI_TYPED(roi_align_half_in_place)(PYROI_TYPED(roi_align_job) *job, int backward,
                                                 const uint16_t *features, uint16_t *result,
                                                 const roi_align_forward_tasks *tasks)
@@ -195,7 +195,7 @@ static int PYROI_TYPED(roi_align_half_in_place)(PYROI_TYPED(roi_align_job) *job,
     job->half_features = features;
     job->half_result = result;
     order = PYROI_TYPED(roi_align_tasks_schedule)(job, backward, 1, tasks).order;
-    return order != ROI_ALIGN_ORDER_DIRECT && (!backward || order == ROI_ALIGN_ORDER_IMAGE);
+    return order != ROI_ALIGN_ORDER_DIRECT;
 }
 
 /* Runs the forward (backward = 0) or backward over the plan, choosing the loop order; a
@@ -212,6 +212,7 @@ static pyroi_status PYROI_TYPED(roi_align_execute_tasks)(PYROI_TYPED(roi_align_j
     PYROI_TYPED(roi_align_footprint) footprint;
     PYROI_TYPED(roi_align_tiles) tiles;
     pyroi_status status;
+    int large;
 
     job->scratch = NULL;
     job->footprint = !backward && schedule.order == ROI_ALIGN_ORDER_IMAGE &&
@@ -230,16 +231,19 @@ static pyroi_status PYROI_TYPED(roi_align_execute_tasks)(PYROI_TYPED(roi_align_j
     }
     job->scratch_stride = schedule.scratch_stride;
     job->pair = schedule.pair;
-    /* results larger than the caches are streamed out where a task writes them once; a
-     * float16 output is rounded through the staging area, which the tasks then hand out */
-    job->stream_result =
-        job->half_result != NULL ||
-        (backward ? (double)job->map_shape[0] * (double)job->map_shape[2] *
-                        (double)job->map_shape[3]
-                  : (double)job->plan->num_rois * (double)job->params->pooled_height *
-                        (double)job->params->pooled_width) *
-                (double)job->map_shape[1] * (double)sizeof(T) >=
+    /* results larger than the caches are streamed out where a task writes them once (a
+     * float16 one by the backward's image order; the float16 bins of a forward take plain
+     * stores); a float16 output is rounded through the staging area, which the tasks then
+     * hand out */
+    large = (backward ? (double)job->map_shape[0] * (double)job->map_shape[2] *
+                            (double)job->map_shape[3]
+                      : (double)job->plan->num_rois * (double)job->params->pooled_height *
+                            (double)job->params->pooled_width) *
+                (double)job->map_shape[1] *
+                (double)(job->half_result != NULL ? sizeof(uint16_t) : sizeof(T)) >=
             PYROI_STREAM_BYTES;
+    job->stream_result = job->half_result != NULL || large;
+    job->stream_half = job->half_result != NULL && large;
     if (schedule.scratch_stride > 0 && job->arena != NULL) {
         const size_t block_bytes = (size_t)schedule.scratch_stride * sizeof(T);
         const size_t fit = roi_align_arena_available(job->arena) / block_bytes;

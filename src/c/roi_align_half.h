@@ -6,13 +6,14 @@
  * _backward_f32: the forward's gathers (image blocks, row bands, footprints, RoI regions and
  * tiles) widen exactly the float16 pixels they copy into lane-major blocks and its store
  * rounds each bin once; the backward's image order widens each RoI's output gradients as it
- * loads them and rounds each pixel of grad_input once as it writes the band out. So the
- * results are the float32 call's on the widened tensor, rounded once, with no float32 copy of
- * either tensor. The other orders (direct, channels-last in place, the backward's regions,
- * which add into grad_input in place) are not taken: *taken 0, nothing read or written, and
- * the caller runs chunks instead (one decision for every reduction and direction:
- * roi_align_half_in_place). With *taken 1 the status is the call's. The caller has
- * checked the tensors; the shape is the caller's own copy (read more than once). */
+ * loads them and rounds each pixel of grad_input once as it writes the band out, and its RoI
+ * regions are summed per image in the float32 block and rounded once. So the results are the
+ * float32 call's on the widened tensor, rounded once, with no float32 copy of either tensor.
+ * The other orders (direct, channels-last in place), which read the map where it lies, are
+ * not taken: *taken 0, nothing read or written, and the caller runs chunks instead (one
+ * decision for every reduction and direction: roi_align_half_in_place). With *taken 1 the
+ * status is the call's. The caller has checked the tensors; the shape is the caller's own
+ * copy (read more than once). */
 #ifndef PYROI_ROI_ALIGN_HALF_H
 #define PYROI_ROI_ALIGN_HALF_H
 

@@ -520,7 +520,8 @@ PYROI_VECTOR_TASK(PYROI_TYPED(roi_align_backward_image_task))
                 if (job->half_result != NULL) { /* rounded into a float16 grad_input */
                     PYROI_TYPED(lane_block_to_half_image)(
                         band, row_end - row_begin, shape[3], n, c0 + b * PYROI_LANES, lanes,
-                        job->half_result + row_begin * gi_strides[2], gi_strides, staging);
+                        job->half_result + row_begin * gi_strides[2], gi_strides, staging,
+                        job->stream_half);
                 } else {
                     PYROI_TYPED(lane_block_to_image)(
                         band, row_end - row_begin, shape[3], n, c0 + b * PYROI_LANES, lanes,
@@ -532,18 +533,96 @@ PYROI_VECTOR_TASK(PYROI_TYPED(roi_align_backward_image_task))
     pyroi_stream_fence(); /* the streamed gradients are visible to the caller */
 }
 
+/* Adds RoI k's contributions to channels [c0, c0 + lanes) into a block of its whole image
+ * (the backward's RoI-region order), its output gradients loaded into the tile (widened
+ * exactly from a float16 grad_output). */
+PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_backward_region_add)(
+    const PYROI_TYPED(roi_align_job) *job, int64_t k, int64_t c0, int64_t lanes, T *block,
+    T *tile)
+{
+    const int64_t pooled_height = job->params->pooled_height;
+    const int64_t pooled_width = job->params->pooled_width;
+    PYROI_TYPED(roi_align_bins_to_tile)(job->features, job->half_features,
+                                        PYROI_TYPED(roi_align_grad_bins)(job, k, c0),
+                                        job->features_strides, lanes, pooled_height,
+                                        pooled_width, tile);
+    PYROI_TYPED(roi_align_backward_roi)(job->plan, k, block, 1, 0, job->map_shape[3],
+                                        pooled_height, pooled_width, 0, pooled_height, 0,
+                                        job->map_shape[2], block, tile, 0, tile, 1);
+}
+
+/* The region of RoI k in the backward's RoI-region order: rows [region[0], region[1]) x
+ * columns [region[2], region[3]); 0 when the RoI taps no pixel (nothing to add). */
+static int PYROI_TYPED(roi_align_backward_region)(const PYROI_TYPED(roi_align_plan) *plan,
+                                                  int64_t k, int64_t region[4])
+{
+    if (plan->row_taps[k] == 0 || plan->col_taps[k] == 0) {
+        return 0;
+    }
+    PYROI_TYPED(roi_align_roi_extent)(plan, k, &region[0], &region[1], &region[2], &region[3]);
+    return 1;
+}
+
+/* The RoI-region order into a float16 grad_input (job->half_result), whose pixels cannot
+ * hold running float32 sums: the item's float16 planes are zeroed, then for each image the
+ * regions of its RoIs are zeroed in the block (float32), every RoI of the image adds into
+ * the block in RoI order (a backward's groups keep it; each pixel's additions are those of
+ * the float32 order, in its order: only the RoIs of its image touch it), and the regions are
+ * rounded once into grad_input (a pixel of several regions is written as often, with the
+ * same bits). */
+PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_backward_half_regions)(
+    const PYROI_TYPED(roi_align_job) *job, int64_t c0, int64_t lanes, T *block, T *tile,
+    T *staging)
+{
+    const PYROI_TYPED(roi_align_plan) *plan = job->plan;
+    const int64_t width = job->map_shape[3];
+    int64_t group, i, pass, h, e;
+    if (pyroi_zero_channels(job->half_result, sizeof(uint16_t), job->map_shape,
+                            job->result_strides, c0, c0 + lanes, job->params->cancel)) {
+        return;
+    }
+    for (group = 0; group < plan->rois.num_groups; ++group) {
+        const int64_t n = plan->rois.group_image[group];
+        /* pass 0 zeroes the regions, 1 adds, 2 rounds them out */
+        for (pass = 0; pass < 3; ++pass) {
+            for (i = plan->rois.group_start[group]; i < plan->rois.group_start[group + 1];
+                 ++i) {
+                const int64_t k = plan->rois.order[i];
+                int64_t region[4];
+                if (i % 8 == 0 && pyroi_cancel_requested(job->params->cancel)) {
+                    return;
+                }
+                if (!PYROI_TYPED(roi_align_backward_region)(plan, k, region)) {
+                    continue;
+                }
+                if (pass == 1) {
+                    PYROI_TYPED(roi_align_backward_region_add)(job, k, c0, lanes, block, tile);
+                } else if (pass == 2) {
+                    PYROI_TYPED(lane_block_to_half_region)(
+                        block, width, n, c0, lanes, region[0], region[1], region[2], region[3],
+                        job->half_result, job->result_strides, staging);
+                }
+                for (h = region[0]; pass == 0 && h < region[1]; ++h) {
+                    T *row = block + (h * width + region[2]) * PYROI_LANES;
+                    for (e = 0; e < (region[3] - region[2]) * PYROI_LANES; ++e) {
+                        row[e] = (T)0;
+                    }
+                }
+            }
+        }
+    }
+}
+
 /* Backward, work item = channel block: the caller's gradient planes are zeroed, then each
  * RoI (in order) loads its region of the current gradient into the block, adds its
  * contributions and stores the region back -- so every pixel sees the same sequence of
- * additions as in torchvision. */
+ * additions as in torchvision. A float16 grad_input: roi_align_backward_half_regions. */
 PYROI_VECTOR_TASK(PYROI_TYPED(roi_align_backward_region_task))
 {
     const PYROI_TYPED(roi_align_job) *job = (const PYROI_TYPED(roi_align_job) *)context;
     const PYROI_TYPED(roi_align_plan) *plan = job->plan;
     const int64_t *shape = job->map_shape;
-    const int64_t *go_strides = job->features_strides, *gi_strides = job->result_strides;
-    const int64_t pooled_height = job->params->pooled_height;
-    const int64_t pooled_width = job->params->pooled_width;
+    const int64_t *gi_strides = job->result_strides;
     T *block = job->scratch + worker * job->scratch_stride;
     T *tile = PYROI_TYPED(roi_align_bin_tile)(job, block);
     int64_t item, k;
@@ -551,35 +630,32 @@ PYROI_VECTOR_TASK(PYROI_TYPED(roi_align_backward_region_task))
     for (item = begin; item < end; ++item) {
         const int64_t c0 = item * PYROI_LANES;
         const int64_t lanes = shape[1] - c0 < PYROI_LANES ? shape[1] - c0 : PYROI_LANES;
+        if (job->half_result != NULL) {
+            PYROI_TYPED(roi_align_backward_half_regions)(
+                job, c0, lanes, block, tile, PYROI_TYPED(roi_align_staging)(job, block));
+            continue;
+        }
         if (pyroi_zero_channels(job->result, sizeof(T), shape, gi_strides, c0, c0 + lanes,
                                 job->params->cancel)) {
             return;
         }
         for (k = 0; k < plan->num_rois; ++k) {
-            int64_t row_begin, row_end, col_begin, col_end;
+            int64_t region[4];
             const int64_t n_k = job->batch_indices[k];
             if (k % 8 == 0 && pyroi_cancel_requested(job->params->cancel)) {
                 break;
             }
-            if (plan->row_taps[k] == 0 || plan->col_taps[k] == 0) {
+            if (!PYROI_TYPED(roi_align_backward_region)(plan, k, region)) {
                 continue;
             }
-            PYROI_TYPED(roi_align_roi_extent)(plan, k, &row_begin, &row_end, &col_begin,
-                                              &col_end);
             PYROI_TYPED(lane_block_gather)(job->result, NULL, gi_strides, shape[3], n_k, c0,
-                                           lanes, row_begin, row_end, col_begin, col_end,
-                                           block + (row_begin * shape[3] + col_begin) *
+                                           lanes, region[0], region[1], region[2], region[3],
+                                           block + (region[0] * shape[3] + region[2]) *
                                                        PYROI_LANES,
                                            shape[3], PYROI_LANES, PYROI_LANES);
-            PYROI_TYPED(roi_align_bins_to_tile)(job->features, NULL,
-                                                PYROI_TYPED(roi_align_grad_bins)(job, k, c0),
-                                                go_strides, lanes, pooled_height, pooled_width,
-                                                tile);
-            PYROI_TYPED(roi_align_backward_roi)(plan, k, block, 1, 0, shape[3], pooled_height,
-                                                pooled_width, 0, pooled_height, 0, shape[2],
-                                                block, tile, 0, tile, 1);
-            PYROI_TYPED(lane_block_to_region)(block, shape[3], n_k, c0, lanes, row_begin,
-                                              row_end, col_begin, col_end, job->result,
+            PYROI_TYPED(roi_align_backward_region_add)(job, k, c0, lanes, block, tile);
+            PYROI_TYPED(lane_block_to_region)(block, shape[3], n_k, c0, lanes, region[0],
+                                              region[1], region[2], region[3], job->result,
                                               gi_strides);
         }
     }

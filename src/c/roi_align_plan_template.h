@@ -501,6 +501,7 @@ typedef struct PYROI_TYPED(roi_align_job) {
     int64_t pair; /* channel blocks per work item of the image order, their lane groups
                    * interleaved per pixel: 1, or 2 (the avg forward) */
     int stream_result; /* forward: write the output with streaming stores */
+    int stream_half; /* backward: round a float16 grad_input out with streaming stores */
     int64_t scratch_stride; /* elements per worker */
     roi_align_arena *arena; /* caller's workspace for the scratch, or NULL: malloc */
     const int64_t *rows; /* avg mode: the output (forward) or grad_output (backward) row of

@@ -143,7 +143,7 @@ PYROI_VECTOR_TASK(PYROI_TYPED(roi_pool_backward_from_input_task))
                 PYROI_TYPED(lane_block_to_half_image)(sums + s * sub_stride, shape[2], shape[3],
                                                       n, c0 + s * PYROI_LANES, lanes,
                                                       job->half_result, job->result_strides,
-                                                      staging);
+                                                      staging, 0);
             } else if (lanes > 0) {
                 PYROI_TYPED(lane_block_to_image)(sums + s * sub_stride, shape[2], shape[3], n,
                                                  c0 + s * PYROI_LANES, lanes, job->result,

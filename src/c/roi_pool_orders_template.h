@@ -349,7 +349,7 @@ PYROI_CLONE_INLINE void PYROI_TYPED(roi_pool_backward_images)(PYROI_TYPED(roi_po
         if (!job->keep_blocks && job->half_result != NULL) {
             PYROI_TYPED(lane_block_to_half_image)(block, shape[2], shape[3], n, c0, lanes,
                                                   job->half_result, job->result_strides,
-                                                  block + block_elements);
+                                                  block + block_elements, 0);
         } else if (!job->keep_blocks) {
             PYROI_TYPED(lane_block_to_image)(block, shape[2], shape[3], n, c0, lanes,
                                              job->result, job->result_strides, NULL);
@@ -384,7 +384,8 @@ static void PYROI_TYPED(roi_pool_backward_write_task)(void *context, int64_t beg
         if (job->half_result != NULL) {
             PYROI_TYPED(lane_block_to_half_image)(block, shape[2], shape[3], n, c0, lanes,
                                                   job->half_result, job->result_strides,
-                                                  block + shape[2] * shape[3] * PYROI_LANES);
+                                                  block + shape[2] * shape[3] * PYROI_LANES,
+                                                  0);
             continue;
         }
         PYROI_TYPED(lane_block_to_region)(block, shape[3], n, c0, lanes, 0, shape[2], 0,

@@ -4,7 +4,8 @@
  * 1 MB level 2 cache, 32 with 2 MB: of 40 channels, 2 or 3 chunks), with channels-last
  * strides, for 1 and 2 threads; statuses; and the branch-free conversions: every float16
  * value widened, NaN payloads rounded (round trips and ties: test_frontends.c), also as the
- * lane-major gathers widen (F16C and portable) and the forward's store rounds. */
+ * lane-major gathers widen (F16C and portable), the forward's store rounds and the backward's
+ * write-out streams. */
 #include "check.h"
 #include "common.h"
 #include "half.h"
@@ -533,6 +534,45 @@ static void test_lane_conversions(void)
     free(rounded);
 }
 
+/* pyroi_half_round_stream against pyroi_float_to_half at every element offset from a 64-byte
+ * line (the whole lines streamed, the partial ones at both ends plain), runs within a line,
+ * across one boundary and over several lines; nothing written past either end. */
+static void test_round_stream(void)
+{
+    enum { SPAN = 256 };
+    static const int64_t counts[] = {0, 1, 5, 31, 32, 33, 63, 64, 65, 96, 127, 200};
+    uint16_t *line_aligned = pyroi_aligned_malloc((SPAN + 64) * sizeof(uint16_t));
+    float values[SPAN];
+    unsigned long long seed = 11;
+    int64_t offset, c, i;
+    int exact = 1;
+    if (line_aligned == NULL) {
+        CHECK(0);
+        return;
+    }
+    for (i = 0; i < SPAN; ++i) { /* random bits: ties, overflow, subnormals, NaN */
+        values[i] = pyroi_bits_to_float((uint32_t)(check_random(&seed) * 4294967296.0));
+    }
+    values[3] = 65520.0f;
+    values[40] = 2049.0f;
+    for (offset = 0; offset < 34; ++offset) {
+        for (c = 0; c < (int64_t)(sizeof counts / sizeof counts[0]); ++c) {
+            uint16_t *to = line_aligned + 1 + offset; /* a guard element before */
+            for (i = 0; i < SPAN + 64; ++i) {
+                line_aligned[i] = 0x1234u;
+            }
+            pyroi_half_round_stream(values + offset % 5, counts[c], to);
+            pyroi_stream_fence();
+            for (i = 0; i < counts[c]; ++i) {
+                exact &= to[i] == pyroi_float_to_half(values[offset % 5 + i]);
+            }
+            exact &= to[-1] == 0x1234u && to[counts[c]] == 0x1234u;
+        }
+    }
+    CHECK(exact);
+    pyroi_aligned_free(line_aligned);
+}
+
 int main(void)
 {
     arrays a;
@@ -548,6 +588,7 @@ int main(void)
     }
     test_conversions();
     test_lane_conversions();
+    test_round_stream();
     test_scratch_keeper();
     for (threads = 1; threads <= 2; ++threads) {
         test_forwards(&a, nchw_strides, threads);
