@@ -81,6 +81,25 @@ def test_orders_are_rounded_float32(name, threads, layout):
                             argmax_dtype=np.int32)
 
 
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("offset", [0, 1, 13])
+def test_streamed_outputs_are_rounded_float32(threads, offset):
+    """Outputs of 8 MiB and more (float16 bytes) go out by streaming stores, with the int32
+    or int64 argmax: the same bits, also into an `out=` that starts `offset` elements past a
+    cache line (partial lines at the ends of every RoI's run)."""
+    rng = np.random.default_rng(40 + offset)
+    x = _map(rng, (1, 288, 38, 50))
+    boxes = _boxes(rng, 320, 38, 50, 1 / 16, 4, 500)  # 320 x 288 x 49 x 2 B: 8.6 MiB
+    _assert_rounded_float32(x, boxes, 7, 1 / 16, num_threads=threads)
+    _assert_rounded_float32(x, boxes, 7, 1 / 16, num_threads=threads, argmax_dtype=np.int32)
+    buffer = np.empty(320 * 288 * 49 + 64, np.float16)
+    start = (-buffer.ctypes.data // 2) % 32 + offset
+    target = buffer[start:start + 320 * 288 * 49].reshape(320, 288, 7, 7)
+    pyroi.roi_pool(x, boxes, 7, 1 / 16, out=target, num_threads=threads)
+    single = pyroi.roi_pool(x.astype(np.float32), boxes, 7, 1 / 16)
+    np.testing.assert_array_equal(target.view(np.uint16), _narrow(single))
+
+
 def test_strided_outputs_and_maps():
     rng = np.random.default_rng(5)
     x = _map(rng, (2, 37, 40, 50))

@@ -237,9 +237,15 @@ static void PYROI_TYPED(roi_pool_tiles_to_bins)(const PYROI_TYPED(roi_pool_job) 
                 scratch->staging + s * PYROI_LANES * bins, bins, 1);
         }
         if (sizeof(T) == sizeof(float)) { /* always: only float32 jobs have a float16 output */
-            pyroi_half_round_run((const float *)(const void *)scratch->staging,
-                                 group_lanes * bins,
-                                 job->half_result + k * strides[0] + c0 * strides[1], 1);
+            const float *wide = (const float *)(const void *)scratch->staging;
+            uint16_t *to = job->half_result + k * strides[0] + c0 * strides[1];
+            if (writer != NULL) { /* large outputs: past the caches, as float32's */
+                pyroi_half_round_stream(wide, group_lanes * bins, to);
+                /* the argmax run (if any) goes out a share per row of the next tile's bins */
+                writer->per_row = (group_lanes * bins + pooled_height - 1) / pooled_height;
+            } else {
+                pyroi_half_round_run(wide, group_lanes * bins, to, 1);
+            }
         }
     } else if (job->half_result != NULL) { /* any other layout, never streamed */
         for (s = 0; s * PYROI_LANES < group_lanes; ++s) {
