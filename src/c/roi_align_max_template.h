@@ -784,15 +784,16 @@ static pyroi_status PYROI_TYPED(roi_align_max_like_backward)(
     if (!planned) {
         return status;
     }
-    /* every argmax must name a sample of its bin (or be -1) before anything is written */
+    /* every argmax must name a sample of its bin (or be -1) before anything is written: one
+     * comparison with the RoI's number of codes (no division: this pass reads every entry) */
     for (k = 0; k < num_rois && status == PYROI_OK; ++k) {
+        const int64_t codes = codes_per_sample * plan.samples[k]; /* below 2^33 */
         for (c = 0; c < grad_input_shape[1] && status == PYROI_OK; ++c) {
             for (ph = 0; ph < params->pooled_height; ++ph) {
                 for (pw = 0; pw < params->pooled_width; ++pw) {
                     const int64_t winner = argmax[k * argmax_strides[0] + c * argmax_strides[1] +
                                                   ph * argmax_strides[2] + pw * argmax_strides[3]];
-                    if (winner < -1 ||
-                        (winner >= 0 && winner / codes_per_sample >= plan.samples[k])) {
+                    if (winner < -1 || winner >= codes) {
                         status = PYROI_E_INVALID_ARGMAX;
                     }
                 }
