@@ -180,3 +180,37 @@ def test_values_of_both_infinite_signs_without_nan(name, dtype):
     assert np.isinf(expected[0, 11, 0, 0]) and np.isfinite(np.delete(expected, 11, 1)).all()
     _assert_bits(out[:1], expected)
     np.testing.assert_array_equal(argmax[:1], expected_argmax)
+
+
+@pytest.mark.parametrize("onnx", [False, True], ids=["mmcv", "onnx"])
+def test_winners_past_two_to_the_31(onnx):
+    """An adaptive grid of 70,000 x 70,000 samples per bin (a box far larger than the map):
+    the in-map samples' indices (and ONNX's codes) pass 2^31, where the lane-major kernels
+    cannot keep float32 winners at the values' width; they must keep int64 ones, as the
+    float64 call does: the same winners, and the same gradient where they land."""
+    import pyroi.onnx
+    rng = np.random.default_rng(0)
+    x = rng.permutation(np.arange(1, 16 * 64 + 1)).reshape(1, 16, 8, 8).astype(np.float64)
+    box = np.array([-34996.25, -34995.75, 35003.75, 35004.25])  # exact in float32
+    results = {}
+    for dtype in (np.float64, np.float32):
+        data = x.astype(dtype)
+        if onnx:
+            out, argmax = pyroi.onnx.roi_align(
+                data, box[None].astype(dtype), np.zeros(1, np.int64), mode="max",
+                output_height=1, output_width=1, sampling_ratio=0, spatial_scale=1.0,
+                coordinate_transformation_mode="output_half_pixel", return_argmax=True)
+            grad = pyroi.onnx.roi_align_backward(
+                np.ones_like(out), box[None].astype(dtype), np.zeros(1, np.int64), data.shape,
+                mode="max", argmax=argmax, sampling_ratio=0, spatial_scale=1.0,
+                coordinate_transformation_mode="output_half_pixel")
+        else:
+            rois = np.concatenate([[0.0], box])[None].astype(dtype)
+            out, argmax = pyroi.roi_align(data, rois, 1, 1.0, 0, False, mode="max",
+                                          return_argmax=True)
+            grad = pyroi.roi_align_backward(np.ones_like(out), rois, data.shape, 1.0, 0, False,
+                                            mode="max", argmax=argmax)
+        results[dtype] = argmax, np.argwhere(grad != 0)
+    assert results[np.float64][0].min() > 2 ** 31
+    np.testing.assert_array_equal(results[np.float32][0], results[np.float64][0])
+    np.testing.assert_array_equal(results[np.float32][1], results[np.float64][1])

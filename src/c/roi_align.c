@@ -123,8 +123,8 @@ typedef struct roi_align_forward_tasks {
  * specialised (and vectorised) loop. */
 enum roi_align_reduction { ROI_ALIGN_REDUCE_AVG, ROI_ALIGN_REDUCE_ONNX_MAX, ROI_ALIGN_REDUCE_MAX };
 
-/* mmcv max's winner (a sample index of the RoI, below PYROI_MAX_SAMPLING_GRID < 2^31) in the
- * lane-major kernels: an integer of the value's width, so that it blends with the masks that
+/* A max mode's winner (mmcv's sample index, ONNX's code) in the lane-major kernels where all
+ * of the RoI's fit it: an integer of the value's width, so that it blends with the masks that
  * comparing the values gives. */
 typedef int32_t roi_align_index_f32;
 typedef int64_t roi_align_index_f64;

@@ -241,11 +241,6 @@ static void PYROI_TYPED(roi_align_onnx_max_backward_task)(void *context, int64_t
         end);
 }
 
-/* One offer to an mmcv max bin on a block, per lane: the interpolated value of a sample (the
- * four weighted taps added left to right, as in avg mode; pixels p1..p4 of the block, weights
- * from the row tap ty and the column tap tx) with sample index `index`. It wins if it is the
- * first offer, is larger, or is the first NaN (roi_align_max_offer's rule, as a select), and
- * winner follows. */
 #ifdef PYROI_HAVE_VECTOR_TYPES
 /* Winners as vectors of the values' width: a comparison of two value vectors gives the mask
  * that selects both (scalar lanes compiled to masked stores of each lane, 4.5x the time of
@@ -267,10 +262,16 @@ PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_max_take)(
 }
 #endif
 
+/* One offer to an mmcv max bin on a block, per lane: the interpolated value of a sample (the
+ * four weighted taps added left to right, as in avg mode; pixels p1..p4 of the block, weights
+ * from the row tap ty and the column tap tx) with sample index `index`. It wins if it is the
+ * first offer, is larger, or is the first NaN (roi_align_max_offer's rule, as a select), and
+ * the winner follows: in winner (int64), or with narrow (a constant at each call; every
+ * sample index of the RoI fits roi_align_index) in narrow_winner, by whole vectors. */
 PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_max_sample)(
-    T *PYROI_RESTRICT best, PYROI_TYPED(roi_align_index) *PYROI_RESTRICT winner,
-    const T *block, int64_t width, PYROI_TYPED(axis_tap) ty, PYROI_TYPED(axis_tap) tx,
-    int64_t index, int first)
+    T *PYROI_RESTRICT best, int64_t *PYROI_RESTRICT winner,
+    PYROI_TYPED(roi_align_index) *PYROI_RESTRICT narrow_winner, const T *block, int64_t width,
+    PYROI_TYPED(axis_tap) ty, PYROI_TYPED(axis_tap) tx, int64_t index, int first, int narrow)
 {
     const T w1 = ty.w_lo * tx.w_lo, w2 = ty.w_lo * tx.w_hi;
     const T w3 = ty.w_hi * tx.w_lo, w4 = ty.w_hi * tx.w_hi;
@@ -280,52 +281,65 @@ PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_max_sample)(
     const T *p4 = block + (ty.hi * width + tx.hi) * PYROI_LANES;
     int64_t j;
 #ifdef PYROI_HAVE_VECTOR_TYPES
-    typedef PYROI_TYPED(roi_align_lanes) V;
-    typedef PYROI_TYPED(roi_align_index_lanes) I;
-    for (j = 0; j < PYROI_LANES; j += PYROI_LANES / PYROI_VECTORS) {
-        /* each lane is one channel, evaluated exactly as the scalar loop */
-        const V value = w1 * *(const V *)(p1 + j) + w2 * *(const V *)(p2 + j) +
-                        w3 * *(const V *)(p3 + j) + w4 * *(const V *)(p4 + j);
-        const V old = *(const V *)(best + j);
-        const I take = (I)(value > old) | ((I)(value != value) & (I)(old == old)) |
-                       ((I){0} - (PYROI_TYPED(roi_align_index))(first != 0)); /* first: all */
-        PYROI_TYPED(roi_align_max_take)(best + j, winner + j, value, take,
-                                        (PYROI_TYPED(roi_align_index))index);
+    if (narrow) {
+        typedef PYROI_TYPED(roi_align_lanes) V;
+        typedef PYROI_TYPED(roi_align_index_lanes) I;
+        for (j = 0; j < PYROI_LANES; j += PYROI_LANES / PYROI_VECTORS) {
+            /* each lane is one channel, evaluated exactly as the scalar loop */
+            const V value = w1 * *(const V *)(p1 + j) + w2 * *(const V *)(p2 + j) +
+                            w3 * *(const V *)(p3 + j) + w4 * *(const V *)(p4 + j);
+            const V old = *(const V *)(best + j);
+            const I take = (I)(value > old) | ((I)(value != value) & (I)(old == old)) |
+                           ((I){0} - (PYROI_TYPED(roi_align_index))(first != 0)); /* first: all */
+            PYROI_TYPED(roi_align_max_take)(best + j, narrow_winner + j, value, take,
+                                            (PYROI_TYPED(roi_align_index))index);
+        }
+        return;
     }
-#else
+#endif
     for (j = 0; j < PYROI_LANES; ++j) {
         /* each lane is one channel, evaluated exactly as the scalar loop */
         const T value = w1 * p1[j] + w2 * p2[j] + w3 * p3[j] + w4 * p4[j];
         const int take = first || value > best[j] || (value != value && best[j] == best[j]);
         best[j] = take ? value : best[j];
-        winner[j] = take ? (PYROI_TYPED(roi_align_index))index : winner[j];
+        if (narrow) {
+            narrow_winner[j] = take ? (PYROI_TYPED(roi_align_index))index : narrow_winner[j];
+        } else {
+            winner[j] = take ? index : winner[j];
+        }
     }
-#endif
 }
 
 /* The out-of-map value 0, with sample index `index`, offered to an mmcv max bin per lane. */
 PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_max_zero)(
-    T *PYROI_RESTRICT best, PYROI_TYPED(roi_align_index) *PYROI_RESTRICT winner, int64_t index,
-    int first)
+    T *PYROI_RESTRICT best, int64_t *PYROI_RESTRICT winner,
+    PYROI_TYPED(roi_align_index) *PYROI_RESTRICT narrow_winner, int64_t index, int first,
+    int narrow)
 {
     int64_t j;
 #ifdef PYROI_HAVE_VECTOR_TYPES
-    typedef PYROI_TYPED(roi_align_lanes) V;
-    typedef PYROI_TYPED(roi_align_index_lanes) I;
-    for (j = 0; j < PYROI_LANES; j += PYROI_LANES / PYROI_VECTORS) {
-        const V zero = (V){0};
-        const I take = (I)(zero > *(const V *)(best + j)) |
-                       ((I){0} - (PYROI_TYPED(roi_align_index))(first != 0)); /* first: all */
-        PYROI_TYPED(roi_align_max_take)(best + j, winner + j, zero, take,
-                                        (PYROI_TYPED(roi_align_index))index);
+    if (narrow) {
+        typedef PYROI_TYPED(roi_align_lanes) V;
+        typedef PYROI_TYPED(roi_align_index_lanes) I;
+        for (j = 0; j < PYROI_LANES; j += PYROI_LANES / PYROI_VECTORS) {
+            const V zero = (V){0};
+            const I take = (I)(zero > *(const V *)(best + j)) |
+                           ((I){0} - (PYROI_TYPED(roi_align_index))(first != 0)); /* first: all */
+            PYROI_TYPED(roi_align_max_take)(best + j, narrow_winner + j, zero, take,
+                                            (PYROI_TYPED(roi_align_index))index);
+        }
+        return;
     }
-#else
+#endif
     for (j = 0; j < PYROI_LANES; ++j) {
         const int take = first || (T)0 > best[j];
         best[j] = take ? (T)0 : best[j];
-        winner[j] = take ? (PYROI_TYPED(roi_align_index))index : winner[j];
+        if (narrow) {
+            narrow_winner[j] = take ? (PYROI_TYPED(roi_align_index))index : narrow_winner[j];
+        } else {
+            winner[j] = take ? index : winner[j];
+        }
     }
-#endif
 }
 
 /* best = value > best ? value : best in every lane: the rule of a later offer that is not
@@ -481,10 +495,11 @@ PYROI_CLONE_INLINE int PYROI_TYPED(roi_align_max_roi_values)(
  * the call has no argmax, the argmax of each bin are what roi_align_max_bin gives for the
  * lane's channel: the offers come in the same order (in-map samples row-major, the out-of-map
  * 0 once at its place, which is a row boundary of the in-map samples as in ONNX max mode) and
- * each lane applies the scalar rule. */
-PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_max_roi)(
+ * each lane applies the scalar rule. narrow: the winners are kept as roi_align_index (see
+ * roi_align_max_sample). */
+PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_max_roi_winners)(
     const struct PYROI_TYPED(roi_align_max_job) *max_job, int64_t k, int64_t c0, int64_t lanes,
-    const T *block, T *tile)
+    const T *block, T *tile, int narrow)
 {
     const PYROI_TYPED(roi_align_plan) *plan = max_job->base.plan;
     const int64_t width = max_job->base.map_shape[3];
@@ -497,61 +512,92 @@ PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_max_roi)(
     const int64_t *a = max_job->argmax_strides;
     int64_t ph, pw, r, q, j;
 
-    if (max_job->argmax == NULL &&
-        PYROI_TYPED(roi_align_max_roi_values)(&tables, grid_h, grid_w, block, 1, 1, 1, width,
-                                              pooled_height, pooled_width, tile,
-                                              pooled_height * pooled_width * PYROI_LANES)) {
-        return; /* no winners to keep, no NaN met */
-    }
     for (ph = 0; ph < pooled_height; ++ph) {
         const pyroi_tap_range rr = tables.row_ranges[ph];
         const int64_t rows = rr.end - rr.begin;
         for (pw = 0; pw < pooled_width; ++pw) {
             const pyroi_tap_range cr = tables.col_ranges[pw];
             T *best = tile + (ph * pooled_width + pw) * PYROI_LANES;
-            PYROI_TYPED(roi_align_index) winner[PYROI_LANE_BYTES / sizeof(T)];
+            int64_t winner[PYROI_LANE_BYTES / sizeof(T)];
+            PYROI_TYPED(roi_align_index) narrow_winner[PYROI_LANE_BYTES / sizeof(T)];
             int64_t outside, zero_rows;
             if (grid_h * grid_w <= 0) { /* empty bin: 0, argmax -1 */
                 for (j = 0; j < PYROI_LANES; ++j) {
                     best[j] = (T)0;
                     winner[j] = -1;
+                    narrow_winner[j] = -1;
                 }
             } else {
                 /* the 0 after zero_rows rows of in-map samples; -1: no sample is outside */
                 outside = PYROI_TYPED(roi_align_first_outside)(rr, cr, grid_h, grid_w);
                 zero_rows = outside < 0 ? -1 : outside == 0 ? 0 : outside < grid_w ? 1 : rows;
                 if (zero_rows == 0) {
-                    PYROI_TYPED(roi_align_max_zero)(best, winner, outside, 1);
+                    PYROI_TYPED(roi_align_max_zero)(best, winner, narrow_winner, outside, 1,
+                                                    narrow);
                 }
                 for (r = rr.begin; r < rr.end; ++r) {
                     const PYROI_TYPED(axis_tap) ty = tables.row_taps[r];
                     const int64_t row_index = (rr.first_sample + (r - rr.begin)) * grid_w +
                                               cr.first_sample - cr.begin;
                     if (zero_rows > 0 && r - rr.begin == zero_rows) {
-                        PYROI_TYPED(roi_align_max_zero)(best, winner, outside, 0);
+                        PYROI_TYPED(roi_align_max_zero)(best, winner, narrow_winner, outside, 0,
+                                                    narrow);
                     }
                     q = cr.begin;
                     if (r == rr.begin && zero_rows != 0) { /* the first offer */
-                        PYROI_TYPED(roi_align_max_sample)(best, winner, block, width, ty,
-                                                          tables.col_taps[q], row_index + q, 1);
+                        PYROI_TYPED(roi_align_max_sample)(best, winner, narrow_winner, block,
+                                                          width, ty, tables.col_taps[q],
+                                                          row_index + q, 1, narrow);
                         ++q;
                     }
                     for (; q < cr.end; ++q) {
-                        PYROI_TYPED(roi_align_max_sample)(best, winner, block, width, ty,
-                                                          tables.col_taps[q], row_index + q, 0);
+                        PYROI_TYPED(roi_align_max_sample)(best, winner, narrow_winner, block,
+                                                          width, ty, tables.col_taps[q],
+                                                          row_index + q, 0, narrow);
                     }
                 }
                 if (zero_rows > 0 && zero_rows == rows) { /* after every in-map sample */
-                    PYROI_TYPED(roi_align_max_zero)(best, winner, outside, 0);
+                    PYROI_TYPED(roi_align_max_zero)(best, winner, narrow_winner, outside, 0,
+                                                    narrow);
                 }
             }
             if (max_job->argmax != NULL) {
                 int64_t *out = max_job->argmax + k * a[0] + c0 * a[1] + ph * a[2] + pw * a[3];
                 for (j = 0; j < lanes; ++j) {
-                    out[j * a[1]] = winner[j];
+                    out[j * a[1]] = narrow ? narrow_winner[j] : winner[j];
                 }
             }
         }
+    }
+}
+
+/* mmcv max of RoI k on a block of channels [c0, c0 + lanes): the values alone where the call
+ * has no argmax and no lane met a NaN (roi_align_max_roi_values), else with winners. */
+PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_max_roi)(
+    const struct PYROI_TYPED(roi_align_max_job) *max_job, int64_t k, int64_t c0, int64_t lanes,
+    const T *block, T *tile)
+{
+    const PYROI_TYPED(roi_align_plan) *plan = max_job->base.plan;
+    const int64_t grid_w = max_job->grid_w[k];
+    const int64_t grid_h = grid_w > 0 ? plan->samples[k] / grid_w : 0;
+    if (max_job->argmax == NULL) {
+        const PYROI_TYPED(roi_align_tap_tables) tables = PYROI_TYPED(roi_align_tap_tables_of)(
+            plan, k, max_job->base.params->pooled_height);
+        if (PYROI_TYPED(roi_align_max_roi_values)(
+                &tables, grid_h, grid_w, block, 1, 1, 1, max_job->base.map_shape[3],
+                max_job->base.params->pooled_height, max_job->base.params->pooled_width, tile,
+                max_job->base.params->pooled_height * max_job->base.params->pooled_width *
+                    PYROI_LANES)) {
+            return; /* no winners to keep, no NaN met */
+        }
+    }
+    /* sample indices of the value's width where all of the RoI's fit (an adaptive grid of
+     * 2^31 samples per bin or more keeps int64 winners) */
+    if (sizeof(PYROI_TYPED(roi_align_index)) == sizeof(int64_t) ||
+        plan->samples[k] <= INT32_MAX) {
+        PYROI_TYPED(roi_align_max_roi_winners)(max_job, k, c0, lanes, block, tile, 1);
+    } else {
+        PYROI_TYPED(roi_align_max_roi_winners)(max_job, k, c0, lanes, block, tile, 0);
     }
 }
 
