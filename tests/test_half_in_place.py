@@ -564,3 +564,87 @@ def test_backward_regions_need_no_float32_chunks():
                                         textwrap.dedent(_REGION_PROGRAM)))
              for dtype in ("float32", "float16")}
     assert extra["float16"] <= extra["float32"] + (1 << 20), extra
+
+
+# ---- the max backwards (mmcv's, ONNX's): one channel at a time in float32 planes -----------
+
+def _max_backward(x, boxes, grad, argmax, onnx, out=None, threads=1):
+    """The max backward of the forward's winners, as mmcv's or ONNX's."""
+    if onnx:
+        return pyroi.onnx.roi_align_backward(
+            grad, np.ascontiguousarray(boxes[:, 1:]), boxes[:, 0].astype(np.int64), x.shape,
+            mode="max", argmax=argmax, sampling_ratio=2, spatial_scale=0.5, out=out,
+            num_threads=threads)
+    return pyroi.roi_align_backward(grad, boxes, x.shape, 0.5, 2, True, mode="max",
+                                    argmax=argmax, out=out, num_threads=threads)
+
+
+@pytest.mark.parametrize("onnx", [False, True], ids=["mmcv", "onnx"])
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_max_backwards_are_rounded_float32(onnx, threads):
+    """Each pixel's float32 sum of the widened gradients, in the float32 call's order, rounded
+    once: also into a channel-strided, row-padded grad_input (nothing else written) and from
+    a channels-last gradient; overlapping boxes, boxes off the map, sums past 65504."""
+    rng = np.random.default_rng(60 + threads)
+    x = (rng.standard_normal((2, 19, 23, 29)) * 4).astype(np.float16)
+    corner = rng.uniform(-10, 50, (70, 2))
+    boxes = np.concatenate([rng.integers(0, 2, (70, 1)), corner,
+                            corner + rng.uniform(1, 40, (70, 2))], axis=1).astype(np.float32)
+    boxes[1, 1:] = boxes[0, 1:]  # a box twice
+    if onnx:
+        _, argmax = pyroi.onnx.roi_align(
+            x, np.ascontiguousarray(boxes[:, 1:]), boxes[:, 0].astype(np.int64), mode="max",
+            output_height=3, output_width=4, sampling_ratio=2, spatial_scale=0.5,
+            return_argmax=True)
+    else:
+        _, argmax = pyroi.roi_align(x, boxes, (3, 4), 0.5, 2, True, mode="max",
+                                    return_argmax=True)
+    grad = (rng.standard_normal(argmax.shape) * 3).astype(np.float16)
+    grad[0, 0] = 60000.0  # the same pixel twice: past float16's largest, infinity
+    single = _max_backward(x.astype(np.float32), boxes, grad.astype(np.float32), argmax, onnx)
+    with np.errstate(over="ignore"):
+        expected = single.astype(np.float16)
+    got = _max_backward(x, boxes, grad, argmax, onnx, threads=threads)
+    np.testing.assert_array_equal(got.view(np.uint16), expected.view(np.uint16))
+    outer = np.full((2, 38, 23, 32), np.float16(7.0))
+    view = outer[:, ::2, :, :29]
+    grad_nhwc = np.ascontiguousarray(grad.transpose(0, 2, 3, 1)).transpose(0, 3, 1, 2)
+    _max_backward(x, boxes, grad_nhwc, argmax, onnx, out=view, threads=threads)
+    np.testing.assert_array_equal(view.view(np.uint16), expected.view(np.uint16))
+    assert np.all(outer[:, 1::2] == 7.0) and np.all(outer[:, :, :, 29:] == 7.0)
+
+
+_MAX_BACKWARD_PROGRAM = """
+    import pyroi.onnx
+    rng = np.random.default_rng(0)
+    m = rng.standard_normal((1, 64, 256, 256), dtype=np.float32).astype(DTYPE)
+    boxes = np.concatenate([np.zeros((400, 1)), rng.uniform(0, 800, (400, 2)),
+                            rng.uniform(200, 1024, (400, 2))], axis=1).astype(np.float32)
+    boxes[:, 3:] = np.maximum(boxes[:, 1:3], boxes[:, 3:])
+    rois, images = np.ascontiguousarray(boxes[:, 1:]), np.zeros(400, np.int64)
+    onnx = dict(mode="max", sampling_ratio=2, spatial_scale=0.25, num_threads=1)
+    _, winners = pyroi.roi_align(m, boxes, 7, 0.25, 2, True, mode="max", return_argmax=True)
+    _, codes = pyroi.onnx.roi_align(m, rois, images, output_height=7, output_width=7,
+                                    return_argmax=True, **onnx)
+    grad = np.ones(winners.shape, m.dtype)
+    out = np.ones(m.shape, m.dtype)
+    print("max", extra_peak(lambda: pyroi.roi_align_backward(
+        grad, boxes, m.shape, 0.25, 2, True, mode="max", argmax=winners, out=out,
+        num_threads=1))[0])
+    print("onnx_max", extra_peak(lambda: pyroi.onnx.roi_align_backward(
+        grad, rois, images, m.shape, argmax=codes, out=out, **onnx))[0])
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/self/status")
+def test_max_backwards_need_no_float32_chunks():
+    # one channel's float32 planes (256 KiB here) instead of chunks of 16 channels of
+    # grad_input and of the gradients (4.8 MiB more before)
+    extra = {}
+    for dtype in ("float32", "float16"):
+        output = peak_memory.run(f"DTYPE = np.{dtype}\n" +
+                                 textwrap.dedent(_MAX_BACKWARD_PROGRAM))
+        extra.update({(line.split()[0], dtype): int(line.split()[1])
+                      for line in output.split("\n") if line})
+    for call in ("max", "onnx_max"):
+        assert extra[call, "float16"] <= extra[call, "float32"] + (1 << 20), extra

@@ -577,6 +577,23 @@ static pyroi_status half_roi_align_onnx_max_forward_whole(const half_call *c, in
         (int64_t *)(void *)c->argmax, c->argmax_strides, HALF_PARAMS(roi_align, c), taken);
 }
 
+/* RoIAlign's max backwards (mmcv's, ONNX's) likewise, into float32 planes of one channel. */
+static pyroi_status half_roi_align_max_backward_whole(const half_call *c, int *taken)
+{
+    return pyroi_roi_align_max_backward_half(
+        0, c->pooled, c->pooled_strides, (const int64_t *)(const void *)c->argmax,
+        c->argmax_strides, HALF_ROIS(c), c->map, c->map_shape, c->map_strides,
+        HALF_PARAMS(roi_align, c), taken);
+}
+
+static pyroi_status half_roi_align_onnx_max_backward_whole(const half_call *c, int *taken)
+{
+    return pyroi_roi_align_max_backward_half(
+        1, c->pooled, c->pooled_strides, (const int64_t *)(const void *)c->argmax,
+        c->argmax_strides, HALF_ROIS(c), c->map, c->map_shape, c->map_strides,
+        HALF_PARAMS(roi_align, c), taken);
+}
+
 /* RoIPool's forward likewise where its lane-major orders run (roi_pool_half.h). */
 static pyroi_status half_roi_pool_forward_whole(const half_call *c, int *taken)
 {
@@ -597,7 +614,8 @@ HALF_FORWARD(roi_align_max_forward, roi_align, 4, 0, HALF_ARGMAX_OUT_PARAMETERS,
              HALF_ARGMAX_ARGUMENTS, HALF_FORWARD_ARGMAX_ARGS(roi_align),
              half_roi_align_max_forward_whole)
 HALF_BACKWARD(roi_align_max_backward, roi_align, 4, 0, HALF_ARGMAX_IN_PARAMETERS,
-              HALF_ARGMAX_ARGUMENTS, HALF_BACKWARD_ARGMAX_ARGS(roi_align), NULL)
+              HALF_ARGMAX_ARGUMENTS, HALF_BACKWARD_ARGMAX_ARGS(roi_align),
+              half_roi_align_max_backward_whole)
 HALF_FORWARD(roi_align_onnx_max_forward, roi_align, 4, 0, HALF_NO_ARGMAX_PARAMETERS,
              HALF_NO_ARGMAX_ARGUMENTS, HALF_FORWARD_ARGS(roi_align),
              half_roi_align_onnx_max_forward_whole)
@@ -605,7 +623,8 @@ HALF_FORWARD(roi_align_onnx_max_forward_argmax, roi_align, 4, 0, HALF_ARGMAX_OUT
              HALF_ARGMAX_ARGUMENTS, HALF_FORWARD_ARGMAX_ARGS(roi_align),
              half_roi_align_onnx_max_forward_whole)
 HALF_BACKWARD(roi_align_onnx_max_backward, roi_align, 4, 0, HALF_ARGMAX_IN_PARAMETERS,
-              HALF_ARGMAX_ARGUMENTS, HALF_BACKWARD_ARGMAX_ARGS(roi_align), NULL)
+              HALF_ARGMAX_ARGUMENTS, HALF_BACKWARD_ARGMAX_ARGS(roi_align),
+              half_roi_align_onnx_max_backward_whole)
 HALF_FORWARD(roi_pool_forward, roi_pool, 4, 0, HALF_ARGMAX_OUT_PARAMETERS,
              HALF_ARGMAX_ARGUMENTS, HALF_FORWARD_ARGMAX_ARGS(roi_pool),
              half_roi_pool_forward_whole)

@@ -212,6 +212,20 @@ pyroi_status pyroi_roi_align_backward_half(const uint16_t *grad_output,
                                      params, taken);
 }
 
+pyroi_status pyroi_roi_align_max_backward_half(
+    int onnx, const uint16_t *grad_output, const int64_t grad_output_strides[4],
+    const int64_t *argmax, const int64_t argmax_strides[4], const float *boxes,
+    int64_t num_rois, int64_t box_row_stride, const int64_t *batch_indices,
+    uint16_t *grad_input, const int64_t grad_input_shape[4],
+    const int64_t grad_input_strides[4], const pyroi_roi_align_params *params, int *taken)
+{
+    const roi_align_half_backward_f32 half = {grad_output, grad_input, taken};
+    return roi_align_max_like_backward_f32(
+        NULL, grad_output_strides, argmax, argmax_strides, onnx ? 4 : 1, boxes, num_rois,
+        box_row_stride, batch_indices, NULL, grad_input_shape, grad_input_strides, params,
+        onnx ? roi_align_onnx_max_backward_task_f32 : roi_align_max_backward_task_f32, &half);
+}
+
 pyroi_status pyroi_roi_align_max_forward_half(
     int onnx, const uint16_t *input, const int64_t input_shape[4],
     const int64_t input_strides[4], const float *boxes, int64_t num_rois,

@@ -54,6 +54,17 @@ pyroi_status pyroi_roi_align_max_forward_half(
     const int64_t output_strides[4], int64_t *argmax, const int64_t argmax_strides[4],
     const pyroi_roi_align_params *params, int *taken);
 
+/* The max backwards likewise (onnx: ONNX's, else mmcv's; argmax int64 as the forward wrote
+ * it): one channel at a time, each worker's float32 planes of that channel (every image's)
+ * receive the widened gradients and are rounded once into grad_input. Where the planes cannot
+ * be had, *taken is 0 and nothing was written. */
+pyroi_status pyroi_roi_align_max_backward_half(
+    int onnx, const uint16_t *grad_output, const int64_t grad_output_strides[4],
+    const int64_t *argmax, const int64_t argmax_strides[4], const float *boxes,
+    int64_t num_rois, int64_t box_row_stride, const int64_t *batch_indices,
+    uint16_t *grad_input, const int64_t grad_input_shape[4],
+    const int64_t grad_input_strides[4], const pyroi_roi_align_params *params, int *taken);
+
 /* The multi-level RoIAlign (roi_align_levels.c) likewise, level by level: each level's RoIs
  * run as pyroi_roi_align_rows_half, the maps and the pooled tensor float16 in place. Every
  * level's order is found before anything is written: when one level would take an order

@@ -140,11 +140,16 @@ static inline void PYROI_TYPED(roi_align_max_prefetch_bins)(
     }
     for (ph = 0; ph < job->params->pooled_height; ++ph) {
         const int64_t *codes = max_job->argmax_const + k * a[0] + c * a[1] + ph * a[2];
-        const T *grads = job->features + k * g[0] + c * g[1] + ph * g[2];
+        const int64_t grad = k * g[0] + c * g[1] + ph * g[2];
         PYROI_PREFETCH(codes);
         PYROI_PREFETCH(codes + last_pw * a[3]);
-        PYROI_PREFETCH(grads);
-        PYROI_PREFETCH(grads + last_pw * g[3]);
+        if (job->half_features != NULL) {
+            PYROI_PREFETCH(job->half_features + grad);
+            PYROI_PREFETCH(job->half_features + grad + last_pw * g[3]);
+        } else {
+            PYROI_PREFETCH(job->features + grad);
+            PYROI_PREFETCH(job->features + grad + last_pw * g[3]);
+        }
     }
 }
 
@@ -152,10 +157,13 @@ static inline void PYROI_TYPED(roi_align_max_prefetch_bins)(
  * every image stay in cache): zero them, then send each bin's gradient where its winner says,
  * RoI by RoI and bin by bin in order, so every pixel sees the same additions whatever the
  * channel split. The reduction (a constant of each task) says how a winner code names a
- * sample (mmcv: the sample; ONNX: 4 * sample + tap) and which rule sends the gradient. */
+ * sample (mmcv: the sample; ONNX: 4 * sample + tap) and which rule sends the gradient. A
+ * float16 call (job half_features, half_result) widens each gradient as it is read and adds
+ * into the worker's float32 planes (scratch: every image's plane of the channel), rounded
+ * once into grad_input when the channel is done. */
 PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_max_like_backward_channels)(
     const PYROI_TYPED(roi_align_max_job) *max_job, enum roi_align_reduction reduction,
-    int64_t begin, int64_t end)
+    int64_t begin, int64_t end, int worker)
 {
     const int64_t codes = reduction == ROI_ALIGN_REDUCE_ONNX_MAX ? 4 : 1; /* per sample */
     const PYROI_TYPED(roi_align_job) *job = &max_job->base;
@@ -165,11 +173,18 @@ PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_max_like_backward_channels)(
     const int64_t *shape = job->map_shape;
     const int64_t pooled_height = job->params->pooled_height;
     const int64_t pooled_width = job->params->pooled_width;
-    int64_t k, c, ph, pw;
+    /* a float16 call's float32 planes: image n's plane of the channel at n * H * W */
+    T *planes = job->half_result != NULL ? job->scratch + worker * job->scratch_stride : NULL;
+    const int64_t plane_pixels = shape[2] * shape[3];
+    const int64_t plane_strides[4] = {plane_pixels, 0, shape[3], 1};
+    const int64_t *to_strides = planes != NULL ? plane_strides : gi_strides;
+    int64_t k, c, ph, pw, n, h;
 
     for (c = begin; c < end; ++c) {
-        if (pyroi_zero_channels(job->result, sizeof(T), shape, gi_strides, c, c + 1,
-                                job->params->cancel)) {
+        if (planes != NULL) {
+            memset(planes, 0, (size_t)(shape[0] * plane_pixels) * sizeof(T));
+        } else if (pyroi_zero_channels(job->result, sizeof(T), shape, gi_strides, c, c + 1,
+                                       job->params->cancel)) {
             return;
         }
         for (k = 0; k < plan->num_rois; ++k) {
@@ -177,7 +192,10 @@ PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_max_like_backward_channels)(
                 PYROI_TYPED(roi_align_tap_tables_of)(plan, k, pooled_height);
             const int64_t grid_w = max_job->grid_w[k];
             const double inverse_grid_w = 1.0 / (double)grid_w;
-            T *plane = job->result + job->batch_indices[k] * gi_strides[0] + c * gi_strides[1];
+            T *plane = planes != NULL
+                           ? planes + job->batch_indices[k] * plane_pixels
+                           : job->result + job->batch_indices[k] * gi_strides[0] +
+                                 c * gi_strides[1];
             if (k % 8 == 0 && pyroi_cancel_requested(job->params->cancel)) {
                 break; /* the channel's planes are zero; the call ends at the next chunk */
             }
@@ -195,13 +213,16 @@ PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_max_like_backward_channels)(
                     const int64_t code =
                         max_job->argmax_const[k * a[0] + c * a[1] + ph * a[2] + pw * a[3]];
                     const PYROI_TYPED(axis_tap) *ty = NULL, *tx = NULL;
-                    int64_t iy, ix;
+                    int64_t iy, ix, at;
                     T g;
                     if (code < 0 || code / codes >= plan->samples[k]) {
                         continue; /* -1: an empty bin */
                     }
-                    g = job->features[k * go_strides[0] + c * go_strides[1] +
-                                      ph * go_strides[2] + pw * go_strides[3]];
+                    at = k * go_strides[0] + c * go_strides[1] + ph * go_strides[2] +
+                         pw * go_strides[3];
+                    g = job->half_features != NULL
+                            ? (T)pyroi_half_to_float(job->half_features[at]) /* exact */
+                            : job->features[at];
                     iy = code / codes;
                     ix = pyroi_divide_index(iy, grid_w, inverse_grid_w, &iy);
                     iy -= rr.first_sample;
@@ -212,13 +233,23 @@ PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_max_like_backward_channels)(
                     } /* else an out-of-map sample won: NULL taps */
                     if (reduction == ROI_ALIGN_REDUCE_ONNX_MAX) {
                         PYROI_TYPED(roi_align_onnx_max_bin_gradient)(
-                            plane, gi_strides[2], gi_strides[3], ty, tx, code % codes, g);
+                            plane, to_strides[2], to_strides[3], ty, tx, code % codes, g);
                     } else {
-                        PYROI_TYPED(roi_align_max_bin_gradient)(plane, gi_strides[2],
-                                                                gi_strides[3], ty, tx,
+                        PYROI_TYPED(roi_align_max_bin_gradient)(plane, to_strides[2],
+                                                                to_strides[3], ty, tx,
                                                                 code % codes, g);
                     }
                 }
+            }
+        }
+        for (n = 0; planes != NULL && sizeof(T) == sizeof(float) && n < shape[0]; ++n) {
+            /* each sum rounded once (only float32 jobs have float16 tensors) */
+            for (h = 0; h < shape[2]; ++h) {
+                pyroi_half_round_run(
+                    (const float *)(const void *)(planes + n * plane_pixels + h * shape[3]),
+                    shape[3],
+                    job->half_result + n * gi_strides[0] + c * gi_strides[1] + h * gi_strides[2],
+                    gi_strides[3]);
             }
         }
     }
@@ -227,18 +258,17 @@ PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_max_like_backward_channels)(
 static void PYROI_TYPED(roi_align_max_backward_task)(void *context, int64_t begin, int64_t end,
                                                      int worker)
 {
-    (void)worker;
     PYROI_TYPED(roi_align_max_like_backward_channels)(
-        (const PYROI_TYPED(roi_align_max_job) *)context, ROI_ALIGN_REDUCE_MAX, begin, end);
+        (const PYROI_TYPED(roi_align_max_job) *)context, ROI_ALIGN_REDUCE_MAX, begin, end,
+        worker);
 }
 
 static void PYROI_TYPED(roi_align_onnx_max_backward_task)(void *context, int64_t begin,
                                                           int64_t end, int worker)
 {
-    (void)worker;
     PYROI_TYPED(roi_align_max_like_backward_channels)(
         (const PYROI_TYPED(roi_align_max_job) *)context, ROI_ALIGN_REDUCE_ONNX_MAX, begin,
-        end);
+        end, worker);
 }
 
 #ifdef PYROI_HAVE_VECTOR_TYPES
@@ -806,6 +836,20 @@ pyroi_status PYROI_TYPED(pyroi_roi_align_max_forward)(
         output, output_strides, argmax, argmax_strides, 1, params, &tasks, NULL);
 }
 
+/* The float16 tensors of a max backward run in place (pyroi_roi_align_max_backward_half): *taken
+ * 0 where the float32 planes cannot be had (the caller then runs chunks), else 1. */
+typedef struct PYROI_TYPED(roi_align_half_backward) {
+    const uint16_t *grad_output;
+    uint16_t *grad_input;
+    int *taken;
+} PYROI_TYPED(roi_align_half_backward);
+
+/* Most bytes of float32 planes a float16 max backward maps for its workers (one channel of
+ * every image each; more and it runs in chunks). */
+#ifndef ROI_ALIGN_MAX_HALF_PLANES_BYTES
+#define ROI_ALIGN_MAX_HALF_PLANES_BYTES ((double)(256 << 20))
+#endif
+
 /* The backward of both max reductions: validation (each argmax -1 or one of the
  * codes_per_sample * samples codes of its bin, as the forward wrote them), plan, then task
  * over the channels (the reduction's: mmcv's below, ONNX's in
@@ -816,17 +860,24 @@ static pyroi_status PYROI_TYPED(roi_align_max_like_backward)(
     const T *boxes, int64_t num_rois, int64_t box_row_stride,
     const int64_t *batch_indices,
     T *grad_input, const int64_t grad_input_shape[4], const int64_t grad_input_strides[4],
-    const pyroi_roi_align_params *params, pyroi_range_task task)
+    const pyroi_roi_align_params *params, pyroi_range_task task,
+    const PYROI_TYPED(roi_align_half_backward) *half)
 {
     PYROI_TYPED(roi_align_max_job) job;
     PYROI_TYPED(roi_align_plan) plan;
     int64_t *grid_w = NULL;
+    T *planes = NULL;
     int64_t k, c, ph, pw;
     int workers, planned;
     pyroi_status status = PYROI_TYPED(roi_align_check_and_plan)(
-        &plan, 1, grad_input, grad_input_shape, grad_input_strides, grad_output,
+        &plan, 1, half != NULL ? (const void *)half->grad_input : (const void *)grad_input,
+        grad_input_shape, grad_input_strides,
+        half != NULL ? (const void *)half->grad_output : (const void *)grad_output,
         grad_output_strides, argmax, argmax_strides, 1, boxes, num_rois, box_row_stride,
         batch_indices, params, NULL, &planned);
+    if (half != NULL) {
+        *half->taken = 1;
+    }
     if (!planned) {
         return status;
     }
@@ -863,9 +914,29 @@ static pyroi_status PYROI_TYPED(roi_align_max_like_backward)(
             (double)num_rois * (double)params->pooled_height * (double)params->pooled_width;
         workers = pyroi_parallel_workers(params->num_threads, grad_input_shape[1],
                                          work_per_channel);
-        status = pyroi_parallel_for(workers, grad_input_shape[1], work_per_channel,
-                                    params->cancel, task, &job);
+        if (half != NULL) {
+            /* each worker's float32 planes of one channel: the chunks where they cannot be
+             * had (nothing read or written yet) */
+            const double plane_elements = (double)grad_input_shape[0] *
+                                          (double)grad_input_shape[2] *
+                                          (double)grad_input_shape[3];
+            job.base.half_features = half->grad_output;
+            job.base.half_result = half->grad_input;
+            job.base.scratch_stride = (int64_t)plane_elements;
+            planes = plane_elements * (double)workers * sizeof(T) <=
+                             (double)ROI_ALIGN_MAX_HALF_PLANES_BYTES
+                         ? (T *)pyroi_aligned_malloc((size_t)plane_elements *
+                                                     (size_t)workers * sizeof(T))
+                         : NULL;
+            job.base.scratch = planes;
+            *half->taken = planes != NULL;
+        }
+        if (half == NULL || *half->taken) {
+            status = pyroi_parallel_for(workers, grad_input_shape[1], work_per_channel,
+                                        params->cancel, task, &job);
+        }
     }
+    pyroi_aligned_free(planes);
     free(grid_w);
     PYROI_TYPED(roi_align_plan_free)(&plan);
     return status;
@@ -882,5 +953,5 @@ pyroi_status PYROI_TYPED(pyroi_roi_align_max_backward)(
     return PYROI_TYPED(roi_align_max_like_backward)(
         grad_output, grad_output_strides, argmax, argmax_strides, 1, boxes, num_rois,
         box_row_stride, batch_indices, grad_input, grad_input_shape, grad_input_strides, params,
-        PYROI_TYPED(roi_align_max_backward_task));
+        PYROI_TYPED(roi_align_max_backward_task), NULL);
 }

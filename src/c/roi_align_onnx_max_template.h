@@ -432,5 +432,5 @@ pyroi_status PYROI_TYPED(pyroi_roi_align_onnx_max_backward)(
     return PYROI_TYPED(roi_align_max_like_backward)(
         grad_output, grad_output_strides, argmax, argmax_strides, 4, boxes, num_rois,
         box_row_stride, batch_indices, grad_input, grad_input_shape, grad_input_strides, params,
-        PYROI_TYPED(roi_align_onnx_max_backward_task));
+        PYROI_TYPED(roi_align_onnx_max_backward_task), NULL);
 }
