@@ -264,7 +264,8 @@ def test_calls_need_no_float32_chunks():
         assert extra[call, "float16"] <= extra[call, "float32"] + (1 << 20), extra
 
 
-_MAX_PROGRAM = """
+# the max calls' case: a 64-channel map of 256 x 256, 400 boxes (DTYPE set by the caller)
+_MAX_CASE = """
     import pyroi.onnx
     rng = np.random.default_rng(0)
     m = rng.standard_normal((1, 64, 256, 256), dtype=np.float32).astype(DTYPE)
@@ -272,6 +273,9 @@ _MAX_PROGRAM = """
                             rng.uniform(200, 1024, (400, 2))], axis=1).astype(np.float32)
     boxes[:, 3:] = np.maximum(boxes[:, 1:3], boxes[:, 3:])
     rois, images = np.ascontiguousarray(boxes[:, 1:]), np.zeros(400, np.int64)
+"""
+
+_MAX_PROGRAM = _MAX_CASE + """
     onnx = dict(mode="max", output_height=7, output_width=7, sampling_ratio=2,
                 spatial_scale=0.25, num_threads=1)
     out = np.ones((400, 64, 7, 7), m.dtype)
@@ -614,14 +618,7 @@ def test_max_backwards_are_rounded_float32(onnx, threads):
     assert np.all(outer[:, 1::2] == 7.0) and np.all(outer[:, :, :, 29:] == 7.0)
 
 
-_MAX_BACKWARD_PROGRAM = """
-    import pyroi.onnx
-    rng = np.random.default_rng(0)
-    m = rng.standard_normal((1, 64, 256, 256), dtype=np.float32).astype(DTYPE)
-    boxes = np.concatenate([np.zeros((400, 1)), rng.uniform(0, 800, (400, 2)),
-                            rng.uniform(200, 1024, (400, 2))], axis=1).astype(np.float32)
-    boxes[:, 3:] = np.maximum(boxes[:, 1:3], boxes[:, 3:])
-    rois, images = np.ascontiguousarray(boxes[:, 1:]), np.zeros(400, np.int64)
+_MAX_BACKWARD_PROGRAM = _MAX_CASE + """
     onnx = dict(mode="max", sampling_ratio=2, spatial_scale=0.25, num_threads=1)
     _, winners = pyroi.roi_align(m, boxes, 7, 0.25, 2, True, mode="max", return_argmax=True)
     _, codes = pyroi.onnx.roi_align(m, rois, images, output_height=7, output_width=7,
