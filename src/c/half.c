@@ -22,6 +22,7 @@
 #include "cpu.h"
 #include "parallel.h"
 #include "roi_align_half.h"
+#include "roi_align_rotated_half.h"
 #include "roi_pool_half.h"
 #include "validate.h"
 
@@ -146,6 +147,24 @@ void pyroi_half_widen_run(const uint16_t *from, int64_t step, int64_t count, flo
     }
 #endif
     half_widen(from + done * step, step, count - done, wide + done);
+}
+
+void pyroi_half_round_planes(const float *wide, int64_t count, int64_t height, int64_t width,
+                             uint16_t *to, const int64_t strides[4])
+{
+    const int64_t pixels = height * width;
+    const int rows_packed = strides[3] == 1 && strides[2] == width;
+    int64_t i, h;
+    if (rows_packed && strides[1] == pixels) { /* the planes one run */
+        pyroi_half_round_run(wide, count * pixels, to, 1);
+        return;
+    }
+    for (i = 0; i < count; ++i) {
+        for (h = 0; h < (rows_packed ? 1 : height); ++h) {
+            pyroi_half_round_run(wide + i * pixels + h * width, rows_packed ? pixels : width,
+                                 to + i * strides[1] + h * strides[2], strides[3]);
+        }
+    }
 }
 
 /* the conversions dispatch on the CPU themselves (pyroi_half_widen_run, _round_run) */
@@ -594,6 +613,22 @@ static pyroi_status half_roi_align_onnx_max_backward_whole(const half_call *c, i
         HALF_PARAMS(roi_align, c), taken);
 }
 
+/* Rotated RoIAlign's forward and backward likewise, within their scratch bounds
+ * (roi_align_rotated_half.h). */
+static pyroi_status half_roi_align_rotated_forward_whole(const half_call *c, int *taken)
+{
+    return pyroi_roi_align_rotated_forward_half(c->map, c->map_shape, c->map_strides,
+                                                HALF_ROIS(c), c->pooled, c->pooled_strides,
+                                                HALF_PARAMS(roi_align_rotated, c), taken);
+}
+
+static pyroi_status half_roi_align_rotated_backward_whole(const half_call *c, int *taken)
+{
+    return pyroi_roi_align_rotated_backward_half(c->pooled, c->pooled_strides, HALF_ROIS(c),
+                                                 c->map, c->map_shape, c->map_strides,
+                                                 HALF_PARAMS(roi_align_rotated, c), taken);
+}
+
 /* RoIPool's forward likewise where its lane-major orders run (roi_pool_half.h). */
 static pyroi_status half_roi_pool_forward_whole(const half_call *c, int *taken)
 {
@@ -640,9 +675,11 @@ HALF_FORWARD(ps_roi_pool_forward, ps_roi_pool, 4, 1, HALF_NO_ARGMAX_PARAMETERS,
 HALF_BACKWARD(ps_roi_pool_backward, ps_roi_pool, 4, 1, HALF_NO_ARGMAX_PARAMETERS,
               HALF_NO_ARGMAX_ARGUMENTS, HALF_BACKWARD_ARGS(ps_roi_pool), NULL)
 HALF_FORWARD(roi_align_rotated_forward, roi_align_rotated, 5, 0, HALF_NO_ARGMAX_PARAMETERS,
-             HALF_NO_ARGMAX_ARGUMENTS, HALF_FORWARD_ARGS(roi_align_rotated), NULL)
+             HALF_NO_ARGMAX_ARGUMENTS, HALF_FORWARD_ARGS(roi_align_rotated),
+             half_roi_align_rotated_forward_whole)
 HALF_BACKWARD(roi_align_rotated_backward, roi_align_rotated, 5, 0, HALF_NO_ARGMAX_PARAMETERS,
-              HALF_NO_ARGMAX_ARGUMENTS, HALF_BACKWARD_ARGS(roi_align_rotated), NULL)
+              HALF_NO_ARGMAX_ARGUMENTS, HALF_BACKWARD_ARGS(roi_align_rotated),
+              half_roi_align_rotated_backward_whole)
 
 /* RoIPool's backward from an argmax likewise where its image blocks run (roi_pool_half.h). */
 static pyroi_status half_roi_pool_backward_whole(const half_call *c, int *taken)

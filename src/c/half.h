@@ -84,4 +84,11 @@ void pyroi_half_round_stream(const float *wide, int64_t count, uint16_t *to);
  * has it and step is 1). Defined in half.c. */
 void pyroi_half_widen_run(const uint16_t *from, int64_t step, int64_t count, float *wide);
 
+/* Rounds count planes of height x width contiguous float32 values (plane i at
+ * wide + i * height * width) each once into the float16 planes at to + i * strides[1], rows
+ * strides[2] and columns strides[3] apart (pyroi_half_round_run over runs as long as both
+ * layouts allow). Defined in half.c. */
+void pyroi_half_round_planes(const float *wide, int64_t count, int64_t height, int64_t width,
+                             uint16_t *to, const int64_t strides[4]);
+
 #endif /* PYROI_HALF_H */
