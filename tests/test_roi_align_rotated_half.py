@@ -1,5 +1,6 @@
 """float16 rotated RoIAlign read and written in place: the forward widens each tap of the
-float16 map as it reads it and rounds each bin once from a float32 tile; the backward records
+float16 map as it reads it (F16C; without it the forward runs in chunks) and rounds each bin
+once from a float32 tile; the backward records
 every RoI's samples once, adds the widened output gradients channel by channel and image by
 image into a float32 plane and rounds each pixel once into grad_input. Every result must be
 the float32 call's on the widened tensors, rounded once -- bit for bit, for every thread
@@ -177,9 +178,13 @@ _PROGRAM = """
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/self/status")
 def test_calls_need_no_float32_chunks():
     # in chunks, 16 channels of the map (4 MiB) and of the pooled tensor took more; in place
-    # the backward's float32 plane (256 KiB) and record of samples (about 0.3 MiB) are all
+    # the backward's float32 plane (256 KiB) and record of samples (about 0.3 MiB) are all.
+    # The forward runs in place only with F16C (vector level avx2 or above)
     output = peak_memory.run(textwrap.dedent(_PROGRAM))
     extra = {tuple(line.split()[:2]): int(line.split()[2]) for line in output.split("\n")
              if line}
-    for call in ("forward", "backward"):
+    in_place = ["backward"]
+    if not pyroi._core.vector_isa().startswith("baseline"):
+        in_place.append("forward")
+    for call in in_place:
         assert extra[call, "float16"] <= extra[call, "float32"] + (1 << 20), extra
