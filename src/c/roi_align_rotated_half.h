@@ -3,8 +3,8 @@
  * _backward_f16 take them first).
  *
  * The forward runs the float32 kernel's flushes on the float16 map in place, each tap widened
- * exactly as it is read (F16C where the CPU has it), and sums each RoI's bins into a float32
- * tile that is rounded once into the float16 output. The backward records every RoI's in-map
+ * exactly by F16C as it is read, and sums each RoI's bins into a float32 tile that is rounded
+ * once into the float16 output; without F16C it is not taken. The backward records every RoI's in-map
  * samples once, then for each channel and image adds the widened output gradients into a
  * float32 plane in the float32 call's order and rounds each pixel once into grad_input. So the
  * results are the float32 call's on the widened tensors, rounded once, bit for bit, with no
