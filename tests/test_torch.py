@@ -471,7 +471,7 @@ def test_thread_count_is_torchs(monkeypatch):
     counts = []
     original = _core.roi_align_forward
     monkeypatch.setattr(_core, "roi_align_forward",
-                        lambda *args: counts.append(args[-1]) or original(*args))
+                        lambda *args: counts.append(args[10]) or original(*args))  # num_threads
     previous = torch.get_num_threads()
     try:
         torch.set_num_threads(1)

@@ -158,7 +158,8 @@ pyroi_status pyroi_roi_align_rows_half(int backward, int dry_run, uint16_t *map,
     }
     status = roi_align_call_plan_f32(
         &plan, backward ? pyroi_shape_is_empty(map_shape) : num_rois == 0 || map_shape[1] == 0,
-        boxes, num_rois, box_row_stride, batch_indices, map_shape, params, NULL, &planned);
+        boxes, num_rois, box_row_stride, batch_indices, map_shape, params, 1, NULL,
+        &planned);
     if (!planned) {
         *taken = 1; /* nothing to write, or the status of the RoIs' checks */
         return status;

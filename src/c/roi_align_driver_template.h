@@ -290,15 +290,15 @@ static pyroi_status PYROI_TYPED(roi_align_execute)(PYROI_TYPED(roi_align_job) *j
 /* The start of every RoIAlign call (avg and both max reductions, forward and backward):
  * validation (the argmax too when with_argmax: the forward's optional output, the backward's
  * input), then the plan over the map (forward: the input, backward: grad_input) as
- * roi_align_call_plan makes it; with *planned 0 the call returns the status. map and pooled
- * hold T, or float16 for a float16 call read in place. */
+ * roi_align_call_plan makes it (average: an avg call's); with *planned 0 the call returns the
+ * status. map and pooled hold T, or float16 for a float16 call read in place. */
 static pyroi_status PYROI_TYPED(roi_align_check_and_plan)(
     PYROI_TYPED(roi_align_plan) *plan, int backward, const void *map,
     const int64_t map_shape[4], const int64_t map_strides[4], const void *pooled,
     const int64_t pooled_strides[4],
     const int64_t *argmax, const int64_t argmax_strides[4], int with_argmax, const T *boxes,
     int64_t num_rois, int64_t box_row_stride, const int64_t *batch_indices,
-    const pyroi_roi_align_params *params, roi_align_arena *arena, int *planned)
+    const pyroi_roi_align_params *params, int average, roi_align_arena *arena, int *planned)
 {
     const pyroi_tensor_role pooled_role = backward ? PYROI_TENSOR_INPUT : PYROI_TENSOR_OUTPUT;
     pyroi_status status = roi_align_check_call(
@@ -315,7 +315,8 @@ static pyroi_status PYROI_TYPED(roi_align_check_and_plan)(
     }
     return PYROI_TYPED(roi_align_call_plan)(
         plan, backward ? pyroi_shape_is_empty(map_shape) : num_rois == 0 || map_shape[1] == 0,
-        boxes, num_rois, box_row_stride, batch_indices, map_shape, params, arena, planned);
+        boxes, num_rois, box_row_stride, batch_indices, map_shape, params, average, arena,
+        planned);
 }
 
 pyroi_status PYROI_TYPED(pyroi_roi_align_forward)(
@@ -354,7 +355,7 @@ pyroi_status PYROI_TYPED(pyroi_roi_align_forward_rows)(
     int planned;
     pyroi_status status = PYROI_TYPED(roi_align_check_and_plan)(
         &plan, 0, input, input_shape, input_strides, output, output_strides, NULL, NULL, 0,
-        boxes, num_rois, box_row_stride, batch_indices, params, NULL, &planned);
+        boxes, num_rois, box_row_stride, batch_indices, params, 1, NULL, &planned);
     if (!planned) {
         return status;
     }
@@ -384,7 +385,7 @@ pyroi_status PYROI_TYPED(pyroi_roi_align_backward_rows)(
     pyroi_status status = PYROI_TYPED(roi_align_check_and_plan)(
         &plan, 1, grad_input, grad_input_shape, grad_input_strides, grad_output,
         grad_output_strides, NULL, NULL, 0, boxes, num_rois, box_row_stride, batch_indices,
-        params, NULL, &planned);
+        params, 1, NULL, &planned);
     if (!planned) {
         return status;
     }
@@ -504,7 +505,7 @@ pyroi_status PYROI_TYPED(pyroi_roi_align_backward_with_workspace)(
     status = PYROI_TYPED(roi_align_check_and_plan)(
         &plan, 1, grad_input, grad_input_shape, grad_input_strides, grad_output,
         grad_output_strides, NULL, NULL, 0, boxes, num_rois, box_row_stride, batch_indices,
-        params, &arena, &planned);
+        params, 1, &arena, &planned);
     if (!planned) {
         return status;
     }

@@ -766,7 +766,7 @@ static pyroi_status PYROI_TYPED(roi_align_max_like_forward)(
         &plan, 0, half != NULL ? (const void *)half->input : (const void *)input, input_shape,
         input_strides, half != NULL ? (const void *)half->output : (const void *)output,
         output_strides, argmax, argmax_strides, argmax != NULL, boxes, num_rois,
-        box_row_stride, batch_indices, params, NULL, &planned);
+        box_row_stride, batch_indices, params, 0, NULL, &planned);
     if (half != NULL) {
         *half->taken = 1;
     }
@@ -871,7 +871,7 @@ static pyroi_status PYROI_TYPED(roi_align_max_like_backward)(
         grad_input_shape, grad_input_strides,
         half != NULL ? (const void *)half->grad_output : (const void *)grad_output,
         grad_output_strides, argmax, argmax_strides, 1, boxes, num_rois, box_row_stride,
-        batch_indices, params, NULL, &planned);
+        batch_indices, params, 0, NULL, &planned);
     if (half != NULL) {
         *half->taken = 1;
     }

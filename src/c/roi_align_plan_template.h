@@ -170,12 +170,28 @@ static inline PYROI_TYPED(roi_align_tap_tables)
     return tables;
 }
 
+/* An average's plan with params->merge_samples: RoI k's row taps, then its column taps, each
+ * bin's merged into taps of pixel pairs (pyroi_axis_taps_merge), the columns moved down to
+ * follow the fewer rows; the RoI's block of taps keeps its place (its tail unused). */
+static void PYROI_TYPED(roi_align_plan_merge_samples)(PYROI_TYPED(roi_align_plan) *plan,
+                                                      int64_t k, int64_t pooled_height)
+{
+    PYROI_TYPED(axis_tap) *taps = plan->taps + plan->first_tap[k];
+    pyroi_tap_range *ranges = plan->ranges + k * plan->bins;
+    const int64_t rows = PYROI_TYPED(pyroi_axis_taps_merge)(ranges, pooled_height, taps, taps);
+    plan->col_taps[k] = PYROI_TYPED(pyroi_axis_taps_merge)(
+        ranges + pooled_height, plan->bins - pooled_height, taps + plan->row_taps[k],
+        taps + rows);
+    plan->row_taps[k] = rows;
+}
+
 /* Validates the boxes of the plan's copy of the RoIs (plan->rois, batch indices checked) and
  * builds the rest of the plan from that copy; its memory comes from arena (a caller's
- * workspace) or, when arena is NULL, from malloc. */
+ * workspace) or, when arena is NULL, from malloc. merge_samples: an average's plan with
+ * params->merge_samples set (roi_align_plan_merge_samples). */
 static pyroi_status PYROI_TYPED(roi_align_plan_build_in)(
     PYROI_TYPED(roi_align_plan) *plan, int64_t height, int64_t width,
-    const pyroi_roi_align_params *params, roi_align_arena *arena)
+    const pyroi_roi_align_params *params, int merge_samples, roi_align_arena *arena)
 {
     const int64_t num_rois = plan->rois.num_rois;
     const T *boxes = (const T *)plan->rois.boxes;
@@ -258,6 +274,15 @@ static pyroi_status PYROI_TYPED(roi_align_plan_build_in)(
         PYROI_TYPED(pyroi_axis_tap_table)(&cols, ranges + params->pooled_height,
                                           taps + plan->row_taps[k]);
         plan->samples[k] = rows.grid * cols.grid;
+        if (merge_samples) {
+            PYROI_TYPED(roi_align_plan_merge_samples)(plan, k, params->pooled_height);
+        }
+    }
+    if (merge_samples) { /* fewer taps: less work per channel */
+        plan->sampled_taps = 0;
+        for (k = 0; k < num_rois; ++k) {
+            plan->sampled_taps += (double)plan->row_taps[k] * (double)plan->col_taps[k];
+        }
     }
     plan->region_pixels = 0;
     for (k = 0; k < num_rois; ++k) {
@@ -519,14 +544,15 @@ static inline int64_t PYROI_TYPED(roi_align_row)(const PYROI_TYPED(roi_align_job
 }
 
 /* The plan of a call, built in arena (NULL: malloc): the copy of the RoIs (their batch
- * indices checked), then the tap tables. A call that writes nothing (writes_nothing: a forward
- * without RoIs or channels, a backward into an empty grad_input) only checks the batch
- * indices and boxes (each read once, deciding nothing but the status) and leaves *planned 0.
- * On success with *planned 1 the caller frees the plan. */
+ * indices checked), then the tap tables (an average's merged when average and
+ * params->merge_samples: max modes take one sample's value, nothing to merge). A call that
+ * writes nothing (writes_nothing: a forward without RoIs or channels, a backward into an empty
+ * grad_input) only checks the batch indices and boxes (each read once, deciding nothing but
+ * the status) and leaves *planned 0. On success with *planned 1 the caller frees the plan. */
 static pyroi_status PYROI_TYPED(roi_align_call_plan)(
     PYROI_TYPED(roi_align_plan) *plan, int writes_nothing, const T *boxes, int64_t num_rois,
     int64_t box_row_stride, const int64_t *batch_indices, const int64_t map_shape[4],
-    const pyroi_roi_align_params *params, roi_align_arena *arena, int *planned)
+    const pyroi_roi_align_params *params, int average, roi_align_arena *arena, int *planned)
 {
     void *copy = NULL; /* NULL: the copy mallocs its own memory */
     pyroi_status status;
@@ -553,7 +579,7 @@ static pyroi_status PYROI_TYPED(roi_align_call_plan)(
         return status;
     }
     status = PYROI_TYPED(roi_align_plan_build_in)(plan, map_shape[2], map_shape[3], params,
-                                                  arena);
+                                                  average && params->merge_samples, arena);
     *planned = status == PYROI_OK;
     if (!*planned) {
         pyroi_rois_free(&plan->rois);

@@ -205,6 +205,122 @@ static inline void PYROI_TYPED(pyroi_axis_tap_table)(const PYROI_TYPED(pyroi_sam
     }
 }
 
+/* ---- merged samples (pyroi_roi_align_params.merge_samples) ------------------------------
+ * A bin's average is separable: the sum over its samples (iy, ix) of row weight times column
+ * weight times pixel equals the sum over pixels (py, px) of W_row[py] * W_col[px] * pixel,
+ * where W_row[py] adds up the weights of every row tap at py. So each axis's taps of a bin
+ * can be replaced by one tap per pair of adjacent pixels carrying their total weights: the
+ * kernels, unchanged, then read each pixel about once instead of once per sample that
+ * touches it. The result is the same real number rounded differently (not bit-exact). */
+
+/* The pairing stage of a merge: pixels arrive in increasing order with their total weights;
+ * two adjacent ones become one tap, a lone one a tap of that pixel twice with its weight
+ * halved (so no pixel is multiplied by a zero weight: an infinite pixel stays infinite). */
+typedef struct PYROI_TYPED(pyroi_tap_merge) {
+    PYROI_TYPED(pyroi_axis_tap) *out; /* where the next merged tap goes */
+    int64_t pending;                  /* a pixel waiting for its right neighbour, or -1 */
+    double pending_weight;
+} PYROI_TYPED(pyroi_tap_merge);
+
+static inline void PYROI_TYPED(pyroi_tap_merge_emit)(PYROI_TYPED(pyroi_tap_merge) *merge,
+                                                    int64_t lo, int64_t hi, double w_lo,
+                                                    double w_hi)
+{
+    PYROI_TYPED(pyroi_axis_tap) tap;
+    tap.lo = lo;
+    tap.hi = hi;
+    tap.w_lo = (T)w_lo;
+    tap.w_hi = (T)w_hi;
+    *merge->out++ = tap;
+}
+
+static inline void PYROI_TYPED(pyroi_tap_merge_flush)(PYROI_TYPED(pyroi_tap_merge) *merge)
+{
+    if (merge->pending >= 0) {
+        PYROI_TYPED(pyroi_tap_merge_emit)(merge, merge->pending, merge->pending,
+                                          merge->pending_weight * 0.5,
+                                          merge->pending_weight * 0.5);
+        merge->pending = -1;
+    }
+}
+
+static inline void PYROI_TYPED(pyroi_tap_merge_pixel)(PYROI_TYPED(pyroi_tap_merge) *merge,
+                                                     int64_t pixel, double weight)
+{
+    if (weight == 0.0) {
+        return; /* no sample weighs this pixel */
+    }
+    if (merge->pending >= 0 && pixel == merge->pending + 1) {
+        PYROI_TYPED(pyroi_tap_merge_emit)(merge, merge->pending, pixel, merge->pending_weight,
+                                          weight);
+        merge->pending = -1;
+        return;
+    }
+    PYROI_TYPED(pyroi_tap_merge_flush)(merge);
+    merge->pending = pixel;
+    merge->pending_weight = weight;
+}
+
+/* Merges one axis's tap table, bin by bin (ranges[0 .. bins) index taps), into taps of pixel
+ * pairs written from out on (out <= taps; ranges then index out); returns their count. A bin
+ * never gets more merged taps than it had taps (each tap weighs at most two adjacent pixels,
+ * and a run of L weighed pixels becomes ceil(L / 2) taps), so the writes stay behind the
+ * reads and the merge can run in place. Merged taps ascend; weights add up in double. */
+static inline int64_t PYROI_TYPED(pyroi_axis_taps_merge)(pyroi_tap_range *ranges, int64_t bins,
+                                                        PYROI_TYPED(pyroi_axis_tap) *taps,
+                                                        PYROI_TYPED(pyroi_axis_tap) *out)
+{
+    PYROI_TYPED(pyroi_tap_merge) merge;
+    int64_t bin, i;
+    merge.out = out;
+    merge.pending = -1;
+    merge.pending_weight = 0.0;
+    for (bin = 0; bin < bins; ++bin) {
+        const int64_t begin = ranges[bin].begin, end = ranges[bin].end;
+        const int64_t first = merge.out - out;
+        int64_t base = -1;       /* the pixels being summed: base and base + 1 */
+        double w_base = 0.0, w_next = 0.0;
+        if (end - begin > 1 && taps[begin].lo > taps[end - 1].lo) { /* descending: reverse */
+            for (i = 0; i < (end - begin) / 2; ++i) {
+                const PYROI_TYPED(pyroi_axis_tap) swap = taps[begin + i];
+                taps[begin + i] = taps[end - 1 - i];
+                taps[end - 1 - i] = swap;
+            }
+        }
+        for (i = begin; i < end; ++i) {
+            const PYROI_TYPED(pyroi_axis_tap) tap = taps[i]; /* read before any write to it */
+            if (base < 0) {
+                base = tap.lo;
+            } else if (tap.lo > base) { /* every pixel below tap.lo is complete */
+                PYROI_TYPED(pyroi_tap_merge_pixel)(&merge, base, w_base);
+                if (tap.lo == base + 1) {
+                    w_base = w_next;
+                } else {
+                    PYROI_TYPED(pyroi_tap_merge_pixel)(&merge, base + 1, w_next);
+                    w_base = 0.0;
+                }
+                w_next = 0.0;
+                base = tap.lo;
+            }
+            w_base += (double)tap.w_lo;
+            if (tap.hi == tap.lo) {
+                w_base += (double)tap.w_hi; /* a tap clamped at the map's last pixel */
+            } else {
+                w_next += (double)tap.w_hi;
+            }
+        }
+        if (base >= 0) {
+            PYROI_TYPED(pyroi_tap_merge_pixel)(&merge, base, w_base);
+            PYROI_TYPED(pyroi_tap_merge_pixel)(&merge, base + 1, w_next);
+        }
+        PYROI_TYPED(pyroi_tap_merge_flush)(&merge); /* a bin's taps never pair across bins */
+        ranges[bin].begin = first;
+        ranges[bin].end = merge.out - out;
+        ranges[bin].first_sample = 0;
+    }
+    return merge.out - out;
+}
+
 /* 1 / count when that is exact (count a power of two up to 2^62), else 0. Then
  * (x * inverse) == (x / count) for every x: both round the same real number once, so a
  * kernel may multiply instead of divide without changing a bit. */

@@ -47,7 +47,7 @@ typedef struct binding_call {
     /* the numbers of the params structs (a backward's pooled size: its grad_output's) */
     int64_t pooled_height, pooled_width, sampling_ratio;
     double spatial_scale_h, spatial_scale_w;
-    int aligned, clockwise, angle_in_degrees, num_threads;
+    int aligned, clockwise, angle_in_degrees, num_threads, merge_samples;
     pyroi_cancel *cancel;
     union {
         pyroi_roi_align_params roi_align;
@@ -86,7 +86,8 @@ typedef struct binding_entry {
         more                                                                                \
     }
 #define BINDING_RATIO p->sampling_ratio = c->sampling_ratio;
-BINDING_PARAMS(roi_align, BINDING_RATIO p->aligned = c->aligned;)
+BINDING_PARAMS(roi_align, BINDING_RATIO p->aligned = c->aligned;
+               p->merge_samples = c->merge_samples;)
 BINDING_PARAMS(roi_pool, )
 BINDING_PARAMS(ps_roi_align, BINDING_RATIO)
 BINDING_PARAMS(ps_roi_pool, )

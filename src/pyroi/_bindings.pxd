@@ -39,6 +39,7 @@ cdef extern from "_bindings.h" nogil:
         int clockwise
         int angle_in_degrees
         int num_threads
+        int merge_samples
         pyroi_cancel *cancel
 
     ctypedef struct Entry "binding_entry":

@@ -181,7 +181,8 @@ ctypedef fused coordinate:  # its boxes: float32 (also for float16 tensors) or f
 
 cdef b.Call numbers(int64_t pooled_height, int64_t pooled_width, double spatial_scale_h,
                     double spatial_scale_w, int num_threads, int64_t sampling_ratio=0,
-                    bint aligned=False, bint clockwise=False, bint angle_in_degrees=False):
+                    bint aligned=False, bint clockwise=False, bint angle_in_degrees=False,
+                    bint merge_samples=False):
     """A call with the numbers of its params struct (a backward's pooled size is its
     grad_output's: pass 0)."""
     cdef b.Call call
@@ -194,6 +195,7 @@ cdef b.Call numbers(int64_t pooled_height, int64_t pooled_width, double spatial_
     call.clockwise = clockwise
     call.angle_in_degrees = angle_in_degrees
     call.num_threads = num_threads
+    call.merge_samples = merge_samples
     call.cancel = signal_watch()
     return call
 
@@ -362,21 +364,25 @@ cdef bint is_roi_status(c.pyroi_status status) noexcept:
 
 def roi_align_forward(input, boxes, batch_indices, output, int64_t pooled_height,
                       int64_t pooled_width, double spatial_scale_h, double spatial_scale_w,
-                      int64_t sampling_ratio, bint aligned, int num_threads):
+                      int64_t sampling_ratio, bint aligned, int num_threads,
+                      bint merge_samples=False):
     """RoIAlign forward into output (K, C, pooled_height, pooled_width); float16 tensors (or
-    uint16 views of their bits) take float32 boxes, in every operator with a C _f16 entry."""
+    uint16 views of their bits) take float32 boxes, in every operator with a C _f16 entry.
+    merge_samples: pyroi_roi_align_params.merge_samples (not bit-exact)."""
     cdef b.Call call = numbers(pooled_height, pooled_width, spatial_scale_h, spatial_scale_w,
-                               num_threads, sampling_ratio, aligned)
+                               num_threads, sampling_ratio, aligned,
+                               False, False, merge_samples)
     run(&b.roi_align_forward, &call, input, boxes, batch_indices, output)
 
 
 def roi_align_backward(grad_output, boxes, batch_indices, grad_input, double spatial_scale_h,
                        double spatial_scale_w, int64_t sampling_ratio, bint aligned,
-                       int num_threads):
+                       int num_threads, bint merge_samples=False):
     """RoIAlign backward: overwrite grad_input (N, C, H, W) with the input gradient (float16:
-    as the forward)."""
+    as the forward; merge_samples: as the forward)."""
     cdef b.Call call = numbers(0, 0, spatial_scale_h, spatial_scale_w, num_threads,
-                               sampling_ratio, aligned)
+                               sampling_ratio, aligned, False, False,
+                               merge_samples)
     run(&b.roi_align_backward, &call, grad_input, boxes, batch_indices, grad_output)
 
 

@@ -619,6 +619,16 @@ def pooling_mode(value) -> bool:
     return value == "max"
 
 
+def merge_samples(exact, is_max: bool) -> bool:
+    """``exact=`` of RoIAlign: False merges an average's samples (C ``merge_samples``); a max
+    mode takes one sample's value, with nothing to merge."""
+    merge = not flag(exact, "exact")
+    if merge and is_max:
+        raise InvalidArgumentError('exact=False needs mode="avg": a max mode takes one '
+                                   'sample, which has nothing to merge')
+    return merge
+
+
 def is_channels_last(layout) -> bool:
     """``layout=``: "NCHW" (default) or "NHWC" (channels last); returns True for NHWC."""
     if layout not in ("NCHW", "NHWC"):

@@ -351,6 +351,18 @@ def pyroi_input_backward(w: Workload, threads: int, grad: np.ndarray):
                                            spatial_scale=w.spatial_scale, num_threads=threads)
 
 
+def pyroi_merged_calls(w: Workload, threads: int, grad: np.ndarray):
+    """(forward, backward) of RoIAlign's average with ``exact=False`` (its samples merged per
+    pixel: not bit-exact, docs/semantics.md §3.7); None for the other ops."""
+    if w.op != "roi_align":
+        return None
+    args = (w.output_size, w.spatial_scale, w.sampling_ratio, w.aligned)
+    return (lambda: pyroi.roi_align(w.features, w.boxes, *args, num_threads=threads,
+                                    exact=False),
+            lambda: pyroi.roi_align_backward(grad, w.boxes, w.features.shape, *args[1:],
+                                             num_threads=threads, exact=False))
+
+
 def pyroi_argmax_forward(w: Workload, threads: int):
     """RoIPool's forward with the int32 argmax a backward needs, what torchvision's forward
     computes; None for the other ops."""
@@ -422,6 +434,10 @@ def run(workloads, thread_counts, repeat, peer_repeat, progress=None,
             from_input = pyroi_input_backward(w, threads, grad)
             if from_input is not None:
                 results["pyroi input bwd"] = timed(from_input, repeat)
+            merged = pyroi_merged_calls(w, threads, grad)
+            if merged is not None:
+                results["pyroi inexact fwd"] = timed(merged[0], repeat)
+                results["pyroi inexact bwd"] = timed(merged[1], repeat)
             if tv and w.op in ("roi_align", "roi_pool"):  # torchvision has no max RoIAlign
                 torch, ops = tv
                 torch.set_num_threads(threads)
@@ -470,11 +486,13 @@ def run(workloads, thread_counts, repeat, peer_repeat, progress=None,
                 line.append(f"NHWC {results['pyroi NHWC fwd']:8.2f} ms")
             if "pyroi argmax fwd" in results:
                 line.append(f"with int32 argmax {results['pyroi argmax fwd']:8.2f} ms")
+            if "pyroi inexact fwd" in results:
+                line.append(f"exact=False {results['pyroi inexact fwd']:8.2f} ms")
             for peer in ("torchvision fwd", "onnxruntime fwd", "openvino e2e"):
                 if peer in results:
                     line.append(f"{peer.replace(' fwd', '')} "
                                 + _versus(results, peer, "pyroi fwd", "pyroi argmax fwd",
-                                          unit=" ms"))
+                                          "pyroi inexact fwd", unit=" ms"))
             if "openvino node" in results:
                 line.append("openvino node " + _versus(results, "openvino node", "pyroi fwd",
                                                        "pyroi NHWC fwd", unit=" ms"))
@@ -486,10 +504,12 @@ def run(workloads, thread_counts, repeat, peer_repeat, progress=None,
                 line = [f"  threads={threads}: pyroi bwd {results['pyroi bwd']:8.2f} ms"]
                 if "pyroi input bwd" in results:
                     line.append(f"from the input {results['pyroi input bwd']:8.2f} ms")
+                if "pyroi inexact bwd" in results:
+                    line.append(f"exact=False {results['pyroi inexact bwd']:8.2f} ms")
                 if "torchvision bwd" in results:
                     line.append("torchvision bwd "
                                 + _versus(results, "torchvision bwd", "pyroi bwd",
-                                          "pyroi input bwd", unit=" ms"))
+                                          "pyroi input bwd", "pyroi inexact bwd", unit=" ms"))
                 print(" | ".join(line), file=progress, flush=True)
             rows.append((w.name, threads, results, floor))
     return rows
@@ -503,11 +523,17 @@ _TABLE_COLUMNS = (
     ("pyroi bwd", "pyroi bwd", ()),
     # RoIPool's backward from the forward's input instead of its argmax
     ("pyroi bwd from input", "pyroi input bwd", ()),
-    # torchvision's forward computes argmax: RoIPool's ratios are to both pyroi forwards
-    ("torchvision fwd (/ fwd / + argmax)", "torchvision fwd", ("pyroi fwd", "pyroi argmax fwd")),
-    # the backward alone; RoIPool's ratios are to both pyroi backwards (argmax / input)
-    ("torchvision bwd (/ bwd / from input)", "torchvision bwd",
-     ("pyroi bwd", "pyroi input bwd")),
+    # RoIAlign's average with exact=False (samples merged per pixel; not bit-exact)
+    ("pyroi exact=False fwd", "pyroi inexact fwd", ()),
+    ("pyroi exact=False bwd", "pyroi inexact bwd", ()),
+    # torchvision's forward computes argmax: RoIPool's ratios are to both pyroi forwards;
+    # RoIAlign's to the exact and the exact=False forward
+    ("torchvision fwd (/ fwd / + argmax or exact=False)", "torchvision fwd",
+     ("pyroi fwd", "pyroi argmax fwd", "pyroi inexact fwd")),
+    # the backward alone; RoIPool's ratios are to both pyroi backwards (argmax / input),
+    # RoIAlign's to the exact and the exact=False backward
+    ("torchvision bwd (/ bwd / from input or exact=False)", "torchvision bwd",
+     ("pyroi bwd", "pyroi input bwd", "pyroi inexact bwd")),
     ("onnxruntime fwd", "onnxruntime fwd", ("pyroi fwd",)),
     ("openvino node (/ NCHW / NHWC)", "openvino node", ("pyroi fwd", "pyroi NHWC fwd")),
     ("openvino e2e", "openvino e2e", ("pyroi fwd",)),

@@ -304,16 +304,16 @@ class RoIAlign(_RoILayer):
     2.0
     """
 
-    _shown = ("output_size", "spatial_scale", "sampling_ratio", "aligned", "mode")
+    _shown = ("output_size", "spatial_scale", "sampling_ratio", "aligned", "mode", "exact")
 
     def __init__(self, output_size, spatial_scale=1.0, sampling_ratio=-1, aligned=False,
-                 mode="avg"):
+                 mode="avg", *, exact=True):
         super().__init__()
         self._bind(output_size, spatial_scale)
         self.sampling_ratio = _validate.sampling_ratio(sampling_ratio)
         self.aligned = _validate.flag(aligned, "aligned")
         self.mode = mode
-        _validate.pooling_mode(mode)
+        self.exact = not _validate.merge_samples(exact, _validate.pooling_mode(mode))
 
     def _args(self):
         return (self.output_size, self.spatial_scale, self.sampling_ratio, self.aligned)
@@ -323,13 +323,13 @@ class RoIAlign(_RoILayer):
             return roi_align(input, boxes, *self._args(), mode="max", return_argmax=True,
                              batch_indices=batch_indices, num_threads=num_threads)
         return roi_align(input, boxes, *self._args(), batch_indices=batch_indices,
-                         num_threads=num_threads), None
+                         num_threads=num_threads, exact=self.exact), None
 
     def _backward(self, grad_output, saved, num_threads):
         shape, boxes, batch_indices, argmax = saved
         return roi_align_backward(grad_output, boxes, shape, *self._args()[1:], mode=self.mode,
                                   argmax=argmax, batch_indices=batch_indices,
-                                  num_threads=num_threads)
+                                  num_threads=num_threads, exact=self.exact)
 
 
 class RoIPool(_RoILayer):

@@ -27,8 +27,10 @@ class RoIAlign(_RoILayer):
     sampling_ratio: int
     aligned: bool
     mode: str
+    exact: bool
     def __init__(self, output_size: int | tuple[int, int], spatial_scale: float = 1.0,
-                 sampling_ratio: int = -1, aligned: bool = False, mode: str = "avg") -> None: ...
+                 sampling_ratio: int = -1, aligned: bool = False, mode: str = "avg", *,
+                 exact: bool = True) -> None: ...
 
 class RoIPool(_RoILayer):
     output_size: tuple[int, int]

@@ -59,6 +59,14 @@ input_shape : sequence of 4 ints
 Returns
 -------
 ndarray, shape (K, C / (ph * pw), ph, pw), dtype of ``input``""",
+    "exact": """exact : bool, default True
+    False (``mode="avg"`` only): each bin's samples are merged into one weight per pixel
+    before the map is read, so a pixel that several samples tap is read once. Faster where
+    samples share pixels (adaptive sampling of large boxes: about 2x); the result is the
+    same sum rounded differently, no longer bit-identical to torchvision, within
+    ``(8 S + 16) u`` times the exact result on ``abs(input)`` (``S`` the bin's samples,
+    ``u`` 2**-24 in float32, 2**-53 in float64; docs: Semantics §3.7). Still
+    identical for every thread count.""",
     "gradient_out": """out : ndarray of shape ``input_shape``, optional
     Array to write the gradient into (it is overwritten, not accumulated).
 
@@ -87,7 +95,7 @@ def _shared_docs(function):
 @_shared_docs
 def roi_align(input, boxes, output_size, spatial_scale=1.0, sampling_ratio=-1, aligned=False,
               *, mode="avg", return_argmax=False, batch_indices=None, layout="NCHW",
-              num_threads=None, out=None):
+              num_threads=None, out=None, exact=True):
     """RoIAlign, exactly as ``torchvision.ops.roi_align`` (``mode="avg"``) or as mmcv's
     ``roi_align(pool_mode="max")`` (``mode="max"``).
 
@@ -119,6 +127,7 @@ def roi_align(input, boxes, output_size, spatial_scale=1.0, sampling_ratio=-1, a
         NCHW-shaped view of channels-last memory is read in place too.)
     {num_threads}
     {out}
+    {exact}
 
     Returns
     -------
@@ -152,23 +161,25 @@ def roi_align(input, boxes, output_size, spatial_scale=1.0, sampling_ratio=-1, a
     wants_argmax = _validate.flag(return_argmax, "return_argmax")
     if wants_argmax and not is_max:
         raise _validate.InvalidArgumentError('return_argmax=True needs mode="max"')
+    merge = _validate.merge_samples(exact, is_max)
     coords, roi_images = _validate.boxes(boxes, features.dtype, features.shape[0], batch_indices)
     return _roi_align_run(features, coords, roi_images, (pooled_height, pooled_width), scale,
                           ratio, is_aligned, is_max, wants_argmax, threads, out,
-                          (input, boxes, batch_indices))
+                          (input, boxes, batch_indices), merge_samples=merge)
 
 
 def _roi_align_run(features, coords, roi_images, pooled, scale, ratio, aligned, is_max,
-                   wants_argmax, threads, out, sources, onnx=False):
+                   wants_argmax, threads, out, sources, onnx=False, merge_samples=False):
     """RoIAlign's forward once its arguments are validated, shared by :func:`roi_align` and
     ``pyroi.onnx.roi_align`` (``onnx``: ONNX's max rule): checks or allocates the result
-    (``sources``: the caller's arrays it must not overlap) and runs the kernel."""
+    (``sources``: the caller's arrays it must not overlap) and runs the kernel
+    (``merge_samples``: an average's, not bit-exact; see ``exact``)."""
     shape = (coords.shape[0], features.shape[1]) + pooled
     result = _validate.output_array(out, shape, features.dtype,
                                     sources + (features, coords, roi_images))
     if not is_max:
         _core.roi_align_forward(features, coords, roi_images, result, *pooled, scale, scale,
-                                ratio, aligned, threads)
+                                ratio, aligned, threads, merge_samples)
         return result
     argmax = np.empty(shape, dtype=np.int64) if wants_argmax else None
     _core.roi_align_max_forward(features, coords, roi_images, result, argmax, *pooled, scale,
@@ -179,7 +190,7 @@ def _roi_align_run(features, coords, roi_images, pooled, scale, ratio, aligned, 
 @_shared_docs
 def roi_align_backward(grad_output, boxes, input_shape, spatial_scale=1.0, sampling_ratio=-1,
                        aligned=False, *, mode="avg", argmax=None, batch_indices=None,
-                       layout="NCHW", num_threads=None, out=None):
+                       layout="NCHW", num_threads=None, out=None, exact=True):
     """Gradient of :func:`roi_align` with respect to its input.
 
     Equals the input gradient torchvision's autograd computes for ``roi_align`` (bit for bit
@@ -203,6 +214,7 @@ def roi_align_backward(grad_output, boxes, input_shape, spatial_scale=1.0, sampl
     argmax : ndarray of int, optional
         Required with ``mode="max"``: the argmax that ``roi_align(..., mode="max",
         return_argmax=True)`` returned, shape of ``grad_output``.
+    {exact}
     {gradient_out}
 
     Examples
@@ -225,8 +237,10 @@ def roi_align_backward(grad_output, boxes, input_shape, spatial_scale=1.0, sampl
     ratio = _validate.sampling_ratio(sampling_ratio)
     is_aligned = _validate.flag(aligned, "aligned")
     threads = _validate.num_threads(num_threads)
+    is_max = _validate.pooling_mode(mode)
+    merge = _validate.merge_samples(exact, is_max)
     coords, roi_images = _validate.backward_boxes(boxes, grad, shape[0], batch_indices)
-    winners = _max_mode_argmax(_validate.pooling_mode(mode), argmax, grad)
+    winners = _max_mode_argmax(is_max, argmax, grad)
     inputs = (grad_output, boxes, batch_indices, argmax, grad, coords, roi_images) + (
         () if winners is None else (winners,))
     if channels_last:
@@ -237,7 +251,7 @@ def roi_align_backward(grad_output, boxes, input_shape, spatial_scale=1.0, sampl
         result = nchw = _validate.output_array(out, shape, grad.dtype, inputs,
                                                shape_from="input_shape")
     _roi_align_backward_run(grad, winners, coords, roi_images, nchw, scale, ratio, is_aligned,
-                            threads)
+                            threads, merge_samples=merge)
     return result
 
 
@@ -251,15 +265,16 @@ def _max_mode_argmax(is_max, argmax, grad):
 
 
 def _roi_align_backward_run(grad, winners, coords, roi_images, grad_input, scale, ratio, aligned,
-                            threads, onnx=False):
+                            threads, onnx=False, merge_samples=False):
     """RoIAlign's backward once validated (shared with ``pyroi.onnx.roi_align_backward``): the
-    max-mode kernel when there are ``winners`` (``onnx``: ONNX's rule), else the average's."""
+    max-mode kernel when there are ``winners`` (``onnx``: ONNX's rule), else the average's
+    (``merge_samples``: as the forward)."""
     if winners is not None:
         _core.roi_align_max_backward(grad, winners, coords, roi_images, grad_input, scale, scale,
                                      ratio, aligned, threads, onnx=onnx)
     else:
         _core.roi_align_backward(grad, coords, roi_images, grad_input, scale, scale, ratio,
-                                 aligned, threads)
+                                 aligned, threads, merge_samples)
 
 
 @_shared_docs

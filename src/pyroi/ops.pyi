@@ -29,14 +29,15 @@ def roi_align(input: npt.ArrayLike, boxes: npt.ArrayLike, output_size: int | tup
               mode: str = "avg", return_argmax: bool = False,
               batch_indices: npt.ArrayLike | None = None, layout: str = "NCHW",
               num_threads: int | None = None,
-              out: npt.NDArray[Any] | None = None) -> _Pooled: ...
+              out: npt.NDArray[Any] | None = None, exact: bool = True) -> _Pooled: ...
 
 def roi_align_backward(grad_output: npt.ArrayLike, boxes: npt.ArrayLike, input_shape: Sequence[int],
                        spatial_scale: float = 1.0, sampling_ratio: int = -1, aligned: bool = False,
                        *, mode: str = "avg", argmax: npt.ArrayLike | None = None,
                        batch_indices: npt.ArrayLike | None = None, layout: str = "NCHW",
                        num_threads: int | None = None,
-                       out: npt.NDArray[Any] | None = None) -> npt.NDArray[Any]: ...
+                       out: npt.NDArray[Any] | None = None,
+                       exact: bool = True) -> npt.NDArray[Any]: ...
 
 def roi_pool(input: npt.ArrayLike, boxes: npt.ArrayLike, output_size: int | tuple[int, int],
              spatial_scale: float = 1.0, *, return_argmax: bool = False,

@@ -1,5 +1,6 @@
 /* The backward is the adjoint of the forward: <roi_align(x), g> == <x, roi_align_backward(g)>
- * in float64, over random boxes (inside, partly outside, tiny, inverted) and settings. */
+ * in float64, over random boxes (inside, partly outside, tiny, inverted) and settings, with
+ * torchvision's arithmetic and with merged samples (merge_samples). */
 #include "pyroi.h"
 #include "check.h"
 
@@ -25,11 +26,11 @@ int main(void)
     unsigned long long seed = 12345;
     pyroi_roi_align_params p;
     size_t r;
-    int aligned, k;
+    int setting, k;
 
     check_random_fill(x, N * C * H * W, -0.5, 0.5, &seed);
     check_random_fill(gy, K * C * PH * PW, -0.5, 0.5, &seed);
-    for (aligned = 0; aligned <= 1; ++aligned) {
+    for (setting = 0; setting < 4; ++setting) { /* aligned or not, merged samples or not */
         for (r = 0; r < sizeof(ratios) / sizeof(ratios[0]); ++r) {
             for (k = 0; k < K; ++k) {
                 batch[k] = k % N;
@@ -46,7 +47,8 @@ int main(void)
             p.pooled_width = PW;
             p.spatial_scale_h = p.spatial_scale_w = 0.7;
             p.sampling_ratio = ratios[r];
-            p.aligned = aligned;
+            p.aligned = setting % 2;
+            p.merge_samples = setting / 2;
             CHECK_STATUS(pyroi_roi_align_forward_f64(x, shape, strides, boxes, K, 4, batch, y,
                                                      out_strides, &p), PYROI_OK);
             CHECK_STATUS(pyroi_roi_align_backward_f64(gy, out_strides, boxes, K, 4, batch, gx,

@@ -230,6 +230,14 @@ typedef struct pyroi_roi_align_params {
     int num_threads;
     /* Cancellation token (see pyroi_cancel), or NULL. Default NULL. */
     pyroi_cancel *cancel;
+    /* Zero: torchvision's arithmetic, bit for bit. Nonzero (avg mode, forward and backward;
+     * the max modes ignore it): each bin's samples are merged into one weight per pixel
+     * before the map is read, so a pixel that several samples tap is read once. Fewer
+     * operations where samples share pixels (adaptive sampling of large boxes); the result is
+     * the same sum rounded differently, within (8 S + 16) u of the exact call on |input|
+     * (S: the bin's samples, u: 2^-24 for float32, 2^-53 for float64; docs/semantics.md §3.7).
+     * Still deterministic: bit-identical for every thread count. Default 0. */
+    int merge_samples;
 } pyroi_roi_align_params;
 
 /* Sets every field of *params to its documented default (NULL is ignored). Thread-safe. */
