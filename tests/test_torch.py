@@ -151,6 +151,7 @@ def op_cases():
     return [
         (torch.ops.pyroi.roi_align, (x, rois, 0.5, 2, 3, 2, True)),
         (torch.ops.pyroi.roi_align, (x.double(), rois.double(), 0.5, 2, 3, -1, False)),
+        (torch.ops.pyroi.roi_align, (x.double(), rois.double(), 0.5, 2, 3, 0, False, False)),
         (torch.ops.pyroi.roi_pool, (x, rois, 0.5, 2, 3)),
         (torch.ops.pyroi.ps_roi_align, (x, rois, 0.5, 2, 2, 2)),
         (torch.ops.pyroi.ps_roi_pool, (x, rois, 0.5, 2, 2)),
@@ -158,6 +159,8 @@ def op_cases():
          (x, rotated_rois(15, 4), 0.5, 2, 3, 2, True, False, "degrees")),
         (torch.ops.pyroi._roi_align_backward,
          (torch.randn(5, 8, 2, 3), rois, 0.5, 2, 3, 2, 8, 10, 12, 2, True)),
+        (torch.ops.pyroi._roi_align_backward,
+         (torch.randn(5, 8, 2, 3), rois, 0.5, 2, 3, 2, 8, 10, 12, 0, True, False)),
         (torch.ops.pyroi._ps_roi_align_backward,
          (torch.randn(5, 2, 2, 2), rois, 0.5, 2, 2, 2, 2, 8, 10, 12)),
         (torch.ops.pyroi._ps_roi_pool_backward,
@@ -188,7 +191,7 @@ OPCHECK_WARNING = "ignore:The .grad attribute of a Tensor that is not a leaf"
 
 
 @pytest.mark.filterwarnings(OPCHECK_WARNING)
-@pytest.mark.parametrize("index", range(14))
+@pytest.mark.parametrize("index", range(16))
 def test_opcheck(index):
     op, args = op_cases()[index]
     torch.library.opcheck(op, args)
@@ -214,10 +217,14 @@ def test_opcheck_roi_pool_backward():
 
 
 def test_ops_take_torchvisions_arguments():
+    """torchvision's argument list, then only arguments with defaults (roi_align's exact)."""
     for name in ("roi_align", "roi_pool", "ps_roi_align", "ps_roi_pool"):
         ours = getattr(torch.ops.pyroi, name).default._schema.arguments
         theirs = getattr(torch.ops.torchvision, name).default._schema.arguments
-        assert [(a.name, str(a.type)) for a in ours] == [(a.name, str(a.type)) for a in theirs]
+        assert [(a.name, str(a.type)) for a in ours[:len(theirs)]] == \
+            [(a.name, str(a.type)) for a in theirs]
+        assert all(a.has_default_value() for a in ours[len(theirs):])
+    assert [a.name for a in torch.ops.pyroi.roi_align.default._schema.arguments][-1] == "exact"
 
 
 class Heads(torch.nn.Module):
@@ -783,3 +790,30 @@ def test_roi_pool_backward_fills_no_gradient_for_the_argmax(monkeypatch):
     names = {event.name for event in profile.events()}
     assert "pyroi::_roi_pool_backward" in names
     assert not names & {"aten::zeros", "aten::fill_", "aten::zero_"}
+
+
+def test_roi_align_exact_false():
+    """exact=False (samples merged per pixel): the NumPy call's bits, forward and gradient,
+    a gradient that gradcheck accepts (the adjoint of the merged forward), the module's
+    argument and repr; max-style misuse is impossible here (avg only)."""
+    x = feature_map(21, shape=(2, 4, 30, 34), dtype=torch.float64).requires_grad_()
+    rois = random_rois(22, count=6, height=30, width=34, dtype=torch.float64)
+    rois[:, 3:] = rois[:, 1:3] + 40.0  # large boxes: many samples per pixel at scale 0.5
+    y = pt.roi_align(x, rois, 3, 0.5, 0, True, exact=False)
+    expected = pyroi.roi_align(x.detach().numpy(), rois.numpy(), 3, 0.5, 0, True, exact=False)
+    assert y.detach().numpy().tobytes() == expected.tobytes()
+    assert not torch.equal(y, pt.roi_align(x, rois, 3, 0.5, 0, True))
+    g = torch.randn_like(y)
+    (grad,) = torch.autograd.grad(y, x, g)
+    assert grad.numpy().tobytes() == pyroi.roi_align_backward(
+        g.numpy(), rois.numpy(), tuple(x.shape), 0.5, 0, True, exact=False).tobytes()
+    small = x[:, :, :12, :12].detach().clone().requires_grad_()
+    small_rois = torch.cat([rois[:, :1], rois[:, 1:] / 3], 1)
+    assert torch.autograd.gradcheck(
+        lambda v: pt.roi_align(v, small_rois, 2, 0.5, 0, True, exact=False), (small,),
+        fast_mode=True)
+    module = pt.RoIAlign(3, 0.5, 0, True, exact=False)
+    assert repr(module).endswith("aligned=True, exact=False)")
+    assert torch.equal(module(x, rois), y)
+    with pytest.raises(TypeError, match="exact"):
+        pt.roi_align(x, rois, 3, exact="no")

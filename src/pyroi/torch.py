@@ -113,23 +113,25 @@ def _pooled_with_argmax(*args):
     return output, torch.empty_like(output, dtype=torch.int32)
 
 
+# exact: False merges each bin's samples (pyroi.roi_align's exact=False; not bit-exact)
 @_operator("roi_align", "(Tensor input, Tensor rois, float spatial_scale, SymInt pooled_height, "
-                        "SymInt pooled_width, int sampling_ratio, bool aligned) -> Tensor", _pooled)
+                        "SymInt pooled_width, int sampling_ratio, bool aligned, "
+                        "bool exact=True) -> Tensor", _pooled)
 def _roi_align_op(input, rois, spatial_scale, pooled_height, pooled_width, sampling_ratio,
-                  aligned):
+                  aligned, exact=True):
     return _compute(ops.roi_align, input, rois, (pooled_height, pooled_width), spatial_scale,
-                    sampling_ratio, aligned)
+                    sampling_ratio, aligned, exact=exact)
 
 
 @_operator("_roi_align_backward",
            "(Tensor grad, Tensor rois, float spatial_scale, SymInt pooled_height, "
            "SymInt pooled_width, SymInt batch_size, SymInt channels, SymInt height, "
-           "SymInt width, int sampling_ratio, bool aligned) -> Tensor",
+           "SymInt width, int sampling_ratio, bool aligned, bool exact=True) -> Tensor",
            lambda grad, rois, s, ph, pw, n, c, h, w, *rest: grad.new_empty((n, c, h, w)))
 def _roi_align_backward_op(grad, rois, spatial_scale, pooled_height, pooled_width, batch_size,
-                           channels, height, width, sampling_ratio, aligned):
+                           channels, height, width, sampling_ratio, aligned, exact=True):
     return _compute(ops.roi_align_backward, grad, rois, (batch_size, channels, height, width),
-                    spatial_scale, sampling_ratio, aligned)
+                    spatial_scale, sampling_ratio, aligned, exact=exact)
 
 
 @_operator("roi_pool", "(Tensor input, Tensor rois, float spatial_scale, SymInt pooled_height, "
@@ -395,21 +397,26 @@ def _rois(boxes, input: torch.Tensor, name: str = "boxes", coords: int = 4) -> t
     return rois
 
 
-def roi_align(input, boxes, output_size, spatial_scale=1.0, sampling_ratio=-1, aligned=False):
+def roi_align(input, boxes, output_size, spatial_scale=1.0, sampling_ratio=-1, aligned=False, *,
+              exact=True):
     """RoIAlign, as ``torchvision.ops.roi_align`` (same arguments, same bits, with autograd).
 
     ``boxes`` is a ``(K, 5)`` tensor of ``[batch_index, x1, y1, x2, y2]`` rows or a list of
     ``(L_i, 4)`` tensors, one per image; see :func:`pyroi.roi_align` for the semantics.
-    Runs ``torch.ops.pyroi.roi_align``; an input on another device goes to torchvision.
+    ``exact=False`` merges each bin's samples per pixel (faster where samples share pixels,
+    not bit-exact: :func:`pyroi.roi_align`), forward and gradient.
+    Runs ``torch.ops.pyroi.roi_align``; an input on another device goes to torchvision
+    (exact whatever ``exact`` says).
     """
     rois = _rois(boxes, _data(input))
     pooled_height, pooled_width = _validate.output_size(output_size)
+    is_exact = not _validate.merge_samples(exact, False)
     elsewhere = _elsewhere(input, "roi_align")
     if elsewhere is not None:
         return elsewhere(input, rois, output_size, spatial_scale, sampling_ratio, aligned)
     return torch.ops.pyroi.roi_align(
         input, rois, _validate.spatial_scale(spatial_scale), pooled_height, pooled_width,
-        _validate.sampling_ratio(sampling_ratio), _validate.flag(aligned, "aligned"))
+        _validate.sampling_ratio(sampling_ratio), _validate.flag(aligned, "aligned"), is_exact)
 
 
 def roi_pool(input, boxes, output_size, spatial_scale=1.0):
@@ -493,22 +500,25 @@ def roi_align_rotated(input, rois, output_size, spatial_scale=1.0, sampling_rati
 class RoIAlign(nn.Module):
     """See :func:`roi_align` (``torchvision.ops.RoIAlign``'s arguments and repr)."""
 
-    def __init__(self, output_size, spatial_scale, sampling_ratio, aligned=False):
+    def __init__(self, output_size, spatial_scale, sampling_ratio, aligned=False, *,
+                 exact=True):
         super().__init__()
         _validate.output_size(output_size)
         self.output_size = output_size
         self.spatial_scale = _validate.spatial_scale(spatial_scale)
         self.sampling_ratio = _validate.integer(sampling_ratio, "sampling_ratio")
         self.aligned = _validate.flag(aligned, "aligned")
+        self.exact = not _validate.merge_samples(exact, False)
 
     def forward(self, input, rois):
         return roi_align(input, rois, self.output_size, self.spatial_scale, self.sampling_ratio,
-                         self.aligned)
+                         self.aligned, exact=self.exact)
 
     def __repr__(self) -> str:
+        # torchvision's repr, with exact only where it is not the default
         return (f"{self.__class__.__name__}(output_size={self.output_size}, "
                 f"spatial_scale={self.spatial_scale}, sampling_ratio={self.sampling_ratio}, "
-                f"aligned={self.aligned})")
+                f"aligned={self.aligned}" + ("" if self.exact else ", exact=False") + ")")
 
 
 class RoIPool(nn.Module):

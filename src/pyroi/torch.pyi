@@ -13,7 +13,8 @@ _Boxes = Tensor | Sequence[Tensor]
 _Size = int | tuple[int, int] | list[int]
 
 def roi_align(input: Tensor, boxes: _Boxes, output_size: _Size, spatial_scale: float = 1.0,
-              sampling_ratio: int = -1, aligned: bool = False) -> Tensor: ...
+              sampling_ratio: int = -1, aligned: bool = False, *,
+              exact: bool = True) -> Tensor: ...
 def roi_pool(input: Tensor, boxes: _Boxes, output_size: _Size,
              spatial_scale: float = 1.0) -> Tensor: ...
 def ps_roi_align(input: Tensor, boxes: _Boxes, output_size: _Size, spatial_scale: float = 1.0,
@@ -30,8 +31,10 @@ class RoIAlign(nn.Module):
     spatial_scale: float
     sampling_ratio: int
     aligned: bool
+    exact: bool
     def __init__(self, output_size: _Size, spatial_scale: float, sampling_ratio: int,
-                 aligned: bool = False) -> None: ...
+                 aligned: bool = False, *,
+                 exact: bool = True) -> None: ...
     def forward(self, input: Tensor, rois: _Boxes) -> Tensor: ...
 
 class RoIPool(nn.Module):
