@@ -183,27 +183,21 @@ static inline void PYROI_TYPED(lane_block_gather_runs)(const T *map,
 
 /* A tile of bins (tile[bin][lane], bins row-major) into a float16 output (T float: the
  * forward of a float16 call, see half.c): the bins transposed into staging (room for a tile),
- * then each channel's rounded once into its (PH, PW) plane at base + j * strides[1]. */
+ * then each channel's rounded once into its (PH, PW) plane at base + j * strides[1] (the
+ * lanes' planes in one run where they follow each other: a 7 x 7 plane alone would leave a
+ * vector's tail to the portable conversion in every call). */
 static void PYROI_TYPED(lane_block_tile_to_half_bins)(const T *tile, int64_t lanes,
                                                       int64_t pooled_height,
                                                       int64_t pooled_width, uint16_t *base,
                                                       const int64_t strides[4], T *staging)
 {
     const int64_t bins = pooled_height * pooled_width;
-    const int one_run = strides[2] == pooled_width * strides[3];
-    int64_t j, ph;
     if (sizeof(T) != sizeof(float)) {
         return; /* never: only float32 jobs have a float16 output */
     }
     PYROI_TYPED(pyroi_lanes_to_channels)(tile, bins, lanes, staging, bins, 1);
-    for (j = 0; j < lanes; ++j) {
-        const float *values = (const float *)(const void *)(staging + j * bins);
-        uint16_t *plane = base + j * strides[1];
-        for (ph = 0; ph < (one_run ? 1 : pooled_height); ++ph) {
-            pyroi_half_round_run(values + ph * pooled_width, one_run ? bins : pooled_width,
-                                 plane + ph * strides[2], strides[3]);
-        }
-    }
+    pyroi_half_round_planes((const float *)(const void *)staging, lanes, pooled_height,
+                            pooled_width, base, strides);
 }
 
 /* Writes rows [row_begin, row_end) x columns [col_begin, col_end) of a block of one lane group

@@ -178,7 +178,7 @@ PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_max_like_backward_channels)(
     const int64_t plane_pixels = shape[2] * shape[3];
     const int64_t plane_strides[4] = {plane_pixels, 0, shape[3], 1};
     const int64_t *to_strides = planes != NULL ? plane_strides : gi_strides;
-    int64_t k, c, ph, pw, n, h;
+    int64_t k, c, ph, pw, n;
 
     for (c = begin; c < end; ++c) {
         if (planes != NULL) {
@@ -244,13 +244,10 @@ PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_max_like_backward_channels)(
         }
         for (n = 0; planes != NULL && sizeof(T) == sizeof(float) && n < shape[0]; ++n) {
             /* each sum rounded once (only float32 jobs have float16 tensors) */
-            for (h = 0; h < shape[2]; ++h) {
-                pyroi_half_round_run(
-                    (const float *)(const void *)(planes + n * plane_pixels + h * shape[3]),
-                    shape[3],
-                    job->half_result + n * gi_strides[0] + c * gi_strides[1] + h * gi_strides[2],
-                    gi_strides[3]);
-            }
+            pyroi_half_round_planes((const float *)(const void *)(planes + n * plane_pixels), 1,
+                                    shape[2], shape[3],
+                                    job->half_result + n * gi_strides[0] + c * gi_strides[1],
+                                    gi_strides);
         }
     }
 }
