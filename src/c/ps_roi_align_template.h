@@ -244,11 +244,12 @@ pyroi_status PYROI_TYPED(pyroi_ps_roi_align_forward)(
                                  output_strides, params->pooled_height, params->pooled_width,
                                  input_shape[1]);
         job.align = params;
-        /* work per RoI: each output channel reads every (row tap, column tap) pair once */
+        /* work per RoI: each output channel reads every (row tap, column tap) pair once, a
+         * sample of four taps (operations as parallel.c counts them: a tap of a channel) */
         status = PYROI_TYPED(ps_roi_align_run)(
             &job, PYROI_TYPED(ps_roi_align_forward_task), num_rois,
             (double)job.channels_out *
-                ((double)max_row_taps * (double)max_col_taps +
+                (4.0 * (double)max_row_taps * (double)max_col_taps +
                  (double)params->pooled_height * (double)params->pooled_width),
             max_row_taps, max_col_taps);
     }
@@ -291,12 +292,12 @@ pyroi_status PYROI_TYPED(pyroi_ps_roi_align_backward)(
         job.align = params;
         group = (double)params->pooled_height * (double)params->pooled_width;
         /* work per output channel: zero PH * PW planes of every image, then every RoI
-         * scatters all its tap pairs once */
+         * scatters all its tap pairs once, four taps each */
         status = PYROI_TYPED(ps_roi_align_run)(
             &job, PYROI_TYPED(ps_roi_align_backward_task), job.channels_out,
             group * (double)grad_input_shape[0] * (double)grad_input_shape[2] *
                     (double)grad_input_shape[3] +
-                (double)num_rois * ((double)max_row_taps * (double)max_col_taps + group),
+                (double)num_rois * (4.0 * (double)max_row_taps * (double)max_col_taps + group),
             max_row_taps, max_col_taps);
     }
     pyroi_rois_free(&rois);
