@@ -122,7 +122,30 @@ def test_bench_prints_a_table(tmp_path):
 
     assert lines[-1].startswith("CPU: ") and lines[-1] in result.stderr
     assert lines[-1].endswith(f"; pyroi vector code: {_core.vector_isa()}")
+    if _core.cache_bytes(2):
+        assert f"L2 {_core.cache_bytes(2) // 1024} KB" in lines[-1]
     assert run(["bench", "-w", "nope"], tmp_path).returncode == 2
+
+
+def test_cache_bytes_are_the_ones_the_os_reports():
+    # the C core's own reading of the CPU (CPUID) agrees with Linux's, where both say
+    from pyroi import _core
+
+    assert _core.cache_bytes(0) == 0 and _core.cache_bytes(3) == 0
+    sysfs = pathlib.Path("/sys/devices/system/cpu/cpu0/cache")
+    reported = {}
+    for index in sysfs.glob("index*"):
+        try:
+            level, kind, size = ((index / name).read_text().strip()
+                                 for name in ("level", "type", "size"))
+        except OSError:
+            continue
+        if kind in ("Data", "Unified") and size.endswith("K"):
+            reported[int(level)] = int(size[:-1]) * 1024
+    for level in (1, 2):
+        if _core.cache_bytes(level) and level in reported:
+            assert _core.cache_bytes(level) == reported[level]
+        assert _core.cache_bytes(level) >= 0
 
 
 def test_vector_isa_is_the_one_the_cpu_supports():

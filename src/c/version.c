@@ -1,5 +1,6 @@
 /* version.c - version and dispatch queries, status strings. */
 #include "common.h"
+#include "cpu.h"
 
 int pyroi_version_number(void)
 {
@@ -30,6 +31,11 @@ const char *pyroi_vector_isa(void)
 #else
     return "baseline-only build";
 #endif
+}
+
+int64_t pyroi_cache_bytes(int level)
+{
+    return level == 1 ? pyroi_cpu_l1d_bytes() : level == 2 ? pyroi_cpu_l2_bytes() : 0;
 }
 
 const char *pyroi_status_string(pyroi_status status)

@@ -133,6 +133,12 @@ def vector_isa():
     return c.pyroi_vector_isa().decode("ascii")
 
 
+def cache_bytes(int level):
+    """One core's level-1 data (``level`` 1) or level-2 (2) cache size in bytes as the CPU
+    reports it, the sizes the C core's kernels choose by; 0 where unknown."""
+    return c.pyroi_cache_bytes(level)
+
+
 def version_number():
     """The C library's version as MAJOR * 10000 + MINOR * 100 + PATCH."""
     return c.pyroi_version_number()

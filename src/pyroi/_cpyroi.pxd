@@ -30,6 +30,7 @@ cdef extern from "pyroi.h" nogil:
     int pyroi_version_number()
     const char *pyroi_version_string()
     const char *pyroi_vector_isa()
+    int64_t pyroi_cache_bytes(int level)
     const char *pyroi_status_string(pyroi_status status)
 
     ctypedef struct pyroi_cancel:

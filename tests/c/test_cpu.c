@@ -101,6 +101,9 @@ static void test_cache_sizes(void)
     CHECK(l1d == 0 || (l1d >= 4096 && l1d <= (1 << 20)));
     CHECK(l2 == 0 || (l2 >= l1d && l2 <= (1 << 30)));
     CHECK(pyroi_cpu_l1d_bytes() == l1d && pyroi_cpu_l2_bytes() == l2);
+    /* the public query answers what the kernels read */
+    CHECK(pyroi_cache_bytes(1) == l1d && pyroi_cache_bytes(2) == l2);
+    CHECK(pyroi_cache_bytes(0) == 0 && pyroi_cache_bytes(3) == 0);
 #if defined(__x86_64__) || defined(__i386__) || defined(_M_X64) || defined(_M_IX86)
     CHECK(l1d > 0 && l2 > 0); /* every x86 CPU of this century reports them */
 #endif
