@@ -278,7 +278,7 @@ class OpenVinoNode:
 
     def __init__(self, ov, model, threads: int):
         self.compiled = ov.Core().compile_model(model, "CPU", openvino_properties(threads))
-        self.feeder = None  # the openvino_model feeder it was built with, where known
+        self.feeder: str | None = None  # the openvino_model feeder it was built with
         self.request = self.compiled.create_infer_request()
         for op in self.compiled.get_runtime_model().get_ordered_ops():
             info = op.get_rt_info()
@@ -340,6 +340,7 @@ def fastest_openvino_node(ov, w: "Workload", threads: int) -> "OpenVinoNode":
             times.append(node.node_ms())
         if min(times) < best_ms:
             best, best_ms = node, min(times)
+    assert best is not None  # the last feeder is kept whatever its layout
     return best
 
 
@@ -429,7 +430,7 @@ def machine() -> str:
     gives them: one model name can cover several generations), the cache sizes the C core's
     kernels choose by, and the vector code its dispatch runs."""
     model = platform.processor() or platform.machine()
-    fields = {}
+    fields: dict[str, str] = {}
     try:
         with open("/proc/cpuinfo", encoding="utf-8") as cpuinfo:
             for line in cpuinfo:
