@@ -532,7 +532,7 @@ def run(workloads, thread_counts, repeat, peer_repeat, progress=None,
                         node, inputs, peer_repeat, warmup_seconds)
                     openvino_note = (f"  openvino node {node.kernel} {node.precision} on "
                                      f"{node.layout}"
-                                     + (f" (fed by a {node.feeder})" if node.feeder else ""))
+                                     + (f" (feeder: {node.feeder})" if node.feeder else ""))
                     del node
             line = [f"  threads={threads}: pyroi fwd {results['pyroi fwd']:8.2f} ms"]
             if "pyroi NHWC fwd" in results:
