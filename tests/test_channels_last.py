@@ -82,6 +82,32 @@ def test_channels_last_same_bits_on_any_thread_count(dtype, channels, num_rois):
     np.testing.assert_array_equal(one, pyroi.roi_align(nchw, boxes, 7, 0.5, 2, True))
 
 
+def test_channels_last_map_larger_than_the_l3_cache(tv):
+    """An image larger than the CPU's L3 cache: the in-place kernel prefetches each next bin
+    row's pixels (src/c/roi_align_prefetch_template.h), a hint that must change no bit and
+    read no list past its end. A RoI over the whole map with 64 x 64 bins of 5 x 5 samples
+    taps more distinct columns (about 640) than the prefetch keeps (256)."""
+    from pyroi import _core
+
+    l3 = _core.cache_bytes(3) or 16 << 20  # the kernels' assumption where the CPU says nothing
+    if l3 > 256 << 20:
+        pytest.skip(f"an image larger than this CPU's {l3 >> 20} MB L3 cache is too large here")
+    channels = 16  # 64-byte pixels: 25 samples per bin still fit the L1 cache (in place)
+    side = int(np.ceil(np.sqrt(l3 / (channels * 4)))) + 8
+    rng = np.random.default_rng(3)
+    nhwc = rng.standard_normal((1, side, side, channels), dtype=np.float32)
+    assert nhwc.nbytes > l3
+    boxes = random_rois(rng, 1, side, side, 24, np.float32, spatial_scale=0.5)
+    boxes[0] = (0, 0, 0, 2 * side, 2 * side)
+    boxes[1] = (0, -40, -40, 2 * side + 40, 2 * side + 40)  # beyond every edge
+    nchw = nhwc.transpose(0, 3, 1, 2)
+    expected = tv.roi_align(np.ascontiguousarray(nchw), boxes, 64, 0.5, 5, True)
+    for threads in (1, 2):
+        np.testing.assert_array_equal(
+            pyroi.roi_align(nhwc, boxes, 64, 0.5, 5, True, layout="NHWC", num_threads=threads),
+            expected)
+
+
 @pytest.mark.parametrize("view", ["channel_slice", "row_padding", "column_step"])
 def test_channels_last_views_read_in_place(tv, view):
     """Pixels further apart than their channels (a slice of a wider map's channels, padded

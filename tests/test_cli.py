@@ -131,7 +131,7 @@ def test_cache_bytes_are_the_ones_the_os_reports():
     # the C core's own reading of the CPU (CPUID) agrees with Linux's, where both say
     from pyroi import _core
 
-    assert _core.cache_bytes(0) == 0 and _core.cache_bytes(3) == 0
+    assert _core.cache_bytes(0) == 0 and _core.cache_bytes(4) == 0
     sysfs = pathlib.Path("/sys/devices/system/cpu/cpu0/cache")
     reported = {}
     for index in sysfs.glob("index*"):
@@ -142,7 +142,7 @@ def test_cache_bytes_are_the_ones_the_os_reports():
             continue
         if kind in ("Data", "Unified") and size.endswith("K"):
             reported[int(level)] = int(size[:-1]) * 1024
-    for level in (1, 2):
+    for level in (1, 2, 3):
         if _core.cache_bytes(level) and level in reported:
             assert _core.cache_bytes(level) == reported[level]
         assert _core.cache_bytes(level) >= 0

@@ -15,8 +15,8 @@
 #  endif
 #endif
 
-enum { DETECTED_LEVEL, DETECTED_L1D, DETECTED_L2, DETECTED_CAP_UNKNOWN, DETECTED_F16C,
-       DETECTED_COUNT };
+enum { DETECTED_LEVEL, DETECTED_L1D, DETECTED_L2, DETECTED_L3, DETECTED_CAP_UNKNOWN,
+       DETECTED_F16C, DETECTED_COUNT };
 
 #ifdef PYROI_CPU_X86
 /* Leaf 1, ECX */
@@ -122,9 +122,10 @@ static int detect_level(uint32_t max_leaf, uint32_t max_extended_leaf)
     return PYROI_CPU_X86_64_V4;
 }
 
-/* Level 1 data and level 2 sizes from the deterministic cache parameters: leaf 4 (Intel) or
- * 0x8000001D (AMD), one subleaf per cache, same layout. Leaves sizes[] alone where not found. */
-static void cache_sizes_from_leaf(uint32_t leaf, int64_t sizes[2])
+/* Level 1 data, level 2 and level 3 sizes from the deterministic cache parameters: leaf 4
+ * (Intel) or 0x8000001D (AMD), one subleaf per cache, same layout. Leaves sizes[] alone where
+ * not found. */
+static void cache_sizes_from_leaf(uint32_t leaf, int64_t sizes[3])
 {
     uint32_t subleaf, r[4];
     for (subleaf = 0; subleaf < 16; ++subleaf) {
@@ -135,7 +136,7 @@ static void cache_sizes_from_leaf(uint32_t leaf, int64_t sizes[2])
         if (type == 0) {
             break;
         }
-        if ((type == 1 || type == 3) && (level == 1 || level == 2) && sizes[level - 1] == 0) {
+        if ((type == 1 || type == 3) && level >= 1 && level <= 3 && sizes[level - 1] == 0) {
             const int64_t ways = ((r[1] >> 22) & 0x3FFu) + 1;
             const int64_t partitions = ((r[1] >> 12) & 0x3FFu) + 1;
             const int64_t line = (r[1] & 0xFFFu) + 1, sets = (int64_t)r[2] + 1;
@@ -147,7 +148,7 @@ static void cache_sizes_from_leaf(uint32_t leaf, int64_t sizes[2])
 static void detect_cpu(int64_t detected[DETECTED_COUNT])
 {
     uint32_t r[4], max_leaf, max_extended_leaf;
-    int64_t sizes[2] = {0, 0};
+    int64_t sizes[3] = {0, 0, 0};
     cpuid(0, 0, r);
     max_leaf = r[0];
     cpuid(0x80000000u, 0, r);
@@ -166,7 +167,7 @@ static void detect_cpu(int64_t detected[DETECTED_COUNT])
         cache_sizes_from_leaf(0x8000001Du, sizes);
     }
     /* Older AMD CPUs: L1d KiB in 0x80000005 ECX[31:24], L2 KiB in 0x80000006 ECX[31:16]
-     * (the latter also on Intel). */
+     * (the latter also on Intel), L3 in 512 KiB units in 0x80000006 EDX[31:18] (AMD). */
     if (sizes[0] == 0 && max_extended_leaf >= 0x80000005u) {
         cpuid(0x80000005u, 0, r);
         sizes[0] = (int64_t)(r[2] >> 24) * 1024;
@@ -175,8 +176,13 @@ static void detect_cpu(int64_t detected[DETECTED_COUNT])
         cpuid(0x80000006u, 0, r);
         sizes[1] = (int64_t)(r[2] >> 16) * 1024;
     }
+    if (sizes[2] == 0 && max_extended_leaf >= 0x80000006u) {
+        cpuid(0x80000006u, 0, r);
+        sizes[2] = (int64_t)(r[3] >> 18) * 512 * 1024;
+    }
     detected[DETECTED_L1D] = sizes[0];
     detected[DETECTED_L2] = sizes[1];
+    detected[DETECTED_L3] = sizes[2];
 }
 #else
 static void detect_cpu(int64_t detected[DETECTED_COUNT])
@@ -185,6 +191,7 @@ static void detect_cpu(int64_t detected[DETECTED_COUNT])
     detected[DETECTED_F16C] = 0;
     detected[DETECTED_L1D] = 0;
     detected[DETECTED_L2] = 0;
+    detected[DETECTED_L3] = 0;
 }
 #endif
 
@@ -270,6 +277,11 @@ int64_t pyroi_cpu_l1d_bytes(void)
 int64_t pyroi_cpu_l2_bytes(void)
 {
     return detected_value(DETECTED_L2);
+}
+
+int64_t pyroi_cpu_l3_bytes(void)
+{
+    return detected_value(DETECTED_L3);
 }
 
 int pyroi_cpu_has_f16c(void)

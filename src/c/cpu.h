@@ -32,9 +32,11 @@ int pyroi_cpu_cap_unknown(void);
  * level (after the cap) is at least PYROI_CPU_AVX2; else 0. */
 int pyroi_cpu_has_f16c(void);
 
-/* Size in bytes of one core's level 1 data cache and level 2 cache, 0 where unknown
+/* Size in bytes of one core's level 1 data cache and level 2 cache, and of the level 3 cache
+ * the core shares with others (the whole of it, as the CPU reports it), 0 where unknown
  * (detected from cpuid on x86; 0 elsewhere). For tuning block sizes at run time. */
 int64_t pyroi_cpu_l1d_bytes(void);
 int64_t pyroi_cpu_l2_bytes(void);
+int64_t pyroi_cpu_l3_bytes(void);
 
 #endif /* PYROI_CPU_H */

@@ -93,12 +93,14 @@ static void PYROI_TYPED(roi_align_backward_direct_task)(void *context, int64_t b
  * the tile (from zero in the band of its first sample) and is stored back raw, bin rows
  * without a sample in the band untouched (the caller zeroes those without samples): band
  * after band (rows ascending; the RoI's row taps ascend within each bin row), every bin adds
- * its samples in torchvision's order, and roi_align_forward_finish divides. */
+ * its samples in torchvision's order, and roi_align_forward_finish divides. Unless
+ * `prefetch` is NULL (then resume is 0 and block is the RoI's image), each bin row turns it
+ * to the next bin row and each bin takes a step of it (roi_align_prefetch_template.h). */
 PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_forward_roi_rows)(
     const PYROI_TYPED(roi_align_plan) *plan, int64_t k, const T *block, int64_t pair,
     int64_t chunks, int64_t groups, int64_t width, int64_t pooled_height,
     int64_t pooled_width, int64_t row_begin, int64_t row_end, int resume, T *tile,
-    int64_t tile_elements)
+    int64_t tile_elements, PYROI_TYPED(roi_prefetch) *prefetch)
 {
     typedef PYROI_TYPED(roi_align_lanes) V;
     const PYROI_TYPED(roi_align_tap_tables) tables =
@@ -119,8 +121,15 @@ PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_forward_roi_rows)(
         }
         /* a bin row's first band starts its sums from zero */
         const int carry = resume && tables.row_taps[rr.begin].lo < row_begin;
+        if (prefetch != NULL) {
+            PYROI_TYPED(roi_prefetch_bin_row)(prefetch, plan, k, block, ph, pooled_height,
+                                              pooled_width);
+        }
         for (pw = 0; pw < pooled_width; ++pw) {
             const pyroi_tap_range cr = tables.col_ranges[pw];
+            if (prefetch != NULL) {
+                PYROI_TYPED(roi_prefetch_step)(prefetch);
+            }
             for (chunk = 0; chunk < chunks; ++chunk) {
                 const V *lanes = (const V *)block + chunk * pair * PYROI_VECTORS;
                 V *result = (V *)tile + chunk * pair * next_tile +
@@ -183,15 +192,16 @@ PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_forward_roi_rows)(
  * arithmetic per tap load and weight product (measured: 15% fewer cycles per sample), and a
  * pixel's two lines are neighbours. Each bin takes its chunks (pairs of lane groups) one after
  * the other, so that channels-last pixels read in place are read whole while the bin's taps
- * are in the L1 cache (roi_align_channels_last_template.h). */
+ * are in the L1 cache (roi_align_channels_last_template.h). `prefetch` as in
+ * roi_align_forward_roi_rows. */
 PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_forward_roi)(
     const PYROI_TYPED(roi_align_plan) *plan, int64_t k, const T *block, int64_t pair,
     int64_t chunks, int64_t groups, int64_t width, int64_t pooled_height,
-    int64_t pooled_width, T *tile, int64_t tile_elements)
+    int64_t pooled_width, T *tile, int64_t tile_elements, PYROI_TYPED(roi_prefetch) *prefetch)
 {
     PYROI_TYPED(roi_align_forward_roi_rows)(plan, k, block, pair, chunks, groups, width,
                                             pooled_height, pooled_width, 0, INT64_MAX, 0, tile,
-                                            tile_elements);
+                                            tile_elements, prefetch);
 }
 
 /* The bin averages of a tile of raw sums (roi_align_forward_roi_rows resumed band after

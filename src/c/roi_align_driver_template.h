@@ -5,8 +5,6 @@
 
 /* ---- driver ----------------------------------------------------------------------------- */
 
-/* Forward outputs from this size on bypass the caches. */
-#define PYROI_STREAM_BYTES (8.0 * 1024.0 * 1024.0)
 
 /* Largest lane-major block per worker; bigger feature maps take the direct loop order. */
 #define PYROI_BLOCK_SCRATCH_BYTES ((size_t)64 << 20)
@@ -241,7 +239,7 @@ static pyroi_status PYROI_TYPED(roi_align_execute_tasks)(PYROI_TYPED(roi_align_j
                             (double)job->params->pooled_width) *
                 (double)job->map_shape[1] *
                 (double)(job->half_result != NULL ? sizeof(uint16_t) : sizeof(T)) >=
-            PYROI_STREAM_BYTES;
+            pyroi_stream_bytes();
     job->stream_result = job->half_result != NULL || large;
     job->stream_half = job->half_result != NULL && large;
     if (schedule.scratch_stride > 0 && job->arena != NULL) {

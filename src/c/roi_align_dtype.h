@@ -3,6 +3,7 @@
  * before it define):
  *   lane_block_template.h          (shared with RoIPool) lane layout, gather, block write-out
  *   roi_align_plan_template.h      geometry of a RoI, the call's plan (RoI copy, tap tables), job
+ *   roi_align_prefetch_template.h  the next bin row's pixels into L2 while one is computed
  *   roi_align_blocks_template.h    the kernels' lanes, scratch, streamed write-out of bin tiles
  *   roi_align_avg_template.h       the avg reduction: direct and lane-major kernels
  *   roi_align_orders_template.h    the image-block and RoI-region loops and their tasks
@@ -15,6 +16,7 @@
  * The lane layout macros end here: the next dtype defines them anew. */
 #include "lane_block_template.h"
 #include "roi_align_plan_template.h"
+#include "roi_align_prefetch_template.h"
 #include "roi_align_blocks_template.h"
 #include "roi_align_avg_template.h"
 #include "roi_align_orders_template.h"

@@ -48,15 +48,15 @@ PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_forward_lanes)(
     if (channels > PYROI_LANES) { /* the lane group counts are constants of each copy */
         PYROI_TYPED(roi_align_forward_roi_rows)(job->plan, k, block, 2, 1, 2, job->map_shape[3],
                                                 pooled_height, pooled_width, row_begin, row_end,
-                                                resume, tile, tile_elements);
+                                                resume, tile, tile_elements, NULL);
     } else if (job->pair == 1) {
         PYROI_TYPED(roi_align_forward_roi_rows)(job->plan, k, block, 1, 1, 1, job->map_shape[3],
                                                 pooled_height, pooled_width, row_begin, row_end,
-                                                resume, tile, tile_elements);
+                                                resume, tile, tile_elements, NULL);
     } else { /* the last channel block alone, in a pair's layout */
         PYROI_TYPED(roi_align_forward_roi_rows)(job->plan, k, block, 1, 1, 2, job->map_shape[3],
                                                 pooled_height, pooled_width, row_begin, row_end,
-                                                resume, tile, tile_elements);
+                                                resume, tile, tile_elements, NULL);
     }
 }
 

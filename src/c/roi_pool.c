@@ -325,9 +325,6 @@ typedef char roi_pool_group_is_two[ROI_POOL_GROUP == 2 ? 1 : -1];
  * RoI's 7 x 7 bins of a lane line of channels at once. */
 #define ROI_POOL_ADD_CHUNK 1024
 
-/* Forward outputs of at least this size are written with streaming stores. */
-#define ROI_POOL_STREAM_BYTES ((double)(8 << 20))
-
 /* The bin windows of every RoI of a call, and the call's RoIs grouped by image. */
 typedef struct roi_pool_plan {
     const pyroi_rois *rois;   /* the call's copy, grouped by image */

@@ -103,7 +103,7 @@ static pyroi_status PYROI_TYPED(roi_pool_forward_checked)(PYROI_TYPED(roi_pool_j
     job->stream = (double)num_rois * (double)input_shape[1] * (double)params->pooled_height *
                       (double)params->pooled_width *
                       (double)(job->half_result != NULL ? sizeof(uint16_t) : sizeof(T)) >=
-                  (double)ROI_POOL_STREAM_BYTES;
+                  pyroi_stream_bytes();
     if (PYROI_TYPED(roi_pool_scratch_fits)(input_shape[2] * input_shape[3],
                                            params->pooled_height * params->pooled_width)) {
         return PYROI_TYPED(roi_pool_forward_lanes)(job);

@@ -1,5 +1,6 @@
 /* transpose.c - see transpose.h. */
 #include "transpose.h"
+#include "cpu.h"
 #include "half.h"
 
 #include <string.h>
@@ -394,6 +395,12 @@ void pyroi_stream_fence(void)
 #ifdef PYROI_HAVE_STREAM_STORES
     _mm_sfence();
 #endif
+}
+
+double pyroi_stream_bytes(void)
+{
+    const double l2 = (double)pyroi_cpu_l2_bytes();
+    return l2 > (double)(1 << 20) ? l2 : (double)(1 << 20);
 }
 
 void pyroi_row_stream_init(pyroi_row_stream *stream, void *dst, const void *src, int64_t rows,

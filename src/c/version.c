@@ -35,7 +35,10 @@ const char *pyroi_vector_isa(void)
 
 int64_t pyroi_cache_bytes(int level)
 {
-    return level == 1 ? pyroi_cpu_l1d_bytes() : level == 2 ? pyroi_cpu_l2_bytes() : 0;
+    return level == 1   ? pyroi_cpu_l1d_bytes()
+           : level == 2 ? pyroi_cpu_l2_bytes()
+           : level == 3 ? pyroi_cpu_l3_bytes()
+                        : 0;
 }
 
 const char *pyroi_status_string(pyroi_status status)

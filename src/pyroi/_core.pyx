@@ -134,8 +134,9 @@ def vector_isa():
 
 
 def cache_bytes(int level):
-    """One core's level-1 data (``level`` 1) or level-2 (2) cache size in bytes as the CPU
-    reports it, the sizes the C core's kernels choose by; 0 where unknown."""
+    """One core's level-1 data (``level`` 1) or level-2 (2) cache size in bytes, or the size of
+    the level-3 cache it shares (3), as the CPU reports it: the sizes the C core's kernels
+    choose by; 0 where unknown."""
     return c.pyroi_cache_bytes(level)
 
 

@@ -442,7 +442,8 @@ def machine() -> str:
     if "cpu family" in fields and "model" in fields:
         model += f" (family {fields['cpu family']} model {fields['model']})"
     caches = ", ".join(f"{name} {_core.cache_bytes(level) // 1024} KB"
-                       for level, name in ((1, "L1d"), (2, "L2")) if _core.cache_bytes(level))
+                       for level, name in ((1, "L1d"), (2, "L2"), (3, "L3"))
+                       if _core.cache_bytes(level))
     return (f"CPU: {model}, {os.cpu_count()} CPUs{'; ' + caches if caches else ''}; "
             f"pyroi vector code: {_core.vector_isa()}")
 

@@ -160,10 +160,11 @@ PYROI_API const char *pyroi_version_string(void);
  * "baseline (PYROI_MAX_VECTOR_ISA not understood: ...)". Thread-safe. */
 PYROI_API const char *pyroi_vector_isa(void);
 
-/* Size in bytes of one core's level-1 data cache (level 1) or level-2 cache (level 2) as the
- * CPU reports it (CPUID on x86-64), the sizes the kernels choose their block sizes and loop
- * orders by; 0 where the CPU or the build does not say (the kernels then assume common
- * sizes) and for any other level. Thread-safe. */
+/* Size in bytes of one core's level-1 data cache (level 1) or level-2 cache (level 2), or of
+ * the level-3 cache it shares (level 3, the whole of it), as the CPU reports it (CPUID on
+ * x86-64): the sizes the kernels choose their block sizes, loop orders and prefetching by; 0
+ * where the CPU or the build does not say (the kernels then assume common sizes) and for any
+ * other level. Thread-safe. */
 PYROI_API int64_t pyroi_cache_bytes(int level);
 
 /* A static, human-readable description of a status code ("unknown status" for values outside
