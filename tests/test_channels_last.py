@@ -82,11 +82,14 @@ def test_channels_last_same_bits_on_any_thread_count(dtype, channels, num_rois):
     np.testing.assert_array_equal(one, pyroi.roi_align(nchw, boxes, 7, 0.5, 2, True))
 
 
-def test_channels_last_map_larger_than_the_l3_cache(tv):
-    """An image larger than the CPU's L3 cache: the in-place kernel prefetches each next bin
-    row's pixels (src/c/roi_align_prefetch_template.h), a hint that must change no bit and
-    read no list past its end. A RoI over the whole map with 64 x 64 bins of 5 x 5 samples
-    taps more distinct columns (about 640) than the prefetch keeps (256)."""
+@pytest.mark.parametrize("mode", ["avg", "max"])
+def test_channels_last_map_larger_than_the_l3_cache(tv, mode):
+    """An image larger than the CPU's L3 cache: the in-place kernels (avg, and max without
+    argmax) prefetch each next bin row's pixels (src/c/roi_align_prefetch_template.h), a hint
+    that must change no bit and read no list past its end. A RoI over the whole map with
+    64 x 64 bins of 5 x 5 samples taps more distinct columns (about 640) than the prefetch
+    keeps (256). avg is pinned to torchvision, max to the NCHW orders (pinned to mmcv in
+    test_roi_align_max.py), a NaN pixel making one RoI redo its max channel by channel."""
     from pyroi import _core
 
     l3 = _core.cache_bytes(3) or 16 << 20  # the kernels' assumption where the CPU says nothing
@@ -100,11 +103,17 @@ def test_channels_last_map_larger_than_the_l3_cache(tv):
     boxes = random_rois(rng, 1, side, side, 24, np.float32, spatial_scale=0.5)
     boxes[0] = (0, 0, 0, 2 * side, 2 * side)
     boxes[1] = (0, -40, -40, 2 * side + 40, 2 * side + 40)  # beyond every edge
-    nchw = nhwc.transpose(0, 3, 1, 2)
-    expected = tv.roi_align(np.ascontiguousarray(nchw), boxes, 64, 0.5, 5, True)
+    nchw = np.ascontiguousarray(nhwc.transpose(0, 3, 1, 2))
+    if mode == "avg":
+        expected = tv.roi_align(nchw, boxes, 64, 0.5, 5, True)
+    else:
+        nhwc[0, 100, 100, 3] = nchw[0, 3, 100, 100] = np.nan
+        expected = pyroi.roi_align(nchw, boxes, 64, 0.5, 5, True, mode="max")
+        assert np.isnan(expected).any()
     for threads in (1, 2):
         np.testing.assert_array_equal(
-            pyroi.roi_align(nhwc, boxes, 64, 0.5, 5, True, layout="NHWC", num_threads=threads),
+            pyroi.roi_align(nhwc, boxes, 64, 0.5, 5, True, mode=mode, layout="NHWC",
+                            num_threads=threads),
             expected)
 
 

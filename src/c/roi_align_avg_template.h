@@ -94,8 +94,9 @@ static void PYROI_TYPED(roi_align_backward_direct_task)(void *context, int64_t b
  * without a sample in the band untouched (the caller zeroes those without samples): band
  * after band (rows ascending; the RoI's row taps ascend within each bin row), every bin adds
  * its samples in torchvision's order, and roi_align_forward_finish divides. Unless
- * `prefetch` is NULL (then resume is 0 and block is the RoI's image), each bin row turns it
- * to the next bin row and each bin takes a step of it (roi_align_prefetch_template.h). */
+ * `prefetch` is NULL (then resume is 0, on channels-last features read in place), each bin
+ * row turns it to the next bin row and each bin takes a step of it
+ * (roi_align_prefetch_template.h). */
 PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_forward_roi_rows)(
     const PYROI_TYPED(roi_align_plan) *plan, int64_t k, const T *block, int64_t pair,
     int64_t chunks, int64_t groups, int64_t width, int64_t pooled_height,
@@ -122,8 +123,7 @@ PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_forward_roi_rows)(
         /* a bin row's first band starts its sums from zero */
         const int carry = resume && tables.row_taps[rr.begin].lo < row_begin;
         if (prefetch != NULL) {
-            PYROI_TYPED(roi_prefetch_bin_row)(prefetch, plan, k, block, ph, pooled_height,
-                                              pooled_width);
+            PYROI_TYPED(roi_prefetch_bin_row)(prefetch, ph, pooled_height, pooled_width);
         }
         for (pw = 0; pw < pooled_width; ++pw) {
             const pyroi_tap_range cr = tables.col_ranges[pw];

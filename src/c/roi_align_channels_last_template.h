@@ -69,14 +69,14 @@ struct PYROI_TYPED(roi_align_max_job);
 PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_max_roi_in_place)(
     const struct PYROI_TYPED(roi_align_max_job) *max_job, int64_t k, const T *image,
     int64_t channel_groups, int64_t groups, int64_t row_pixels, T *tile,
-    int64_t tile_elements);
+    int64_t tile_elements, PYROI_TYPED(roi_prefetch) *prefetch);
 
 /* Forward, work item = RoI (in the plan's order, so that consecutive RoIs read nearby pixels,
  * which then come from the cache): every channel of the RoI from the caller's pixels, bin by
  * bin, pairs of lane groups one after the other (the last single group on its own), into the
  * worker's tiles, then written out. The reduction is avg (max_job NULL) or mmcv's max without
- * argmax (max_job its job), a constant of each task. The avg prefetches the next bin row's
- * pixels while it computes one, where they come from memory (roi_align_prefetch_template.h). */
+ * argmax (max_job its job), a constant of each task. Both prefetch the next bin row's pixels
+ * while they compute one, where those come from memory (roi_align_prefetch_template.h). */
 PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_forward_channels_last_items)(
     const PYROI_TYPED(roi_align_job) *job, const struct PYROI_TYPED(roi_align_max_job) *max_job,
     int64_t begin, int64_t end, int worker)
@@ -91,12 +91,12 @@ PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_forward_channels_last_items)(
     const int64_t channel_groups = job->map_shape[1] / PYROI_LANES;
     T *tile = job->scratch + worker * job->scratch_stride;
     T *staging = job->stream_result ? tile + channel_groups * tile_elements : NULL;
-    const int prefetching = max_job == NULL && PYROI_TYPED(roi_prefetch_worth)(
-                                                   in_strides[0] * (int64_t)sizeof(T));
-    PYROI_TYPED(roi_prefetch) prefetch;
+    PYROI_TYPED(roi_prefetch) walk;
+    PYROI_TYPED(roi_prefetch) *prefetch =
+        PYROI_TYPED(roi_prefetch_worth)(in_strides[0] * (int64_t)sizeof(T)) ? &walk : NULL;
     int64_t i, b;
 
-    PYROI_TYPED(roi_prefetch_init)(&prefetch, in_strides[2] * (int64_t)sizeof(T),
+    PYROI_TYPED(roi_prefetch_init)(&walk, plan, in_strides[2] * (int64_t)sizeof(T),
                                    in_strides[3] * (int64_t)sizeof(T),
                                    job->map_shape[1] * (int64_t)sizeof(T));
 
@@ -107,31 +107,30 @@ PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_forward_channels_last_items)(
         if ((i - begin) % 8 == 0 && pyroi_cancel_requested(job->params->cancel)) {
             break;
         }
-        /* past the chunk's end too: a serial call's next chunk starts there (a cancellable
-         * call's chunks are as small as one RoI) */
+        /* the next RoI past the chunk's end too: a serial call's next chunk starts there (a
+         * cancellable call's chunks are as small as one RoI) */
         if (i + 1 < plan->num_rois) {
             const int64_t next = plan->rois.order[i + 1];
-            PYROI_TYPED(roi_prefetch_next_roi)(
-                &prefetch, next, job->features + job->batch_indices[next] * in_strides[0]);
+            PYROI_TYPED(roi_prefetch_rois)(&walk, k, image, next,
+                                           job->features + job->batch_indices[next] * in_strides[0]);
         } else {
-            PYROI_TYPED(roi_prefetch_next_roi)(&prefetch, -1, NULL);
+            PYROI_TYPED(roi_prefetch_rois)(&walk, k, image, -1, NULL);
         }
         if (max_job != NULL) {
             PYROI_TYPED(roi_align_max_roi_in_place)(max_job, k, image, channel_groups, groups,
-                                                    row_pixels, tile, tile_elements);
+                                                    row_pixels, tile, tile_elements, prefetch);
         } else {
             if (channel_groups >= 2) { /* the lane group counts are constants of each copy */
                 PYROI_TYPED(roi_align_forward_roi)(plan, k, image, 2, channel_groups / 2,
                                                    groups, row_pixels, pooled_height,
-                                                   pooled_width, tile, tile_elements,
-                                                   prefetching ? &prefetch : NULL);
+                                                   pooled_width, tile, tile_elements, prefetch);
             }
             if (channel_groups % 2 != 0) {
                 PYROI_TYPED(roi_align_forward_roi)(
                     plan, k, image + (channel_groups - 1) * PYROI_LANES, 1, 1, groups,
                     row_pixels, pooled_height, pooled_width,
                     tile + (channel_groups - 1) * tile_elements, tile_elements,
-                    prefetching && channel_groups == 1 ? &prefetch : NULL);
+                    channel_groups == 1 ? prefetch : NULL);
             }
         }
         for (b = 0; b < channel_groups; ++b) {

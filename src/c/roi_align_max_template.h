@@ -407,11 +407,13 @@ PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_lanes_max)(PYROI_TYPED(roi_align_l
  * kernel). A pair shares each sample's weights and tap addresses between 32 float channels;
  * each bin takes its chunks one after the other, so that pixels read in place are read whole
  * while the bin's taps are in the L1 cache (roi_align_channels_last_template.h). The RoI's
- * tap tables and grid are roi_align_max_roi's. */
+ * tap tables and grid are roi_align_max_roi's; `prefetch` (NULL on a block) as in
+ * roi_align_forward_roi_rows. */
 PYROI_CLONE_INLINE int PYROI_TYPED(roi_align_max_roi_values)(
     const PYROI_TYPED(roi_align_tap_tables) *tables_of_roi, int64_t grid_h, int64_t grid_w,
     const T *block, int64_t pair, int64_t chunks, int64_t groups, int64_t width,
-    int64_t pooled_height, int64_t pooled_width, T *tile, int64_t tile_elements)
+    int64_t pooled_height, int64_t pooled_width, T *tile, int64_t tile_elements,
+    PYROI_TYPED(roi_prefetch) *prefetch)
 {
     typedef PYROI_TYPED(roi_align_lanes) V;
     const PYROI_TYPED(roi_align_tap_tables) tables = *tables_of_roi;
@@ -435,8 +437,14 @@ PYROI_CLONE_INLINE int PYROI_TYPED(roi_align_max_roi_values)(
     for (ph = 0; ph < pooled_height; ++ph) {
         const pyroi_tap_range rr = tables.row_ranges[ph];
         const int64_t rows = rr.end - rr.begin;
+        if (prefetch != NULL) {
+            PYROI_TYPED(roi_prefetch_bin_row)(prefetch, ph, pooled_height, pooled_width);
+        }
         for (pw = 0; pw < pooled_width; ++pw) {
             const pyroi_tap_range cr = tables.col_ranges[pw];
+            if (prefetch != NULL) {
+                PYROI_TYPED(roi_prefetch_step)(prefetch);
+            }
             /* the 0 after zero_rows rows of in-map samples; -1: no sample is outside */
             const int64_t outside =
                 grid_h * grid_w > 0
@@ -614,7 +622,8 @@ PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_max_roi)(
                 &tables, grid_h, grid_w, block, 1, 1, 1, max_job->base.map_shape[3],
                 max_job->base.params->pooled_height, max_job->base.params->pooled_width, tile,
                 max_job->base.params->pooled_height * max_job->base.params->pooled_width *
-                    PYROI_LANES)) {
+                    PYROI_LANES,
+                NULL)) {
             return; /* no winners to keep, no NaN met */
         }
     }
@@ -631,11 +640,12 @@ PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_max_roi)(
  * into the worker's tiles, lane group g's tile g * tile_elements after the first, pairs of
  * lane groups bin by bin (the last single group on its own). A RoI whose values met a NaN is
  * redone channel by channel with the scalar rule (roi_align_max_bin) on the caller's pixels:
- * the lanes of the other orders apply that rule, so the bits are theirs. */
+ * the lanes of the other orders apply that rule, so the bits are theirs. `prefetch` (or
+ * NULL) walks the next bin rows' pixels (roi_align_prefetch_template.h). */
 PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_max_roi_in_place)(
     const struct PYROI_TYPED(roi_align_max_job) *max_job, int64_t k, const T *image,
     int64_t channel_groups, int64_t groups, int64_t row_pixels, T *tile,
-    int64_t tile_elements)
+    int64_t tile_elements, PYROI_TYPED(roi_prefetch) *prefetch)
 {
     const PYROI_TYPED(roi_align_plan) *plan = max_job->base.plan;
     const int64_t *in_strides = max_job->base.features_strides;
@@ -651,13 +661,14 @@ PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_max_roi_in_place)(
     if (channel_groups >= 2) { /* the lane group counts are constants of each copy */
         clean &= PYROI_TYPED(roi_align_max_roi_values)(
             &tables, grid_h, grid_w, image, 2, channel_groups / 2, groups, row_pixels,
-            pooled_height, pooled_width, tile, tile_elements);
+            pooled_height, pooled_width, tile, tile_elements, prefetch);
     }
     if (channel_groups % 2 != 0) {
         clean &= PYROI_TYPED(roi_align_max_roi_values)(
             &tables, grid_h, grid_w, image + (channel_groups - 1) * PYROI_LANES, 1, 1, groups,
             row_pixels, pooled_height, pooled_width,
-            tile + (channel_groups - 1) * tile_elements, tile_elements);
+            tile + (channel_groups - 1) * tile_elements, tile_elements,
+            channel_groups == 1 ? prefetch : NULL);
     }
     if (clean) {
         return;

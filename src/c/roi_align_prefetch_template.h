@@ -17,12 +17,13 @@
 /* Level 3 cache assumed where the CPU does not say (cpu.h). */
 #define PYROI_DEFAULT_L3_BYTES ((int64_t)16 << 20)
 
-/* The walk of one worker: where the pixels are, the next RoI of its sequence, and the pixels
- * of the bin row being prefetched (rows x cols of an image) with the walk's position. */
+/* The walk of one worker: where the pixels are, the RoI it computes and the next one, and the
+ * pixels of the bin row being prefetched (rows x cols of an image) with the walk's position. */
 typedef struct PYROI_TYPED(roi_prefetch) {
+    const PYROI_TYPED(roi_align_plan) *plan;
     int64_t row_bytes, pixel_bytes, bytes; /* pitches in the image, bytes read of a pixel */
-    const T *next_image;                   /* the image of next_roi */
-    int64_t next_roi;                      /* the RoI computed after the current one; -1 none */
+    int64_t roi, next_roi;                 /* the RoI being computed, the one after it (-1) */
+    const T *roi_image, *next_image;       /* their images */
     const char *image;                     /* the image of the bin row being prefetched */
     int64_t cols_roi;                      /* the RoI whose columns cols[] holds; -1 none */
     int64_t rows[PYROI_PREFETCH_AXIS_PIXELS], cols[PYROI_PREFETCH_AXIS_PIXELS];
@@ -57,39 +58,44 @@ static int64_t PYROI_TYPED(roi_prefetch_axis)(const PYROI_TYPED(axis_tap) *taps,
     return n;
 }
 
-/* A worker's walk through images whose rows are row_bytes apart and pixels pixel_bytes,
- * `bytes` read of each pixel; nothing to prefetch yet. */
-static void PYROI_TYPED(roi_prefetch_init)(PYROI_TYPED(roi_prefetch) *walk, int64_t row_bytes,
-                                           int64_t pixel_bytes, int64_t bytes)
+/* A worker's walk through the plan's RoIs, in images whose rows are row_bytes apart and
+ * pixels pixel_bytes, `bytes` read of each pixel; nothing to prefetch yet. */
+static void PYROI_TYPED(roi_prefetch_init)(PYROI_TYPED(roi_prefetch) *walk,
+                                           const PYROI_TYPED(roi_align_plan) *plan,
+                                           int64_t row_bytes, int64_t pixel_bytes, int64_t bytes)
 {
+    walk->plan = plan;
     walk->row_bytes = row_bytes;
     walk->pixel_bytes = pixel_bytes;
     walk->bytes = bytes;
-    walk->next_image = NULL;
-    walk->next_roi = -1;
+    walk->roi = walk->next_roi = -1;
+    walk->roi_image = walk->next_image = NULL;
     walk->image = NULL;
     walk->cols_roi = -1;
     walk->num_rows = walk->num_cols = walk->row = walk->col = walk->per_bin = 0;
 }
 
-/* The RoI computed after the current one (-1: none) and its image. */
-static void PYROI_TYPED(roi_prefetch_next_roi)(PYROI_TYPED(roi_prefetch) *walk, int64_t k,
-                                               const T *image)
+/* The RoI about to be computed and the one after it (-1: none), with their images. */
+static void PYROI_TYPED(roi_prefetch_rois)(PYROI_TYPED(roi_prefetch) *walk, int64_t k,
+                                           const T *image, int64_t next, const T *next_image)
 {
-    walk->next_roi = k;
-    walk->next_image = image;
+    walk->roi = k;
+    walk->roi_image = image;
+    walk->next_roi = next;
+    walk->next_image = next_image;
 }
 
-/* At the start of bin row ph of RoI k (in `image`): the walk turns to bin row ph + 1, or to
- * the next RoI's first after the last, a slice per bin of the pooled_width bins. */
+/* At the start of bin row ph of the RoI being computed: the walk turns to bin row ph + 1, or
+ * to the next RoI's first after the last, a slice per bin of the pooled_width bins. */
 PYROI_CLONE_INLINE void PYROI_TYPED(roi_prefetch_bin_row)(PYROI_TYPED(roi_prefetch) *walk,
-                                                          const PYROI_TYPED(roi_align_plan) *plan,
-                                                          int64_t k, const T *image, int64_t ph,
-                                                          int64_t pooled_height,
+                                                          int64_t ph, int64_t pooled_height,
                                                           int64_t pooled_width)
 {
+    const PYROI_TYPED(roi_align_plan) *plan = walk->plan;
     PYROI_TYPED(roi_align_tap_tables) tables;
     pyroi_tap_range range;
+    int64_t k = walk->roi;
+    const T *image = walk->roi_image;
     if (ph + 1 < pooled_height) {
         ph += 1;
     } else if (walk->next_roi >= 0) {
