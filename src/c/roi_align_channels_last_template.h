@@ -111,8 +111,8 @@ PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_forward_channels_last_items)(
          * cancellable call's chunks are as small as one RoI) */
         if (i + 1 < plan->num_rois) {
             const int64_t next = plan->rois.order[i + 1];
-            PYROI_TYPED(roi_prefetch_rois)(&walk, k, image, next,
-                                           job->features + job->batch_indices[next] * in_strides[0]);
+            const T *next_image = job->features + job->batch_indices[next] * in_strides[0];
+            PYROI_TYPED(roi_prefetch_rois)(&walk, k, image, next, next_image);
         } else {
             PYROI_TYPED(roi_prefetch_rois)(&walk, k, image, -1, NULL);
         }
