@@ -520,7 +520,7 @@ def test_backward_regions_strided_and_without_boxes(threads):
 
 @pytest.mark.parametrize("threads", [1, 2])
 def test_backward_streamed_at_every_line_offset(threads):
-    # a float16 grad_input of 8 MiB and more is rounded out with streaming stores in whole
+    # a float16 grad_input larger than the L2 cache is rounded out with streaming stores in whole
     # 64-byte lines, its runs aligned to channel 0's lines: gradients at element offsets
     # across a line (planes 368 elements apart: every channel at another offset) and in rows
     # of a wider buffer (a run per row) must hold the same bits, and nothing outside them

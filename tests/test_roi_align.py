@@ -774,9 +774,9 @@ def _streamed_case(rng, dtype, count):
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_large_results_streamed_out_equal_the_in_place_writes(dtype):
-    """Results of 8 MB and more are written with streaming stores from a staging area when
-    the result is packed; a strided `out=` takes the in-place path. Both must agree bit for
-    bit (42 channels: a partial lane block in float32 and float64; 160 x 171 pixels: the last
+    """Results larger than a core's L2 cache (at least 1 MB) are written with streaming
+    stores from a staging area when the result is packed; a strided `out=` takes the in-place
+    path. Both must agree bit for bit (42 channels: a partial lane block in float32 and float64; 160 x 171 pixels: the last
     staging run is partial)."""
     rng = np.random.default_rng(5)
     features, boxes = _streamed_case(rng, dtype, 1100)

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import pyroi
-from pyroi import _validate
+from pyroi import _core, _validate
 from conftest import (CASE_CONFIGS, DTYPE_IDS, DTYPES, OUT_VIEWS, central_differences,
                       channels_last_view, check_out_view, negative_strides_view, pooled_shape,
                       random_input, random_rois, read_only, rois_to_list, stable_seed,
@@ -185,7 +185,7 @@ def test_int32_argmax_matches_torchvision(tv, config, dtype, kind):
 @pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
 def test_int32_argmax_in_the_lane_orders(tv, dtype, num_rois):
     """Many channels (whole lane lines and a partial one) and 7 x 7 bins, on many RoIs (image
-    blocks, the outputs streamed past 8 MiB) and on few (RoI regions), C-contiguous and into a
+    blocks, the outputs streamed) and on few (RoI regions), C-contiguous and into a
     transposed ``out``: both argmax widths equal torchvision's."""
     rng = np.random.default_rng(18)
     x = rng.integers(-4, 4, (2, 90, 30, 37)).astype(dtype)  # ties
@@ -783,14 +783,15 @@ def test_argmax_out_of_range_is_also_caught_in_c():
 # Forward (roi_pool_driver_template.h): "direct" reads the channel planes in place, RoI by RoI (maps
 # or bin grids over the lane-major scratch limit); "region" gathers each RoI's region
 # channels-last (few RoIs covering little of the map); "image" gathers whole images
-# channels-last (RoIs covering at least half of their images' pixels). Outputs of 8 MiB or
-# more, C-contiguous, are streamed ("+stream"). Backward: "image" blocks once 4 * K * bins
+# channels-last (RoIs covering at least half of their images' pixels). Outputs of a core's
+# L2 cache size or more (at least 1 MiB), C-contiguous, are streamed by the lane orders
+# ("+stream"). Backward: "image" blocks once 4 * K * bins
 # >= N * H * W (and the map fits the scratch), else "direct". `_core_orders` restates these
 # rules so that each case below provably takes the path it is named after.
 
 SCRATCH_BYTES = 64 << 20  # per worker
 GROUP_LINE_BYTES = 2 * 64  # a channel group: two 64-byte lane lines per pixel
-STREAM_BYTES = 8 << 20
+STREAM_BYTES = max(_core.cache_bytes(2), 1 << 20)  # pyroi_stream_bytes()
 
 
 def _core_orders(x_shape, rois, output_size, scale, dtype):
@@ -812,7 +813,8 @@ def _core_orders(x_shape, rois, output_size, scale, dtype):
         forward = "image" if 2 * area >= len(images) * h * w else "region"
     else:
         forward = "direct"
-    if len(rois) * c * bins * np.dtype(dtype).itemsize >= STREAM_BYTES:
+    # the lane orders' write-out streams; the direct order stores each bin where it computes it
+    if forward != "direct" and len(rois) * c * bins * np.dtype(dtype).itemsize >= STREAM_BYTES:
         forward += "+stream"
     backward = ("image" if n > 0 and (h * w + 16) * GROUP_LINE_BYTES <= SCRATCH_BYTES
                 and 4 * len(rois) * bins >= n * h * w else "direct")

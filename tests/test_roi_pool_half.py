@@ -84,7 +84,7 @@ def test_orders_are_rounded_float32(name, threads, layout):
 @pytest.mark.parametrize("threads", [1, 2])
 @pytest.mark.parametrize("offset", [0, 1, 13])
 def test_streamed_outputs_are_rounded_float32(threads, offset):
-    """Outputs of 8 MiB and more (float16 bytes) go out by streaming stores, with the int32
+    """Outputs above the L2 cache's size (float16 bytes) go out by streaming stores, with the int32
     or int64 argmax: the same bits, also into an `out=` that starts `offset` elements past a
     cache line (partial lines at the ends of every RoI's run)."""
     rng = np.random.default_rng(40 + offset)

@@ -37,8 +37,8 @@ typedef struct PYROI_TYPED(roi_prefetch) {
  * prefetches cost more than they save (measured: VGG conv5, 3.9 MB, 4-7% slower). */
 static int PYROI_TYPED(roi_prefetch_worth)(int64_t image_bytes)
 {
-    const int64_t l3 = pyroi_cpu_l3_bytes() > 0 ? pyroi_cpu_l3_bytes() : PYROI_DEFAULT_L3_BYTES;
-    return image_bytes > l3;
+    const int64_t l3 = pyroi_cpu_l3_bytes();
+    return image_bytes > (l3 > 0 ? l3 : PYROI_DEFAULT_L3_BYTES);
 }
 
 /* The distinct pixels of taps[begin, end) in ascending order (a RoI's taps ascend, each

@@ -398,8 +398,9 @@ PYROI_API void pyroi_roi_pool_params_init(pyroi_roi_pool_params *params);
  * stores argmax as int32), wherever torchvision's 32-bit integer arithmetic does not
  * overflow. Beyond that pyroi stays defined: a rounded coordinate is clamped to
  * [-2^53, 2^53] pixels before it becomes an integer, and all pixel arithmetic is 64-bit.
- * Outputs (and argmax) of 8 MiB or more in the C-contiguous layout are written with
- * streaming stores on x86-64: they go to memory without passing through the caches.
+ * Outputs (and argmax) larger than a core's L2 cache (at least 1 MiB) in the C-contiguous
+ * layout are written with streaming stores on x86-64: they go to memory without passing
+ * through the caches.
  * Returns PYROI_OK or the first validation failure (PYROI_E_INVALID_BOX: a coordinate is
  * not finite, or its product with the spatial scale overflows). Thread-safe. */
 PYROI_API pyroi_status pyroi_roi_pool_forward_f32(
