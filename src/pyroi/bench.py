@@ -344,24 +344,21 @@ def fastest_openvino_node(ov, w: "Workload", threads: int) -> "OpenVinoNode":
     return best
 
 
-def pyroi_channels_last_forward(w: Workload, threads: int, out=None):
-    """pyroi's forward on the channels-last copy of the features (read in place), or None;
-    into ``out`` when given."""
+def pyroi_channels_last_forward(w: Workload, threads: int):
+    """pyroi's forward on the channels-last copy of the features (read in place), or None."""
     if w.features_nhwc is None:
         return None
     size, scale = w.output_size, w.spatial_scale
     if w.op == "roi_pool":  # any strides are read in place: an NCHW view of NHWC memory
         view = w.features_nhwc.transpose(0, 3, 1, 2)
-        return lambda: pyroi.roi_pool(view, w.boxes, size, scale, num_threads=threads, out=out)
+        return lambda: pyroi.roi_pool(view, w.boxes, size, scale, num_threads=threads)
     mode = "max" if w.op == "roi_align_max" else "avg"
     return lambda: pyroi.roi_align(w.features_nhwc, w.boxes, size, scale, w.sampling_ratio,
-                                   w.aligned, mode=mode, layout="NHWC", num_threads=threads,
-                                   out=out)
+                                   w.aligned, mode=mode, layout="NHWC", num_threads=threads)
 
 
-def pyroi_calls(w: Workload, threads: int, grad: np.ndarray, out=None):
-    """(forward, backward) of pyroi for the workload's op; the forward into ``out`` when
-    given."""
+def pyroi_calls(w: Workload, threads: int, grad: np.ndarray):
+    """(forward, backward) of pyroi for the workload's op."""
     if w.op == "onnx_max":
         rois = np.ascontiguousarray(w.boxes[:, 1:])
         images = w.boxes[:, 0].astype(np.int64)
@@ -370,21 +367,20 @@ def pyroi_calls(w: Workload, threads: int, grad: np.ndarray, out=None):
             output_width=w.output_size, sampling_ratio=w.sampling_ratio,
             spatial_scale=w.spatial_scale,
             coordinate_transformation_mode="half_pixel" if w.aligned else "output_half_pixel",
-            num_threads=threads, out=out), None)
+            num_threads=threads), None)
     if w.op == "roi_pool":
         size, scale = w.output_size, w.spatial_scale
         # int32 like torchvision's (and pyroi.torch's) argmax: the backward reads it
         _, argmax = pyroi.roi_pool(w.features, w.boxes, size, scale, return_argmax=True,
                                    argmax_dtype=np.int32)
-        return (lambda: pyroi.roi_pool(w.features, w.boxes, size, scale, num_threads=threads,
-                                       out=out),
+        return (lambda: pyroi.roi_pool(w.features, w.boxes, size, scale, num_threads=threads),
                 lambda: pyroi.roi_pool_backward(grad, w.boxes, argmax, w.features.shape, size,
                                                 scale, num_threads=threads))
     args = (w.output_size, w.spatial_scale, w.sampling_ratio, w.aligned)
     if w.op == "roi_align_max":
         return (lambda: pyroi.roi_align(w.features, w.boxes, *args, mode="max",
-                                        num_threads=threads, out=out), None)
-    return (lambda: pyroi.roi_align(w.features, w.boxes, *args, num_threads=threads, out=out),
+                                        num_threads=threads), None)
+    return (lambda: pyroi.roi_align(w.features, w.boxes, *args, num_threads=threads),
             lambda: pyroi.roi_align_backward(grad, w.boxes, w.features.shape, *args[1:],
                                              num_threads=threads))
 
@@ -532,16 +528,6 @@ def run(workloads, thread_counts, repeat, peer_repeat, progress=None,
                 except OpenVinoPrecisionError as error:
                     openvino_note = f"  openvino not reported: {error}"
                 else:
-                    # OpenVINO's node writes into its request's output, allocated once: its
-                    # node time is compared with pyroi's calls into an output allocated once
-                    # (a fresh output of 32 MB or more costs page faults on every call)
-                    out = np.empty(out_shape, dtype=w.features.dtype)
-                    results["pyroi fwd out="] = timed(
-                        pyroi_calls(w, threads, grad, out=out)[0], repeat)
-                    if channels_last is not None:
-                        results["pyroi NHWC fwd out="] = timed(
-                            pyroi_channels_last_forward(w, threads, out=out), repeat)
-                    del out
                     inputs = openvino_inputs(w.op, w.features, w.boxes)
                     results["openvino e2e"], results["openvino node"] = time_openvino(
                         node, inputs, peer_repeat, warmup_seconds)
@@ -552,10 +538,6 @@ def run(workloads, thread_counts, repeat, peer_repeat, progress=None,
             line = [f"  threads={threads}: pyroi fwd {results['pyroi fwd']:8.2f} ms"]
             if "pyroi NHWC fwd" in results:
                 line.append(f"NHWC {results['pyroi NHWC fwd']:8.2f} ms")
-            if "pyroi fwd out=" in results:
-                line.append(f"into out= {results['pyroi fwd out=']:8.2f} ms"
-                            + (f" / NHWC {results['pyroi NHWC fwd out=']:8.2f} ms"
-                               if "pyroi NHWC fwd out=" in results else ""))
             if "pyroi argmax fwd" in results:
                 line.append(f"with int32 argmax {results['pyroi argmax fwd']:8.2f} ms")
             if "pyroi inexact fwd" in results:
@@ -566,8 +548,8 @@ def run(workloads, thread_counts, repeat, peer_repeat, progress=None,
                                 + _versus(results, peer, "pyroi fwd", "pyroi argmax fwd",
                                           "pyroi inexact fwd", unit=" ms"))
             if "openvino node" in results:
-                line.append("openvino node " + _versus(results, "openvino node", "pyroi fwd out=",
-                                                       "pyroi NHWC fwd out=", unit=" ms"))
+                line.append("openvino node " + _versus(results, "openvino node", "pyroi fwd",
+                                                       "pyroi NHWC fwd", unit=" ms"))
             line.append(f"floor {floor:6.2f} ms (pyroi/floor {results['pyroi fwd'] / floor:5.1f})")
             print(" | ".join(line), file=progress, flush=True)
             if openvino_note:
@@ -607,11 +589,7 @@ _TABLE_COLUMNS = (
     ("torchvision bwd (/ bwd / from input or exact=False)", "torchvision bwd",
      ("pyroi bwd", "pyroi input bwd", "pyroi inexact bwd")),
     ("onnxruntime fwd", "onnxruntime fwd", ("pyroi fwd",)),
-    # OpenVINO's node time against pyroi's calls into an output allocated once
-    ("pyroi fwd out=", "pyroi fwd out=", ()),
-    ("pyroi NHWC fwd out=", "pyroi NHWC fwd out=", ()),
-    ("openvino node (/ NCHW / NHWC out=)", "openvino node",
-     ("pyroi fwd out=", "pyroi NHWC fwd out=")),
+    ("openvino node (/ NCHW / NHWC)", "openvino node", ("pyroi fwd", "pyroi NHWC fwd")),
     ("openvino e2e", "openvino e2e", ("pyroi fwd",)),
 )
 
