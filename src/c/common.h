@@ -176,14 +176,11 @@ static inline const void *pyroi_data_or_placeholder(const void *data)
 #  define PYROI_THREAD_LOCAL _Thread_local
 #endif
 
-/* malloc for vector scratch: the block is aligned to 64 bytes (one cache line, one AVX-512
- * register), so a lane block never straddles two lines. Blocks of 1 MiB and more are pages
- * mapped for the block alone (whole huge pages where the system has them), returned to the
- * OS by pyroi_aligned_free (see memory.c). pyroi_result_malloc: the same for the Python
- * bindings' result buffers, mapped at their own size (results outlive the call). Both are
- * freed by pyroi_aligned_free. */
+/* malloc for vector scratch and large results: the result is aligned to 64 bytes (one cache
+ * line, one AVX-512 register), so a lane block never straddles two lines. Blocks of 1 MiB and
+ * more are pages mapped for the block alone, returned to the OS by pyroi_aligned_free (see
+ * memory.c). Also used by the Python bindings for their result buffers. */
 void *pyroi_aligned_malloc(size_t bytes);
-void *pyroi_result_malloc(size_t bytes);
 void pyroi_aligned_free(void *pointer);
 
 /* A keeper of mapped scratch on one thread. Between pyroi_scratch_keep_begin and _end on a

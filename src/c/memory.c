@@ -5,15 +5,7 @@
  * would keep many of them: glibc raises its mmap threshold to the largest block freed (up to
  * 32 MB) and keeps freed heap blocks in its arenas, one per thread that allocated, so a
  * process that allocates blocks of varying sizes grows well past what it holds. Smaller
- * blocks, and every block where neither is available, come from malloc.
- *
- * On Linux with 4 KB pages a mapped scratch block is a whole number of 2 MB huge pages,
- * aligned on one and advised MADV_HUGEPAGE (most distributions enable transparent huge pages
- * only where advised): each call maps its scratch afresh, and a fault per 4 KB page cost more
- * than the kernel that fills it (measured, 1 thread, 2 x 256 x 200 x 272 map read from NCHW:
- * the 64-box call's 3.5 MB lane block took 722 faults, 9.3 -> 7.8 ms with huge pages; 1000
- * boxes 646 faults, 27.5 -> 25.8 ms). Result buffers (pyroi_result_malloc) keep their own
- * size: a caller may hold many, and the bindings reuse them rather than map them afresh. */
+ * blocks, and every block where neither is available, come from malloc. */
 #if !defined(_WIN32) && !defined(_DEFAULT_SOURCE)
 #  define _DEFAULT_SOURCE 1 /* MAP_ANONYMOUS under -std=c99 (glibc, musl) */
 #endif
@@ -50,48 +42,17 @@ typedef struct block_header {
 
 #define PYROI_HEADER_BYTES (sizeof(block_header) + sizeof(void *))
 
-#if defined(__linux__) && defined(PYROI_MAPPED_PAGES) && defined(MADV_HUGEPAGE)
-#  include <unistd.h>
-#  define PYROI_HUGE_PAGES 1
-/* The huge page of a kernel with 4 KB pages on x86-64 and arm64 (s390x's 1 MB divides it). */
-#  define PYROI_HUGE_PAGE_BYTES ((size_t)2 << 20)
-#endif
-
-/* Maps at least *bytes (updated to the size mapped), in whole huge pages where the system
- * has them and huge_pages is set; NULL when the system maps nothing. */
-static void *map_pages(size_t *bytes, int huge_pages)
+static void *map_pages(size_t bytes)
 {
 #if defined(_WIN32)
-    return VirtualAlloc(NULL, *bytes, MEM_COMMIT | MEM_RESERVE, PAGE_READWRITE);
+    return VirtualAlloc(NULL, bytes, MEM_COMMIT | MEM_RESERVE, PAGE_READWRITE);
 #elif defined(PYROI_MAPPED_PAGES)
-    void *pages;
-#  ifdef PYROI_HUGE_PAGES
-    const size_t huge = PYROI_HUGE_PAGE_BYTES;
-    if (huge_pages && sysconf(_SC_PAGESIZE) == 4096 && *bytes <= SIZE_MAX - 2 * huge) {
-        /* over-map by one huge page, then unmap what lies outside the aligned whole pages */
-        const size_t whole = (*bytes + huge - 1) / huge * huge;
-        unsigned char *mapped = (unsigned char *)mmap(NULL, whole + huge,
-                                                      PROT_READ | PROT_WRITE,
-                                                      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-        if (mapped != (unsigned char *)MAP_FAILED) {
-            const size_t head = (huge - (uintptr_t)mapped % huge) % huge;
-            if (head > 0) {
-                munmap(mapped, head);
-            }
-            munmap(mapped + head + whole, huge - head);
-            madvise(mapped + head, whole, MADV_HUGEPAGE); /* a hint: pages work without */
-            *bytes = whole;
-            return mapped + head;
-        }
-    }
-#  endif
-    pages = mmap(NULL, *bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    void *pages = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     return pages == MAP_FAILED ? NULL : pages;
 #else
     (void)bytes;
     return NULL;
 #endif
-    (void)huge_pages;
 }
 
 static void unmap_pages(void *pages, size_t bytes)
@@ -179,7 +140,7 @@ static void keeper_give(block_header *header)
     unmap_pages(header->block, header->mapped_bytes);
 }
 
-static void *aligned_block(size_t bytes, int huge_pages)
+void *pyroi_aligned_malloc(size_t bytes)
 {
     const size_t padding = PYROI_SCRATCH_ALIGNMENT + PYROI_HEADER_BYTES;
     unsigned char *block = NULL, *aligned;
@@ -194,9 +155,8 @@ static void *aligned_block(size_t bytes, int huge_pages)
             block = (unsigned char *)kept->block;
             mapped_bytes = kept->mapped_bytes;
         } else {
-            size_t mapped = bytes + padding;
-            block = (unsigned char *)map_pages(&mapped, huge_pages);
-            mapped_bytes = block != NULL ? mapped : 0;
+            block = (unsigned char *)map_pages(bytes + padding);
+            mapped_bytes = block != NULL ? bytes + padding : 0;
         }
     }
     if (block == NULL) {
@@ -213,16 +173,6 @@ static void *aligned_block(size_t bytes, int huge_pages)
     header->mapped_bytes = mapped_bytes;
     ((block_header **)(void *)aligned)[-1] = header;
     return aligned;
-}
-
-void *pyroi_aligned_malloc(size_t bytes)
-{
-    return aligned_block(bytes, 1);
-}
-
-void *pyroi_result_malloc(size_t bytes)
-{
-    return aligned_block(bytes, 0);
 }
 
 void pyroi_aligned_free(void *pointer)

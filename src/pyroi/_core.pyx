@@ -821,7 +821,7 @@ def roi_pool_backward_from_input_pays(input_shape, int64_t num_rois, int64_t poo
 # cache line: streamed stores start on whole lines), and pages of their own for blocks of
 # 1 MiB and more, which go back to the OS when evicted (malloc would keep many of them).
 cdef extern from "common.h" nogil:
-    void *pyroi_result_malloc(size_t bytes)
+    void *pyroi_aligned_malloc(size_t bytes)
     void pyroi_aligned_free(void *pointer)
 
 cdef enum:
@@ -914,7 +914,7 @@ cdef class ResultBuffer:
     def __cinit__(self, size_t size):
         self.data = _cache_take(size, &self.capacity)
         if self.data == NULL:
-            self.data = pyroi_result_malloc(size)
+            self.data = pyroi_aligned_malloc(size)
             if self.data == NULL:
                 raise MemoryError()
             self.capacity = size

@@ -6,10 +6,6 @@
  * value widened, NaN payloads rounded (round trips and ties: test_frontends.c), also as the
  * lane-major gathers widen (F16C and portable), the forward's store rounds and the backward's
  * write-out streams. */
-#if defined(__linux__) && !defined(_DEFAULT_SOURCE)
-#  define _DEFAULT_SOURCE 1 /* MADV_HUGEPAGE and sysconf under -std=c99 */
-#endif
-
 #include "check.h"
 #include "common.h"
 #include "half.h"
@@ -18,11 +14,6 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-
-#if defined(__linux__)
-#  include <sys/mman.h> /* MADV_HUGEPAGE: memory.c maps scratch in huge pages where defined */
-#  include <unistd.h>
-#endif
 
 enum { N = 2, C = 40, H = 128, W = 128, K = 7, PH = 2, PW = 2, COUT = C / (PH * PW) };
 #define MAP_COUNT ((size_t)N * C * H * W)
@@ -386,31 +377,6 @@ static void test_scratch_keeper(void)
 #endif
 }
 
-/* Scratch of 1 MiB and more on Linux with 4 KB pages lies in whole 2 MiB huge pages, aligned
- * on one (memory.c: the header's line, then the block), writable to its end; a result buffer
- * keeps its own size (nothing to observe but that it works). */
-static void test_scratch_huge_pages(void)
-{
-    const size_t mib = (size_t)1 << 20;
-    unsigned char *scratch = (unsigned char *)pyroi_aligned_malloc(3 * mib);
-    unsigned char *result = (unsigned char *)pyroi_result_malloc(3 * mib);
-    CHECK(scratch != NULL && result != NULL);
-    if (scratch == NULL || result == NULL) {
-        return;
-    }
-    CHECK((uintptr_t)scratch % 64 == 0 && (uintptr_t)result % 64 == 0);
-#if defined(__linux__) && defined(MADV_HUGEPAGE)
-    if (sysconf(_SC_PAGESIZE) == 4096) {
-        CHECK((uintptr_t)scratch % (2 * mib) == 64);
-    }
-#endif
-    memset(scratch, 0xab, 3 * mib);
-    memset(result, 0xcd, 3 * mib);
-    CHECK(scratch[3 * mib - 1] == 0xab && result[3 * mib - 1] == 0xcd);
-    pyroi_aligned_free(scratch);
-    pyroi_aligned_free(result);
-}
-
 static void test_statuses(arrays *a)
 {
     static const int64_t bad_batch[K] = {0, 1, 2, 0, 1, 0, 0};
@@ -624,7 +590,6 @@ int main(void)
     test_lane_conversions();
     test_round_stream();
     test_scratch_keeper();
-    test_scratch_huge_pages();
     for (threads = 1; threads <= 2; ++threads) {
         test_forwards(&a, nchw_strides, threads);
         test_forwards(&a, nhwc_strides, threads);
