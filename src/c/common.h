@@ -186,7 +186,8 @@ void pyroi_aligned_free(void *pointer);
 /* A keeper of mapped scratch on one thread. Between pyroi_scratch_keep_begin and _end on a
  * thread, pyroi_aligned_free keeps the largest mapped block freed on that thread instead of
  * unmapping it, and pyroi_aligned_malloc hands it out again for a mapped block that fits
- * (its pages already faulted in; like any block, not zeroed); _end unmaps it. A float16
+ * (its pages already faulted in; like any block, not zeroed); _end hands it to the process's
+ * spare block (pyroi.h: pyroi_set_scratch_cache_limit). A float16
  * call's chunks (half.c) run one float32 call each: this way their scratch is mapped once
  * per call, not once per chunk. A begin while another keeper is open on the thread does
  * nothing (nor does its end). Without thread-local storage, nothing is kept. */

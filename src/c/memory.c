@@ -1,7 +1,8 @@
 /* memory.c - aligned scratch and result buffers (see common.h).
  *
  * Blocks of PYROI_MAPPED_BYTES or more are mapped from the operating system (mmap, or
- * VirtualAlloc on Windows) and unmapped when freed, so their pages go back at once. malloc
+ * VirtualAlloc on Windows) and unmapped when freed, so their pages go back at once (but for
+ * one spare block kept for the next call, within a limit: see below). malloc
  * would keep many of them: glibc raises its mmap threshold to the largest block freed (up to
  * 32 MB) and keeps freed heap blocks in its arenas, one per thread that allocated, so a
  * process that allocates blocks of varying sizes grows well past what it holds. Smaller
@@ -87,6 +88,8 @@ void pyroi_scratch_keep_begin(pyroi_scratch_keeper *keeper)
 #endif
 }
 
+static void spare_give(block_header *header);
+
 void pyroi_scratch_keep_end(pyroi_scratch_keeper *keeper)
 {
     if (!keeper->opened) {
@@ -96,8 +99,7 @@ void pyroi_scratch_keep_end(pyroi_scratch_keeper *keeper)
     open_keeper = NULL;
 #endif
     if (keeper->kept != NULL) {
-        const block_header *kept = (const block_header *)keeper->kept;
-        unmap_pages(kept->block, kept->mapped_bytes);
+        spare_give((block_header *)keeper->kept);
         keeper->kept = NULL;
     }
     keeper->opened = 0;
@@ -119,6 +121,105 @@ static block_header *keeper_take(size_t bytes)
     return NULL;
 }
 
+/* ---- the process's spare scratch block (pyroi.h: pyroi_set_scratch_cache_limit) ---------
+ * The last mapped block freed outside a keeper (a call's scratch, at the call's end) stays
+ * mapped for the next call, if it is within the limit: the faults of fresh pages cost more
+ * than the kernels filling them (measured, 64 boxes from an NCHW 2 x 256 x 200 x 272 map:
+ * 722 faults a call, 9.2 -> 7.6 ms at 1 thread, 6.8 -> 4.1 ms at 2). One block, under a lock
+ * shared by every calling thread. */
+#define PYROI_SCRATCH_CACHE_DEFAULT ((size_t)64 << 20)
+
+#if defined(PYROI_MAPPED_PAGES) && !defined(PYROI_NO_THREADS) && defined(_WIN32)
+/* a spin lock: the critical sections are a few loads and stores, and it needs no set-up */
+static volatile LONG spare_lock;
+#  define SPARE_LOCK()                                                                         \
+      while (InterlockedCompareExchange(&spare_lock, 1, 0) != 0) {                            \
+          Sleep(0);                                                                            \
+      }
+#  define SPARE_UNLOCK() InterlockedExchange(&spare_lock, 0)
+#  define HAVE_SPARE 1
+#elif defined(PYROI_MAPPED_PAGES) && !defined(PYROI_NO_THREADS)
+#  include <pthread.h>
+static pthread_mutex_t spare_lock = PTHREAD_MUTEX_INITIALIZER;
+#  define SPARE_LOCK() pthread_mutex_lock(&spare_lock)
+#  define SPARE_UNLOCK() pthread_mutex_unlock(&spare_lock)
+#  define HAVE_SPARE 1
+#else /* no lock to guard it (or nothing mapped): nothing is kept */
+#  define SPARE_LOCK() ((void)0)
+#  define SPARE_UNLOCK() ((void)0)
+#endif
+
+static block_header *spare_block; /* the kept block, or NULL */
+static size_t spare_limit = PYROI_SCRATCH_CACHE_DEFAULT;
+
+/* The spare block if it holds bytes (it leaves the cache), else NULL. */
+static block_header *spare_take(size_t bytes)
+{
+    block_header *taken = NULL;
+    SPARE_LOCK();
+    if (spare_block != NULL && spare_block->mapped_bytes >= bytes) {
+        taken = spare_block;
+        spare_block = NULL;
+    }
+    SPARE_UNLOCK();
+    return taken;
+}
+
+/* Keeps a freed mapped block as the spare if it is within the limit and larger than the
+ * spare; unmaps whichever is not kept (outside the lock). */
+static void spare_give(block_header *header)
+{
+    block_header *unmapped = header;
+    SPARE_LOCK();
+#ifdef HAVE_SPARE
+    if (header->mapped_bytes <= spare_limit &&
+        (spare_block == NULL || spare_block->mapped_bytes < header->mapped_bytes)) {
+        unmapped = spare_block;
+        spare_block = header;
+    }
+#endif
+    SPARE_UNLOCK();
+    if (unmapped != NULL) {
+        unmap_pages(unmapped->block, unmapped->mapped_bytes);
+    }
+}
+
+size_t pyroi_set_scratch_cache_limit(size_t bytes)
+{
+    size_t previous;
+    block_header *unmapped = NULL;
+    SPARE_LOCK();
+    previous = spare_limit;
+    spare_limit = bytes;
+    if (spare_block != NULL && spare_block->mapped_bytes > bytes) {
+        unmapped = spare_block;
+        spare_block = NULL;
+    }
+    SPARE_UNLOCK();
+    if (unmapped != NULL) {
+        unmap_pages(unmapped->block, unmapped->mapped_bytes);
+    }
+    return previous;
+}
+
+size_t pyroi_scratch_cache_limit(void)
+{
+    size_t bytes;
+    SPARE_LOCK();
+    bytes = spare_limit;
+    SPARE_UNLOCK();
+    return bytes;
+}
+
+size_t pyroi_scratch_cache_bytes(void)
+{
+    size_t bytes;
+    SPARE_LOCK();
+    bytes = spare_block != NULL ? spare_block->mapped_bytes : 0;
+    SPARE_UNLOCK();
+    return bytes;
+}
+
 /* A freed mapped block: kept if it is the larger (the other is unmapped), else unmapped. */
 static void keeper_give(block_header *header)
 {
@@ -137,7 +238,7 @@ static void keeper_give(block_header *header)
         return;
     }
 #endif
-    unmap_pages(header->block, header->mapped_bytes);
+    spare_give(header);
 }
 
 void *pyroi_aligned_malloc(size_t bytes)
@@ -151,6 +252,9 @@ void *pyroi_aligned_malloc(size_t bytes)
     }
     if (bytes >= PYROI_MAPPED_BYTES) {
         block_header *kept = keeper_take(bytes + padding);
+        if (kept == NULL) {
+            kept = spare_take(bytes + padding);
+        }
         if (kept != NULL) { /* its mapped_bytes stay those it was mapped with */
             block = (unsigned char *)kept->block;
             mapped_bytes = kept->mapped_bytes;

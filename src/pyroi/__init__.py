@@ -20,6 +20,7 @@ from pyroi._errors import (
 )
 from pyroi._threads import get_num_threads, set_num_threads
 from pyroi._results import get_result_cache_limit, set_result_cache_limit
+from pyroi._results import get_scratch_cache_limit, set_scratch_cache_limit
 from pyroi.ops import roi_align, roi_align_backward
 from pyroi.ops import roi_pool, roi_pool_backward
 from pyroi.ops import roi_align_rotated, roi_align_rotated_backward
@@ -44,8 +45,8 @@ from pyroi.layers import (MultiScaleRoIAlign, PSRoIAlign, PSRoIPool, RoIAlign,  
                           RoIAlignRotated, RoIPool)
 
 # the operators, layers and exceptions are listed once, in their modules
-__all__ = ["__version__", "get_num_threads", "get_result_cache_limit", "set_num_threads",
-           "set_result_cache_limit"]
+__all__ = ["__version__", "get_num_threads", "get_result_cache_limit", "get_scratch_cache_limit",
+           "set_num_threads", "set_result_cache_limit", "set_scratch_cache_limit"]
 __all__ += _errors.__all__
 __all__ += ops.__all__
 __all__ += layers.__all__

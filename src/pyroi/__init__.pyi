@@ -17,6 +17,8 @@ from pyroi._threads import get_num_threads as get_num_threads
 from pyroi._threads import set_num_threads as set_num_threads
 from pyroi._results import get_result_cache_limit as get_result_cache_limit
 from pyroi._results import set_result_cache_limit as set_result_cache_limit
+from pyroi._results import get_scratch_cache_limit as get_scratch_cache_limit
+from pyroi._results import set_scratch_cache_limit as set_scratch_cache_limit
 from pyroi.layers import (
     MultiScaleRoIAlign as MultiScaleRoIAlign,
     PSRoIAlign as PSRoIAlign,

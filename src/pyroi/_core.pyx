@@ -140,6 +140,22 @@ def cache_bytes(int level):
     return c.pyroi_cache_bytes(level)
 
 
+def set_scratch_cache_limit(size_t limit):
+    """Sets the bytes of the C core's spare scratch block kept between calls (pyroi.h:
+    pyroi_set_scratch_cache_limit); returns the previous limit."""
+    return c.pyroi_set_scratch_cache_limit(limit)
+
+
+def scratch_cache_limit():
+    """Bytes of the spare scratch block the C core keeps at most."""
+    return c.pyroi_scratch_cache_limit()
+
+
+def scratch_cache_bytes():
+    """Bytes of the spare scratch block the C core keeps now (0: none)."""
+    return c.pyroi_scratch_cache_bytes()
+
+
 def version_number():
     """The C library's version as MAJOR * 10000 + MINOR * 100 + PATCH."""
     return c.pyroi_version_number()

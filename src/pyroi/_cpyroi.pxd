@@ -31,6 +31,9 @@ cdef extern from "pyroi.h" nogil:
     const char *pyroi_version_string()
     const char *pyroi_vector_isa()
     int64_t pyroi_cache_bytes(int level)
+    size_t pyroi_set_scratch_cache_limit(size_t bytes)
+    size_t pyroi_scratch_cache_limit()
+    size_t pyroi_scratch_cache_bytes()
     const char *pyroi_status_string(pyroi_status status)
 
     ctypedef struct pyroi_cancel:

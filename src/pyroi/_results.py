@@ -1,4 +1,5 @@
-"""Where pyroi's results are allocated: NumPy arrays over buffers that are reused.
+"""Where pyroi's results are allocated: NumPy arrays over buffers that are reused; and the
+limit of the C core's spare scratch block kept between calls (``set_scratch_cache_limit``).
 
 A result of ``MIN_CACHED_BYTES`` or more is made over a ``_core.ResultBuffer`` (64-byte
 aligned). When such an array (and every view of it) is gone, its memory is not given back to
@@ -63,6 +64,15 @@ def _limit() -> int:
     return int(_core.result_cache_limit())
 
 
+def _checked_limit(limit) -> int:
+    """``limit`` as an int of bytes in [0, MAX_LIMIT], or InvalidArgumentError."""
+    if isinstance(limit, bool) or not isinstance(limit, (int, np.integer)):
+        raise InvalidArgumentError(f"limit must be an integer number of bytes, got {limit!r}")
+    if limit < 0 or limit > MAX_LIMIT:
+        raise InvalidArgumentError(f"limit must be in [0, 2**63 - 1] bytes, got {limit}")
+    return int(limit)
+
+
 def set_result_cache_limit(limit: int) -> int:
     """Set how many bytes of freed results pyroi keeps for reuse.
 
@@ -89,12 +99,9 @@ def set_result_cache_limit(limit: int) -> int:
     0
     >>> _ = pyroi.set_result_cache_limit(previous)
     """
-    if isinstance(limit, bool) or not isinstance(limit, (int, np.integer)):
-        raise InvalidArgumentError(f"limit must be an integer number of bytes, got {limit!r}")
+    limit = _checked_limit(limit)
     global _limit_known
-    if limit < 0 or limit > MAX_LIMIT:
-        raise InvalidArgumentError(f"limit must be in [0, 2**63 - 1] bytes, got {limit}")
-    previous = _core.set_result_cache_limit(int(limit))
+    previous = _core.set_result_cache_limit(limit)
     if not _limit_known:  # the environment's limit, which this call overrides
         _limit_known = True
         try:
@@ -114,6 +121,50 @@ def get_result_cache_limit() -> int:
     True
     """
     return _limit()
+
+
+def set_scratch_cache_limit(limit: int) -> int:
+    """Set how many bytes of scratch memory pyroi keeps mapped between calls.
+
+    A call's scratch of 1 MiB or more (the lane-major blocks pyroi gathers NCHW features into,
+    a float16 call's chunks) comes from the operating system, which zeroes each fresh page on
+    its first touch: on the development machine that cost 18 % of a 64-box call from NCHW at
+    1 thread and 40 % at 2. So the largest such block freed at the end of a call stays mapped
+    for the next call (on any thread) if it is at most this many bytes; one block at most.
+    ``0`` keeps none and frees what is kept. The C library's ``pyroi_set_scratch_cache_limit``.
+
+    Parameters
+    ----------
+    limit : int
+        Bytes, >= 0. The default is 64 MiB.
+
+    Returns
+    -------
+    int
+        The previous limit.
+
+    Examples
+    --------
+    >>> import pyroi
+    >>> previous = pyroi.set_scratch_cache_limit(0)   # give scratch back after every call
+    >>> pyroi.get_scratch_cache_limit()
+    0
+    >>> _ = pyroi.set_scratch_cache_limit(previous)
+    """
+    return int(_core.set_scratch_cache_limit(_checked_limit(limit)))
+
+
+def get_scratch_cache_limit() -> int:
+    """The bytes of scratch pyroi keeps mapped between calls at most (see
+    `set_scratch_cache_limit`).
+
+    Examples
+    --------
+    >>> import pyroi
+    >>> pyroi.get_scratch_cache_limit() >= 0
+    True
+    """
+    return int(_core.scratch_cache_limit())
 
 
 def empty(shape: tuple, dtype: np.dtype) -> np.ndarray:

@@ -377,6 +377,41 @@ static void test_scratch_keeper(void)
 #endif
 }
 
+/* The spare scratch block kept between calls (pyroi.h): a mapped block freed outside a
+ * keeper stays mapped within the limit and comes back for the next block that fits; a block
+ * above the limit is unmapped; a limit of 0 unmaps the spare. */
+static void test_scratch_cache(void)
+{
+#if defined(__unix__) && !defined(PYROI_NO_THREADS)
+    const size_t mib = (size_t)1 << 20;
+    const size_t previous = pyroi_set_scratch_cache_limit(0); /* empties the cache */
+    unsigned char *block, *again;
+    CHECK(pyroi_scratch_cache_bytes() == 0);
+    CHECK(pyroi_set_scratch_cache_limit(8 * mib) == 0 && pyroi_scratch_cache_limit() == 8 * mib);
+    block = (unsigned char *)pyroi_aligned_malloc(2 * mib);
+    CHECK(block != NULL);
+    if (block == NULL) {
+        return;
+    }
+    memset(block, 0xab, 2 * mib);
+    pyroi_aligned_free(block);
+    CHECK(pyroi_scratch_cache_bytes() >= 2 * mib && pyroi_scratch_cache_bytes() < 3 * mib);
+    again = (unsigned char *)pyroi_aligned_malloc(mib + mib / 2); /* fits: the same pages */
+    CHECK(again == block && pyroi_scratch_cache_bytes() == 0);
+    pyroi_aligned_free(again);
+    block = (unsigned char *)pyroi_aligned_malloc(16 * mib); /* above the limit */
+    CHECK(block != NULL && block != again);
+    pyroi_aligned_free(block);
+    CHECK(pyroi_scratch_cache_bytes() >= 2 * mib && pyroi_scratch_cache_bytes() < 3 * mib);
+    CHECK(pyroi_set_scratch_cache_limit(0) == 8 * mib);
+    CHECK(pyroi_scratch_cache_bytes() == 0);
+    block = (unsigned char *)pyroi_aligned_malloc(2 * mib);
+    pyroi_aligned_free(block);
+    CHECK(pyroi_scratch_cache_bytes() == 0); /* limit 0: nothing kept */
+    pyroi_set_scratch_cache_limit(previous);
+#endif
+}
+
 static void test_statuses(arrays *a)
 {
     static const int64_t bad_batch[K] = {0, 1, 2, 0, 1, 0, 0};
@@ -590,6 +625,7 @@ int main(void)
     test_lane_conversions();
     test_round_stream();
     test_scratch_keeper();
+    test_scratch_cache();
     for (threads = 1; threads <= 2; ++threads) {
         test_forwards(&a, nchw_strides, threads);
         test_forwards(&a, nhwc_strides, threads);

@@ -167,6 +167,20 @@ PYROI_API const char *pyroi_vector_isa(void);
  * other level. Thread-safe. */
 PYROI_API int64_t pyroi_cache_bytes(int level);
 
+/* Scratch memory kept between calls. A call's scratch of 1 MiB or more (the lane-major
+ * blocks of features read from NCHW, a float16 call's chunks) is mapped from the operating
+ * system, which zeroes each fresh page on its first touch; that cost more than the kernels
+ * filling them. So the largest such block freed at the end of a call stays mapped, for the
+ * next call on any thread, if it is at most the limit in bytes (default 64 MiB); one block
+ * at most, so the library holds at most the limit between calls. pyroi_set_scratch_cache_limit
+ * sets the limit (0: keep nothing, and unmap what is kept) and returns the previous one,
+ * pyroi_scratch_cache_limit returns it; pyroi_scratch_cache_bytes is the size of the block
+ * kept now (0 if none; always 0 in a build without threads, which keeps nothing).
+ * Thread-safe. */
+PYROI_API size_t pyroi_set_scratch_cache_limit(size_t bytes);
+PYROI_API size_t pyroi_scratch_cache_limit(void);
+PYROI_API size_t pyroi_scratch_cache_bytes(void);
+
 /* A static, human-readable description of a status code ("unknown status" for values outside
  * the enum). Never NULL. Thread-safe. */
 PYROI_API const char *pyroi_status_string(pyroi_status status);
