@@ -129,7 +129,7 @@ def set_scratch_cache_limit(limit: int) -> int:
     A call's scratch of 1 MiB or more (the lane-major blocks pyroi gathers NCHW features into,
     a float16 call's chunks) comes from the operating system, which zeroes each fresh page on
     its first touch: on the development machine that cost 18 % of a 64-box call from NCHW at
-    1 thread and 40 % at 2. So the largest such block freed at the end of a call stays mapped
+    1 thread and 37 % at 2. So the largest such block freed at the end of a call stays mapped
     for the next call (on any thread) if it is at most this many bytes; one block at most.
     ``0`` keeps none and frees what is kept. The C library's ``pyroi_set_scratch_cache_limit``.
 
