@@ -122,8 +122,9 @@ static block_header *keeper_take(size_t bytes)
 }
 
 /* ---- the process's spare scratch block (pyroi.h: pyroi_set_scratch_cache_limit) ---------
- * The last mapped block freed outside a keeper (a call's scratch, at the call's end) stays
- * mapped for the next call, if it is within the limit: the faults of fresh pages cost more
+ * The largest mapped block freed outside a keeper (a call's scratch, at the call's end; or a
+ * result buffer the bindings' cache lets go) stays mapped for the next block that fits, if it
+ * is within the limit; the other is unmapped. The faults of fresh pages cost more
  * than the kernels filling them (measured, 64 boxes from an NCHW 2 x 256 x 200 x 272 map:
  * 722 faults a call, 9.7 -> 8.0 ms at 1 thread, 6.8 -> 4.2 ms at 2). One block, under a lock
  * shared by every calling thread. */
