@@ -255,3 +255,42 @@ def test_a_calls_scratch_is_kept_for_the_next_call():
 def test_bad_scratch_limits_are_rejected(limit):
     with pytest.raises(pyroi.InvalidArgumentError, match="limit"):
         pyroi.set_scratch_cache_limit(limit)
+
+
+FORK_CHILD = r"""
+import os, sys, threading, numpy as np, pyroi
+rng = np.random.default_rng(3)
+features = rng.standard_normal((1, 16, 200, 272), dtype=np.float32)
+boxes = np.concatenate([np.zeros((400, 1)), rng.uniform(0, 500, (400, 2)),
+                        rng.uniform(500, 1000, (400, 2))], axis=1).astype(np.float32)
+expected = pyroi.roi_align(features, boxes, 7, 0.25, 2, True, num_threads=1)
+stop = threading.Event()
+def busy():  # takes and gives the spare block, and its lock, all the time
+    while not stop.is_set():
+        pyroi.roi_align(features, boxes, 7, 0.25, 2, True, num_threads=1)
+thread = threading.Thread(target=busy)
+thread.start()
+for _ in range(int(sys.argv[1])):
+    pid = os.fork()
+    if pid == 0:  # the child: its copy of the spare block and of the lock must work
+        same = np.array_equal(pyroi.roi_align(features, boxes, 7, 0.25, 2, True,
+                                              num_threads=2), expected)
+        os._exit(0 if same else 3)
+    _, status = os.waitpid(pid, 0)
+    if os.waitstatus_to_exitcode(status) != 0:
+        print("child", os.waitstatus_to_exitcode(status))
+        break
+stop.set()
+thread.join()
+print("done")
+"""
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="fork")
+def test_fork_while_another_thread_uses_the_scratch_cache():
+    # the child of a fork made while another thread takes and gives the spare scratch block
+    # (its lock is held around every fork: pthread_atfork) computes with it, same results
+    run = subprocess.run([sys.executable, "-W", "ignore::DeprecationWarning", "-c", FORK_CHILD,
+                          "20"], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.split() == ["done"], run.stdout

@@ -142,7 +142,23 @@ static volatile LONG spare_lock;
 #elif defined(PYROI_MAPPED_PAGES) && !defined(PYROI_NO_THREADS)
 #  include <pthread.h>
 static pthread_mutex_t spare_lock = PTHREAD_MUTEX_INITIALIZER;
-#  define SPARE_LOCK() pthread_mutex_lock(&spare_lock)
+static pthread_once_t spare_fork_once = PTHREAD_ONCE_INIT;
+/* A fork while another thread holds the lock would leave it held in the child for good: the
+ * lock is taken around every fork and released on both sides. */
+static void spare_lock_for_fork(void)
+{
+    pthread_mutex_lock(&spare_lock);
+}
+static void spare_unlock_after_fork(void)
+{
+    pthread_mutex_unlock(&spare_lock);
+}
+static void spare_register_fork(void)
+{
+    pthread_atfork(spare_lock_for_fork, spare_unlock_after_fork, spare_unlock_after_fork);
+}
+#  define SPARE_LOCK()                                                                         \
+      (pthread_once(&spare_fork_once, spare_register_fork), pthread_mutex_lock(&spare_lock))
 #  define SPARE_UNLOCK() pthread_mutex_unlock(&spare_lock)
 #  define HAVE_SPARE 1
 #else /* no lock to guard it (or nothing mapped): nothing is kept */
