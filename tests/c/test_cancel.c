@@ -22,20 +22,19 @@
 enum { C = 196, OUT_CHANNELS = 4, H = 64, W = 64, P = 7, GUARD = 64 };
 static const int64_t map_shape[4] = {1, C, H, W};
 static const int64_t map_strides[4] = {C * H * W, H * W, W, 1};
-static const int64_t pooled_strides[4] = {C * P * P, P * P, P, 1};
-static const int64_t ps_strides[4] = {OUT_CHANNELS * P * P, P * P, P, 1};
 static const int64_t broadcast[4] = {0, 0, 0, 0}; /* one value for every gradient/argmax */
 
 typedef struct call_case {
     const char *name;
-    int64_t rois;     /* enough for a call of well over 20 ms */
+    int64_t rois;     /* enough for a call of 50 ms or more on a fast machine (Zen 4) */
     int64_t channels; /* of the output per RoI; 0: a backward (output C x H x W) */
+    int64_t pooled;   /* the bins per side */
 } call_case;
 
 static float *features, *boxes, *rotated, *out, one = 1.0f;
 static int64_t *batch, *argmax_out, zero_index = 0;
-/* The backward cases' gradient map and the pooled size (test_zeroing_is_cancellable changes
- * them). */
+/* The backward cases' gradient map and the bins per side (each case sets pooled, and
+ * test_zeroing_is_cancellable the three). */
 static float *grad_map;
 static const int64_t *grad_shape = map_shape, *grad_strides = map_strides;
 static int64_t pooled = P;
@@ -43,6 +42,8 @@ static int64_t pooled = P;
 /* Runs case `which` with the given token; writes into out. */
 static pyroi_status run(int which, int64_t rois, pyroi_cancel *token)
 {
+    const int64_t pooled_strides[4] = {C * pooled * pooled, pooled * pooled, pooled, 1};
+    const int64_t ps_strides[4] = {OUT_CHANNELS * pooled * pooled, pooled * pooled, pooled, 1};
     pyroi_roi_align_params align;
     pyroi_roi_pool_params pool;
     pyroi_ps_roi_align_params ps_align;
@@ -115,20 +116,22 @@ static pyroi_status run(int which, int64_t rois, pyroi_cancel *token)
 }
 
 enum { MAX_OUT = 500 * C * P * P, MAX_ROIS = 200000 };
+/* RoI pooling reads each RoI's pixels once per channel whatever its bins: its forward takes
+ * one bin per side, so that enough RoIs for a long call fit the output. */
 static const call_case cases[] = {
-    {"roi_align forward", 500, C},
-    {"roi_align backward", 2000, 0},
-    {"roi_align max forward", 500, C},
-    {"roi_align max backward", 20000, 0},
-    {"onnx max forward", 500, C},
-    {"roi_pool forward", 500, C},
-    {"roi_pool backward", 200000, 0},
-    {"ps_roi_align forward", 20000, OUT_CHANNELS},
-    {"ps_roi_align backward", 20000, 0},
-    {"ps_roi_pool forward", 20000, OUT_CHANNELS},
-    {"ps_roi_pool backward", 20000, 0},
-    {"rotated forward", 500, C},
-    {"rotated backward", 2000, 0},
+    {"roi_align forward", 500, C, P},
+    {"roi_align backward", 2000, 0, P},
+    {"roi_align max forward", 500, C, P},
+    {"roi_align max backward", 20000, 0, P},
+    {"onnx max forward", 500, C, P},
+    {"roi_pool forward", 10000, C, 1},
+    {"roi_pool backward", 200000, 0, P},
+    {"ps_roi_align forward", 20000, OUT_CHANNELS, P},
+    {"ps_roi_align backward", 20000, 0, P},
+    {"ps_roi_pool forward", 20000, OUT_CHANNELS, P},
+    {"ps_roi_pool backward", 60000, 0, P},
+    {"rotated forward", 500, C, P},
+    {"rotated backward", 2000, 0, P},
 };
 enum { CASES = sizeof(cases) / sizeof(cases[0]) };
 
@@ -188,11 +191,29 @@ static int untouched(int64_t out_elements)
 }
 
 #if !defined(_WIN32)
-static void *request_later(void *arg)
+/* A value in out[0] that no call writes (features are in [0, 1); a backward zeroes it). */
+#define NOT_YET_WRITTEN -5.0f
+
+typedef struct progress_watch {
+    pyroi_cancel *token;
+    volatile int done;
+} progress_watch;
+
+/* Sets the flag once the call has written out[0] (a forward's first work item, a backward's
+ * zeroing) or 20 ms into it (a backward that writes its blocks out at the end): the call is
+ * then under way with most of its work to do, however fast the machine. */
+static void *request_once_under_way(void *arg)
 {
-    struct timespec wait = {0, 20 * 1000 * 1000};
-    nanosleep(&wait, NULL);
-    ((pyroi_cancel *)arg)->requested = 1;
+    progress_watch *watch = (progress_watch *)arg;
+    const struct timespec pause = {0, 50 * 1000};
+    int waits;
+    for (waits = 0; waits < 400 && !watch->done; ++waits) {
+        if (((volatile float *)out)[0] != NOT_YET_WRITTEN) {
+            break;
+        }
+        nanosleep(&pause, NULL);
+    }
+    watch->token->requested = 1;
     return NULL;
 }
 #endif
@@ -202,11 +223,12 @@ static void test_case(int which)
     const call_case *c = &cases[which];
     /* the outputs this case writes: the output proper, argmax for max/pool forwards */
     const int64_t out_elements = c->channels == 0 ? (int64_t)C * H * W
-                                                  : c->rois * c->channels * P * P;
+                                                  : c->rois * c->channels * c->pooled * c->pooled;
     pyroi_cancel token;
     int polls = 0;
     int64_t i;
     pyroi_status status;
+    pooled = c->pooled;
 
     /* set before the call: cancelled, nothing outside the output written */
     pyroi_cancel_init(&token);
@@ -257,12 +279,17 @@ static void test_case(int which)
     CHECK(untouched(out_elements + GUARD));
 
 #if !defined(_WIN32)
-    { /* another thread sets the flag 20 ms into the call */
+    { /* another thread sets the flag while the call runs */
         pthread_t thread;
+        progress_watch watch;
         pyroi_cancel_init(&token);
         set_guards(out_elements);
-        CHECK(pthread_create(&thread, NULL, request_later, &token) == 0);
+        out[0] = NOT_YET_WRITTEN;
+        watch.token = &token;
+        watch.done = 0;
+        CHECK(pthread_create(&thread, NULL, request_once_under_way, &watch) == 0);
         status = run(which, c->rois, &token);
+        watch.done = 1;
         pthread_join(thread, NULL);
         if (status != PYROI_E_CANCELLED) {
             fprintf(stderr, "%s: another thread did not cancel\n", c->name);
