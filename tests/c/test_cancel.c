@@ -194,17 +194,18 @@ static int untouched(int64_t out_elements)
 /* A value in out[0] that no call writes (features are in [0, 1); a backward zeroes it). */
 #define NOT_YET_WRITTEN -5.0f
 
-typedef struct progress_watch {
+/* A thread watching a running call: the token it sets, and whether the call has returned. */
+typedef struct call_watch {
     pyroi_cancel *token;
     volatile int done;
-} progress_watch;
+} call_watch;
 
 /* Sets the flag once the call has written out[0] (a forward's first work item, a backward's
  * zeroing) or 20 ms into it (a backward that writes its blocks out at the end): the call is
  * then under way with most of its work to do, however fast the machine. */
 static void *request_once_under_way(void *arg)
 {
-    progress_watch *watch = (progress_watch *)arg;
+    call_watch *watch = (call_watch *)arg;
     const struct timespec pause = {0, 50 * 1000};
     int waits;
     for (waits = 0; waits < 400 && !watch->done; ++waits) {
@@ -281,7 +282,7 @@ static void test_case(int which)
 #if !defined(_WIN32)
     { /* another thread sets the flag while the call runs */
         pthread_t thread;
-        progress_watch watch;
+        call_watch watch;
         pyroi_cancel_init(&token);
         set_guards(out_elements);
         out[0] = NOT_YET_WRITTEN;
@@ -308,14 +309,9 @@ static void test_case(int which)
 enum { BIG_SIDE = 8192 };
 static float *big;
 
-typedef struct zero_watch {
-    pyroi_cancel *token;
-    volatile int done;
-} zero_watch;
-
 static void *request_once_zeroing(void *arg)
 {
-    zero_watch *watch = (zero_watch *)arg;
+    call_watch *watch = (call_watch *)arg;
     while (!watch->done && ((volatile float *)big)[0] != 0.0f) {
     }
     watch->token->requested = 1;
@@ -342,7 +338,7 @@ static void test_zeroing_is_cancellable(void)
     pooled = 1; /* PS-RoI*: one input channel per output channel */
     for (which = 0; which < 6; ++which) {
         pyroi_cancel token;
-        zero_watch watch;
+        call_watch watch;
         pthread_t thread;
         pyroi_status status;
         for (i = 0; i < pixels; ++i) {
