@@ -795,6 +795,43 @@ def test_large_results_streamed_out_equal_the_in_place_writes(dtype):
     assert np.array_equal(grad_packed, grad_strided)
 
 
+def _channels_last_out(count, channels, size, dtype, offset_bytes):
+    """A NaN-filled (count, channels, size, size) view of channels-last memory, (count, size,
+    size, channels), starting offset_bytes past a 64-byte line boundary."""
+    nbytes = count * size * size * channels * np.dtype(dtype).itemsize
+    raw = np.empty(nbytes + 128, np.uint8)
+    start = (-raw.ctypes.data) % 64 + offset_bytes
+    memory = raw[start:start + nbytes].view(dtype).reshape(count, size, size, channels)
+    memory[...] = np.nan
+    return memory.transpose(0, 3, 1, 2)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("channels", [42, 48])
+def test_streamed_channels_last_outputs_equal_the_packed_ones(dtype, channels):
+    """A large channels-last `out=` whose bins start on 64-byte lines takes each full lane
+    group's bins straight from the tile to memory in streaming stores (no transposition);
+    42 channels (bins 168 or 336 bytes apart) or an output past a line boundary take the
+    other paths. Every
+    order and reduction that writes tiles must give the packed result bit for bit, from NCHW
+    and NHWC features, at 1 and 2 threads."""
+    rng = np.random.default_rng(11)
+    features, boxes = _streamed_case(rng, dtype, 1100)
+    features = np.ascontiguousarray(np.concatenate([features, features[:, :6]], axis=1)
+                                    [:, :channels])
+    nhwc = np.ascontiguousarray(features.transpose(0, 2, 3, 1))
+    for mode in ("avg", "max"):
+        packed = pyroi.roi_align(features, boxes, 7, 1.0, 2, True, mode=mode)
+        assert packed.nbytes >= 8 << 20  # streamed
+        for source, layout in ((features, "NCHW"), (nhwc, "NHWC")):
+            for offset in (0, 16):
+                for threads in (1, 2):
+                    out = _channels_last_out(len(boxes), channels, 7, dtype, offset)
+                    pyroi.roi_align(source, boxes, 7, 1.0, 2, True, mode=mode, layout=layout,
+                                    num_threads=threads, out=out)
+                    assert np.array_equal(out, packed), (mode, layout, offset, threads)
+
+
 @pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
 def test_streamed_backward_on_one_thread_bit_exact_with_torchvision(tv, dtype):
     """On one thread a worker takes every (image, channel block) item in turn, and each item's

@@ -937,6 +937,26 @@ def test_streamed_output_at_any_line_offset():
         assert out.tobytes() == expected.tobytes(), offset
 
 
+def test_streamed_channels_last_output_at_any_line_offset():
+    """A streamed channels-last `out=` (the bench's VGG conv5 case) whose bins start on
+    64-byte lines is written straight from the tiles, a line per bin and lane group; past a
+    line boundary it takes the transposing path. Same bytes either way, with the argmax."""
+    rng = np.random.default_rng(2027)
+    x = rng.standard_normal((1, 512, 38, 50), dtype=np.float32)
+    boxes = _boxes_on(rng, 1, 38, 50, 300, 2, 31, 1 / 16).astype(np.float32)
+    expected, expected_argmax = pyroi.roi_pool(x, boxes, 7, 1 / 16, return_argmax=True)
+    for offset in (0, 4, 16):
+        nbytes = 300 * 7 * 7 * 512 * 4
+        raw = np.full(nbytes + 128, 255, np.uint8)  # NaN bytes
+        start = (-raw.ctypes.data) % 64 + offset
+        out = raw[start:start + nbytes].view(np.float32).reshape(300, 7, 7, 512)
+        for threads in (1, 2):
+            _, argmax = pyroi.roi_pool(x, boxes, 7, 1 / 16, return_argmax=True,
+                                       num_threads=threads, out=out.transpose(0, 3, 1, 2))
+            assert np.array_equal(out.transpose(0, 3, 1, 2), expected), (offset, threads)
+            assert np.array_equal(argmax, expected_argmax)
+
+
 def test_argmax_checked_by_the_core_names_the_offender():
     """The values of argmax are checked by the C core; the error still names the first
     offending element with the value given (before any conversion), and out is untouched."""

@@ -59,13 +59,19 @@ static T *PYROI_TYPED(roi_align_staging)(const PYROI_TYPED(roi_align_job) *job, 
  * layout (channel j of the block at base + j * strides[1]), in one run when the bins are
  * evenly spaced, else row by row. When the block's channels are packed (the common dense
  * output) and staging is given, the bins are transposed there and streamed out: the output
- * is written once and never read back, so its lines need not be fetched first. */
+ * is written once and never read back, so its lines need not be fetched first. Given
+ * staging, channels-last bins of a whole lane group are streamed from the tile as they are. */
 static void PYROI_TYPED(roi_align_tile_to_bins)(const T *tile, int64_t lanes,
                                                 int64_t pooled_height, int64_t pooled_width,
                                                 T *base, const int64_t strides[4], T *staging)
 {
     const int64_t bins = pooled_height * pooled_width;
     int64_t ph;
+    if (staging != NULL && PYROI_TYPED(lane_block_bins_are_lines)(base, lanes, strides)) {
+        PYROI_TYPED(lane_block_tile_stream_lines)(tile, pooled_height, pooled_width, base,
+                                                  strides);
+        return;
+    }
     if (staging != NULL && strides[3] == 1 && strides[2] == pooled_width &&
         (strides[1] == bins || lanes == 1)) {
         pyroi_row_stream run;

@@ -274,6 +274,11 @@ static void PYROI_TYPED(roi_pool_tiles_to_bins)(const PYROI_TYPED(roi_pool_job) 
             const int64_t lanes = PYROI_TYPED(roi_pool_sub_lanes)(channels, c0, s);
             const T *values = scratch->values + s * bins * PYROI_LANES;
             T *base = job->result + k * strides[0] + (c0 + s * PYROI_LANES) * strides[1];
+            if (job->stream && PYROI_TYPED(lane_block_bins_are_lines)(base, lanes, strides)) {
+                PYROI_TYPED(lane_block_tile_stream_lines)(values, pooled_height, pooled_width,
+                                                          base, strides);
+                continue;
+            }
             if (strides[2] == pooled_width * strides[3]) { /* a channel's bins evenly spaced */
                 PYROI_TYPED(pyroi_lanes_to_channels)(values, bins, lanes, base, strides[1],
                                                      strides[3]);

@@ -523,6 +523,45 @@ __attribute__((target("avx2"))) static void stream_run_avx2(const float *src, fl
 #  define stream_run_avx2(src, dst, count) ((void)0)
 #endif
 
+#ifdef PYROI_HAVE_AVX2_TRANSPOSE
+__attribute__((target("avx2"))) static void lines_stream_avx2(const char *src, int64_t count,
+                                                              char *dst, int64_t dst_stride)
+{
+    int64_t i;
+    for (i = 0; i < count; ++i) {
+        const float *line = (const float *)(const void *)(src + 64 * i);
+        float *to = (float *)(void *)(dst + i * dst_stride);
+        _mm256_stream_ps(to, _mm256_loadu_ps(line));
+        _mm256_stream_ps(to + 8, _mm256_loadu_ps(line + 8));
+    }
+}
+#endif
+
+void pyroi_lines_stream(const void *src, int64_t count, void *dst, int64_t dst_stride)
+{
+    const char *in = (const char *)src;
+    char *out = (char *)dst;
+    int64_t i;
+#ifdef PYROI_HAVE_AVX2_TRANSPOSE
+    if (have_avx2()) {
+        lines_stream_avx2(in, count, out, dst_stride);
+        return;
+    }
+#endif
+    for (i = 0; i < count; ++i) {
+#ifdef PYROI_HAVE_STREAM_STORES
+        const float *line = (const float *)(const void *)(in + 64 * i);
+        float *to = (float *)(void *)(out + i * dst_stride);
+        int m;
+        for (m = 0; m < 16; m += 4) {
+            _mm_stream_ps(to + m, _mm_loadu_ps(line + m));
+        }
+#else
+        memcpy(out + i * dst_stride, in + 64 * i, 64);
+#endif
+    }
+}
+
 #ifdef PYROI_HAVE_STREAM_STORES
 /* A packed source (src_stride == row_length): [done, line_end) is one plain run of bytes. */
 #  define ROW_STREAM_PACKED(T)                                                                 \

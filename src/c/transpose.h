@@ -53,6 +53,13 @@ void pyroi_stream_fence(void);
  * from channels-last features: 1.90 -> 1.73 ms against a fixed 8 MB threshold. */
 double pyroi_stream_bytes(void);
 
+/* Streams `count` lines of 64 bytes: line i from src + 64 i to dst + i * dst_stride bytes
+ * (dst and dst_stride multiples of 64, so each store covers a whole line). Plain copies where
+ * the platform has no streaming stores. Bits only: any element type. Channels-last output
+ * bins of a 64-byte lane group are such lines, written straight from the lane-major tile
+ * with no transposition. */
+void pyroi_lines_stream(const void *src, int64_t count, void *dst, int64_t dst_stride);
+
 /* A packed run being streamed a piece at a time, so that the stores overlap other work
  * instead of stalling it: dst[r * row_length + i] = src[r * src_stride + i] for r < rows,
  * i < row_length. When src_stride != row_length the source needs room around each row:

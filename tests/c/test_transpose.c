@@ -173,6 +173,34 @@ static void test_row_streams(int64_t rows, int64_t row_length, int64_t offset, i
     }
 }
 
+/* Lines streamed to every stride of 1-3 lines: each lands whole, the lines between stay
+ * untouched, and a count of 0 writes nothing. */
+static void test_lines_stream(void)
+{
+    enum { MAX_LINES = 9, MAX_STRIDE = 3 };
+    static unsigned char src[MAX_LINES * LINE], buffer[(MAX_LINES * MAX_STRIDE + 1) * LINE];
+    unsigned char *dst = buffer + (LINE - (uintptr_t)buffer % LINE) % LINE;
+    int64_t count, stride, line, i;
+    for (i = 0; i < MAX_LINES * LINE; ++i) {
+        src[i] = (unsigned char)(i * 7 + 1);
+    }
+    for (count = 0; count <= MAX_LINES; ++count) {
+        for (stride = 1; stride <= MAX_STRIDE; ++stride) {
+            memset(buffer, 0xff, sizeof(buffer));
+            pyroi_lines_stream(src, count, dst, stride * LINE);
+            pyroi_stream_fence();
+            for (line = 0; line < MAX_LINES * MAX_STRIDE; ++line) {
+                const unsigned char *at = dst + line * LINE;
+                if (line % stride == 0 && line / stride < count) {
+                    CHECK(memcmp(at, src + line / stride * LINE, LINE) == 0);
+                } else {
+                    CHECK(untouched(at, LINE));
+                }
+            }
+        }
+    }
+}
+
 int main(void)
 {
     int64_t count, stride, rows, row_length, offset;
@@ -197,5 +225,6 @@ int main(void)
             }
         }
     }
+    test_lines_stream();
     return check_report("test_transpose");
 }
