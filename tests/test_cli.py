@@ -114,7 +114,7 @@ def test_bench_prints_a_table(tmp_path):
     assert "openvino: absent" in result.stderr
     lines = result.stdout.strip().splitlines()
     assert lines[0].startswith("| workload | threads | pyroi fwd ms | pyroi NHWC fwd ms | "
-                               "pyroi bwd ms |")
+                               "pyroi NHWC in+out fwd ms | pyroi bwd ms |")
     assert "torchvision" not in lines[0] and "openvino" not in lines[0]
     assert lines[2].startswith("| small_call | 1 |")
     # the machine: the CPU model and the vector code the C core's dispatch chose
@@ -125,6 +125,19 @@ def test_bench_prints_a_table(tmp_path):
     if _core.cache_bytes(2):
         assert f"L2 {_core.cache_bytes(2) // 1024} KB" in lines[-1]
     assert run(["bench", "-w", "nope"], tmp_path).returncode == 2
+
+
+@pytest.mark.parametrize("name", ["small_call", "vgg_conv5_pool"])
+def test_bench_channels_last_output_call_gives_the_forward(name):
+    """The bench's "NHWC in+out" call writes the forward's values into a channels-last
+    output that starts on a 64-byte line (where the C core streams whole lines)."""
+    from pyroi import bench
+
+    w = next(w for w in bench.make_workloads(np.random.default_rng(0)) if w.name == name)
+    expected = bench.pyroi_calls(w, 1, None)[0]()
+    got = bench.pyroi_channels_last_output_forward(w, 1)()
+    assert got.strides[1] == got.itemsize and got.ctypes.data % 64 == 0
+    np.testing.assert_array_equal(got, expected)
 
 
 def test_cache_bytes_are_the_ones_the_os_reports():

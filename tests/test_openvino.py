@@ -204,6 +204,8 @@ def test_bench_reports_openvino(capsys):
     assert "openvino node jit_" in progress
     assert " f32 on aBcd" in progress or " f32 on acdb" in progress
     for _, _, results, _ in rows:
-        assert {"openvino node", "openvino e2e", "pyroi NHWC fwd"} <= set(results)
+        assert {"openvino node", "openvino e2e", "pyroi NHWC fwd",
+                "pyroi NHWC out fwd"} <= set(results)
     header = bench.format_table(rows).splitlines()[0]
-    assert "openvino node (/ NCHW / NHWC) ms" in header and "pyroi NHWC fwd ms" in header
+    assert "openvino node (/ NCHW / NHWC / NHWC in+out) ms" in header
+    assert "pyroi NHWC fwd ms" in header and "pyroi NHWC in+out fwd ms" in header

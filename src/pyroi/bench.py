@@ -357,6 +357,36 @@ def pyroi_channels_last_forward(w: Workload, threads: int):
                                    w.aligned, mode=mode, layout="NHWC", num_threads=threads)
 
 
+def channels_last_output(shape: tuple, dtype) -> np.ndarray:
+    """A ``(K, C, ph, pw)`` view of channels-last memory ``(K, ph, pw, C)`` that starts on a
+    64-byte line: the layout OpenVINO's pooling nodes write their outputs in (its runtime
+    model's ``outputLayouts``: ``acdb``, or channel-blocked), the reorder to planar being a
+    node of its own, outside the pooling node's time."""
+    k, c, ph, pw = shape
+    nbytes = k * ph * pw * c * np.dtype(dtype).itemsize
+    raw = np.empty(nbytes + 64, np.uint8)
+    start = (-raw.ctypes.data) % 64
+    return raw[start:start + nbytes].view(dtype).reshape(k, ph, pw, c).transpose(0, 3, 1, 2)
+
+
+def pyroi_channels_last_output_forward(w: Workload, threads: int):
+    """pyroi's forward from the channels-last features into a channels-last output
+    (:func:`channels_last_output`, reused by every call as OpenVINO reuses its output
+    buffer): OpenVINO's node's footing on both sides. None without channels-last features."""
+    if w.features_nhwc is None:
+        return None
+    size, scale = w.output_size, w.spatial_scale
+    out = channels_last_output((len(w.boxes), w.features.shape[1], size, size),
+                               w.features.dtype)
+    if w.op == "roi_pool":
+        view = w.features_nhwc.transpose(0, 3, 1, 2)
+        return lambda: pyroi.roi_pool(view, w.boxes, size, scale, num_threads=threads, out=out)
+    mode = "max" if w.op == "roi_align_max" else "avg"
+    return lambda: pyroi.roi_align(w.features_nhwc, w.boxes, size, scale, w.sampling_ratio,
+                                   w.aligned, mode=mode, layout="NHWC", num_threads=threads,
+                                   out=out)
+
+
 def pyroi_calls(w: Workload, threads: int, grad: np.ndarray):
     """(forward, backward) of pyroi for the workload's op."""
     if w.op == "onnx_max":
@@ -481,6 +511,8 @@ def run(workloads, thread_counts, repeat, peer_repeat, progress=None,
             channels_last = pyroi_channels_last_forward(w, threads)
             if channels_last is not None:
                 results["pyroi NHWC fwd"] = timed(channels_last, repeat)
+                results["pyroi NHWC out fwd"] = timed(
+                    pyroi_channels_last_output_forward(w, threads), repeat)
             with_argmax = pyroi_argmax_forward(w, threads)
             if with_argmax is not None:
                 results["pyroi argmax fwd"] = timed(with_argmax, repeat)
@@ -538,6 +570,7 @@ def run(workloads, thread_counts, repeat, peer_repeat, progress=None,
             line = [f"  threads={threads}: pyroi fwd {results['pyroi fwd']:8.2f} ms"]
             if "pyroi NHWC fwd" in results:
                 line.append(f"NHWC {results['pyroi NHWC fwd']:8.2f} ms")
+                line.append(f"NHWC in+out {results['pyroi NHWC out fwd']:8.2f} ms")
             if "pyroi argmax fwd" in results:
                 line.append(f"with int32 argmax {results['pyroi argmax fwd']:8.2f} ms")
             if "pyroi inexact fwd" in results:
@@ -549,7 +582,8 @@ def run(workloads, thread_counts, repeat, peer_repeat, progress=None,
                                           "pyroi inexact fwd", unit=" ms"))
             if "openvino node" in results:
                 line.append("openvino node " + _versus(results, "openvino node", "pyroi fwd",
-                                                       "pyroi NHWC fwd", unit=" ms"))
+                                                       "pyroi NHWC fwd", "pyroi NHWC out fwd",
+                                                       unit=" ms"))
             line.append(f"floor {floor:6.2f} ms (pyroi/floor {results['pyroi fwd'] / floor:5.1f})")
             print(" | ".join(line), file=progress, flush=True)
             if openvino_note:
@@ -573,6 +607,8 @@ def run(workloads, thread_counts, repeat, peer_repeat, progress=None,
 _TABLE_COLUMNS = (
     ("pyroi fwd", "pyroi fwd", ()),
     ("pyroi NHWC fwd", "pyroi NHWC fwd", ()),
+    # channels-last features into a channels-last output (OpenVINO's node's layouts)
+    ("pyroi NHWC in+out fwd", "pyroi NHWC out fwd", ()),
     ("pyroi fwd + int32 argmax", "pyroi argmax fwd", ()),
     ("pyroi bwd", "pyroi bwd", ()),
     # RoIPool's backward from the forward's input instead of its argmax
@@ -589,7 +625,8 @@ _TABLE_COLUMNS = (
     ("torchvision bwd (/ bwd / from input or exact=False)", "torchvision bwd",
      ("pyroi bwd", "pyroi input bwd", "pyroi inexact bwd")),
     ("onnxruntime fwd", "onnxruntime fwd", ("pyroi fwd",)),
-    ("openvino node (/ NCHW / NHWC)", "openvino node", ("pyroi fwd", "pyroi NHWC fwd")),
+    ("openvino node (/ NCHW / NHWC / NHWC in+out)", "openvino node",
+     ("pyroi fwd", "pyroi NHWC fwd", "pyroi NHWC out fwd")),
     ("openvino e2e", "openvino e2e", ("pyroi fwd",)),
 )
 
@@ -597,7 +634,7 @@ _TABLE_COLUMNS = (
 def format_table(rows) -> str:
     """The results of :func:`run` as a Markdown table: medians in ms, a peer's time over
     pyroi's in parentheses (above 1: pyroi is faster; OpenVINO's node time over pyroi's from
-    NCHW and from NHWC), and pyroi's forward over the memory floor. Columns without any value
+    NCHW, from NHWC, and from NHWC into a channels-last output), and pyroi's forward over the memory floor. Columns without any value
     (an absent peer) are left out."""
     used = [col for col in _TABLE_COLUMNS if any(col[1] in results for _, _, results, _ in rows)]
     header = ["workload", "threads"] + [f"{title} ms" for title, _, _ in used] + ["fwd/floor"]
