@@ -124,7 +124,10 @@ def roi_align(input, boxes, output_size, spatial_scale=1.0, sampling_ratio=-1, a
     layout : {"NCHW", "NHWC"}, default "NCHW"
         ``"NHWC"``: ``input`` is ``(N, H, W, C)`` (channels last). It is read in place, with
         the channels as the vector axis; the output is ``(K, C, ph, pw)`` either way. (An
-        NCHW-shaped view of channels-last memory is read in place too.)
+        NCHW-shaped view of channels-last memory is read in place too.) For a channels-last
+        result, give ``out=`` a ``(K, C, ph, pw)`` view of ``(K, ph, pw, C)`` memory: a large
+        one on a 64-byte line is written straight from the kernels' tiles (see
+        docs/performance.md, *Channels-last outputs*).
     {num_threads}
     {out}
     {exact}
