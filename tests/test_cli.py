@@ -135,7 +135,7 @@ def test_bench_channels_last_output_call_gives_the_forward(name):
 
     w = next(w for w in bench.make_workloads(np.random.default_rng(0)) if w.name == name)
     expected = bench.pyroi_calls(w, 1, None)[0]()
-    got = bench.pyroi_channels_last_output_forward(w, 1)()
+    got = bench.pyroi_channels_last_forward(w, 1, channels_last_out=True)()
     assert got.strides[1] == got.itemsize and got.ctypes.data % 64 == 0
     np.testing.assert_array_equal(got, expected)
 

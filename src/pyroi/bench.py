@@ -344,19 +344,6 @@ def fastest_openvino_node(ov, w: "Workload", threads: int) -> "OpenVinoNode":
     return best
 
 
-def pyroi_channels_last_forward(w: Workload, threads: int):
-    """pyroi's forward on the channels-last copy of the features (read in place), or None."""
-    if w.features_nhwc is None:
-        return None
-    size, scale = w.output_size, w.spatial_scale
-    if w.op == "roi_pool":  # any strides are read in place: an NCHW view of NHWC memory
-        view = w.features_nhwc.transpose(0, 3, 1, 2)
-        return lambda: pyroi.roi_pool(view, w.boxes, size, scale, num_threads=threads)
-    mode = "max" if w.op == "roi_align_max" else "avg"
-    return lambda: pyroi.roi_align(w.features_nhwc, w.boxes, size, scale, w.sampling_ratio,
-                                   w.aligned, mode=mode, layout="NHWC", num_threads=threads)
-
-
 def channels_last_output(shape: tuple, dtype) -> np.ndarray:
     """A ``(K, C, ph, pw)`` view of channels-last memory ``(K, ph, pw, C)`` that starts on a
     64-byte line: the layout OpenVINO's pooling nodes write their outputs in (its runtime
@@ -369,16 +356,16 @@ def channels_last_output(shape: tuple, dtype) -> np.ndarray:
     return raw[start:start + nbytes].view(dtype).reshape(k, ph, pw, c).transpose(0, 3, 1, 2)
 
 
-def pyroi_channels_last_output_forward(w: Workload, threads: int):
-    """pyroi's forward from the channels-last features into a channels-last output
-    (:func:`channels_last_output`, reused by every call as OpenVINO reuses its output
-    buffer): OpenVINO's node's footing on both sides. None without channels-last features."""
+def pyroi_channels_last_forward(w: Workload, threads: int, channels_last_out: bool = False):
+    """pyroi's forward on the channels-last copy of the features (read in place), or None.
+    With ``channels_last_out``, into a :func:`channels_last_output` that every call reuses
+    (as OpenVINO reuses its output buffer): OpenVINO's node's footing on both sides."""
     if w.features_nhwc is None:
         return None
     size, scale = w.output_size, w.spatial_scale
-    out = channels_last_output((len(w.boxes), w.features.shape[1], size, size),
-                               w.features.dtype)
-    if w.op == "roi_pool":
+    out = (channels_last_output((len(w.boxes), w.features.shape[1], size, size),
+                                w.features.dtype) if channels_last_out else None)
+    if w.op == "roi_pool":  # any strides are read in place: an NCHW view of NHWC memory
         view = w.features_nhwc.transpose(0, 3, 1, 2)
         return lambda: pyroi.roi_pool(view, w.boxes, size, scale, num_threads=threads, out=out)
     mode = "max" if w.op == "roi_align_max" else "avg"
@@ -512,7 +499,7 @@ def run(workloads, thread_counts, repeat, peer_repeat, progress=None,
             if channels_last is not None:
                 results["pyroi NHWC fwd"] = timed(channels_last, repeat)
                 results["pyroi NHWC out fwd"] = timed(
-                    pyroi_channels_last_output_forward(w, threads), repeat)
+                    pyroi_channels_last_forward(w, threads, channels_last_out=True), repeat)
             with_argmax = pyroi_argmax_forward(w, threads)
             if with_argmax is not None:
                 results["pyroi argmax fwd"] = timed(with_argmax, repeat)
@@ -634,8 +621,8 @@ _TABLE_COLUMNS = (
 def format_table(rows) -> str:
     """The results of :func:`run` as a Markdown table: medians in ms, a peer's time over
     pyroi's in parentheses (above 1: pyroi is faster; OpenVINO's node time over pyroi's from
-    NCHW, from NHWC, and from NHWC into a channels-last output), and pyroi's forward over the memory floor. Columns without any value
-    (an absent peer) are left out."""
+    NCHW, from NHWC, and from NHWC into a channels-last output), and pyroi's forward over the
+    memory floor. Columns without any value (an absent peer) are left out."""
     used = [col for col in _TABLE_COLUMNS if any(col[1] in results for _, _, results, _ in rows)]
     header = ["workload", "threads"] + [f"{title} ms" for title, _, _ in used] + ["fwd/floor"]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
