@@ -957,6 +957,35 @@ def test_streamed_channels_last_output_at_any_line_offset():
             assert np.array_equal(argmax, expected_argmax)
 
 
+@pytest.mark.parametrize("order", ["image", "region"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_streamed_channels_last_output_of_every_group_shape(order, dtype):
+    """Into a streamed channels-last `out=` on 64-byte lines each row of bins leaves as soon as
+    it is pooled, sub-block by sub-block: five lane lines of channels give two whole groups and
+    one of a single sub-block (the other holds no channel). Both lane orders, with and without
+    the argmax, line-aligned and not: the bytes of the packed result."""
+    rng = np.random.default_rng(2028)
+    lanes = 64 // np.dtype(dtype).itemsize
+    channels = 5 * lanes
+    if order == "image":  # many RoIs on a small map
+        shape, count, sides, scale = (1, channels, 38, 50), 400, (2, 31), 1 / 16
+    else:  # small RoIs far apart on a large map
+        shape, count, sides, scale = (1, channels, 160, 160), 300, (1, 5), 1.0
+    x = rng.standard_normal(shape).astype(dtype)
+    boxes = _boxes_on(rng, 1, shape[2], shape[3], count, *sides, scale).astype(dtype)
+    assert _core_orders(x.shape, boxes, 7, scale, dtype)[0] == order + "+stream"
+    expected, expected_argmax = pyroi.roi_pool(x, boxes, 7, scale, return_argmax=True)
+    for offset in (0, 16):
+        out = _out_past_a_line((count, 7, 7, channels), dtype, offset).transpose(0, 3, 1, 2)
+        out[...] = np.nan
+        pyroi.roi_pool(x, boxes, 7, scale, num_threads=2, out=out)
+        assert np.array_equal(out, expected), offset
+        out[...] = np.nan
+        _, argmax = pyroi.roi_pool(x, boxes, 7, scale, return_argmax=True, out=out)
+        assert np.array_equal(out, expected), offset
+        assert np.array_equal(argmax, expected_argmax), offset
+
+
 def test_argmax_checked_by_the_core_names_the_offender():
     """The values of argmax are checked by the C core; the error still names the first
     offending element with the value given (before any conversion), and out is untouched."""

@@ -183,26 +183,14 @@ static inline void PYROI_TYPED(lane_block_gather_runs)(const T *map,
 
 /* Whether the bins of a full lane group of a (K, C, PH, PW) output at base (strides in
  * elements) are whole 64-byte lines: channels adjacent in memory (channels-last bins) and
- * every bin on a line boundary. Then the tile (tile[bin][lane]) is the output's bytes as they
- * are, and lane_block_tile_stream_lines writes it without a transposition. */
+ * every bin on a line boundary. Then each row of a tile (tile[bin][lane]) is the output's
+ * bytes as they are, streamed out without a transposition (pyroi_lines_stream). */
 static int PYROI_TYPED(lane_block_bins_are_lines)(const T *base, int64_t lanes,
                                                   const int64_t strides[4])
 {
     const int64_t line = PYROI_LANE_BYTES, size = (int64_t)sizeof(T);
     return lanes == PYROI_LANES && strides[1] == 1 && (uintptr_t)base % (uintptr_t)line == 0 &&
            strides[2] * size % line == 0 && strides[3] * size % line == 0;
-}
-
-/* Streams a tile of bins to an output whose bins are lines (lane_block_bins_are_lines). */
-static void PYROI_TYPED(lane_block_tile_stream_lines)(const T *tile, int64_t pooled_height,
-                                                      int64_t pooled_width, T *base,
-                                                      const int64_t strides[4])
-{
-    int64_t ph;
-    for (ph = 0; ph < pooled_height; ++ph) {
-        pyroi_lines_stream(tile + ph * pooled_width * PYROI_LANES, pooled_width,
-                           base + ph * strides[2], strides[3] * (int64_t)sizeof(T));
-    }
 }
 
 /* A tile of bins (tile[bin][lane], bins row-major) into a float16 output (T float: the

@@ -68,8 +68,10 @@ static void PYROI_TYPED(roi_align_tile_to_bins)(const T *tile, int64_t lanes,
     const int64_t bins = pooled_height * pooled_width;
     int64_t ph;
     if (staging != NULL && PYROI_TYPED(lane_block_bins_are_lines)(base, lanes, strides)) {
-        PYROI_TYPED(lane_block_tile_stream_lines)(tile, pooled_height, pooled_width, base,
-                                                  strides);
+        for (ph = 0; ph < pooled_height; ++ph) { /* a row of bins: one line per bin */
+            pyroi_lines_stream(tile + ph * pooled_width * PYROI_LANES, pooled_width,
+                               base + ph * strides[2], strides[3] * (int64_t)sizeof(T));
+        }
         return;
     }
     if (staging != NULL && strides[3] == 1 && strides[2] == pooled_width &&

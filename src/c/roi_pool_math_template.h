@@ -250,7 +250,7 @@ static void PYROI_TYPED(roi_pool_backward_channels)(
 
 /* The maxima alone. value > best ? value : best is exactly the x86 max instruction (NaN or
  * equal keep best), so compilers turn each lane loop into one max per vector. */
-static inline void PYROI_TYPED(roi_pool_bin_max)(const T *first, int64_t sub_stride,
+PYROI_CLONE_INLINE void PYROI_TYPED(roi_pool_bin_max)(const T *first, int64_t sub_stride,
                                                  int64_t pitch, roi_pool_window rw,
                                                  roi_pool_window cw, T *PYROI_RESTRICT result,
                                                  int64_t result_sub_stride)
@@ -315,7 +315,7 @@ typedef PYROI_TYPED(roi_pool_index)
         (best_index) = ((index) & larger_) | ((best_index) & ~larger_);                        \
     } while (0)
 
-static inline void PYROI_TYPED(roi_pool_bin_argmax)(
+PYROI_CLONE_INLINE void PYROI_TYPED(roi_pool_bin_argmax)(
     const T *first, int64_t sub_stride, int64_t pitch, int64_t width, roi_pool_window rw,
     roi_pool_window cw, T *PYROI_RESTRICT result,
     PYROI_TYPED(roi_pool_index) *PYROI_RESTRICT winners, int64_t result_sub_stride)
@@ -410,7 +410,7 @@ static inline void PYROI_TYPED(roi_pool_bin_add_at_max)(
 #undef ROI_POOL_ADD_AT
 #undef ROI_POOL_UPDATE
 #else
-static inline void PYROI_TYPED(roi_pool_bin_argmax)(
+PYROI_CLONE_INLINE void PYROI_TYPED(roi_pool_bin_argmax)(
     const T *first, int64_t sub_stride, int64_t pitch, int64_t width, roi_pool_window rw,
     roi_pool_window cw, T *PYROI_RESTRICT result,
     PYROI_TYPED(roi_pool_index) *PYROI_RESTRICT winners, int64_t result_sub_stride)

@@ -28,8 +28,9 @@ static void PYROI_TYPED(roi_pool_backward_task)(void *context, int64_t begin, in
 
 /* Pools RoI k from a block holding rows from row0 and columns from col0 of the map, pitch
  * pixels per row: values[s][ph][pw][lane] and, unless winners is NULL, winners likewise.
- * A writer (may be NULL) streams out part of the previous tile after each row of bins. */
-static inline void PYROI_TYPED(roi_pool_roi_lanes)(const roi_pool_plan *plan, int64_t k,
+ * A writer (may be NULL) streams out part of the previous tile after each row of bins;
+ * lines (may be NULL) receive each row of bins as soon as it is pooled. */
+PYROI_CLONE_INLINE void PYROI_TYPED(roi_pool_roi_lanes)(const roi_pool_plan *plan, int64_t k,
                                                    const T *block, int64_t sub_stride,
                                                    int64_t pitch, int64_t row0, int64_t col0,
                                                    int64_t width, int64_t pooled_height,
@@ -37,7 +38,8 @@ static inline void PYROI_TYPED(roi_pool_roi_lanes)(const roi_pool_plan *plan, in
                                                    T *PYROI_RESTRICT values,
                                                    PYROI_TYPED(roi_pool_index) *PYROI_RESTRICT
                                                        winners,
-                                                   PYROI_TYPED(roi_pool_writer) *writer)
+                                                   PYROI_TYPED(roi_pool_writer) *writer,
+                                                   const PYROI_TYPED(roi_pool_lines) *lines)
 {
     const roi_pool_window *row_windows = plan->windows + k * plan->bins;
     const roi_pool_window *col_windows = row_windows + pooled_height;
@@ -71,6 +73,12 @@ static inline void PYROI_TYPED(roi_pool_roi_lanes)(const roi_pool_plan *plan, in
                 }
             }
         }
+        for (s = 0; lines != NULL && s < lines->subs; ++s) {
+            pyroi_lines_stream(values + s * tile_sub_stride + ph * pooled_width * PYROI_LANES,
+                               pooled_width,
+                               lines->base + s * PYROI_LANES + ph * lines->strides[2],
+                               lines->strides[3] * (int64_t)sizeof(T));
+        }
         if (writer != NULL) { /* a share of the previous tile's stores per row of bins */
             PYROI_TYPED(pyroi_row_stream_advance)(&writer->run, writer->per_row);
             if (winners != NULL) {
@@ -93,6 +101,7 @@ PYROI_VECTOR_TASK(PYROI_TYPED(roi_pool_forward_image_task))
         PYROI_TYPED(roi_pool_scratch_of)(job, worker, shape[2] * shape[3]);
     PYROI_TYPED(roi_pool_writer) writer_state;
     PYROI_TYPED(roi_pool_writer) *writer = PYROI_TYPED(roi_pool_writer_of)(job, &writer_state);
+    PYROI_TYPED(roi_pool_lines) lines_state;
     int64_t item, i;
 
     for (item = begin; item < end; ++item) {
@@ -105,14 +114,17 @@ PYROI_VECTOR_TASK(PYROI_TYPED(roi_pool_forward_image_task))
                                               scratch.block, scratch.sub_stride);
         for (i = plan->rois->group_start[group]; i < plan->rois->group_start[group + 1]; ++i) {
             const int64_t k = plan->rois->order[i];
+            const PYROI_TYPED(roi_pool_lines) *lines =
+                PYROI_TYPED(roi_pool_lines_of)(job, k, c0, &lines_state);
             if (i % 8 == 0 && pyroi_cancel_requested(job->params->cancel)) {
                 break; /* an item can hold every RoI: the call ends at the next chunk */
             }
             PYROI_TYPED(roi_pool_roi_lanes)(plan, k, scratch.block, scratch.sub_stride,
                                             shape[3], 0, 0, shape[3], pooled_height,
                                             pooled_width, scratch.values, scratch.winners,
-                                            writer);
-            PYROI_TYPED(roi_pool_tiles_to_bins)(job, k, c0, &scratch, writer);
+                                            writer, lines);
+            PYROI_TYPED(roi_pool_tiles_to_bins)(job, k, c0, &scratch, writer,
+                                                lines != NULL ? lines->subs : 0);
         }
     }
     PYROI_TYPED(roi_pool_writer_finish)(writer);
@@ -130,6 +142,7 @@ PYROI_VECTOR_TASK(PYROI_TYPED(roi_pool_forward_region_task))
         PYROI_TYPED(roi_pool_scratch_of)(job, worker, plan->max_area);
     PYROI_TYPED(roi_pool_writer) writer_state;
     PYROI_TYPED(roi_pool_writer) *writer = PYROI_TYPED(roi_pool_writer_of)(job, &writer_state);
+    PYROI_TYPED(roi_pool_lines) lines_state;
     int64_t k, c0;
 
     for (k = begin; k < end; ++k) {
@@ -139,14 +152,17 @@ PYROI_VECTOR_TASK(PYROI_TYPED(roi_pool_forward_region_task))
             /* packed: sub-blocks region-area apart */
             const int64_t sub_stride =
                 (region[1] - region[0]) * (region[3] - region[2]) * PYROI_LANES;
+            const PYROI_TYPED(roi_pool_lines) *lines =
+                PYROI_TYPED(roi_pool_lines_of)(job, k, c0, &lines_state);
             PYROI_TYPED(roi_pool_region_to_block)(job->features, job->half_features, shape,
                                                   job->features_strides, job->batch_indices[k],
                                                   c0, region, scratch.block, sub_stride);
             PYROI_TYPED(roi_pool_roi_lanes)(plan, k, scratch.block, sub_stride,
                                             region[3] - region[2], region[0], region[2],
                                             shape[3], pooled_height, pooled_width,
-                                            scratch.values, scratch.winners, writer);
-            PYROI_TYPED(roi_pool_tiles_to_bins)(job, k, c0, &scratch, writer);
+                                            scratch.values, scratch.winners, writer, lines);
+            PYROI_TYPED(roi_pool_tiles_to_bins)(job, k, c0, &scratch, writer,
+                                                lines != NULL ? lines->subs : 0);
         }
     }
     PYROI_TYPED(roi_pool_writer_finish)(writer);
