@@ -369,7 +369,7 @@ PYROI_CLONE_INLINE void PYROI_TYPED(roi_pool_bin_argmax)(
         (open) &= ~hit_;                                                                       \
     } while (0)
 
-static inline void PYROI_TYPED(roi_pool_bin_add_at_max)(
+PYROI_CLONE_INLINE void PYROI_TYPED(roi_pool_bin_add_at_max)(
     const T *first, int64_t sub_stride, int64_t pitch, roi_pool_window rw, roi_pool_window cw,
     const T *target, const T *grad, int64_t tile_sub_stride, T *PYROI_RESTRICT sums)
 {
@@ -442,7 +442,7 @@ PYROI_CLONE_INLINE void PYROI_TYPED(roi_pool_bin_argmax)(
     }
 }
 
-static inline void PYROI_TYPED(roi_pool_bin_add_at_max)(
+PYROI_CLONE_INLINE void PYROI_TYPED(roi_pool_bin_add_at_max)(
     const T *first, int64_t sub_stride, int64_t pitch, roi_pool_window rw, roi_pool_window cw,
     const T *target, const T *grad, int64_t tile_sub_stride, T *PYROI_RESTRICT sums)
 {

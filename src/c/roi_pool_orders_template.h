@@ -224,7 +224,7 @@ PYROI_CLONE_INLINE int PYROI_TYPED(roi_pool_add_run)(T *PYROI_RESTRICT block, co
 /* roi_pool_add_run for the bins of one RoI and channel at any strides (the argmax entry of
  * bin (ph, pw) at winners[ph * a_row + pw * a_column], its gradient likewise), into one lane
  * of a block: each entry read once, and only pixels added to. */
-static inline int PYROI_TYPED(roi_pool_add_strided)(T *PYROI_RESTRICT lane, const T *grad,
+PYROI_CLONE_INLINE int PYROI_TYPED(roi_pool_add_strided)(T *PYROI_RESTRICT lane, const T *grad,
                                                     const void *winners, int wide,
                                                     int64_t pooled_height,
                                                     int64_t pooled_width, int64_t g_row,
