@@ -1,7 +1,7 @@
 """The memory a pyroi call maps for itself: the rise of the peak resident set (VmHWM, reset
 through /proc/self/clear_refs, Linux only) over a second call in a fresh interpreter, so that
-the first call's result buffers and code pages are already there. Shared by the float16
-memory tests."""
+the first call's result buffers and code pages are already there, with no scratch kept between
+calls (pyroi.set_scratch_cache_limit(0)). Shared by the float16 memory tests."""
 
 import subprocess
 import sys
@@ -9,6 +9,9 @@ import textwrap
 
 _MEASURE = textwrap.dedent("""
     import numpy as np, pyroi
+
+    # every call maps its scratch afresh: a block kept from the first call would hide it
+    pyroi.set_scratch_cache_limit(0)
 
     def status(field):
         with open("/proc/self/status") as f:

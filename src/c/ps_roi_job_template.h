@@ -27,6 +27,11 @@ typedef struct PYROI_TYPED(ps_job) {
     const pyroi_ps_roi_align_params *align; /* the operator's parameters: one of the two */
     const pyroi_ps_roi_pool_params *pool;
     PYROI_TYPED(ps_tap_tables) *tables; /* align only: one set per worker */
+    /* a float16 PSRoIPool forward (T float, ps_roi_half.h): the map read instead of
+     * tensors.features, each pixel widened exactly, and the output written instead of
+     * tensors.result, each bin rounded once; NULL otherwise */
+    const uint16_t *half_features;
+    uint16_t *half_result;
 } PYROI_TYPED(ps_job);
 
 /* A job with everything but the operator's parameters (align or pool, set by the caller):

@@ -102,24 +102,52 @@ static pyroi_status PYROI_TYPED(ps_roi_pool_scan_boxes)(
     return PYROI_OK;
 }
 
-/* Forward for RoIs [roi_begin, roi_end). */
-static void PYROI_TYPED(ps_roi_pool_forward_task)(void *context, int64_t roi_begin,
-                                                  int64_t roi_end, int worker)
+/* The sum, in row-major order (torchvision's), of pixels [h_first, h_end) x [w_first, w_end)
+ * of a plane at element offset `at` of the map: T values, or (widen not NULL, T float) the
+ * float16 ones of half, each widened exactly as it is read; the widening is off the
+ * additions' dependency chain, which sets the loop's pace. */
+PYROI_CLONE_INLINE T PYROI_TYPED(ps_pool_window_sum)(const T *map, const uint16_t *half,
+                                                     ps_widen_fn widen, int64_t at,
+                                                     const int64_t strides[4], int64_t h_first,
+                                                     int64_t h_end, int64_t w_first,
+                                                     int64_t w_end)
 {
-    const PYROI_TYPED(ps_job) *job = (const PYROI_TYPED(ps_job) *)context;
+    T sum = (T)0;
+    int64_t h, w;
+    if (widen != NULL) {
+        for (h = h_first; h < h_end; ++h) {
+            for (w = w_first; w < w_end; ++w) {
+                sum += (T)widen(half[at + h * strides[2] + w * strides[3]]);
+            }
+        }
+        return sum;
+    }
+    for (h = h_first; h < h_end; ++h) {
+        for (w = w_first; w < w_end; ++w) {
+            sum += map[at + h * strides[2] + w * strides[3]];
+        }
+    }
+    return sum;
+}
+
+/* Forward for RoIs [roi_begin, roi_end), of a float16 job with widen (see
+ * ps_pool_window_sum) and narrow (each average rounded once to float16), else of a T one. */
+PYROI_CLONE_INLINE void PYROI_TYPED(ps_roi_pool_forward_rois)(const PYROI_TYPED(ps_job) *job,
+                                                              int64_t roi_begin, int64_t roi_end,
+                                                              ps_widen_fn widen,
+                                                              ps_narrow_fn narrow)
+{
     const int64_t *in_shape = job->tensors.features_shape;
     const int64_t *in_strides = job->tensors.features_strides;
     const int64_t *out_strides = job->tensors.result_strides;
     const int64_t pooled_height = job->pooled_height, pooled_width = job->pooled_width;
-    int64_t k, c_out, ph, pw, h, w;
-    (void)worker;
+    int64_t k, c_out, ph, pw;
 
     for (k = roi_begin; k < roi_end; ++k) {
         const PYROI_TYPED(ps_pool_roi) roi =
             PYROI_TYPED(ps_pool_quantise)(job->tensors.boxes + k * job->tensors.box_row_stride,
                                           job->pool, 0);
-        const T *image = job->tensors.features + job->tensors.batch_indices[k] * in_strides[0];
-        T *PYROI_RESTRICT out_roi = job->tensors.result + k * out_strides[0];
+        const int64_t image = job->tensors.batch_indices[k] * in_strides[0];
         for (ph = 0; ph < pooled_height; ++ph) {
             int64_t h_first, h_end;
             PYROI_TYPED(ps_pool_bin_window)(roi.bin_h, roi.start_y, ph, in_shape[2] - 1, &h_first,
@@ -134,19 +162,30 @@ static void PYROI_TYPED(ps_roi_pool_forward_task)(void *context, int64_t roi_beg
                 area = empty ? (T)1 : (T)((h_end - h_first) * (w_end - w_first));
                 for (c_out = 0; c_out < job->channels_out; ++c_out) {
                     const int64_t c_in = (c_out * pooled_height + ph) * pooled_width + pw;
-                    const T *plane = image + c_in * in_strides[1];
-                    T sum = (T)0;
-                    for (h = h_first; h < h_end; ++h) {
-                        for (w = w_first; w < w_end; ++w) {
-                            sum += plane[h * in_strides[2] + w * in_strides[3]];
-                        }
+                    const int64_t out = k * out_strides[0] + c_out * out_strides[1] +
+                                        ph * out_strides[2] + pw * out_strides[3];
+                    const T sum = PYROI_TYPED(ps_pool_window_sum)(
+                        job->tensors.features, job->half_features, widen,
+                        image + c_in * in_strides[1], in_strides, h_first, h_end, w_first,
+                        w_end);
+                    const T value = empty ? (T)0 : sum / area;
+                    if (widen != NULL) {
+                        job->half_result[out] = narrow((float)value);
+                    } else {
+                        job->tensors.result[out] = value;
                     }
-                    out_roi[c_out * out_strides[1] + ph * out_strides[2] + pw * out_strides[3]] =
-                        empty ? (T)0 : sum / area;
                 }
             }
         }
     }
+}
+
+static void PYROI_TYPED(ps_roi_pool_forward_task)(void *context, int64_t roi_begin,
+                                                  int64_t roi_end, int worker)
+{
+    (void)worker;
+    PYROI_TYPED(ps_roi_pool_forward_rois)((const PYROI_TYPED(ps_job) *)context, roi_begin,
+                                          roi_end, NULL, NULL);
 }
 
 /* Backward for output channels [c_begin, c_end): zeroes their input channels, then each RoI
@@ -209,12 +248,14 @@ static void PYROI_TYPED(ps_roi_pool_backward_task)(void *context, int64_t c_begi
     }
 }
 
-pyroi_status PYROI_TYPED(pyroi_ps_roi_pool_forward)(
-    const T *input, const int64_t input_shape[4], const int64_t input_strides[4],
-    const T *boxes, int64_t num_rois, int64_t box_row_stride,
-    const int64_t *batch_indices,
-    T *output, const int64_t output_strides[4],
-    const pyroi_ps_roi_pool_params *params)
+/* The forward on T tensors, or (half_input and half_output not NULL, T float) on float16
+ * ones read and written in place by task (ps_roi_half.h). */
+static pyroi_status PYROI_TYPED(ps_roi_pool_forward_call)(
+    const T *input, const uint16_t *half_input, const int64_t input_shape[4],
+    const int64_t input_strides[4], const T *boxes, int64_t num_rois, int64_t box_row_stride,
+    const int64_t *batch_indices, T *output, uint16_t *half_output,
+    const int64_t output_strides[4], const pyroi_ps_roi_pool_params *params,
+    pyroi_range_task task)
 {
     PYROI_TYPED(ps_job) job;
     pyroi_rois rois;
@@ -226,7 +267,10 @@ pyroi_status PYROI_TYPED(pyroi_ps_roi_pool_forward)(
     if (status != PYROI_OK) {
         return status;
     }
-    status = ps_check_call(input, input_shape, input_strides, PYROI_TENSOR_INPUT, output,
+    const int half = half_output != NULL;
+    status = ps_check_call(half ? (const void *)half_input : (const void *)input, input_shape,
+                           input_strides, PYROI_TENSOR_INPUT,
+                           half ? (const void *)half_output : (const void *)output,
                            output_strides, PYROI_TENSOR_OUTPUT, boxes, num_rois, box_row_stride,
                            batch_indices, params->pooled_height, params->pooled_width,
                            sizeof(T), &rois, params->cancel);
@@ -237,20 +281,37 @@ pyroi_status PYROI_TYPED(pyroi_ps_roi_pool_forward)(
                                                  input_shape[2], input_shape[3], params,
                                                  &max_area, &failed_roi);
     if (status == PYROI_OK && num_rois > 0 && input_shape[1] > 0) {
-        input = (const T *)pyroi_data_or_placeholder(input); /* a map without pixels: NULL */
-        PYROI_TYPED(ps_job_init)(&job, input, input_shape, input_strides, &rois, output, NULL,
-                                 output_strides, params->pooled_height, params->pooled_width,
-                                 input_shape[1]);
+        /* a map without pixels may be NULL */
+        PYROI_TYPED(ps_job_init)(&job, (const T *)pyroi_data_or_placeholder(input), input_shape,
+                                 input_strides, &rois, output, NULL, output_strides,
+                                 params->pooled_height, params->pooled_width, input_shape[1]);
         job.pool = params;
+        if (half) {
+            job.half_features = (const uint16_t *)pyroi_data_or_placeholder(half_input);
+            job.half_result = half_output;
+        }
         /* work per RoI: each output channel reads about the RoI's area (bins overlap) */
         work_per_item = (double)job.channels_out *
                         (max_area + (double)params->pooled_height * (double)params->pooled_width);
         workers = pyroi_parallel_workers(params->num_threads, num_rois, work_per_item);
-        status = pyroi_parallel_for(workers, num_rois, work_per_item, params->cancel,
-                                    PYROI_TYPED(ps_roi_pool_forward_task), &job);
+        status = pyroi_parallel_for(workers, num_rois, work_per_item, params->cancel, task,
+                                    &job);
     }
     pyroi_rois_free(&rois);
     return status;
+}
+
+pyroi_status PYROI_TYPED(pyroi_ps_roi_pool_forward)(
+    const T *input, const int64_t input_shape[4], const int64_t input_strides[4],
+    const T *boxes, int64_t num_rois, int64_t box_row_stride,
+    const int64_t *batch_indices,
+    T *output, const int64_t output_strides[4],
+    const pyroi_ps_roi_pool_params *params)
+{
+    return PYROI_TYPED(ps_roi_pool_forward_call)(input, NULL, input_shape, input_strides, boxes,
+                                                 num_rois, box_row_stride, batch_indices,
+                                                 output, NULL, output_strides, params,
+                                                 PYROI_TYPED(ps_roi_pool_forward_task));
 }
 
 pyroi_status PYROI_TYPED(pyroi_ps_roi_pool_backward)(

@@ -1,0 +1,22 @@
+/* ps_roi_half.h - PSRoIPool's forward on float16 tensors in one float32 call (internal, not
+ * installed; half.c's pyroi_ps_roi_pool_forward_f16 takes it first).
+ *
+ * The float32 kernel reads the float16 map in place, each pixel widened exactly by F16C as
+ * it is read, sums each bin's window in torchvision's order in float32 and rounds the average
+ * once into the float16 output: the chunked float32 call's bits, with no float32 copy of
+ * either tensor and no call per chunk (each repeated every RoI's bin windows). Without F16C
+ * *taken is 0, nothing is read or written, and the caller runs chunks instead; with *taken 1
+ * the status is the call's. The caller has checked the tensors; the shapes are its own
+ * copies. */
+#ifndef PYROI_PS_ROI_HALF_H
+#define PYROI_PS_ROI_HALF_H
+
+#include "common.h"
+
+pyroi_status pyroi_ps_roi_pool_forward_half(
+    const uint16_t *input, const int64_t input_shape[4], const int64_t input_strides[4],
+    const float *boxes, int64_t num_rois, int64_t box_row_stride, const int64_t *batch_indices,
+    uint16_t *output, const int64_t output_strides[4], const pyroi_ps_roi_pool_params *params,
+    int *taken);
+
+#endif /* PYROI_PS_ROI_HALF_H */

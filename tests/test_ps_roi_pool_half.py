@@ -1,0 +1,114 @@
+"""float16 PS-RoIPool read and written in place: the forward widens each pixel of the float16
+map as it reads it and rounds each bin's average once (F16C; without it the forward runs in
+chunks of float32 channels). Every result must be the float32 call's on the widened tensor,
+rounded once -- bit for bit, for every thread count, layout and shape -- and the call must
+need no chunk of float32 scratch."""
+
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import pyroi
+
+import peak_memory
+
+
+def _boxes(rng, k, height, width, scale, low, high, images=1):
+    """k rows (image, x1, y1, x2, y2) in input pixels, some reaching past the map"""
+    size = rng.uniform(low, high, (k, 2))
+    corner = rng.uniform(-0.2, 1.1, (k, 2)) * (np.array([width, height]) / scale)
+    return np.concatenate([rng.integers(0, images, (k, 1)), corner, corner + size],
+                          axis=1).astype(np.float32)
+
+
+def _same_bits(half, single):
+    assert half.dtype == np.float16
+    with np.errstate(over="ignore"):
+        expected = single.astype(np.float16)
+    np.testing.assert_array_equal(half.view(np.uint16), expected.view(np.uint16))
+
+
+# (map shape, (boxes, smallest and largest side in input pixels), spatial scale, output size)
+CASES = {
+    "vgg_like": ((1, 3 * 49, 38, 50), (120, 32, 500), 1 / 16, 7),
+    "rectangular_bins": ((2, 2 * 15, 31, 45), (40, 2, 90), 0.25, (3, 5)),
+    "one_output_channel": ((3, 4, 17, 11), (25, 1, 40), 0.5, 2),
+    "one_pixel_row": ((2, 9, 1, 29), (12, 1, 20), 1.0, 3),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+@pytest.mark.parametrize("threads", [1, 2])
+def test_forward_is_rounded_float32(name, threads):
+    shape, (k, low, high), scale, size = CASES[name]
+    rng = np.random.default_rng(sorted(CASES).index(name))
+    boxes = _boxes(rng, k, shape[2], shape[3], scale, low, high, shape[0])
+    x = (rng.standard_normal(shape) * 100).astype(np.float16)
+    _same_bits(pyroi.ps_roi_pool(x, boxes, size, scale, num_threads=threads),
+               pyroi.ps_roi_pool(x.astype(np.float32), boxes, size, scale))
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_forward_special_values(threads):
+    # NaN, infinities, -0.0 and values near float16's largest (their averages round to it or
+    # past it), an image without boxes, bins off the map (0)
+    rng = np.random.default_rng(7)
+    shape = (3, 2 * 9, 20, 24)
+    x = np.clip(rng.standard_normal(shape) * 30000, -65504, 65504).astype(np.float16)
+    x[0, 1] = np.nan  # each read by one bin of every RoI of image 0
+    x[0, 2] = np.inf
+    x[0, 3, 10, 12] = -np.inf
+    x[0, 4] = -0.0
+    x[1, 5] = 65504
+    boxes = _boxes(rng, 30, 20, 24, 1.0, 2, 16, images=2)  # none on image 2
+    got = pyroi.ps_roi_pool(x, boxes, 3, 1.0, num_threads=threads)
+    _same_bits(got, pyroi.ps_roi_pool(x.astype(np.float32), boxes, 3, 1.0))
+    assert np.isnan(got).any() and np.isinf(got).any()
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_forward_strided_and_channels_last(threads):
+    rng = np.random.default_rng(3)
+    boxes = _boxes(rng, 20, 23, 31, 0.5, 2, 40, images=2)
+    wide = (rng.standard_normal((2, 2 * 2 * 12, 23, 35)) * 50).astype(np.float16)
+    x = wide[:, ::2, :, 2:33]  # every other channel, rows not packed: 24 = 2 x (3 x 4)
+    nhwc = np.ascontiguousarray(x.transpose(0, 2, 3, 1)).transpose(0, 3, 1, 2)
+    expected = pyroi.ps_roi_pool(x.astype(np.float32), boxes, (3, 4), 0.5)
+    for source in (x, nhwc):
+        outer = np.full((20, 4, 5, 4), np.float16(7.0))
+        view = outer[:, ::2, 1:4]  # strided output
+        pyroi.ps_roi_pool(source, boxes, (3, 4), 0.5, num_threads=threads, out=view)
+        _same_bits(view, expected)
+        assert np.all(outer[:, 1::2] == 7.0) and np.all(outer[:, :, [0, 4]] == 7.0)
+
+
+def test_forward_without_boxes():
+    x = np.ones((2, 18, 8, 8), np.float16)
+    assert pyroi.ps_roi_pool(x, np.zeros((0, 5), np.float32), 3, 1.0).shape == (0, 2, 3, 3)
+
+
+_PROGRAM = """
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((1, 8 * 9, 256, 256), dtype=np.float32)
+    k = 64
+    corner = rng.uniform(0, 900, (k, 2))
+    boxes = np.concatenate([np.zeros((k, 1)), corner, corner + rng.uniform(16, 300, (k, 2))],
+                           axis=1).astype(np.float32)
+    for name, m in (("float32", x), ("float16", x.astype(np.float16))):
+        out = np.ones((k, 8, 3, 3), m.dtype)
+        print("forward", name, extra_peak(lambda: pyroi.ps_roi_pool(
+            m, boxes, 3, 0.25, out=out, num_threads=1))[0])
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/self/status")
+@pytest.mark.skipif(pyroi._core.vector_isa().startswith("baseline"),
+                    reason="in place only with F16C (vector level avx2 or above)")
+def test_forward_needs_no_float32_chunks():
+    # in chunks, 18 channels of the 256 x 256 map (4.5 MiB) took more
+    output = peak_memory.run(textwrap.dedent(_PROGRAM))
+    extra = {tuple(line.split()[:2]): int(line.split()[2]) for line in output.split("\n")
+             if line}
+    assert extra["forward", "float16"] <= extra["forward", "float32"] + (1 << 20), extra
