@@ -1,8 +1,11 @@
 """float16 PS-RoIPool read and written in place: the forward widens each pixel of the float16
-map as it reads it and rounds each bin's average once (F16C; without it the forward runs in
-chunks of float32 channels). Every result must be the float32 call's on the widened tensor,
-rounded once -- bit for bit, for every thread count, layout and shape -- and the call must
-need no chunk of float32 scratch."""
+map as it reads it and rounds each bin's average once; the backward adds a pass of output
+channels' widened gradients into float32 planes (their PH * PW input planes of every image, as
+many channels as fit the L2 cache) and rounds them once into grad_input. Both need F16C;
+without it they run in chunks of float32 channels.
+Every result must be the float32 call's on the widened tensors, rounded once -- bit for bit,
+for every thread count, layout and shape -- and the calls must need no chunk of float32
+scratch."""
 
 import sys
 import textwrap
@@ -84,9 +87,50 @@ def test_forward_strided_and_channels_last(threads):
         assert np.all(outer[:, 1::2] == 7.0) and np.all(outer[:, :, [0, 4]] == 7.0)
 
 
-def test_forward_without_boxes():
+@pytest.mark.parametrize("name", sorted(CASES))
+@pytest.mark.parametrize("threads", [1, 2])
+def test_backward_is_rounded_float32(name, threads):
+    shape, (k, low, high), scale, size = CASES[name]
+    rng = np.random.default_rng(10 + sorted(CASES).index(name))
+    boxes = _boxes(rng, k, shape[2], shape[3], scale, low, high, shape[0])
+    ph, pw = (size, size) if np.isscalar(size) else size
+    grad = (rng.standard_normal((k, shape[1] // (ph * pw), ph, pw)) * 100).astype(np.float16)
+    _same_bits(pyroi.ps_roi_pool_backward(grad, boxes, shape, scale, num_threads=threads),
+               pyroi.ps_roi_pool_backward(grad.astype(np.float32), boxes, shape, scale))
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_backward_special_values_strided_and_channels_last(threads):
+    # NaN and infinite gradients, sums past float16's largest (rounded once: infinity), an
+    # image without boxes (+0.0), strided and channels-last gradients into a strided grad_input
+    rng = np.random.default_rng(5)
+    shape = (3, 2 * 12, 23, 31)
+    boxes = _boxes(rng, 40, 23, 31, 0.5, 2, 60, images=2)  # none on image 2
+    boxes[3:5, 0] = 0
+    wide = np.clip(rng.standard_normal((40, 2, 3, 9)) * 60000, -65504, 65504).astype(
+        np.float16)
+    grad = wide[:, :, :, ::2][..., :4]  # (40, 2, 3, 4), columns not packed
+    boxes[3:5, 1:] = [4, 6, 40, 30]  # on the map
+    grad[3, 0, 1, 1] = np.nan
+    grad[4, 1] = np.inf
+    expected = pyroi.ps_roi_pool_backward(grad.astype(np.float32), boxes, shape, 0.5)
+    for g in (grad, np.ascontiguousarray(grad.transpose(0, 2, 3, 1)).transpose(0, 3, 1, 2)):
+        outer = np.full((3, 48, 25, 31), np.float16(7.0))
+        view = outer[:, ::2, 1:24]
+        pyroi.ps_roi_pool_backward(g, boxes, shape, 0.5, num_threads=threads, out=view)
+        _same_bits(view, expected)
+        assert np.all(outer[:, 1::2] == 7.0) and np.all(outer[:, :, [0, 24]] == 7.0)
+        assert np.all(view[2].view(np.uint16) == 0)
+        assert np.isinf(view).any() and np.isnan(view).any()
+
+
+def test_no_boxes():
     x = np.ones((2, 18, 8, 8), np.float16)
-    assert pyroi.ps_roi_pool(x, np.zeros((0, 5), np.float32), 3, 1.0).shape == (0, 2, 3, 3)
+    boxes = np.zeros((0, 5), np.float32)
+    assert pyroi.ps_roi_pool(x, boxes, 3, 1.0).shape == (0, 2, 3, 3)
+    out = np.full(x.shape, np.float16(7.0))
+    pyroi.ps_roi_pool_backward(np.zeros((0, 2, 3, 3), np.float16), boxes, x.shape, 1.0, out=out)
+    assert np.all(out.view(np.uint16) == 0)
 
 
 _PROGRAM = """
@@ -100,15 +144,23 @@ _PROGRAM = """
         out = np.ones((k, 8, 3, 3), m.dtype)
         print("forward", name, extra_peak(lambda: pyroi.ps_roi_pool(
             m, boxes, 3, 0.25, out=out, num_threads=1))[0])
+        grad_input = np.ones(m.shape, m.dtype)
+        print("backward", name, extra_peak(lambda: pyroi.ps_roi_pool_backward(
+            out, boxes, m.shape, 0.25, out=grad_input, num_threads=1))[0])
 """
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/self/status")
 @pytest.mark.skipif(pyroi._core.vector_isa().startswith("baseline"),
                     reason="in place only with F16C (vector level avx2 or above)")
-def test_forward_needs_no_float32_chunks():
-    # in chunks, 18 channels of the 256 x 256 map (4.5 MiB) took more
+def test_calls_need_no_float32_chunks():
+    # in chunks, 18 channels of the 256 x 256 map (4.5 MiB) took more; in place the backward's
+    # scratch is its float32 planes: as many output channels' 9 planes (2.25 MiB each) as fit
+    # the L2 cache, at least one
     output = peak_memory.run(textwrap.dedent(_PROGRAM))
     extra = {tuple(line.split()[:2]): int(line.split()[2]) for line in output.split("\n")
              if line}
+    planes = max(pyroi._core.cache_bytes(2) // (9 << 18), 1) * (9 << 18)
     assert extra["forward", "float16"] <= extra["forward", "float32"] + (1 << 20), extra
+    assert extra["backward", "float16"] <= extra["backward", "float32"] + planes + (1 << 20), (
+        extra)

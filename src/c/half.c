@@ -640,12 +640,19 @@ static pyroi_status half_roi_pool_forward_whole(const half_call *c, int *taken)
                                        HALF_PARAMS(roi_pool, c), taken);
 }
 
-/* PSRoIPool's forward reads and writes the float16 tensors in place (ps_roi_half.h). */
+/* PSRoIPool reads and writes the float16 tensors in place (ps_roi_half.h). */
 static pyroi_status half_ps_roi_pool_forward_whole(const half_call *c, int *taken)
 {
     return pyroi_ps_roi_pool_forward_half(c->map, c->map_shape, c->map_strides, HALF_ROIS(c),
                                           c->pooled, c->pooled_strides,
                                           HALF_PARAMS(ps_roi_pool, c), taken);
+}
+
+static pyroi_status half_ps_roi_pool_backward_whole(const half_call *c, int *taken)
+{
+    return pyroi_ps_roi_pool_backward_half(c->pooled, c->pooled_strides, HALF_ROIS(c), c->map,
+                                           c->map_shape, c->map_strides,
+                                           HALF_PARAMS(ps_roi_pool, c), taken);
 }
 
 HALF_FORWARD(roi_align_forward, roi_align, 4, 0, HALF_NO_ARGMAX_PARAMETERS,
@@ -683,7 +690,8 @@ HALF_FORWARD(ps_roi_pool_forward, ps_roi_pool, 4, 1, HALF_NO_ARGMAX_PARAMETERS,
              HALF_NO_ARGMAX_ARGUMENTS, HALF_FORWARD_ARGS(ps_roi_pool),
              half_ps_roi_pool_forward_whole)
 HALF_BACKWARD(ps_roi_pool_backward, ps_roi_pool, 4, 1, HALF_NO_ARGMAX_PARAMETERS,
-              HALF_NO_ARGMAX_ARGUMENTS, HALF_BACKWARD_ARGS(ps_roi_pool), NULL)
+              HALF_NO_ARGMAX_ARGUMENTS, HALF_BACKWARD_ARGS(ps_roi_pool),
+              half_ps_roi_pool_backward_whole)
 HALF_FORWARD(roi_align_rotated_forward, roi_align_rotated, 5, 0, HALF_NO_ARGMAX_PARAMETERS,
              HALF_NO_ARGMAX_ARGUMENTS, HALF_FORWARD_ARGS(roi_align_rotated),
              half_roi_align_rotated_forward_whole)

@@ -7,6 +7,7 @@
 #include "parallel.h"
 #include "ps_roi_half.h"
 #include "rois.h"
+#include "transpose.h"
 #include "sampling.h"
 #include "validate.h"
 
@@ -115,7 +116,10 @@ static int64_t ps_pool_round_narrowed(double scaled)
     return ps_pool_saturate((double)roundf((float)scaled));
 }
 
-/* How a float16 forward widens each pixel it reads and rounds each average it writes (NULL:
+/* A float16 backward's float32 planes, for all workers, at most (ps_half_planes_alloc). */
+#define PS_HALF_PLANES_BYTES 268435456.0 /* 256 MiB */
+
+/* How a float16 call widens each element it reads and rounds each average it writes (NULL:
  * a T call, no float16). */
 typedef float (*ps_widen_fn)(uint16_t half);
 typedef uint16_t (*ps_narrow_fn)(float value);
@@ -123,13 +127,15 @@ typedef uint16_t (*ps_narrow_fn)(float value);
 #define PYROI_DTYPE_TEMPLATE "ps_roi_dtype.h"
 #include "each_dtype.h"
 
-/* ---- the float16 forward in place (ps_roi_half.h) ----------------------------------------- */
+/* ---- float16 in place (ps_roi_half.h): only where F16C runs ------------------------------ */
 
 #if defined(PYROI_HAVE_VECTOR_CLONES)
 #  include <immintrin.h>
-/* Every pixel widened exactly by one VCVTPH2PS (as pyroi_half_to_float), every average
- * rounded by one VCVTPS2PH to nearest even (pyroi_float_to_half's bits; the portable
- * rounding after each division made the call a third slower). */
+/* Every element widened exactly by one VCVTPH2PS (as pyroi_half_to_float), every average
+ * rounded by one VCVTPS2PH to nearest even (pyroi_float_to_half's bits). The portable
+ * conversions made the forward 3.5 ms against 1.2 in chunks (whose widening of whole runs
+ * the compiler vectorises), and the portable rounding after each division alone a third
+ * slower. */
 __attribute__((target("avx2,f16c"))) static inline float ps_widen_f16c(uint16_t half)
 {
     return _cvtsh_ss(half);
@@ -147,11 +153,50 @@ __attribute__((target("avx2,f16c"))) static void ps_roi_pool_half_forward_task(
     ps_roi_pool_forward_rois_f32((const ps_job_f32 *)context, roi_begin, roi_end,
                                  ps_widen_f16c, ps_narrow_f16c);
 }
+
+/* Output channels [c, c + count)'s input planes of every image, summed in the worker's
+ * float32 planes, rounded once into the float16 grad_input: streamed past the caches where
+ * an image's planes are one run (it is not read back), else stored. */
+static void ps_half_planes_round(const ps_job_f32 *job, const float *planes, int64_t c,
+                                 int64_t count)
+{
+    const int64_t *shape = job->tensors.result_shape, *strides = job->tensors.result_strides;
+    const int64_t group = job->pooled_height * job->pooled_width;
+    const int one_run = strides[3] == 1 && strides[2] == shape[3] &&
+                        strides[1] == shape[2] * shape[3];
+    int64_t n;
+    for (n = 0; n < shape[0]; ++n) {
+        const float *from = planes + n * job->half_plane_strides[0];
+        uint16_t *to = job->half_result + n * strides[0] + c * group * strides[1];
+        if (one_run) {
+            pyroi_half_round_stream(from, count * group * shape[2] * shape[3], to);
+        } else {
+            pyroi_half_round_planes(from, count * group, shape[2], shape[3], to, strides);
+        }
+    }
+}
+
+/* The backward, a pass of output channels at a time: their planes zeroed, every RoI's
+ * gradients widened and added in the float32 call's order, then rounded once. */
+__attribute__((target("avx2,f16c"))) static void ps_roi_pool_half_backward_task(
+    void *context, int64_t c_begin, int64_t c_end, int worker)
+{
+    const ps_job_f32 *job = (const ps_job_f32 *)context;
+    float *planes = job->half_planes + (int64_t)worker * job->planes_per_worker;
+    const int64_t group = job->pooled_height * job->pooled_width;
+    const int64_t elements = job->tensors.result_shape[0] * job->half_plane_strides[0];
+    int64_t c, count;
+    for (c = c_begin; c < c_end; c += count) {
+        count = c_end - c < job->channels_per_pass ? c_end - c : job->channels_per_pass;
+        memset(planes, 0, (size_t)elements * sizeof(float));
+        ps_roi_pool_add_grads_f32(job, worker, c, c + count, planes, c * group,
+                                  job->half_plane_strides, ps_widen_f16c);
+        ps_half_planes_round(job, planes, c, count);
+    }
+    pyroi_stream_fence(); /* the streamed stores are seen by the thread that joins the task */
+}
 #endif
 
-/* In place only where F16C runs: the portable conversion of every pixel (a dozen integer
- * operations) made the forward 3.5 ms against 1.2 in chunks, whose widening of whole runs
- * the compiler vectorises. */
 pyroi_status pyroi_ps_roi_pool_forward_half(
     const uint16_t *input, const int64_t input_shape[4], const int64_t input_strides[4],
     const float *boxes, int64_t num_rois, int64_t box_row_stride, const int64_t *batch_indices,
@@ -169,6 +214,28 @@ pyroi_status pyroi_ps_roi_pool_forward_half(
 #else
     (void)input, (void)input_shape, (void)input_strides, (void)boxes, (void)num_rois;
     (void)box_row_stride, (void)batch_indices, (void)output, (void)output_strides, (void)params;
+#endif
+    *taken = 0;
+    return PYROI_OK;
+}
+
+pyroi_status pyroi_ps_roi_pool_backward_half(
+    const uint16_t *grad_output, const int64_t grad_output_strides[4], const float *boxes,
+    int64_t num_rois, int64_t box_row_stride, const int64_t *batch_indices,
+    uint16_t *grad_input, const int64_t grad_input_shape[4],
+    const int64_t grad_input_strides[4], const pyroi_ps_roi_pool_params *params, int *taken)
+{
+#if defined(PYROI_HAVE_VECTOR_CLONES)
+    if (pyroi_cpu_has_f16c()) {
+        return ps_roi_pool_backward_call_f32(NULL, grad_output, grad_output_strides, boxes,
+                                             num_rois, box_row_stride, batch_indices, NULL,
+                                             grad_input, grad_input_shape, grad_input_strides,
+                                             params, ps_roi_pool_half_backward_task, taken);
+    }
+#else
+    (void)grad_output, (void)grad_output_strides, (void)boxes, (void)num_rois;
+    (void)box_row_stride, (void)batch_indices, (void)grad_input, (void)grad_input_shape;
+    (void)grad_input_strides, (void)params;
 #endif
     *taken = 0;
     return PYROI_OK;

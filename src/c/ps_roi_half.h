@@ -1,5 +1,6 @@
-/* ps_roi_half.h - PSRoIPool's forward on float16 tensors in one float32 call (internal, not
- * installed; half.c's pyroi_ps_roi_pool_forward_f16 takes it first).
+/* ps_roi_half.h - PSRoIPool's forward and backward on float16 tensors in one float32 call
+ * (internal, not installed; half.c's pyroi_ps_roi_pool_forward_f16 / _backward_f16 take them
+ * first).
  *
  * The float32 kernel reads the float16 map in place, each pixel widened exactly by F16C as
  * it is read, sums each bin's window in torchvision's order in float32 and rounds the average
@@ -18,5 +19,17 @@ pyroi_status pyroi_ps_roi_pool_forward_half(
     const float *boxes, int64_t num_rois, int64_t box_row_stride, const int64_t *batch_indices,
     uint16_t *output, const int64_t output_strides[4], const pyroi_ps_roi_pool_params *params,
     int *taken);
+
+/* The backward likewise, where F16C runs: each worker sums a pass of output channels' input
+ * planes of every image (as many channels as fit its L2 cache, at least one: PH * PW * N * H
+ * * W floats each) in float32 planes, adding the widened gradients in the float32 call's
+ * order, and rounds them once into grad_input. Without F16C, or where one channel's planes
+ * would pass 256 MiB for all workers, *taken is 0 and nothing is written. The shape is the
+ * caller's copy. */
+pyroi_status pyroi_ps_roi_pool_backward_half(
+    const uint16_t *grad_output, const int64_t grad_output_strides[4], const float *boxes,
+    int64_t num_rois, int64_t box_row_stride, const int64_t *batch_indices,
+    uint16_t *grad_input, const int64_t grad_input_shape[4],
+    const int64_t grad_input_strides[4], const pyroi_ps_roi_pool_params *params, int *taken);
 
 #endif /* PYROI_PS_ROI_HALF_H */

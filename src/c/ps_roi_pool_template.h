@@ -188,32 +188,37 @@ static void PYROI_TYPED(ps_roi_pool_forward_task)(void *context, int64_t roi_beg
                                           roi_end, NULL, NULL);
 }
 
-/* Backward for output channels [c_begin, c_end): zeroes their input channels, then each RoI
- * (in order) spreads grad / area evenly over its bins' backward windows. */
-static void PYROI_TYPED(ps_roi_pool_backward_task)(void *context, int64_t c_begin,
-                                                   int64_t c_end, int worker)
+/* Adds the gradients of every RoI's bins of output channels [c_begin, c_end) into planes,
+ * where input channel c_in of image n is at n * strides[0] + (c_in - channel0) * strides[1]
+ * (rows strides[2], columns strides[3] apart): each RoI (in order) spreads grad / area evenly
+ * over its bins' backward windows. The gradients are T values, or (widen not NULL, T float)
+ * the float16 ones of job->half_features, widened exactly. The worker's column windows are
+ * job->col_windows + worker * 2 * PW. */
+PYROI_CLONE_INLINE void PYROI_TYPED(ps_roi_pool_add_grads)(const PYROI_TYPED(ps_job) *job,
+                                                           int worker, int64_t c_begin,
+                                                           int64_t c_end, T *planes,
+                                                           int64_t channel0,
+                                                           const int64_t strides[4],
+                                                           ps_widen_fn widen)
 {
-    const PYROI_TYPED(ps_job) *job = (const PYROI_TYPED(ps_job) *)context;
     const int64_t *in_shape = job->tensors.result_shape;
-    const int64_t *in_strides = job->tensors.result_strides;
     const int64_t *g_strides = job->tensors.features_strides;
     const int64_t pooled_height = job->pooled_height, pooled_width = job->pooled_width;
-    const int64_t group = pooled_height * pooled_width;
+    int64_t *col_windows = job->col_windows + (int64_t)worker * 2 * pooled_width;
     int64_t k, c_out, ph, pw, h, w;
-    (void)worker;
 
-    if (pyroi_zero_channels(job->tensors.result, sizeof(T), in_shape, in_strides,
-                            c_begin * group, c_end * group, job->pool->cancel)) {
-        return;
-    }
     for (k = 0; k < job->tensors.num_rois; ++k) {
         const PYROI_TYPED(ps_pool_roi) roi =
             PYROI_TYPED(ps_pool_quantise)(job->tensors.boxes + k * job->tensors.box_row_stride,
                                           job->pool, 1);
-        T *image = job->tensors.result + job->tensors.batch_indices[k] * in_strides[0];
-        const T *grad_roi = job->tensors.features + k * g_strides[0];
+        T *image = planes + job->tensors.batch_indices[k] * strides[0];
+        const int64_t grad_roi = k * g_strides[0];
         if (k % 8 == 0 && pyroi_cancel_requested(job->pool->cancel)) {
             break; /* an item (channel) holds every RoI */
+        }
+        for (pw = 0; pw < pooled_width; ++pw) {
+            PYROI_TYPED(ps_pool_bin_window)(roi.bin_w, roi.start_x, pw, in_shape[3],
+                                            &col_windows[2 * pw], &col_windows[2 * pw + 1]);
         }
         for (ph = 0; ph < pooled_height; ++ph) {
             int64_t h_first, h_end;
@@ -223,29 +228,45 @@ static void PYROI_TYPED(ps_roi_pool_backward_task)(void *context, int64_t c_begi
                 continue;
             }
             for (pw = 0; pw < pooled_width; ++pw) {
-                int64_t w_first, w_end;
+                const int64_t w_first = col_windows[2 * pw], w_end = col_windows[2 * pw + 1];
                 T area;
-                PYROI_TYPED(ps_pool_bin_window)(roi.bin_w, roi.start_x, pw, in_shape[3],
-                                                &w_first, &w_end);
                 if (w_end <= w_first) {
                     continue;
                 }
                 area = (T)((h_end - h_first) * (w_end - w_first));
                 for (c_out = c_begin; c_out < c_end; ++c_out) {
                     const int64_t c_in = (c_out * pooled_height + ph) * pooled_width + pw;
-                    T *PYROI_RESTRICT plane = image + c_in * in_strides[1];
-                    const T share =
-                        grad_roi[c_out * g_strides[1] + ph * g_strides[2] + pw * g_strides[3]] /
-                        area;
+                    const int64_t at = grad_roi + c_out * g_strides[1] + ph * g_strides[2] +
+                                       pw * g_strides[3];
+                    T *PYROI_RESTRICT plane = image + (c_in - channel0) * strides[1];
+                    const T share = (widen != NULL ? (T)widen(job->half_features[at])
+                                                   : job->tensors.features[at]) /
+                                    area;
                     for (h = h_first; h < h_end; ++h) {
                         for (w = w_first; w < w_end; ++w) {
-                            plane[h * in_strides[2] + w * in_strides[3]] += share;
+                            plane[h * strides[2] + w * strides[3]] += share;
                         }
                     }
                 }
             }
         }
     }
+}
+
+/* Backward for output channels [c_begin, c_end): zeroes their input channels, then adds
+ * every RoI's gradients into them. */
+static void PYROI_TYPED(ps_roi_pool_backward_task)(void *context, int64_t c_begin,
+                                                   int64_t c_end, int worker)
+{
+    const PYROI_TYPED(ps_job) *job = (const PYROI_TYPED(ps_job) *)context;
+    const int64_t group = job->pooled_height * job->pooled_width;
+    if (pyroi_zero_channels(job->tensors.result, sizeof(T), job->tensors.result_shape,
+                            job->tensors.result_strides, c_begin * group, c_end * group,
+                            job->pool->cancel)) {
+        return;
+    }
+    PYROI_TYPED(ps_roi_pool_add_grads)(job, worker, c_begin, c_end, job->tensors.result, 0,
+                                       job->tensors.result_strides, NULL);
 }
 
 /* The forward on T tensors, or (half_input and half_output not NULL, T float) on float16
@@ -314,12 +335,15 @@ pyroi_status PYROI_TYPED(pyroi_ps_roi_pool_forward)(
                                                  PYROI_TYPED(ps_roi_pool_forward_task));
 }
 
-pyroi_status PYROI_TYPED(pyroi_ps_roi_pool_backward)(
-    const T *grad_output, const int64_t grad_output_strides[4],
-    const T *boxes, int64_t num_rois, int64_t box_row_stride,
-    const int64_t *batch_indices,
-    T *grad_input, const int64_t grad_input_shape[4], const int64_t grad_input_strides[4],
-    const pyroi_ps_roi_pool_params *params)
+/* The backward on T tensors, or (half_grad_output and half_grad_input not NULL, T float) on
+ * float16 ones read and written in place by task, which adds into the job's float32 planes
+ * (ps_roi_half.h); taken is NULL for T tensors, else receives whether the call ran. */
+static pyroi_status PYROI_TYPED(ps_roi_pool_backward_call)(
+    const T *grad_output, const uint16_t *half_grad_output, const int64_t grad_output_strides[4],
+    const T *boxes, int64_t num_rois, int64_t box_row_stride, const int64_t *batch_indices,
+    T *grad_input, uint16_t *half_grad_input, const int64_t grad_input_shape[4],
+    const int64_t grad_input_strides[4], const pyroi_ps_roi_pool_params *params,
+    pyroi_range_task task, int *taken)
 {
     PYROI_TYPED(ps_job) job;
     pyroi_rois rois;
@@ -327,12 +351,18 @@ pyroi_status PYROI_TYPED(pyroi_ps_roi_pool_backward)(
     double max_area, group;
     double work_per_item;
     int workers;
+    const int half = half_grad_input != NULL;
     pyroi_status status = pyroi_check_ps_roi_pool_params(params);
+    if (taken != NULL) {
+        *taken = 1;
+    }
     if (status != PYROI_OK) {
         return status;
     }
-    status = ps_check_call(grad_input, grad_input_shape, grad_input_strides, PYROI_TENSOR_OUTPUT,
-                           grad_output, grad_output_strides, PYROI_TENSOR_INPUT, boxes, num_rois,
+    status = ps_check_call(half ? (const void *)half_grad_input : (const void *)grad_input,
+                           grad_input_shape, grad_input_strides, PYROI_TENSOR_OUTPUT,
+                           half ? (const void *)half_grad_output : (const void *)grad_output,
+                           grad_output_strides, PYROI_TENSOR_INPUT, boxes, num_rois,
                            box_row_stride, batch_indices, params->pooled_height,
                            params->pooled_width, sizeof(T), &rois, params->cancel);
     if (status != PYROI_OK) {
@@ -355,11 +385,38 @@ pyroi_status PYROI_TYPED(pyroi_ps_roi_pool_backward)(
                             (double)grad_input_shape[3] +
                         (double)num_rois * (max_area + group);
         workers = pyroi_parallel_workers(params->num_threads, job.channels_out, work_per_item);
-        status = pyroi_parallel_for(workers, job.channels_out, work_per_item, params->cancel,
-                                    PYROI_TYPED(ps_roi_pool_backward_task), &job);
+        if (half) {
+            job.half_features = half_grad_output;
+            job.half_result = half_grad_input;
+            *taken = PYROI_TYPED(ps_half_planes_alloc)(&job, workers);
+        }
+        /* PW <= C here (C is a nonzero multiple of PH * PW): no overflow */
+        job.col_windows = (int64_t *)malloc((size_t)workers * 2u *
+                                            (size_t)params->pooled_width * sizeof(int64_t));
+        if (job.col_windows == NULL) {
+            status = PYROI_E_NO_MEMORY;
+        } else if (!half || *taken) {
+            status = pyroi_parallel_for(workers, job.channels_out, work_per_item,
+                                        params->cancel, task, &job);
+        }
+        free(job.col_windows);
+        pyroi_aligned_free(job.half_planes);
     }
     pyroi_rois_free(&rois);
     return status;
+}
+
+pyroi_status PYROI_TYPED(pyroi_ps_roi_pool_backward)(
+    const T *grad_output, const int64_t grad_output_strides[4],
+    const T *boxes, int64_t num_rois, int64_t box_row_stride,
+    const int64_t *batch_indices,
+    T *grad_input, const int64_t grad_input_shape[4], const int64_t grad_input_strides[4],
+    const pyroi_ps_roi_pool_params *params)
+{
+    return PYROI_TYPED(ps_roi_pool_backward_call)(
+        grad_output, NULL, grad_output_strides, boxes, num_rois, box_row_stride, batch_indices,
+        grad_input, NULL, grad_input_shape, grad_input_strides, params,
+        PYROI_TYPED(ps_roi_pool_backward_task), NULL);
 }
 
 pyroi_status PYROI_TYPED(pyroi_ps_roi_pool_find_invalid_roi)(
