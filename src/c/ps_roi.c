@@ -119,9 +119,8 @@ static int64_t ps_pool_round_narrowed(double scaled)
 /* A float16 backward's float32 planes, for all workers, at most (ps_half_planes_alloc). */
 #define PS_HALF_PLANES_BYTES 268435456.0 /* 256 MiB */
 
-/* How a float16 call widens each element it reads and rounds each average it writes (NULL:
- * a T call, no float16). */
-typedef float (*ps_widen_fn)(uint16_t half);
+/* How a float16 forward rounds each average it writes (NULL: a T call, no float16; its
+ * widening of each element read: pyroi_widen_fn). */
 typedef uint16_t (*ps_narrow_fn)(float value);
 
 #define PYROI_DTYPE_TEMPLATE "ps_roi_dtype.h"
@@ -144,6 +143,13 @@ __attribute__((target("avx2,f16c"))) static inline float ps_widen_f16c(uint16_t 
 __attribute__((target("avx2,f16c"))) static inline uint16_t ps_narrow_f16c(float value)
 {
     return (uint16_t)_cvtss_sh(value, _MM_FROUND_TO_NEAREST_INT);
+}
+
+__attribute__((target("avx2,f16c"))) static void ps_roi_align_half_forward_task(
+    void *context, int64_t roi_begin, int64_t roi_end, int worker)
+{
+    ps_roi_align_forward_rois_f32((const ps_job_f32 *)context, roi_begin, roi_end, worker,
+                                  ps_widen_f16c, ps_narrow_f16c);
 }
 
 __attribute__((target("avx2,f16c"))) static void ps_roi_pool_half_forward_task(
@@ -176,10 +182,16 @@ static void ps_half_planes_round(const ps_job_f32 *job, const float *planes, int
     }
 }
 
-/* The backward, a pass of output channels at a time: their planes zeroed, every RoI's
+/* How a backward adds the gradients of output channels [c_begin, c_end) into planes
+ * (ps_roi_align_add_grads_f32, ps_roi_pool_add_grads_f32). */
+typedef void (*ps_add_grads_fn)(const ps_job_f32 *job, int worker, int64_t c_begin,
+                                int64_t c_end, float *planes, int64_t channel0,
+                                const int64_t strides[4], pyroi_widen_fn widen);
+
+/* A float16 backward, a pass of output channels at a time: their planes zeroed, every RoI's
  * gradients widened and added in the float32 call's order, then rounded once. */
-__attribute__((target("avx2,f16c"))) static void ps_roi_pool_half_backward_task(
-    void *context, int64_t c_begin, int64_t c_end, int worker)
+PYROI_CLONE_INLINE void ps_half_backward(void *context, int64_t c_begin, int64_t c_end,
+                                         int worker, ps_add_grads_fn add_grads)
 {
     const ps_job_f32 *job = (const ps_job_f32 *)context;
     float *planes = job->half_planes + (int64_t)worker * job->planes_per_worker;
@@ -189,13 +201,69 @@ __attribute__((target("avx2,f16c"))) static void ps_roi_pool_half_backward_task(
     for (c = c_begin; c < c_end; c += count) {
         count = c_end - c < job->channels_per_pass ? c_end - c : job->channels_per_pass;
         memset(planes, 0, (size_t)elements * sizeof(float));
-        ps_roi_pool_add_grads_f32(job, worker, c, c + count, planes, c * group,
-                                  job->half_plane_strides, ps_widen_f16c);
+        add_grads(job, worker, c, c + count, planes, c * group, job->half_plane_strides,
+                  ps_widen_f16c);
         ps_half_planes_round(job, planes, c, count);
     }
     pyroi_stream_fence(); /* the streamed stores are seen by the thread that joins the task */
 }
+
+__attribute__((target("avx2,f16c"))) static void ps_roi_align_half_backward_task(
+    void *context, int64_t c_begin, int64_t c_end, int worker)
+{
+    ps_half_backward(context, c_begin, c_end, worker, ps_roi_align_add_grads_f32);
+}
+
+__attribute__((target("avx2,f16c"))) static void ps_roi_pool_half_backward_task(
+    void *context, int64_t c_begin, int64_t c_end, int worker)
+{
+    ps_half_backward(context, c_begin, c_end, worker, ps_roi_pool_add_grads_f32);
+}
 #endif
+
+pyroi_status pyroi_ps_roi_align_forward_half(
+    const uint16_t *input, const int64_t input_shape[4], const int64_t input_strides[4],
+    const float *boxes, int64_t num_rois, int64_t box_row_stride, const int64_t *batch_indices,
+    uint16_t *output, const int64_t output_strides[4], const pyroi_ps_roi_align_params *params,
+    int *taken)
+{
+#if defined(PYROI_HAVE_VECTOR_CLONES)
+    if (pyroi_cpu_has_f16c()) {
+        *taken = 1;
+        return ps_roi_align_forward_call_f32(NULL, input, input_shape, input_strides, boxes,
+                                             num_rois, box_row_stride, batch_indices, NULL,
+                                             output, output_strides, params,
+                                             ps_roi_align_half_forward_task);
+    }
+#else
+    (void)input, (void)input_shape, (void)input_strides, (void)boxes, (void)num_rois;
+    (void)box_row_stride, (void)batch_indices, (void)output, (void)output_strides, (void)params;
+#endif
+    *taken = 0;
+    return PYROI_OK;
+}
+
+pyroi_status pyroi_ps_roi_align_backward_half(
+    const uint16_t *grad_output, const int64_t grad_output_strides[4], const float *boxes,
+    int64_t num_rois, int64_t box_row_stride, const int64_t *batch_indices,
+    uint16_t *grad_input, const int64_t grad_input_shape[4],
+    const int64_t grad_input_strides[4], const pyroi_ps_roi_align_params *params, int *taken)
+{
+#if defined(PYROI_HAVE_VECTOR_CLONES)
+    if (pyroi_cpu_has_f16c()) {
+        return ps_roi_align_backward_call_f32(NULL, grad_output, grad_output_strides, boxes,
+                                              num_rois, box_row_stride, batch_indices, NULL,
+                                              grad_input, grad_input_shape, grad_input_strides,
+                                              params, ps_roi_align_half_backward_task, taken);
+    }
+#else
+    (void)grad_output, (void)grad_output_strides, (void)boxes, (void)num_rois;
+    (void)box_row_stride, (void)batch_indices, (void)grad_input, (void)grad_input_shape;
+    (void)grad_input_strides, (void)params;
+#endif
+    *taken = 0;
+    return PYROI_OK;
+}
 
 pyroi_status pyroi_ps_roi_pool_forward_half(
     const uint16_t *input, const int64_t input_shape[4], const int64_t input_strides[4],

@@ -110,11 +110,15 @@ static int64_t PYROI_TYPED(ps_tap_tables_fill)(PYROI_TYPED(ps_tap_tables) *table
     return rows.grid * cols.grid;
 }
 
-/* Forward for RoIs [roi_begin, roi_end): every output channel and bin of each. */
-static void PYROI_TYPED(ps_roi_align_forward_task)(void *context, int64_t roi_begin,
-                                                   int64_t roi_end, int worker)
+/* Forward for RoIs [roi_begin, roi_end): every output channel and bin of each, of a float16
+ * job with widen (see pyroi_bilinear_bin_sum) and narrow (each average rounded once to
+ * float16), else of a T one. */
+PYROI_CLONE_INLINE void PYROI_TYPED(ps_roi_align_forward_rois)(const PYROI_TYPED(ps_job) *job,
+                                                               int64_t roi_begin,
+                                                               int64_t roi_end, int worker,
+                                                               pyroi_widen_fn widen,
+                                                               ps_narrow_fn narrow)
 {
-    const PYROI_TYPED(ps_job) *job = (const PYROI_TYPED(ps_job) *)context;
     PYROI_TYPED(ps_tap_tables) *tables = &job->tables[worker];
     const int64_t *in_shape = job->tensors.features_shape;
     const int64_t *in_strides = job->tensors.features_strides;
@@ -129,43 +133,56 @@ static void PYROI_TYPED(ps_roi_align_forward_task)(void *context, int64_t roi_be
         /* no samples: the sum is 0 and so is the output (torchvision: 0/0 = NaN, or -0.0
          * for the negative count of a box inverted on one axis) */
         const T count = (T)(samples > 0 ? samples : 1);
-        const T *image = job->tensors.features + job->tensors.batch_indices[k] * in_strides[0];
-        T *PYROI_RESTRICT out_roi = job->tensors.result + k * out_strides[0];
+        const int64_t image = job->tensors.batch_indices[k] * in_strides[0];
         for (c_out = 0; c_out < job->channels_out; ++c_out) {
             for (ph = 0; ph < pooled_height; ++ph) {
                 const pyroi_tap_range rr = tables->row_ranges[ph];
                 for (pw = 0; pw < pooled_width; ++pw) {
                     const int64_t c_in = (c_out * pooled_height + ph) * pooled_width + pw;
+                    const int64_t plane = image + c_in * in_strides[1];
+                    const int64_t out = k * out_strides[0] + c_out * out_strides[1] +
+                                        ph * out_strides[2] + pw * out_strides[3];
                     const T sum = PYROI_TYPED(pyroi_bilinear_bin_sum)(
-                        image + c_in * in_strides[1], in_strides[2], in_strides[3],
-                        tables->row_taps, rr, tables->col_taps, tables->col_ranges[pw]);
-                    out_roi[c_out * out_strides[1] + ph * out_strides[2] + pw * out_strides[3]] =
-                        sum / count;
+                        widen != NULL ? NULL : job->tensors.features + plane,
+                        widen != NULL ? job->half_features + plane : NULL, widen,
+                        in_strides[2], in_strides[3], tables->row_taps, rr, tables->col_taps,
+                        tables->col_ranges[pw]);
+                    if (widen != NULL) {
+                        job->half_result[out] = narrow((float)(sum / count));
+                    } else {
+                        job->tensors.result[out] = sum / count;
+                    }
                 }
             }
         }
     }
 }
 
-/* Backward for output channels [c_begin, c_end), i.e. input channels
- * [c_begin * PH * PW, c_end * PH * PW): zeroes them, then adds each RoI's contributions in
- * RoI order, as torchvision does, whatever the split between threads. */
-static void PYROI_TYPED(ps_roi_align_backward_task)(void *context, int64_t c_begin,
-                                                    int64_t c_end, int worker)
+static void PYROI_TYPED(ps_roi_align_forward_task)(void *context, int64_t roi_begin,
+                                                   int64_t roi_end, int worker)
 {
-    const PYROI_TYPED(ps_job) *job = (const PYROI_TYPED(ps_job) *)context;
+    PYROI_TYPED(ps_roi_align_forward_rois)((const PYROI_TYPED(ps_job) *)context, roi_begin,
+                                           roi_end, worker, NULL, NULL);
+}
+
+/* Adds the gradients of every RoI's bins of output channels [c_begin, c_end) into planes,
+ * where input channel c_in of image n is at n * strides[0] + (c_in - channel0) * strides[1]
+ * (rows strides[2], columns strides[3] apart), in RoI order, as torchvision does, whatever the
+ * split between threads. The gradients are T values, or (widen not NULL, T float) the float16
+ * ones of job->half_features, widened exactly. */
+PYROI_CLONE_INLINE void PYROI_TYPED(ps_roi_align_add_grads)(const PYROI_TYPED(ps_job) *job,
+                                                            int worker, int64_t c_begin,
+                                                            int64_t c_end, T *planes,
+                                                            int64_t channel0,
+                                                            const int64_t strides[4],
+                                                            pyroi_widen_fn widen)
+{
     PYROI_TYPED(ps_tap_tables) *tables = &job->tables[worker];
     const int64_t *in_shape = job->tensors.result_shape;
-    const int64_t *in_strides = job->tensors.result_strides;
     const int64_t *g_strides = job->tensors.features_strides;
     const int64_t pooled_height = job->pooled_height, pooled_width = job->pooled_width;
-    const int64_t group = pooled_height * pooled_width;
     int64_t k, c_out, ph, pw;
 
-    if (pyroi_zero_channels(job->tensors.result, sizeof(T), in_shape, in_strides,
-                            c_begin * group, c_end * group, job->align->cancel)) {
-        return;
-    }
     for (k = 0; k < job->tensors.num_rois; ++k) {
         if (k % 8 == 0 && pyroi_cancel_requested(job->align->cancel)) {
             break; /* an item (channel) holds every RoI */
@@ -174,17 +191,19 @@ static void PYROI_TYPED(ps_roi_align_backward_task)(void *context, int64_t c_beg
         const T count = (T)PYROI_TYPED(ps_tap_tables_fill)(
             tables, job->tensors.boxes + k * job->tensors.box_row_stride, job->align,
             in_shape[2], in_shape[3]);
-        T *image = job->tensors.result + job->tensors.batch_indices[k] * in_strides[0];
-        const T *grad_roi = job->tensors.features + k * g_strides[0];
+        T *image = planes + job->tensors.batch_indices[k] * strides[0];
+        const int64_t grad_roi = k * g_strides[0];
         for (c_out = c_begin; c_out < c_end; ++c_out) {
             for (ph = 0; ph < pooled_height; ++ph) {
                 const pyroi_tap_range rr = tables->row_ranges[ph];
                 for (pw = 0; pw < pooled_width; ++pw) {
                     const int64_t c_in = (c_out * pooled_height + ph) * pooled_width + pw;
-                    const T g =
-                        grad_roi[c_out * g_strides[1] + ph * g_strides[2] + pw * g_strides[3]];
+                    const int64_t at = grad_roi + c_out * g_strides[1] + ph * g_strides[2] +
+                                       pw * g_strides[3];
+                    const T g = widen != NULL ? (T)widen(job->half_features[at])
+                                              : job->tensors.features[at];
                     PYROI_TYPED(pyroi_bilinear_bin_scatter)(
-                        image + c_in * in_strides[1], in_strides[2], in_strides[3],
+                        image + (c_in - channel0) * strides[1], strides[2], strides[3],
                         tables->row_taps, rr, tables->col_taps, tables->col_ranges[pw], g, count);
                 }
             }
@@ -192,10 +211,29 @@ static void PYROI_TYPED(ps_roi_align_backward_task)(void *context, int64_t c_beg
     }
 }
 
-/* Allocates per-worker tap tables, runs task over item_count items, frees. */
+/* Backward for output channels [c_begin, c_end), i.e. input channels
+ * [c_begin * PH * PW, c_end * PH * PW): zeroes them, then adds every RoI's gradients. */
+static void PYROI_TYPED(ps_roi_align_backward_task)(void *context, int64_t c_begin,
+                                                    int64_t c_end, int worker)
+{
+    const PYROI_TYPED(ps_job) *job = (const PYROI_TYPED(ps_job) *)context;
+    const int64_t group = job->pooled_height * job->pooled_width;
+    if (pyroi_zero_channels(job->tensors.result, sizeof(T), job->tensors.result_shape,
+                            job->tensors.result_strides, c_begin * group, c_end * group,
+                            job->align->cancel)) {
+        return;
+    }
+    PYROI_TYPED(ps_roi_align_add_grads)(job, worker, c_begin, c_end, job->tensors.result, 0,
+                                        job->tensors.result_strides, NULL);
+}
+
+/* Allocates per-worker tap tables (and, when taken is not NULL, a float16 backward's planes:
+ * *taken receives whether they could be had; if not, nothing runs), runs task over
+ * item_count items, frees. */
 static pyroi_status PYROI_TYPED(ps_roi_align_run)(PYROI_TYPED(ps_job) *job, pyroi_range_task task,
                                                   int64_t item_count, double work_per_item,
-                                                  int64_t max_row_taps, int64_t max_col_taps)
+                                                  int64_t max_row_taps, int64_t max_col_taps,
+                                                  int *taken)
 {
     PYROI_TYPED(ps_tap_tables) tables[PYROI_PARALLEL_MAX_WORKERS];
     void *block = NULL;
@@ -208,26 +246,38 @@ static pyroi_status PYROI_TYPED(ps_roi_align_run)(PYROI_TYPED(ps_job) *job, pyro
         return status;
     }
     job->tables = tables;
-    status = pyroi_parallel_for(workers, item_count, work_per_item, job->align->cancel, task, job);
+    if (taken != NULL) {
+        *taken = PYROI_TYPED(ps_half_planes_alloc)(job, workers);
+    }
+    if (taken == NULL || *taken) {
+        status = pyroi_parallel_for(workers, item_count, work_per_item, job->align->cancel,
+                                    task, job);
+    }
+    pyroi_aligned_free(job->half_planes);
     free(block);
     return status;
 }
 
-pyroi_status PYROI_TYPED(pyroi_ps_roi_align_forward)(
-    const T *input, const int64_t input_shape[4], const int64_t input_strides[4],
-    const T *boxes, int64_t num_rois, int64_t box_row_stride,
-    const int64_t *batch_indices,
-    T *output, const int64_t output_strides[4],
-    const pyroi_ps_roi_align_params *params)
+/* The forward on T tensors, or (half_input and half_output not NULL, T float) on float16
+ * ones read and written in place by task (ps_roi_half.h). */
+static pyroi_status PYROI_TYPED(ps_roi_align_forward_call)(
+    const T *input, const uint16_t *half_input, const int64_t input_shape[4],
+    const int64_t input_strides[4], const T *boxes, int64_t num_rois, int64_t box_row_stride,
+    const int64_t *batch_indices, T *output, uint16_t *half_output,
+    const int64_t output_strides[4], const pyroi_ps_roi_align_params *params,
+    pyroi_range_task task)
 {
     PYROI_TYPED(ps_job) job;
     pyroi_rois rois;
     int64_t max_row_taps, max_col_taps, failed_roi;
+    const int half = half_output != NULL;
     pyroi_status status = pyroi_check_ps_roi_align_params(params);
     if (status != PYROI_OK) {
         return status;
     }
-    status = ps_check_call(input, input_shape, input_strides, PYROI_TENSOR_INPUT, output,
+    status = ps_check_call(half ? (const void *)half_input : (const void *)input, input_shape,
+                           input_strides, PYROI_TENSOR_INPUT,
+                           half ? (const void *)half_output : (const void *)output,
                            output_strides, PYROI_TENSOR_OUTPUT, boxes, num_rois, box_row_stride,
                            batch_indices, params->pooled_height, params->pooled_width,
                            sizeof(T), &rois, params->cancel);
@@ -239,41 +289,67 @@ pyroi_status PYROI_TYPED(pyroi_ps_roi_align_forward)(
                                                   input_shape[1] != 0, &max_row_taps,
                                                   &max_col_taps, &failed_roi);
     if (status == PYROI_OK && num_rois > 0 && input_shape[1] > 0) {
-        input = (const T *)pyroi_data_or_placeholder(input); /* a map without pixels: NULL */
-        PYROI_TYPED(ps_job_init)(&job, input, input_shape, input_strides, &rois, output, NULL,
-                                 output_strides, params->pooled_height, params->pooled_width,
-                                 input_shape[1]);
+        /* a map without pixels may be NULL */
+        PYROI_TYPED(ps_job_init)(&job, (const T *)pyroi_data_or_placeholder(input), input_shape,
+                                 input_strides, &rois, output, NULL, output_strides,
+                                 params->pooled_height, params->pooled_width, input_shape[1]);
         job.align = params;
+        if (half) {
+            job.half_features = (const uint16_t *)pyroi_data_or_placeholder(half_input);
+            job.half_result = half_output;
+        }
         /* work per RoI: each output channel reads every (row tap, column tap) pair once, a
          * sample of four taps (operations as parallel.c counts them: a tap of a channel) */
         status = PYROI_TYPED(ps_roi_align_run)(
-            &job, PYROI_TYPED(ps_roi_align_forward_task), num_rois,
+            &job, task, num_rois,
             (double)job.channels_out *
                 (4.0 * (double)max_row_taps * (double)max_col_taps +
                  (double)params->pooled_height * (double)params->pooled_width),
-            max_row_taps, max_col_taps);
+            max_row_taps, max_col_taps, NULL);
     }
     pyroi_rois_free(&rois);
     return status;
 }
 
-pyroi_status PYROI_TYPED(pyroi_ps_roi_align_backward)(
-    const T *grad_output, const int64_t grad_output_strides[4],
+pyroi_status PYROI_TYPED(pyroi_ps_roi_align_forward)(
+    const T *input, const int64_t input_shape[4], const int64_t input_strides[4],
     const T *boxes, int64_t num_rois, int64_t box_row_stride,
     const int64_t *batch_indices,
-    T *grad_input, const int64_t grad_input_shape[4], const int64_t grad_input_strides[4],
+    T *output, const int64_t output_strides[4],
     const pyroi_ps_roi_align_params *params)
+{
+    return PYROI_TYPED(ps_roi_align_forward_call)(input, NULL, input_shape, input_strides,
+                                                  boxes, num_rois, box_row_stride,
+                                                  batch_indices, output, NULL, output_strides,
+                                                  params, PYROI_TYPED(ps_roi_align_forward_task));
+}
+
+/* The backward on T tensors, or (half_grad_output and half_grad_input not NULL, T float) on
+ * float16 ones read and written in place by task, which adds into the job's float32 planes
+ * (ps_roi_half.h); taken is NULL for T tensors, else receives whether the call ran. */
+static pyroi_status PYROI_TYPED(ps_roi_align_backward_call)(
+    const T *grad_output, const uint16_t *half_grad_output, const int64_t grad_output_strides[4],
+    const T *boxes, int64_t num_rois, int64_t box_row_stride, const int64_t *batch_indices,
+    T *grad_input, uint16_t *half_grad_input, const int64_t grad_input_shape[4],
+    const int64_t grad_input_strides[4], const pyroi_ps_roi_align_params *params,
+    pyroi_range_task task, int *taken)
 {
     PYROI_TYPED(ps_job) job;
     pyroi_rois rois;
     int64_t max_row_taps, max_col_taps, failed_roi;
     double group;
+    const int half = half_grad_input != NULL;
     pyroi_status status = pyroi_check_ps_roi_align_params(params);
+    if (taken != NULL) {
+        *taken = 1;
+    }
     if (status != PYROI_OK) {
         return status;
     }
-    status = ps_check_call(grad_input, grad_input_shape, grad_input_strides, PYROI_TENSOR_OUTPUT,
-                           grad_output, grad_output_strides, PYROI_TENSOR_INPUT, boxes, num_rois,
+    status = ps_check_call(half ? (const void *)half_grad_input : (const void *)grad_input,
+                           grad_input_shape, grad_input_strides, PYROI_TENSOR_OUTPUT,
+                           half ? (const void *)half_grad_output : (const void *)grad_output,
+                           grad_output_strides, PYROI_TENSOR_INPUT, boxes, num_rois,
                            box_row_stride, batch_indices, params->pooled_height,
                            params->pooled_width, sizeof(T), &rois, params->cancel);
     if (status != PYROI_OK) {
@@ -290,18 +366,35 @@ pyroi_status PYROI_TYPED(pyroi_ps_roi_align_backward)(
                                  params->pooled_height, params->pooled_width,
                                  grad_input_shape[1]);
         job.align = params;
+        if (half) {
+            job.half_features = half_grad_output;
+            job.half_result = half_grad_input;
+        }
         group = (double)params->pooled_height * (double)params->pooled_width;
         /* work per output channel: zero PH * PW planes of every image, then every RoI
          * scatters all its tap pairs once, four taps each */
         status = PYROI_TYPED(ps_roi_align_run)(
-            &job, PYROI_TYPED(ps_roi_align_backward_task), job.channels_out,
+            &job, task, job.channels_out,
             group * (double)grad_input_shape[0] * (double)grad_input_shape[2] *
                     (double)grad_input_shape[3] +
                 (double)num_rois * (4.0 * (double)max_row_taps * (double)max_col_taps + group),
-            max_row_taps, max_col_taps);
+            max_row_taps, max_col_taps, half ? taken : NULL);
     }
     pyroi_rois_free(&rois);
     return status;
+}
+
+pyroi_status PYROI_TYPED(pyroi_ps_roi_align_backward)(
+    const T *grad_output, const int64_t grad_output_strides[4],
+    const T *boxes, int64_t num_rois, int64_t box_row_stride,
+    const int64_t *batch_indices,
+    T *grad_input, const int64_t grad_input_shape[4], const int64_t grad_input_strides[4],
+    const pyroi_ps_roi_align_params *params)
+{
+    return PYROI_TYPED(ps_roi_align_backward_call)(
+        grad_output, NULL, grad_output_strides, boxes, num_rois, box_row_stride, batch_indices,
+        grad_input, NULL, grad_input_shape, grad_input_strides, params,
+        PYROI_TYPED(ps_roi_align_backward_task), NULL);
 }
 
 pyroi_status PYROI_TYPED(pyroi_ps_roi_align_find_invalid_roi)(

@@ -107,7 +107,7 @@ static pyroi_status PYROI_TYPED(ps_roi_pool_scan_boxes)(
  * float16 ones of half, each widened exactly as it is read; the widening is off the
  * additions' dependency chain, which sets the loop's pace. */
 PYROI_CLONE_INLINE T PYROI_TYPED(ps_pool_window_sum)(const T *map, const uint16_t *half,
-                                                     ps_widen_fn widen, int64_t at,
+                                                     pyroi_widen_fn widen, int64_t at,
                                                      const int64_t strides[4], int64_t h_first,
                                                      int64_t h_end, int64_t w_first,
                                                      int64_t w_end)
@@ -134,7 +134,7 @@ PYROI_CLONE_INLINE T PYROI_TYPED(ps_pool_window_sum)(const T *map, const uint16_
  * ps_pool_window_sum) and narrow (each average rounded once to float16), else of a T one. */
 PYROI_CLONE_INLINE void PYROI_TYPED(ps_roi_pool_forward_rois)(const PYROI_TYPED(ps_job) *job,
                                                               int64_t roi_begin, int64_t roi_end,
-                                                              ps_widen_fn widen,
+                                                              pyroi_widen_fn widen,
                                                               ps_narrow_fn narrow)
 {
     const int64_t *in_shape = job->tensors.features_shape;
@@ -199,7 +199,7 @@ PYROI_CLONE_INLINE void PYROI_TYPED(ps_roi_pool_add_grads)(const PYROI_TYPED(ps_
                                                            int64_t c_end, T *planes,
                                                            int64_t channel0,
                                                            const int64_t strides[4],
-                                                           ps_widen_fn widen)
+                                                           pyroi_widen_fn widen)
 {
     const int64_t *in_shape = job->tensors.result_shape;
     const int64_t *g_strides = job->tensors.features_strides;

@@ -33,8 +33,8 @@ static void PYROI_TYPED(roi_align_forward_direct_task)(void *context, int64_t be
             for (ph = 0; ph < pooled_height; ++ph) {
                 for (pw = 0; pw < pooled_width; ++pw) {
                     const T sum = PYROI_TYPED(pyroi_bilinear_bin_sum)(
-                        plane, row_stride, col_stride, tables.row_taps, tables.row_ranges[ph],
-                        tables.col_taps, tables.col_ranges[pw]);
+                        plane, NULL, NULL, row_stride, col_stride, tables.row_taps,
+                        tables.row_ranges[ph], tables.col_taps, tables.col_ranges[pw]);
                     out[ph * out_strides[2] + pw * out_strides[3]] = sum / count;
                 }
             }

@@ -36,6 +36,10 @@ enum pyroi_position_test {
     PYROI_POSITION_BELOW      /* coord < -1 */
 };
 
+/* How a float16 call widens each element of its map as it reads it (exactly); NULL in a call
+ * on T tensors. */
+typedef float (*pyroi_widen_fn)(uint16_t half);
+
 #define PYROI_DTYPE_TEMPLATE "sampling_template.h"
 #include "each_dtype.h"
 

@@ -334,24 +334,33 @@ static inline T PYROI_TYPED(pyroi_exact_inverse)(int64_t count)
 
 /* Sum of the bilinear values of every sample of one bin of a plane: row taps rr x column taps
  * cr of the axis tap tables, samples row by row, each value the four weighted taps added left
- * to right, weights formed as (row weight * column weight) - the peers' order. */
-static inline T PYROI_TYPED(pyroi_bilinear_bin_sum)(
-    const T *plane, int64_t row_stride, int64_t col_stride,
-    const PYROI_TYPED(pyroi_axis_tap) *row_taps, pyroi_tap_range rr,
+ * to right, weights formed as (row weight * column weight) - the peers' order. The plane holds
+ * T values, or (widen not NULL, T float) the float16 ones of half_plane, each widened exactly
+ * as it is read. */
+PYROI_CLONE_INLINE T PYROI_TYPED(pyroi_bilinear_bin_sum)(
+    const T *plane, const uint16_t *half_plane, pyroi_widen_fn widen, int64_t row_stride,
+    int64_t col_stride, const PYROI_TYPED(pyroi_axis_tap) *row_taps, pyroi_tap_range rr,
     const PYROI_TYPED(pyroi_axis_tap) *col_taps, pyroi_tap_range cr)
 {
     T sum = (T)0;
     int64_t r, q;
     for (r = rr.begin; r < rr.end; ++r) {
         const PYROI_TYPED(pyroi_axis_tap) ty = row_taps[r];
-        const T *row_lo = plane + ty.lo * row_stride;
-        const T *row_hi = plane + ty.hi * row_stride;
+        const int64_t lo = ty.lo * row_stride, hi = ty.hi * row_stride;
         for (q = cr.begin; q < cr.end; ++q) {
             const PYROI_TYPED(pyroi_axis_tap) tx = col_taps[q];
+            const int64_t left = tx.lo * col_stride, right = tx.hi * col_stride;
             const T w1 = ty.w_lo * tx.w_lo, w2 = ty.w_lo * tx.w_hi;
             const T w3 = ty.w_hi * tx.w_lo, w4 = ty.w_hi * tx.w_hi;
-            sum += w1 * row_lo[tx.lo * col_stride] + w2 * row_lo[tx.hi * col_stride] +
-                   w3 * row_hi[tx.lo * col_stride] + w4 * row_hi[tx.hi * col_stride];
+            if (widen != NULL) {
+                sum += w1 * (T)widen(half_plane[lo + left]) +
+                       w2 * (T)widen(half_plane[lo + right]) +
+                       w3 * (T)widen(half_plane[hi + left]) +
+                       w4 * (T)widen(half_plane[hi + right]);
+            } else {
+                sum += w1 * plane[lo + left] + w2 * plane[lo + right] + w3 * plane[hi + left] +
+                       w4 * plane[hi + right];
+            }
         }
     }
     return sum;

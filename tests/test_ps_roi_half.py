@@ -1,8 +1,8 @@
-"""float16 PS-RoIPool read and written in place: the forward widens each pixel of the float16
-map as it reads it and rounds each bin's average once; the backward adds a pass of output
-channels' widened gradients into float32 planes (their PH * PW input planes of every image, as
-many channels as fit the L2 cache) and rounds them once into grad_input. Both need F16C;
-without it they run in chunks of float32 channels.
+"""float16 PS-RoIAlign and PS-RoIPool read and written in place: the forwards widen each
+element of the float16 map as they read it and round each bin's average once; the backwards
+add a pass of output channels' widened gradients into float32 planes (their PH * PW input
+planes of every image, as many channels as fit the L2 cache) and round them once into
+grad_input. All need F16C; without it they run in chunks of float32 channels.
 Every result must be the float32 call's on the widened tensors, rounded once -- bit for bit,
 for every thread count, layout and shape -- and the calls must need no chunk of float32
 scratch."""
@@ -26,6 +26,20 @@ def _boxes(rng, k, height, width, scale, low, high, images=1):
                           axis=1).astype(np.float32)
 
 
+# op name -> (forward(x, boxes, size, scale, **kw), backward(grad, boxes, shape, scale, **kw))
+OPS = {
+    "ps_roi_pool": (pyroi.ps_roi_pool, pyroi.ps_roi_pool_backward),
+    "ps_roi_align": (
+        lambda x, b, size, scale, **kw: pyroi.ps_roi_align(x, b, size, scale, 2, **kw),
+        lambda g, b, shape, scale, **kw: pyroi.ps_roi_align_backward(g, b, shape, scale, 2,
+                                                                     **kw)),
+    "ps_roi_align_adaptive": (
+        lambda x, b, size, scale, **kw: pyroi.ps_roi_align(x, b, size, scale, 0, **kw),
+        lambda g, b, shape, scale, **kw: pyroi.ps_roi_align_backward(g, b, shape, scale, 0,
+                                                                     **kw)),
+}
+
+
 def _same_bits(half, single):
     assert half.dtype == np.float16
     with np.errstate(over="ignore"):
@@ -42,19 +56,23 @@ CASES = {
 }
 
 
+@pytest.mark.parametrize("op", sorted(OPS))
 @pytest.mark.parametrize("name", sorted(CASES))
 @pytest.mark.parametrize("threads", [1, 2])
-def test_forward_is_rounded_float32(name, threads):
+def test_forward_is_rounded_float32(op, name, threads):
+    forward = OPS[op][0]
     shape, (k, low, high), scale, size = CASES[name]
     rng = np.random.default_rng(sorted(CASES).index(name))
     boxes = _boxes(rng, k, shape[2], shape[3], scale, low, high, shape[0])
     x = (rng.standard_normal(shape) * 100).astype(np.float16)
-    _same_bits(pyroi.ps_roi_pool(x, boxes, size, scale, num_threads=threads),
-               pyroi.ps_roi_pool(x.astype(np.float32), boxes, size, scale))
+    _same_bits(forward(x, boxes, size, scale, num_threads=threads),
+               forward(x.astype(np.float32), boxes, size, scale))
 
 
+@pytest.mark.parametrize("op", sorted(OPS))
 @pytest.mark.parametrize("threads", [1, 2])
-def test_forward_special_values(threads):
+def test_forward_special_values(op, threads):
+    forward = OPS[op][0]
     # NaN, infinities, -0.0 and values near float16's largest (their averages round to it or
     # past it), an image without boxes, bins off the map (0)
     rng = np.random.default_rng(7)
@@ -66,41 +84,47 @@ def test_forward_special_values(threads):
     x[0, 4] = -0.0
     x[1, 5] = 65504
     boxes = _boxes(rng, 30, 20, 24, 1.0, 2, 16, images=2)  # none on image 2
-    got = pyroi.ps_roi_pool(x, boxes, 3, 1.0, num_threads=threads)
-    _same_bits(got, pyroi.ps_roi_pool(x.astype(np.float32), boxes, 3, 1.0))
+    got = forward(x, boxes, 3, 1.0, num_threads=threads)
+    _same_bits(got, forward(x.astype(np.float32), boxes, 3, 1.0))
     assert np.isnan(got).any() and np.isinf(got).any()
 
 
+@pytest.mark.parametrize("op", sorted(OPS))
 @pytest.mark.parametrize("threads", [1, 2])
-def test_forward_strided_and_channels_last(threads):
+def test_forward_strided_and_channels_last(op, threads):
+    forward = OPS[op][0]
     rng = np.random.default_rng(3)
     boxes = _boxes(rng, 20, 23, 31, 0.5, 2, 40, images=2)
     wide = (rng.standard_normal((2, 2 * 2 * 12, 23, 35)) * 50).astype(np.float16)
     x = wide[:, ::2, :, 2:33]  # every other channel, rows not packed: 24 = 2 x (3 x 4)
     nhwc = np.ascontiguousarray(x.transpose(0, 2, 3, 1)).transpose(0, 3, 1, 2)
-    expected = pyroi.ps_roi_pool(x.astype(np.float32), boxes, (3, 4), 0.5)
+    expected = forward(x.astype(np.float32), boxes, (3, 4), 0.5)
     for source in (x, nhwc):
         outer = np.full((20, 4, 5, 4), np.float16(7.0))
         view = outer[:, ::2, 1:4]  # strided output
-        pyroi.ps_roi_pool(source, boxes, (3, 4), 0.5, num_threads=threads, out=view)
+        forward(source, boxes, (3, 4), 0.5, num_threads=threads, out=view)
         _same_bits(view, expected)
         assert np.all(outer[:, 1::2] == 7.0) and np.all(outer[:, :, [0, 4]] == 7.0)
 
 
+@pytest.mark.parametrize("op", sorted(OPS))
 @pytest.mark.parametrize("name", sorted(CASES))
 @pytest.mark.parametrize("threads", [1, 2])
-def test_backward_is_rounded_float32(name, threads):
+def test_backward_is_rounded_float32(op, name, threads):
+    backward = OPS[op][1]
     shape, (k, low, high), scale, size = CASES[name]
     rng = np.random.default_rng(10 + sorted(CASES).index(name))
     boxes = _boxes(rng, k, shape[2], shape[3], scale, low, high, shape[0])
     ph, pw = (size, size) if np.isscalar(size) else size
     grad = (rng.standard_normal((k, shape[1] // (ph * pw), ph, pw)) * 100).astype(np.float16)
-    _same_bits(pyroi.ps_roi_pool_backward(grad, boxes, shape, scale, num_threads=threads),
-               pyroi.ps_roi_pool_backward(grad.astype(np.float32), boxes, shape, scale))
+    _same_bits(backward(grad, boxes, shape, scale, num_threads=threads),
+               backward(grad.astype(np.float32), boxes, shape, scale))
 
 
+@pytest.mark.parametrize("op", sorted(OPS))
 @pytest.mark.parametrize("threads", [1, 2])
-def test_backward_special_values_strided_and_channels_last(threads):
+def test_backward_special_values_strided_and_channels_last(op, threads):
+    backward = OPS[op][1]
     # NaN and infinite gradients, sums past float16's largest (rounded once: infinity), an
     # image without boxes (+0.0), strided and channels-last gradients into a strided grad_input
     rng = np.random.default_rng(5)
@@ -113,23 +137,25 @@ def test_backward_special_values_strided_and_channels_last(threads):
     boxes[3:5, 1:] = [4, 6, 40, 30]  # on the map
     grad[3, 0, 1, 1] = np.nan
     grad[4, 1] = np.inf
-    expected = pyroi.ps_roi_pool_backward(grad.astype(np.float32), boxes, shape, 0.5)
+    expected = backward(grad.astype(np.float32), boxes, shape, 0.5)
     for g in (grad, np.ascontiguousarray(grad.transpose(0, 2, 3, 1)).transpose(0, 3, 1, 2)):
         outer = np.full((3, 48, 25, 31), np.float16(7.0))
         view = outer[:, ::2, 1:24]
-        pyroi.ps_roi_pool_backward(g, boxes, shape, 0.5, num_threads=threads, out=view)
+        backward(g, boxes, shape, 0.5, num_threads=threads, out=view)
         _same_bits(view, expected)
         assert np.all(outer[:, 1::2] == 7.0) and np.all(outer[:, :, [0, 24]] == 7.0)
         assert np.all(view[2].view(np.uint16) == 0)
         assert np.isinf(view).any() and np.isnan(view).any()
 
 
-def test_no_boxes():
+@pytest.mark.parametrize("op", sorted(OPS))
+def test_no_boxes(op):
+    forward, backward = OPS[op]
     x = np.ones((2, 18, 8, 8), np.float16)
     boxes = np.zeros((0, 5), np.float32)
-    assert pyroi.ps_roi_pool(x, boxes, 3, 1.0).shape == (0, 2, 3, 3)
+    assert forward(x, boxes, 3, 1.0).shape == (0, 2, 3, 3)
     out = np.full(x.shape, np.float16(7.0))
-    pyroi.ps_roi_pool_backward(np.zeros((0, 2, 3, 3), np.float16), boxes, x.shape, 1.0, out=out)
+    backward(np.zeros((0, 2, 3, 3), np.float16), boxes, x.shape, 1.0, out=out)
     assert np.all(out.view(np.uint16) == 0)
 
 
@@ -140,13 +166,23 @@ _PROGRAM = """
     corner = rng.uniform(0, 900, (k, 2))
     boxes = np.concatenate([np.zeros((k, 1)), corner, corner + rng.uniform(16, 300, (k, 2))],
                            axis=1).astype(np.float32)
-    for name, m in (("float32", x), ("float16", x.astype(np.float16))):
-        out = np.ones((k, 8, 3, 3), m.dtype)
-        print("forward", name, extra_peak(lambda: pyroi.ps_roi_pool(
-            m, boxes, 3, 0.25, out=out, num_threads=1))[0])
-        grad_input = np.ones(m.shape, m.dtype)
-        print("backward", name, extra_peak(lambda: pyroi.ps_roi_pool_backward(
-            out, boxes, m.shape, 0.25, out=grad_input, num_threads=1))[0])
+    calls = {
+        "ps_roi_pool": (lambda m, out: pyroi.ps_roi_pool(m, boxes, 3, 0.25, out=out,
+                                                         num_threads=1),
+                        lambda g, shape, out: pyroi.ps_roi_pool_backward(
+                            g, boxes, shape, 0.25, out=out, num_threads=1)),
+        "ps_roi_align": (lambda m, out: pyroi.ps_roi_align(m, boxes, 3, 0.25, 2, out=out,
+                                                           num_threads=1),
+                         lambda g, shape, out: pyroi.ps_roi_align_backward(
+                             g, boxes, shape, 0.25, 2, out=out, num_threads=1)),
+    }
+    for op, (forward, backward) in calls.items():
+        for name, m in (("float32", x), ("float16", x.astype(np.float16))):
+            out = np.ones((k, 8, 3, 3), m.dtype)
+            print(op, "forward", name, extra_peak(lambda: forward(m, out))[0])
+            grad_input = np.ones(m.shape, m.dtype)
+            print(op, "backward", name, extra_peak(lambda: backward(out, m.shape,
+                                                                    grad_input))[0])
 """
 
 
@@ -158,9 +194,11 @@ def test_calls_need_no_float32_chunks():
     # scratch is its float32 planes: as many output channels' 9 planes (2.25 MiB each) as fit
     # the L2 cache, at least one
     output = peak_memory.run(textwrap.dedent(_PROGRAM))
-    extra = {tuple(line.split()[:2]): int(line.split()[2]) for line in output.split("\n")
+    extra = {tuple(line.split()[:3]): int(line.split()[3]) for line in output.split("\n")
              if line}
     planes = max(pyroi._core.cache_bytes(2) // (9 << 18), 1) * (9 << 18)
-    assert extra["forward", "float16"] <= extra["forward", "float32"] + (1 << 20), extra
-    assert extra["backward", "float16"] <= extra["backward", "float32"] + planes + (1 << 20), (
-        extra)
+    for op in ("ps_roi_pool", "ps_roi_align"):
+        assert extra[op, "forward", "float16"] <= extra[op, "forward", "float32"] + (1 << 20), (
+            extra)
+        assert (extra[op, "backward", "float16"] <=
+                extra[op, "backward", "float32"] + planes + (1 << 20)), extra
