@@ -854,15 +854,20 @@ def _status_bytes(field_name: str) -> int | None:
 def extra_peak_bytes(fn) -> int | None:
     """The peak resident memory ``fn()`` adds: its scratch (Linux: the rise of VmHWM, reset to
     VmRSS through /proc/self/clear_refs; None elsewhere). Called after warm-up calls, so a
-    large result comes from pyroi's result cache (pages already resident) and is not in it."""
+    large result comes from pyroi's result cache (pages already resident) and is not in it;
+    the scratch kept between calls is given back first, so the call maps its own afresh."""
+    limit = pyroi.get_scratch_cache_limit()
+    pyroi.set_scratch_cache_limit(0)
     try:
         with open("/proc/self/clear_refs", "w", encoding="ascii") as clear:
             clear.write("5")
+        before = _status_bytes("VmRSS")
+        fn()
+        peak = _status_bytes("VmHWM")
     except OSError:
         return None
-    before = _status_bytes("VmRSS")
-    fn()
-    peak = _status_bytes("VmHWM")
+    finally:
+        pyroi.set_scratch_cache_limit(limit)
     return None if before is None or peak is None else peak - before
 
 
