@@ -158,12 +158,12 @@ static inline void PYROI_TYPED(roi_align_max_prefetch_bins)(
  * RoI by RoI and bin by bin in order, so every pixel sees the same additions whatever the
  * channel split. The reduction (a constant of each task) says how a winner code names a
  * sample (mmcv: the sample; ONNX: 4 * sample + tap) and which rule sends the gradient. A
- * float16 call (job half_features, half_result) widens each gradient as it is read and adds
- * into the worker's float32 planes (scratch: every image's plane of the channel), rounded
- * once into grad_input when the channel is done. */
+ * float16 call (job half_features, half_result; widen not NULL) widens each gradient as it
+ * is read and adds into the worker's float32 planes (scratch: every image's plane of the
+ * channel), rounded once into grad_input when the channel is done. */
 PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_max_like_backward_channels)(
     const PYROI_TYPED(roi_align_max_job) *max_job, enum roi_align_reduction reduction,
-    int64_t begin, int64_t end, int worker)
+    int64_t begin, int64_t end, int worker, pyroi_widen_fn widen)
 {
     const int64_t codes = reduction == ROI_ALIGN_REDUCE_ONNX_MAX ? 4 : 1; /* per sample */
     const PYROI_TYPED(roi_align_job) *job = &max_job->base;
@@ -220,9 +220,7 @@ PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_max_like_backward_channels)(
                     }
                     at = k * go_strides[0] + c * go_strides[1] + ph * go_strides[2] +
                          pw * go_strides[3];
-                    g = job->half_features != NULL
-                            ? (T)pyroi_half_to_float(job->half_features[at]) /* exact */
-                            : job->features[at];
+                    g = widen != NULL ? (T)widen(job->half_features[at]) : job->features[at];
                     iy = code / codes;
                     ix = pyroi_divide_index(iy, grid_w, inverse_grid_w, &iy);
                     iy -= rr.first_sample;
@@ -257,7 +255,7 @@ static void PYROI_TYPED(roi_align_max_backward_task)(void *context, int64_t begi
 {
     PYROI_TYPED(roi_align_max_like_backward_channels)(
         (const PYROI_TYPED(roi_align_max_job) *)context, ROI_ALIGN_REDUCE_MAX, begin, end,
-        worker);
+        worker, NULL);
 }
 
 static void PYROI_TYPED(roi_align_onnx_max_backward_task)(void *context, int64_t begin,
@@ -265,7 +263,7 @@ static void PYROI_TYPED(roi_align_onnx_max_backward_task)(void *context, int64_t
 {
     PYROI_TYPED(roi_align_max_like_backward_channels)(
         (const PYROI_TYPED(roi_align_max_job) *)context, ROI_ALIGN_REDUCE_ONNX_MAX, begin,
-        end, worker);
+        end, worker, NULL);
 }
 
 #ifdef PYROI_HAVE_VECTOR_TYPES
