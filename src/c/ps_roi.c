@@ -221,26 +221,34 @@ __attribute__((target("avx2,f16c"))) static void ps_roi_pool_half_backward_task(
 }
 #endif
 
+/* Whether the float16 calls run in place: where F16C runs (the x86-64 vector builds). */
+static int ps_half_in_place(void)
+{
+#if defined(PYROI_HAVE_VECTOR_CLONES)
+    return pyroi_cpu_has_f16c();
+#else
+    return 0;
+#endif
+}
+
+#if defined(PYROI_HAVE_VECTOR_CLONES)
+#  define PS_HALF_TASK(task) task
+#else
+#  define PS_HALF_TASK(task) NULL /* never run: ps_half_in_place() is 0 */
+#endif
+
 pyroi_status pyroi_ps_roi_align_forward_half(
     const uint16_t *input, const int64_t input_shape[4], const int64_t input_strides[4],
     const float *boxes, int64_t num_rois, int64_t box_row_stride, const int64_t *batch_indices,
     uint16_t *output, const int64_t output_strides[4], const pyroi_ps_roi_align_params *params,
     int *taken)
 {
-#if defined(PYROI_HAVE_VECTOR_CLONES)
-    if (pyroi_cpu_has_f16c()) {
-        *taken = 1;
-        return ps_roi_align_forward_call_f32(NULL, input, input_shape, input_strides, boxes,
-                                             num_rois, box_row_stride, batch_indices, NULL,
-                                             output, output_strides, params,
-                                             ps_roi_align_half_forward_task);
-    }
-#else
-    (void)input, (void)input_shape, (void)input_strides, (void)boxes, (void)num_rois;
-    (void)box_row_stride, (void)batch_indices, (void)output, (void)output_strides, (void)params;
-#endif
-    *taken = 0;
-    return PYROI_OK;
+    *taken = ps_half_in_place();
+    return !*taken ? PYROI_OK
+                   : ps_roi_align_forward_call_f32(
+                         NULL, input, input_shape, input_strides, boxes, num_rois,
+                         box_row_stride, batch_indices, NULL, output, output_strides, params,
+                         PS_HALF_TASK(ps_roi_align_half_forward_task));
 }
 
 pyroi_status pyroi_ps_roi_align_backward_half(
@@ -249,20 +257,13 @@ pyroi_status pyroi_ps_roi_align_backward_half(
     uint16_t *grad_input, const int64_t grad_input_shape[4],
     const int64_t grad_input_strides[4], const pyroi_ps_roi_align_params *params, int *taken)
 {
-#if defined(PYROI_HAVE_VECTOR_CLONES)
-    if (pyroi_cpu_has_f16c()) {
-        return ps_roi_align_backward_call_f32(NULL, grad_output, grad_output_strides, boxes,
-                                              num_rois, box_row_stride, batch_indices, NULL,
-                                              grad_input, grad_input_shape, grad_input_strides,
-                                              params, ps_roi_align_half_backward_task, taken);
-    }
-#else
-    (void)grad_output, (void)grad_output_strides, (void)boxes, (void)num_rois;
-    (void)box_row_stride, (void)batch_indices, (void)grad_input, (void)grad_input_shape;
-    (void)grad_input_strides, (void)params;
-#endif
-    *taken = 0;
-    return PYROI_OK;
+    *taken = ps_half_in_place();
+    return !*taken ? PYROI_OK
+                   : ps_roi_align_backward_call_f32(
+                         NULL, grad_output, grad_output_strides, boxes, num_rois,
+                         box_row_stride, batch_indices, NULL, grad_input, grad_input_shape,
+                         grad_input_strides, params,
+                         PS_HALF_TASK(ps_roi_align_half_backward_task), taken);
 }
 
 pyroi_status pyroi_ps_roi_pool_forward_half(
@@ -271,20 +272,12 @@ pyroi_status pyroi_ps_roi_pool_forward_half(
     uint16_t *output, const int64_t output_strides[4], const pyroi_ps_roi_pool_params *params,
     int *taken)
 {
-#if defined(PYROI_HAVE_VECTOR_CLONES)
-    if (pyroi_cpu_has_f16c()) {
-        *taken = 1;
-        return ps_roi_pool_forward_call_f32(NULL, input, input_shape, input_strides, boxes,
-                                            num_rois, box_row_stride, batch_indices, NULL,
-                                            output, output_strides, params,
-                                            ps_roi_pool_half_forward_task);
-    }
-#else
-    (void)input, (void)input_shape, (void)input_strides, (void)boxes, (void)num_rois;
-    (void)box_row_stride, (void)batch_indices, (void)output, (void)output_strides, (void)params;
-#endif
-    *taken = 0;
-    return PYROI_OK;
+    *taken = ps_half_in_place();
+    return !*taken ? PYROI_OK
+                   : ps_roi_pool_forward_call_f32(
+                         NULL, input, input_shape, input_strides, boxes, num_rois,
+                         box_row_stride, batch_indices, NULL, output, output_strides, params,
+                         PS_HALF_TASK(ps_roi_pool_half_forward_task));
 }
 
 pyroi_status pyroi_ps_roi_pool_backward_half(
@@ -293,18 +286,11 @@ pyroi_status pyroi_ps_roi_pool_backward_half(
     uint16_t *grad_input, const int64_t grad_input_shape[4],
     const int64_t grad_input_strides[4], const pyroi_ps_roi_pool_params *params, int *taken)
 {
-#if defined(PYROI_HAVE_VECTOR_CLONES)
-    if (pyroi_cpu_has_f16c()) {
-        return ps_roi_pool_backward_call_f32(NULL, grad_output, grad_output_strides, boxes,
-                                             num_rois, box_row_stride, batch_indices, NULL,
-                                             grad_input, grad_input_shape, grad_input_strides,
-                                             params, ps_roi_pool_half_backward_task, taken);
-    }
-#else
-    (void)grad_output, (void)grad_output_strides, (void)boxes, (void)num_rois;
-    (void)box_row_stride, (void)batch_indices, (void)grad_input, (void)grad_input_shape;
-    (void)grad_input_strides, (void)params;
-#endif
-    *taken = 0;
-    return PYROI_OK;
+    *taken = ps_half_in_place();
+    return !*taken ? PYROI_OK
+                   : ps_roi_pool_backward_call_f32(
+                         NULL, grad_output, grad_output_strides, boxes, num_rois,
+                         box_row_stride, batch_indices, NULL, grad_input, grad_input_shape,
+                         grad_input_strides, params,
+                         PS_HALF_TASK(ps_roi_pool_half_backward_task), taken);
 }
