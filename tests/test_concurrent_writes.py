@@ -182,3 +182,128 @@ def test_multi_scale_roi_align(dtype):
     hammer(lambda: _core.roi_align_levels_backward(grad, boxes, batch_indices, maps, scales, 0,
                                                    False, *mapping, 2),
            Writer(boxes, batch_indices))
+
+
+# ---- index arrays on every path of the backwards ---------------------------------------------
+# A writer that flips a whole argmax between a hostile value and the forward's, as fast as NumPy
+# writes, while the backward runs on one thread (the case that crashed RoIPool's backward: a
+# compiler split its "copy, check, form offsets" loop into two loops that each loaded argmax).
+# Each case names the threshold of the C core's path choice it stands on.
+
+
+class ArgmaxWriter(threading.Thread):
+    def __init__(self, argmax, hostile):
+        super().__init__(daemon=True)
+        self.argmax, self.valid = argmax, argmax.copy()
+        self.hostile = np.asarray(hostile).astype(argmax.dtype)
+        self.stopped = threading.Event()
+        self.writes = 0
+
+    def run(self):
+        while not self.stopped.is_set():
+            self.argmax[...] = self.hostile
+            self.argmax[...] = self.valid
+            self.writes += 1
+
+
+def race_argmax(call, argmax, hostile, seconds=SECONDS, min_calls=5):
+    """Runs call while the argmax flips; each call is a clean PyroiError or a finished one."""
+    writer = ArgmaxWriter(argmax, hostile)
+    calls = 0
+    writer.start()
+    try:
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline or calls < min_calls:
+            try:
+                call()
+            except pyroi.PyroiError:
+                pass
+            calls += 1
+    finally:
+        writer.stopped.set()
+        writer.join()
+    assert writer.writes > 0
+
+
+def pool_boxes(count, side, rng):
+    """count boxes of [0, side/2]..[side/2 + 4, side - 1] corners (most bins hold pixels)."""
+    low = rng.uniform(0, side // 2, (count, 2))
+    high = rng.uniform(side // 2 + 4, side - 1, (count, 2))
+    return np.concatenate([np.zeros((count, 1)), low, high], axis=1).astype(np.float32)
+
+
+# (features shape, boxes, output size, how argmax is laid out): RoIPool's backward path
+ROI_POOL_PATHS = [
+    # image blocks kept whole in scratch (N x C/16 blocks of H x W lanes <= 64 MiB): the
+    # kernels check each run of argmax as they copy it (the case that crashed; on a build
+    # with the split loop it crashed within 0.5-5 s, so it runs 4 s)
+    pytest.param((1, 64, 64, 64), 400, 7, "packed", id="blocks-kept-whole-runs"),
+    # the same with int32 entries (torchvision's width)
+    pytest.param((1, 64, 64, 64), 400, 7, "int32", id="blocks-kept-int32"),
+    # 9 x 9 bins: a channel's bins one run, but a block's channels not (81 * 16 > 1024)
+    pytest.param((1, 32, 48, 48), 200, 9, "packed", id="blocks-kept-channel-runs"),
+    # argmax transposed in its bin axes: the strided adds, one entry at a time
+    pytest.param((1, 32, 48, 48), 200, 7, "strided", id="blocks-kept-strided"),
+    # more image blocks than the 64 MiB scratch holds: argmax checked in a first pass, then
+    # read again by the kernels (1 x 1040 channels of 128 x 128: 65 blocks of 1 MiB)
+    pytest.param((1, 1040, 128, 128), 90, 7, "packed", id="blocks-beyond-scratch-limit"),
+    # few bins for the map (bins * 4 < N * H * W): the direct order, channel by channel
+    pytest.param((1, 64, 64, 64), 2, 7, "packed", id="direct-order"),
+]
+
+
+@pytest.mark.parametrize("shape, count, size, layout", ROI_POOL_PATHS)
+def test_roi_pool_backward_argmax_on_every_path(shape, count, size, layout):
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal(shape, dtype=np.float32)
+    boxes = pool_boxes(count, shape[2], rng)
+    dtype = np.int32 if layout == "int32" else np.int64
+    y, argmax = pyroi.roi_pool(x, boxes, size, 1.0, return_argmax=True, argmax_dtype=dtype)
+    if layout == "strided":
+        argmax = np.swapaxes(np.swapaxes(argmax, 2, 3).copy(), 2, 3)
+    grad = np.ones_like(y)
+    expected = pyroi.roi_pool_backward(grad, boxes, argmax, x.shape, size, 1.0)
+    hostile = (2**31 - 1) if dtype == np.int32 else (1 << 40)
+    seconds = max(SECONDS, 4.0) if count == 400 and layout == "packed" else SECONDS
+    race_argmax(lambda: pyroi.roi_pool_backward(grad, boxes, argmax, x.shape, size, 1.0,
+                                                num_threads=1), argmax, hostile, seconds)
+    # the argmax is whole again: the same call gives the same bits
+    np.testing.assert_array_equal(
+        pyroi.roi_pool_backward(grad, boxes, argmax, x.shape, size, 1.0), expected)
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32])
+def test_roi_pool_backward_float16_and_float32_argmax_race(dtype):
+    """float16 gradients take their own tasks (widened runs); the argmax is read the same way."""
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal((1, 64, 64, 64)).astype(dtype)
+    boxes = pool_boxes(300, 64, rng).astype(dtype)
+    y, argmax = pyroi.roi_pool(x, boxes, 7, 1.0, return_argmax=True)
+    grad = np.ones_like(y)
+    race_argmax(lambda: pyroi.roi_pool_backward(grad, boxes, argmax, x.shape, 7, 1.0,
+                                                num_threads=1), argmax, -(2**62))
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+@pytest.mark.parametrize("mode", ["max", "onnx_max"])
+def test_roi_align_max_backward_argmax_race(dtype, mode):
+    """RoIAlign's max backwards (mmcv's and ONNX's rule): an argmax code addresses a sample's
+    taps; float16 takes the float32-planes path."""
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((1, 32, 48, 48)).astype(dtype)
+    boxes = pool_boxes(200, 48, rng).astype(dtype)
+    hostile = [1 << 40, -5, 2**62]
+    if mode == "max":
+        y, argmax = pyroi.roi_align(x, boxes, 7, 1.0, sampling_ratio=2, aligned=True,
+                                    mode="max", return_argmax=True)
+        call = lambda: pyroi.roi_align_backward(  # noqa: E731
+            np.ones_like(y), boxes, x.shape, 1.0, sampling_ratio=2, aligned=True, mode="max",
+            argmax=argmax, num_threads=1)
+    else:
+        rois, indices = np.ascontiguousarray(boxes[:, 1:]), np.zeros(len(boxes), np.int64)
+        y, argmax = pyroi.onnx.roi_align(x, rois, indices, mode="max", output_height=7,
+                                         output_width=7, sampling_ratio=2, return_argmax=True)
+        call = lambda: pyroi.onnx.roi_align_backward(  # noqa: E731
+            np.ones_like(y), rois, indices, x.shape, mode="max", argmax=argmax,
+            sampling_ratio=2, num_threads=1)
+    race_argmax(call, argmax, np.resize(hostile, argmax.shape))

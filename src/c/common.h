@@ -163,6 +163,35 @@ static inline const void *pyroi_data_or_placeholder(const void *data)
     return data != NULL ? data : (const void *)placeholder;
 }
 
+/* Reading caller memory once. C lets a compiler load memory again where the program reads it
+ * once, since it may assume that no other thread writes it: it may split a loop that checks
+ * an index and forms an offset from it into two loops that each load the index, or load a
+ * value again instead of keeping it in a register. A caller's thread may write its arrays
+ * during a call (hostile-input.md), so every index or coordinate that sizes or addresses
+ * memory is read in one of two ways:
+ * - one entry at a time, through pyroi_read_once_i64 / _i32 (a volatile access: exactly one
+ *   load, used for the check and the address alike);
+ * - a run at a time, copied into the call's own memory, then PYROI_OWN_COPY(copy), after
+ *   which the compiler takes the values from the copy: the check and the offsets formed from
+ *   it see the same values, whatever the caller writes meanwhile. */
+static inline int64_t pyroi_read_once_i64(const int64_t *p)
+{
+    return *(const volatile int64_t *)p;
+}
+static inline int32_t pyroi_read_once_i32(const int32_t *p)
+{
+    return *(const volatile int32_t *)p;
+}
+#if defined(__GNUC__) || defined(__clang__)
+/* an empty statement that may read and write the copy (and any memory) */
+#  define PYROI_OWN_COPY(copy) __asm__ __volatile__("" : : "r"(copy) : "memory")
+#else
+/* elsewhere, a call the compiler cannot see through (validate.c: a volatile pointer to a
+ * function that does nothing) */
+extern void (*volatile pyroi_own_copy_fence)(void *copy);
+#  define PYROI_OWN_COPY(copy) pyroi_own_copy_fence((void *)(copy))
+#endif
+
 /* Thread-local storage, where the compiler has it (else PYROI_THREAD_LOCAL is undefined and
  * its users do without). */
 #if defined(_MSC_VER)

@@ -210,8 +210,8 @@ PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_max_like_backward_channels)(
                     const pyroi_tap_range cr = tables.col_ranges[pw];
                     /* read once; checked before the call, and again here where it addresses
                      * (the caller may have written argmax since) */
-                    const int64_t code =
-                        max_job->argmax_const[k * a[0] + c * a[1] + ph * a[2] + pw * a[3]];
+                    const int64_t code = pyroi_read_once_i64(
+                        max_job->argmax_const + k * a[0] + c * a[1] + ph * a[2] + pw * a[3]);
                     const PYROI_TYPED(axis_tap) *ty = NULL, *tx = NULL;
                     int64_t iy, ix, at;
                     T g;

@@ -41,6 +41,13 @@ static inline void roi_pool_argmax_set(void *argmax, int64_t i, int wide, int64_
     }
 }
 
+/* Entry i of argmax, read once (common.h), where it is checked and then addresses memory. */
+static inline int64_t roi_pool_argmax_read_once(const void *argmax, int64_t i, int wide)
+{
+    return wide ? pyroi_read_once_i64((const int64_t *)argmax + i)
+                : (int64_t)pyroi_read_once_i32((const int32_t *)argmax + i);
+}
+
 /* The address of entry i of argmax. */
 static inline const void *roi_pool_argmax_at(const void *argmax, int64_t i, int wide)
 {

@@ -222,7 +222,7 @@ static void PYROI_TYPED(roi_pool_backward_channels)(
             const int64_t winners = k * argmax_strides[0] + c * argmax_strides[1];
             for (ph = 0; ph < params->pooled_height; ++ph) {
                 for (pw = 0; pw < params->pooled_width; ++pw) {
-                    const int64_t a = roi_pool_argmax_get(
+                    const int64_t a = roi_pool_argmax_read_once(
                         argmax, winners + ph * argmax_strides[2] + pw * argmax_strides[3],
                         argmax_wide);
                     if (!roi_pool_argmax_is_pixel(a, plane_size)) { /* -1: nothing */

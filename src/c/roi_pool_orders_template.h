@@ -188,8 +188,15 @@ PYROI_CLONE_INLINE int PYROI_TYPED(roi_pool_add_run)(T *PYROI_RESTRICT block, co
     uint64_t bad = 0; /* of the entries' width: no narrowing in the vector loop */
     char *bytes = (char *)(void *)block;
     int64_t e, first;
+    for (e = 0; e < count; ++e) { /* vectorised: the run's one read */
+        checked[e] = roi_pool_argmax_get(winners, e, wide);
+    }
+    /* the check and the offsets take the copy's values (common.h): a compiler that split
+     * one loop into a check and an offset loop, each loading argmax, let a racing writer's
+     * value past the check */
+    PYROI_OWN_COPY(checked);
     for (e = 0; e < count; ++e) { /* vectorised */
-        const int64_t a = roi_pool_argmax_get(winners, e, wide);
+        const int64_t a = checked[e];
         /* a is in [-1, plane_size) exactly when a + 1 <= plane_size without sign (a wraps
          * around when below -1); a bad entry's offset is not formed (it could overflow) */
         const int is_bad = (uint64_t)a + 1u > plane_size;
@@ -235,7 +242,8 @@ PYROI_CLONE_INLINE int PYROI_TYPED(roi_pool_add_strided)(T *PYROI_RESTRICT lane,
     int bad = 0;
     for (ph = 0; ph < pooled_height; ++ph) {
         for (pw = 0; pw < pooled_width; ++pw) {
-            const int64_t a = roi_pool_argmax_get(winners, ph * a_row + pw * a_column, wide);
+            const int64_t a = roi_pool_argmax_read_once(winners, ph * a_row + pw * a_column,
+                                                        wide);
             bad |= (uint64_t)a + 1u > plane_size;
             if ((uint64_t)a < plane_size) {
                 lane[a * PYROI_LANES] += grad[ph * g_row + pw * g_column];

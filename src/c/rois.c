@@ -41,7 +41,7 @@ pyroi_status pyroi_rois_copy(pyroi_rois *rois, const void *boxes, size_t value_b
     words = (int64_t *)rois->allocation;
     rows = (unsigned char *)(words + ROIS_WORDS_PER_ROI * num_rois + 1);
     for (k = 0; k < num_rois; ++k) {
-        const int64_t n = batch_indices[k]; /* the one read of this index */
+        const int64_t n = pyroi_read_once_i64(batch_indices + k); /* checked, then kept */
         if (pyroi_cancel_at(cancel, k)) {
             pyroi_rois_free(rois);
             return PYROI_E_CANCELLED;

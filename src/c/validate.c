@@ -3,6 +3,16 @@
 
 #include <math.h>
 
+#if !defined(__GNUC__) && !defined(__clang__)
+/* PYROI_OWN_COPY's fence where there is no empty asm statement (common.h): the compiler must
+ * assume that a call through this pointer reads and writes the copy. */
+static void own_copy_nothing(void *copy)
+{
+    (void)copy;
+}
+void (*volatile pyroi_own_copy_fence)(void *copy) = own_copy_nothing;
+#endif
+
 static int64_t abs_stride(int64_t stride)
 {
     return stride < 0 ? -stride : stride;
