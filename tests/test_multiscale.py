@@ -1,5 +1,6 @@
 """pyroi.MultiScaleRoIAlign against torchvision.ops.MultiScaleRoIAlign, and its level rule."""
 
+import warnings
 from collections import OrderedDict
 
 import numpy as np
@@ -154,12 +155,84 @@ def test_a_pyramid_is_pooled_by_one_call_each_way(monkeypatch):
         np.testing.assert_array_equal(gradient, gradients[name])
 
 
-def test_levels_that_do_not_halve_are_a_shape_error():
-    """torchvision would pool the boxes of a missing level from no map (zeros): named instead."""
+# Pyramids whose maps are not one per level, by the names of LEVEL_SIZES (scales 1/4 .. 1/32 on
+# 256 px images): torchvision pools level min_level + i from the i-th map, leaves the boxes of
+# a level with no map at its position zero, and gives maps past the last level no box.
+UNEVEN = {
+    "skips one level": ["0", "2", "3"],     # 1/4, 1/16, 1/32: levels 2..5, three maps
+    "skips two levels": ["0", "3"],         # 1/4, 1/32: levels 2..5, two maps
+    "repeats a level": ["0", "0b", "1"],    # 1/4, 1/4, 1/8: levels 2..3, the last map unused
+    "coarse to fine": ["2", "0"],           # 1/16, 1/4: levels 4..2, no level, all zero
+}
+
+
+def uneven_pyramid(rng, names, dtype):
+    features = pyramid(rng, dtype, extra=False)
+    features["0b"] = rng.standard_normal(features["0"].shape).astype(dtype)
+    return OrderedDict((name, features[name]) for name in names)
+
+
+@pytest.mark.parametrize("case", sorted(UNEVEN))
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_uneven_pyramids_are_pooled_as_torchvision_pools_them(case, dtype):
+    torch = pytest.importorskip("torch")
+    tv = pytest.importorskip("torchvision")
     rng = np.random.default_rng(5)
-    features = pyramid(rng, np.float32, extra=False)
-    del features["1"]  # scales 1/4, 1/16, 1/32: levels 2..5 from three maps
-    pooler = pyroi.MultiScaleRoIAlign(["0", "2", "3"], 2, 2)
-    with pytest.raises(pyroi.ShapeError, match="features: 3 levels"):
+    names = UNEVEN[case]
+    features = uneven_pyramid(rng, names, dtype)
+    boxes = [random_boxes(rng, dtype, 40), random_boxes(rng, dtype, 30)]
+    shapes = [(256, 256)] * 2
+    pooler = pyroi.MultiScaleRoIAlign(names, 3, 2)
+    with pytest.warns(pyroi.PyramidLevelsWarning, match="levels"):
+        result = pooler(features, boxes, shapes)
+    grad = rng.standard_normal(result.shape).astype(dtype)
+    gradients = pooler.backward(grad)
+
+    inputs = OrderedDict((name, torch.from_numpy(value).requires_grad_())
+                         for name, value in features.items())
+    reference = tv.ops.MultiScaleRoIAlign(names, 3, 2)
+    expected = reference(inputs, [torch.from_numpy(b) for b in boxes], shapes)
+    expected.backward(torch.from_numpy(grad))
+    np.testing.assert_array_equal(result, expected.detach().numpy())
+    assert pooler.scales == reference.scales
+    for name in names:
+        np.testing.assert_array_equal(gradients[name], inputs[name].grad.numpy(), err_msg=name)
+    if case != "coarse to fine":  # some boxes pooled, and (but for a repeat) some zero rows
+        assert np.abs(result).sum() > 0
+    # a second call reuses the inferred levels, with no second warning
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        np.testing.assert_array_equal(pooler(features, boxes, shapes), result)
+
+
+def test_a_skipped_level_leaves_its_boxes_zero_and_names_the_level():
+    rng = np.random.default_rng(6)
+    features = uneven_pyramid(rng, ["0", "3"], np.float32)  # levels 2..5 from two maps
+    boxes = np.array([[0, 0, 20, 20],      # level 2: the first map
+                      [0, 0, 120, 120],    # level 3: the second map (1/32), by position
+                      [0, 0, 250, 250],    # level 4: no map at its position, zero
+                      [0, 0, 255, 255]], np.float32)
+    pooler = pyroi.MultiScaleRoIAlign(["0", "3"], 2, 2)
+    with pytest.warns(pyroi.PyramidLevelsWarning, match="levels 4..5 have no map"):
+        result = pooler(features, [boxes], [(256, 256)])
+    rows = np.hstack([np.zeros((4, 1), np.float32), boxes])
+    np.testing.assert_array_equal(result[0], pyroi.roi_align(features["0"], rows[:1], 2, 1 / 4,
+                                                             2)[0])
+    np.testing.assert_array_equal(result[1], pyroi.roi_align(features["3"], rows[1:2], 2,
+                                                             1 / 32, 2)[0])
+    assert not result[2:].any()
+    gradients = pooler.backward(np.ones_like(result))
+    # each pooled box passes its 2 x 2 bins of 3 channels on; the zero rows pass nothing
+    assert gradients["0"].sum() == pytest.approx(12.0)
+    assert gradients["3"].sum() == pytest.approx(12.0)
+
+
+def test_strict_levels_makes_an_uneven_pyramid_a_shape_error():
+    rng = np.random.default_rng(5)
+    features = uneven_pyramid(rng, ["0", "2", "3"], np.float32)
+    pooler = pyroi.MultiScaleRoIAlign(["0", "2", "3"], 2, 2, strict_levels=True)
+    with pytest.raises(pyroi.ShapeError, match="strict_levels=True"):
         pooler(features, [random_boxes(rng, np.float32, 6)], [(256, 256)])
     assert pooler.scales is None  # nothing inferred from a failed call
+    with pytest.raises(pyroi.ArgumentTypeError, match="strict_levels"):
+        pyroi.MultiScaleRoIAlign(["0"], 2, 2, strict_levels="yes")

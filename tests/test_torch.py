@@ -381,6 +381,69 @@ def test_multiscale_is_one_c_call_each_way_without_copies(monkeypatch):
     assert [address(m) for m in grad_maps] == [g.data_ptr() for g in gradients]
 
 
+class _PoolerModule(torch.nn.Module):
+    """torchvision's ONNX test of MultiScaleRoIAlign (test/test_onnx.py,
+    test_multi_scale_roi_align): levels of 64 and 16 px on 512 px images, scales 1/8 and 1/32,
+    so level 4 has no map."""
+
+    def __init__(self, names=("feat1", "feat2")):
+        super().__init__()
+        self.model = tv.MultiScaleRoIAlign(list(names), 3, 2)
+        self.image_sizes = [(512, 512)]
+
+    def forward(self, features, boxes):
+        return self.model(features, boxes, self.image_sizes)
+
+
+def _onnx_test_inputs(seed):
+    generator = torch.Generator().manual_seed(seed)
+    features = {"feat1": torch.rand(1, 5, 64, 64, generator=generator).requires_grad_(),
+                "feat2": torch.rand(1, 5, 16, 16, generator=generator).requires_grad_()}
+    boxes = torch.rand(6, 4, generator=generator) * 256
+    boxes[:, 2:] += boxes[:, :2]
+    return features, [boxes]
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_converted_pooler_of_a_pyramid_that_skips_a_level_gives_torchvision_bits(dtype):
+    """torchvision's ONNX test module, converted: both of its inputs (the second call reuses
+    the scales the first inferred), forward bits and every level's gradient; plus boxes that
+    reach the missing level (zero rows)."""
+    theirs = _PoolerModule()
+    ours = pt.convert(copy.deepcopy(theirs))
+    assert isinstance(ours.model, pt.MultiScaleRoIAlign)
+    for seed in (0, 1, 2):
+        features, boxes = _onnx_test_inputs(seed)
+        if seed == 2:  # large boxes: level 5 (no map at its position) and level 4 (feat2)
+            boxes = [torch.tensor([[0.0, 0.0, 500.0, 500.0], [10.0, 10.0, 300.0, 310.0],
+                                   [0.0, 0.0, 40.0, 30.0]])]
+        features = {name: value.detach().to(dtype).requires_grad_()
+                    for name, value in features.items()}
+        boxes = [b.to(dtype) for b in boxes]
+        expected = theirs(features, boxes)
+        if seed == 0:
+            with pytest.warns(pyroi.PyramidLevelsWarning, match="level"):
+                mine = ours(features, boxes)
+        else:
+            mine = ours(features, boxes)
+        assert ours.model.scales == theirs.model.scales == [0.125, 0.03125]
+        same_bits(mine, expected)
+        if seed == 2:
+            assert not mine[0].any() and mine[1].any()
+        grad = torch.randn(mine.shape, generator=torch.Generator().manual_seed(seed)).to(dtype)
+        levels = list(features.values())
+        for g_mine, g_reference in zip(torch.autograd.grad(mine, levels, grad),
+                                       torch.autograd.grad(expected, levels, grad)):
+            same_bits(g_mine, g_reference)
+
+
+def test_multiscale_strict_levels_refuses_a_pyramid_that_skips_a_level():
+    features, boxes = _onnx_test_inputs(0)
+    pooler = pt.MultiScaleRoIAlign(["feat1", "feat2"], 3, 2, strict_levels=True)
+    with pytest.raises(pyroi.ShapeError, match="strict_levels"):
+        pooler(features, boxes, [(512, 512)])
+
+
 def test_multiscale_levels_must_agree():
     pooler = pt.MultiScaleRoIAlign(["0", "1"], 2, 2)
     boxes = [torch.tensor([[0.0, 0.0, 20.0, 20.0]])]

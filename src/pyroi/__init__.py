@@ -16,6 +16,7 @@ from pyroi._errors import (
     InvalidArgumentError,
     PyroiError,
     PyroiMemoryError,
+    PyramidLevelsWarning,
     ShapeError,
 )
 from pyroi._threads import get_num_threads, set_num_threads

@@ -11,6 +11,7 @@ from pyroi._errors import (
     InvalidArgumentError as InvalidArgumentError,
     PyroiError as PyroiError,
     PyroiMemoryError as PyroiMemoryError,
+    PyramidLevelsWarning as PyramidLevelsWarning,
     ShapeError as ShapeError,
 )
 from pyroi._threads import get_num_threads as get_num_threads

@@ -17,6 +17,7 @@ __all__ = [
     "InvalidArgumentError",
     "PyroiError",
     "PyroiMemoryError",
+    "PyramidLevelsWarning",
     "ShapeError",
 ]
 
@@ -115,4 +116,24 @@ class PyroiMemoryError(PyroiError, MemoryError):
     >>> import numpy as np, pyroi
     >>> issubclass(pyroi.PyroiMemoryError, MemoryError)
     True
+    """
+
+
+class PyramidLevelsWarning(UserWarning):
+    """A feature pyramid's maps are not one per level (e.g. scales 1/8 and 1/32 skip level
+    4): the boxes of a level with no map at its position are zero, and maps past the last
+    level receive no box -- torchvision's result, which ``MultiScaleRoIAlign`` gives
+    (``strict_levels=True`` makes it a :class:`ShapeError` instead).
+
+    Examples
+    --------
+    >>> import warnings, numpy as np, pyroi
+    >>> pooler = pyroi.MultiScaleRoIAlign(["p3", "p5"], output_size=1, sampling_ratio=1)
+    >>> features = {"p3": np.ones((1, 1, 32, 32), np.float32),
+    ...             "p5": np.ones((1, 1, 8, 8), np.float32)}
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     pooled = pooler(features, [np.array([[0, 0, 500, 500]], np.float32)], [(256, 256)])
+    >>> caught[0].category.__name__, float(pooled.sum())  # level 5: no map at position 2
+    ('PyramidLevelsWarning', 0.0)
     """

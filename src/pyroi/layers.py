@@ -10,7 +10,7 @@ import threading
 
 import numpy as np
 
-from pyroi import _core, _results, _validate
+from pyroi import _core, _pyramid, _results, _validate
 from pyroi._errors import InvalidArgumentError, PyroiError, ShapeError
 from pyroi._half import _SLICE_ELEMENTS, _is_half, _widen_boxes
 from pyroi.ops import (ps_roi_align, ps_roi_align_backward, ps_roi_pool, ps_roi_pool_backward,
@@ -510,6 +510,12 @@ class MultiScaleRoIAlign(_TrainableLayer):
         Box side that maps to ``canonical_level``.
     canonical_level : int, default 4
         Level of a ``canonical_scale`` box.
+    strict_levels : bool, default False
+        Whether a pyramid whose maps are not one per level (e.g. scales 1/8 and 1/32, which
+        skip level 4) is a :class:`pyroi.ShapeError`. By default it is pooled as torchvision
+        pools it, with a ``pyroi.PyramidLevelsWarning`` naming the levels: the ``i``-th map
+        takes the boxes of level ``min_level + i`` at its own scale, boxes of a level with
+        no map at its position stay zero, and maps past ``max_level - min_level`` take none.
 
     Notes
     -----
@@ -537,7 +543,7 @@ class MultiScaleRoIAlign(_TrainableLayer):
     _shown = ("featmap_names", "output_size", "sampling_ratio")
 
     def __init__(self, featmap_names, output_size, sampling_ratio, *, canonical_scale=224,
-                 canonical_level=4):
+                 canonical_level=4, strict_levels=False):
         if isinstance(featmap_names, str) or not all(isinstance(n, str) for n in featmap_names):
             raise _validate.ArgumentTypeError(
                 f"featmap_names must be a sequence of str, got {featmap_names!r}")
@@ -546,6 +552,7 @@ class MultiScaleRoIAlign(_TrainableLayer):
         self.sampling_ratio = _validate.sampling_ratio(sampling_ratio)
         self.canonical_scale = _validate.positive_int(canonical_scale, "canonical_scale")
         self.canonical_level = _validate.positive_int(canonical_level, "canonical_level")
+        self.strict_levels = _validate.flag(strict_levels, "strict_levels")
         self.scales: list[float] | None = None
         self.min_level: int | None = None
         self.max_level: int | None = None
@@ -596,10 +603,8 @@ class MultiScaleRoIAlign(_TrainableLayer):
             scales.append(float(2.0 ** float(np.round(np.log2(approx)))))
         min_level = int(-np.log2(np.float32(scales[0])))
         max_level = int(-np.log2(np.float32(scales[-1])))
-        if max_level - min_level != len(features) - 1:  # torchvision would leave boxes unpooled
-            raise ShapeError(
-                f"features: {len(features)} levels of scales {scales}; each level must halve "
-                "the previous one's height (one level per FPN level from the first to the last)")
+        if len(features) > 1:  # one map pools every box, whatever its scale
+            _pyramid.check_levels(scales, min_level, max_level, self.strict_levels)
         self.scales, self.min_level, self.max_level = scales, min_level, max_level
 
     def _mapping(self) -> tuple:
@@ -658,12 +663,17 @@ class MultiScaleRoIAlign(_TrainableLayer):
                                self.sampling_ratio, False, batch_indices=images,
                                num_threads=threads)
         else:  # one C call: level assignment, each box's row written in place
-            result = _results.empty((coords.shape[0], first.shape[1], *self.output_size),
-                                    first.dtype)
-            _core.roi_align_levels_forward([_bits(feature) for _, feature in features],
-                                           list(self.scales), coords, images, _bits(result),
-                                           self.sampling_ratio, False, *self._mapping(),
-                                           threads)
+            shape = (coords.shape[0], first.shape[1], *self.output_size)
+            maps, scales = _pyramid.positions([_bits(feature) for _, feature in features],
+                                              self.scales, self.min_level, self.max_level,
+                                              _pyramid.empty_map)
+            if not maps:  # no level: every box zero, as torchvision
+                result = np.zeros(shape, first.dtype)
+            else:
+                result = _results.empty(shape, first.dtype)
+                _core.roi_align_levels_forward(maps, scales, coords, images, _bits(result),
+                                               self.sampling_ratio, False, *self._mapping(),
+                                               threads)
         self._remember(result, ([(name, f.shape) for name, f in features], coords, images))
         return result
 
@@ -707,11 +717,17 @@ class MultiScaleRoIAlign(_TrainableLayer):
                                        self.sampling_ratio, False, batch_indices=images,
                                        num_threads=threads)]
         else:  # one C call: each box's gradient row read in place, each map written once
-            maps = [_results.empty(shape, grad.dtype) for _, shape in shapes]
-            _core.roi_align_levels_backward(_bits(grad), coords, images,
-                                            [_bits(m) for m in maps], list(self.scales),
-                                            self.sampling_ratio, False, *self._mapping(),
-                                            threads)
+            levels = _pyramid.level_count(self.min_level, self.max_level)
+            # maps past the last level receive no box: zero
+            maps = [_results.empty(shape, grad.dtype) if i < levels else
+                    np.zeros(shape, grad.dtype) for i, (_, shape) in enumerate(shapes)]
+            written, scales = _pyramid.positions([_bits(m) for m in maps], self.scales,
+                                                 self.min_level, self.max_level,
+                                                 _pyramid.empty_map)
+            if written:
+                _core.roi_align_levels_backward(_bits(grad), coords, images, written, scales,
+                                                self.sampling_ratio, False, *self._mapping(),
+                                                threads)
         gradients = {name: gradient if rounded_in_c else _scaled(gradient, coeff, half)
                      for (name, _), gradient in zip(shapes, maps)}
         return gradients

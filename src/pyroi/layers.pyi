@@ -66,12 +66,13 @@ class MultiScaleRoIAlign(_TrainableLayer):
     sampling_ratio: int
     canonical_scale: int
     canonical_level: int
+    strict_levels: bool
     scales: list[float] | None
     min_level: int | None
     max_level: int | None
     def __init__(self, featmap_names: Sequence[str], output_size: int | tuple[int, int],
                  sampling_ratio: int, *, canonical_scale: int = 224,
-                 canonical_level: int = 4) -> None: ...
+                 canonical_level: int = 4, strict_levels: bool = False) -> None: ...
     def __call__(self, x: Mapping[str, npt.ArrayLike], boxes: Sequence[npt.ArrayLike],
                  image_shapes: Sequence[tuple[int, int]], *,
                  num_threads: int | None = None) -> npt.NDArray[Any]: ...

@@ -28,7 +28,7 @@ import functools
 import torch  # the real torch: imports are absolute, this module is pyroi.torch
 from torch import nn
 
-from pyroi import _core, _results, _validate, layers, ops
+from pyroi import _core, _pyramid, _results, _validate, layers, ops
 from pyroi._errors import ArgumentTypeError, DTypeError, InvalidArgumentError, ShapeError
 
 __all__ = [
@@ -294,11 +294,16 @@ def _pyramid_rois(rois, first):
            "float canonical_scale, float canonical_level, float eps) -> Tensor", _pyramid_pooled)
 def _multi_scale_roi_align_op(features, rois, scales, pooled_height, pooled_width,
                               sampling_ratio, *mapping):
-    maps = [_array(feature) for feature in features]
-    coords, images = _pyramid_rois(rois, maps[0])
-    output = _results.empty((coords.shape[0], maps[0].shape[1], pooled_height, pooled_width),
-                            maps[0].dtype)
-    _core.roi_align_levels_forward(maps, list(scales), coords, images, output, sampling_ratio,
+    first = _array(features[0])
+    coords, images = _pyramid_rois(rois, first)
+    shape = (coords.shape[0], first.shape[1], pooled_height, pooled_width)
+    # the maps by position, as torchvision pools a pyramid that skips a level (_pyramid.py)
+    maps, level_scales = _pyramid.positions([_array(feature) for feature in features], scales,
+                                            mapping[0], mapping[1], _pyramid.empty_map)
+    if not maps:  # no level: every box zero
+        return torch.zeros(shape, dtype=features[0].dtype)
+    output = _results.empty(shape, first.dtype)
+    _core.roi_align_levels_forward(maps, level_scales, coords, images, output, sampling_ratio,
                                    False, *mapping, torch.get_num_threads())
     return torch.from_numpy(output)
 
@@ -311,12 +316,18 @@ def _multi_scale_roi_align_op(features, rois, scales, pooled_height, pooled_widt
                grad.new_empty(sizes[i:i + 4]) for i in range(0, len(sizes), 4)])
 def _multi_scale_roi_align_backward_op(grad, rois, scales, sizes, sampling_ratio, *mapping):
     """The gradient of every level; ``sizes`` holds each level's (N, C, H, W), in order."""
-    gradients = [_result_tensor(tuple(sizes[i:i + 4]), grad.dtype)
+    levels = _pyramid.level_count(mapping[0], mapping[1])
+    # maps past the last level receive no box: zero (_pyramid.py)
+    gradients = [_result_tensor(tuple(sizes[i:i + 4]), grad.dtype) if i < 4 * levels else
+                 torch.zeros(tuple(sizes[i:i + 4]), dtype=grad.dtype)
                  for i in range(0, len(sizes), 4)]
-    maps = [gradient.numpy() for gradient in gradients]
-    coords, images = _pyramid_rois(rois, maps[0])
-    _core.roi_align_levels_backward(_array(grad), coords, images, maps, list(scales),
-                                    sampling_ratio, False, *mapping, torch.get_num_threads())
+    maps, level_scales = _pyramid.positions([gradient.numpy() for gradient in gradients],
+                                            scales, mapping[0], mapping[1], _pyramid.empty_map)
+    if maps:
+        coords, images = _pyramid_rois(rois, maps[0])
+        _core.roi_align_levels_backward(_array(grad), coords, images, maps, level_scales,
+                                        sampling_ratio, False, *mapping,
+                                        torch.get_num_threads())
     return gradients
 
 
@@ -633,12 +644,15 @@ class MultiScaleRoIAlign(nn.Module):
     torchvision's module."""
 
     def __init__(self, featmap_names, output_size, sampling_ratio, *, canonical_scale=224,
-                 canonical_level=4):
+                 canonical_level=4, strict_levels=False):
         super().__init__()
-        # pyroi's NumPy layer checks the arguments and infers the scales
+        # pyroi's NumPy layer checks the arguments and infers the scales (strict_levels: see
+        # pyroi.MultiScaleRoIAlign; by default a pyramid that skips a level is pooled as
+        # torchvision pools it, with a warning)
         self._layer = layers.MultiScaleRoIAlign(featmap_names, output_size, sampling_ratio,
                                                 canonical_scale=canonical_scale,
-                                                canonical_level=canonical_level)
+                                                canonical_level=canonical_level,
+                                                strict_levels=strict_levels)
         if isinstance(output_size, int):
             output_size = (output_size, output_size)
         self.featmap_names = featmap_names
@@ -680,7 +694,9 @@ class MultiScaleRoIAlign(nn.Module):
         levels = self.map_levels.levels(rois[:, 1:])
         result = _result_tensor((rois.shape[0], features[0].shape[1], *self.output_size),
                                 features[0].dtype)
-        result[levels < 0] = 0  # boxes of no level (negative area): zeros, as torchvision
+        # boxes of no level (negative area) or of a level with no map at its position
+        # (a pyramid that skips one): zeros, as torchvision
+        result[(levels < 0) | (levels >= len(features))] = 0
         for level, (feature, scale) in enumerate(zip(features, self.scales)):
             rows = torch.where(levels == level)[0]
             pooled = roi_align(feature, rois[rows], self.output_size, scale, self.sampling_ratio)

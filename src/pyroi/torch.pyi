@@ -84,7 +84,8 @@ class MultiScaleRoIAlign(nn.Module):
     canonical_scale: int
     canonical_level: int
     def __init__(self, featmap_names: list[str], output_size: _Size, sampling_ratio: int, *,
-                 canonical_scale: int = 224, canonical_level: int = 4) -> None: ...
+                 canonical_scale: int = 224, canonical_level: int = 4,
+                 strict_levels: bool = False) -> None: ...
     def forward(self, x: dict[str, Tensor], boxes: list[Tensor],
                 image_shapes: list[tuple[int, int]]) -> Tensor: ...
 
