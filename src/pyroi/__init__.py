@@ -29,6 +29,11 @@ from pyroi.ops import ps_roi_align, ps_roi_align_backward, ps_roi_pool, ps_roi_p
 
 __version__ = _core.version_string()
 
+# threadpoolctl's view of pyroi's pool, registered when threadpoolctl is imported
+from pyroi import _threadpool  # noqa: E402
+
+_threadpool.install()
+
 if _core.version_number() != _core.header_version_number():  # pragma: no cover
     raise ImportError(
         f"pyroi: the C library is version {_core.version_number()} but the extension was "

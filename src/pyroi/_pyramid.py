@@ -11,6 +11,8 @@ torchvision's reading: the maps in their positions, an empty map (no pixel: ever
 no gradient) at each position past the last map, and the maps past the last level left out
 (no box reaches them: their gradient is zero)."""
 
+# May import: _errors (and NumPy).
+
 import warnings
 
 import numpy as np

@@ -1,7 +1,7 @@
 """Layer objects: the operators with their parameters bound, and a training mode that keeps
 what the backward needs."""
 
-# May import: _core, _errors, _validate, _half, _results, ops.
+# May import: _core, _errors, _validate, _half, _pyramid, _results, ops.
 
 from __future__ import annotations
 

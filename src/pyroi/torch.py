@@ -18,8 +18,8 @@ importable; otherwise the call raises :class:`pyroi.InvalidArgumentError` naming
 Importing this module imports torch (``import pyroi`` never does).
 """
 
-# May import: _core, _errors, _results, _validate, layers, ops (and torch, torchvision: this
-# module is imported only by users of pyroi.torch).
+# May import: _core, _errors, _pyramid, _results, _validate, layers, ops (and torch,
+# torchvision: this module is imported only by users of pyroi.torch).
 
 from __future__ import annotations
 
