@@ -44,6 +44,60 @@ static inline int pyroi_cancel_requested(const pyroi_cancel *cancel)
     return cancel != NULL && cancel->requested != 0;
 }
 
+/* Work between two reads of the token inside an item, in elementary operations (a bilinear
+ * sample times a channel): about a millisecond. */
+#define PYROI_CANCEL_WORK ((int64_t)1 << 20)
+
+/* A kernel's count of the parts (bins, mostly) it has left before it reads the token again.
+ * An item's work is not bounded by its count of RoIs or bins -- sampling_ratio 1024 makes one
+ * bin 2^20 samples, a large output size makes a RoI many bins -- so a kernel that takes a
+ * RoI's parts one after the other reads the token every PYROI_CANCEL_WORK of their work (and
+ * before every part that alone costs more): a worker then stops within about a millisecond of
+ * work of a request (a single part's work at most), whatever the inputs, at the cost of a
+ * decrement per part. */
+typedef struct pyroi_cancel_countdown {
+    const pyroi_cancel *cancel;
+    int64_t every; /* parts between two reads */
+    int64_t left;  /* parts before the next read */
+} pyroi_cancel_countdown;
+
+/* The countdown of parts of work_per_part each (an estimate; >= 0) under token cancel (NULL:
+ * never read). */
+static inline pyroi_cancel_countdown pyroi_cancel_countdown_of(const pyroi_cancel *cancel,
+                                                               int64_t work_per_part)
+{
+    pyroi_cancel_countdown countdown;
+    countdown.cancel = cancel;
+    countdown.every = cancel == NULL                        ? INT64_MAX
+                      : work_per_part >= PYROI_CANCEL_WORK ? 1
+                      : PYROI_CANCEL_WORK / (work_per_part > 0 ? work_per_part : 1);
+    countdown.left = countdown.every;
+    return countdown;
+}
+
+/* Before each part: nonzero when the call is to stop (the token read once every `every`
+ * parts). */
+static inline int pyroi_cancel_count(pyroi_cancel_countdown *countdown)
+{
+    if (--countdown->left > 0) {
+        return 0;
+    }
+    countdown->left = countdown->every;
+    return pyroi_cancel_requested(countdown->cancel);
+}
+
+/* Before a part of `parts` unit parts (a countdown made with work_per_part 1, for parts of
+ * uneven work: a pooling window's pixels times its channels): as pyroi_cancel_count. */
+static inline int pyroi_cancel_count_work(pyroi_cancel_countdown *countdown, int64_t parts)
+{
+    countdown->left -= parts;
+    if (countdown->left > 0) {
+        return 0;
+    }
+    countdown->left = countdown->every;
+    return pyroi_cancel_requested(countdown->cancel);
+}
+
 /* The calling thread's check in the long single-threaded stages of a call, before or outside
  * the workers (copying and grouping the RoIs, plan and tap tables, zeroing or widening a
  * tensor): runs the token's poll when PYROI_POLL_INTERVAL has passed since this thread last

@@ -134,12 +134,17 @@ PYROI_CLONE_INLINE void PYROI_TYPED(ps_roi_align_forward_rois)(const PYROI_TYPED
          * for the negative count of a box inverted on one axis) */
         const T count = (T)(samples > 0 ? samples : 1);
         const int64_t image = job->tensors.batch_indices[k] * in_strides[0];
+        pyroi_cancel_countdown countdown = pyroi_cancel_countdown_of(job->align->cancel,
+                                                                     samples);
         for (c_out = 0; c_out < job->channels_out; ++c_out) {
             for (ph = 0; ph < pooled_height; ++ph) {
                 const pyroi_tap_range rr = tables->row_ranges[ph];
                 for (pw = 0; pw < pooled_width; ++pw) {
                     const int64_t c_in = (c_out * pooled_height + ph) * pooled_width + pw;
                     const int64_t plane = image + c_in * in_strides[1];
+                    if (pyroi_cancel_count(&countdown)) {
+                        return; /* the outputs are unspecified once cancelled */
+                    }
                     const int64_t out = k * out_strides[0] + c_out * out_strides[1] +
                                         ph * out_strides[2] + pw * out_strides[3];
                     const T sum = PYROI_TYPED(pyroi_bilinear_bin_sum)(
@@ -193,11 +198,16 @@ PYROI_CLONE_INLINE void PYROI_TYPED(ps_roi_align_add_grads)(const PYROI_TYPED(ps
             in_shape[2], in_shape[3]);
         T *image = planes + job->tensors.batch_indices[k] * strides[0];
         const int64_t grad_roi = k * g_strides[0];
+        pyroi_cancel_countdown countdown = pyroi_cancel_countdown_of(job->align->cancel,
+                                                                     (int64_t)count);
         for (c_out = c_begin; c_out < c_end; ++c_out) {
             for (ph = 0; ph < pooled_height; ++ph) {
                 const pyroi_tap_range rr = tables->row_ranges[ph];
                 for (pw = 0; pw < pooled_width; ++pw) {
                     const int64_t c_in = (c_out * pooled_height + ph) * pooled_width + pw;
+                    if (pyroi_cancel_count(&countdown)) {
+                        return; /* grad_input is unspecified once cancelled */
+                    }
                     const int64_t at = grad_roi + c_out * g_strides[1] + ph * g_strides[2] +
                                        pw * g_strides[3];
                     const T g = widen != NULL ? (T)widen(job->half_features[at])

@@ -141,6 +141,8 @@ PYROI_CLONE_INLINE void PYROI_TYPED(ps_roi_pool_forward_rois)(const PYROI_TYPED(
     const int64_t *in_strides = job->tensors.features_strides;
     const int64_t *out_strides = job->tensors.result_strides;
     const int64_t pooled_height = job->pooled_height, pooled_width = job->pooled_width;
+    /* parts: a window's pixels times the output channels (parallel.h) */
+    pyroi_cancel_countdown countdown = pyroi_cancel_countdown_of(job->pool->cancel, 1);
     int64_t k, c_out, ph, pw;
 
     for (k = roi_begin; k < roi_end; ++k) {
@@ -159,6 +161,11 @@ PYROI_CLONE_INLINE void PYROI_TYPED(ps_roi_pool_forward_rois)(const PYROI_TYPED(
                 PYROI_TYPED(ps_pool_bin_window)(roi.bin_w, roi.start_x, pw, in_shape[3] - 1,
                                                 &w_first, &w_end);
                 empty = h_end <= h_first || w_end <= w_first;
+                if (pyroi_cancel_count_work(&countdown,
+                                            (empty ? 1 : (h_end - h_first) * (w_end - w_first)) *
+                                                job->channels_out)) {
+                    return; /* the outputs are unspecified once cancelled */
+                }
                 area = empty ? (T)1 : (T)((h_end - h_first) * (w_end - w_first));
                 for (c_out = 0; c_out < job->channels_out; ++c_out) {
                     const int64_t c_in = (c_out * pooled_height + ph) * pooled_width + pw;
@@ -205,6 +212,8 @@ PYROI_CLONE_INLINE void PYROI_TYPED(ps_roi_pool_add_grads)(const PYROI_TYPED(ps_
     const int64_t *g_strides = job->tensors.features_strides;
     const int64_t pooled_height = job->pooled_height, pooled_width = job->pooled_width;
     int64_t *col_windows = job->col_windows + (int64_t)worker * 2 * pooled_width;
+    /* parts: a window's pixels times the output channels (parallel.h) */
+    pyroi_cancel_countdown countdown = pyroi_cancel_countdown_of(job->pool->cancel, 1);
     int64_t k, c_out, ph, pw, h, w;
 
     for (k = 0; k < job->tensors.num_rois; ++k) {
@@ -232,6 +241,10 @@ PYROI_CLONE_INLINE void PYROI_TYPED(ps_roi_pool_add_grads)(const PYROI_TYPED(ps_
                 T area;
                 if (w_end <= w_first) {
                     continue;
+                }
+                if (pyroi_cancel_count_work(&countdown, (h_end - h_first) * (w_end - w_first) *
+                                                            (c_end - c_begin))) {
+                    return; /* grad_input is unspecified once cancelled */
                 }
                 area = (T)((h_end - h_first) * (w_end - w_first));
                 for (c_out = c_begin; c_out < c_end; ++c_out) {

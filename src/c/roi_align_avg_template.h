@@ -25,6 +25,8 @@ static void PYROI_TYPED(roi_align_forward_direct_task)(void *context, int64_t be
             PYROI_TYPED(roi_align_tap_tables_of)(plan, k, pooled_height);
         /* empty grid: output 0, not NaN */
         const T count = (T)(plan->samples[k] > 1 ? plan->samples[k] : 1);
+        pyroi_cancel_countdown countdown = pyroi_cancel_countdown_of(plan->cancel,
+                                                                     plan->samples[k]);
         for (c = 0; c < job->map_shape[1]; ++c) {
             const T *plane = job->features + job->batch_indices[k] * in_strides[0] +
                              c * in_strides[1];
@@ -32,6 +34,9 @@ static void PYROI_TYPED(roi_align_forward_direct_task)(void *context, int64_t be
                      c * out_strides[1];
             for (ph = 0; ph < pooled_height; ++ph) {
                 for (pw = 0; pw < pooled_width; ++pw) {
+                    if (pyroi_cancel_count(&countdown)) {
+                        return; /* the outputs are unspecified once cancelled */
+                    }
                     const T sum = PYROI_TYPED(pyroi_bilinear_bin_sum)(
                         plane, NULL, NULL, row_stride, col_stride, tables.row_taps,
                         tables.row_ranges[ph], tables.col_taps, tables.col_ranges[pw]);
@@ -69,12 +74,17 @@ static void PYROI_TYPED(roi_align_backward_direct_task)(void *context, int64_t b
         if (k % 8 == 0 && pyroi_cancel_requested(job->params->cancel)) {
             break; /* an item (channel) holds every RoI */
         }
+        pyroi_cancel_countdown countdown = pyroi_cancel_countdown_of(plan->cancel,
+                                                                     plan->samples[k]);
         for (c = begin; c < end; ++c) {
             T *plane = job->result + job->batch_indices[k] * gi_strides[0] + c * gi_strides[1];
             const T *grad = job->features + PYROI_TYPED(roi_align_row)(job, k) * go_strides[0] +
                             c * go_strides[1];
             for (ph = 0; ph < pooled_height; ++ph) {
                 for (pw = 0; pw < pooled_width; ++pw) {
+                    if (pyroi_cancel_count(&countdown)) {
+                        return;
+                    }
                     PYROI_TYPED(pyroi_bilinear_bin_scatter)(
                         plane, row_stride, col_stride, tables.row_taps, tables.row_ranges[ph],
                         tables.col_taps, tables.col_ranges[pw],
@@ -112,6 +122,9 @@ PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_forward_roi_rows)(
     /* in vectors: a pixel's lane groups, and the tiles (whole lane groups apart) */
     const int64_t pixel = groups * PYROI_VECTORS;
     const int64_t next_tile = tile_elements / (PYROI_LANES / PYROI_VECTORS);
+    /* a part: one bin of a chunk's pair of lane groups */
+    pyroi_cancel_countdown countdown =
+        pyroi_cancel_countdown_of(plan->cancel, samples * pair * PYROI_LANES);
     int64_t ph, pw, chunk, r, q, b, j;
 
     for (ph = 0; ph < pooled_height; ++ph) {
@@ -135,6 +148,9 @@ PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_forward_roi_rows)(
                 V *result = (V *)tile + chunk * pair * next_tile +
                             (ph * pooled_width + pw) * PYROI_VECTORS;
                 V sum[2][PYROI_VECTORS];
+                if (pyroi_cancel_count(&countdown)) {
+                    return; /* the tile is unspecified once cancelled */
+                }
                 for (b = 0; b < pair; ++b) {
                     for (j = 0; j < PYROI_VECTORS; ++j) {
                         sum[b][j] = carry ? result[b * next_tile + j] : (V){0};
@@ -248,6 +264,9 @@ PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_backward_roi_scaled)(
     V *lanes = (V *)block;
     V *spare = (V *)sink;
     const V *grad_lanes = (const V *)tile;
+    /* a part: one bin of the pair of blocks */
+    pyroi_cancel_countdown countdown =
+        pyroi_cancel_countdown_of(plan->cancel, plan->samples[k] * pair * PYROI_LANES);
     int64_t ph, pw, r, q, b, j;
 
     for (ph = ph_begin; ph < ph_end; ++ph) {
@@ -257,6 +276,9 @@ PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_backward_roi_scaled)(
             const int64_t bin = ph * pooled_width + pw;
             /* a local copy: the compiler can see the block writes do not alter it */
             V g[2][PYROI_VECTORS];
+            if (pyroi_cancel_count(&countdown)) {
+                return; /* grad_input is unspecified once cancelled */
+            }
             for (b = 0; b < pair; ++b) {
                 const int64_t line = (b * pooled_height * pooled_width + bin) * PYROI_LANES *
                                      (int64_t)sizeof(T); /* in bytes: a cache line per bin */

@@ -421,6 +421,9 @@ PYROI_CLONE_INLINE int PYROI_TYPED(roi_align_max_roi_values)(
     const V zero = (V){0};
     V start = zero; /* empty bin: 0 (no offer); else -inf, which the first offer replaces */
     V sums[2][PYROI_VECTORS];
+    /* a part: one bin of a chunk's pair of lane groups */
+    pyroi_cancel_countdown countdown =
+        pyroi_cancel_countdown_of(tables.cancel, grid_h * grid_w * pair * PYROI_LANES);
     int64_t ph, pw, chunk, r, q, b, j;
     int clean = 1;
 
@@ -457,6 +460,9 @@ PYROI_CLONE_INLINE int PYROI_TYPED(roi_align_max_roi_values)(
                 V *bins = (V *)tile + chunk * pair * next_tile +
                           (ph * pooled_width + pw) * PYROI_VECTORS;
                 V best[2][PYROI_VECTORS], sum[2][PYROI_VECTORS];
+                if (pyroi_cancel_count(&countdown)) {
+                    return 1; /* cancelled: the tile is unspecified, nothing to redo */
+                }
                 for (b = 0; b < pair; ++b) {
                     for (j = 0; j < PYROI_VECTORS; ++j) {
                         best[b][j] = start;
@@ -543,6 +549,8 @@ PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_max_roi_winners)(
     const PYROI_TYPED(roi_align_tap_tables) tables =
         PYROI_TYPED(roi_align_tap_tables_of)(plan, k, pooled_height);
     const int64_t *a = max_job->argmax_strides;
+    pyroi_cancel_countdown countdown =
+        pyroi_cancel_countdown_of(tables.cancel, plan->samples[k] * PYROI_LANES);
     int64_t ph, pw, r, q, j;
 
     for (ph = 0; ph < pooled_height; ++ph) {
@@ -554,6 +562,9 @@ PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_max_roi_winners)(
             int64_t winner[PYROI_LANE_BYTES / sizeof(T)];
             PYROI_TYPED(roi_align_index) narrow_winner[PYROI_LANE_BYTES / sizeof(T)];
             int64_t outside, zero_rows;
+            if (pyroi_cancel_count(&countdown)) {
+                return; /* cancelled: tile and argmax unspecified */
+            }
             if (grid_h * grid_w <= 0) { /* empty bin: 0, argmax -1 */
                 for (j = 0; j < PYROI_LANES; ++j) {
                     best[j] = (T)0;
@@ -671,10 +682,15 @@ PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_max_roi_in_place)(
     if (clean) {
         return;
     }
+    pyroi_cancel_countdown countdown = pyroi_cancel_countdown_of(tables.cancel,
+                                                                 plan->samples[k]);
     for (c = 0; c < channel_groups * PYROI_LANES; ++c) {
         T *lanes = tile + c / PYROI_LANES * tile_elements + c % PYROI_LANES;
         for (ph = 0; ph < pooled_height; ++ph) {
             for (pw = 0; pw < pooled_width; ++pw) {
+                if (pyroi_cancel_count(&countdown)) {
+                    return;
+                }
                 lanes[(ph * pooled_width + pw) * PYROI_LANES] = PYROI_TYPED(roi_align_max_bin)(
                     image + c, in_strides[2], in_strides[3], tables.row_taps,
                     tables.row_ranges[ph], tables.col_taps, tables.col_ranges[pw], grid_h,

@@ -104,6 +104,8 @@ static void PYROI_TYPED(roi_align_max_forward_direct_items)(
             PYROI_TYPED(roi_align_tap_tables_of)(plan, k, pooled_height);
         const int64_t grid_w = max_job->grid_w[k];
         const int64_t grid_h = grid_w > 0 ? plan->samples[k] / grid_w : 0;
+        pyroi_cancel_countdown countdown = pyroi_cancel_countdown_of(tables.cancel,
+                                                                     plan->samples[k]);
         for (c = 0; c < job->map_shape[1]; ++c) {
             const T *plane = job->features + job->batch_indices[k] * in_strides[0] +
                              c * in_strides[1];
@@ -112,6 +114,9 @@ static void PYROI_TYPED(roi_align_max_forward_direct_items)(
                 for (pw = 0; pw < pooled_width; ++pw) {
                     T *result = out + ph * out_strides[2] + pw * out_strides[3];
                     int64_t winner;
+                    if (pyroi_cancel_count(&countdown)) {
+                        return; /* the outputs are unspecified once cancelled */
+                    }
                     if (reduction == ROI_ALIGN_REDUCE_ONNX_MAX) {
                         *result = PYROI_TYPED(roi_align_onnx_max_bin)(
                             plane, in_strides[2], in_strides[3], map_pixels, tables.row_taps,
@@ -263,6 +268,8 @@ PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_onnx_max_roi_fold)(
         PYROI_TYPED(roi_align_tap_tables_of)(plan, k, pooled_height);
     const int64_t grid_h = grid_w > 0 ? plan->samples[k] / grid_w : 0;
     const int64_t *a = max_job->argmax_strides;
+    pyroi_cancel_countdown countdown =
+        pyroi_cancel_countdown_of(tables.cancel, plan->samples[k] * PYROI_LANES);
     int64_t ph, pw, r, q, j;
 
     for (ph = 0; ph < pooled_height; ++ph) {
@@ -274,6 +281,9 @@ PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_onnx_max_roi_fold)(
             int64_t winner[PYROI_LANE_BYTES / sizeof(T)];
             PYROI_TYPED(roi_align_index) narrow_winner[PYROI_LANE_BYTES / sizeof(T)];
             int64_t outside, zero_rows;
+            if (pyroi_cancel_count(&countdown)) {
+                return; /* cancelled: tile and argmax unspecified */
+            }
             if (grid_h * grid_w <= 0) { /* empty bin */
                 for (j = 0; j < PYROI_LANES; ++j) {
                     best[j] = (T)0;

@@ -70,6 +70,7 @@ typedef struct PYROI_TYPED(roi_align_plan) {
     double sampled_taps;        /* sum over RoIs of row_taps * col_taps: work per channel */
     double region_pixels;       /* sum over RoIs of their tap rows' pixels in their columns */
     int64_t height, width;      /* of the map */
+    const pyroi_cancel *cancel; /* the call's token: the kernels read it between bins */
     void *allocation;
     int borrowed;               /* memory from a caller's workspace: not freed */
 } PYROI_TYPED(roi_align_plan);
@@ -156,6 +157,7 @@ typedef struct PYROI_TYPED(roi_align_tap_tables) {
     const pyroi_tap_range *col_ranges; /* pooled_width */
     const PYROI_TYPED(axis_tap) *row_taps;
     const PYROI_TYPED(axis_tap) *col_taps;
+    const pyroi_cancel *cancel; /* the call's token, read between bins (parallel.h) */
 } PYROI_TYPED(roi_align_tap_tables);
 
 static inline PYROI_TYPED(roi_align_tap_tables)
@@ -167,6 +169,7 @@ static inline PYROI_TYPED(roi_align_tap_tables)
     tables.col_ranges = tables.row_ranges + pooled_height;
     tables.row_taps = plan->taps + plan->first_tap[k];
     tables.col_taps = tables.row_taps + plan->row_taps[k];
+    tables.cancel = plan->cancel;
     return tables;
 }
 
@@ -212,6 +215,7 @@ static pyroi_status PYROI_TYPED(roi_align_plan_build_in)(
     plan->bins = bins;
     plan->height = height;
     plan->width = width;
+    plan->cancel = params->cancel;
     plan->allocation = NULL;
     plan->taps = NULL;
     plan->borrowed = arena != NULL;

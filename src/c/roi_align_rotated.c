@@ -106,7 +106,7 @@ __attribute__((target("avx2,f16c"))) static inline float rotated_widen_f16c(uint
     return _cvtsh_ss(half);
 }
 
-__attribute__((target("avx2,f16c"))) static void rotated_half_forward_flush(
+__attribute__((target("avx2,f16c"))) static int rotated_half_forward_flush(
     void *context, int64_t k, const rotated_scratch_f32 *scratch)
 {
     const rotated_flush_context_f32 *fc = (const rotated_flush_context_f32 *)context;
@@ -117,10 +117,14 @@ __attribute__((target("avx2,f16c"))) static void rotated_half_forward_flush(
     const uint16_t *image = job->half_input + job->tensors.batch_indices[k] * in_strides[0];
     int64_t c;
     for (c = fc->channel_begin; c < fc->channel_end; ++c) {
+        if (pyroi_cancel_requested(job->params->cancel)) {
+            return 1; /* the outputs are unspecified once cancelled */
+        }
         rotated_forward_bins_f32(scratch, NULL, image + c * in_strides[1], 1,
                                  rotated_widen_f16c, fc->tile + c * bins, pooled_width, 1,
                                  fc->count);
     }
+    return 0;
 }
 #endif
 
@@ -159,6 +163,7 @@ typedef struct rotated_half_table {
     int64_t *roi_segments; /* RoI k's segments: [roi_segments[k], roi_segments[k + 1]) */
     float *counts;         /* RoI k's divisor */
     int over; /* the record would pass PYROI_ROTATED_HALF_TABLE_BYTES, or memory ran out */
+    pyroi_cancel *cancel; /* the call's: the record runs on the calling thread, and polls */
 } rotated_half_table;
 
 /* Makes room for needed elements of element_bytes in *array (capacity doubled); 0 when the
@@ -190,7 +195,7 @@ static int rotated_half_room(void **array, int64_t *capacity, int64_t needed,
 }
 
 /* The recording flush: appends the buffered samples and their bins' segments to the table. */
-static void rotated_half_record(void *context, int64_t k, const rotated_scratch_f32 *scratch)
+static int rotated_half_record(void *context, int64_t k, const rotated_scratch_f32 *scratch)
 {
     rotated_half_table *table = (rotated_half_table *)context;
     int64_t s;
@@ -205,7 +210,7 @@ static void rotated_half_record(void *context, int64_t k, const rotated_scratch_
                            sizeof(pyroi_rotated_segment),
                            (double)table->sample_capacity * sizeof(rotated_sample_f32))) {
         table->over = 1;
-        return;
+        return 1; /* no room: the visit ends, the call takes the chunks */
     }
     memcpy(table->samples + table->sample_count, scratch->samples,
            (size_t)scratch->sample_count * sizeof(rotated_sample_f32));
@@ -219,6 +224,7 @@ static void rotated_half_record(void *context, int64_t k, const rotated_scratch_
         table->segments[table->segment_count++] = segment;
     }
     table->sample_count += scratch->sample_count;
+    return pyroi_cancel_check(table->cancel); /* a chunk of samples: about 10 us */
 }
 
 static void rotated_half_table_free(rotated_half_table *table)
@@ -239,6 +245,7 @@ static pyroi_status rotated_half_table_make(rotated_half_table *table, const pyr
     rotated_scratch_f32 scratch;
     int64_t k;
     memset(table, 0, sizeof(*table));
+    table->cancel = params->cancel;
     scratch.samples = (rotated_sample_f32 *)malloc(PYROI_ROTATED_CHUNK *
                                                    sizeof(rotated_sample_f32));
     scratch.segments = (pyroi_rotated_segment *)malloc(PYROI_ROTATED_SEGMENTS *
@@ -253,8 +260,8 @@ static pyroi_status rotated_half_table_make(rotated_half_table *table, const pyr
     }
     for (k = 0; k < num_rois && !table->over; ++k) {
         rotated_roi_f32 roi;
-        if (k % 8 == 0 && pyroi_cancel_requested(params->cancel)) {
-            break;
+        if (pyroi_cancel_requested(params->cancel)) {
+            break; /* also after a RoI whose visit a poll ended */
         }
         table->roi_segments[k] = table->segment_count;
         table->counts[k] = 1.0f;
@@ -269,7 +276,8 @@ static pyroi_status rotated_half_table_make(rotated_half_table *table, const pyr
     table->roi_segments[k] = table->segment_count;
     free(scratch.samples);
     free(scratch.segments);
-    return k < num_rois && !table->over ? PYROI_E_CANCELLED : PYROI_OK;
+    return pyroi_cancel_requested(params->cancel) && !table->over ? PYROI_E_CANCELLED
+                                                                   : PYROI_OK;
 }
 
 /* The replay of a float16 backward: the record, the RoIs of each image in order, the float16

@@ -293,21 +293,25 @@ typedef struct PYROI_TYPED(rotated_scratch) {
     int64_t segment_count;
 } PYROI_TYPED(rotated_scratch);
 
-/* Applies the buffered samples of RoI k (to every channel of the caller's range). */
-typedef void (*PYROI_TYPED(rotated_flush))(void *context, int64_t k,
-                                           const PYROI_TYPED(rotated_scratch) *scratch);
+/* Applies the buffered samples of RoI k (to every channel of the caller's range); returns
+ * nonzero to end the visit (the call was cancelled, or the flush can take no more). A flush
+ * is at most PYROI_ROTATED_CHUNK samples a channel: the flushes read the cancel token
+ * between channels, so a RoI of any size stops within a chunk's work of a request. */
+typedef int (*PYROI_TYPED(rotated_flush))(void *context, int64_t k,
+                                          const PYROI_TYPED(rotated_scratch) *scratch);
 
-static void PYROI_TYPED(rotated_visit_flush)(PYROI_TYPED(rotated_scratch) *scratch,
-                                             PYROI_TYPED(rotated_flush) flush, void *context,
-                                             int64_t k)
+static int PYROI_TYPED(rotated_visit_flush)(PYROI_TYPED(rotated_scratch) *scratch,
+                                            PYROI_TYPED(rotated_flush) flush, void *context,
+                                            int64_t k)
 {
-    flush(context, k, scratch);
+    const int stop = flush(context, k, scratch);
     scratch->sample_count = 0;
     scratch->segment_count = 0;
+    return stop;
 }
 
-/* Visits every in-map sample of RoI k; row_stride and col_stride are the element strides of
- * the planes the flush function addresses. */
+/* Visits every in-map sample of RoI k, until a flush ends the visit; row_stride and
+ * col_stride are the element strides of the planes the flush function addresses. */
 static void PYROI_TYPED(rotated_visit)(const PYROI_TYPED(rotated_roi) *roi, int64_t row_stride,
                                        int64_t col_stride, PYROI_TYPED(rotated_scratch) *scratch,
                                        PYROI_TYPED(rotated_flush) flush, void *context, int64_t k)
@@ -324,8 +328,9 @@ static void PYROI_TYPED(rotated_visit)(const PYROI_TYPED(rotated_roi) *roi, int6
             PYROI_TYPED(rotated_probe) probe;
             int64_t row_begin, row_end;
 
-            if (scratch->segment_count == PYROI_ROTATED_SEGMENTS) {
-                PYROI_TYPED(rotated_visit_flush)(scratch, flush, context, k);
+            if (scratch->segment_count == PYROI_ROTATED_SEGMENTS &&
+                PYROI_TYPED(rotated_visit_flush)(scratch, flush, context, k)) {
+                return;
             }
             segment = &scratch->segments[scratch->segment_count++];
             segment->bin_y = ph;
@@ -361,7 +366,9 @@ static void PYROI_TYPED(rotated_visit)(const PYROI_TYPED(rotated_roi) *roi, int6
                             /* the buffer is full mid-bin: flush what this bin has so far */
                             segment->end = scratch->sample_count;
                             segment->complete = 0;
-                            PYROI_TYPED(rotated_visit_flush)(scratch, flush, context, k);
+                            if (PYROI_TYPED(rotated_visit_flush)(scratch, flush, context, k)) {
+                                return;
+                            }
                             segment = &scratch->segments[scratch->segment_count++];
                             segment->bin_y = ph;
                             segment->bin_x = pw;
@@ -385,6 +392,6 @@ static void PYROI_TYPED(rotated_visit)(const PYROI_TYPED(rotated_roi) *roi, int6
         }
     }
     if (scratch->segment_count > 0) {
-        PYROI_TYPED(rotated_visit_flush)(scratch, flush, context, k);
+        (void)PYROI_TYPED(rotated_visit_flush)(scratch, flush, context, k);
     }
 }

@@ -62,8 +62,8 @@ PYROI_CLONE_INLINE void PYROI_TYPED(rotated_forward_bins)(
 }
 
 /* Forward flush: the buffered samples' sums for each channel of the range. */
-static void PYROI_TYPED(rotated_forward_flush)(void *context, int64_t k,
-                                               const PYROI_TYPED(rotated_scratch) *scratch)
+static int PYROI_TYPED(rotated_forward_flush)(void *context, int64_t k,
+                                              const PYROI_TYPED(rotated_scratch) *scratch)
 {
     const PYROI_TYPED(rotated_flush_context) *fc =
         (const PYROI_TYPED(rotated_flush_context) *)context;
@@ -73,6 +73,9 @@ static void PYROI_TYPED(rotated_forward_flush)(void *context, int64_t k,
     int64_t c;
 
     for (c = fc->channel_begin; c < fc->channel_end; ++c) {
+        if (pyroi_cancel_requested(job->params->cancel)) {
+            return 1; /* the outputs are unspecified once cancelled */
+        }
         PYROI_TYPED(rotated_forward_bins)(
             scratch,
             job->tensors.features + job->tensors.batch_indices[k] * in_strides[0] +
@@ -80,6 +83,7 @@ static void PYROI_TYPED(rotated_forward_flush)(void *context, int64_t k,
             NULL, 0, NULL, job->tensors.result + k * out_strides[0] + c * out_strides[1],
             out_strides[2], out_strides[3], fc->count);
     }
+    return 0;
 }
 
 /* The backward's scatter of one channel: for each segment's bin, its gradient g (of grad, or
@@ -106,8 +110,8 @@ PYROI_CLONE_INLINE void PYROI_TYPED(rotated_backward_segments)(
 }
 
 /* Backward flush: the scatter for each channel of the worker's range. */
-static void PYROI_TYPED(rotated_backward_flush)(void *context, int64_t k,
-                                                const PYROI_TYPED(rotated_scratch) *scratch)
+static int PYROI_TYPED(rotated_backward_flush)(void *context, int64_t k,
+                                               const PYROI_TYPED(rotated_scratch) *scratch)
 {
     const PYROI_TYPED(rotated_flush_context) *fc =
         (const PYROI_TYPED(rotated_flush_context) *)context;
@@ -117,6 +121,9 @@ static void PYROI_TYPED(rotated_backward_flush)(void *context, int64_t k,
     int64_t c;
 
     for (c = fc->channel_begin; c < fc->channel_end; ++c) {
+        if (pyroi_cancel_requested(job->params->cancel)) {
+            return 1; /* grad_input is unspecified once cancelled */
+        }
         PYROI_TYPED(rotated_backward_segments)(
             job->tensors.result + job->tensors.batch_indices[k] * in_strides[0] +
                 c * in_strides[1],
@@ -124,6 +131,7 @@ static void PYROI_TYPED(rotated_backward_flush)(void *context, int64_t k,
             grad_strides[2], grad_strides[3], scratch->segments, scratch->segment_count,
             scratch->samples, fc->count);
     }
+    return 0;
 }
 
 static void PYROI_TYPED(rotated_forward_task)(void *context, int64_t begin, int64_t end,
@@ -196,6 +204,13 @@ static void PYROI_TYPED(rotated_backward_task)(void *context, int64_t begin, int
     }
 }
 
+/* A bin's extent along an axis, for the samples per pixel (at least 2^-30 pixel). */
+static double PYROI_TYPED(rotated_bin_extent)(const PYROI_TYPED(rotated_axis) *axis)
+{
+    const double extent = fabs((double)axis->bin_size);
+    return extent > 0x1p-30 ? extent : 0x1p-30;
+}
+
 /* Checks every box; on failure *failed_roi is the offending RoI. *mean_work receives a rough
  * per-RoI cost (coordinate and tap work, per channel) for choosing the thread count. Batch
  * indices were checked before. */
@@ -203,9 +218,6 @@ static pyroi_status PYROI_TYPED(rotated_scan_boxes)(
     const T *boxes, int64_t num_rois, int64_t box_row_stride, int64_t height, int64_t width,
     const pyroi_roi_align_rotated_params *params, double *mean_work, int64_t *failed_roi)
 {
-    /* with adaptive grids a sample covers at least about a quarter pixel, so the in-map
-     * samples of a RoI are about 4 (H + 3)(W + 3) at most */
-    const double map_samples = 4.0 * ((double)height + 3.0) * ((double)width + 3.0);
     double total = 0.0;
     int64_t k;
     *failed_roi = -1;
@@ -222,7 +234,17 @@ static pyroi_status PYROI_TYPED(rotated_scan_boxes)(
         }
         samples = (double)params->pooled_height * (double)params->pooled_width *
                   (double)roi.rows.grid * (double)roi.cols.grid;
-        total += (samples < map_samples ? samples : map_samples) +
+        /* only in-map samples cost work: at most the sampled region's area ([-1, H] x
+         * [-1, W]) times the samples per pixel of the two axes, plus its border's and one
+         * bin's (an adaptive grid takes 1-4 a pixel; a fixed one up to 1024 a bin, however
+         * small the bin: then the RoI's own count is the bound) */
+        const double per_y = (double)roi.rows.grid / PYROI_TYPED(rotated_bin_extent)(&roi.rows);
+        const double per_x = (double)roi.cols.grid / PYROI_TYPED(rotated_bin_extent)(&roi.cols);
+        const double area = ((double)height + 3.0) * ((double)width + 3.0);
+        const double in_map = area * per_y * per_x +
+                              ((double)height + (double)width + 6.0) * (per_y + per_x) +
+                              (double)roi.rows.grid * (double)roi.cols.grid;
+        total += (samples < in_map ? samples : in_map) +
                  (double)params->pooled_height * (double)params->pooled_width;
     }
     if (num_rois > 0) {

@@ -313,6 +313,17 @@ static pyroi_status roi_pool_windows_alloc(roi_pool_window **windows, int worker
     return *windows == NULL ? PYROI_E_NO_MEMORY : PYROI_OK;
 }
 
+/* The most pixels of one window of an axis (0 when every window is empty). */
+static int64_t roi_pool_largest_window(const roi_pool_window *windows, int64_t bins)
+{
+    int64_t b, largest = 0;
+    for (b = 0; b < bins; ++b) {
+        const int64_t size = windows[b].end - windows[b].begin;
+        largest = size > largest ? size : largest;
+    }
+    return largest;
+}
+
 static int64_t roi_pool_clamp(int64_t value, int64_t extent)
 {
     return value < 0 ? 0 : (value > extent ? extent : value);

@@ -145,6 +145,10 @@ static void PYROI_TYPED(roi_pool_forward_rois)(
         for (pw = 0; pw < pooled_width; ++pw) {
             col_windows[pw] = PYROI_TYPED(roi_pool_bin_window)(&cols, pw);
         }
+        /* a part: one bin of one channel, at most the largest window's pixels */
+        pyroi_cancel_countdown countdown = pyroi_cancel_countdown_of(
+            params->cancel, roi_pool_largest_window(row_windows, pooled_height) *
+                                roi_pool_largest_window(col_windows, pooled_width));
         for (c = 0; c < channels; ++c) {
             const T *plane = input + batch_indices[k] * input_strides[0] + c * input_strides[1];
             T *out = output + k * output_strides[0] + c * output_strides[1];
@@ -160,6 +164,9 @@ static void PYROI_TYPED(roi_pool_forward_rois)(
                      * replaces it: ties keep the first in row-major order, NaN never wins */
                     T best = (T)0;
                     int64_t best_index = -1;
+                    if (pyroi_cancel_count(&countdown)) {
+                        return; /* the outputs are unspecified once cancelled */
+                    }
                     if (rw.end > rw.begin && cw.end > cw.begin) {
                         best = (T)-FLT_MAX;
                         for (h = rw.begin; h < rw.end; ++h) {

@@ -116,8 +116,8 @@ PYROI_VECTOR_TASK(PYROI_TYPED(roi_pool_forward_image_task))
             const int64_t k = plan->rois->order[i];
             const PYROI_TYPED(roi_pool_lines) *lines =
                 PYROI_TYPED(roi_pool_lines_of)(job, k, c0, &lines_state);
-            if (i % 8 == 0 && pyroi_cancel_requested(job->params->cancel)) {
-                break; /* an item can hold every RoI: the call ends at the next chunk */
+            if (pyroi_cancel_requested(job->params->cancel)) {
+                break; /* an item can hold every RoI, each up to the block's pixels */
             }
             PYROI_TYPED(roi_pool_roi_lanes)(plan, k, scratch.block, scratch.sub_stride,
                                             shape[3], 0, 0, shape[3], pooled_height,
@@ -149,6 +149,9 @@ PYROI_VECTOR_TASK(PYROI_TYPED(roi_pool_forward_region_task))
         int64_t region[4];
         roi_pool_region(plan, k, pooled_height, region);
         for (c0 = 0; c0 < shape[1]; c0 += ROI_POOL_GROUP_LANES) {
+            if (pyroi_cancel_requested(job->params->cancel)) {
+                break; /* a RoI's channel groups: each up to its region's pixels */
+            }
             /* packed: sub-blocks region-area apart */
             const int64_t sub_stride =
                 (region[1] - region[0]) * (region[3] - region[2]) * PYROI_LANES;

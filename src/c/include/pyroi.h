@@ -190,8 +190,10 @@ PYROI_API const char *pyroi_status_string(pyroi_status status);
  * `pyroi_cancel *cancel` (default NULL: the call cannot be cancelled).
  *
  * A call's workers read `requested` before each piece of work they take (about a millisecond
- * of work each, by the library's estimate) and between the RoIs of a piece that holds many
- * (a single RoI is never split). The calling thread's preparation before and around the
+ * of work each, by the library's estimate), and inside a piece after about every million
+ * elementary operations (a sample or pixel times a channel) of its bins, so that a RoI of any
+ * size -- sampling_ratio 1024, a RoI over a huge map -- stops within about a millisecond of
+ * work. The calling thread's preparation before and around the
  * work (checking and copying the RoIs, grouping them by image, tables per RoI, converting
  * float16 tensors) reads it too, every few hundred RoIs or about a millisecond of work. Once
  * it reads nonzero, no new piece starts and the call returns PYROI_E_CANCELLED when the pieces
