@@ -162,3 +162,41 @@ def test_every_module_says_what_it_may_import_and_keeps_to_it():
             continue  # the package re-exports; nothing below imports it
         extra = graph[path.stem] - stated
         assert not extra, f"{path.name} imports {sorted(extra)} beyond its 'May import:' line"
+
+
+# ---- the C core: a folder per family (docs/architecture.md, "C core") ---------------------
+
+C_SOURCE = SOURCE.parent / "c"
+_C_INCLUDE = re.compile(r'^\s*#\s*(?:include|define\s+PYROI_DTYPE_TEMPLATE)\s+"([^"]+)"',
+                        re.MULTILINE)
+
+
+def _c_files(root: pathlib.Path = C_SOURCE) -> list[pathlib.Path]:
+    return sorted(p for p in root.rglob("*") if p.suffix in (".c", ".h"))
+
+
+def test_the_c_core_top_holds_only_folders():
+    loose = sorted(p.name for p in C_SOURCE.iterdir() if not p.is_dir())
+    assert loose == [], f"files at the top of src/c (each belongs in a folder): {loose}"
+    assert (C_SOURCE / "include" / "pyroi.h").is_file()
+    assert [p.name for p in (C_SOURCE / "include").iterdir()] == ["pyroi.h"]
+
+
+def test_c_file_names_are_unique_across_the_folders():
+    """The bare build (`cc -c src/c/*/*.c`) writes every object into one directory."""
+    names: dict[str, list[str]] = {}
+    for path in _c_files():
+        names.setdefault(path.name, []).append(str(path.relative_to(C_SOURCE)))
+    clashes = {name: where for name, where in names.items() if len(where) > 1}
+    assert clashes == {}
+
+
+def test_c_includes_spell_their_path_from_src_c():
+    """Every quoted include of a core file names its folder (`core/validate.h`), also beside
+    the includer; the public header is `pyroi.h`."""
+    for path in _c_files():
+        for name in _C_INCLUDE.findall(path.read_text(encoding="utf-8")):
+            if name == "pyroi.h":
+                continue
+            assert "/" in name and (C_SOURCE / name).is_file(), \
+                f"{path.relative_to(C_SOURCE)}: #include \"{name}\" is not a path from src/c"

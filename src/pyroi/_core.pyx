@@ -836,7 +836,7 @@ def roi_pool_backward_from_input_pays(input_shape, int64_t num_rois, int64_t poo
 # freed by Python code. The buffers come from the C core's allocator: 64-byte aligned (one
 # cache line: streamed stores start on whole lines), and pages of their own for blocks of
 # 1 MiB and more, which go back to the OS when evicted (malloc would keep many of them).
-cdef extern from "common.h" nogil:
+cdef extern from "core/common.h" nogil:
     void *pyroi_aligned_malloc(size_t bytes)
     void pyroi_aligned_free(void *pointer)
 
