@@ -188,7 +188,7 @@ void pyroi_aligned_free(void *pointer);
  * unmapping it, and pyroi_aligned_malloc hands it out again for a mapped block that fits
  * (its pages already faulted in; like any block, not zeroed); _end hands it to the process's
  * spare block (pyroi.h: pyroi_set_scratch_cache_limit). A float16
- * call's chunks (half.c) run one float32 call each: this way their scratch is mapped once
+ * call's chunks (half_chunks.c) run one float32 call each: this way their scratch is mapped once
  * per call, not once per chunk. A begin while another keeper is open on the thread does
  * nothing (nor does its end). Without thread-local storage, nothing is kept. */
 typedef struct pyroi_scratch_keeper {

@@ -70,24 +70,24 @@ static inline uint16_t pyroi_float_to_half(float value)
 }
 
 /* to[i * step] = pyroi_float_to_half(wide[i]) for i < count (F16C's VCVTPS2PH where the CPU
- * has it and step is 1: the same bits). Defined in half.c. */
+ * has it and step is 1: the same bits). Defined in core/half.c. */
 void pyroi_half_round_run(const float *wide, int64_t count, uint16_t *to, int64_t step);
 
 /* pyroi_half_round_run(wide, count, to, 1) for a destination written once and not read back
  * soon: its whole 64-byte lines by streaming stores where the CPU has F16C, past the caches
  * (no read of the lines first); the partial lines at both ends by plain stores. Before another
  * thread reads to, the writing thread calls pyroi_stream_fence() (transpose.h). Defined in
- * half.c. */
+ * core/half.c. */
 void pyroi_half_round_stream(const float *wide, int64_t count, uint16_t *to);
 
 /* wide[i] = pyroi_half_to_float(from[i * step]) for i < count (F16C's VCVTPH2PS where the CPU
- * has it and step is 1). Defined in half.c. */
+ * has it and step is 1). Defined in core/half.c. */
 void pyroi_half_widen_run(const uint16_t *from, int64_t step, int64_t count, float *wide);
 
 /* Rounds count planes of height x width contiguous float32 values (plane i at
  * wide + i * height * width) each once into the float16 planes at to + i * strides[1], rows
  * strides[2] and columns strides[3] apart (pyroi_half_round_run over runs as long as both
- * layouts allow). Defined in half.c. */
+ * layouts allow). Defined in core/half.c. */
 void pyroi_half_round_planes(const float *wide, int64_t count, int64_t height, int64_t width,
                              uint16_t *to, const int64_t strides[4]);
 

@@ -45,7 +45,7 @@ static inline void PYROI_TYPED(lane_block_prefetch_element)(const T *map, const 
 
 /* Moves count pixels of `lanes` channels (see pyroi_channels_to_lanes) from element `at` of a
  * map: of map, or, when half is not NULL, of half's float16 map, each element widened exactly
- * to T as it is read (T float: the float32 kernels on a float16 map, see half.c). */
+ * to T as it is read (T float: the float32 kernels on a float16 map, see *_f16.c). */
 static inline void PYROI_TYPED(lane_block_to_lanes)(const T *map, const uint16_t *half,
                                                     int64_t at, int64_t lane_stride,
                                                     int64_t stride, int64_t count,
@@ -194,7 +194,7 @@ static int PYROI_TYPED(lane_block_bins_are_lines)(const T *base, int64_t lanes,
 }
 
 /* A tile of bins (tile[bin][lane], bins row-major) into a float16 output (T float: the
- * forward of a float16 call, see half.c): the bins transposed into staging (room for a tile),
+ * forward of a float16 call, see *_f16.c): the bins transposed into staging (room for a tile),
  * then each channel's rounded once into its (PH, PW) plane at base + j * strides[1] (the
  * lanes' planes in one run where they follow each other: a 7 x 7 plane alone would leave a
  * vector's tail to the portable conversion in every call). */
@@ -268,7 +268,7 @@ static void PYROI_TYPED(lane_block_to_image)(T *block, int64_t height, int64_t w
 
 /* Rounds rows [0, rows) x columns [0, cols) of a block of one lane group (pixel (h, w) at
  * block + (h * pitch + w) * PYROI_LANES) once into a float16 map (T float: the backward of a
- * float16 call, see half.c), pixel (h, w) of channel c0 + j at
+ * float16 call, see *_f16.c), pixel (h, w) of channel c0 + j at
  * half + j * strides[1] + h * strides[2] + w * strides[3]: runs of PYROI_STAGING_RUN pixels
  * of a row transposed into staging (room for PYROI_STAGING_RUN lane lines), then each
  * channel's run rounded once into its plane. zero: each run is zeroed in the block while in

@@ -1,5 +1,5 @@
 /* ps_roi_half.h - PSRoIAlign's and PSRoIPool's forward and backward on float16 tensors in
- * one float32 call (internal, not installed; half.c's pyroi_ps_roi_align_forward_f16 and the
+ * one float32 call (internal, not installed; ps_roi_f16.c's pyroi_ps_roi_align_forward_f16 and the
  * others take them first).
  *
  * The forwards' float32 kernels read the float16 map in place, each element widened exactly

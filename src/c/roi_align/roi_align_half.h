@@ -1,6 +1,7 @@
 /* roi_align_half.h - RoIAlign's avg forward and backward, and its max forwards, on float16
- * tensors in one float32 call (internal, not installed; half.c's pyroi_roi_align_forward_f16 /
- * _backward_f16 / _max_forward_f16 / _onnx_max_forward(_argmax)_f16 take them first).
+ * tensors in one float32 call (internal, not installed; roi_align_f16.c's
+ * pyroi_roi_align_forward_f16 / _backward_f16 / _max_forward_f16 /
+ * _onnx_max_forward(_argmax)_f16 take them first).
  *
  * The float32 kernels of the lane-major orders run as in pyroi_roi_align_forward_f32 /
  * _backward_f32: the forward's gathers (image blocks, row bands, footprints, RoI regions and

@@ -510,7 +510,7 @@ static int PYROI_TYPED(roi_align_footprint_build)(const PYROI_TYPED(roi_align_pl
 /* Everything a worker needs. */
 typedef struct PYROI_TYPED(roi_align_job) {
     const T *features; /* input (forward) or grad_output (backward) */
-    /* the forward of a float16 call (half.c): its float16 input, read instead of features
+    /* the forward of a float16 call (roi_align_f16.c): its float16 input, read instead of features
      * (the lane-major orders' gathers widen it), and output, written instead of result (the
      * bin tiles' store rounds into it); NULL otherwise */
     const uint16_t *half_features;

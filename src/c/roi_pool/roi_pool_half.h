@@ -1,5 +1,5 @@
 /* roi_pool_half.h - RoIPool's forward and backwards on float16 tensors in one float32 call
- * (internal, not installed; half.c's pyroi_roi_pool_forward_f16 / _forward_i32_f16 /
+ * (internal, not installed; roi_pool_f16.c's pyroi_roi_pool_forward_f16 / _forward_i32_f16 /
  * _backward_f16 / _backward_i32_f16 / _backward_from_input_f16 take them first).
  *
  * The float32 lane-major orders run as in pyroi_roi_pool_forward_f32, their gathers widening

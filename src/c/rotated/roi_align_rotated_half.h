@@ -1,6 +1,6 @@
 /* roi_align_rotated_half.h - rotated RoIAlign's forward and backward on float16 tensors in
- * one float32 call (internal, not installed; half.c's pyroi_roi_align_rotated_forward_f16 /
- * _backward_f16 take them first).
+ * one float32 call (internal, not installed; roi_align_rotated_f16.c's
+ * pyroi_roi_align_rotated_forward_f16 / _backward_f16 take them first).
  *
  * The forward runs the float32 kernel's flushes on the float16 map in place, each tap widened
  * exactly by F16C as it is read, and sums each RoI's bins into a float32 tile that is rounded
