@@ -186,4 +186,34 @@ static inline void half_rois(half_call *call, const float *boxes, int64_t num_ro
 #define HALF_BACKWARD_ARGMAX_ARGS(family) \
     (HALF_POOLED(t), HALF_ARGMAX(c, t), HALF_ROIS(c), HALF_MAP(t), HALF_PARAMS(family, c))
 
+
+/* The whole call of pyroi_<name>_f16 (a forward, or a backward), in place by the family's
+ * pyroi_<name>_half (its <family>_half.h), which sets *taken: half_<name>_whole. */
+#define HALF_WHOLE_FORWARD(name, family)                                                      \
+    static pyroi_status half_##name##_whole(const half_call *c, int *taken)                   \
+    {                                                                                         \
+        return pyroi_##name##_half(c->map, c->map_shape, c->map_strides, HALF_ROIS(c),        \
+                                   c->pooled, c->pooled_strides, HALF_PARAMS(family, c),      \
+                                   taken);                                                    \
+    }
+#define HALF_WHOLE_BACKWARD(name, family)                                                     \
+    static pyroi_status half_##name##_whole(const half_call *c, int *taken)                   \
+    {                                                                                         \
+        return pyroi_##name##_half(c->pooled, c->pooled_strides, HALF_ROIS(c), c->map,        \
+                                   c->map_shape, c->map_strides, HALF_PARAMS(family, c),      \
+                                   taken);                                                    \
+    }
+
+/* The float16 forward and backward of an operator without argmax, pyroi_<op>_forward_f16 and
+ * pyroi_<op>_backward_f16: in place by pyroi_<op>_forward_half / _backward_half where those
+ * take the call, else in chunks through pyroi_<op>_forward_f32 / _backward_f32. */
+#define HALF_FORWARD_BACKWARD(op, family, coords, position_sensitive_)                        \
+    HALF_WHOLE_FORWARD(op##_forward, family)                                                  \
+    HALF_WHOLE_BACKWARD(op##_backward, family)                                                \
+    HALF_FORWARD(op##_forward, family, coords, position_sensitive_, HALF_NO_ARGMAX_PARAMETERS, \
+                 HALF_NO_ARGMAX_ARGUMENTS, HALF_FORWARD_ARGS(family), half_##op##_forward_whole) \
+    HALF_BACKWARD(op##_backward, family, coords, position_sensitive_,                        \
+                  HALF_NO_ARGMAX_PARAMETERS, HALF_NO_ARGMAX_ARGUMENTS,                        \
+                  HALF_BACKWARD_ARGS(family), half_##op##_backward_whole)
+
 #endif /* PYROI_HALF_CHUNKS_H */

@@ -59,16 +59,21 @@ static pyroi_status ps_output_channels(int64_t channels, int64_t pooled_height,
 /* Validation shared by every entry point once the parameters are checked: the feature tensor
  * (input or grad_input), its channel count, the pooled tensor (output or grad_output) of
  * shape (num_rois, C / (PH * PW), PH, PW), and the boxes; then copies the RoIs into *rois
- * (value_bytes a coordinate), which the call reads from then on and frees. */
-static pyroi_status ps_check_call(const void *features, const int64_t features_shape[4],
+ * (value_bytes a coordinate), which the call reads from then on and frees. Each tensor comes
+ * as its T pointer and its float16 one: a float16 call (half) checks the float16 ones. */
+static pyroi_status ps_check_call(int half, const void *values, const void *half_values,
+                                  const int64_t features_shape[4],
                                   const int64_t features_strides[4],
-                                  pyroi_tensor_role features_role, const void *pooled,
-                                  const int64_t pooled_strides[4], pyroi_tensor_role pooled_role,
-                                  const void *boxes, int64_t num_rois, int64_t box_row_stride,
+                                  pyroi_tensor_role features_role, const void *pooled_values,
+                                  const void *half_pooled, const int64_t pooled_strides[4],
+                                  pyroi_tensor_role pooled_role, const void *boxes,
+                                  int64_t num_rois, int64_t box_row_stride,
                                   const int64_t *batch_indices, int64_t pooled_height,
                                   int64_t pooled_width, size_t value_bytes, pyroi_rois *rois,
                                   pyroi_cancel *cancel)
 {
+    const void *features = half ? half_values : values;
+    const void *pooled = half ? half_pooled : pooled_values;
     int64_t pooled_channels = 0;
     pyroi_status status = PYROI_OK;
     if (num_rois >= 0 && features_shape != NULL && features_shape[1] >= 0) {
@@ -182,16 +187,10 @@ static void ps_half_planes_round(const ps_job_f32 *job, const float *planes, int
     }
 }
 
-/* How a backward adds the gradients of output channels [c_begin, c_end) into planes
- * (ps_roi_align_add_grads_f32, ps_roi_pool_add_grads_f32). */
-typedef void (*ps_add_grads_fn)(const ps_job_f32 *job, int worker, int64_t c_begin,
-                                int64_t c_end, float *planes, int64_t channel0,
-                                const int64_t strides[4], pyroi_widen_fn widen);
-
 /* A float16 backward, a pass of output channels at a time: their planes zeroed, every RoI's
  * gradients widened and added in the float32 call's order, then rounded once. */
 PYROI_CLONE_INLINE void ps_half_backward(void *context, int64_t c_begin, int64_t c_end,
-                                         int worker, ps_add_grads_fn add_grads)
+                                         int worker, ps_add_grads_fn_f32 add_grads)
 {
     const ps_job_f32 *job = (const ps_job_f32 *)context;
     float *planes = job->half_planes + (int64_t)worker * job->planes_per_worker;

@@ -211,20 +211,12 @@ PYROI_CLONE_INLINE void PYROI_TYPED(ps_roi_align_add_grads)(const PYROI_TYPED(ps
     }
 }
 
-/* Backward for output channels [c_begin, c_end), i.e. input channels
- * [c_begin * PH * PW, c_end * PH * PW): zeroes them, then adds every RoI's gradients. */
+/* Backward for output channels [c_begin, c_end) (ps_backward_channels). */
 static void PYROI_TYPED(ps_roi_align_backward_task)(void *context, int64_t c_begin,
                                                     int64_t c_end, int worker)
 {
-    const PYROI_TYPED(ps_job) *job = (const PYROI_TYPED(ps_job) *)context;
-    const int64_t group = job->pooled_height * job->pooled_width;
-    if (pyroi_zero_channels(job->tensors.result, sizeof(T), job->tensors.result_shape,
-                            job->tensors.result_strides, c_begin * group, c_end * group,
-                            job->align->cancel)) {
-        return;
-    }
-    PYROI_TYPED(ps_roi_align_add_grads)(job, worker, c_begin, c_end, job->tensors.result, 0,
-                                        job->tensors.result_strides, NULL);
+    PYROI_TYPED(ps_backward_channels)(context, c_begin, c_end, worker,
+                                      PYROI_TYPED(ps_roi_align_add_grads));
 }
 
 /* Allocates per-worker tap tables (and, when taken is not NULL, a float16 backward's planes:
@@ -275,12 +267,11 @@ static pyroi_status PYROI_TYPED(ps_roi_align_forward_call)(
     if (status != PYROI_OK) {
         return status;
     }
-    status = ps_check_call(half ? (const void *)half_input : (const void *)input, input_shape,
-                           input_strides, PYROI_TENSOR_INPUT,
-                           half ? (const void *)half_output : (const void *)output,
-                           output_strides, PYROI_TENSOR_OUTPUT, boxes, num_rois, box_row_stride,
-                           batch_indices, params->pooled_height, params->pooled_width,
-                           sizeof(T), &rois, params->cancel);
+    status = ps_check_call(half, input, half_input, input_shape, input_strides,
+                           PYROI_TENSOR_INPUT, output, half_output, output_strides,
+                           PYROI_TENSOR_OUTPUT, boxes, num_rois, box_row_stride, batch_indices,
+                           params->pooled_height, params->pooled_width, sizeof(T), &rois,
+                           params->cancel);
     if (status != PYROI_OK) {
         return status;
     }
@@ -346,11 +337,10 @@ static pyroi_status PYROI_TYPED(ps_roi_align_backward_call)(
     if (status != PYROI_OK) {
         return status;
     }
-    status = ps_check_call(half ? (const void *)half_grad_input : (const void *)grad_input,
-                           grad_input_shape, grad_input_strides, PYROI_TENSOR_OUTPUT,
-                           half ? (const void *)half_grad_output : (const void *)grad_output,
-                           grad_output_strides, PYROI_TENSOR_INPUT, boxes, num_rois,
-                           box_row_stride, batch_indices, params->pooled_height,
+    status = ps_check_call(half, grad_input, half_grad_input, grad_input_shape,
+                           grad_input_strides, PYROI_TENSOR_OUTPUT, grad_output,
+                           half_grad_output, grad_output_strides, PYROI_TENSOR_INPUT, boxes,
+                           num_rois, box_row_stride, batch_indices, params->pooled_height,
                            params->pooled_width, sizeof(T), &rois, params->cancel);
     if (status != PYROI_OK) {
         return status;

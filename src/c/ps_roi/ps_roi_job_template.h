@@ -44,6 +44,34 @@ typedef struct PYROI_TYPED(ps_job) {
     int64_t planes_per_worker;
 } PYROI_TYPED(ps_job);
 
+/* How a backward adds the gradients of output channels [c_begin, c_end) into planes (input
+ * channel c_in of image n at n * strides[0] + (c_in - channel0) * strides[1]), the gradients
+ * widened by widen where it is not NULL: PSRoIAlign's ps_roi_align_add_grads, PSRoIPool's
+ * ps_roi_pool_add_grads. */
+typedef void (*PYROI_TYPED(ps_add_grads_fn))(const PYROI_TYPED(ps_job) *job, int worker,
+                                             int64_t c_begin, int64_t c_end, T *planes,
+                                             int64_t channel0, const int64_t strides[4],
+                                             pyroi_widen_fn widen);
+
+/* The backward task body of both operators on T tensors, output channels [c_begin, c_end)
+ * (input channels [c_begin * PH * PW, c_end * PH * PW)): zeroes them, then add_grads adds
+ * every RoI's gradients into them. */
+PYROI_CLONE_INLINE void PYROI_TYPED(ps_backward_channels)(void *context, int64_t c_begin,
+                                                          int64_t c_end, int worker,
+                                                          PYROI_TYPED(ps_add_grads_fn) add_grads)
+{
+    const PYROI_TYPED(ps_job) *job = (const PYROI_TYPED(ps_job) *)context;
+    const int64_t group = job->pooled_height * job->pooled_width;
+    pyroi_cancel *cancel = job->align != NULL ? job->align->cancel : job->pool->cancel;
+    if (pyroi_zero_channels(job->tensors.result, sizeof(T), job->tensors.result_shape,
+                            job->tensors.result_strides, c_begin * group, c_end * group,
+                            cancel)) {
+        return;
+    }
+    add_grads(job, worker, c_begin, c_end, job->tensors.result, 0, job->tensors.result_strides,
+              NULL);
+}
+
 /* A job with everything but the operator's parameters (align or pool, set by the caller):
  * features are read and result written; the map (input or grad_input) has map_channels; the
  * RoIs are the call's copy. */

@@ -253,20 +253,12 @@ PYROI_CLONE_INLINE void PYROI_TYPED(ps_roi_pool_add_grads)(const PYROI_TYPED(ps_
     }
 }
 
-/* Backward for output channels [c_begin, c_end): zeroes their input channels, then adds
- * every RoI's gradients into them. */
+/* Backward for output channels [c_begin, c_end) (ps_backward_channels). */
 static void PYROI_TYPED(ps_roi_pool_backward_task)(void *context, int64_t c_begin,
                                                    int64_t c_end, int worker)
 {
-    const PYROI_TYPED(ps_job) *job = (const PYROI_TYPED(ps_job) *)context;
-    const int64_t group = job->pooled_height * job->pooled_width;
-    if (pyroi_zero_channels(job->tensors.result, sizeof(T), job->tensors.result_shape,
-                            job->tensors.result_strides, c_begin * group, c_end * group,
-                            job->pool->cancel)) {
-        return;
-    }
-    PYROI_TYPED(ps_roi_pool_add_grads)(job, worker, c_begin, c_end, job->tensors.result, 0,
-                                       job->tensors.result_strides, NULL);
+    PYROI_TYPED(ps_backward_channels)(context, c_begin, c_end, worker,
+                                      PYROI_TYPED(ps_roi_pool_add_grads));
 }
 
 /* The forward on T tensors, or (half_input and half_output not NULL, T float) on float16
@@ -289,12 +281,11 @@ static pyroi_status PYROI_TYPED(ps_roi_pool_forward_call)(
         return status;
     }
     const int half = half_output != NULL;
-    status = ps_check_call(half ? (const void *)half_input : (const void *)input, input_shape,
-                           input_strides, PYROI_TENSOR_INPUT,
-                           half ? (const void *)half_output : (const void *)output,
-                           output_strides, PYROI_TENSOR_OUTPUT, boxes, num_rois, box_row_stride,
-                           batch_indices, params->pooled_height, params->pooled_width,
-                           sizeof(T), &rois, params->cancel);
+    status = ps_check_call(half, input, half_input, input_shape, input_strides,
+                           PYROI_TENSOR_INPUT, output, half_output, output_strides,
+                           PYROI_TENSOR_OUTPUT, boxes, num_rois, box_row_stride, batch_indices,
+                           params->pooled_height, params->pooled_width, sizeof(T), &rois,
+                           params->cancel);
     if (status != PYROI_OK) {
         return status;
     }
@@ -359,11 +350,10 @@ static pyroi_status PYROI_TYPED(ps_roi_pool_backward_call)(
     if (status != PYROI_OK) {
         return status;
     }
-    status = ps_check_call(half ? (const void *)half_grad_input : (const void *)grad_input,
-                           grad_input_shape, grad_input_strides, PYROI_TENSOR_OUTPUT,
-                           half ? (const void *)half_grad_output : (const void *)grad_output,
-                           grad_output_strides, PYROI_TENSOR_INPUT, boxes, num_rois,
-                           box_row_stride, batch_indices, params->pooled_height,
+    status = ps_check_call(half, grad_input, half_grad_input, grad_input_shape,
+                           grad_input_strides, PYROI_TENSOR_OUTPUT, grad_output,
+                           half_grad_output, grad_output_strides, PYROI_TENSOR_INPUT, boxes,
+                           num_rois, box_row_stride, batch_indices, params->pooled_height,
                            params->pooled_width, sizeof(T), &rois, params->cancel);
     if (status != PYROI_OK) {
         return status;

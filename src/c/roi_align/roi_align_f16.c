@@ -5,62 +5,30 @@
 #include "core/validate.h"
 #include "roi_align/roi_align_half.h"
 
-#include <string.h>
+/* avg, forward and backward */
+HALF_FORWARD_BACKWARD(roi_align, roi_align, 4, 0)
 
-/* RoIAlign's avg forward and backward read and write the float16 tensors in place where
- * their lane-major orders run (roi_align_half.h). */
-static pyroi_status half_roi_align_forward_whole(const half_call *c, int *taken)
-{
-    return pyroi_roi_align_forward_half(c->map, c->map_shape, c->map_strides, HALF_ROIS(c),
-                                        c->pooled, c->pooled_strides,
-                                        HALF_PARAMS(roi_align, c), taken);
-}
+/* The max modes' whole calls, mmcv's (onnx 0) or ONNX's (1): the forward in place, the
+ * backward into float32 planes of one channel (roi_align_half.h). */
+#define HALF_ROI_ALIGN_MAX_WHOLE(name, onnx)                                                  \
+    static pyroi_status half_##name##_forward_whole(const half_call *c, int *taken)           \
+    {                                                                                         \
+        return pyroi_roi_align_max_forward_half(                                              \
+            onnx, c->map, c->map_shape, c->map_strides, HALF_ROIS(c), c->pooled,              \
+            c->pooled_strides, (int64_t *)(void *)c->argmax, c->argmax_strides,               \
+            HALF_PARAMS(roi_align, c), taken);                                                \
+    }                                                                                         \
+    static pyroi_status half_##name##_backward_whole(const half_call *c, int *taken)          \
+    {                                                                                         \
+        return pyroi_roi_align_max_backward_half(                                             \
+            onnx, c->pooled, c->pooled_strides, (const int64_t *)(const void *)c->argmax,     \
+            c->argmax_strides, HALF_ROIS(c), c->map, c->map_shape, c->map_strides,            \
+            HALF_PARAMS(roi_align, c), taken);                                                \
+    }
 
-static pyroi_status half_roi_align_backward_whole(const half_call *c, int *taken)
-{
-    return pyroi_roi_align_backward_half(c->pooled, c->pooled_strides, HALF_ROIS(c), c->map,
-                                         c->map_shape, c->map_strides,
-                                         HALF_PARAMS(roi_align, c), taken);
-}
+HALF_ROI_ALIGN_MAX_WHOLE(roi_align_max, 0)
+HALF_ROI_ALIGN_MAX_WHOLE(roi_align_onnx_max, 1)
 
-/* RoIAlign's max forwards (mmcv's, ONNX's) likewise. */
-static pyroi_status half_roi_align_max_forward_whole(const half_call *c, int *taken)
-{
-    return pyroi_roi_align_max_forward_half(
-        0, c->map, c->map_shape, c->map_strides, HALF_ROIS(c), c->pooled, c->pooled_strides,
-        (int64_t *)(void *)c->argmax, c->argmax_strides, HALF_PARAMS(roi_align, c), taken);
-}
-
-static pyroi_status half_roi_align_onnx_max_forward_whole(const half_call *c, int *taken)
-{
-    return pyroi_roi_align_max_forward_half(
-        1, c->map, c->map_shape, c->map_strides, HALF_ROIS(c), c->pooled, c->pooled_strides,
-        (int64_t *)(void *)c->argmax, c->argmax_strides, HALF_PARAMS(roi_align, c), taken);
-}
-
-/* RoIAlign's max backwards (mmcv's, ONNX's) likewise, into float32 planes of one channel. */
-static pyroi_status half_roi_align_max_backward_whole(const half_call *c, int *taken)
-{
-    return pyroi_roi_align_max_backward_half(
-        0, c->pooled, c->pooled_strides, (const int64_t *)(const void *)c->argmax,
-        c->argmax_strides, HALF_ROIS(c), c->map, c->map_shape, c->map_strides,
-        HALF_PARAMS(roi_align, c), taken);
-}
-
-static pyroi_status half_roi_align_onnx_max_backward_whole(const half_call *c, int *taken)
-{
-    return pyroi_roi_align_max_backward_half(
-        1, c->pooled, c->pooled_strides, (const int64_t *)(const void *)c->argmax,
-        c->argmax_strides, HALF_ROIS(c), c->map, c->map_shape, c->map_strides,
-        HALF_PARAMS(roi_align, c), taken);
-}
-
-HALF_FORWARD(roi_align_forward, roi_align, 4, 0, HALF_NO_ARGMAX_PARAMETERS,
-             HALF_NO_ARGMAX_ARGUMENTS, HALF_FORWARD_ARGS(roi_align),
-             half_roi_align_forward_whole)
-HALF_BACKWARD(roi_align_backward, roi_align, 4, 0, HALF_NO_ARGMAX_PARAMETERS,
-              HALF_NO_ARGMAX_ARGUMENTS, HALF_BACKWARD_ARGS(roi_align),
-              half_roi_align_backward_whole)
 HALF_FORWARD(roi_align_max_forward, roi_align, 4, 0, HALF_ARGMAX_OUT_PARAMETERS,
              HALF_ARGMAX_ARGUMENTS, HALF_FORWARD_ARGMAX_ARGS(roi_align),
              half_roi_align_max_forward_whole)

@@ -33,11 +33,11 @@ typedef struct PYROI_TYPED(rotated_flush_context) {
  * plane half_plane, each tap widened exactly by widen) into the bins of out (row and column
  * strides out_rs, out_cs), in sample order; a bin's running sum lives in its element until its
  * last sample, then it is divided. Written once for the float32 and float16 flushes (half and
- * widen are constants of each caller, so each inlines its own loop). */
-typedef float (*PYROI_TYPED(rotated_widen))(uint16_t half);
+ * widen, the shared pyroi_widen_fn of sampling.h, are constants of each caller, so each
+ * inlines its own loop). */
 PYROI_CLONE_INLINE void PYROI_TYPED(rotated_forward_bins)(
     const PYROI_TYPED(rotated_scratch) *scratch, const T *plane, const uint16_t *half_plane,
-    int half, PYROI_TYPED(rotated_widen) widen, T *PYROI_RESTRICT out, int64_t out_rs,
+    int half, pyroi_widen_fn widen, T *PYROI_RESTRICT out, int64_t out_rs,
     int64_t out_cs, T count)
 {
     int64_t s, j;
