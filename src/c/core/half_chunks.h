@@ -187,6 +187,19 @@ static inline void half_rois(half_call *call, const float *boxes, int64_t num_ro
     (HALF_POOLED(t), HALF_ARGMAX(c, t), HALF_ROIS(c), HALF_MAP(t), HALF_PARAMS(family, c))
 
 
+/* One-line forms of HALF_FORWARD / HALF_BACKWARD for an operator of 4-coordinate boxes that is
+ * not position-sensitive: a forward without argmax, a forward writing an argmax
+ * (HALF_ARGMAX_<kind>_PARAMETERS: OUT, int64, or I32_OUT), a backward reading one. */
+#define HALF_FORWARD_NO_ARGMAX(name, family, whole_run)                                       \
+    HALF_FORWARD(name, family, 4, 0, HALF_NO_ARGMAX_PARAMETERS, HALF_NO_ARGMAX_ARGUMENTS,     \
+                 HALF_FORWARD_ARGS(family), whole_run)
+#define HALF_FORWARD_ARGMAX(name, family, kind, whole_run)                                    \
+    HALF_FORWARD(name, family, 4, 0, HALF_ARGMAX_##kind##_PARAMETERS, HALF_ARGMAX_ARGUMENTS,  \
+                 HALF_FORWARD_ARGMAX_ARGS(family), whole_run)
+#define HALF_BACKWARD_ARGMAX(name, family, whole_run)                                         \
+    HALF_BACKWARD(name, family, 4, 0, HALF_ARGMAX_IN_PARAMETERS, HALF_ARGMAX_ARGUMENTS,       \
+                  HALF_BACKWARD_ARGMAX_ARGS(family), whole_run)
+
 /* The whole call of pyroi_<name>_f16 (a forward, or a backward), in place by the family's
  * pyroi_<name>_half (its <family>_half.h), which sets *taken: half_<name>_whole. */
 #define HALF_WHOLE_FORWARD(name, family)                                                      \

@@ -236,60 +236,36 @@ static int ps_half_in_place(void)
 #  define PS_HALF_TASK(task) NULL /* never run: ps_half_in_place() is 0 */
 #endif
 
-pyroi_status pyroi_ps_roi_align_forward_half(
-    const uint16_t *input, const int64_t input_shape[4], const int64_t input_strides[4],
-    const float *boxes, int64_t num_rois, int64_t box_row_stride, const int64_t *batch_indices,
-    uint16_t *output, const int64_t output_strides[4], const pyroi_ps_roi_align_params *params,
-    int *taken)
-{
-    *taken = ps_half_in_place();
-    return !*taken ? PYROI_OK
-                   : ps_roi_align_forward_call_f32(
-                         NULL, input, input_shape, input_strides, boxes, num_rois,
-                         box_row_stride, batch_indices, NULL, output, output_strides, params,
-                         PS_HALF_TASK(ps_roi_align_half_forward_task));
-}
+/* The in-place float16 forward and backward of op (ps_roi_align, ps_roi_pool; ps_roi_half.h):
+ * its T = float call on the float16 tensors with the F16C tasks, where the CPU has F16C. */
+#define PS_HALF_ENTRIES(op)                                                                   \
+    pyroi_status pyroi_##op##_forward_half(                                                   \
+        const uint16_t *input, const int64_t input_shape[4], const int64_t input_strides[4],  \
+        const float *boxes, int64_t num_rois, int64_t box_row_stride,                         \
+        const int64_t *batch_indices, uint16_t *output, const int64_t output_strides[4],      \
+        const pyroi_##op##_params *params, int *taken)                                        \
+    {                                                                                         \
+        *taken = ps_half_in_place();                                                          \
+        return !*taken ? PYROI_OK                                                             \
+                       : op##_forward_call_f32(NULL, input, input_shape, input_strides, boxes, \
+                                               num_rois, box_row_stride, batch_indices, NULL, \
+                                               output, output_strides, params,                \
+                                               PS_HALF_TASK(op##_half_forward_task));         \
+    }                                                                                         \
+    pyroi_status pyroi_##op##_backward_half(                                                  \
+        const uint16_t *grad_output, const int64_t grad_output_strides[4], const float *boxes, \
+        int64_t num_rois, int64_t box_row_stride, const int64_t *batch_indices,               \
+        uint16_t *grad_input, const int64_t grad_input_shape[4],                              \
+        const int64_t grad_input_strides[4], const pyroi_##op##_params *params, int *taken)   \
+    {                                                                                         \
+        *taken = ps_half_in_place();                                                          \
+        return !*taken ? PYROI_OK                                                             \
+                       : op##_backward_call_f32(                                              \
+                             NULL, grad_output, grad_output_strides, boxes, num_rois,         \
+                             box_row_stride, batch_indices, NULL, grad_input,                 \
+                             grad_input_shape, grad_input_strides, params,                    \
+                             PS_HALF_TASK(op##_half_backward_task), taken);                   \
+    }
 
-pyroi_status pyroi_ps_roi_align_backward_half(
-    const uint16_t *grad_output, const int64_t grad_output_strides[4], const float *boxes,
-    int64_t num_rois, int64_t box_row_stride, const int64_t *batch_indices,
-    uint16_t *grad_input, const int64_t grad_input_shape[4],
-    const int64_t grad_input_strides[4], const pyroi_ps_roi_align_params *params, int *taken)
-{
-    *taken = ps_half_in_place();
-    return !*taken ? PYROI_OK
-                   : ps_roi_align_backward_call_f32(
-                         NULL, grad_output, grad_output_strides, boxes, num_rois,
-                         box_row_stride, batch_indices, NULL, grad_input, grad_input_shape,
-                         grad_input_strides, params,
-                         PS_HALF_TASK(ps_roi_align_half_backward_task), taken);
-}
-
-pyroi_status pyroi_ps_roi_pool_forward_half(
-    const uint16_t *input, const int64_t input_shape[4], const int64_t input_strides[4],
-    const float *boxes, int64_t num_rois, int64_t box_row_stride, const int64_t *batch_indices,
-    uint16_t *output, const int64_t output_strides[4], const pyroi_ps_roi_pool_params *params,
-    int *taken)
-{
-    *taken = ps_half_in_place();
-    return !*taken ? PYROI_OK
-                   : ps_roi_pool_forward_call_f32(
-                         NULL, input, input_shape, input_strides, boxes, num_rois,
-                         box_row_stride, batch_indices, NULL, output, output_strides, params,
-                         PS_HALF_TASK(ps_roi_pool_half_forward_task));
-}
-
-pyroi_status pyroi_ps_roi_pool_backward_half(
-    const uint16_t *grad_output, const int64_t grad_output_strides[4], const float *boxes,
-    int64_t num_rois, int64_t box_row_stride, const int64_t *batch_indices,
-    uint16_t *grad_input, const int64_t grad_input_shape[4],
-    const int64_t grad_input_strides[4], const pyroi_ps_roi_pool_params *params, int *taken)
-{
-    *taken = ps_half_in_place();
-    return !*taken ? PYROI_OK
-                   : ps_roi_pool_backward_call_f32(
-                         NULL, grad_output, grad_output_strides, boxes, num_rois,
-                         box_row_stride, batch_indices, NULL, grad_input, grad_input_shape,
-                         grad_input_strides, params,
-                         PS_HALF_TASK(ps_roi_pool_half_backward_task), taken);
-}
+PS_HALF_ENTRIES(ps_roi_align)
+PS_HALF_ENTRIES(ps_roi_pool)

@@ -29,18 +29,9 @@ HALF_FORWARD_BACKWARD(roi_align, roi_align, 4, 0)
 HALF_ROI_ALIGN_MAX_WHOLE(roi_align_max, 0)
 HALF_ROI_ALIGN_MAX_WHOLE(roi_align_onnx_max, 1)
 
-HALF_FORWARD(roi_align_max_forward, roi_align, 4, 0, HALF_ARGMAX_OUT_PARAMETERS,
-             HALF_ARGMAX_ARGUMENTS, HALF_FORWARD_ARGMAX_ARGS(roi_align),
-             half_roi_align_max_forward_whole)
-HALF_BACKWARD(roi_align_max_backward, roi_align, 4, 0, HALF_ARGMAX_IN_PARAMETERS,
-              HALF_ARGMAX_ARGUMENTS, HALF_BACKWARD_ARGMAX_ARGS(roi_align),
-              half_roi_align_max_backward_whole)
-HALF_FORWARD(roi_align_onnx_max_forward, roi_align, 4, 0, HALF_NO_ARGMAX_PARAMETERS,
-             HALF_NO_ARGMAX_ARGUMENTS, HALF_FORWARD_ARGS(roi_align),
-             half_roi_align_onnx_max_forward_whole)
-HALF_FORWARD(roi_align_onnx_max_forward_argmax, roi_align, 4, 0, HALF_ARGMAX_OUT_PARAMETERS,
-             HALF_ARGMAX_ARGUMENTS, HALF_FORWARD_ARGMAX_ARGS(roi_align),
-             half_roi_align_onnx_max_forward_whole)
-HALF_BACKWARD(roi_align_onnx_max_backward, roi_align, 4, 0, HALF_ARGMAX_IN_PARAMETERS,
-              HALF_ARGMAX_ARGUMENTS, HALF_BACKWARD_ARGMAX_ARGS(roi_align),
-              half_roi_align_onnx_max_backward_whole)
+HALF_FORWARD_ARGMAX(roi_align_max_forward, roi_align, OUT, half_roi_align_max_forward_whole)
+HALF_BACKWARD_ARGMAX(roi_align_max_backward, roi_align, half_roi_align_max_backward_whole)
+HALF_FORWARD_NO_ARGMAX(roi_align_onnx_max_forward, roi_align, half_roi_align_onnx_max_forward_whole)
+HALF_FORWARD_ARGMAX(roi_align_onnx_max_forward_argmax, roi_align, OUT,
+                    half_roi_align_onnx_max_forward_whole)
+HALF_BACKWARD_ARGMAX(roi_align_onnx_max_backward, roi_align, half_roi_align_onnx_max_backward_whole)

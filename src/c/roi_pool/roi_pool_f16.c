@@ -17,12 +17,8 @@ static pyroi_status half_roi_pool_forward_whole(const half_call *c, int *taken)
                                        HALF_PARAMS(roi_pool, c), taken);
 }
 
-HALF_FORWARD(roi_pool_forward, roi_pool, 4, 0, HALF_ARGMAX_OUT_PARAMETERS,
-             HALF_ARGMAX_ARGUMENTS, HALF_FORWARD_ARGMAX_ARGS(roi_pool),
-             half_roi_pool_forward_whole)
-HALF_FORWARD(roi_pool_forward_i32, roi_pool, 4, 0, HALF_ARGMAX_I32_OUT_PARAMETERS,
-             HALF_ARGMAX_ARGUMENTS, HALF_FORWARD_ARGMAX_ARGS(roi_pool),
-             half_roi_pool_forward_whole)
+HALF_FORWARD_ARGMAX(roi_pool_forward, roi_pool, OUT, half_roi_pool_forward_whole)
+HALF_FORWARD_ARGMAX(roi_pool_forward_i32, roi_pool, I32_OUT, half_roi_pool_forward_whole)
 
 /* RoIPool's backward from an argmax likewise where its image blocks run (roi_pool_half.h). */
 static pyroi_status half_roi_pool_backward_whole(const half_call *c, int *taken)
