@@ -1,5 +1,7 @@
 """The Python layer's import graph has no cycles, and each module keeps to the imports its
-opening comment allows (docs/architecture.md, "Python layer").
+opening comment allows (docs/architecture.md, "Python layer"); the C core's folders include
+only what lies below them, and no circle of symbol references ties its files together ("C
+core").
 
 Every import inside ``src/pyroi`` counts, including the ones inside functions: a lazy import
 still ties two modules together, it only hides the knot until a call runs. ``import pyroi``
@@ -10,8 +12,11 @@ and ``from pyroi import name`` (a name that is not a module) depend on the packa
 from __future__ import annotations
 
 import ast
+import concurrent.futures
 import pathlib
 import re
+import shutil
+import subprocess
 
 import pytest
 
@@ -162,3 +167,102 @@ def test_every_module_says_what_it_may_import_and_keeps_to_it():
             continue  # the package re-exports; nothing below imports it
         extra = graph[path.stem] - stated
         assert not extra, f"{path.name} imports {sorted(extra)} beyond its 'May import:' line"
+
+
+# ---- the C core: a folder per family (docs/architecture.md, "C core") ---------------------
+
+C_SOURCE = SOURCE.parent / "c"
+_C_INCLUDE = re.compile(r'^\s*#\s*(?:include|define\s+PYROI_DTYPE_TEMPLATE)\s+"([^"]+)"',
+                        re.MULTILINE)
+
+
+def _c_files(root: pathlib.Path = C_SOURCE) -> list[pathlib.Path]:
+    return sorted(p for p in root.rglob("*") if p.suffix in (".c", ".h"))
+
+
+def test_the_c_core_top_holds_only_folders():
+    loose = sorted(p.name for p in C_SOURCE.iterdir() if not p.is_dir())
+    assert loose == [], f"files at the top of src/c (each belongs in a folder): {loose}"
+    assert (C_SOURCE / "include" / "pyroi.h").is_file()
+    assert [p.name for p in (C_SOURCE / "include").iterdir()] == ["pyroi.h"]
+
+
+def test_c_file_names_are_unique_across_the_folders():
+    """The bare build (`cc -c src/c/*/*.c`) writes every object into one directory."""
+    names: dict[str, list[str]] = {}
+    for path in _c_files():
+        names.setdefault(path.name, []).append(str(path.relative_to(C_SOURCE)))
+    clashes = {name: where for name, where in names.items() if len(where) > 1}
+    assert clashes == {}
+
+
+def test_c_includes_spell_their_path_from_src_c():
+    """Every quoted include of a core file names its folder (`core/validate.h`), also beside
+    the includer; the public header is `pyroi.h`."""
+    for path in _c_files():
+        for name in _C_INCLUDE.findall(path.read_text(encoding="utf-8")):
+            if name == "pyroi.h":
+                continue
+            assert "/" in name and (C_SOURCE / name).is_file(), \
+                f"{path.relative_to(C_SOURCE)}: #include \"{name}\" is not a path from src/c"
+
+
+# Which folders a folder's files may include (docs/architecture.md, "C core"): core/ is below
+# everything, layout/ above it, a family above both; a family uses another only where it runs
+# it (multiscale/ runs RoIAlign per level).
+_C_LOWER = {"core": set(), "layout": {"core"}}
+_C_FAMILY_USES = {"multiscale": {"roi_align"}}
+
+
+def test_c_folders_include_only_below_them():
+    for path in _c_files():
+        folder = path.relative_to(C_SOURCE).parts[0]
+        if folder == "include":
+            continue
+        allowed = {folder} | _C_LOWER.get(folder, {"core", "layout"}) | \
+            _C_FAMILY_USES.get(folder, set())
+        for name in _C_INCLUDE.findall(path.read_text(encoding="utf-8")):
+            if name != "pyroi.h":
+                assert name.split("/")[0] in allowed, \
+                    f"{path.relative_to(C_SOURCE)} includes {name} (allowed: {sorted(allowed)})"
+
+
+def symbol_graph(objects: list[pathlib.Path]) -> dict[str, set[str]]:
+    """Object file name -> the object files that define a global symbol it uses (nm -P)."""
+    defined: dict[str, str] = {}
+    used: dict[str, set[str]] = {}
+    for obj in objects:
+        listing = subprocess.run(["nm", "-P", str(obj)], capture_output=True, text=True,
+                                 check=True).stdout
+        used[obj.stem] = set()
+        for line in listing.splitlines():
+            fields = line.split()
+            if len(fields) < 2:
+                continue
+            if fields[1] == "U":
+                used[obj.stem].add(fields[0])
+            elif fields[1] in "TDBRVWGS":  # defined here (text, data, bss, rodata, weak, ...)
+                defined.setdefault(fields[0], obj.stem)
+    return {name: {defined[s] for s in symbols if s in defined} - {name}
+            for name, symbols in used.items()}
+
+
+@pytest.mark.skipif(shutil.which("cc") is None or shutil.which("nm") is None,
+                    reason="needs a C compiler (cc) and nm")
+def test_no_circle_of_symbol_references_between_c_files(tmp_path):
+    """No translation unit of the core both calls another and is called by it, through any
+    chain (a circle, such as a float16 file calling every family while they call it back,
+    would tie those files into one unit of change)."""
+    sources = sorted(C_SOURCE.glob("*/*.c"))
+    flags = ["-std=c99", "-O0", f"-I{C_SOURCE / 'include'}", f"-I{C_SOURCE}", "-c"]
+
+    def compile_one(source: pathlib.Path) -> int:
+        return subprocess.run(["cc", *flags, str(source), "-o",
+                               str(tmp_path / (source.stem + ".o"))]).returncode
+
+    with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
+        assert list(pool.map(compile_one, sources)) == [0] * len(sources)
+    graph = symbol_graph(sorted(tmp_path.glob("*.o")))
+    assert "roi_align" in graph["roi_align_f16"] and "half_chunks" in graph["roi_align_f16"]
+    assert graph["half_chunks"] <= {"cpu", "half", "memory", "parallel", "validate"}
+    assert import_cycles(graph) == [], "circles of symbol references between src/c files"

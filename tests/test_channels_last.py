@@ -85,8 +85,9 @@ def test_channels_last_same_bits_on_any_thread_count(dtype, channels, num_rois):
 @pytest.mark.parametrize("mode", ["avg", "max"])
 def test_channels_last_map_larger_than_the_l3_cache(tv, mode):
     """An image larger than the CPU's L3 cache: the in-place kernels (avg, and max without
-    argmax) prefetch each next bin row's pixels (src/c/roi_align_prefetch_template.h), a hint
-    that must change no bit and read no list past its end. A RoI over the whole map with
+    argmax) prefetch each next bin row's pixels
+    (src/c/roi_align/roi_align_prefetch_template.h), a hint that must change no bit and read no
+    list past its end. A RoI over the whole map with
     64 x 64 bins of 5 x 5 samples taps more distinct columns (about 640) than the prefetch
     keeps (256). avg is pinned to torchvision, max to the NCHW orders (pinned to mmcv in
     test_roi_align_max.py), a NaN pixel making one RoI redo its max channel by channel."""

@@ -1,5 +1,5 @@
 """PYROI_MAX_VECTOR_ISA: the environment variable that caps the vector level the C core
-dispatches on (src/c/cpu.c). Each case runs a fresh interpreter, since the variable is read
+dispatches on (src/c/core/cpu.c). Each case runs a fresh interpreter, since the variable is read
 once, at the library's first CPU query: capped, the reported level is the cap (or lower), a
 value naming no level caps at the baseline and says so, and every operator family gives the
 same bits at every level (the vector variants compute the same thing in the same order)."""

@@ -17,15 +17,8 @@ from cpython.ref cimport PyObject
 from pyroi cimport _bindings as b
 from pyroi cimport _cpyroi as c
 
-from pyroi._errors import (
-    BatchIndexError,
-    BoxError,
-    DTypeError,
-    InvalidArgumentError,
-    PyroiError,
-    PyroiMemoryError,
-    ShapeError,
-)
+from pyroi._errors import (BatchIndexError, BoxError, DTypeError, InvalidArgumentError,
+                           PyroiError, PyroiMemoryError, ShapeError)
 
 ctypedef fused real:
     float
@@ -684,6 +677,27 @@ cdef int marshal_level_rois(b.Call *call, const b.Pyramid *p, const coordinate[:
     return 0
 
 
+cdef levels_run(bint backward, list maps, list scales, const coordinate[:, :] boxes,
+                const int64_t[::1] batch_indices, const element[:, :, :, :] pooled,
+                int64_t sampling_ratio, bint aligned, int64_t min_level, int64_t max_level,
+                double canonical_scale, double canonical_level, double eps, int num_threads):
+    """A multi-scale call, forward (maps the inputs, pooled the output it writes) or backward
+    (maps the grad_inputs it writes, pooled the grad_output)."""
+    cdef b.Pyramid p
+    cdef b.Call call = numbers(pooled.shape[2], pooled.shape[3], 1.0, 1.0, num_threads,
+                               sampling_ratio, aligned)
+    cdef c.pyroi_status status
+    marshal_pyramid(&p, maps, scales, backward, <element>0, min_level, max_level,
+                    canonical_scale, canonical_level, eps)
+    marshal_level_rois(&call, &p, boxes, batch_indices, pooled)
+    with nogil:
+        if backward:
+            status = b.roi_align_levels_backward(&call, &p)
+        else:
+            status = b.roi_align_levels_forward(&call, &p)
+    check_status(status)
+
+
 def roi_align_levels_forward(list inputs, list scales, const coordinate[:, :] boxes,
                              const int64_t[::1] batch_indices, element[:, :, :, :] output,
                              int64_t sampling_ratio, bint aligned, int64_t min_level,
@@ -691,16 +705,8 @@ def roi_align_levels_forward(list inputs, list scales, const coordinate[:, :] bo
                              double eps, int num_threads):
     """Multi-scale RoIAlign forward: each RoI pooled from its pyramid level into its row of
     output (K, C, PH, PW) (float16 tensors as uint16 views, with float32 boxes)."""
-    cdef b.Pyramid p
-    cdef b.Call call = numbers(output.shape[2], output.shape[3], 1.0, 1.0, num_threads,
-                               sampling_ratio, aligned)
-    cdef c.pyroi_status status
-    marshal_pyramid(&p, inputs, scales, False, <element>0, min_level, max_level,
-                    canonical_scale, canonical_level, eps)
-    marshal_level_rois(&call, &p, boxes, batch_indices, output)
-    with nogil:
-        status = b.roi_align_levels_forward(&call, &p)
-    check_status(status)
+    levels_run(False, inputs, scales, boxes, batch_indices, output, sampling_ratio, aligned,
+               min_level, max_level, canonical_scale, canonical_level, eps, num_threads)
 
 
 def roi_align_levels_backward(const element[:, :, :, :] grad_output,
@@ -710,16 +716,9 @@ def roi_align_levels_backward(const element[:, :, :, :] grad_output,
                               int64_t max_level, double canonical_scale, double canonical_level,
                               double eps, int num_threads):
     """Multi-scale RoIAlign backward: overwrite each level's grad_input (N, C, H_l, W_l)."""
-    cdef b.Pyramid p
-    cdef b.Call call = numbers(grad_output.shape[2], grad_output.shape[3], 1.0, 1.0,
-                               num_threads, sampling_ratio, aligned)
-    cdef c.pyroi_status status
-    marshal_pyramid(&p, grad_inputs, scales, True, <element>0, min_level, max_level,
-                    canonical_scale, canonical_level, eps)
-    marshal_level_rois(&call, &p, boxes, batch_indices, grad_output)
-    with nogil:
-        status = b.roi_align_levels_backward(&call, &p)
-    check_status(status)
+    levels_run(True, grad_inputs, scales, boxes, batch_indices, grad_output, sampling_ratio,
+               aligned, min_level, max_level, canonical_scale, canonical_level, eps,
+               num_threads)
 
 
 # Explaining one RoI (pyroi.viz): the geometry the operators use
@@ -836,7 +835,7 @@ def roi_pool_backward_from_input_pays(input_shape, int64_t num_rois, int64_t poo
 # freed by Python code. The buffers come from the C core's allocator: 64-byte aligned (one
 # cache line: streamed stores start on whole lines), and pages of their own for blocks of
 # 1 MiB and more, which go back to the OS when evicted (malloc would keep many of them).
-cdef extern from "common.h" nogil:
+cdef extern from "core/common.h" nogil:
     void *pyroi_aligned_malloc(size_t bytes)
     void pyroi_aligned_free(void *pointer)
 

@@ -1,7 +1,7 @@
 /* test_arithmetic.c - the integer helpers of common.h that hot loops use instead of the
  * operators they stand for: each must agree with the operator exactly. */
 #include "check.h"
-#include "common.h"
+#include "core/common.h"
 
 #include <stdint.h>
 

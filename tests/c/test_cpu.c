@@ -7,7 +7,7 @@
 #  define _GNU_SOURCE /* sysconf's cache queries, setenv */
 #endif
 #include "check.h"
-#include "cpu.h"
+#include "core/cpu.h"
 #include "pyroi.h"
 
 #include <stdio.h>

@@ -2,7 +2,7 @@
  * over weighted taps; docs/semantics.md §4.1 and §11.6, verified on onnxruntime 1.32). */
 #include "pyroi.h"
 #include "check.h"
-#include "half.h"
+#include "core/half.h"
 
 #include <math.h>
 #include <string.h>

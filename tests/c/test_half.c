@@ -7,9 +7,9 @@
  * lane-major gathers widen (F16C and portable), the forward's store rounds and the backward's
  * write-out streams. */
 #include "check.h"
-#include "common.h"
-#include "half.h"
-#include "transpose.h"
+#include "core/common.h"
+#include "core/half.h"
+#include "layout/transpose.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -3,7 +3,7 @@
  * bit-identical results for every thread count on a call large enough to use threads. */
 #include "pyroi.h"
 #include "check.h"
-#include "parallel.h"
+#include "core/parallel.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -4,8 +4,8 @@
  * block per worker is not taken and nothing is written; a box that is not finite once scaled
  * is the float32 call's status. */
 #include "check.h"
-#include "half.h"
-#include "roi_pool_half.h"
+#include "core/half.h"
+#include "roi_pool/roi_pool_half.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -4,7 +4,7 @@
  * the count alone); so do the streaming copies. */
 #include "pyroi.h"
 #include "check.h"
-#include "transpose.h"
+#include "layout/transpose.h"
 
 #include <string.h>
 

@@ -20,9 +20,9 @@
  *   - a multi-scale call writes only its output (forward) or every level's map (backward),
  *     as above, with any level count, level range, level shapes and scales.
  *
- * Build (clang), with SOURCES the library sources src/c/[a-z]*.c:
- *     clang -g -O1 -fsanitize=fuzzer,address,undefined -Isrc/c/include \
- *     tests/fuzz/fuzz_c_api.c $SOURCES -lm -lpthread -o fuzz_c_api
+ * Build (clang), with the library sources of every folder of src/c:
+ *     clang -g -O1 -fsanitize=fuzzer,address,undefined -Isrc/c/include -Isrc/c \
+ *     tests/fuzz/fuzz_c_api.c $(find src/c -name '*.c') -lm -lpthread -o fuzz_c_api
  * Without libFuzzer, tests/fuzz/replay_main.c turns it into a program that replays a corpus
  * (run by ctest as the test fuzz_corpus).
  *
