@@ -97,28 +97,20 @@ static double now_seconds(void)
 #endif
 }
 
-/* (PYROI_THREAD_LOCAL, common.h) the time of this thread's next poll in its preparation
- * stages is its own, whatever tokens it holds (one token may serve several threads' calls). */
-#if defined(PYROI_THREAD_LOCAL)
-static PYROI_THREAD_LOCAL double next_stage_poll; /* 0: this thread has not polled yet */
-#endif
-
-int pyroi_cancel_check(pyroi_cancel *cancel)
+int pyroi_cancel_check(pyroi_call_cancel *call)
 {
-    if (cancel == NULL) {
+    pyroi_cancel *token = call->token;
+    if (token == NULL) {
         return 0;
     }
-    if (cancel->poll != NULL && cancel->requested == 0) {
-#if defined(PYROI_THREAD_LOCAL)
-        if (now_seconds() >= next_stage_poll) {
-            cancel->poll(cancel);
-            next_stage_poll = now_seconds() + PYROI_POLL_INTERVAL;
+    if (token->poll != NULL && token->requested == 0) {
+        const double now = now_seconds();
+        if (now >= call->next_poll) {
+            token->poll(token);
+            call->next_poll = now_seconds() + PYROI_POLL_INTERVAL;
         }
-#else
-        cancel->poll(cancel); /* no per-thread clock: every check polls (a poll is quick) */
-#endif
     }
-    return cancel->requested != 0;
+    return token->requested != 0;
 }
 
 /* Elements pyroi_zero_channels writes between two reads of the token (~0.1-1 ms). */

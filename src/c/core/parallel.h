@@ -98,13 +98,31 @@ static inline int pyroi_cancel_count_work(pyroi_cancel_countdown *countdown, int
     return pyroi_cancel_requested(countdown->cancel);
 }
 
+/* A call's cancellation on its calling thread: the token and the time of its next poll,
+ * made once by each entry point (pyroi_call_cancel_of) and handed to every single-threaded
+ * stage that polls, so that the polls of one call are spaced by that call's own clock --
+ * whatever other calls the thread or the token serve, and without thread-local storage. */
+typedef struct pyroi_call_cancel {
+    pyroi_cancel *token; /* the call's params.cancel; NULL: the call cannot be cancelled */
+    double next_poll;    /* monotonic seconds before which no poll runs; 0: none yet */
+} pyroi_call_cancel;
+
+static inline pyroi_call_cancel pyroi_call_cancel_of(pyroi_cancel *token)
+{
+    pyroi_call_cancel call;
+    call.token = token;
+    call.next_poll = 0.0;
+    return call;
+}
+
 /* The calling thread's check in the long single-threaded stages of a call, before or outside
  * the workers (copying and grouping the RoIs, plan and tap tables, zeroing or widening a
- * tensor): runs the token's poll when PYROI_POLL_INTERVAL has passed since this thread last
- * polled, and returns nonzero when the call is to stop (it then returns PYROI_E_CANCELLED,
- * freeing what it allocated). Reads a clock: call it every PYROI_CANCEL_STRIDE items of a
- * per-RoI loop (pyroi_cancel_at), or per chunk of about a millisecond of other work. */
-int pyroi_cancel_check(pyroi_cancel *cancel);
+ * tensor): runs the token's poll when PYROI_POLL_INTERVAL has passed since the call last
+ * polled (at once the first time), and returns nonzero when the call is to stop (it then
+ * returns PYROI_E_CANCELLED, freeing what it allocated). Reads a clock: call it every
+ * PYROI_CANCEL_STRIDE items of a per-RoI loop (pyroi_cancel_at), or per chunk of about a
+ * millisecond of other work. */
+int pyroi_cancel_check(pyroi_call_cancel *call);
 
 /* Items of a per-RoI preparation loop between two checks (a power of two; at most about a
  * millisecond of the slowest such loop, well under one for most). */
@@ -112,10 +130,10 @@ int pyroi_cancel_check(pyroi_cancel *cancel);
 
 /* In a loop over items: pyroi_cancel_check after every PYROI_CANCEL_STRIDE items (so a short
  * loop never reads the clock). */
-static inline int pyroi_cancel_at(pyroi_cancel *cancel, int64_t item)
+static inline int pyroi_cancel_at(pyroi_call_cancel *call, int64_t item)
 {
-    return cancel != NULL && ((item + 1) & (PYROI_CANCEL_STRIDE - 1)) == 0 &&
-           pyroi_cancel_check(cancel);
+    return call->token != NULL && ((item + 1) & (PYROI_CANCEL_STRIDE - 1)) == 0 &&
+           pyroi_cancel_check(call);
 }
 
 /* Zeroes channels [channel_begin, channel_end) of every image of an N x C x H x W tensor of

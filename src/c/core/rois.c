@@ -30,6 +30,7 @@ pyroi_status pyroi_rois_copy(pyroi_rois *rois, const void *boxes, size_t value_b
     unsigned char *rows;
     int64_t k, bad = -1;
     memset(rois, 0, sizeof(*rois));
+    rois->cancel = pyroi_call_cancel_of(cancel);
     if (bytes == 0) {
         return PYROI_E_NO_MEMORY;
     }
@@ -42,7 +43,7 @@ pyroi_status pyroi_rois_copy(pyroi_rois *rois, const void *boxes, size_t value_b
     rows = (unsigned char *)(words + ROIS_WORDS_PER_ROI * num_rois + 1);
     for (k = 0; k < num_rois; ++k) {
         const int64_t n = pyroi_read_once_i64(batch_indices + k); /* checked, then kept */
-        if (pyroi_cancel_at(cancel, k)) {
+        if (pyroi_cancel_at(&rois->cancel, k)) {
             pyroi_rois_free(rois);
             return PYROI_E_CANCELLED;
         }
@@ -73,7 +74,7 @@ pyroi_status pyroi_rois_copy(pyroi_rois *rois, const void *boxes, size_t value_b
 /* Stable bottom-up merge sort of order[0 .. count) by key[order[i]], scratch of count words.
  * Returns 0 when cancelled (order then unspecified). */
 static int rois_sort(int64_t *order, int64_t count, const int64_t *key, int64_t *scratch,
-                     pyroi_cancel *cancel)
+                     pyroi_call_cancel *cancel)
 {
     int64_t width, i, merged = 0, *from = order, *to = scratch;
     for (width = 1; width < count; width *= 2) {
@@ -110,7 +111,7 @@ static int rois_sort(int64_t *order, int64_t count, const int64_t *key, int64_t 
     return 1;
 }
 
-pyroi_status pyroi_rois_group_by_image(pyroi_rois *rois, pyroi_cancel *cancel)
+pyroi_status pyroi_rois_group_by_image(pyroi_rois *rois)
 {
     const int64_t num_rois = rois->num_rois;
     const int64_t *images = rois->batch_indices;
@@ -124,7 +125,7 @@ pyroi_status pyroi_rois_group_by_image(pyroi_rois *rois, pyroi_cancel *cancel)
         sorted &= k == 0 || images[k - 1] <= images[k];
     }
     /* detectors usually pass their RoIs image by image: no sort then */
-    if (!sorted && !rois_sort(order, num_rois, images, scratch, cancel)) {
+    if (!sorted && !rois_sort(order, num_rois, images, scratch, &rois->cancel)) {
         return PYROI_E_CANCELLED;
     }
     rois->num_groups = 0;
@@ -142,14 +143,14 @@ pyroi_status pyroi_rois_group_by_image(pyroi_rois *rois, pyroi_cancel *cancel)
     return PYROI_OK;
 }
 
-pyroi_status pyroi_rois_sort_groups(pyroi_rois *rois, const int64_t *key, pyroi_cancel *cancel)
+pyroi_status pyroi_rois_sort_groups(pyroi_rois *rois, const int64_t *key)
 {
     int64_t *scratch = (int64_t *)rois->allocation + 4 * rois->num_rois + 1; /* as grouped */
     int64_t g;
     for (g = 0; g < rois->num_groups; ++g) {
         const int64_t begin = rois->group_start[g], end = rois->group_start[g + 1];
-        if (pyroi_cancel_at(cancel, g) ||
-            !rois_sort(rois->order + begin, end - begin, key, scratch, cancel)) {
+        if (pyroi_cancel_at(&rois->cancel, g) ||
+            !rois_sort(rois->order + begin, end - begin, key, scratch, &rois->cancel)) {
             return PYROI_E_CANCELLED;
         }
     }

@@ -15,6 +15,7 @@
 #define PYROI_ROIS_H
 
 #include "core/common.h"
+#include "core/parallel.h"
 
 typedef struct pyroi_rois {
     int64_t num_rois;
@@ -26,6 +27,9 @@ typedef struct pyroi_rois {
     int64_t num_groups;            /* images with at least one RoI */
     const int64_t *group_image;    /* per group: its image, increasing */
     const int64_t *group_start;    /* group g: order[group_start[g] .. group_start[g + 1]) */
+    /* the call's token and the clock of its polls: the copy travels with the call, so every
+     * later single-threaded stage (grouping, box scans, tables) polls through it */
+    pyroi_call_cancel cancel;
     void *allocation;
     int owned;                     /* allocation is freed by pyroi_rois_free */
 } pyroi_rois;
@@ -40,19 +44,20 @@ size_t pyroi_rois_bytes(int64_t num_rois, int64_t coords, size_t value_bytes);
  * [0, num_images). The rows' pointers and offsets must have been checked
  * (pyroi_check_roi_rows). On failure nothing is left to free: PYROI_E_NO_MEMORY or
  * PYROI_E_INVALID_BATCH_INDEX, or PYROI_E_CANCELLED
- * (cancel: the call's token, checked as the copy goes, see pyroi_cancel_check). */
+ * (cancel: the call's token, kept in rois->cancel with the clock of its polls, and checked as
+ * the copy goes, see pyroi_cancel_check). */
 pyroi_status pyroi_rois_copy(pyroi_rois *rois, const void *boxes, size_t value_bytes,
                              int64_t num_rois, int64_t box_row_stride, int64_t coords,
                              const int64_t *batch_indices, int64_t num_images, void *memory,
                              pyroi_cancel *cancel);
 
 /* Fills order and the groups of a copy (O(num_rois log num_rois), no memory). PYROI_OK, or
- * PYROI_E_CANCELLED by the call's token (cancel) during the sort. */
-pyroi_status pyroi_rois_group_by_image(pyroi_rois *rois, pyroi_cancel *cancel);
+ * PYROI_E_CANCELLED by the call's token (rois->cancel) during the sort. */
+pyroi_status pyroi_rois_group_by_image(pyroi_rois *rois);
 
 /* Sorts each group's RoIs by key[k] (per RoI), stably: equal keys keep RoI order. PYROI_OK,
  * or PYROI_E_CANCELLED by the call's token (order then unspecified). */
-pyroi_status pyroi_rois_sort_groups(pyroi_rois *rois, const int64_t *key, pyroi_cancel *cancel);
+pyroi_status pyroi_rois_sort_groups(pyroi_rois *rois, const int64_t *key);
 
 /* The group of image n: its RoIs are order[*begin .. *end) (empty when n has none). */
 void pyroi_rois_of_image(const pyroi_rois *rois, int64_t n, int64_t *begin, int64_t *end);

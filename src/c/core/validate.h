@@ -36,7 +36,7 @@ pyroi_status pyroi_find_invalid_batch_index(pyroi_status params_status, const vo
  * PYROI_E_CANCELLED when the call is cancelled (polled as pyroi_cancel_at does), else
  * box_status, a failure naming k in *failed_roi. */
 static inline pyroi_status pyroi_box_scan_verdict(pyroi_status box_status,
-                                                  pyroi_cancel *cancel, int64_t k,
+                                                  pyroi_call_cancel *cancel, int64_t k,
                                                   int64_t *failed_roi)
 {
     if (pyroi_cancel_at(cancel, k)) {

@@ -206,11 +206,10 @@ PYROI_API const char *pyroi_status_string(pyroi_status status);
  * a deadline or a user's request and then set token->requested. In a call of more than about
  * 20 ms of work, helper threads do the work while the calling thread calls poll(token) every
  * 20 ms (where threads are unavailable it works and polls between its pieces); during a long
- * preparation the calling thread calls it between its pieces, at most every 20 ms (a
- * thread's polls are spaced whatever token they serve; MinGW builds, which lack native
- * thread-locals, call it between every piece, about every 1 ms). Short calls never poll and start no
- * thread for it. poll runs inside the call: it must not call pyroi on the call's outputs, and
- * should return quickly.
+ * preparation the calling thread calls it between its pieces, at most every 20 ms of that
+ * call (each call keeps its own clock, whatever else the thread or the token serve). Short
+ * calls never poll and start no thread for it. poll runs inside the call: it must not call
+ * pyroi on the call's outputs, and should return quickly.
  * ---------------------------------------------------------------------------------------- */
 typedef struct pyroi_cancel {
     /* Nonzero asks every call given this token to stop. Default 0. */

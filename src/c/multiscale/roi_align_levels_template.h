@@ -25,7 +25,7 @@ static pyroi_status PYROI_TYPED(roi_align_levels_prepare)(pyroi_status checked,
         /* in slices, with a check between: a million RoIs take over 100 ms */
         const int64_t count = num_rois - first < ROI_ALIGN_LEVELS_SLICE ? num_rois - first
                                                                         : ROI_ALIGN_LEVELS_SLICE;
-        status = pyroi_cancel_check(call->params[0].cancel)
+        status = pyroi_cancel_check(&rois->copy.cancel)
                      ? PYROI_E_CANCELLED
                      : PYROI_TYPED(pyroi_fpn_levels)((const T *)rois->copy.boxes + 4 * first,
                                                      count, 4, &call->level_params,

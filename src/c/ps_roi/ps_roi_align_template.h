@@ -28,8 +28,8 @@ static pyroi_status PYROI_TYPED(ps_roi_align_axes)(const T *box,
  * Batch indices are checked by the caller. */
 static pyroi_status PYROI_TYPED(ps_roi_align_scan_boxes)(
     const T *boxes, int64_t num_rois, int64_t box_row_stride, int64_t height, int64_t width,
-    const pyroi_ps_roi_align_params *params, int size_tables, int64_t *max_row_taps,
-    int64_t *max_col_taps, int64_t *failed_roi)
+    const pyroi_ps_roi_align_params *params, pyroi_call_cancel *cancel, int size_tables,
+    int64_t *max_row_taps, int64_t *max_col_taps, int64_t *failed_roi)
 {
     int64_t k;
     *max_row_taps = 0;
@@ -41,7 +41,7 @@ static pyroi_status PYROI_TYPED(ps_roi_align_scan_boxes)(
         const pyroi_status status = pyroi_box_scan_verdict(
             PYROI_TYPED(ps_roi_align_axes)(boxes + k * box_row_stride, params, height, width,
                                            &rows, &cols),
-            params->cancel, k, failed_roi);
+            cancel, k, failed_roi);
         if (status != PYROI_OK) {
             return status;
         }
@@ -287,7 +287,7 @@ static pyroi_status PYROI_TYPED(ps_roi_align_forward_call)(
     }
     status = PYROI_TYPED(ps_roi_align_scan_boxes)((const T *)rois.boxes, num_rois, 4,
                                                   input_shape[2], input_shape[3], params,
-                                                  input_shape[1] != 0, &max_row_taps,
+                                                  &rois.cancel, input_shape[1] != 0, &max_row_taps,
                                                   &max_col_taps, &failed_roi);
     if (status == PYROI_OK && num_rois > 0 && input_shape[1] > 0) {
         /* a map without pixels may be NULL */
@@ -357,7 +357,7 @@ static pyroi_status PYROI_TYPED(ps_roi_align_backward_call)(
     }
     status = PYROI_TYPED(ps_roi_align_scan_boxes)((const T *)rois.boxes, num_rois, 4,
                                                   grad_input_shape[2], grad_input_shape[3],
-                                                  params, grad_input_shape[1] != 0,
+                                                  params, &rois.cancel, grad_input_shape[1] != 0,
                                                   &max_row_taps, &max_col_taps, &failed_roi);
     /* nothing to write with an empty grad_input (which may then be NULL) */
     if (status == PYROI_OK && !pyroi_shape_is_empty(grad_input_shape)) {
@@ -409,7 +409,8 @@ pyroi_status PYROI_TYPED(pyroi_ps_roi_align_find_invalid_roi)(
     if (status != PYROI_OK) {
         return status;
     }
+    pyroi_call_cancel cancel = pyroi_call_cancel_of(params->cancel); /* params checked */
     return PYROI_TYPED(ps_roi_align_scan_boxes)(boxes, num_rois, box_row_stride, height, width,
-                                                params, 0, &max_row_taps, &max_col_taps,
-                                                failed_roi);
+                                                params, &cancel, 0, &max_row_taps,
+                                                &max_col_taps, failed_roi);
 }

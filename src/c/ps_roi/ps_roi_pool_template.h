@@ -75,7 +75,8 @@ static void PYROI_TYPED(ps_pool_bin_window)(T bin_size, int64_t start, int64_t b
  * heuristic only). On failure *failed_roi is the offending RoI. */
 static pyroi_status PYROI_TYPED(ps_roi_pool_scan_boxes)(
     const T *boxes, int64_t num_rois, int64_t box_row_stride, int64_t height, int64_t width,
-    const pyroi_ps_roi_pool_params *params, double *max_area, int64_t *failed_roi)
+    const pyroi_ps_roi_pool_params *params, pyroi_call_cancel *cancel, double *max_area,
+    int64_t *failed_roi)
 {
     int64_t k;
     *max_area = 0.0;
@@ -86,7 +87,7 @@ static pyroi_status PYROI_TYPED(ps_roi_pool_scan_boxes)(
         double rows, cols;
         const pyroi_status status = pyroi_box_scan_verdict(
             PYROI_TYPED(ps_pool_box_is_valid)(box, params) ? PYROI_OK : PYROI_E_INVALID_BOX,
-            params->cancel, k, failed_roi);
+            cancel, k, failed_roi);
         if (status != PYROI_OK) {
             return status;
         }
@@ -304,7 +305,7 @@ static pyroi_status PYROI_TYPED(ps_roi_pool_forward_call)(
     }
     status = PYROI_TYPED(ps_roi_pool_scan_boxes)((const T *)rois.boxes, num_rois, 4,
                                                  input_shape[2], input_shape[3], params,
-                                                 &max_area, &failed_roi);
+                                                 &rois.cancel, &max_area, &failed_roi);
     if (status == PYROI_OK && num_rois > 0 && input_shape[1] > 0) {
         /* a map without pixels may be NULL */
         PYROI_TYPED(ps_job_init)(&job, (const T *)pyroi_data_or_placeholder(input), input_shape,
@@ -373,7 +374,7 @@ static pyroi_status PYROI_TYPED(ps_roi_pool_backward_call)(
     }
     status = PYROI_TYPED(ps_roi_pool_scan_boxes)((const T *)rois.boxes, num_rois, 4,
                                                  grad_input_shape[2], grad_input_shape[3],
-                                                 params, &max_area, &failed_roi);
+                                                 params, &rois.cancel, &max_area, &failed_roi);
     /* nothing to write with an empty grad_input (which may then be NULL) */
     if (status == PYROI_OK && !pyroi_shape_is_empty(grad_input_shape)) {
         PYROI_TYPED(ps_job_init)(&job, grad_output, NULL, grad_output_strides, &rois,

@@ -175,7 +175,7 @@ pyroi_status pyroi_roi_align_rows_half(int backward, int dry_run, uint16_t *map,
         roi_align_plan_free_f32(&plan);
         return PYROI_OK;
     }
-    status = backward ? PYROI_OK : roi_align_plan_order_by_rows_f32(&plan, params->cancel);
+    status = backward ? PYROI_OK : roi_align_plan_order_by_rows_f32(&plan);
     if (status != PYROI_OK) {
         return status; /* the plan is freed */
     }

@@ -219,7 +219,7 @@ static pyroi_status PYROI_TYPED(roi_align_execute_tasks)(PYROI_TYPED(roi_align_j
                          : NULL;
     job->tiles = NULL;
     if (tasks == NULL && !backward && schedule.order == ROI_ALIGN_ORDER_REGION &&
-        PYROI_TYPED(roi_align_tiles_build)(job->plan, &tiles, job->params->cancel)) {
+        PYROI_TYPED(roi_align_tiles_build)(job->plan, &tiles, job->poll)) {
         /* the avg forward gathers RoI tiles, not regions of an image-sized block */
         schedule.task = PYROI_TYPED(roi_align_forward_tile_task);
         schedule.pair = job->map_shape[1] > PYROI_LANES ? 2 : 1;
@@ -357,7 +357,7 @@ pyroi_status PYROI_TYPED(pyroi_roi_align_forward_rows)(
     if (!planned) {
         return status;
     }
-    status = PYROI_TYPED(roi_align_plan_order_by_rows)(&plan, params->cancel);
+    status = PYROI_TYPED(roi_align_plan_order_by_rows)(&plan);
     if (status != PYROI_OK) {
         return status;
     }

@@ -732,6 +732,7 @@ PYROI_VECTOR_TASK(PYROI_TYPED(roi_align_max_forward_region_task))
 static pyroi_status PYROI_TYPED(roi_align_grid_widths)(const PYROI_TYPED(roi_align_plan) *plan,
                                                        int64_t height, int64_t width,
                                                        const pyroi_roi_align_params *params,
+                                                       pyroi_call_cancel *cancel,
                                                        int64_t **grid_w)
 {
     const int64_t num_rois = plan->num_rois;
@@ -745,7 +746,7 @@ static pyroi_status PYROI_TYPED(roi_align_grid_widths)(const PYROI_TYPED(roi_ali
     for (k = 0; k < num_rois; ++k) {
         PYROI_TYPED(sample_axis) rows, cols;
         cols.grid = 0; /* validated boxes always set it; this keeps -Wmaybe-uninitialized quiet */
-        if (pyroi_cancel_at(params->cancel, k)) {
+        if (pyroi_cancel_at(cancel, k)) {
             return PYROI_E_CANCELLED; /* the caller frees *grid_w */
         }
         (void)PYROI_TYPED(roi_align_axes)(boxes + k * box_row_stride, params, height, width,
@@ -801,13 +802,13 @@ static pyroi_status PYROI_TYPED(roi_align_max_like_forward)(
             return PYROI_E_INVALID_BOX;
         }
     }
-    status = PYROI_TYPED(roi_align_plan_order_by_rows)(&plan, params->cancel);
+    status = PYROI_TYPED(roi_align_plan_order_by_rows)(&plan);
     if (status != PYROI_OK) {
         return status;
     }
     input = (const T *)pyroi_data_or_placeholder(input); /* a map without pixels may be NULL */
     status = PYROI_TYPED(roi_align_grid_widths)(&plan, input_shape[2], input_shape[3], params,
-                                                &grid_w);
+                                                &plan.rois.cancel, &grid_w);
     if (status == PYROI_OK) {
         PYROI_TYPED(roi_align_job_init)(&job.base, input, input_strides, output,
                                         output_strides, input_shape, params, &plan, NULL);
@@ -918,7 +919,8 @@ static pyroi_status PYROI_TYPED(roi_align_max_like_backward)(
     }
     if (status == PYROI_OK) {
         status = PYROI_TYPED(roi_align_grid_widths)(&plan, grad_input_shape[2],
-                                                    grad_input_shape[3], params, &grid_w);
+                                                    grad_input_shape[3], params,
+                                                    &plan.rois.cancel, &grid_w);
     }
     if (status == PYROI_OK) {
         PYROI_TYPED(roi_align_job_init)(&job.base, grad_output, grad_output_strides,

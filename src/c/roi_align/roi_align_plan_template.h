@@ -34,8 +34,8 @@ static pyroi_status PYROI_TYPED(roi_align_axes)(const T *box, const pyroi_roi_al
  * the offending RoI. */
 static pyroi_status PYROI_TYPED(roi_align_check_boxes)(
     const T *boxes, int64_t num_rois, int64_t box_row_stride, int64_t height, int64_t width,
-    const pyroi_roi_align_params *params, int64_t *row_taps, int64_t *col_taps,
-    int64_t *failed_roi)
+    const pyroi_roi_align_params *params, pyroi_call_cancel *cancel, int64_t *row_taps,
+    int64_t *col_taps, int64_t *failed_roi)
 {
     int64_t k;
     *failed_roi = -1;
@@ -44,7 +44,7 @@ static pyroi_status PYROI_TYPED(roi_align_check_boxes)(
         const pyroi_status status = pyroi_box_scan_verdict(
             PYROI_TYPED(roi_align_axes)(boxes + k * box_row_stride, params, height, width, &rows,
                                         &cols),
-            params->cancel, k, failed_roi);
+            cancel, k, failed_roi);
         if (status != PYROI_OK) {
             return status;
         }
@@ -238,8 +238,8 @@ static pyroi_status PYROI_TYPED(roi_align_plan_build_in)(
     plan->ranges = (pyroi_tap_range *)(plan->samples + num_rois);
 
     status = PYROI_TYPED(roi_align_check_boxes)(boxes, num_rois, box_row_stride, height, width,
-                                                params, plan->row_taps, plan->col_taps,
-                                                &failed_roi);
+                                                params, &plan->rois.cancel, plan->row_taps,
+                                                plan->col_taps, &failed_roi);
     if (status != PYROI_OK) {
         PYROI_TYPED(roi_align_plan_free)(plan);
         return status;
@@ -268,7 +268,7 @@ static pyroi_status PYROI_TYPED(roi_align_plan_build_in)(
         PYROI_TYPED(sample_axis) rows, cols;
         PYROI_TYPED(axis_tap) *taps = plan->taps + plan->first_tap[k];
         pyroi_tap_range *ranges = plan->ranges + k * bins;
-        if (pyroi_cancel_at(params->cancel, k)) {
+        if (pyroi_cancel_at(&plan->rois.cancel, k)) {
             PYROI_TYPED(roi_align_plan_free)(plan);
             return PYROI_E_CANCELLED;
         }
@@ -291,12 +291,12 @@ static pyroi_status PYROI_TYPED(roi_align_plan_build_in)(
     plan->region_pixels = 0;
     for (k = 0; k < num_rois; ++k) {
         plan->region_pixels += PYROI_TYPED(roi_align_region_pixels)(plan, k);
-        if (pyroi_cancel_at(params->cancel, k)) {
+        if (pyroi_cancel_at(&plan->rois.cancel, k)) {
             PYROI_TYPED(roi_align_plan_free)(plan);
             return PYROI_E_CANCELLED;
         }
     }
-    status = pyroi_rois_group_by_image(&plan->rois, params->cancel);
+    status = pyroi_rois_group_by_image(&plan->rois);
     if (status != PYROI_OK) {
         PYROI_TYPED(roi_align_plan_free)(plan);
     }
@@ -336,8 +336,8 @@ static int64_t PYROI_TYPED(roi_align_band_columns)(const PYROI_TYPED(roi_align_p
  * own, so the order changes no result; the backward keeps RoI order, which is the order of its
  * additions. Left unsorted when the keys' memory cannot be had. PYROI_OK, or
  * PYROI_E_CANCELLED by the call's token (the plan is then freed). */
-static pyroi_status PYROI_TYPED(roi_align_plan_order_by_rows)(PYROI_TYPED(roi_align_plan) *plan,
-                                                               pyroi_cancel *cancel)
+static pyroi_status PYROI_TYPED(roi_align_plan_order_by_rows)(
+    PYROI_TYPED(roi_align_plan) *plan)
 {
     int64_t *keys, k, band_columns;
     pyroi_status status;
@@ -360,7 +360,7 @@ static pyroi_status PYROI_TYPED(roi_align_plan_order_by_rows)(PYROI_TYPED(roi_al
         keys[k] = band * (plan->height + 1) +
                   (band % 2 == 0 ? first_row : plan->height - first_row);
     }
-    status = pyroi_rois_sort_groups(&plan->rois, keys, cancel);
+    status = pyroi_rois_sort_groups(&plan->rois, keys);
     free(keys);
     if (status != PYROI_OK) {
         PYROI_TYPED(roi_align_plan_free)(plan);
@@ -526,6 +526,7 @@ typedef struct PYROI_TYPED(roi_align_job) {
     const int64_t *map_shape; /* N, C, H, W of the input */
     const pyroi_roi_align_params *params;
     const PYROI_TYPED(roi_align_plan) *plan;
+    pyroi_call_cancel *poll; /* the plan's copy's clock: the calling thread's stages poll it */
     T *scratch; /* blocked path: one channels-last block map per worker */
     int64_t pair; /* channel blocks per work item of the image order, their lane groups
                    * interleaved per pixel: 1, or 2 (the avg forward) */
@@ -562,13 +563,15 @@ static pyroi_status PYROI_TYPED(roi_align_call_plan)(
     pyroi_status status;
     *planned = 0;
     if (writes_nothing) {
+        pyroi_call_cancel cancel = pyroi_call_cancel_of(params->cancel);
         int64_t failed_roi;
         status = pyroi_check_rois(boxes, num_rois, box_row_stride, 4, batch_indices,
                                   map_shape[0]);
         return status != PYROI_OK ? status
                                   : PYROI_TYPED(roi_align_check_boxes)(
                                         boxes, num_rois, box_row_stride, map_shape[2],
-                                        map_shape[3], params, NULL, NULL, &failed_roi);
+                                        map_shape[3], params, &cancel, NULL, NULL,
+                                        &failed_roi);
     }
     if (arena != NULL) {
         const size_t copy_bytes = pyroi_rois_bytes(num_rois, 4, sizeof(T));
@@ -597,7 +600,7 @@ static void PYROI_TYPED(roi_align_job_init)(
     PYROI_TYPED(roi_align_job) *job, const T *features, const int64_t features_strides[4],
     T *result, const int64_t result_strides[4],
     const int64_t map_shape[4], const pyroi_roi_align_params *params,
-    const PYROI_TYPED(roi_align_plan) *plan, roi_align_arena *arena)
+    PYROI_TYPED(roi_align_plan) *plan, roi_align_arena *arena)
 {
     job->features = features;
     job->half_features = NULL;
@@ -609,6 +612,7 @@ static void PYROI_TYPED(roi_align_job_init)(
     job->map_shape = map_shape;
     job->params = params;
     job->plan = plan;
+    job->poll = &plan->rois.cancel;
     job->arena = arena;
     job->rows = NULL;
     job->footprint = NULL;
@@ -626,6 +630,7 @@ pyroi_status PYROI_TYPED(pyroi_roi_align_find_invalid_roi)(
     if (status != PYROI_OK) {
         return status;
     }
+    pyroi_call_cancel cancel = pyroi_call_cancel_of(params->cancel); /* params checked */
     return PYROI_TYPED(roi_align_check_boxes)(boxes, num_rois, box_row_stride, height, width,
-                                              params, NULL, NULL, failed_roi);
+                                              params, &cancel, NULL, NULL, failed_roi);
 }

@@ -35,7 +35,7 @@ static void PYROI_TYPED(roi_align_tiles_free)(PYROI_TYPED(roi_align_tiles) *tile
  * call is cancelled: the call then takes the region order. */
 static int PYROI_TYPED(roi_align_tiles_build)(const PYROI_TYPED(roi_align_plan) *plan,
                                               PYROI_TYPED(roi_align_tiles) *tiles,
-                                              pyroi_cancel *cancel)
+                                              pyroi_call_cancel *cancel)
 {
     const int64_t num_rois = plan->num_rois;
     const int64_t total_taps =

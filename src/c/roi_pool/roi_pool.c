@@ -355,16 +355,15 @@ typedef struct roi_pool_plan {
 } roi_pool_plan;
 
 /* Allocates the plan of the call's RoIs, with bins windows per RoI (0: no windows, for the
- * backward), and groups the RoIs by image (cancel: the call's token). */
-static pyroi_status roi_pool_plan_init(roi_pool_plan *plan, pyroi_rois *rois, int64_t bins,
-                                       pyroi_cancel *cancel)
+ * backward), and groups the RoIs by image (cancelled by the call's token in rois). */
+static pyroi_status roi_pool_plan_init(roi_pool_plan *plan, pyroi_rois *rois, int64_t bins)
 {
     const uint64_t per_roi_bytes = (uint64_t)bins * sizeof(roi_pool_window);
     pyroi_status status;
     memset(plan, 0, sizeof(*plan));
     plan->rois = rois;
     plan->bins = bins;
-    status = pyroi_rois_group_by_image(rois, cancel);
+    status = pyroi_rois_group_by_image(rois);
     if (status != PYROI_OK) {
         return status;
     }

@@ -52,14 +52,13 @@ static pyroi_status PYROI_TYPED(roi_pool_forward_lanes)(PYROI_TYPED(roi_pool_job
     const int64_t groups = (shape[1] + ROI_POOL_GROUP_LANES - 1) / ROI_POOL_GROUP_LANES;
     roi_pool_plan plan;
     pyroi_status status = roi_pool_plan_init(
-        &plan, job->rois, job->params->pooled_height + job->params->pooled_width,
-        job->params->cancel);
+        &plan, job->rois, job->params->pooled_height + job->params->pooled_width);
     if (status != PYROI_OK) {
         return status;
     }
     status = PYROI_TYPED(roi_pool_plan_windows)(&plan, job->boxes, job->num_rois,
                                                 job->box_row_stride, shape[2], shape[3],
-                                                job->params);
+                                                job->params, &job->rois->cancel);
     if (status != PYROI_OK) {
         roi_pool_plan_free(&plan);
         return status;
@@ -95,7 +94,7 @@ static pyroi_status PYROI_TYPED(roi_pool_forward_checked)(PYROI_TYPED(roi_pool_j
     int workers;
     pyroi_status status = PYROI_TYPED(roi_pool_scan_boxes)(
         job->boxes, num_rois, job->box_row_stride, input_shape[2], input_shape[3], params,
-        &max_area, &failed_roi);
+        &job->rois->cancel, &max_area, &failed_roi);
     if (status != PYROI_OK || num_rois == 0 || input_shape[1] == 0) {
         return status;
     }
@@ -190,9 +189,10 @@ pyroi_status PYROI_TYPED(pyroi_roi_pool_find_invalid_roi)(
     if (status != PYROI_OK) {
         return status;
     }
+    pyroi_call_cancel cancel = pyroi_call_cancel_of(params->cancel); /* params checked */
     /* the map size only matters for the work estimate */
     return PYROI_TYPED(roi_pool_scan_boxes)(boxes, num_rois, box_row_stride, 0, 0, params,
-                                            &max_area, failed_roi);
+                                            &cancel, &max_area, failed_roi);
 }
 
 /* Whether the argmax backward of num_rois RoIs into grad_input of shape takes image blocks:
@@ -241,7 +241,7 @@ static pyroi_status PYROI_TYPED(roi_pool_backward_checked)(PYROI_TYPED(roi_pool_
     }
     if (image_blocks) {
         roi_pool_plan plan;
-        status = roi_pool_plan_init(&plan, job->rois, 0, params->cancel);
+        status = roi_pool_plan_init(&plan, job->rois, 0);
         if (status != PYROI_OK) {
             return status;
         }

@@ -218,20 +218,19 @@ static pyroi_status PYROI_TYPED(roi_pool_backward_from_input_checked)(
     int64_t failed_roi;
     roi_pool_plan plan;
     pyroi_status status = PYROI_TYPED(roi_pool_scan_boxes)(
-        job->boxes, job->num_rois, job->box_row_stride, shape[2], shape[3], params, &max_area,
-        &failed_roi);
+        job->boxes, job->num_rois, job->box_row_stride, shape[2], shape[3], params,
+        &job->rois->cancel, &max_area, &failed_roi);
     if (status != PYROI_OK || pyroi_shape_is_empty(shape)) {
         return status;
     }
     if (!PYROI_TYPED(roi_pool_from_input_in_lanes)(shape, job->num_rois, bins)) {
         return PYROI_TYPED(roi_pool_backward_through_argmax)(job); /* never for float16 */
     }
-    status = roi_pool_plan_init(&plan, job->rois, params->pooled_height + params->pooled_width,
-                                params->cancel);
+    status = roi_pool_plan_init(&plan, job->rois, params->pooled_height + params->pooled_width);
     if (status == PYROI_OK) {
         status = PYROI_TYPED(roi_pool_plan_windows)(&plan, job->boxes, job->num_rois,
                                                     job->box_row_stride, shape[2], shape[3],
-                                                    params);
+                                                    params, &job->rois->cancel);
     }
     if (status == PYROI_OK) {
         job->plan = &plan;

@@ -89,6 +89,7 @@ static pyroi_status PYROI_TYPED(roi_pool_scan_boxes)(const T *boxes, int64_t num
                                                      int64_t box_row_stride, int64_t height,
                                                      int64_t width,
                                                      const pyroi_roi_pool_params *params,
+                                                     pyroi_call_cancel *cancel,
                                                      double *max_area, int64_t *failed_roi)
 {
     int64_t k;
@@ -99,7 +100,7 @@ static pyroi_status PYROI_TYPED(roi_pool_scan_boxes)(const T *boxes, int64_t num
         double area;
         pyroi_status status = PYROI_TYPED(roi_pool_axes)(boxes + k * box_row_stride, params,
                                                          height, width, &rows, &cols);
-        if (pyroi_cancel_at(params->cancel, k)) {
+        if (pyroi_cancel_at(cancel, k)) {
             return PYROI_E_CANCELLED;
         }
         if (status != PYROI_OK) {

@@ -51,7 +51,8 @@ static void PYROI_TYPED(roi_pool_job_rois)(PYROI_TYPED(roi_pool_job) *job, pyroi
 static pyroi_status PYROI_TYPED(roi_pool_plan_windows)(roi_pool_plan *plan, const T *boxes,
                                                int64_t num_rois, int64_t box_row_stride,
                                                int64_t height, int64_t width,
-                                               const pyroi_roi_pool_params *params)
+                                               const pyroi_roi_pool_params *params,
+                                               pyroi_call_cancel *cancel)
 {
     const int64_t pooled_height = params->pooled_height, pooled_width = params->pooled_width;
     int64_t k, b;
@@ -60,7 +61,7 @@ static pyroi_status PYROI_TYPED(roi_pool_plan_windows)(roi_pool_plan *plan, cons
         roi_pool_window *windows = plan->windows + k * plan->bins;
         double row_pixels = 0.0, col_pixels = 0.0;
         int64_t region[4], area;
-        if (pyroi_cancel_at(params->cancel, k)) {
+        if (pyroi_cancel_at(cancel, k)) {
             return PYROI_E_CANCELLED;
         }
         (void)PYROI_TYPED(roi_pool_axes)(boxes + k * box_row_stride, params, height, width,

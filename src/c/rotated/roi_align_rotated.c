@@ -163,7 +163,9 @@ typedef struct rotated_half_table {
     int64_t *roi_segments; /* RoI k's segments: [roi_segments[k], roi_segments[k + 1]) */
     float *counts;         /* RoI k's divisor */
     int over; /* the record would pass PYROI_ROTATED_HALF_TABLE_BYTES, or memory ran out */
-    pyroi_cancel *cancel; /* the call's: the record runs on the calling thread, and polls */
+    /* the call's token and poll clock (in its copy of the RoIs): the record runs on the
+     * calling thread, and polls */
+    pyroi_call_cancel *cancel;
 } rotated_half_table;
 
 /* Makes room for needed elements of element_bytes in *array (capacity doubled); 0 when the
@@ -235,9 +237,9 @@ static void rotated_half_table_free(rotated_half_table *table)
     free(table->counts);
 }
 
-/* Records every RoI's samples (the RoIs as checked by the scan). PYROI_OK with table->over
- * set: the record would pass its bound. */
-static pyroi_status rotated_half_table_make(rotated_half_table *table, const pyroi_rois *rois,
+/* Records every RoI's samples (the RoIs as checked by the scan; their copy's clock advances
+ * with the polls). PYROI_OK with table->over set: the record would pass its bound. */
+static pyroi_status rotated_half_table_make(rotated_half_table *table, pyroi_rois *rois,
                                             int64_t height, int64_t width,
                                             const pyroi_roi_align_rotated_params *params)
 {
@@ -245,7 +247,7 @@ static pyroi_status rotated_half_table_make(rotated_half_table *table, const pyr
     rotated_scratch_f32 scratch;
     int64_t k;
     memset(table, 0, sizeof(*table));
-    table->cancel = params->cancel;
+    table->cancel = &rois->cancel;
     scratch.samples = (rotated_sample_f32 *)malloc(PYROI_ROTATED_CHUNK *
                                                    sizeof(rotated_sample_f32));
     scratch.segments = (pyroi_rotated_segment *)malloc(PYROI_ROTATED_SEGMENTS *
@@ -395,7 +397,8 @@ pyroi_status pyroi_roi_align_rotated_backward_half(
         return status;
     }
     status = rotated_scan_boxes_f32((const float *)rois.boxes, num_rois, 5, grad_input_shape[2],
-                                    grad_input_shape[3], params, &mean_work, &failed_roi);
+                                    grad_input_shape[3], params, &rois.cancel, &mean_work,
+                                    &failed_roi);
     /* nothing to write with an empty grad_input (which may then be NULL) */
     if (status == PYROI_OK && !pyroi_shape_is_empty(grad_input_shape)) {
         status = rotated_half_table_make(&table, &rois, grad_input_shape[2],

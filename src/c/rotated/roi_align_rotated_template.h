@@ -216,7 +216,8 @@ static double PYROI_TYPED(rotated_bin_extent)(const PYROI_TYPED(rotated_axis) *a
  * indices were checked before. */
 static pyroi_status PYROI_TYPED(rotated_scan_boxes)(
     const T *boxes, int64_t num_rois, int64_t box_row_stride, int64_t height, int64_t width,
-    const pyroi_roi_align_rotated_params *params, double *mean_work, int64_t *failed_roi)
+    const pyroi_roi_align_rotated_params *params, pyroi_call_cancel *cancel, double *mean_work,
+    int64_t *failed_roi)
 {
     double total = 0.0;
     int64_t k;
@@ -228,7 +229,7 @@ static pyroi_status PYROI_TYPED(rotated_scan_boxes)(
         const pyroi_status status = pyroi_box_scan_verdict(
             PYROI_TYPED(rotated_roi_geometry)(boxes + k * box_row_stride, params, height, width,
                                               &roi),
-            params->cancel, k, failed_roi);
+            cancel, k, failed_roi);
         if (status != PYROI_OK) {
             return status;
         }
@@ -318,7 +319,8 @@ static pyroi_status PYROI_TYPED(rotated_forward_call)(
         return status;
     }
     status = PYROI_TYPED(rotated_scan_boxes)((const T *)rois.boxes, num_rois, 5, input_shape[2],
-                                             input_shape[3], params, &mean_work, &failed_roi);
+                                             input_shape[3], params, &rois.cancel, &mean_work,
+                                             &failed_roi);
     if (status == PYROI_OK && half_output != NULL && num_rois > 0 && input_shape[1] > 0) {
         /* one RoI's bins of every channel (the checks bound them: no overflow) */
         const double bytes = (double)input_shape[1] * (double)params->pooled_height *
@@ -380,7 +382,7 @@ pyroi_status PYROI_TYPED(pyroi_roi_align_rotated_backward)(
     }
     status = PYROI_TYPED(rotated_scan_boxes)((const T *)rois.boxes, num_rois, 5,
                                              grad_input_shape[2], grad_input_shape[3], params,
-                                             &mean_work, &failed_roi);
+                                             &rois.cancel, &mean_work, &failed_roi);
     /* nothing to write with an empty grad_input (which may then be NULL) */
     if (status == PYROI_OK && !pyroi_shape_is_empty(grad_input_shape)) {
         PYROI_TYPED(job_tensors_init)(&job.tensors, grad_output, NULL, grad_output_strides,
@@ -411,6 +413,7 @@ pyroi_status PYROI_TYPED(pyroi_roi_align_rotated_find_invalid_roi)(
     if (status != PYROI_OK) {
         return status;
     }
+    pyroi_call_cancel cancel = pyroi_call_cancel_of(params->cancel); /* params checked */
     return PYROI_TYPED(rotated_scan_boxes)(boxes, num_rois, box_row_stride, height, width,
-                                           params, &mean_work, failed_roi);
+                                           params, &cancel, &mean_work, failed_roi);
 }
