@@ -17,13 +17,15 @@ The ``onnx`` package is optional: it is imported only by :func:`run_node`, ``fro
 
 from __future__ import annotations
 
+import pathlib
+
 from pyroi import _validate
 from pyroi.layers import _RoILayer
 from pyroi.ops import (_max_mode_argmax, _roi_align_backward_run, _roi_align_run,
                        _roi_pool_run, roi_pool_backward)
 
-__all__ = ["MaxRoiPool", "RoiAlign", "max_roi_pool", "roi_align", "roi_align_backward",
-           "run_node"]
+__all__ = ["MaxRoiPool", "RoiAlign", "custom_ops_library", "max_roi_pool", "roi_align",
+           "roi_align_backward", "run_node"]
 
 
 def roi_align(X, rois, batch_indices, *, mode="avg", output_height=1, output_width=1,
@@ -319,6 +321,39 @@ def _node_op_type(node) -> str:
             f"node must be in the default ONNX domain, got domain {node.domain!r}"
         )
     return op_type
+
+
+def custom_ops_library() -> str:
+    """The path of pyroi's ONNX Runtime custom-op library, which makes onnxruntime run the
+    ``pyroi`` domain's operators (``RoiAlign``, ``MaxRoiPool``) with pyroi's kernels.
+
+    A node in domain ``pyroi`` then computes what the standard operator of its name computes
+    (attributes, defaults and outputs of ``RoiAlign``-16 and ``MaxRoiPool``), bit for bit as
+    :func:`roi_align` and :func:`max_roi_pool`, in float32, float64 and float16. The session
+    config entry ``"pyroi.num_threads"`` sets its threads (default ``"0"``: pyroi's own
+    choice; a custom operator cannot read the session's intra-op thread count). See
+    docs/onnxruntime.md.
+
+    Raises
+    ------
+    FileNotFoundError
+        When this installation was built without it (its build needs ONNX Runtime's C API
+        header, see docs/building.md).
+
+    Examples
+    --------
+    >>> import onnxruntime, pyroi.onnx  # doctest: +SKIP
+    >>> options = onnxruntime.SessionOptions()  # doctest: +SKIP
+    >>> options.register_custom_ops_library(pyroi.onnx.custom_ops_library())  # doctest: +SKIP
+    """
+    folder = pathlib.Path(__file__).resolve().parent
+    for name in ("libpyroi_onnxruntime.so", "libpyroi_onnxruntime.dylib",
+                 "pyroi_onnxruntime.dll"):
+        if (folder / name).is_file():
+            return str(folder / name)
+    raise FileNotFoundError(
+        f"pyroi's ONNX Runtime custom-op library is not in {folder}: this pyroi was built "
+        "without ONNX Runtime's C API header (see docs/building.md)")
 
 
 def run_node(node, X, rois, batch_indices=None, *, opset=16, num_threads=None):

@@ -1,0 +1,244 @@
+/* ort_kernel.c - statuses, attributes and tensors for the kernels of the ONNX Runtime
+ * custom-op library (see ort_kernel.h). */
+#include "ort_kernel.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/half.h" /* the core's one float16 conversion */
+
+const OrtApi *pyroi_ort_api = NULL;
+
+OrtStatus *pyroi_ort_error(OrtErrorCode code, const char *op, const char *format, ...)
+{
+    char message[512];
+    int used = snprintf(message, sizeof(message), "pyroi %s: ", op);
+    va_list arguments;
+    if (used < 0 || (size_t)used >= sizeof(message)) {
+        used = 0;
+    }
+    va_start(arguments, format);
+    vsnprintf(message + used, sizeof(message) - (size_t)used, format, arguments);
+    va_end(arguments);
+    return pyroi_ort_api->CreateStatus(code, message);
+}
+
+OrtStatus *pyroi_ort_status(const char *op, pyroi_status status)
+{
+    const char *argument;
+    switch (status) {
+    case PYROI_E_INVALID_BOX:
+        argument = "rois";
+        break;
+    case PYROI_E_INVALID_BATCH_INDEX:
+        argument = "batch_indices";
+        break;
+    case PYROI_E_INVALID_OUTPUT_SIZE:
+    case PYROI_E_INVALID_SCALE:
+    case PYROI_E_INVALID_SAMPLING_RATIO:
+    case PYROI_E_INVALID_NUM_THREADS:
+        argument = "attributes";
+        break;
+    case PYROI_E_NO_MEMORY:
+        /* the runtime's trouble, not the model's */
+        return pyroi_ort_error(ORT_RUNTIME_EXCEPTION, op, "%s", pyroi_status_string(status));
+    default:
+        argument = "X";
+        break;
+    }
+    return pyroi_ort_error(ORT_INVALID_ARGUMENT, op, "%s: %s", argument,
+                           pyroi_status_string(status));
+}
+
+/* A failed read of a scalar attribute takes its default: API 21 cannot tell an absent
+ * attribute from one of another type, and the runtime has checked the node against the
+ * operator's schema where it has one. */
+static void release(OrtStatus *status)
+{
+    if (status != NULL) {
+        pyroi_ort_api->ReleaseStatus(status);
+    }
+}
+
+OrtStatus *pyroi_ort_int_attribute(const OrtKernelInfo *info, const char *op, const char *name,
+                                   int64_t fallback, int64_t *value)
+{
+    OrtStatus *status = pyroi_ort_api->KernelInfoGetAttribute_int64(info, name, value);
+    (void)op;
+    if (status != NULL) {
+        release(status);
+        *value = fallback;
+    }
+    return NULL;
+}
+
+OrtStatus *pyroi_ort_float_attribute(const OrtKernelInfo *info, const char *op,
+                                     const char *name, float fallback, float *value)
+{
+    OrtStatus *status = pyroi_ort_api->KernelInfoGetAttribute_float(info, name, value);
+    (void)op;
+    if (status != NULL) {
+        release(status);
+        *value = fallback;
+    }
+    return NULL;
+}
+
+OrtStatus *pyroi_ort_string_attribute(const OrtKernelInfo *info, const char *op,
+                                      const char *name, char *value, size_t capacity,
+                                      int *present)
+{
+    size_t size = 0;
+    OrtStatus *status = pyroi_ort_api->KernelInfoGetAttribute_string(info, name, NULL, &size);
+    *present = 0;
+    value[0] = '\0';
+    if (status != NULL) {
+        release(status);
+        return NULL;
+    }
+    if (size > capacity) {
+        return pyroi_ort_error(ORT_INVALID_ARGUMENT, op, "attribute %s is too long (%zu bytes)",
+                               name, size);
+    }
+    status = pyroi_ort_api->KernelInfoGetAttribute_string(info, name, value, &size);
+    if (status != NULL) {
+        return status;
+    }
+    value[capacity - 1] = '\0';
+    *present = 1;
+    return NULL;
+}
+
+OrtStatus *pyroi_ort_ints_attribute(const OrtKernelInfo *info, const char *op, const char *name,
+                                    int64_t *values, size_t count)
+{
+    size_t size = 0;
+    OrtStatus *status = pyroi_ort_api->KernelInfoGetAttributeArray_int64(info, name, NULL, &size);
+    if (status != NULL) {
+        release(status);
+        return pyroi_ort_error(ORT_INVALID_ARGUMENT, op, "attribute %s is required", name);
+    }
+    if (size != count) {
+        return pyroi_ort_error(ORT_INVALID_ARGUMENT, op,
+                               "attribute %s must have %zu values, has %zu", name, count, size);
+    }
+    return pyroi_ort_api->KernelInfoGetAttributeArray_int64(info, name, values, &size);
+}
+
+OrtStatus *pyroi_ort_input(OrtKernelContext *context, size_t index, const char *op,
+                           const char *name, size_t rank, pyroi_ort_tensor *tensor)
+{
+    const OrtValue *value = NULL;
+    OrtTensorTypeAndShapeInfo *info = NULL;
+    void *data = NULL;
+    OrtStatus *status = pyroi_ort_api->KernelContext_GetInput(context, index, &value);
+    if (status == NULL && value == NULL) {
+        return pyroi_ort_error(ORT_INVALID_ARGUMENT, op, "input %s is missing", name);
+    }
+    if (status == NULL) {
+        status = pyroi_ort_api->GetTensorTypeAndShape(value, &info);
+    }
+    if (status == NULL) {
+        status = pyroi_ort_api->GetTensorElementType(info, &tensor->type);
+    }
+    if (status == NULL) {
+        status = pyroi_ort_api->GetDimensionsCount(info, &tensor->rank);
+    }
+    if (status == NULL && tensor->rank != rank) {
+        status = pyroi_ort_error(ORT_INVALID_ARGUMENT, op, "input %s must have %zu dimensions, "
+                                 "has %zu", name, rank, tensor->rank);
+    }
+    if (status == NULL) {
+        status = pyroi_ort_api->GetDimensions(info, tensor->shape, rank);
+    }
+    if (info != NULL) {
+        pyroi_ort_api->ReleaseTensorTypeAndShapeInfo(info);
+    }
+    if (status == NULL) {
+        /* API 21 has no const accessor; the kernels only read inputs */
+        status = pyroi_ort_api->GetTensorMutableData((OrtValue *)value, &data);
+    }
+    tensor->data = data;
+    return status;
+}
+
+OrtStatus *pyroi_ort_output(OrtKernelContext *context, size_t index, const int64_t shape[4],
+                            void **data)
+{
+    OrtValue *value = NULL;
+    OrtStatus *status = pyroi_ort_api->KernelContext_GetOutput(context, index, shape, 4, &value);
+    *data = NULL;
+    if (status == NULL) {
+        status = pyroi_ort_api->GetTensorMutableData(value, data);
+    }
+    return status;
+}
+
+void pyroi_ort_strides(const int64_t shape[4], int64_t strides[4])
+{
+    strides[3] = 1;
+    strides[2] = shape[3];
+    strides[1] = shape[2] * shape[3];
+    strides[0] = shape[1] * shape[2] * shape[3];
+}
+
+OrtStatus *pyroi_ort_widen(const char *op, const void *half_values, int64_t count, float **out)
+{
+    const uint16_t *half = (const uint16_t *)half_values;
+    int64_t i;
+    *out = NULL;
+    if (count < 0 || (uint64_t)count > SIZE_MAX / sizeof(float)) {
+        return pyroi_ort_error(ORT_INVALID_ARGUMENT, op, "too many values (%lld)",
+                               (long long)count);
+    }
+    *out = (float *)malloc((size_t)(count > 0 ? count : 1) * sizeof(float));
+    if (*out == NULL) {
+        return pyroi_ort_status(op, PYROI_E_NO_MEMORY);
+    }
+    for (i = 0; i < count; ++i) {
+        (*out)[i] = pyroi_half_to_float(half[i]);
+    }
+    return NULL;
+}
+
+int pyroi_ort_is_float(ONNXTensorElementDataType type)
+{
+    return type == ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT ||
+           type == ONNX_TENSOR_ELEMENT_DATA_TYPE_DOUBLE ||
+           type == ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT16;
+}
+
+int64_t pyroi_ort_infer_int(const OrtShapeInferContext *context, const char *name,
+                            int64_t fallback)
+{
+    const OrtOpAttr *attribute = NULL;
+    int64_t value = fallback;
+    size_t size = 0;
+    OrtStatus *status = pyroi_ort_api->ShapeInferContext_GetAttribute(context, name, &attribute);
+    if (status == NULL && attribute != NULL) {
+        status = pyroi_ort_api->ReadOpAttr(attribute, ORT_OP_ATTR_INT, &value, sizeof(value),
+                                           &size);
+    }
+    release(status);
+    return status == NULL ? value : fallback;
+}
+
+void pyroi_ort_infer_ints(const OrtShapeInferContext *context, const char *name,
+                          int64_t *values, size_t count)
+{
+    const OrtOpAttr *attribute = NULL;
+    size_t size = 0, i;
+    OrtStatus *status = pyroi_ort_api->ShapeInferContext_GetAttribute(context, name, &attribute);
+    if (status == NULL && attribute != NULL) {
+        status = pyroi_ort_api->ReadOpAttr(attribute, ORT_OP_ATTR_INTS, values,
+                                           count * sizeof(int64_t), &size);
+    }
+    if (status != NULL || attribute == NULL || size != count * sizeof(int64_t)) {
+        for (i = 0; i < count; ++i) {
+            values[i] = -1;
+        }
+    }
+    release(status);
+}

@@ -1,0 +1,94 @@
+/* ort_kernel.h - what every kernel of the ONNX Runtime custom-op library shares (internal):
+ * the runtime's API table, statuses that name the node and the argument, the node's
+ * attributes with their ONNX defaults, and the tensors a kernel reads and writes.
+ *
+ * The library is written against ONNX Runtime's stable C API, version 21 (ORT 1.21 and
+ * later): it links nothing of ONNX Runtime, and refuses to register with an older runtime.
+ * Only RegisterCustomOps is exported. */
+#ifndef PYROI_ORT_KERNEL_H
+#define PYROI_ORT_KERNEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "onnxruntime_c_api.h"
+#include "pyroi.h"
+
+/* The API version the library is built against and asks the runtime for. */
+#define PYROI_ORT_API_VERSION 21
+
+/* The runtime's function table, set once by RegisterCustomOps. */
+extern const OrtApi *pyroi_ort_api;
+
+/* A status for the user: "<op>: <message>" (ORT_INVALID_ARGUMENT unless code says else). */
+OrtStatus *pyroi_ort_error(OrtErrorCode code, const char *op, const char *format, ...);
+
+/* The status of a pyroi call that failed: its status string and the input or attribute it
+ * concerns (rois, batch_indices, X, an attribute), named as in the ONNX operator. */
+OrtStatus *pyroi_ort_status(const char *op, pyroi_status status);
+
+/* Attributes of a node, read once when its kernel is made; a missing one takes its
+ * default. */
+OrtStatus *pyroi_ort_int_attribute(const OrtKernelInfo *info, const char *op, const char *name,
+                                   int64_t fallback, int64_t *value);
+OrtStatus *pyroi_ort_float_attribute(const OrtKernelInfo *info, const char *op,
+                                     const char *name, float fallback, float *value);
+/* A string attribute into value (capacity bytes, NUL-terminated); *present 0 when absent. */
+OrtStatus *pyroi_ort_string_attribute(const OrtKernelInfo *info, const char *op,
+                                      const char *name, char *value, size_t capacity,
+                                      int *present);
+/* An INTS attribute of exactly count values (required: absent is an error). */
+OrtStatus *pyroi_ort_ints_attribute(const OrtKernelInfo *info, const char *op, const char *name,
+                                    int64_t *values, size_t count);
+
+/* One input tensor as a kernel reads it: element type, shape (rank <= 4), data. */
+typedef struct pyroi_ort_tensor {
+    ONNXTensorElementDataType type;
+    size_t rank;
+    int64_t shape[4];
+    const void *data;
+} pyroi_ort_tensor;
+
+/* Reads input index of a node (rank must be `rank`; `name` is the ONNX input's name). */
+OrtStatus *pyroi_ort_input(OrtKernelContext *context, size_t index, const char *op,
+                           const char *name, size_t rank, pyroi_ort_tensor *tensor);
+
+/* Makes output index with the given 4-D shape; *data is its first element. */
+OrtStatus *pyroi_ort_output(OrtKernelContext *context, size_t index, const int64_t shape[4],
+                            void **data);
+
+/* Row-major element strides of a contiguous 4-D shape. */
+void pyroi_ort_strides(const int64_t shape[4], int64_t strides[4]);
+
+/* The description of one operator: its ONNX name, its inputs and outputs, and how its kernel
+ * is made (attributes read once; num_threads from the registration) and run. */
+typedef struct pyroi_ort_op_spec {
+    const char *name;
+    size_t input_count;
+    size_t output_count;
+    OrtStatus *(*create)(const OrtKernelInfo *info, int num_threads, void **kernel);
+    OrtStatus *(*compute)(void *kernel, OrtKernelContext *context);
+    /* the output's pooled height and width from the node's attributes, for shape inference
+     * (-1 where unknown) */
+    void (*pooled_size)(const OrtShapeInferContext *context, int64_t pooled[2]);
+} pyroi_ort_op_spec;
+
+/* A node's INT attribute (or count INTS values) during shape inference; fallback (or -1s)
+ * when absent or unreadable. */
+int64_t pyroi_ort_infer_int(const OrtShapeInferContext *context, const char *name,
+                            int64_t fallback);
+void pyroi_ort_infer_ints(const OrtShapeInferContext *context, const char *name,
+                          int64_t *values, size_t count);
+
+/* The operators (ort_roi_align.c, ort_roi_pool.c). */
+extern const pyroi_ort_op_spec pyroi_ort_roi_align_spec;
+extern const pyroi_ort_op_spec pyroi_ort_max_roi_pool_spec;
+
+/* A float16 input's values widened to float32 (exact), which pyroi's float16 entry points
+ * take for boxes: count values into a malloc'd *out (the caller frees it). */
+OrtStatus *pyroi_ort_widen(const char *op, const void *half_values, int64_t count, float **out);
+
+/* Whether ONNX element type `type` is one pyroi computes in: float, double, float16. */
+int pyroi_ort_is_float(ONNXTensorElementDataType type);
+
+#endif /* PYROI_ORT_KERNEL_H */

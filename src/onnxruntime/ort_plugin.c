@@ -1,0 +1,333 @@
+/* ort_plugin.c - the entry point of the ONNX Runtime custom-op library: RegisterCustomOps
+ * adds the "pyroi" domain with one custom op per operator (ort_kernel.h's specs) to the
+ * session options.
+ *
+ *   so.register_custom_ops_library(pyroi.onnx.custom_ops_library())
+ *
+ * The session config entry "pyroi.num_threads" (a whole number; default 0: pyroi's own
+ * choice, the machine's cores as far as the work pays for them) sets the threads of every
+ * kernel of that session: a custom op cannot read the session's intra-op thread count
+ * through the C API. */
+#include "ort_kernel.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#if defined(_WIN32)
+#  define PYROI_ORT_EXPORT __declspec(dllexport)
+#else
+#  define PYROI_ORT_EXPORT __attribute__((visibility("default")))
+#endif
+
+/* The custom op of one spec for one registration (ORT calls back with the OrtCustomOp
+ * pointer: the spec and thread count travel with it). */
+typedef struct pyroi_ort_op {
+    OrtCustomOp base; /* first: ORT's pointer is ours */
+    const pyroi_ort_op_spec *spec;
+    int num_threads;
+} pyroi_ort_op;
+
+static const pyroi_ort_op_spec *const OPS[] = {&pyroi_ort_roi_align_spec,
+                                               &pyroi_ort_max_roi_pool_spec};
+#define OP_COUNT (sizeof(OPS) / sizeof(OPS[0]))
+
+static const pyroi_ort_op *op_of(const OrtCustomOp *op)
+{
+    return (const pyroi_ort_op *)op;
+}
+
+static const char *ORT_API_CALL op_name(const OrtCustomOp *op)
+{
+    return op_of(op)->spec->name;
+}
+
+static const char *ORT_API_CALL op_provider(const OrtCustomOp *op)
+{
+    (void)op;
+    return "CPUExecutionProvider";
+}
+
+/* Inputs and outputs take any element type (the kernels check theirs: one float type for
+ * the tensors and boxes, int64 indices), so one op serves float, double and float16. */
+static ONNXTensorElementDataType ORT_API_CALL op_any_type(const OrtCustomOp *op, size_t index)
+{
+    (void)op;
+    (void)index;
+    return ONNX_TENSOR_ELEMENT_DATA_TYPE_UNDEFINED;
+}
+
+static size_t ORT_API_CALL op_input_count(const OrtCustomOp *op)
+{
+    return op_of(op)->spec->input_count;
+}
+
+static size_t ORT_API_CALL op_output_count(const OrtCustomOp *op)
+{
+    return op_of(op)->spec->output_count;
+}
+
+static OrtCustomOpInputOutputCharacteristic ORT_API_CALL op_required(const OrtCustomOp *op,
+                                                                     size_t index)
+{
+    (void)op;
+    (void)index;
+    return INPUT_OUTPUT_REQUIRED;
+}
+
+static OrtMemType ORT_API_CALL op_memory(const OrtCustomOp *op, size_t index)
+{
+    (void)op;
+    (void)index;
+    return OrtMemTypeDefault;
+}
+
+static int ORT_API_CALL op_no_variadic(const OrtCustomOp *op)
+{
+    (void)op;
+    return 0;
+}
+
+static int ORT_API_CALL op_start_version(const OrtCustomOp *op)
+{
+    (void)op;
+    return 1;
+}
+
+static int ORT_API_CALL op_end_version(const OrtCustomOp *op)
+{
+    (void)op;
+    return 2147483647;
+}
+
+static size_t ORT_API_CALL op_no_pairs(int **input_index, int **output_index)
+{
+    *input_index = NULL;
+    *output_index = NULL;
+    return 0;
+}
+
+static void ORT_API_CALL op_release_pairs(int *input_index, int *output_index)
+{
+    (void)input_index;
+    (void)output_index;
+}
+
+/* One dimension of input index (-1 when unknown or the rank is not `rank`). */
+static int64_t input_dimension(const OrtShapeInferContext *context, size_t index, size_t rank,
+                               size_t axis)
+{
+    OrtTensorTypeAndShapeInfo *info = NULL; /* the context's: the runtime frees it */
+    int64_t dims[4] = {-1, -1, -1, -1};
+    size_t count = 0;
+    OrtStatus *status = pyroi_ort_api->ShapeInferContext_GetInputTypeShape(context, index, &info);
+    if (status == NULL) {
+        status = pyroi_ort_api->GetDimensionsCount(info, &count);
+    }
+    if (status == NULL && count == rank) {
+        status = pyroi_ort_api->GetDimensions(info, dims, rank);
+    }
+    if (status != NULL) {
+        pyroi_ort_api->ReleaseStatus(status);
+        return -1;
+    }
+    return count == rank ? dims[axis] : -1;
+}
+
+/* Output 0: input 0's element type, shape (num_rois, C, pooled_height, pooled_width) as far
+ * as the inputs' shapes and the attributes tell (the runtime needs the type of an output
+ * whose inputs are typed dynamically). */
+static OrtStatusPtr ORT_API_CALL op_infer_output(const OrtCustomOp *op,
+                                                 OrtShapeInferContext *context)
+{
+    OrtTensorTypeAndShapeInfo *input = NULL, *output = NULL;
+    ONNXTensorElementDataType type = ONNX_TENSOR_ELEMENT_DATA_TYPE_UNDEFINED;
+    int64_t shape[4];
+    OrtStatus *status = pyroi_ort_api->ShapeInferContext_GetInputTypeShape(context, 0, &input);
+    shape[0] = input_dimension(context, 1, 2, 0); /* rois (num_rois, ...) */
+    shape[1] = input_dimension(context, 0, 4, 1); /* X (N, C, H, W) */
+    op_of(op)->spec->pooled_size(context, shape + 2);
+    if (status == NULL) {
+        status = pyroi_ort_api->GetTensorElementType(input, &type);
+    }
+    if (status == NULL) {
+        status = pyroi_ort_api->CreateTensorTypeAndShapeInfo(&output);
+    }
+    if (status == NULL) {
+        status = pyroi_ort_api->SetTensorElementType(output, type);
+    }
+    if (status == NULL) {
+        status = pyroi_ort_api->SetDimensions(output, shape, 4);
+    }
+    if (status == NULL) { /* unknown sizes are symbolic (a -1 alone reads as a size) */
+        const char *names[4] = {"", "", "", ""};
+        static const char *const unknown[4] = {"num_rois", "channels", "pooled_height",
+                                               "pooled_width"};
+        size_t axis;
+        for (axis = 0; axis < 4; ++axis) {
+            names[axis] = shape[axis] < 0 ? unknown[axis] : "";
+        }
+        status = pyroi_ort_api->SetSymbolicDimensions(output, names, 4);
+    }
+    if (status == NULL) {
+        status = pyroi_ort_api->ShapeInferContext_SetOutputTypeShape(context, 0, output);
+    }
+    if (output != NULL) {
+        pyroi_ort_api->ReleaseTensorTypeAndShapeInfo(output);
+    }
+    return status;
+}
+
+static OrtStatusPtr ORT_API_CALL op_create_kernel(const OrtCustomOp *op, const OrtApi *api,
+                                                  const OrtKernelInfo *info, void **kernel)
+{
+    (void)api;
+    *kernel = NULL;
+    return op_of(op)->spec->create(info, op_of(op)->num_threads, kernel);
+}
+
+/* The kernel remembers its spec, to run it. */
+typedef struct pyroi_ort_kernel {
+    const pyroi_ort_op_spec *spec;
+    void *state;
+} pyroi_ort_kernel;
+
+static OrtStatusPtr ORT_API_CALL op_create_kernel_v2(const OrtCustomOp *op, const OrtApi *api,
+                                                     const OrtKernelInfo *info, void **kernel)
+{
+    pyroi_ort_kernel *k = (pyroi_ort_kernel *)malloc(sizeof(*k));
+    OrtStatus *status;
+    *kernel = NULL;
+    if (k == NULL) {
+        return pyroi_ort_status(op_of(op)->spec->name, PYROI_E_NO_MEMORY);
+    }
+    k->spec = op_of(op)->spec;
+    status = op_create_kernel(op, api, info, &k->state);
+    if (status != NULL) {
+        free(k);
+        return status;
+    }
+    *kernel = k;
+    return NULL;
+}
+
+static OrtStatusPtr ORT_API_CALL op_compute_v2(void *kernel, OrtKernelContext *context)
+{
+    const pyroi_ort_kernel *k = (const pyroi_ort_kernel *)kernel;
+    return k->spec->compute(k->state, context);
+}
+
+static void ORT_API_CALL op_destroy(void *kernel)
+{
+    pyroi_ort_kernel *k = (pyroi_ort_kernel *)kernel;
+    if (k != NULL) {
+        free(k->state);
+        free(k);
+    }
+}
+
+static void op_init(pyroi_ort_op *op, const pyroi_ort_op_spec *spec, int num_threads)
+{
+    memset(op, 0, sizeof(*op));
+    op->spec = spec;
+    op->num_threads = num_threads;
+    /* version 16+ ops must fill every field: the runtime calls them without checks */
+    op->base.version = PYROI_ORT_API_VERSION;
+    op->base.GetName = op_name;
+    op->base.GetExecutionProviderType = op_provider;
+    op->base.GetInputType = op_any_type;
+    op->base.GetInputTypeCount = op_input_count;
+    op->base.GetOutputType = op_any_type;
+    op->base.GetOutputTypeCount = op_output_count;
+    op->base.KernelDestroy = op_destroy;
+    op->base.GetInputCharacteristic = op_required;
+    op->base.GetOutputCharacteristic = op_required;
+    op->base.GetInputMemoryType = op_memory;
+    op->base.GetVariadicInputMinArity = op_no_variadic;
+    op->base.GetVariadicInputHomogeneity = op_no_variadic;
+    op->base.GetVariadicOutputMinArity = op_no_variadic;
+    op->base.GetVariadicOutputHomogeneity = op_no_variadic;
+    op->base.CreateKernelV2 = op_create_kernel_v2;
+    op->base.KernelComputeV2 = op_compute_v2;
+    op->base.InferOutputShapeFn = op_infer_output;
+    op->base.GetStartVersion = op_start_version;
+    op->base.GetEndVersion = op_end_version;
+    op->base.GetMayInplace = op_no_pairs;
+    op->base.ReleaseMayInplace = op_release_pairs;
+    op->base.GetAliasMap = op_no_pairs;
+    op->base.ReleaseAliasMap = op_release_pairs;
+}
+
+/* The session's "pyroi.num_threads" entry: 0 when absent; an error when not a whole number
+ * in [0, 1024]. */
+static OrtStatus *registration_threads(const OrtSessionOptions *options, int *num_threads)
+{
+    char value[32];
+    size_t size = sizeof(value);
+    int has = 0;
+    char *end;
+    long parsed;
+    OrtStatus *status = pyroi_ort_api->HasSessionConfigEntry(options, "pyroi.num_threads", &has);
+    *num_threads = 0;
+    if (status != NULL || !has) {
+        return status;
+    }
+    status = pyroi_ort_api->GetSessionConfigEntry(options, "pyroi.num_threads", value, &size);
+    if (status != NULL) {
+        return pyroi_ort_error(ORT_INVALID_ARGUMENT, "library",
+                               "session config pyroi.num_threads is too long");
+    }
+    parsed = strtol(value, &end, 10);
+    if (end == value || *end != '\0' || parsed < 0 || parsed > 1024) {
+        return pyroi_ort_error(ORT_INVALID_ARGUMENT, "library",
+                               "session config pyroi.num_threads must be a whole number in "
+                               "[0, 1024] (0: pyroi's choice), got \"%s\"", value);
+    }
+    *num_threads = (int)parsed;
+    return NULL;
+}
+
+/* Adds the "pyroi" domain and its ops to options. Each registration owns its ops and domain
+ * for the life of the process (sessions made from options refer to them; a few hundred
+ * bytes). */
+PYROI_ORT_EXPORT OrtStatus *ORT_API_CALL RegisterCustomOps(OrtSessionOptions *options,
+                                                         const OrtApiBase *api_base)
+{
+    const OrtApi *api = api_base != NULL ? api_base->GetApi(PYROI_ORT_API_VERSION) : NULL;
+    OrtCustomOpDomain *domain = NULL;
+    pyroi_ort_op *ops;
+    OrtStatus *status;
+    int num_threads;
+    size_t i;
+    if (api == NULL) {
+        /* no table of ours to make a status with: an older runtime gets NULL and a message */
+        return api_base != NULL && api_base->GetApi(1) != NULL
+                   ? api_base->GetApi(1)->CreateStatus(
+                         ORT_FAIL, "pyroi's custom-op library needs ONNX Runtime 1.21 or later "
+                                   "(C API version 21)")
+                   : NULL;
+    }
+    pyroi_ort_api = api;
+    status = registration_threads(options, &num_threads);
+    if (status != NULL) {
+        return status;
+    }
+    ops = (pyroi_ort_op *)calloc(OP_COUNT, sizeof(*ops));
+    if (ops == NULL) {
+        return pyroi_ort_status("library", PYROI_E_NO_MEMORY);
+    }
+    status = api->CreateCustomOpDomain("pyroi", &domain);
+    for (i = 0; status == NULL && i < OP_COUNT; ++i) {
+        op_init(&ops[i], OPS[i], num_threads);
+        status = api->CustomOpDomain_Add(domain, &ops[i].base);
+    }
+    if (status == NULL) {
+        status = api->AddCustomOpDomain(options, domain);
+    }
+    if (status != NULL) {
+        if (domain != NULL) {
+            api->ReleaseCustomOpDomain(domain);
+        }
+        free(ops);
+    }
+    return status;
+}

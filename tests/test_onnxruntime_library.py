@@ -1,0 +1,220 @@
+"""pyroi's ONNX Runtime custom-op library (src/onnxruntime/): sessions that register
+pyroi.onnx.custom_ops_library() run the ``pyroi`` domain's RoiAlign and MaxRoiPool with the
+bits of onnxruntime's own operators and of pyroi.onnx, in float32, float64 and float16, for
+every thread count; bad attributes and inputs are runtime errors naming them. Skips without
+onnx / onnxruntime; on CI (CI=true) a missing library fails."""
+
+import os
+import shutil
+import subprocess
+
+import numpy as np
+import pytest
+
+from pyroi import onnx as ponnx
+
+onnx = pytest.importorskip("onnx")
+ort = pytest.importorskip("onnxruntime")
+from onnx import TensorProto, helper  # noqa: E402
+
+TYPES = {np.float32: TensorProto.FLOAT, np.float64: TensorProto.DOUBLE,
+         np.float16: TensorProto.FLOAT16}
+
+
+@pytest.fixture(scope="module")
+def library():
+    try:
+        return ponnx.custom_ops_library()
+    except FileNotFoundError as exc:
+        if os.environ.get("CI") == "true":
+            raise  # CI builds it: its absence is a build failure
+        pytest.skip(str(exc))
+
+
+def model(op, attributes, inputs, dtype=np.float32, domain="pyroi", opset=16):
+    """One node of `op` (domain "pyroi", or "" for onnxruntime's own) on inputs X, rois and,
+    for RoiAlign, batch_indices; shapes left to the runtime."""
+    values = [helper.make_tensor_value_info("X", TYPES[dtype], None),
+              helper.make_tensor_value_info("rois", TYPES[dtype], None)]
+    if "batch_indices" in inputs:
+        values.append(helper.make_tensor_value_info("batch_indices", TensorProto.INT64, None))
+    node = helper.make_node(op, inputs, ["Y"], domain=domain, **attributes)
+    graph = helper.make_graph([node], op, values,
+                              [helper.make_tensor_value_info("Y", TYPES[dtype], None)])
+    imports = [helper.make_opsetid("", opset)]
+    if domain:
+        imports.append(helper.make_opsetid(domain, 1))
+    return helper.make_model(graph, opset_imports=imports).SerializeToString()
+
+
+def session(library, graph, threads=None):
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = 1
+    options.log_severity_level = 3  # onnxruntime's max-mode warning
+    if threads is not None:
+        options.add_session_config_entry("pyroi.num_threads", str(threads))
+    if library is not None:
+        options.register_custom_ops_library(library)
+    return ort.InferenceSession(graph, options, providers=["CPUExecutionProvider"])
+
+
+def random_case(seed, dtype=np.float32, num_rois=50):
+    rng = np.random.default_rng(seed)
+    X = rng.random((2, 6, 23, 31)).astype(dtype)
+    corner = rng.uniform(-8, 40, (num_rois, 2))  # some boxes off the map
+    size = rng.uniform(0, 24, (num_rois, 2))
+    rois = np.concatenate([corner, corner + size], 1).astype(dtype)
+    batch = rng.integers(0, 2, num_rois).astype(np.int64)
+    return X, rois, batch
+
+
+def assert_same_bits(actual, expected):
+    assert actual.dtype == expected.dtype and actual.shape == expected.shape
+    assert actual.tobytes() == expected.tobytes()
+
+
+ROI_ALIGN_CASES = [dict(mode=mode, coordinate_transformation_mode=transform,
+                        sampling_ratio=ratio, output_height=5, output_width=4,
+                        spatial_scale=0.625)
+                   for mode in ("avg", "max") for transform in ("half_pixel", "output_half_pixel")
+                   for ratio in (0, 2)]
+
+
+@pytest.mark.parametrize("attributes", ROI_ALIGN_CASES,
+                         ids=lambda a: f"{a['mode']}-{a['coordinate_transformation_mode']}-"
+                                       f"sr{a['sampling_ratio']}")
+def test_roi_align_gives_onnxruntimes_bits(library, attributes):
+    X, rois, batch = random_case(1)
+    feed = dict(X=X, rois=rois, batch_indices=batch)
+    inputs = ["X", "rois", "batch_indices"]
+    ours = session(library, model("RoiAlign", attributes, inputs)).run(None, feed)[0]
+    theirs = session(None, model("RoiAlign", attributes, inputs, domain="")).run(None, feed)[0]
+    assert_same_bits(ours, theirs)
+    assert_same_bits(ours, ponnx.roi_align(X, rois, batch, **attributes))
+
+
+def test_roi_align_defaults_are_roi_align_16s(library):
+    """No attributes: avg, 1 x 1, adaptive sampling, scale 1, half_pixel."""
+    X, rois, batch = random_case(2)
+    feed = dict(X=X, rois=rois, batch_indices=batch)
+    inputs = ["X", "rois", "batch_indices"]
+    ours = session(library, model("RoiAlign", {}, inputs)).run(None, feed)[0]
+    theirs = session(None, model("RoiAlign", {}, inputs, domain="")).run(None, feed)[0]
+    assert ours.shape == (50, 6, 1, 1)
+    assert_same_bits(ours, theirs)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float16])
+@pytest.mark.parametrize("mode", ["avg", "max"])
+def test_roi_align_other_dtypes_give_pyroi_onnx_bits(library, dtype, mode):
+    X, rois, batch = random_case(3, dtype)
+    attributes = dict(mode=mode, output_height=3, output_width=3, sampling_ratio=2,
+                      spatial_scale=0.5)
+    ours = session(library, model("RoiAlign", attributes, ["X", "rois", "batch_indices"],
+                                  dtype)).run(None, dict(X=X, rois=rois, batch_indices=batch))[0]
+    assert_same_bits(ours, ponnx.roi_align(X, rois, batch, **attributes))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16])
+def test_max_roi_pool_gives_onnxruntimes_bits(library, dtype):
+    X, rois, batch = random_case(4, dtype)
+    rois5 = np.concatenate([batch[:, None].astype(dtype), rois], 1)
+    attributes = dict(pooled_shape=[3, 4], spatial_scale=0.5)
+    ours = session(library, model("MaxRoiPool", attributes, ["X", "rois"], dtype)).run(
+        None, dict(X=X, rois=rois5))[0]
+    assert_same_bits(ours, ponnx.max_roi_pool(X, rois5, (3, 4), 0.5))
+    if dtype == np.float32:  # onnxruntime's MaxRoiPool is float32 only
+        theirs = session(None, model("MaxRoiPool", attributes, ["X", "rois"], dtype,
+                                     domain="")).run(None, dict(X=X, rois=rois5))[0]
+        assert_same_bits(ours, theirs)
+
+
+@pytest.mark.parametrize("mode", ["avg", "max"])
+def test_every_thread_count_gives_the_same_bits(library, mode):
+    X, rois, batch = random_case(5, num_rois=300)
+    graph = model("RoiAlign", dict(mode=mode, output_height=7, output_width=7,
+                                   sampling_ratio=2), ["X", "rois", "batch_indices"])
+    feed = dict(X=X, rois=rois, batch_indices=batch)
+    results = [session(library, graph, threads).run(None, feed)[0] for threads in (1, 2, 3, 0)]
+    for result in results[1:]:
+        assert_same_bits(result, results[0])
+
+
+def test_no_rois(library):
+    X, rois, batch = random_case(6, num_rois=0)
+    ours = session(library, model("RoiAlign", dict(output_height=2, output_width=3),
+                                  ["X", "rois", "batch_indices"])).run(
+        None, dict(X=X, rois=rois.reshape(0, 4), batch_indices=batch))[0]
+    assert ours.shape == (0, 6, 2, 3)
+    pooled = session(library, model("MaxRoiPool", dict(pooled_shape=[2, 2]), ["X", "rois"])).run(
+        None, dict(X=X, rois=np.zeros((0, 5), np.float32)))[0]
+    assert pooled.shape == (0, 6, 2, 2)
+
+
+def test_the_domain_needs_the_library():
+    """Without the library the pyroi domain is unknown: the tests above run its kernels."""
+    with pytest.raises(Exception, match="pyroi"):
+        session(None, model("RoiAlign", {}, ["X", "rois", "batch_indices"]))
+
+
+def _run(library, op, attributes, inputs, feed, dtype=np.float32):
+    return session(library, model(op, attributes, inputs, dtype)).run(None, feed)
+
+
+BAD_ATTRIBUTES = [
+    (dict(mode="median"), "mode"),
+    (dict(coordinate_transformation_mode="tf_crop_and_resize"), "coordinate_transformation_mode"),
+    (dict(output_height=0), "output_height"),
+    (dict(sampling_ratio=-1), "sampling_ratio"),
+    (dict(sampling_ratio=1025), "sampling_ratio"),
+]
+
+
+@pytest.mark.parametrize("attributes, named", BAD_ATTRIBUTES, ids=[n for _, n in BAD_ATTRIBUTES])
+def test_bad_attributes_are_errors_naming_them(library, attributes, named):
+    X, rois, batch = random_case(7)
+    with pytest.raises(Exception, match=named):
+        _run(library, "RoiAlign", attributes, ["X", "rois", "batch_indices"],
+             dict(X=X, rois=rois, batch_indices=batch))
+
+
+def test_bad_inputs_are_errors_naming_them(library):
+    X, rois, batch = random_case(8)
+    inputs = ["X", "rois", "batch_indices"]
+    with pytest.raises(Exception, match="batch_indices"):
+        _run(library, "RoiAlign", {}, inputs, dict(X=X, rois=rois, batch_indices=batch + 2))
+    not_finite = rois.copy()
+    not_finite[7, 2] = np.inf
+    with pytest.raises(Exception, match="rois"):
+        _run(library, "RoiAlign", {}, inputs, dict(X=X, rois=not_finite, batch_indices=batch))
+    with pytest.raises(Exception, match="rois must be"):
+        _run(library, "RoiAlign", {}, inputs, dict(X=X, rois=rois[:, :3].copy(),
+                                                   batch_indices=batch))
+    with pytest.raises(Exception, match="batch_indices"):
+        _run(library, "RoiAlign", {}, inputs, dict(X=X, rois=rois, batch_indices=batch[:-1]))
+    with pytest.raises(Exception, match="X must have 4"):
+        _run(library, "RoiAlign", {}, inputs, dict(X=X[0], rois=rois, batch_indices=batch))
+    rois5 = np.concatenate([batch[:, None].astype(np.float32), rois], 1)
+    rois5[3, 0] = 0.5
+    with pytest.raises(Exception, match="batch_indices"):
+        _run(library, "MaxRoiPool", dict(pooled_shape=[2, 2]), ["X", "rois"],
+             dict(X=X, rois=rois5))
+    with pytest.raises(Exception, match="pooled_shape"):
+        _run(library, "MaxRoiPool", {}, ["X", "rois"], dict(X=X, rois=rois5))
+
+
+def test_bad_thread_config_is_an_error(library):
+    with pytest.raises(Exception, match="pyroi.num_threads"):
+        session(library, model("RoiAlign", {}, ["X", "rois", "batch_indices"]), threads="two")
+
+
+def test_the_library_exports_one_symbol_and_needs_nothing_of_onnxruntime(library):
+    if shutil.which("nm") is None or shutil.which("readelf") is None or \
+            not library.endswith(".so"):
+        pytest.skip("needs binutils and an ELF library")
+    symbols = subprocess.run(["nm", "-D", "--defined-only", library], capture_output=True,
+                             text=True, check=True).stdout.split()
+    assert [s for s in symbols if not s.startswith(("0", "T", "t"))] == ["RegisterCustomOps"]
+    needed = subprocess.run(["readelf", "-d", library], capture_output=True, text=True,
+                            check=True).stdout
+    assert "onnxruntime" not in needed and "NEEDED" in needed
