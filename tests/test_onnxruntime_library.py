@@ -1,8 +1,10 @@
 """pyroi's ONNX Runtime custom-op library (src/onnxruntime/): sessions that register
 pyroi.onnx.custom_ops_library() run the ``pyroi`` domain's RoiAlign and MaxRoiPool with the
-bits of onnxruntime's own operators and of pyroi.onnx, in float32, float64 and float16, for
-every thread count; bad attributes and inputs are runtime errors naming them. Skips without
-onnx / onnxruntime; on CI (CI=true) a missing library fails."""
+bits of onnxruntime's own operators and of pyroi.onnx, and the ``mmcv`` domain's
+MMCVRoiAlign / MMCVRoIAlignRotated (the nodes mmcv's exporters write) with the bits of
+pyroi's mmcv conventions, in float32, float64 and float16, for every thread count; bad
+attributes and inputs are runtime errors naming them. Skips without onnx / onnxruntime; on
+CI (CI=true) a missing library fails."""
 
 import os
 import shutil
@@ -11,6 +13,7 @@ import subprocess
 import numpy as np
 import pytest
 
+import pyroi
 from pyroi import onnx as ponnx
 
 onnx = pytest.importorskip("onnx")
@@ -32,9 +35,9 @@ def library():
 
 
 def model(op, attributes, inputs, dtype=np.float32, domain="pyroi", opset=16):
-    """One node of `op` (domain "pyroi", or "" for onnxruntime's own) on inputs X, rois and,
-    for RoiAlign, batch_indices; shapes left to the runtime."""
-    values = [helper.make_tensor_value_info("X", TYPES[dtype], None),
+    """One node of `op` (domain "pyroi" or "mmcv", or "" for onnxruntime's own) on inputs
+    (X or input), rois and, for RoiAlign, batch_indices; shapes left to the runtime."""
+    values = [helper.make_tensor_value_info(inputs[0], TYPES[dtype], None),
               helper.make_tensor_value_info("rois", TYPES[dtype], None)]
     if "batch_indices" in inputs:
         values.append(helper.make_tensor_value_info("batch_indices", TensorProto.INT64, None))
@@ -218,3 +221,55 @@ def test_the_library_exports_one_symbol_and_needs_nothing_of_onnxruntime(library
     needed = subprocess.run(["readelf", "-d", library], capture_output=True, text=True,
                             check=True).stdout
     assert "onnxruntime" not in needed and "NEEDED" in needed
+
+
+def mmcv_model(op, attributes, dtype=np.float32):
+    return model(op, attributes, ["input", "rois"], dtype, domain="mmcv", opset=11)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16])
+@pytest.mark.parametrize("mode", ["avg", "max"])
+@pytest.mark.parametrize("aligned", [1, 0])
+def test_mmcv_roi_align_gives_mmcvs_bits(library, dtype, mode, aligned):
+    """As mmcv's exporters write it (mmdeploy's symbolic: output_height_i, output_width_i,
+    spatial_scale_f, sampling_ratio_i, mode_s, aligned_i); mmcv's kernels are pyroi's
+    roi_align with mode= and aligned= (tests/test_roi_align_max.py pins them to mmcv)."""
+    X, rois, batch = random_case(9, dtype)
+    rois5 = np.concatenate([batch[:, None].astype(dtype), rois], 1)
+    attributes = dict(output_height=5, output_width=3, spatial_scale=0.5, sampling_ratio=2,
+                      mode=mode, aligned=aligned)
+    ours = session(library, mmcv_model("MMCVRoiAlign", attributes, dtype)).run(
+        None, dict(input=X, rois=rois5))[0]
+    expected = pyroi.roi_align(X, rois5, (5, 3), 0.5, 2, bool(aligned), mode=mode)
+    assert_same_bits(ours, expected)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16])
+@pytest.mark.parametrize("aligned, clockwise", [(1, 0), (0, 1)])
+def test_mmcv_roi_align_rotated_gives_mmcvs_bits(library, dtype, aligned, clockwise):
+    rng = np.random.default_rng(10)
+    X = rng.random((2, 4, 21, 27)).astype(dtype)
+    centres = rng.uniform(0, 27, (40, 2))
+    sizes = rng.uniform(1, 15, (40, 2))
+    angles = rng.uniform(-np.pi, np.pi, (40, 1))
+    batch = rng.integers(0, 2, (40, 1))
+    rois6 = np.concatenate([batch, centres, sizes, angles], 1).astype(dtype)
+    attributes = dict(output_height=4, output_width=6, spatial_scale=0.75, sampling_ratio=0,
+                      aligned=aligned, clockwise=clockwise)
+    ours = session(library, mmcv_model("MMCVRoIAlignRotated", attributes, dtype)).run(
+        None, dict(input=X, rois=rois6))[0]
+    expected = pyroi.roi_align_rotated(X, rois6, (4, 6), 0.75, 0, bool(aligned),
+                                       bool(clockwise), angle="radians")
+    assert_same_bits(ours, expected)
+
+
+def test_mmcv_nodes_need_their_output_size(library):
+    X, rois, batch = random_case(11)
+    rois5 = np.concatenate([batch[:, None].astype(np.float32), rois], 1)
+    with pytest.raises(Exception, match="output_height"):
+        session(library, mmcv_model("MMCVRoiAlign", dict(output_width=2))).run(
+            None, dict(input=X, rois=rois5))
+    with pytest.raises(Exception, match="rois must be"):
+        session(library, mmcv_model("MMCVRoIAlignRotated",
+                                    dict(output_height=2, output_width=2))).run(
+            None, dict(input=X, rois=rois5))

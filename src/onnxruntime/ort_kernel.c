@@ -242,3 +242,61 @@ void pyroi_ort_infer_ints(const OrtShapeInferContext *context, const char *name,
     }
     release(status);
 }
+
+OrtStatus *pyroi_ort_rows_read(const char *op, const pyroi_ort_tensor *rois, int64_t coords,
+                               int64_t num_images, pyroi_ort_rows *rows)
+{
+    const int64_t num_rois = rois->shape[0];
+    int64_t failed_roi;
+    pyroi_status status;
+    OrtStatus *error;
+    rows->batch_indices = NULL;
+    rows->wide = NULL;
+    rows->coordinates = NULL;
+    rows->row_stride = 1 + coords;
+    if (rois->shape[1] != 1 + coords) {
+        return pyroi_ort_error(ORT_INVALID_ARGUMENT, op,
+                               "rois must be (num_rois, %lld) [batch_index, ...], got "
+                               "(%lld, %lld)", (long long)(1 + coords), (long long)num_rois,
+                               (long long)rois->shape[1]);
+    }
+    if (rois->type == ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT16) {
+        error = pyroi_ort_widen(op, rois->data, num_rois * (1 + coords), &rows->wide);
+        if (error != NULL) {
+            return error;
+        }
+    }
+    rows->batch_indices = (int64_t *)malloc((size_t)(num_rois > 0 ? num_rois : 1) *
+                                            sizeof(int64_t));
+    if (rows->batch_indices == NULL) {
+        return pyroi_ort_status(op, PYROI_E_NO_MEMORY);
+    }
+    if (num_rois == 0) {
+        return NULL; /* no rows: nothing to point at */
+    }
+    if (rois->type == ONNX_TENSOR_ELEMENT_DATA_TYPE_DOUBLE) {
+        status = pyroi_roi_rows_batch_indices_f64((const double *)rois->data, num_rois,
+                                                  1 + coords, coords, num_images,
+                                                  rows->batch_indices, &failed_roi);
+        rows->coordinates = (const double *)rois->data + 1;
+    } else {
+        const float *values = rows->wide != NULL ? rows->wide : (const float *)rois->data;
+        status = pyroi_roi_rows_batch_indices_f32(values, num_rois, 1 + coords, coords,
+                                                  num_images, rows->batch_indices, &failed_roi);
+        rows->coordinates = values + 1;
+    }
+    if (status == PYROI_E_INVALID_BATCH_INDEX || status == PYROI_E_INVALID_BOX) {
+        return pyroi_ort_error(ORT_INVALID_ARGUMENT, op, "%s: RoI %lld: %s",
+                               status == PYROI_E_INVALID_BOX ? "rois" : "batch_indices (rois "
+                               "column 0)", (long long)failed_roi, pyroi_status_string(status));
+    }
+    return status == PYROI_OK ? NULL : pyroi_ort_status(op, status);
+}
+
+void pyroi_ort_rows_free(pyroi_ort_rows *rows)
+{
+    free(rows->batch_indices);
+    free(rows->wide);
+    rows->batch_indices = NULL;
+    rows->wide = NULL;
+}

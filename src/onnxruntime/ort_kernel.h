@@ -63,6 +63,7 @@ void pyroi_ort_strides(const int64_t shape[4], int64_t strides[4]);
 /* The description of one operator: its ONNX name, its inputs and outputs, and how its kernel
  * is made (attributes read once; num_threads from the registration) and run. */
 typedef struct pyroi_ort_op_spec {
+    const char *domain; /* "pyroi", or "mmcv" for the nodes mmcv's exporters write */
     const char *name;
     size_t input_count;
     size_t output_count;
@@ -80,9 +81,28 @@ int64_t pyroi_ort_infer_int(const OrtShapeInferContext *context, const char *nam
 void pyroi_ort_infer_ints(const OrtShapeInferContext *context, const char *name,
                           int64_t *values, size_t count);
 
-/* The operators (ort_roi_align.c, ort_roi_pool.c). */
+/* The operators (ort_roi_align.c, ort_roi_pool.c, ort_mmcv.c). */
 extern const pyroi_ort_op_spec pyroi_ort_roi_align_spec;
 extern const pyroi_ort_op_spec pyroi_ort_max_roi_pool_spec;
+extern const pyroi_ort_op_spec pyroi_ort_mmcv_roi_align_spec;
+extern const pyroi_ort_op_spec pyroi_ort_mmcv_roi_align_rotated_spec;
+
+/* RoIs given as rows [batch_index, c_1, ..., c_n] (a (K, 1 + n) rois input, as MaxRoiPool and
+ * mmcv take them), read for a pyroi call: the batch indices as int64, each checked to be an
+ * integer in [0, num_images), and where the coordinates start (row stride 1 + n) -- in the
+ * tensor's own type, or widened to float for float16. */
+typedef struct pyroi_ort_rows {
+    int64_t *batch_indices;  /* malloc'd */
+    float *wide;             /* float16 rows widened (malloc'd), else NULL */
+    const void *coordinates; /* c_1 of row 0 (the tensor's type, or float when widened) */
+    int64_t row_stride;
+} pyroi_ort_rows;
+
+/* Reads rois (K, 1 + coords) of a float type into rows (free with pyroi_ort_rows_free, also
+ * after a failure). */
+OrtStatus *pyroi_ort_rows_read(const char *op, const pyroi_ort_tensor *rois, int64_t coords,
+                               int64_t num_images, pyroi_ort_rows *rows);
+void pyroi_ort_rows_free(pyroi_ort_rows *rows);
 
 /* A float16 input's values widened to float32 (exact), which pyroi's float16 entry points
  * take for boxes: count values into a malloc'd *out (the caller frees it). */

@@ -27,8 +27,13 @@ typedef struct pyroi_ort_op {
     int num_threads;
 } pyroi_ort_op;
 
-static const pyroi_ort_op_spec *const OPS[] = {&pyroi_ort_roi_align_spec,
-                                               &pyroi_ort_max_roi_pool_spec};
+static const pyroi_ort_op_spec *const OPS[] = {
+    &pyroi_ort_roi_align_spec, &pyroi_ort_max_roi_pool_spec, &pyroi_ort_mmcv_roi_align_spec,
+    &pyroi_ort_mmcv_roi_align_rotated_spec};
+
+/* The domains, each holding the ops whose spec names it. */
+static const char *const DOMAINS[] = {"pyroi", "mmcv"};
+#define DOMAIN_COUNT (sizeof(DOMAINS) / sizeof(DOMAINS[0]))
 #define OP_COUNT (sizeof(OPS) / sizeof(OPS[0]))
 
 static const pyroi_ort_op *op_of(const OrtCustomOp *op)
@@ -286,18 +291,17 @@ static OrtStatus *registration_threads(const OrtSessionOptions *options, int *nu
     return NULL;
 }
 
-/* Adds the "pyroi" domain and its ops to options. Each registration owns its ops and domain
- * for the life of the process (sessions made from options refer to them; a few hundred
- * bytes). */
+/* Adds the "pyroi" and "mmcv" domains and their ops to options. Each registration owns its
+ * ops and domains for the life of the process (sessions made from options refer to them; a
+ * few hundred bytes). */
 PYROI_ORT_EXPORT OrtStatus *ORT_API_CALL RegisterCustomOps(OrtSessionOptions *options,
                                                          const OrtApiBase *api_base)
 {
     const OrtApi *api = api_base != NULL ? api_base->GetApi(PYROI_ORT_API_VERSION) : NULL;
-    OrtCustomOpDomain *domain = NULL;
     pyroi_ort_op *ops;
     OrtStatus *status;
     int num_threads;
-    size_t i;
+    size_t d, i;
     if (api == NULL) {
         /* no table of ours to make a status with: an older runtime gets NULL and a message */
         return api_base != NULL && api_base->GetApi(1) != NULL
@@ -315,19 +319,24 @@ PYROI_ORT_EXPORT OrtStatus *ORT_API_CALL RegisterCustomOps(OrtSessionOptions *op
     if (ops == NULL) {
         return pyroi_ort_status("library", PYROI_E_NO_MEMORY);
     }
-    status = api->CreateCustomOpDomain("pyroi", &domain);
-    for (i = 0; status == NULL && i < OP_COUNT; ++i) {
+    for (i = 0; i < OP_COUNT; ++i) {
         op_init(&ops[i], OPS[i], num_threads);
-        status = api->CustomOpDomain_Add(domain, &ops[i].base);
     }
-    if (status == NULL) {
-        status = api->AddCustomOpDomain(options, domain);
-    }
-    if (status != NULL) {
-        if (domain != NULL) {
+    /* a domain once added belongs to the options; on a failure before that it is released
+     * (the ops stay allocated: a domain already added may refer to them) */
+    for (d = 0; status == NULL && d < DOMAIN_COUNT; ++d) {
+        OrtCustomOpDomain *domain = NULL;
+        status = api->CreateCustomOpDomain(DOMAINS[d], &domain);
+        for (i = 0; status == NULL && i < OP_COUNT; ++i) {
+            if (strcmp(OPS[i]->domain, DOMAINS[d]) == 0) {
+                status = api->CustomOpDomain_Add(domain, &ops[i].base);
+            }
+        }
+        if (status == NULL) {
+            status = api->AddCustomOpDomain(options, domain);
+        } else if (domain != NULL) {
             api->ReleaseCustomOpDomain(domain);
         }
-        free(ops);
     }
     return status;
 }

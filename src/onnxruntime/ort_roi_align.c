@@ -161,5 +161,7 @@ static void roi_align_pooled_size(const OrtShapeInferContext *context, int64_t p
     pooled[1] = pyroi_ort_infer_int(context, "output_width", 1);
 }
 
-const pyroi_ort_op_spec pyroi_ort_roi_align_spec = {ROI_ALIGN, 3, 1, roi_align_create,
-                                                     roi_align_compute, roi_align_pooled_size};
+const pyroi_ort_op_spec pyroi_ort_roi_align_spec = {"pyroi",           ROI_ALIGN,
+                                                     3,                 1,
+                                                     roi_align_create,  roi_align_compute,
+                                                     roi_align_pooled_size};

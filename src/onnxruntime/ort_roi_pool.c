@@ -37,27 +37,14 @@ static OrtStatus *max_roi_pool_create(const OrtKernelInfo *info, int num_threads
     return NULL;
 }
 
-/* The batch column of rois as int64 indices, each an integer in [0, num_images). */
-static pyroi_status max_roi_pool_indices(const pyroi_ort_tensor *rois, const float *wide_rois,
-                                         int64_t num_images, int64_t *indices)
-{
-    int64_t failed_roi;
-    return rois->type == ONNX_TENSOR_ELEMENT_DATA_TYPE_DOUBLE
-               ? pyroi_roi_rows_batch_indices_f64((const double *)rois->data, rois->shape[0], 5,
-                                                  4, num_images, indices, &failed_roi)
-               : pyroi_roi_rows_batch_indices_f32(
-                     wide_rois != NULL ? wide_rois : (const float *)rois->data, rois->shape[0],
-                     5, 4, num_images, indices, &failed_roi);
-}
-
 static OrtStatus *max_roi_pool_compute(void *kernel, OrtKernelContext *context)
 {
     const pyroi_roi_pool_params *params = (const pyroi_roi_pool_params *)kernel;
     pyroi_ort_tensor x, rois;
-    int64_t out_shape[4], out_strides[4], x_strides[4], num_rois, *indices = NULL;
-    float *wide_rois = NULL;
+    pyroi_ort_rows rows;
+    int64_t out_shape[4], out_strides[4], x_strides[4], num_rois;
     void *out;
-    pyroi_status result;
+    pyroi_status result = PYROI_OK;
     OrtStatus *status = pyroi_ort_input(context, 0, MAX_ROI_POOL, "X", 4, &x);
     if (status == NULL) {
         status = pyroi_ort_input(context, 1, MAX_ROI_POOL, "rois", 2, &rois);
@@ -71,53 +58,42 @@ static OrtStatus *max_roi_pool_compute(void *kernel, OrtKernelContext *context)
                                "X and rois must be float, double or float16 tensors of one "
                                "type");
     }
-    if (rois.shape[1] != 5) {
-        return pyroi_ort_error(ORT_INVALID_ARGUMENT, MAX_ROI_POOL,
-                               "rois must be (num_rois, 5) [batch_index, x1, y1, x2, y2], got "
-                               "(%lld, %lld)", (long long)num_rois, (long long)rois.shape[1]);
-    }
     out_shape[0] = num_rois;
     out_shape[1] = x.shape[1];
     out_shape[2] = params->pooled_height;
     out_shape[3] = params->pooled_width;
-    status = pyroi_ort_output(context, 0, out_shape, &out);
-    if (status == NULL && x.type == ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT16) {
-        status = pyroi_ort_widen(MAX_ROI_POOL, rois.data, num_rois * 5, &wide_rois);
+    status = pyroi_ort_rows_read(MAX_ROI_POOL, &rois, 4, x.shape[0], &rows);
+    if (status == NULL) {
+        status = pyroi_ort_output(context, 0, out_shape, &out);
     }
-    if (status != NULL) {
-        return status;
-    }
-    indices = (int64_t *)malloc((size_t)(num_rois > 0 ? num_rois : 1) * sizeof(int64_t));
-    result = indices == NULL ? PYROI_E_NO_MEMORY
-                             : max_roi_pool_indices(&rois, wide_rois, x.shape[0], indices);
     pyroi_ort_strides(x.shape, x_strides);
     pyroi_ort_strides(out_shape, out_strides);
-    /* no RoIs: nothing to pool (and rois may have no data to point past) */
-    if (result == PYROI_OK && num_rois > 0) {
+    if (status == NULL && num_rois > 0) { /* no RoIs: nothing to pool */
         switch (x.type) {
         case ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT:
             result = pyroi_roi_pool_forward_f32((const float *)x.data, x.shape, x_strides,
-                                                (const float *)rois.data + 1, num_rois, 5,
-                                                indices, (float *)out, out_strides, NULL, NULL,
-                                                params);
+                                                (const float *)rows.coordinates, num_rois,
+                                                rows.row_stride, rows.batch_indices,
+                                                (float *)out, out_strides, NULL, NULL, params);
             break;
         case ONNX_TENSOR_ELEMENT_DATA_TYPE_DOUBLE:
             result = pyroi_roi_pool_forward_f64((const double *)x.data, x.shape, x_strides,
-                                                (const double *)rois.data + 1, num_rois, 5,
-                                                indices, (double *)out, out_strides, NULL, NULL,
-                                                params);
+                                                (const double *)rows.coordinates, num_rois,
+                                                rows.row_stride, rows.batch_indices,
+                                                (double *)out, out_strides, NULL, NULL, params);
             break;
         default:
             result = pyroi_roi_pool_forward_f16((const uint16_t *)x.data, x.shape, x_strides,
-                                                wide_rois + 1, num_rois, 5, indices,
+                                                (const float *)rows.coordinates, num_rois,
+                                                rows.row_stride, rows.batch_indices,
                                                 (uint16_t *)out, out_strides, NULL, NULL,
                                                 params);
             break;
         }
     }
-    free(indices);
-    free(wide_rois);
-    return result == PYROI_OK ? NULL : pyroi_ort_status(MAX_ROI_POOL, result);
+    pyroi_ort_rows_free(&rows);
+    return status != NULL || result == PYROI_OK ? status
+                                                : pyroi_ort_status(MAX_ROI_POOL, result);
 }
 
 static void max_roi_pool_pooled_size(const OrtShapeInferContext *context, int64_t pooled[2])
@@ -125,5 +101,10 @@ static void max_roi_pool_pooled_size(const OrtShapeInferContext *context, int64_
     pyroi_ort_infer_ints(context, "pooled_shape", pooled, 2);
 }
 
-const pyroi_ort_op_spec pyroi_ort_max_roi_pool_spec = {
-    MAX_ROI_POOL, 2, 1, max_roi_pool_create, max_roi_pool_compute, max_roi_pool_pooled_size};
+const pyroi_ort_op_spec pyroi_ort_max_roi_pool_spec = {"pyroi",
+                                                       MAX_ROI_POOL,
+                                                       2,
+                                                       1,
+                                                       max_roi_pool_create,
+                                                       max_roi_pool_compute,
+                                                       max_roi_pool_pooled_size};

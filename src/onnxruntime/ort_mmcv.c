@@ -1,0 +1,278 @@
+/* ort_mmcv.c - the nodes mmcv's and mmdeploy's ONNX exporters write for RoIAlign and rotated
+ * RoIAlign, so that their exported models run unchanged:
+ *
+ *   mmcv::MMCVRoiAlign(input, rois (K, 5) [batch, x1, y1, x2, y2]; output_height,
+ *       output_width, spatial_scale, sampling_ratio, mode "avg" | "max", aligned)
+ *   mmcv::MMCVRoIAlignRotated(input, rois (K, 6) [batch, cx, cy, w, h, angle in radians];
+ *       output_height, output_width, spatial_scale, sampling_ratio, aligned, clockwise)
+ *
+ * computed as mmcv's CPU kernels compute them (pyroi_roi_align_forward for avg, the maximum
+ * of the interpolated samples, pyroi_roi_align_max_forward, for max; pyroi's rotated
+ * RoIAlign with mmcv's radians and clockwise flag). Attribute defaults are those of mmcv's
+ * Python functions (spatial_scale 1, sampling_ratio 0, mode "avg", aligned 1, clockwise 0);
+ * output_height and output_width, which its exporters always write, are required. */
+#include "ort_kernel.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static const char MMCV_ROI_ALIGN[] = "MMCVRoiAlign";
+static const char MMCV_ROI_ALIGN_ROTATED[] = "MMCVRoIAlignRotated";
+
+/* The attributes both nodes share, checked. */
+typedef struct mmcv_sampling {
+    int64_t height, width, ratio, aligned;
+    float scale;
+} mmcv_sampling;
+
+static OrtStatus *mmcv_sampling_read(const OrtKernelInfo *info, const char *op,
+                                     mmcv_sampling *s)
+{
+    OrtStatus *status = pyroi_ort_int_attribute(info, op, "output_height", -1, &s->height);
+    if (status == NULL) {
+        status = pyroi_ort_int_attribute(info, op, "output_width", -1, &s->width);
+    }
+    if (status == NULL) {
+        status = pyroi_ort_int_attribute(info, op, "sampling_ratio", 0, &s->ratio);
+    }
+    if (status == NULL) {
+        status = pyroi_ort_int_attribute(info, op, "aligned", 1, &s->aligned);
+    }
+    if (status == NULL) {
+        status = pyroi_ort_float_attribute(info, op, "spatial_scale", 1.0f, &s->scale);
+    }
+    if (status != NULL) {
+        return status;
+    }
+    if (s->height < 1 || s->width < 1) {
+        return pyroi_ort_error(ORT_INVALID_ARGUMENT, op,
+                               "output_height and output_width are required and must be >= "
+                               "1, got %lld x %lld", (long long)s->height, (long long)s->width);
+    }
+    /* mmcv: a ratio <= 0 samples adaptively; pyroi caps a fixed one */
+    if (s->ratio > PYROI_MAX_SAMPLING_RATIO) {
+        return pyroi_ort_error(ORT_INVALID_ARGUMENT, op,
+                               "sampling_ratio must be at most %lld, got %lld",
+                               (long long)PYROI_MAX_SAMPLING_RATIO, (long long)s->ratio);
+    }
+    return NULL;
+}
+
+static void mmcv_pooled_size(const OrtShapeInferContext *context, int64_t pooled[2])
+{
+    pooled[0] = pyroi_ort_infer_int(context, "output_height", -1);
+    pooled[1] = pyroi_ort_infer_int(context, "output_width", -1);
+}
+
+/* The inputs of an mmcv node: input (N, C, H, W) and rois (K, 1 + coords) of one float
+ * type, and the output (K, C, output_height, output_width) made. */
+static OrtStatus *mmcv_inputs(OrtKernelContext *context, const char *op, int64_t coords,
+                              const int64_t pooled[2], pyroi_ort_tensor *x,
+                              pyroi_ort_rows *rows, int64_t out_shape[4], void **out)
+{
+    pyroi_ort_tensor rois;
+    OrtStatus *status = pyroi_ort_input(context, 0, op, "input", 4, x);
+    rows->batch_indices = NULL;
+    rows->wide = NULL;
+    if (status == NULL) {
+        status = pyroi_ort_input(context, 1, op, "rois", 2, &rois);
+    }
+    if (status == NULL && (!pyroi_ort_is_float(x->type) || rois.type != x->type)) {
+        status = pyroi_ort_error(ORT_INVALID_ARGUMENT, op,
+                                 "input and rois must be float, double or float16 tensors of "
+                                 "one type");
+    }
+    if (status == NULL) {
+        status = pyroi_ort_rows_read(op, &rois, coords, x->shape[0], rows);
+    }
+    if (status == NULL) {
+        out_shape[0] = rois.shape[0];
+        out_shape[1] = x->shape[1];
+        out_shape[2] = pooled[0];
+        out_shape[3] = pooled[1];
+        status = pyroi_ort_output(context, 0, out_shape, out);
+    }
+    return status;
+}
+
+/* ---- MMCVRoiAlign ------------------------------------------------------------------------ */
+
+typedef struct mmcv_roi_align_kernel {
+    pyroi_roi_align_params params;
+    int max_mode; /* mmcv's max: the largest interpolated sample of a bin */
+} mmcv_roi_align_kernel;
+
+static OrtStatus *mmcv_roi_align_create(const OrtKernelInfo *info, int num_threads,
+                                        void **kernel)
+{
+    mmcv_roi_align_kernel *k;
+    mmcv_sampling s;
+    char mode[16];
+    int has_mode;
+    OrtStatus *status = mmcv_sampling_read(info, MMCV_ROI_ALIGN, &s);
+    if (status == NULL) {
+        status = pyroi_ort_string_attribute(info, MMCV_ROI_ALIGN, "mode", mode, sizeof(mode),
+                                            &has_mode);
+    }
+    if (status != NULL) {
+        return status;
+    }
+    if (has_mode && strcmp(mode, "avg") != 0 && strcmp(mode, "max") != 0) {
+        return pyroi_ort_error(ORT_INVALID_ARGUMENT, MMCV_ROI_ALIGN,
+                               "mode must be \"avg\" or \"max\", got \"%s\"", mode);
+    }
+    k = (mmcv_roi_align_kernel *)malloc(sizeof(*k));
+    if (k == NULL) {
+        return pyroi_ort_status(MMCV_ROI_ALIGN, PYROI_E_NO_MEMORY);
+    }
+    pyroi_roi_align_params_init(&k->params);
+    k->params.pooled_height = s.height;
+    k->params.pooled_width = s.width;
+    k->params.spatial_scale_h = k->params.spatial_scale_w = (double)s.scale;
+    k->params.sampling_ratio = s.ratio;
+    k->params.aligned = s.aligned != 0;
+    k->params.num_threads = num_threads;
+    k->max_mode = has_mode && strcmp(mode, "max") == 0;
+    *kernel = k;
+    return NULL;
+}
+
+static OrtStatus *mmcv_roi_align_compute(void *kernel, OrtKernelContext *context)
+{
+    const mmcv_roi_align_kernel *k = (const mmcv_roi_align_kernel *)kernel;
+    const pyroi_roi_align_params *p = &k->params;
+    const int64_t pooled[2] = {p->pooled_height, p->pooled_width};
+    pyroi_ort_tensor x;
+    pyroi_ort_rows rows;
+    int64_t out_shape[4], out_strides[4], x_strides[4];
+    void *out = NULL;
+    pyroi_status result = PYROI_OK;
+    OrtStatus *status = mmcv_inputs(context, MMCV_ROI_ALIGN, 4, pooled, &x, &rows, out_shape,
+                                    &out);
+    if (status == NULL && out_shape[0] > 0) {
+        const int64_t n = out_shape[0], stride = rows.row_stride;
+        const int64_t *batch = rows.batch_indices;
+        pyroi_ort_strides(x.shape, x_strides);
+        pyroi_ort_strides(out_shape, out_strides);
+        switch (x.type) {
+        case ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT:
+            result = k->max_mode
+                         ? pyroi_roi_align_max_forward_f32(
+                               (const float *)x.data, x.shape, x_strides,
+                               (const float *)rows.coordinates, n, stride, batch, (float *)out,
+                               out_strides, NULL, NULL, p)
+                         : pyroi_roi_align_forward_f32((const float *)x.data, x.shape,
+                                                       x_strides,
+                                                       (const float *)rows.coordinates, n,
+                                                       stride, batch, (float *)out,
+                                                       out_strides, p);
+            break;
+        case ONNX_TENSOR_ELEMENT_DATA_TYPE_DOUBLE:
+            result = k->max_mode
+                         ? pyroi_roi_align_max_forward_f64(
+                               (const double *)x.data, x.shape, x_strides,
+                               (const double *)rows.coordinates, n, stride, batch,
+                               (double *)out, out_strides, NULL, NULL, p)
+                         : pyroi_roi_align_forward_f64((const double *)x.data, x.shape,
+                                                       x_strides,
+                                                       (const double *)rows.coordinates, n,
+                                                       stride, batch, (double *)out,
+                                                       out_strides, p);
+            break;
+        default:
+            result = k->max_mode
+                         ? pyroi_roi_align_max_forward_f16(
+                               (const uint16_t *)x.data, x.shape, x_strides,
+                               (const float *)rows.coordinates, n, stride, batch,
+                               (uint16_t *)out, out_strides, NULL, NULL, p)
+                         : pyroi_roi_align_forward_f16((const uint16_t *)x.data, x.shape,
+                                                       x_strides,
+                                                       (const float *)rows.coordinates, n,
+                                                       stride, batch, (uint16_t *)out,
+                                                       out_strides, p);
+            break;
+        }
+    }
+    pyroi_ort_rows_free(&rows);
+    return status != NULL || result == PYROI_OK ? status
+                                                : pyroi_ort_status(MMCV_ROI_ALIGN, result);
+}
+
+/* ---- MMCVRoIAlignRotated ----------------------------------------------------------------- */
+
+static OrtStatus *mmcv_rotated_create(const OrtKernelInfo *info, int num_threads,
+                                      void **kernel)
+{
+    pyroi_roi_align_rotated_params *params;
+    mmcv_sampling s;
+    int64_t clockwise;
+    OrtStatus *status = mmcv_sampling_read(info, MMCV_ROI_ALIGN_ROTATED, &s);
+    if (status == NULL) {
+        status = pyroi_ort_int_attribute(info, MMCV_ROI_ALIGN_ROTATED, "clockwise", 0,
+                                         &clockwise);
+    }
+    if (status != NULL) {
+        return status;
+    }
+    params = (pyroi_roi_align_rotated_params *)malloc(sizeof(*params));
+    if (params == NULL) {
+        return pyroi_ort_status(MMCV_ROI_ALIGN_ROTATED, PYROI_E_NO_MEMORY);
+    }
+    pyroi_roi_align_rotated_params_init(params);
+    params->pooled_height = s.height;
+    params->pooled_width = s.width;
+    params->spatial_scale_h = params->spatial_scale_w = (double)s.scale;
+    params->sampling_ratio = s.ratio;
+    params->aligned = s.aligned != 0;
+    params->clockwise = clockwise != 0;
+    params->angle_in_degrees = 0; /* mmcv's angles are radians */
+    params->num_threads = num_threads;
+    *kernel = params;
+    return NULL;
+}
+
+static OrtStatus *mmcv_rotated_compute(void *kernel, OrtKernelContext *context)
+{
+    const pyroi_roi_align_rotated_params *p = (const pyroi_roi_align_rotated_params *)kernel;
+    const int64_t pooled[2] = {p->pooled_height, p->pooled_width};
+    pyroi_ort_tensor x;
+    pyroi_ort_rows rows;
+    int64_t out_shape[4], out_strides[4], x_strides[4];
+    void *out = NULL;
+    pyroi_status result = PYROI_OK;
+    OrtStatus *status = mmcv_inputs(context, MMCV_ROI_ALIGN_ROTATED, 5, pooled, &x, &rows,
+                                    out_shape, &out);
+    if (status == NULL && out_shape[0] > 0) {
+        const int64_t n = out_shape[0], stride = rows.row_stride;
+        pyroi_ort_strides(x.shape, x_strides);
+        pyroi_ort_strides(out_shape, out_strides);
+        switch (x.type) {
+        case ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT:
+            result = pyroi_roi_align_rotated_forward_f32(
+                (const float *)x.data, x.shape, x_strides, (const float *)rows.coordinates, n,
+                stride, rows.batch_indices, (float *)out, out_strides, p);
+            break;
+        case ONNX_TENSOR_ELEMENT_DATA_TYPE_DOUBLE:
+            result = pyroi_roi_align_rotated_forward_f64(
+                (const double *)x.data, x.shape, x_strides, (const double *)rows.coordinates,
+                n, stride, rows.batch_indices, (double *)out, out_strides, p);
+            break;
+        default:
+            result = pyroi_roi_align_rotated_forward_f16(
+                (const uint16_t *)x.data, x.shape, x_strides, (const float *)rows.coordinates,
+                n, stride, rows.batch_indices, (uint16_t *)out, out_strides, p);
+            break;
+        }
+    }
+    pyroi_ort_rows_free(&rows);
+    return status != NULL || result == PYROI_OK
+               ? status
+               : pyroi_ort_status(MMCV_ROI_ALIGN_ROTATED, result);
+}
+
+const pyroi_ort_op_spec pyroi_ort_mmcv_roi_align_spec = {
+    "mmcv", MMCV_ROI_ALIGN, 2, 1, mmcv_roi_align_create, mmcv_roi_align_compute,
+    mmcv_pooled_size};
+const pyroi_ort_op_spec pyroi_ort_mmcv_roi_align_rotated_spec = {
+    "mmcv", MMCV_ROI_ALIGN_ROTATED, 2, 1, mmcv_rotated_create, mmcv_rotated_compute,
+    mmcv_pooled_size};
