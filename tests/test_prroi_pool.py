@@ -385,3 +385,45 @@ def test_sigint_stops_whole_map_boxes_quickly(op):
     words = out.split()
     assert words[:1] == ["INTERRUPTED"], (out, err)
     assert float(words[1]) - sent < 0.5
+
+
+# ---- pyroi.torch ----------------------------------------------------------------------------
+
+def test_torch_autograd_through_the_map_and_the_boxes():
+    torch = pytest.importorskip("torch")
+    import pyroi.torch as pt
+    for case in range(3):  # mmcv's known answers, through autograd
+        x = torch.tensor(MMCV_INPUTS[case][0], requires_grad=True)
+        rois = torch.tensor(MMCV_INPUTS[case][1], requires_grad=True)
+        y = pt.prroi_pool(x, rois, (2, 2), 1.0)
+        y.backward(torch.ones_like(y))
+        output, input_grad, rois_grad = MMCV_OUTPUTS[case]
+        np.testing.assert_allclose(y.detach().numpy(), output, rtol=1e-6, atol=1e-6)
+        np.testing.assert_allclose(x.grad.numpy(), input_grad, rtol=1e-6, atol=1e-6)
+        np.testing.assert_allclose(rois.grad.numpy(), rois_grad, rtol=1e-6, atol=1e-6)
+    x = torch.randn(2, 3, 6, 7, dtype=torch.float64, requires_grad=True)
+    coords = torch.tensor([[0.3, 0.2, 4.1, 3.3], [1.2, 2.3, 5.5, 4.9]], dtype=torch.float64,
+                          requires_grad=True)
+    images = torch.tensor([[0.], [1.]], dtype=torch.float64)
+    assert torch.autograd.gradcheck(
+        lambda a, c: pt.prroi_pool(a, torch.cat([images, c], 1), (2, 3), 0.9), (x, coords))
+    layer = pt.PrRoIPool((2, 3), 0.9)
+    assert repr(layer) == "PrRoIPool(output_size=(2, 3), spatial_scale=0.9)"
+    rois = torch.cat([images, coords.detach()], 1)
+    assert torch.equal(layer(x, rois), pt.prroi_pool(x, rois, (2, 3), 0.9))
+
+
+@pytest.mark.filterwarnings(  # opcheck's own gradient comparison reads a non-leaf's .grad
+    "ignore:The .grad attribute of a Tensor that is not a leaf")
+def test_torch_opcheck_and_compile():
+    torch = pytest.importorskip("torch")
+    import pyroi.torch as pt
+    from torch.library import opcheck
+    x = torch.randn(2, 3, 6, 7, dtype=torch.float64, requires_grad=True)
+    rois = torch.tensor([[0, 0.3, 0.2, 4.1, 3.3], [1, 1.2, 2.3, 5.5, 4.9]], dtype=torch.float64,
+                        requires_grad=True)
+    opcheck(torch.ops.pyroi.prroi_pool.default, (x, rois, 0.9, 2, 3))
+    grad = torch.randn(2, 3, 2, 3, dtype=torch.float64)
+    opcheck(torch.ops.pyroi._prroi_pool_backward.default, (grad, rois.detach(), x.detach(), 0.9))
+    compiled = torch.compile(lambda a, b: pt.prroi_pool(a, b, 2), fullgraph=True)
+    assert torch.equal(compiled(x, rois), pt.prroi_pool(x, rois, 2))
