@@ -176,5 +176,9 @@ static double prroi_bin_work(const prroi_geometry *g, const int64_t shape[4])
  * column weights and the box backward's two rows of edge weights), at most this. */
 #define PRROI_SCRATCH_LIMIT 17179869184.0 /* 16 GiB: more is PYROI_E_NO_MEMORY */
 
+#define PRROI_MIN(a, b) ((a) < (b) ? (a) : (b))
+/* A table size beyond any memory (the scratch check then fails), within int64. */
+#define PRROI_TABLE_LIMIT 1e18
+
 #define PYROI_DTYPE_TEMPLATE "prroi_pool/prroi_pool_dtype.h"
 #include "core/each_dtype.h"

@@ -21,6 +21,11 @@ typedef struct PYROI_TYPED(prroi_job) {
     /* per worker: scratch_per_worker T values (row weights, edge rows, column weights) */
     void *scratch;
     int64_t max_rows, max_cols, scratch_per_worker;
+    /* the forward's tables of a RoI (0: none): weights of every row bin (row_table values)
+     * and column bin (col_table values) in the T scratch, after the three rows above, and
+     * per bin its first pixel, count and table offset in `meta` (3 * (PH + PW) a worker) */
+    int64_t row_table, col_table;
+    int64_t *meta;
     int64_t channel_block; /* input backward: channels of a work item */
 } PYROI_TYPED(prroi_job);
 
@@ -81,6 +86,17 @@ PYROI_CLONE_INLINE T PYROI_TYPED(prroi_bin_value)(const T *plane, const int64_t 
 {
     T sum = (T)0;
     int64_t i, j;
+    if (strides[3] == 1) { /* the same sums, rows read as runs */
+        for (i = 0; i < bin->rows; ++i) {
+            const T *row = plane + i * strides[2];
+            T line = (T)0;
+            for (j = 0; j < bin->cols; ++j) {
+                line += wx[j] * row[j];
+            }
+            sum += wy[i] * line;
+        }
+        return sum;
+    }
     for (i = 0; i < bin->rows; ++i) {
         const T *row = plane + i * strides[2];
         T line = (T)0;
@@ -90,6 +106,38 @@ PYROI_CLONE_INLINE T PYROI_TYPED(prroi_bin_value)(const T *plane, const int64_t 
         sum += wy[i] * line;
     }
     return sum;
+}
+
+/* prroi_bin_value of four channel planes, plane + q * channel_stride for q < 4, into
+ * values[q]: the same operations per channel in the same order (bit-identical), four
+ * independent chains of additions instead of one, which set the pace otherwise. */
+PYROI_CLONE_INLINE void PYROI_TYPED(prroi_bin_value4)(const T *plane, int64_t channel_stride,
+                                                      const int64_t strides[4],
+                                                      const prroi_bin *bin, const T *wy,
+                                                      const T *wx, T values[4])
+{
+    T s0 = (T)0, s1 = (T)0, s2 = (T)0, s3 = (T)0;
+    int64_t i, j;
+    for (i = 0; i < bin->rows; ++i) {
+        const T *r0 = plane + i * strides[2], *r1 = r0 + channel_stride;
+        const T *r2 = r1 + channel_stride, *r3 = r2 + channel_stride;
+        T l0 = (T)0, l1 = (T)0, l2 = (T)0, l3 = (T)0;
+        for (j = 0; j < bin->cols; ++j) {
+            const int64_t at = j * strides[3];
+            l0 += wx[j] * r0[at];
+            l1 += wx[j] * r1[at];
+            l2 += wx[j] * r2[at];
+            l3 += wx[j] * r3[at];
+        }
+        s0 += wy[i] * l0;
+        s1 += wy[i] * l1;
+        s2 += wy[i] * l2;
+        s3 += wy[i] * l3;
+    }
+    values[0] = s0;
+    values[1] = s1;
+    values[2] = s2;
+    values[3] = s3;
 }
 
 /* Adds g * wy(i) * wx(j) to the bin's reach of plane (the adjoint of prroi_bin_value). */

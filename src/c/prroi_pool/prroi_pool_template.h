@@ -52,7 +52,30 @@ static void PYROI_TYPED(prroi_cols_of)(const PYROI_TYPED(prroi_job) *job,
                                              &bin->col0, wx);
 }
 
-/* Forward for RoIs [roi_begin, roi_end). */
+/* The weights of every bin of one axis of RoI g (rows: ya = y1' + b * bh, else columns),
+ * into w (capacity values) with bin b's first pixel, count and offset in first[b],
+ * count[b], at[b]. */
+static void PYROI_TYPED(prroi_axis_table)(const PYROI_TYPED(prroi_job) *job,
+                                          const prroi_geometry *g, int rows, int64_t bins,
+                                          int64_t extent, int64_t capacity, int64_t *first,
+                                          int64_t *count, int64_t *at, T *w)
+{
+    const double start = rows ? g->y1 : g->x1, size = rows ? g->bin_h : g->bin_w;
+    const int64_t per_bin = rows ? job->max_rows : job->max_cols;
+    int64_t b, used = 0;
+    for (b = 0; b < bins; ++b) {
+        const double a = start + (double)b * size, e = start + (double)(b + 1) * size;
+        const int64_t room = capacity - used < per_bin ? capacity - used : per_bin;
+        first[b] = 0;
+        at[b] = used;
+        count[b] = PYROI_TYPED(prroi_axis_fill)(a, e, size, extent, room, &first[b], w + used);
+        used += count[b];
+    }
+}
+
+/* Forward for RoIs [roi_begin, roi_end): per RoI the weights of all its bins, then channel by
+ * channel every bin, so that a channel's window of the RoI stays in the L1 cache across the
+ * bins (docs/semantics.md §12.1). */
 static void PYROI_TYPED(prroi_forward_task)(void *context, int64_t roi_begin, int64_t roi_end,
                                             int worker)
 {
@@ -62,36 +85,77 @@ static void PYROI_TYPED(prroi_forward_task)(void *context, int64_t roi_begin, in
     const int64_t channels = shape[1];
     const int64_t pooled_height = job->params->pooled_height;
     const int64_t pooled_width = job->params->pooled_width;
-    /* parts: a bin's pixels times the channels (parallel.h) */
+    /* parts: a RoI's pixels read for one channel (parallel.h) */
     pyroi_cancel_countdown countdown = pyroi_cancel_countdown_of(job->params->cancel, 1);
-    T *wy, *ey, *wx;
+    int64_t *row_first = job->meta + (int64_t)worker * 3 * (pooled_height + pooled_width);
+    int64_t *row_count = row_first + pooled_height, *row_at = row_count + pooled_height;
+    int64_t *col_first = row_at + pooled_height, *col_count = col_first + pooled_width;
+    int64_t *col_at = col_count + pooled_width;
+    T *wy, *ey, *wx, *row_w, *col_w;
     int64_t k, ph, pw, c;
     (void)PYROI_TYPED(prroi_scratch)(job, worker, &wy, &ey, &wx);
+    row_w = wx + job->max_cols;
+    col_w = row_w + job->row_table;
     for (k = roi_begin; k < roi_end; ++k) {
         const prroi_geometry g = PYROI_TYPED(prroi_roi)(job, k);
         const T *image = job->tensors.features + job->tensors.batch_indices[k] * in[0];
         T *result = job->tensors.result + k * out[0];
+        int64_t pixels = 0;
+        PYROI_TYPED(prroi_axis_table)(job, &g, 1, pooled_height, shape[2], job->row_table,
+                                      row_first, row_count, row_at, row_w);
+        PYROI_TYPED(prroi_axis_table)(job, &g, 0, pooled_width, shape[3], job->col_table,
+                                      col_first, col_count, col_at, col_w);
         for (ph = 0; ph < pooled_height; ++ph) {
-            prroi_bin bin;
-            PYROI_TYPED(prroi_rows_of)(job, &g, ph, shape, &bin, wy);
             for (pw = 0; pw < pooled_width; ++pw) {
-                T *at = result + ph * out[2] + pw * out[3];
-                bin.cols = 0;
-                if (bin.rows > 0) {
-                    PYROI_TYPED(prroi_cols_of)(job, &g, pw, shape, &bin, wx);
-                }
-                if (pyroi_cancel_count_work(&countdown, (bin.rows * bin.cols + 1) * channels)) {
-                    return; /* the output is unspecified once cancelled */
-                }
-                if (bin.rows == 0 || bin.cols == 0) {
-                    for (c = 0; c < channels; ++c) {
-                        at[c * out[1]] = (T)0; /* off the map, or no area */
+                pixels += row_count[ph] * col_count[pw] + 1;
+            }
+        }
+        for (c = 0; c + 4 <= channels; c += 4) { /* four channels at a time */
+            const T *plane = image + c * in[1];
+            T *at = result + c * out[1];
+            if (pyroi_cancel_count_work(&countdown, 4 * pixels)) {
+                return; /* the output is unspecified once cancelled */
+            }
+            for (ph = 0; ph < pooled_height; ++ph) {
+                prroi_bin bin;
+                bin.row0 = row_first[ph];
+                bin.rows = row_count[ph];
+                for (pw = 0; pw < pooled_width; ++pw) {
+                    T values[4] = {(T)0, (T)0, (T)0, (T)0};
+                    T *to = at + ph * out[2] + pw * out[3];
+                    bin.col0 = col_first[pw];
+                    bin.cols = col_count[pw];
+                    if (bin.rows > 0 && bin.cols > 0) {
+                        PYROI_TYPED(prroi_bin_value4)(
+                            plane + bin.row0 * in[2] + bin.col0 * in[3], in[1], in, &bin,
+                            row_w + row_at[ph], col_w + col_at[pw], values);
                     }
-                    continue;
+                    to[0] = values[0];
+                    to[out[1]] = values[1];
+                    to[2 * out[1]] = values[2];
+                    to[3 * out[1]] = values[3];
                 }
-                for (c = 0; c < channels; ++c) {
-                    const T *plane = image + c * in[1] + bin.row0 * in[2] + bin.col0 * in[3];
-                    at[c * out[1]] = PYROI_TYPED(prroi_bin_value)(plane, in, &bin, wy, wx);
+            }
+        }
+        for (; c < channels; ++c) { /* the last channels, one at a time */
+            const T *plane = image + c * in[1];
+            T *at = result + c * out[1];
+            if (pyroi_cancel_count_work(&countdown, pixels)) {
+                return; /* the output is unspecified once cancelled */
+            }
+            for (ph = 0; ph < pooled_height; ++ph) {
+                prroi_bin bin;
+                bin.row0 = row_first[ph];
+                bin.rows = row_count[ph];
+                for (pw = 0; pw < pooled_width; ++pw) {
+                    bin.col0 = col_first[pw];
+                    bin.cols = col_count[pw];
+                    at[ph * out[2] + pw * out[3]] =
+                        bin.rows == 0 || bin.cols == 0
+                            ? (T)0 /* off the map, or no area */
+                            : PYROI_TYPED(prroi_bin_value)(
+                                  plane + bin.row0 * in[2] + bin.col0 * in[3], in, &bin,
+                                  row_w + row_at[ph], col_w + col_at[pw]);
                 }
             }
         }
@@ -250,19 +314,32 @@ static pyroi_status PYROI_TYPED(prroi_run)(PYROI_TYPED(prroi_job) *job, int64_t 
                                            double work_per_item, pyroi_range_task task)
 {
     const int workers = pyroi_parallel_workers(job->params->num_threads, items, work_per_item);
-    const double per_worker = (double)(3 * job->max_rows + job->max_cols + 8);
+    const double per_worker = (double)(3 * job->max_rows + job->max_cols) +
+                              (double)job->row_table + (double)job->col_table + 8.0;
+    const double meta = job->row_table > 0 ? 3.0 * ((double)job->params->pooled_height +
+                                                    (double)job->params->pooled_width)
+                                           : 0.0;
     pyroi_status status;
-    if (per_worker * (double)workers * (double)sizeof(T) > PRROI_SCRATCH_LIMIT) {
+    if ((per_worker * (double)sizeof(T) + meta * 8.0) * (double)workers > PRROI_SCRATCH_LIMIT) {
         return PYROI_E_NO_MEMORY;
+    }
+    job->meta = NULL;
+    if (meta > 0.0) {
+        job->meta = (int64_t *)malloc((size_t)meta * (size_t)workers * sizeof(int64_t));
+        if (job->meta == NULL) {
+            return PYROI_E_NO_MEMORY;
+        }
     }
     job->scratch_per_worker = ((int64_t)per_worker + 7) / 8 * 8; /* a line for each worker */
     job->scratch = pyroi_aligned_malloc((size_t)job->scratch_per_worker *
                                                   (size_t)workers * sizeof(T));
     if (job->scratch == NULL) {
+        free(job->meta);
         return PYROI_E_NO_MEMORY;
     }
     status = pyroi_parallel_for(workers, items, work_per_item, job->params->cancel, task, job);
     pyroi_aligned_free(job->scratch);
+    free(job->meta);
     return status;
 }
 
@@ -316,6 +393,16 @@ pyroi_status PYROI_TYPED(pyroi_prroi_pool_forward)(
         PYROI_TYPED(job_tensors_init)(&job.tensors,
                                       (const T *)pyroi_data_or_placeholder(input), input_shape,
                                       input_strides, &rois, output, NULL, output_strides);
+        /* a RoI's bins reach at most the axis plus the two pixels each shares with its
+         * neighbours, and each at most max_rows (max_cols) */
+        job.row_table = (int64_t)PRROI_MIN(
+            PRROI_MIN((double)params->pooled_height * (double)job.max_rows,
+                      (double)input_shape[2] + 3.0 * (double)params->pooled_height),
+            PRROI_TABLE_LIMIT);
+        job.col_table = (int64_t)PRROI_MIN(
+            PRROI_MIN((double)params->pooled_width * (double)job.max_cols,
+                      (double)input_shape[3] + 3.0 * (double)params->pooled_width),
+            PRROI_TABLE_LIMIT);
         status = PYROI_TYPED(prroi_run)(&job, num_rois, work * (double)input_shape[1],
                                         PYROI_TYPED(prroi_forward_task));
     }
