@@ -26,6 +26,7 @@ from pyroi.ops import roi_align, roi_align_backward
 from pyroi.ops import roi_pool, roi_pool_backward
 from pyroi.ops import roi_align_rotated, roi_align_rotated_backward
 from pyroi.ops import ps_roi_align, ps_roi_align_backward, ps_roi_pool, ps_roi_pool_backward
+from pyroi.ops import prroi_pool, prroi_pool_backward
 
 __version__ = _core.version_string()
 
@@ -49,6 +50,7 @@ if _core.vector_isa().startswith("baseline ("):
 
 from pyroi.layers import (MultiScaleRoIAlign, PSRoIAlign, PSRoIPool, RoIAlign,  # noqa: E402
                           RoIAlignRotated, RoIPool)
+from pyroi.layers import PrRoIPool  # noqa: E402
 
 # the operators, layers and exceptions are listed once, in their modules
 __all__ = ["__version__", "get_num_threads", "get_result_cache_limit", "get_scratch_cache_limit",

@@ -40,5 +40,8 @@ from pyroi.ops import (
     roi_pool as roi_pool,
     roi_pool_backward as roi_pool_backward,
 )
+from pyroi.layers import PrRoIPool as PrRoIPool
+from pyroi.ops import prroi_pool as prroi_pool
+from pyroi.ops import prroi_pool_backward as prroi_pool_backward
 
 __version__: str

@@ -19,7 +19,9 @@
 typedef enum binding_layout {
     BINDING_FORWARD,
     BINDING_BACKWARD,
-    BINDING_QUERY
+    BINDING_QUERY,
+    /* reads the pooled tensor (grad_output) and features, writes grad_boxes */
+    BINDING_BOX_BACKWARD
 } binding_layout;
 
 typedef struct binding_call {
@@ -41,6 +43,9 @@ typedef struct binding_call {
     /* a backward from the input: the forward's input, of the map's shape (else NULL) */
     void *features;
     int64_t features_strides[4];
+    /* a box backward's gradients: num_rois rows of box_size values (else NULL) */
+    void *grad_boxes;
+    int64_t grad_box_row_stride;
     void *workspace;
     size_t workspace_size; /* the workspace's bytes; a query's answer */
     int64_t failed_roi;    /* set by find_invalid_roi */
@@ -55,6 +60,7 @@ typedef struct binding_call {
         pyroi_ps_roi_align_params ps_roi_align;
         pyroi_ps_roi_pool_params ps_roi_pool;
         pyroi_roi_align_rotated_params roi_align_rotated;
+        pyroi_prroi_pool_params prroi_pool;
     } params;
 } binding_call;
 
@@ -93,6 +99,7 @@ BINDING_PARAMS(ps_roi_align, BINDING_RATIO)
 BINDING_PARAMS(ps_roi_pool, )
 BINDING_PARAMS(roi_align_rotated, BINDING_RATIO p->aligned = c->aligned;
                p->clockwise = c->clockwise; p->angle_in_degrees = c->angle_in_degrees;)
+BINDING_PARAMS(prroi_pool, )
 
 /* ---- pyroi.h's argument lists, read from binding_call *c --------------------------------- */
 #define BINDING_ROIS c->boxes, c->num_rois, c->box_row_stride, c->batch_indices
@@ -111,6 +118,9 @@ BINDING_PARAMS(roi_align_rotated, BINDING_RATIO p->aligned = c->aligned;
 /* RoIPool's backward from the forward's input: the winners are found again from features */
 #define BINDING_POOL_FROM_INPUT_ARGS(family) (BINDING_POOLED, c->features, c->map_shape, \
     c->features_strides, BINDING_ROIS, c->map, c->map_strides, &c->params.family)
+/* PrRoIPool's box backward: grad_output and the forward's input read, the box rows written */
+#define BINDING_BOX_BACKWARD_ARGS(family) (BINDING_POOLED, c->features, c->map_shape, \
+    c->features_strides, BINDING_ROIS, c->grad_boxes, c->grad_box_row_stride, &c->params.family)
 #define BINDING_WITH_WORKSPACE_ARGS(family) (BINDING_POOLED, BINDING_ROIS, BINDING_MAP, \
     &c->params.family, c->workspace, c->workspace_size)
 #define BINDING_WORKSPACE_SIZE_ARGS(family) \
@@ -136,6 +146,7 @@ BINDING_FIND(roi_pool, roi_pool, BINDING_FIND_IN_BATCH_ARGS)
 BINDING_FIND(ps_roi_align, ps_roi_align, BINDING_FIND_IN_MAP_ARGS)
 BINDING_FIND(ps_roi_pool, ps_roi_pool, BINDING_FIND_IN_BATCH_ARGS)
 BINDING_FIND(roi_align_rotated, roi_align_rotated, BINDING_FIND_IN_MAP_ARGS)
+BINDING_FIND(prroi_pool, prroi_pool, BINDING_FIND_IN_BATCH_ARGS)
 #define binding_find_none NULL
 
 /* ---- the entry points: one row each --------------------------------------------------------
@@ -175,7 +186,11 @@ BINDING_FIND(roi_align_rotated, roi_align_rotated, BINDING_FIND_IN_MAP_ARGS)
     X(roi_align_rotated_forward, HALF, roi_align_rotated, FORWARD, FORWARD, 0, 5, 0,          \
       roi_align_rotated, "rois")                                                              \
     X(roi_align_rotated_backward, HALF, roi_align_rotated, BACKWARD, BACKWARD, 0, 5, 0,       \
-      roi_align_rotated, "rois")
+      roi_align_rotated, "rois")                                                              \
+    X(prroi_pool_forward, HALF, prroi_pool, FORWARD, FORWARD, 0, 4, 0, prroi_pool, "boxes")   \
+    X(prroi_pool_backward, HALF, prroi_pool, BACKWARD, BACKWARD, 0, 4, 0, prroi_pool, "boxes") \
+    X(prroi_pool_backward_boxes, REAL, prroi_pool, BOX_BACKWARD, BOX_BACKWARD, 0, 4, 0,       \
+      prroi_pool, "boxes")
 
 #define BINDING_FLOAT16_REAL 0
 #define BINDING_FLOAT16_HALF 1

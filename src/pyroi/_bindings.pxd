@@ -10,6 +10,7 @@ cdef extern from "_bindings.h" nogil:
         FORWARD "BINDING_FORWARD"
         BACKWARD "BINDING_BACKWARD"
         QUERY "BINDING_QUERY"
+        BOX_BACKWARD "BINDING_BOX_BACKWARD"
 
     ctypedef struct Call "binding_call":
         int f64
@@ -27,6 +28,8 @@ cdef extern from "_bindings.h" nogil:
         int64_t argmax_strides[4]
         void *features
         int64_t features_strides[4]
+        void *grad_boxes
+        int64_t grad_box_row_stride
         void *workspace
         size_t workspace_size
         int64_t failed_roi
@@ -73,6 +76,9 @@ cdef extern from "_bindings.h" nogil:
     const Entry ps_roi_pool_backward "binding_ps_roi_pool_backward"
     const Entry roi_align_rotated_forward "binding_roi_align_rotated_forward"
     const Entry roi_align_rotated_backward "binding_roi_align_rotated_backward"
+    const Entry prroi_pool_forward "binding_prroi_pool_forward"
+    const Entry prroi_pool_backward "binding_prroi_pool_backward"
+    const Entry prroi_pool_backward_boxes "binding_prroi_pool_backward_boxes"
 
     pyroi_status roi_rows_batch_indices "binding_roi_rows_batch_indices" (
         int f64, const void *rows, int64_t num_rois, int64_t row_stride,

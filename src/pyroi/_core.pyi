@@ -114,6 +114,16 @@ def roi_align_rotated_backward(grad_output: _Real, boxes: _Real, batch_indices: 
                                spatial_scale_w: float, sampling_ratio: int, aligned: bool,
                                clockwise: bool, angle_in_degrees: bool,
                                num_threads: int) -> None: ...
+# PrRoIPool forward into output (K, C, PH, PW), its input backward and its box backward.
+def prroi_pool_forward(input: _Real, boxes: _Real, batch_indices: _Ints, output: _Real,
+                       pooled_height: int, pooled_width: int, spatial_scale_h: float,
+                       spatial_scale_w: float, num_threads: int) -> None: ...
+def prroi_pool_backward(grad_output: _Real, boxes: _Real, batch_indices: _Ints,
+                        grad_input: _Real, spatial_scale_h: float, spatial_scale_w: float,
+                        num_threads: int) -> None: ...
+def prroi_pool_backward_boxes(grad_output: _Real, input: _Real, boxes: _Real,
+                              batch_indices: _Ints, grad_boxes: _Real, spatial_scale_h: float,
+                              spatial_scale_w: float, num_threads: int) -> None: ...
 # Bytes of workspace roi_align_backward_with_workspace uses (the aclnn-style query).
 def roi_align_backward_workspace_size(boxes: _Real, batch_indices: _Ints,
                                       grad_input_shape: Sequence[int], pooled_height: int,

@@ -217,30 +217,33 @@ cdef b.Call numbers(int64_t pooled_height, int64_t pooled_width, double spatial_
 
 
 cdef object run(const b.Entry *entry, b.Call *call, map, boxes, batch_indices, pooled,
-                argmax=None, workspace=None, features=None):
+                argmax=None, workspace=None, features=None, grad_boxes=None):
     """Runs entry on the arrays: map (N, C, H, W) is the input of a forward and the
-    grad_input of a backward (a query's is the shape tuple), pooled (K, C', PH, PW) the output
-    or grad_output, features (the map's shape) the forward's input that a backward from the
-    input reads; returns the workspace size a query answers."""
+    grad_input of a backward (a query's is the shape tuple; a box backward's, the forward's
+    input, also given as features), pooled (K, C', PH, PW) the output or grad_output,
+    features (the map's shape) the forward's input that a backward from the input reads,
+    grad_boxes (K, box_size) the box backward's result; returns the workspace size a query
+    answers."""
     cdef Py_ssize_t itemsize = (boxes if pooled is None else pooled).itemsize
     if itemsize == sizeof(uint16_t) and entry.float16:  # float16 tensors travel as their bits
         return run_typed(<uint16_t>0, <float>0, entry, call, map.view("u2"), boxes,
                          batch_indices, pooled.view("u2"), argmax, workspace,
-                         None if features is None else features.view("u2"))
+                         None if features is None else features.view("u2"), grad_boxes)
     if itemsize == sizeof(double):
         return run_typed(<double>0, <double>0, entry, call, map, boxes, batch_indices, pooled,
-                         argmax, workspace, features)
+                         argmax, workspace, features, grad_boxes)
     return run_typed(<float>0, <float>0, entry, call, map, boxes, batch_indices, pooled,
-                     argmax, workspace, features)
+                     argmax, workspace, features, grad_boxes)
 
 
 cdef object run_typed(element tensor_type, coordinate box_type, const b.Entry *entry,
                       b.Call *call, map, boxes, batch_indices, pooled, argmax, workspace,
-                      features):
+                      features, grad_boxes):
     cdef const element[:, :, :, :] features_view
     cdef const element[:, :, :, :] source  # the tensor the call reads
     cdef element[:, :, :, :] target  # the tensor it writes
     cdef const coordinate[:, :] box_view
+    cdef coordinate[:, :] grad_box_view
     cdef const int64_t[::1] batch = batch_indices
     cdef const int64_t[:, :, :, :] argmax_in
     cdef int64_t[:, :, :, :] argmax_out
@@ -275,6 +278,16 @@ cdef object run_typed(element tensor_type, coordinate box_type, const b.Entry *e
         pooled_shape = source.shape
         call.pooled_height = pooled_shape[2]
         call.pooled_width = pooled_shape[3]
+    elif entry.layout == b.BOX_BACKWARD:  # map: the forward's input, read (as features)
+        source = pooled
+        features_view = map
+        call.map = NULL
+        call.pooled = <void *>&source[0, 0, 0, 0]
+        element_strides(source.strides, sizeof(element), 4, call.pooled_strides)
+        map_shape = features_view.shape
+        pooled_shape = source.shape
+        call.pooled_height = pooled_shape[2]
+        call.pooled_width = pooled_shape[3]
     for i in range(4):
         call.map_shape[i] = map[i] if entry.layout == b.QUERY else map_shape[i]
     call.features = NULL
@@ -297,6 +310,15 @@ cdef object run_typed(element tensor_type, coordinate box_type, const b.Entry *e
     else:
         call.num_rois = pooled_shape[0]
     call.batch_indices = <int64_t *>&batch[0]
+    call.grad_boxes = NULL
+    call.grad_box_row_stride = 0
+    if grad_boxes is not None:
+        grad_box_view = grad_boxes
+        if (grad_box_view.shape[0] != call.num_rois
+                or grad_box_view.shape[1] != entry.box_size):
+            raise ShapeError(f"pyroi: grad_boxes must be ({call.num_rois}, {entry.box_size})")
+        call.grad_boxes = &grad_box_view[0, 0]
+        call.grad_box_row_stride = box_rows_stride(grad_box_view.strides, sizeof(coordinate))
     call.argmax = NULL
     # an argmax of the entry's width: read by a backward, written by a forward (when given)
     if entry.argmax_bytes == sizeof(int32_t) and entry.layout == b.BACKWARD:
@@ -515,6 +537,32 @@ def roi_align_rotated_backward(grad_output, boxes, batch_indices, grad_input,
     cdef b.Call call = numbers(0, 0, spatial_scale_h, spatial_scale_w, num_threads,
                                sampling_ratio, aligned, clockwise, angle_in_degrees)
     run(&b.roi_align_rotated_backward, &call, grad_input, boxes, batch_indices, grad_output)
+
+
+
+def prroi_pool_forward(input, boxes, batch_indices, output, int64_t pooled_height,
+                       int64_t pooled_width, double spatial_scale_h, double spatial_scale_w,
+                       int num_threads):
+    """PrRoIPool forward into output (K, C, PH, PW)."""
+    cdef b.Call call = numbers(pooled_height, pooled_width, spatial_scale_h, spatial_scale_w,
+                               num_threads)
+    run(&b.prroi_pool_forward, &call, input, boxes, batch_indices, output)
+
+
+def prroi_pool_backward(grad_output, boxes, batch_indices, grad_input, double spatial_scale_h,
+                        double spatial_scale_w, int num_threads):
+    """PrRoIPool backward: overwrite grad_input (N, C, H, W) with the input gradient."""
+    cdef b.Call call = numbers(0, 0, spatial_scale_h, spatial_scale_w, num_threads)
+    run(&b.prroi_pool_backward, &call, grad_input, boxes, batch_indices, grad_output)
+
+
+def prroi_pool_backward_boxes(grad_output, input, boxes, batch_indices, grad_boxes,
+                              double spatial_scale_h, double spatial_scale_w, int num_threads):
+    """PrRoIPool box backward: write grad_boxes (K, 4), the gradient of each box's x1, y1,
+    x2, y2, from grad_output and the forward's input (float32 or float64)."""
+    cdef b.Call call = numbers(0, 0, spatial_scale_h, spatial_scale_w, num_threads)
+    run(&b.prroi_pool_backward_boxes, &call, input, boxes, batch_indices, grad_output, None,
+        None, input, grad_boxes)
 
 
 # compatibility front-ends

@@ -39,6 +39,12 @@ def _is_half(value) -> bool:
     return isinstance(value, np.ndarray) and value.dtype.kind == "f" and value.dtype.itemsize == 2
 
 
+def _widened(array: np.ndarray) -> np.ndarray:
+    """A float16 array widened exactly to float32 (a copy): for a computation that cannot run
+    in chunks of channels (PrRoIPool's box gradient sums over every channel)."""
+    return array.astype(np.float32)
+
+
 def _widen_boxes(value, name: str):
     """float16 / float32 boxes (array or list of arrays) as float32; Python numbers are
     float16, the data's dtype, first."""

@@ -210,6 +210,17 @@ _DLPACK_DEVICES = {2: "cuda", 4: "opencl", 7: "vulkan", 8: "metal", 9: "vpi", 10
                    12: "ext_dev", 14: "oneapi", 15: "webgpu", 16: "hexagon", 17: "maia"}
 
 
+def forward_input(value, grad: np.ndarray, shape, name: str = "input") -> np.ndarray:
+    """The forward's input given to a backward that reads it: a 4-d array of ``shape`` (the
+    backward's input_shape) and of ``grad``'s dtype (grad_output's)."""
+    features = float_array(value, name, 4)
+    if features.dtype != grad.dtype:
+        raise DTypeError(f"{name} has dtype {features.dtype} but grad_output has {grad.dtype}")
+    if tuple(features.shape) != tuple(shape):
+        raise ShapeError(f"{name} has shape {features.shape} but input_shape is {tuple(shape)}")
+    return features
+
+
 def _device_of(value) -> str | None:
     """The device of an array object whose memory is not the CPU's, or None: a ``device``
     attribute naming the CPU settles it, else ``__dlpack_device__`` (host-readable types are

@@ -79,6 +79,8 @@ WORKLOADS = {
     "onnx_max": "ONNX RoiAlign mode=max (max of weighted taps): 2x256x200x272, 1000 boxes, "
                 "7x7, sr 2, half_pixel",
     "vgg_conv5_pool": "RoIPool, Fast R-CNN VGG conv5 1x512x38x50, 300 boxes, 7x7",
+    "box_head_prroi": "PrRoIPool (forward, input and box backward) on the box head's arrays, "
+                      "7x7; RoIAlign avg (sr 2, aligned) on the same boxes for the ratio",
 }
 """The workloads of ``pyroi bench``: name -> description."""
 
@@ -111,6 +113,8 @@ def make_workloads(rng) -> list[Workload]:
                  backward=False, op="onnx_max"),
         Workload("vgg_conv5_pool", WORKLOADS["vgg_conv5_pool"], vgg, vgg_boxes, 7, 1 / 16, 0,
                  False, op="roi_pool", features_nhwc=vgg_nhwc),
+        Workload("box_head_prroi", WORKLOADS["box_head_prroi"], box_features, box_boxes, 7,
+                 0.25, 2, True, op="prroi_pool"),
     ]
 
 
@@ -393,6 +397,11 @@ def pyroi_calls(w: Workload, threads: int, grad: np.ndarray):
         return (lambda: pyroi.roi_pool(w.features, w.boxes, size, scale, num_threads=threads),
                 lambda: pyroi.roi_pool_backward(grad, w.boxes, argmax, w.features.shape, size,
                                                 scale, num_threads=threads))
+    if w.op == "prroi_pool":
+        size, scale = w.output_size, w.spatial_scale
+        return (lambda: pyroi.prroi_pool(w.features, w.boxes, size, scale, num_threads=threads),
+                lambda: pyroi.prroi_pool_backward(grad, w.boxes, w.features.shape, scale,
+                                                  num_threads=threads))
     args = (w.output_size, w.spatial_scale, w.sampling_ratio, w.aligned)
     if w.op == "roi_align_max":
         return (lambda: pyroi.roi_align(w.features, w.boxes, *args, mode="max",
@@ -410,6 +419,17 @@ def pyroi_input_backward(w: Workload, threads: int, grad: np.ndarray):
     return lambda: pyroi.roi_pool_backward(grad, w.boxes, input=w.features,
                                            output_size=w.output_size,
                                            spatial_scale=w.spatial_scale, num_threads=threads)
+
+
+def pyroi_prroi_extra_calls(w: Workload, threads: int, grad: np.ndarray):
+    """PrRoIPool's box backward and RoIAlign avg's forward on the same boxes (the ratio goal:
+    PrRoIPool within 2x of it); None for the other ops."""
+    if w.op != "prroi_pool":
+        return None
+    return (lambda: pyroi.prroi_pool_backward(grad, w.boxes, w.features.shape, w.spatial_scale,
+                                              input=w.features, num_threads=threads),
+            lambda: pyroi.roi_align(w.features, w.boxes, w.output_size, w.spatial_scale,
+                                    w.sampling_ratio, w.aligned, num_threads=threads))
 
 
 def pyroi_merged_calls(w: Workload, threads: int, grad: np.ndarray):
@@ -508,6 +528,10 @@ def run(workloads, thread_counts, repeat, peer_repeat, progress=None,
             from_input = pyroi_input_backward(w, threads, grad)
             if from_input is not None:
                 results["pyroi input bwd"] = timed(from_input, repeat)
+            prroi_extra = pyroi_prroi_extra_calls(w, threads, grad)
+            if prroi_extra is not None:
+                results["pyroi box bwd"] = timed(prroi_extra[0], repeat)
+                results["roi_align avg fwd"] = timed(prroi_extra[1], repeat)
             merged = pyroi_merged_calls(w, threads, grad)
             if merged is not None:
                 results["pyroi inexact fwd"] = timed(merged[0], repeat)
@@ -581,6 +605,11 @@ def run(workloads, thread_counts, repeat, peer_repeat, progress=None,
                     line.append(f"from the input {results['pyroi input bwd']:8.2f} ms")
                 if "pyroi inexact bwd" in results:
                     line.append(f"exact=False {results['pyroi inexact bwd']:8.2f} ms")
+                if "pyroi box bwd" in results:
+                    line.append(f"input and box bwd {results['pyroi box bwd']:8.2f} ms")
+                    line.append(f"RoIAlign avg fwd {results['roi_align avg fwd']:8.2f} ms "
+                                f"(fwd / RoIAlign "
+                                f"{results['pyroi fwd'] / results['roi_align avg fwd']:4.2f})")
                 if "torchvision bwd" in results:
                     line.append("torchvision bwd "
                                 + _versus(results, "torchvision bwd", "pyroi bwd",
@@ -603,6 +632,9 @@ _TABLE_COLUMNS = (
     # RoIAlign's average with exact=False (samples merged per pixel; not bit-exact)
     ("pyroi exact=False fwd", "pyroi inexact fwd", ()),
     ("pyroi exact=False bwd", "pyroi inexact bwd", ()),
+    # PrRoIPool: the backward with the box gradient, and RoIAlign avg on the same boxes
+    ("pyroi input+box bwd", "pyroi box bwd", ()),
+    ("RoIAlign avg fwd (/ fwd)", "roi_align avg fwd", ("pyroi fwd",)),
     # torchvision's forward computes argmax: RoIPool's ratios are to both pyroi forwards;
     # RoIAlign's to the exact and the exact=False forward
     ("torchvision fwd (/ fwd / + argmax or exact=False)", "torchvision fwd",
@@ -760,6 +792,10 @@ def make_half_cases(rng, workloads) -> list[HalfCase]:
                                                               argmax=argmax,
                                                               num_threads=threads,
                                                               **attributes))
+            if w.op == "prroi_pool":
+                return (lambda: pyroi.prroi_pool(x, w.boxes, size, scale, num_threads=threads),
+                        lambda: pyroi.prroi_pool_backward(grad, w.boxes, x.shape, scale,
+                                                          num_threads=threads))
             args = (size, scale, w.sampling_ratio, w.aligned)
             if w.op == "roi_align_max":
                 _, argmax = pyroi.roi_align(x, w.boxes, *args, mode="max", return_argmax=True)

@@ -13,12 +13,14 @@ import numpy as np
 from pyroi import _core, _pyramid, _results, _validate
 from pyroi._errors import InvalidArgumentError, PyroiError, ShapeError
 from pyroi._half import _SLICE_ELEMENTS, _is_half, _widen_boxes
+from pyroi.ops import prroi_pool, prroi_pool_backward
 from pyroi.ops import (ps_roi_align, ps_roi_align_backward, ps_roi_pool, ps_roi_pool_backward,
                        roi_align, roi_align_backward, roi_align_rotated,
                        roi_align_rotated_backward, roi_pool, roi_pool_backward)
 
 __all__ = ["MultiScaleRoIAlign", "PSRoIAlign", "PSRoIPool", "RoIAlign", "RoIAlignRotated",
            "RoIPool"]
+__all__ += ["PrRoIPool"]
 
 
 def _copy_boxes(boxes, half: bool = False):
@@ -447,6 +449,72 @@ class PSRoIPool(_RoILayer):
         shape, boxes, batch_indices, _ = saved
         return ps_roi_pool_backward(grad_output, boxes, shape, self.spatial_scale,
                                     batch_indices=batch_indices, num_threads=num_threads)
+
+
+class PrRoIPool(_RoILayer):
+    """Layer form of :func:`pyroi.prroi_pool` (mmcv ``PrRoIPool(output_size, spatial_scale)``).
+
+    In training mode a call keeps a copy of its input as well (the box gradient reads it), and
+    :meth:`backward` returns both gradients.
+
+    Examples
+    --------
+    >>> import numpy as np, pyroi
+    >>> layer = pyroi.PrRoIPool(1)
+    >>> x = np.array([[[[1, 2], [3, 4]]]], np.float32)
+    >>> y = layer(x, np.array([[0, 0, 0, 1, 1]], np.float32))
+    >>> grad_input, grad_boxes = layer.backward(np.ones_like(y))
+    >>> grad_input[0, 0]
+    array([[0.25, 0.25],
+           [0.25, 0.25]], dtype=float32)
+    """
+
+    _shown = ("output_size", "spatial_scale")
+
+    def __init__(self, output_size, spatial_scale=1.0):
+        super().__init__()
+        self._bind(output_size, spatial_scale)
+
+    def _forward(self, input, boxes, batch_indices, num_threads):
+        output = prroi_pool(input, boxes, self.output_size, self.spatial_scale,
+                            batch_indices=batch_indices, num_threads=num_threads)
+        kept = None
+        if self._training:  # the input as the box gradient reads it (float16: as float32)
+            kept = _validate.float_array(input, "input", 4)
+            kept = kept.astype(np.float32) if _is_half(kept) else np.array(kept, copy=True)
+        return output, kept
+
+    def _backward(self, grad_output, saved, num_threads):
+        shape, boxes, batch_indices, features = saved
+        return prroi_pool_backward(grad_output, boxes, shape, self.spatial_scale,
+                                   input=features, batch_indices=batch_indices,
+                                   num_threads=num_threads)
+
+    def backward(self, grad_output, lda_coeff=1.0, *, num_threads=None):
+        """Gradients of the last call's loss with respect to its input and its boxes, times
+        ``lda_coeff``: ``(grad_input, grad_boxes)``, ``grad_boxes`` in the form the boxes
+        were given (see :func:`pyroi.prroi_pool_backward`); otherwise as
+        :meth:`RoIAlign.backward`.
+
+        Examples
+        --------
+        >>> import numpy as np, pyroi
+        >>> layer = pyroi.PrRoIPool(1)
+        >>> x = np.tile(np.arange(4, dtype=np.float64), (1, 1, 4, 1))
+        >>> y = layer(x, [np.array([[0, 0, 2, 2]], np.float64)])
+        >>> layer.backward(np.ones_like(y), lda_coeff=2.0)[1]
+        [array([[1., 0., 1., 0.]])]
+        """
+        grad, coeff, saved = self._recall(grad_output, lda_coeff)
+        half = grad.dtype.itemsize == 2  # float16, of either byte order
+        if half:
+            grad = grad.astype(np.float32)
+        grad_input, grad_boxes = self._backward(grad, saved, num_threads)
+        if isinstance(grad_boxes, list):
+            grad_boxes = [_scaled(part, coeff, False) for part in grad_boxes]
+        else:
+            grad_boxes = _scaled(grad_boxes, coeff, False)
+        return _scaled(grad_input, coeff, half), grad_boxes
 
 
 class RoIAlignRotated(_RoILayer):

@@ -6,8 +6,8 @@ from typing import Any
 import numpy.typing as npt
 from typing_extensions import Self
 
-__all__ = ["MultiScaleRoIAlign", "PSRoIAlign", "PSRoIPool", "RoIAlign", "RoIAlignRotated",
-           "RoIPool"]
+__all__ = ["MultiScaleRoIAlign", "PSRoIAlign", "PSRoIPool", "PrRoIPool", "RoIAlign",
+           "RoIAlignRotated", "RoIPool"]
 
 class _TrainableLayer:
     training: bool
@@ -48,6 +48,15 @@ class PSRoIPool(_RoILayer):
     output_size: tuple[int, int]
     spatial_scale: float
     def __init__(self, output_size: int | tuple[int, int], spatial_scale: float = 1.0) -> None: ...
+
+class PrRoIPool(_RoILayer):
+    output_size: tuple[int, int]
+    spatial_scale: float
+    def __init__(self, output_size: int | tuple[int, int], spatial_scale: float = 1.0) -> None: ...
+    def backward(  # type: ignore[override]
+        self, grad_output: npt.ArrayLike, lda_coeff: float = 1.0, *,
+        num_threads: int | None = None,
+    ) -> tuple[npt.NDArray[Any], npt.NDArray[Any] | list[npt.NDArray[Any]]]: ...
 
 class RoIAlignRotated(_RoILayer):
     output_size: tuple[int, int]

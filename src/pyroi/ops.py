@@ -845,8 +845,141 @@ def roi_align_rotated_backward(grad_output, rois, input_shape, spatial_scale=1.0
     return result
 
 
+__all__ += ["prroi_pool", "prroi_pool_backward"]
+
+
+@_shared_docs
+def prroi_pool(input, boxes, output_size, spatial_scale=1.0, *, batch_indices=None,
+               num_threads=None, out=None):
+    """Precise RoI Pooling (IoU-Net's PrRoIPool), as mmcv's ``prroi_pool``.
+
+    Each output bin is the exact integral, divided by the bin's area, of the bilinear
+    interpolation of the feature map, the map being zero beyond its border (so the surface
+    fades to 0 over the pixel past the last one). There is no sampling grid: the result is a
+    smooth function of the box coordinates, whose gradient :func:`prroi_pool_backward`
+    returns. Box corners are scaled by ``spatial_scale`` with no half-pixel shift; a box with
+    ``x2 <= x1`` or ``y2 <= y1`` has size 0 and gives 0 (docs/semantics.md §12).
+
+    Parameters
+    ----------
+    {input}
+    {boxes}
+    {output_size}
+    {spatial_scale}
+    {batch_indices}
+    {num_threads}
+    {out}
+
+    Returns
+    -------
+    ndarray, shape (K, C, ph, pw), dtype of ``input``
+
+    Notes
+    -----
+    mmcv and the original CUDA module (vacancy/PreciseRoIPooling) agree with this to float32
+    rounding. A box of any finite size is accepted: a bin reads at most the map's pixels.
+
+    Examples
+    --------
+    A 1 x 1 bin over the unit square between four pixels is their mean:
+
+    >>> import numpy as np, pyroi
+    >>> x = np.array([[[[1, 2], [3, 4]]]], np.float32)
+    >>> pyroi.prroi_pool(x, np.array([[0, 0, 0, 1, 1]], np.float32), 1)
+    array([[[[2.5]]]], dtype=float32)
+    """
+    features = _validate.float_array(input, "input", 4)
+    pooled_height, pooled_width = _validate.output_size(output_size)
+    scale = _validate.spatial_scale(spatial_scale)
+    threads = _validate.num_threads(num_threads)
+    coords, roi_images = _validate.boxes(boxes, features.dtype, features.shape[0], batch_indices)
+    shape = (coords.shape[0], features.shape[1], pooled_height, pooled_width)
+    result = _validate.output_array(out, shape, features.dtype,
+                                    (input, boxes, batch_indices, features, coords, roi_images))
+    _core.prroi_pool_forward(features, coords, roi_images, result, pooled_height, pooled_width,
+                             scale, scale, threads)
+    return result
+
+
+@_shared_docs
+def prroi_pool_backward(grad_output, boxes, input_shape, spatial_scale=1.0, *, input=None,
+                        batch_indices=None, num_threads=None, out=None):
+    """The gradients of :func:`prroi_pool`: with respect to the input and to the boxes.
+
+    The input gradient is the exact adjoint of the forward. The box gradient needs the
+    forward's feature map, given as ``input``; without it only the input gradient is
+    computed. Where a box has zero width or height (the size is clamped there) its gradient
+    is 0, as in mmcv (docs/semantics.md §12).
+
+    Parameters
+    ----------
+    {grad_output}
+    boxes : ndarray (K, 5), list of ndarray (L_i, 4), or ndarray (K, 4)
+        The boxes given to the forward (same dtype as ``grad_output``).
+    {input_shape}
+    spatial_scale : float, default 1.0
+        As given to the forward.
+    input : ndarray of shape ``input_shape``, optional
+        The forward's input (same dtype as ``grad_output``): given, the box gradient is
+        computed too.
+    {batch_indices}
+    {num_threads}
+    out : ndarray of shape ``input_shape``, optional
+        Array to write the input gradient into (it is overwritten, not accumulated).
+
+    Returns
+    -------
+    (grad_input, grad_boxes)
+        ``grad_input`` of shape ``input_shape`` and the dtype of ``grad_output``;
+        ``grad_boxes`` ``None`` without ``input``, else the gradient with respect to
+        ``boxes`` in their form: ``(K, 5)`` rows with 0 in the batch-index column, a list of
+        ``(L_i, 4)`` arrays, or ``(K, 4)`` rows; in the boxes' dtype (float32 for float16
+        data, whose box gradient is computed from the exactly widened float32 tensors).
+
+    Examples
+    --------
+    Over a ramp rising to the right, a box's mean rises by half of what either vertical edge
+    moves right:
+
+    >>> import numpy as np, pyroi
+    >>> x = np.tile(np.arange(4, dtype=np.float64), (1, 1, 4, 1))
+    >>> boxes = np.array([[0, 0, 0, 2, 2]], np.float64)
+    >>> _, grad_boxes = pyroi.prroi_pool_backward(np.ones((1, 1, 1, 1)), boxes, x.shape,
+    ...                                           input=x)
+    >>> grad_boxes
+    array([[0. , 0.5, 0. , 0.5, 0. ]])
+    """
+    grad = _validate.float_array(grad_output, "grad_output", 4)
+    shape = _validate.shape4(input_shape, "input_shape")
+    _validate.positive_pooled_size(grad)
+    _validate.same_channels(shape, grad)
+    scale = _validate.spatial_scale(spatial_scale)
+    threads = _validate.num_threads(num_threads)
+    coords, roi_images = _validate.backward_boxes(boxes, grad, shape[0], batch_indices)
+    features = None if input is None else _validate.forward_input(input, grad, shape)
+    result = _validate.output_array(out, shape, grad.dtype, (grad_output, boxes, batch_indices,
+                                    grad, coords, roi_images, input),
+                                    shape_from="input_shape")
+    _core.prroi_pool_backward(grad, coords, roi_images, result, scale, scale, threads)
+    if features is None:
+        return result, None
+    # the box gradients, written by C straight into the boxes' form
+    rows_form = batch_indices is None and not isinstance(boxes, (list, tuple))
+    grad_boxes = np.zeros((coords.shape[0], 5 if rows_form else 4), coords.dtype)
+    if _is_half(grad):  # from the exactly widened tensors: the sums run over every channel
+        grad, features = _widened(grad), _widened(features)
+    _core.prroi_pool_backward_boxes(grad, features, coords, roi_images,
+                                    grad_boxes[:, 1:] if rows_form else grad_boxes,
+                                    scale, scale, threads)
+    if isinstance(boxes, (list, tuple)) and batch_indices is None:
+        ends = np.cumsum(np.bincount(roi_images, minlength=len(boxes)))[:-1]
+        return result, np.split(grad_boxes, ends)
+    return result, grad_boxes
+
+
 # float16: every operator above also takes float16 data, computed in float32 (see _half.py)
 from pyroi._half import float16_support as _float16_support  # noqa: E402
+from pyroi._half import _is_half, _widened  # noqa: E402
 
 roi_align = _float16_support("input")(roi_align)
 roi_align_backward = _float16_support("grad_output")(roi_align_backward)
@@ -859,3 +992,5 @@ ps_roi_pool_backward = _float16_support("grad_output")(ps_roi_pool_backward)
 roi_align_rotated = _float16_support("input", boxes=("rois",))(roi_align_rotated)
 roi_align_rotated_backward = _float16_support("grad_output", boxes=("rois",))(
     roi_align_rotated_backward)
+prroi_pool = _float16_support("input")(prroi_pool)
+prroi_pool_backward = _float16_support("grad_output")(prroi_pool_backward)

@@ -12,6 +12,8 @@ _Pooled = npt.NDArray[Any] | tuple[npt.NDArray[Any], npt.NDArray[np.int64]]
 _PooledArgmax = npt.NDArray[Any] | tuple[npt.NDArray[Any], npt.NDArray[np.int64 | np.int32]]
 
 __all__ = [
+    "prroi_pool",
+    "prroi_pool_backward",
     "ps_roi_align",
     "ps_roi_align_backward",
     "ps_roi_pool",
@@ -88,3 +90,15 @@ def roi_align_rotated_backward(grad_output: npt.ArrayLike, rois: npt.ArrayLike,
                                batch_indices: npt.ArrayLike | None = None,
                                num_threads: int | None = None,
                                out: npt.NDArray[Any] | None = None) -> npt.NDArray[Any]: ...
+
+def prroi_pool(input: npt.ArrayLike, boxes: npt.ArrayLike, output_size: int | tuple[int, int],
+               spatial_scale: float = 1.0, *, batch_indices: npt.ArrayLike | None = None,
+               num_threads: int | None = None,
+               out: npt.NDArray[Any] | None = None) -> npt.NDArray[Any]: ...
+
+def prroi_pool_backward(
+    grad_output: npt.ArrayLike, boxes: npt.ArrayLike, input_shape: Sequence[int],
+    spatial_scale: float = 1.0, *, input: npt.ArrayLike | None = None,
+    batch_indices: npt.ArrayLike | None = None, num_threads: int | None = None,
+    out: npt.NDArray[Any] | None = None,
+) -> tuple[npt.NDArray[Any], npt.NDArray[Any] | list[npt.NDArray[Any]] | None]: ...

@@ -45,6 +45,7 @@ __all__ = [
     "roi_align_rotated",
     "roi_pool",
 ]
+__all__ += ["PrRoIPool", "prroi_pool"]
 
 
 # ------------------------------------------------------------------------------------------
@@ -273,6 +274,45 @@ _differentiable(_ps_roi_pool_op, _ps_roi_pool_backward_op)
 _differentiable(_roi_align_rotated_op, _roi_align_rotated_backward_op)
 
 
+# PrRoIPool (mmcv's prroi_pool): autograd through the input and the boxes, the box gradient
+# from the input kept by the forward (docs/semantics.md §12)
+
+@_operator("prroi_pool", "(Tensor input, Tensor rois, float spatial_scale, "
+                         "SymInt pooled_height, SymInt pooled_width) -> Tensor", _pooled)
+def _prroi_pool_op(input, rois, spatial_scale, pooled_height, pooled_width):
+    return _compute(ops.prroi_pool, input, rois, (pooled_height, pooled_width), spatial_scale)
+
+
+@_operator("_prroi_pool_backward",
+           "(Tensor grad, Tensor rois, Tensor input, float spatial_scale) -> (Tensor, Tensor)",
+           lambda grad, rois, input, scale: (input.new_empty(input.shape),
+                                             rois.new_empty(rois.shape)))
+def _prroi_pool_backward_op(grad, rois, input, spatial_scale):
+    def both(grad, rois, input, **threads):
+        return ops.prroi_pool_backward(grad, rois, input.shape, spatial_scale, input=input,
+                                       **threads)
+
+    grad_input, grad_rois = _compute(both, grad, rois, input)
+    return grad_input, grad_rois.to(rois.dtype)
+
+
+def _prroi_pool_context(ctx, inputs, output):
+    input, rois, spatial_scale, _, _ = inputs
+    ctx.save_for_backward(rois, input)
+    ctx.spatial_scale = spatial_scale
+
+
+def _prroi_pool_gradient(ctx, grad):
+    rois, input = ctx.saved_tensors
+    grad_input, grad_rois = torch.ops.pyroi._prroi_pool_backward(grad, rois, input,
+                                                                 ctx.spatial_scale)
+    return (grad_input if ctx.needs_input_grad[0] else None,
+            grad_rois if ctx.needs_input_grad[1] else None, None, None, None)
+
+
+_prroi_pool_op.register_autograd(_prroi_pool_gradient, setup_context=_prroi_pool_context)
+
+
 # MultiScaleRoIAlign over float32 / float64 pyramids: every level in one C call, each RoI's
 # row written (forward) and read (backward) in place, each level's gradient map written once.
 # The level assignment's arguments follow the pooling ones: min_level, max_level,
@@ -488,6 +528,19 @@ def ps_roi_pool(input, boxes, output_size, spatial_scale=1.0):
         input, rois, _validate.spatial_scale(spatial_scale), pooled_height, pooled_width)
 
 
+def prroi_pool(input, rois, output_size, spatial_scale=1.0):
+    """Precise RoI Pooling, as ``mmcv.ops.prroi_pool`` (same arguments), with autograd through
+    ``input`` and ``rois`` (the box gradient mmcv computes on CUDA); see
+    :func:`pyroi.prroi_pool`. Runs ``torch.ops.pyroi.prroi_pool``; CPU tensors only."""
+    rois = _rois(rois, _data(input), "rois")
+    pooled_height, pooled_width = _validate.output_size(output_size)
+    if input.device.type != "cpu":
+        raise InvalidArgumentError(
+            f"input is on device {input.device}: pyroi.torch.prroi_pool computes on the CPU")
+    return torch.ops.pyroi.prroi_pool(input, rois, _validate.spatial_scale(spatial_scale),
+                                      pooled_height, pooled_width)
+
+
 def roi_align_rotated(input, rois, output_size, spatial_scale=1.0, sampling_ratio=0, aligned=True,
                       clockwise=False, *, angle="degrees"):
     """Rotated RoIAlign with :func:`pyroi.roi_align_rotated`'s arguments (detectron2's
@@ -573,6 +626,22 @@ class PSRoIPool(RoIPool):
 
     def forward(self, input, rois):
         return ps_roi_pool(input, rois, self.output_size, self.spatial_scale)
+
+
+class PrRoIPool(nn.Module):
+    """See :func:`prroi_pool` (``mmcv.ops.PrRoIPool``'s arguments and repr)."""
+
+    def __init__(self, output_size, spatial_scale=1.0):
+        super().__init__()
+        self.output_size = _validate.output_size(output_size)
+        self.spatial_scale = _validate.spatial_scale(spatial_scale)
+
+    def forward(self, features, rois):
+        return prroi_pool(features, rois, self.output_size, self.spatial_scale)
+
+    def __repr__(self) -> str:
+        return (f"{self.__class__.__name__}(output_size={self.output_size}, "
+                f"spatial_scale={self.spatial_scale})")
 
 
 class RoIAlignRotated(nn.Module):

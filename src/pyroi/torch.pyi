@@ -5,8 +5,9 @@ from typing import Any
 
 from torch import Tensor, nn
 
-__all__ = ["MultiScaleRoIAlign", "PSRoIAlign", "PSRoIPool", "RoIAlign", "RoIAlignRotated",
-           "RoIPool", "convert", "ps_roi_align", "ps_roi_pool", "roi_align",
+__all__ = ["MultiScaleRoIAlign", "PSRoIAlign", "PSRoIPool", "PrRoIPool", "RoIAlign",
+           "RoIAlignRotated", "RoIPool", "convert", "prroi_pool", "ps_roi_align", "ps_roi_pool",
+           "roi_align",
            "roi_align_rotated", "roi_pool"]
 
 _Boxes = Tensor | Sequence[Tensor]
@@ -51,6 +52,15 @@ class PSRoIAlign(nn.Module):
     def forward(self, input: Tensor, rois: _Boxes) -> Tensor: ...
 
 class PSRoIPool(RoIPool): ...
+
+def prroi_pool(input: Tensor, rois: _Boxes, output_size: _Size,
+               spatial_scale: float = 1.0) -> Tensor: ...
+
+class PrRoIPool(nn.Module):
+    output_size: tuple[int, int]
+    spatial_scale: float
+    def __init__(self, output_size: _Size, spatial_scale: float = 1.0) -> None: ...
+    def forward(self, features: Tensor, rois: _Boxes) -> Tensor: ...
 
 class RoIAlignRotated(nn.Module):
     output_size: tuple[int, int]

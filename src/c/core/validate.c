@@ -238,6 +238,11 @@ pyroi_status pyroi_check_roi_align_rotated_params(const pyroi_roi_align_rotated_
     return POOLING_PARAMS_STATUS(params, params->sampling_ratio);
 }
 
+pyroi_status pyroi_check_prroi_pool_params(const pyroi_prroi_pool_params *params)
+{
+    return POOLING_PARAMS_STATUS(params, 0);
+}
+
 pyroi_status pyroi_check_roi_pool_params(const pyroi_roi_pool_params *params)
 {
     return POOLING_PARAMS_STATUS(params, 0);

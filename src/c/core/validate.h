@@ -77,6 +77,9 @@ pyroi_status pyroi_check_ps_roi_align_params(const pyroi_ps_roi_align_params *pa
 /* Checks the fields of position-sensitive RoIPool parameters. */
 pyroi_status pyroi_check_ps_roi_pool_params(const pyroi_ps_roi_pool_params *params);
 
+/* Checks the fields of Precise RoI Pooling parameters. */
+pyroi_status pyroi_check_prroi_pool_params(const pyroi_prroi_pool_params *params);
+
 /* Checks the fields of rotated RoIAlign parameters. */
 pyroi_status pyroi_check_roi_align_rotated_params(const pyroi_roi_align_rotated_params *params);
 

@@ -725,6 +725,127 @@ PYROI_API pyroi_status pyroi_ps_roi_pool_find_invalid_roi_f64(
     const pyroi_ps_roi_pool_params *params, int64_t *failed_roi);
 
 /* ------------------------------------------------------------------------------------------
+ * Precise RoI Pooling (PrRoIPool, IoU-Net), as mmcv.ops.prroi_pool (docs/semantics.md §12).
+ *
+ * The feature plane is taken as the zero-padded bilinear surface
+ *     f(y, x) = sum_i sum_j P[i, j] * tent(y - i) * tent(x - j),  tent(u) = max(0, 1 - |u|),
+ * pixels outside the map being 0 (the surface fades to 0 over the pixel beyond the border).
+ * Box corners are scaled (in double) by the spatial scales, without a half-pixel shift and
+ * without "+ 1"; the RoI's size is max(x2' - x1', 0) by max(y2' - y1', 0), split into
+ * pooled_height x pooled_width equal bins. Output bin (ph, pw) is the exact integral of f over
+ * the bin divided by the bin's area; a bin of zero area gives 0. No sampling grid: the result
+ * is continuous (C^1 away from a zero-size box) in the box coordinates, so the box gradient
+ * below exists. A box is rejected (PYROI_E_INVALID_BOX) when a coordinate, a scaled
+ * coordinate or a scaled size is not finite; a box of any finite size costs at most the map's
+ * pixels per bin and channel (the rows and columns a bin reaches are clipped to the map).
+ * Every other convention is the one described at the top.
+ * ---------------------------------------------------------------------------------------- */
+typedef struct pyroi_prroi_pool_params {
+    /* Output bins per RoI along y and x; both > 0. Default 1. */
+    int64_t pooled_height;
+    int64_t pooled_width;
+    /* Factors from box coordinates to feature-map coordinates, >= 0 and finite. mmcv's
+     * single spatial_scale sets both. Default 1.0. */
+    double spatial_scale_h;
+    double spatial_scale_w;
+    /* Worker threads for this call; 0 lets the library choose. Results are bit-identical for
+     * every value. Default 0. */
+    int num_threads;
+    /* Cancellation token (see pyroi_cancel), or NULL. Default NULL. */
+    pyroi_cancel *cancel;
+} pyroi_prroi_pool_params;
+
+/* Sets every field of *params to its documented default (NULL is ignored). Thread-safe. */
+PYROI_API void pyroi_prroi_pool_params_init(pyroi_prroi_pool_params *params);
+
+/* PrRoIPool forward.
+ *   input           N x C x H x W tensor (input_shape, input_strides in elements).
+ *   boxes           num_rois rows of (x1, y1, x2, y2), row k at boxes + k * box_row_stride.
+ *   batch_indices   num_rois int64 values in [0, N).
+ *   output          num_rois x C x pooled_height x pooled_width, strides output_strides;
+ *                   every element is written.
+ * Each bin is sum_i sum_j P[i, j] * wy(i) * wx(j), with wy(i) the integral of tent(y - i)
+ * over the bin's rows divided by the bin's height (wx alike), summed row by row; weights in
+ * double, the sums in the tensor's dtype. Matches mmcv's CUDA kernel to rounding.
+ * Returns PYROI_OK or the first validation failure. Thread-safe. */
+PYROI_API pyroi_status pyroi_prroi_pool_forward_f32(
+    const float *input, const int64_t input_shape[4], const int64_t input_strides[4],
+    const float *boxes, int64_t num_rois, int64_t box_row_stride,
+    const int64_t *batch_indices,
+    float *output, const int64_t output_strides[4],
+    const pyroi_prroi_pool_params *params);
+PYROI_API pyroi_status pyroi_prroi_pool_forward_f64(
+    const double *input, const int64_t input_shape[4], const int64_t input_strides[4],
+    const double *boxes, int64_t num_rois, int64_t box_row_stride,
+    const int64_t *batch_indices,
+    double *output, const int64_t output_strides[4],
+    const pyroi_prroi_pool_params *params);
+
+/* PrRoIPool backward with respect to the input: the exact adjoint of the forward,
+ * grad_input[n, c, i, j] = sum over the RoIs k of image n and their bins of
+ * grad_output[k, c, ph, pw] * wy(i) * wx(j).
+ *   grad_output     num_rois x C x pooled_height x pooled_width (C = grad_input_shape[1]),
+ *                   strides grad_output_strides.
+ *   grad_input      tensor of grad_input_shape (N, C, H, W) and grad_input_strides; it is
+ *                   overwritten (zeroed, then accumulated), not added to.
+ * The work is split by channels, each accumulated in RoI order, so results are bit-identical
+ * for every thread count. Returns PYROI_OK or the first validation failure. Thread-safe. */
+PYROI_API pyroi_status pyroi_prroi_pool_backward_f32(
+    const float *grad_output, const int64_t grad_output_strides[4],
+    const float *boxes, int64_t num_rois, int64_t box_row_stride,
+    const int64_t *batch_indices,
+    float *grad_input, const int64_t grad_input_shape[4], const int64_t grad_input_strides[4],
+    const pyroi_prroi_pool_params *params);
+PYROI_API pyroi_status pyroi_prroi_pool_backward_f64(
+    const double *grad_output, const int64_t grad_output_strides[4],
+    const double *boxes, int64_t num_rois, int64_t box_row_stride,
+    const int64_t *batch_indices,
+    double *grad_input, const int64_t grad_input_shape[4], const int64_t grad_input_strides[4],
+    const pyroi_prroi_pool_params *params);
+
+/* PrRoIPool backward with respect to the box coordinates (the gradient IoU-Net, ATOM and DiMP
+ * refine boxes with).
+ *   grad_output     num_rois x C x pooled_height x pooled_width (C = input_shape[1]).
+ *   input           the forward's input: N x C x H x W (input_shape, input_strides).
+ *   boxes, batch_indices   as the forward's.
+ *   grad_boxes      num_rois rows of 4 values (d/dx1, d/dy1, d/dx2, d/dy2), row k at
+ *                   grad_boxes + k * grad_box_row_stride (|stride| >= 4 when num_rois > 1,
+ *                   else PYROI_E_INVALID_STRIDES); every row is written.
+ * With a bin's edges ya = y1' + ph * bh and yb = ya + bh (xa, xb alike, bh = roi_h / PH) and
+ * its output o: do/dyb = (mean of f along the edge y = yb - o) / bh and do/dya =
+ * (o - mean of f along y = ya) / bh (x alike), taken to the box by the chain rule through the
+ * affine edges and the spatial scale. A RoI of zero width or height (x2' <= x1' or y2' <= y1')
+ * gets 0 (its size is clamped there: mmcv's rule). Accumulated per RoI in double over the
+ * channels and bins in order: bit-identical for every thread count.
+ * Returns PYROI_OK or the first validation failure. Thread-safe. */
+PYROI_API pyroi_status pyroi_prroi_pool_backward_boxes_f32(
+    const float *grad_output, const int64_t grad_output_strides[4],
+    const float *input, const int64_t input_shape[4], const int64_t input_strides[4],
+    const float *boxes, int64_t num_rois, int64_t box_row_stride,
+    const int64_t *batch_indices,
+    float *grad_boxes, int64_t grad_box_row_stride,
+    const pyroi_prroi_pool_params *params);
+PYROI_API pyroi_status pyroi_prroi_pool_backward_boxes_f64(
+    const double *grad_output, const int64_t grad_output_strides[4],
+    const double *input, const int64_t input_shape[4], const int64_t input_strides[4],
+    const double *boxes, int64_t num_rois, int64_t box_row_stride,
+    const int64_t *batch_indices,
+    double *grad_boxes, int64_t grad_box_row_stride,
+    const pyroi_prroi_pool_params *params);
+
+/* The first RoI the prroi_pool entry points would reject (PYROI_E_INVALID_BATCH_INDEX or
+ * PYROI_E_INVALID_BOX) in *failed_roi, or PYROI_OK with *failed_roi = -1; other failures
+ * return their status with *failed_roi = -1. For error reporting. Thread-safe. */
+PYROI_API pyroi_status pyroi_prroi_pool_find_invalid_roi_f32(
+    const float *boxes, int64_t num_rois, int64_t box_row_stride,
+    const int64_t *batch_indices, int64_t num_images,
+    const pyroi_prroi_pool_params *params, int64_t *failed_roi);
+PYROI_API pyroi_status pyroi_prroi_pool_find_invalid_roi_f64(
+    const double *boxes, int64_t num_rois, int64_t box_row_stride,
+    const int64_t *batch_indices, int64_t num_images,
+    const pyroi_prroi_pool_params *params, int64_t *failed_roi);
+
+/* ------------------------------------------------------------------------------------------
  * RoIs given as rows [batch_index, c_1, ..., c_n] in the boxes' dtype (torchvision's (K, 5)
  * boxes, n = 4; rotated boxes n = 5): their batch indices as the int64 array the operators
  * take. Row k is at rows + k * row_stride, its n coordinates consecutive after the index.
@@ -1263,6 +1384,22 @@ PYROI_API pyroi_status pyroi_roi_align_rotated_backward_f16(
     const int64_t *batch_indices,
     uint16_t *grad_input, const int64_t grad_input_shape[4],
     const int64_t grad_input_strides[4], const pyroi_roi_align_rotated_params *params);
+
+/* PrRoIPool on float16 tensors (float32 boxes): the forward and the input backward in chunks
+ * of channels through the float32 entry points, each result rounded once. (The box backward
+ * has no float16 entry point: its sums run over every channel; widen to float32.) */
+PYROI_API pyroi_status pyroi_prroi_pool_forward_f16(
+    const uint16_t *input, const int64_t input_shape[4], const int64_t input_strides[4],
+    const float *boxes, int64_t num_rois, int64_t box_row_stride,
+    const int64_t *batch_indices,
+    uint16_t *output, const int64_t output_strides[4],
+    const pyroi_prroi_pool_params *params);
+PYROI_API pyroi_status pyroi_prroi_pool_backward_f16(
+    const uint16_t *grad_output, const int64_t grad_output_strides[4],
+    const float *boxes, int64_t num_rois, int64_t box_row_stride,
+    const int64_t *batch_indices,
+    uint16_t *grad_input, const int64_t grad_input_shape[4],
+    const int64_t grad_input_strides[4], const pyroi_prroi_pool_params *params);
 
 /* The multi-level RoIAlign (pyroi_roi_align_levels_*) on a float16 pyramid, in the same
  * way: the channels every level shares run in chunks through the float32 entry points. */
