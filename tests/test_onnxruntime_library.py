@@ -273,3 +273,17 @@ def test_mmcv_nodes_need_their_output_size(library):
         session(library, mmcv_model("MMCVRoIAlignRotated",
                                     dict(output_height=2, output_width=2))).run(
             None, dict(input=X, rois=rois5))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16])
+def test_mmcv_prroi_pool_gives_pyroi_prroi_pool_bits(library, dtype):
+    """mmcv's exported mmcv::PrRoIPool (pooled_height_i, pooled_width_i, spatial_scale_f)."""
+    X, rois, batch = random_case(12, dtype)
+    rois5 = np.concatenate([batch[:, None].astype(dtype), rois], 1)
+    attributes = dict(pooled_height=3, pooled_width=5, spatial_scale=0.5)
+    ours = session(library, mmcv_model("PrRoIPool", attributes, dtype)).run(
+        None, dict(input=X, rois=rois5))[0]
+    assert_same_bits(ours, pyroi.prroi_pool(X, rois5, (3, 5), 0.5))
+    with pytest.raises(Exception, match="pooled_height"):
+        session(library, mmcv_model("PrRoIPool", dict(pooled_width=2), dtype)).run(
+            None, dict(input=X, rois=rois5))

@@ -86,6 +86,7 @@ extern const pyroi_ort_op_spec pyroi_ort_roi_align_spec;
 extern const pyroi_ort_op_spec pyroi_ort_max_roi_pool_spec;
 extern const pyroi_ort_op_spec pyroi_ort_mmcv_roi_align_spec;
 extern const pyroi_ort_op_spec pyroi_ort_mmcv_roi_align_rotated_spec;
+extern const pyroi_ort_op_spec pyroi_ort_mmcv_prroi_pool_spec;
 
 /* RoIs given as rows [batch_index, c_1, ..., c_n] (a (K, 1 + n) rois input, as MaxRoiPool and
  * mmcv take them), read for a pyroi call: the batch indices as int64, each checked to be an

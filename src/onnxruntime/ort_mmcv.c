@@ -5,12 +5,13 @@
  *       output_width, spatial_scale, sampling_ratio, mode "avg" | "max", aligned)
  *   mmcv::MMCVRoIAlignRotated(input, rois (K, 6) [batch, cx, cy, w, h, angle in radians];
  *       output_height, output_width, spatial_scale, sampling_ratio, aligned, clockwise)
+ *   mmcv::PrRoIPool(features, rois (K, 5); pooled_height, pooled_width, spatial_scale)
  *
  * computed as mmcv's CPU kernels compute them (pyroi_roi_align_forward for avg, the maximum
  * of the interpolated samples, pyroi_roi_align_max_forward, for max; pyroi's rotated
  * RoIAlign with mmcv's radians and clockwise flag). Attribute defaults are those of mmcv's
  * Python functions (spatial_scale 1, sampling_ratio 0, mode "avg", aligned 1, clockwise 0);
- * output_height and output_width, which its exporters always write, are required. */
+ * the output sizes, which its exporters always write, are required. */
 #include "ort_kernel.h"
 
 #include <stdlib.h>
@@ -18,6 +19,7 @@
 
 static const char MMCV_ROI_ALIGN[] = "MMCVRoiAlign";
 static const char MMCV_ROI_ALIGN_ROTATED[] = "MMCVRoIAlignRotated";
+static const char MMCV_PRROI_POOL[] = "PrRoIPool";
 
 /* The attributes both nodes share, checked. */
 typedef struct mmcv_sampling {
@@ -270,9 +272,93 @@ static OrtStatus *mmcv_rotated_compute(void *kernel, OrtKernelContext *context)
                : pyroi_ort_status(MMCV_ROI_ALIGN_ROTATED, result);
 }
 
+/* ---- PrRoIPool ------------------------------------------------------------------------- */
+
+static OrtStatus *mmcv_prroi_create(const OrtKernelInfo *info, int num_threads, void **kernel)
+{
+    pyroi_prroi_pool_params *params;
+    int64_t height, width;
+    float scale;
+    OrtStatus *status = pyroi_ort_int_attribute(info, MMCV_PRROI_POOL, "pooled_height", -1,
+                                                &height);
+    if (status == NULL) {
+        status = pyroi_ort_int_attribute(info, MMCV_PRROI_POOL, "pooled_width", -1, &width);
+    }
+    if (status == NULL) {
+        status = pyroi_ort_float_attribute(info, MMCV_PRROI_POOL, "spatial_scale", 1.0f,
+                                           &scale);
+    }
+    if (status != NULL) {
+        return status;
+    }
+    if (height < 1 || width < 1) {
+        return pyroi_ort_error(ORT_INVALID_ARGUMENT, MMCV_PRROI_POOL,
+                               "pooled_height and pooled_width are required and must be >= "
+                               "1, got %lld x %lld", (long long)height, (long long)width);
+    }
+    params = (pyroi_prroi_pool_params *)malloc(sizeof(*params));
+    if (params == NULL) {
+        return pyroi_ort_status(MMCV_PRROI_POOL, PYROI_E_NO_MEMORY);
+    }
+    pyroi_prroi_pool_params_init(params);
+    params->pooled_height = height;
+    params->pooled_width = width;
+    params->spatial_scale_h = params->spatial_scale_w = (double)scale;
+    params->num_threads = num_threads;
+    *kernel = params;
+    return NULL;
+}
+
+static OrtStatus *mmcv_prroi_compute(void *kernel, OrtKernelContext *context)
+{
+    const pyroi_prroi_pool_params *p = (const pyroi_prroi_pool_params *)kernel;
+    const int64_t pooled[2] = {p->pooled_height, p->pooled_width};
+    pyroi_ort_tensor x;
+    pyroi_ort_rows rows;
+    int64_t out_shape[4], out_strides[4], x_strides[4];
+    void *out = NULL;
+    pyroi_status result = PYROI_OK;
+    OrtStatus *status = mmcv_inputs(context, MMCV_PRROI_POOL, 4, pooled, &x, &rows, out_shape,
+                                    &out);
+    if (status == NULL && out_shape[0] > 0) {
+        const int64_t n = out_shape[0], stride = rows.row_stride;
+        pyroi_ort_strides(x.shape, x_strides);
+        pyroi_ort_strides(out_shape, out_strides);
+        switch (x.type) {
+        case ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT:
+            result = pyroi_prroi_pool_forward_f32(
+                (const float *)x.data, x.shape, x_strides, (const float *)rows.coordinates, n,
+                stride, rows.batch_indices, (float *)out, out_strides, p);
+            break;
+        case ONNX_TENSOR_ELEMENT_DATA_TYPE_DOUBLE:
+            result = pyroi_prroi_pool_forward_f64(
+                (const double *)x.data, x.shape, x_strides, (const double *)rows.coordinates,
+                n, stride, rows.batch_indices, (double *)out, out_strides, p);
+            break;
+        default:
+            result = pyroi_prroi_pool_forward_f16(
+                (const uint16_t *)x.data, x.shape, x_strides, (const float *)rows.coordinates,
+                n, stride, rows.batch_indices, (uint16_t *)out, out_strides, p);
+            break;
+        }
+    }
+    pyroi_ort_rows_free(&rows);
+    return status != NULL || result == PYROI_OK ? status
+                                                : pyroi_ort_status(MMCV_PRROI_POOL, result);
+}
+
+static void mmcv_prroi_pooled_size(const OrtShapeInferContext *context, int64_t pooled[2])
+{
+    pooled[0] = pyroi_ort_infer_int(context, "pooled_height", -1);
+    pooled[1] = pyroi_ort_infer_int(context, "pooled_width", -1);
+}
+
 const pyroi_ort_op_spec pyroi_ort_mmcv_roi_align_spec = {
     "mmcv", MMCV_ROI_ALIGN, 2, 1, mmcv_roi_align_create, mmcv_roi_align_compute,
     mmcv_pooled_size};
 const pyroi_ort_op_spec pyroi_ort_mmcv_roi_align_rotated_spec = {
     "mmcv", MMCV_ROI_ALIGN_ROTATED, 2, 1, mmcv_rotated_create, mmcv_rotated_compute,
     mmcv_pooled_size};
+const pyroi_ort_op_spec pyroi_ort_mmcv_prroi_pool_spec = {
+    "mmcv", MMCV_PRROI_POOL, 2, 1, mmcv_prroi_create, mmcv_prroi_compute,
+    mmcv_prroi_pooled_size};

@@ -29,7 +29,7 @@ typedef struct pyroi_ort_op {
 
 static const pyroi_ort_op_spec *const OPS[] = {
     &pyroi_ort_roi_align_spec, &pyroi_ort_max_roi_pool_spec, &pyroi_ort_mmcv_roi_align_spec,
-    &pyroi_ort_mmcv_roi_align_rotated_spec};
+    &pyroi_ort_mmcv_roi_align_rotated_spec, &pyroi_ort_mmcv_prroi_pool_spec};
 
 /* The domains, each holding the ops whose spec names it. */
 static const char *const DOMAINS[] = {"pyroi", "mmcv"};
