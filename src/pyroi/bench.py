@@ -166,11 +166,13 @@ def load_onnxruntime():
     return onnx, onnxruntime
 
 
-def onnx_roi_align_session(onnx, ort, w: Workload, threads: int):
+def onnx_roi_align_session(onnx, ort, w: Workload, threads: int, library: str | None = None):
+    """A session of one RoiAlign-16 node: onnxruntime's own, or with ``library`` (pyroi's
+    custom-op library's path) the ``pyroi`` domain's, on ``threads`` threads."""
     from onnx import TensorProto, helper
 
     node = helper.make_node(
-        "RoiAlign", ["X", "rois", "batch_indices"], ["Y"],
+        "RoiAlign", ["X", "rois", "batch_indices"], ["Y"], domain="pyroi" if library else "",
         mode="max" if w.op == "onnx_max" else "avg",
         output_height=w.output_size, output_width=w.output_size,
         sampling_ratio=max(w.sampling_ratio, 0), spatial_scale=w.spatial_scale,
@@ -181,12 +183,28 @@ def onnx_roi_align_session(onnx, ort, w: Workload, threads: int):
          helper.make_tensor_value_info("rois", TensorProto.FLOAT, None),
          helper.make_tensor_value_info("batch_indices", TensorProto.INT64, None)],
         [helper.make_tensor_value_info("Y", TensorProto.FLOAT, None)])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 16)])
+    imports = [helper.make_opsetid("", 16)] + ([helper.make_opsetid("pyroi", 1)] if library
+                                                else [])
+    model = helper.make_model(graph, opset_imports=imports)
     options = ort.SessionOptions()
     options.intra_op_num_threads = threads
     options.inter_op_num_threads = 1
+    options.log_severity_level = 3  # onnxruntime's max-mode warning
+    if library:
+        options.add_session_config_entry("pyroi.num_threads", str(threads))
+        options.register_custom_ops_library(library)
     return ort.InferenceSession(model.SerializeToString(), options,
                                 providers=["CPUExecutionProvider"])
+
+
+def onnxruntime_library() -> str | None:
+    """pyroi's ONNX Runtime custom-op library, or None when this build has none."""
+    from pyroi import onnx as pyroi_onnx
+
+    try:
+        return pyroi_onnx.custom_ops_library()
+    except FileNotFoundError:
+        return None
 
 
 def load_openvino():
@@ -564,6 +582,11 @@ def run(workloads, thread_counts, repeat, peer_repeat, progress=None,
                          "batch_indices": w.boxes[:, 0].astype(np.int64)}
                 results["onnxruntime fwd"] = timed(lambda: session.run(None, feeds),
                                                        peer_repeat)
+                library = onnxruntime_library()
+                if library is not None:
+                    with_library = onnx_roi_align_session(onnx, ort, w, threads, library)
+                    results["onnxruntime pyroi fwd"] = timed(
+                        lambda: with_library.run(None, feeds), repeat)
             openvino_note = ""
             if ov and w.op in ("roi_align", "roi_align_max", "roi_pool"):
                 try:
@@ -591,6 +614,10 @@ def run(workloads, thread_counts, repeat, peer_repeat, progress=None,
                     line.append(f"{peer.replace(' fwd', '')} "
                                 + _versus(results, peer, "pyroi fwd", "pyroi argmax fwd",
                                           "pyroi inexact fwd", unit=" ms"))
+            if "onnxruntime pyroi fwd" in results:
+                mine, theirs = results["onnxruntime pyroi fwd"], results["onnxruntime fwd"]
+                line.append(f"onnxruntime + pyroi library {mine:.2f} ms "
+                            f"(its own RoiAlign x{theirs / mine:.1f})")
             if "openvino node" in results:
                 line.append("openvino node " + _versus(results, "openvino node", "pyroi fwd",
                                                        "pyroi NHWC fwd", "pyroi NHWC out fwd",
@@ -643,7 +670,10 @@ _TABLE_COLUMNS = (
     # RoIAlign's to the exact and the exact=False backward
     ("torchvision bwd (/ bwd / from input or exact=False)", "torchvision bwd",
      ("pyroi bwd", "pyroi input bwd", "pyroi inexact bwd")),
-    ("onnxruntime fwd", "onnxruntime fwd", ("pyroi fwd",)),
+    ("onnxruntime fwd (/ pyroi / with pyroi's library)", "onnxruntime fwd",
+     ("pyroi fwd", "onnxruntime pyroi fwd")),
+    # a RoiAlign node of the pyroi domain in onnxruntime (pyroi's custom-op library)
+    ("onnxruntime + pyroi library fwd", "onnxruntime pyroi fwd", ()),
     ("openvino node (/ NCHW / NHWC / NHWC in+out)", "openvino node",
      ("pyroi fwd", "pyroi NHWC fwd", "pyroi NHWC out fwd")),
     ("openvino e2e", "openvino e2e", ("pyroi fwd",)),
