@@ -50,12 +50,14 @@ def model(op, attributes, inputs, dtype=np.float32, domain="pyroi", opset=16):
     return helper.make_model(graph, opset_imports=imports).SerializeToString()
 
 
-def session(library, graph, threads=None):
+def session(library, graph, threads=None, override=None):
     options = ort.SessionOptions()
     options.intra_op_num_threads = 1
     options.log_severity_level = 3  # onnxruntime's max-mode warning
     if threads is not None:
         options.add_session_config_entry("pyroi.num_threads", str(threads))
+    if override is not None:
+        options.add_session_config_entry("pyroi.override_roi_align", override)
     if library is not None:
         options.register_custom_ops_library(library)
     return ort.InferenceSession(graph, options, providers=["CPUExecutionProvider"])
@@ -287,3 +289,51 @@ def test_mmcv_prroi_pool_gives_pyroi_prroi_pool_bits(library, dtype):
     with pytest.raises(Exception, match="pooled_height"):
         session(library, mmcv_model("PrRoIPool", dict(pooled_width=2), dtype)).run(
             None, dict(input=X, rois=rois5))
+
+
+OVERRIDE_CASES = [(opset, mode, ratio) for opset in (10, 16, 22) for mode in ("avg", "max")
+                  for ratio in (0, 2)]
+
+
+@pytest.mark.parametrize("opset, mode, ratio", OVERRIDE_CASES,
+                         ids=[f"opset{o}-{m}-sr{r}" for o, m, r in OVERRIDE_CASES])
+def test_the_override_gives_onnxruntimes_own_bits(library, opset, mode, ratio):
+    """pyroi.override_roi_align=1: standard RoiAlign nodes run on pyroi with onnxruntime's
+    bits; each opset's default coordinate mode (RoiAlign-10 never shifts); opset 22, which
+    onnxruntime 1.32 cannot run, gives RoiAlign-16's bits."""
+    X, rois, batch = random_case(13)
+    feed = dict(X=X, rois=rois, batch_indices=batch)
+    inputs = ["X", "rois", "batch_indices"]
+    attributes = dict(mode=mode, output_height=3, output_width=4, sampling_ratio=ratio,
+                      spatial_scale=0.5)
+    ours = session(library, model("RoiAlign", attributes, inputs, domain="", opset=opset),
+                   override="1").run(None, feed)[0]
+    theirs = session(None, model("RoiAlign", attributes, inputs, domain="",
+                                 opset=min(opset, 16))).run(None, feed)[0]
+    assert_same_bits(ours, theirs)
+    shifted = opset >= 16
+    assert_same_bits(ours, ponnx.roi_align(X, rois, batch, opset=16, **attributes,
+                                           coordinate_transformation_mode="half_pixel" if
+                                           shifted else "output_half_pixel"))
+
+
+def test_the_override_runs_pyroi_and_is_opt_in(library):
+    """A half_pixel box inverted on one axis with adaptive sampling: onnxruntime's own kernel
+    fails ("Integer overflow"), pyroi computes it. Only sessions that ask get the override."""
+    X, _, _ = random_case(14)
+    rois = np.array([[9.0, 2.0, 1.0, 9.0]], np.float32)  # grid_w = ceil(-8 / 2) < 0
+    feed = dict(X=X, rois=rois, batch_indices=np.zeros(1, np.int64))
+    graph = model("RoiAlign", dict(output_height=2, output_width=2), ["X", "rois",
+                                                                       "batch_indices"],
+                  domain="", opset=16)
+    ours = session(library, graph, override="1").run(None, feed)[0]
+    assert ours.shape == (1, 6, 2, 2) and np.isfinite(ours).all()
+    for override in (None, "0"):
+        with pytest.raises(Exception, match="[Oo]verflow"):
+            session(library, graph, override=override).run(None, feed)
+    with pytest.raises(Exception, match="override_roi_align"):
+        session(library, graph, override="yes")
+    with pytest.raises(Exception, match="coordinate_transformation_mode"):
+        session(library, model("RoiAlign", dict(coordinate_transformation_mode="half_pixel"),
+                               ["X", "rois", "batch_indices"], domain="", opset=10),
+                override="1").run(None, feed)

@@ -63,7 +63,9 @@ void pyroi_ort_strides(const int64_t shape[4], int64_t strides[4]);
 /* The description of one operator: its ONNX name, its inputs and outputs, and how its kernel
  * is made (attributes read once; num_threads from the registration) and run. */
 typedef struct pyroi_ort_op_spec {
-    const char *domain; /* "pyroi", or "mmcv" for the nodes mmcv's exporters write */
+    /* "pyroi"; "mmcv" for the nodes mmcv's exporters write; "" for the opt-in override of
+     * onnxruntime's own operators */
+    const char *domain;
     const char *name;
     size_t input_count;
     size_t output_count;
@@ -72,7 +74,13 @@ typedef struct pyroi_ort_op_spec {
     /* the output's pooled height and width from the node's attributes, for shape inference
      * (-1 where unknown) */
     void (*pooled_size)(const OrtShapeInferContext *context, int64_t pooled[2]);
+    /* the opsets of the domain the op serves (for the override of a standard op) */
+    int start_version;
+    int end_version;
 } pyroi_ort_op_spec;
+
+/* "every later opset" */
+#define PYROI_ORT_LAST_VERSION 2147483647
 
 /* A node's INT attribute (or count INTS values) during shape inference; fallback (or -1s)
  * when absent or unreadable. */
@@ -87,6 +95,8 @@ extern const pyroi_ort_op_spec pyroi_ort_max_roi_pool_spec;
 extern const pyroi_ort_op_spec pyroi_ort_mmcv_roi_align_spec;
 extern const pyroi_ort_op_spec pyroi_ort_mmcv_roi_align_rotated_spec;
 extern const pyroi_ort_op_spec pyroi_ort_mmcv_prroi_pool_spec;
+extern const pyroi_ort_op_spec pyroi_ort_roi_align_10_override_spec;
+extern const pyroi_ort_op_spec pyroi_ort_roi_align_16_override_spec;
 
 /* RoIs given as rows [batch_index, c_1, ..., c_n] (a (K, 1 + n) rois input, as MaxRoiPool and
  * mmcv take them), read for a pyroi call: the batch indices as int64, each checked to be an

@@ -355,10 +355,10 @@ static void mmcv_prroi_pooled_size(const OrtShapeInferContext *context, int64_t 
 
 const pyroi_ort_op_spec pyroi_ort_mmcv_roi_align_spec = {
     "mmcv", MMCV_ROI_ALIGN, 2, 1, mmcv_roi_align_create, mmcv_roi_align_compute,
-    mmcv_pooled_size};
+    mmcv_pooled_size, 1, PYROI_ORT_LAST_VERSION};
 const pyroi_ort_op_spec pyroi_ort_mmcv_roi_align_rotated_spec = {
     "mmcv", MMCV_ROI_ALIGN_ROTATED, 2, 1, mmcv_rotated_create, mmcv_rotated_compute,
-    mmcv_pooled_size};
+    mmcv_pooled_size, 1, PYROI_ORT_LAST_VERSION};
 const pyroi_ort_op_spec pyroi_ort_mmcv_prroi_pool_spec = {
     "mmcv", MMCV_PRROI_POOL, 2, 1, mmcv_prroi_create, mmcv_prroi_compute,
-    mmcv_prroi_pooled_size};
+    mmcv_prroi_pooled_size, 1, PYROI_ORT_LAST_VERSION};

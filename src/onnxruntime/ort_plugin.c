@@ -7,7 +7,13 @@
  * The session config entry "pyroi.num_threads" (a whole number; default 0: pyroi's own
  * choice, the machine's cores as far as the work pays for them) sets the threads of every
  * kernel of that session: a custom op cannot read the session's intra-op thread count
- * through the C API. */
+ * through the C API.
+ *
+ * The session config entry "pyroi.override_roi_align" = "1" also registers RoiAlign in ONNX's
+ * own domain (versions 10-15 and 16 on, whose defaults differ): the runtime then runs a
+ * model's standard RoiAlign nodes on pyroi, unchanged, also at opset 22, for which
+ * onnxruntime 1.32 has no kernel. Opt-in: ONNX Runtime's maintainers warn that custom ops in
+ * the default domain can clash with its own. */
 #include "ort_kernel.h"
 
 #include <stdlib.h>
@@ -27,12 +33,17 @@ typedef struct pyroi_ort_op {
     int num_threads;
 } pyroi_ort_op;
 
+/* The two RoiAlign overrides go newest first: onnxruntime 1.32 matches every opset to the
+ * older one otherwise (measured; tests/test_onnxruntime_library.py pins each opset). */
 static const pyroi_ort_op_spec *const OPS[] = {
-    &pyroi_ort_roi_align_spec, &pyroi_ort_max_roi_pool_spec, &pyroi_ort_mmcv_roi_align_spec,
-    &pyroi_ort_mmcv_roi_align_rotated_spec, &pyroi_ort_mmcv_prroi_pool_spec};
+    &pyroi_ort_roi_align_spec,           &pyroi_ort_max_roi_pool_spec,
+    &pyroi_ort_mmcv_roi_align_spec,      &pyroi_ort_mmcv_roi_align_rotated_spec,
+    &pyroi_ort_mmcv_prroi_pool_spec,     &pyroi_ort_roi_align_16_override_spec,
+    &pyroi_ort_roi_align_10_override_spec};
 
-/* The domains, each holding the ops whose spec names it. */
-static const char *const DOMAINS[] = {"pyroi", "mmcv"};
+/* The domains, each holding the ops whose spec names it; the last, ONNX's own (""), only in
+ * sessions that ask for the override ("pyroi.override_roi_align" = "1"). */
+static const char *const DOMAINS[] = {"pyroi", "mmcv", ""};
 #define DOMAIN_COUNT (sizeof(DOMAINS) / sizeof(DOMAINS[0]))
 #define OP_COUNT (sizeof(OPS) / sizeof(OPS[0]))
 
@@ -94,14 +105,12 @@ static int ORT_API_CALL op_no_variadic(const OrtCustomOp *op)
 
 static int ORT_API_CALL op_start_version(const OrtCustomOp *op)
 {
-    (void)op;
-    return 1;
+    return op_of(op)->spec->start_version;
 }
 
 static int ORT_API_CALL op_end_version(const OrtCustomOp *op)
 {
-    (void)op;
-    return 2147483647;
+    return op_of(op)->spec->end_version;
 }
 
 static size_t ORT_API_CALL op_no_pairs(int **input_index, int **output_index)
@@ -262,6 +271,33 @@ static void op_init(pyroi_ort_op *op, const pyroi_ort_op_spec *spec, int num_thr
     op->base.ReleaseAliasMap = op_release_pairs;
 }
 
+/* The session's "pyroi.override_roi_align" entry: "1" registers pyroi's RoiAlign in ONNX's
+ * own domain, where the runtime looks for custom kernels before its built-in ones; absent or
+ * "0": not. */
+static OrtStatus *registration_override(const OrtSessionOptions *options, int *override)
+{
+    char value[8];
+    size_t size = sizeof(value);
+    int has = 0;
+    OrtStatus *status =
+        pyroi_ort_api->HasSessionConfigEntry(options, "pyroi.override_roi_align", &has);
+    *override = 0;
+    if (status != NULL || !has) {
+        return status;
+    }
+    status = pyroi_ort_api->GetSessionConfigEntry(options, "pyroi.override_roi_align", value,
+                                                  &size);
+    if (status == NULL && (strcmp(value, "0") == 0 || strcmp(value, "1") == 0)) {
+        *override = value[0] == '1';
+        return NULL;
+    }
+    if (status != NULL) {
+        pyroi_ort_api->ReleaseStatus(status);
+    }
+    return pyroi_ort_error(ORT_INVALID_ARGUMENT, "library",
+                           "session config pyroi.override_roi_align must be \"0\" or \"1\"");
+}
+
 /* The session's "pyroi.num_threads" entry: 0 when absent; an error when not a whole number
  * in [0, 1024]. */
 static OrtStatus *registration_threads(const OrtSessionOptions *options, int *num_threads)
@@ -291,7 +327,8 @@ static OrtStatus *registration_threads(const OrtSessionOptions *options, int *nu
     return NULL;
 }
 
-/* Adds the "pyroi" and "mmcv" domains and their ops to options. Each registration owns its
+/* Adds the "pyroi" and "mmcv" domains and their ops to options (and ONNX's own for the
+ * override). Each registration owns its
  * ops and domains for the life of the process (sessions made from options refer to them; a
  * few hundred bytes). */
 PYROI_ORT_EXPORT OrtStatus *ORT_API_CALL RegisterCustomOps(OrtSessionOptions *options,
@@ -300,7 +337,7 @@ PYROI_ORT_EXPORT OrtStatus *ORT_API_CALL RegisterCustomOps(OrtSessionOptions *op
     const OrtApi *api = api_base != NULL ? api_base->GetApi(PYROI_ORT_API_VERSION) : NULL;
     pyroi_ort_op *ops;
     OrtStatus *status;
-    int num_threads;
+    int num_threads, override;
     size_t d, i;
     if (api == NULL) {
         /* no table of ours to make a status with: an older runtime gets NULL and a message */
@@ -312,6 +349,9 @@ PYROI_ORT_EXPORT OrtStatus *ORT_API_CALL RegisterCustomOps(OrtSessionOptions *op
     }
     pyroi_ort_api = api;
     status = registration_threads(options, &num_threads);
+    if (status == NULL) {
+        status = registration_override(options, &override);
+    }
     if (status != NULL) {
         return status;
     }
@@ -324,7 +364,7 @@ PYROI_ORT_EXPORT OrtStatus *ORT_API_CALL RegisterCustomOps(OrtSessionOptions *op
     }
     /* a domain once added belongs to the options; on a failure before that it is released
      * (the ops stay allocated: a domain already added may refer to them) */
-    for (d = 0; status == NULL && d < DOMAIN_COUNT; ++d) {
+    for (d = 0; status == NULL && d < (override ? DOMAIN_COUNT : DOMAIN_COUNT - 1); ++d) {
         OrtCustomOpDomain *domain = NULL;
         status = api->CreateCustomOpDomain(DOMAINS[d], &domain);
         for (i = 0; status == NULL && i < OP_COUNT; ++i) {

@@ -14,7 +14,10 @@ typedef struct roi_align_kernel {
     int max_mode; /* mode="max": onnxruntime's maximum of weighted taps */
 } roi_align_kernel;
 
-static OrtStatus *roi_align_create(const OrtKernelInfo *info, int num_threads, void **kernel)
+/* The kernel of a RoiAlign node: opset >= 16 (half_pixel by default), or RoiAlign-10
+ * (opsets 10-15: no coordinate_transformation_mode, never shifted) when opset_10. */
+static OrtStatus *roi_align_make(const OrtKernelInfo *info, int num_threads, int opset_10,
+                                 void **kernel)
 {
     roi_align_kernel *k;
     char mode[16], transform[32];
@@ -46,6 +49,11 @@ static OrtStatus *roi_align_create(const OrtKernelInfo *info, int num_threads, v
         return pyroi_ort_error(ORT_INVALID_ARGUMENT, ROI_ALIGN,
                                "mode must be \"avg\" or \"max\", got \"%s\"", mode);
     }
+    if (opset_10 && has_transform) {
+        return pyroi_ort_error(ORT_INVALID_ARGUMENT, ROI_ALIGN,
+                               "coordinate_transformation_mode does not exist in RoiAlign "
+                               "before opset 16 (RoiAlign-10 never shifts)");
+    }
     /* opset 16's default; onnxruntime reads any other string as output_half_pixel, pyroi
      * refuses it */
     if (has_transform && strcmp(transform, "half_pixel") != 0 &&
@@ -73,11 +81,22 @@ static OrtStatus *roi_align_create(const OrtKernelInfo *info, int num_threads, v
     k->params.pooled_width = width;
     k->params.spatial_scale_h = k->params.spatial_scale_w = (double)scale;
     k->params.sampling_ratio = ratio;
-    k->params.aligned = !has_transform || strcmp(transform, "half_pixel") == 0;
+    k->params.aligned = has_transform ? strcmp(transform, "half_pixel") == 0 : !opset_10;
     k->params.num_threads = num_threads;
     k->max_mode = has_mode && strcmp(mode, "max") == 0;
     *kernel = k;
     return NULL;
+}
+
+static OrtStatus *roi_align_create(const OrtKernelInfo *info, int num_threads, void **kernel)
+{
+    return roi_align_make(info, num_threads, 0, kernel);
+}
+
+static OrtStatus *roi_align_10_create(const OrtKernelInfo *info, int num_threads,
+                                      void **kernel)
+{
+    return roi_align_make(info, num_threads, 1, kernel);
 }
 
 static OrtStatus *roi_align_compute(void *kernel, OrtKernelContext *context)
@@ -161,7 +180,15 @@ static void roi_align_pooled_size(const OrtShapeInferContext *context, int64_t p
     pooled[1] = pyroi_ort_infer_int(context, "output_width", 1);
 }
 
-const pyroi_ort_op_spec pyroi_ort_roi_align_spec = {"pyroi",           ROI_ALIGN,
-                                                     3,                 1,
-                                                     roi_align_create,  roi_align_compute,
-                                                     roi_align_pooled_size};
+const pyroi_ort_op_spec pyroi_ort_roi_align_spec = {
+    "pyroi", ROI_ALIGN, 3, 1, roi_align_create, roi_align_compute, roi_align_pooled_size,
+    1, PYROI_ORT_LAST_VERSION};
+
+/* The override of onnxruntime's own RoiAlign (domain "", when the session asks for it): one
+ * op per version range, since the kernel cannot see the model's opset and the default
+ * coordinate mode differs. */
+const pyroi_ort_op_spec pyroi_ort_roi_align_10_override_spec = {
+    "", ROI_ALIGN, 3, 1, roi_align_10_create, roi_align_compute, roi_align_pooled_size, 10, 15};
+const pyroi_ort_op_spec pyroi_ort_roi_align_16_override_spec = {
+    "", ROI_ALIGN, 3, 1, roi_align_create, roi_align_compute, roi_align_pooled_size, 16,
+    PYROI_ORT_LAST_VERSION};

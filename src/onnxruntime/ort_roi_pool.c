@@ -101,10 +101,6 @@ static void max_roi_pool_pooled_size(const OrtShapeInferContext *context, int64_
     pyroi_ort_infer_ints(context, "pooled_shape", pooled, 2);
 }
 
-const pyroi_ort_op_spec pyroi_ort_max_roi_pool_spec = {"pyroi",
-                                                       MAX_ROI_POOL,
-                                                       2,
-                                                       1,
-                                                       max_roi_pool_create,
-                                                       max_roi_pool_compute,
-                                                       max_roi_pool_pooled_size};
+const pyroi_ort_op_spec pyroi_ort_max_roi_pool_spec = {
+    "pyroi", MAX_ROI_POOL, 2, 1, max_roi_pool_create, max_roi_pool_compute,
+    max_roi_pool_pooled_size, 1, PYROI_ORT_LAST_VERSION};
