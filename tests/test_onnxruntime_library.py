@@ -337,3 +337,53 @@ def test_the_override_runs_pyroi_and_is_opt_in(library):
         session(library, model("RoiAlign", dict(coordinate_transformation_mode="half_pixel"),
                                ["X", "rois", "batch_indices"], domain="", opset=10),
                 override="1").run(None, feed)
+
+
+@pytest.mark.parametrize("opset", [10, 16])
+def test_rewritten_models_give_the_same_bits_and_round_trip(library, opset, tmp_path):
+    """pyroi.onnx.rewrite_model / `pyroi onnx-rewrite`: standard RoiAlign and MaxRoiPool nodes
+    moved to the pyroi domain give onnxruntime's own results (RoiAlign-10's coordinate mode
+    written out), and moving them back gives the model it started from."""
+    from pyroi.cli import main
+
+    X, rois, batch = random_case(15)
+    rois5 = np.concatenate([batch[:, None].astype(np.float32), rois], 1)
+    values = [helper.make_tensor_value_info(n, t, None) for n, t in
+              (("X", TensorProto.FLOAT), ("rois", TensorProto.FLOAT),
+               ("batch_indices", TensorProto.INT64), ("rois5", TensorProto.FLOAT))]
+    nodes = [helper.make_node("RoiAlign", ["X", "rois", "batch_indices"], ["A"], mode="max",
+                              output_height=3, output_width=2, sampling_ratio=2),
+             helper.make_node("MaxRoiPool", ["X", "rois5"], ["P"], pooled_shape=[2, 3])]
+    outputs = [helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in ("A", "P")]
+    original = helper.make_model(helper.make_graph(nodes, "g", values, outputs),
+                                 opset_imports=[helper.make_opsetid("", opset)])
+    moved, count = ponnx.rewrite_model(original)
+    assert count == 2 and [n.domain for n in moved.graph.node] == ["pyroi", "pyroi"]
+    feed = dict(X=X, rois=rois, batch_indices=batch, rois5=rois5)
+    ours = session(library, moved.SerializeToString()).run(None, feed)
+    theirs = session(None, original.SerializeToString()).run(None, feed)
+    for a, b in zip(ours, theirs):
+        assert_same_bits(a, b)
+    back, count = ponnx.rewrite_model(moved, back=True)
+    assert count == 2 and back.SerializeToString() == original.SerializeToString()
+    source, target = tmp_path / "in.onnx", tmp_path / "out.onnx"
+    onnx.save(original, source)
+    assert main(["onnx-rewrite", str(source), str(target)]) == 0
+    assert onnx.load(target).SerializeToString() == moved.SerializeToString()
+
+
+def test_rewrite_refuses_what_roi_align_10_cannot_express(tmp_path):
+    from pyroi.cli import main
+
+    node = helper.make_node("RoiAlign", ["X", "rois", "b"], ["Y"], domain="pyroi",
+                            coordinate_transformation_mode="half_pixel")
+    model = helper.make_model(helper.make_graph([node], "g", [], []),
+                              opset_imports=[helper.make_opsetid("", 10),
+                                             helper.make_opsetid("pyroi", 1)])
+    with pytest.raises(pyroi.InvalidArgumentError, match="before opset 16"):
+        ponnx.rewrite_model(model, back=True)
+    with pytest.raises(pyroi.ArgumentTypeError, match="ModelProto"):
+        ponnx.rewrite_model(b"not a model")
+    bad = tmp_path / "bad.onnx"
+    bad.write_bytes(b"not a model")
+    assert main(["onnx-rewrite", str(bad), str(tmp_path / "out.onnx")]) == 1

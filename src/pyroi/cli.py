@@ -521,6 +521,18 @@ def build_parser() -> argparse.ArgumentParser:
                          help="picture to write (.png, .svg, .pdf)")
     explain.add_argument("--dpi", type=int, default=100, help="pixels per inch")
     explain.set_defaults(command="explain")
+    rewrite = subparsers.add_parser(
+        "onnx-rewrite", help="move an ONNX model's RoiAlign / MaxRoiPool nodes to the pyroi "
+                             "domain (pyroi's ONNX Runtime library runs them)",
+        description="Write a copy of the ONNX model IN to OUT whose standard RoiAlign and "
+        "MaxRoiPool nodes are in the pyroi domain, which pyroi's ONNX Runtime custom-op "
+        "library runs (pyroi.onnx.custom_ops_library()); results unchanged. Needs the onnx "
+        "package (pip install pyroi[onnx]).")
+    rewrite.add_argument("input", metavar="IN", help="the ONNX model to read")
+    rewrite.add_argument("output", metavar="OUT", help="the ONNX model to write")
+    rewrite.add_argument("--back", action="store_true",
+                         help="move pyroi-domain nodes back to ONNX's own domain instead")
+    rewrite.set_defaults(command="onnx-rewrite")
     bench_parser = subparsers.add_parser(
         "bench", help="benchmark against the installed peers (torchvision, onnxruntime)",
         description=bench.__doc__.split("\n\n")[1].replace("\n", " "))
@@ -597,6 +609,8 @@ def _main(parser: argparse.ArgumentParser, argv: list[str]) -> int:
             return _run_explain(args)
         if command == "sample":
             return _run_sample(args)
+        if command == "onnx-rewrite":
+            return _run_onnx_rewrite(args)
         return _run_op(command, args)
     except InputError as error:
         return _fail(command, str(error))
@@ -606,6 +620,26 @@ def _main(parser: argparse.ArgumentParser, argv: list[str]) -> int:
         raise
     except OSError as error:
         return _fail(command, f"{getattr(error, 'filename', '') or ''} {_reason(error)}".strip())
+
+
+def _run_onnx_rewrite(args) -> int:
+    try:
+        import onnx
+    except ImportError as error:
+        raise InputError(f"needs the onnx package (pip install pyroi[onnx]): {error}") from None
+    from pyroi import onnx as pyroi_onnx
+
+    try:
+        model = onnx.load(args.input)
+    except OSError:
+        raise
+    except Exception as error:  # protobuf's decode errors
+        raise InputError(f"{args.input}: not an ONNX model ({error})") from None
+    moved, count = pyroi_onnx.rewrite_model(model, back=args.back)
+    onnx.save(moved, args.output)
+    where = "ONNX's own domain" if args.back else "the pyroi domain"
+    print(f"{args.output}: {count} node{'s' if count != 1 else ''} moved to {where}")
+    return 0
 
 
 def _fail(command: str, message: str) -> int:

@@ -24,8 +24,8 @@ from pyroi.layers import _RoILayer
 from pyroi.ops import (_max_mode_argmax, _roi_align_backward_run, _roi_align_run,
                        _roi_pool_run, roi_pool_backward)
 
-__all__ = ["MaxRoiPool", "RoiAlign", "custom_ops_library", "max_roi_pool", "roi_align",
-           "roi_align_backward", "run_node"]
+__all__ = ["MaxRoiPool", "RoiAlign", "custom_ops_library", "max_roi_pool", "rewrite_model",
+           "roi_align", "roi_align_backward", "run_node"]
 
 
 def roi_align(X, rois, batch_indices, *, mode="avg", output_height=1, output_width=1,
@@ -354,6 +354,101 @@ def custom_ops_library() -> str:
     raise FileNotFoundError(
         f"pyroi's ONNX Runtime custom-op library is not in {folder}: this pyroi was built "
         "without ONNX Runtime's C API header (see docs/building.md)")
+
+
+_REWRITTEN_OPS = ("RoiAlign", "MaxRoiPool")
+
+
+def rewrite_model(model, *, back=False):
+    """A copy of an ``onnx.ModelProto`` whose standard ``RoiAlign`` and ``MaxRoiPool`` nodes
+    are moved to the ``pyroi`` domain, which pyroi's ONNX Runtime library runs
+    (:func:`custom_ops_library`); ``back=True`` moves them back to ONNX's own domain.
+
+    The results do not change: a ``RoiAlign`` of a model below opset 16 (RoiAlign-10, never
+    shifted) gets ``coordinate_transformation_mode="output_half_pixel"`` written out, since the
+    ``pyroi`` node has RoiAlign-16's defaults; moving back, that attribute is dropped again
+    below opset 16 (where a ``"half_pixel"`` node cannot be expressed: ``InvalidArgumentError``).
+    Nodes in subgraphs (``If``, ``Loop``, ``Scan`` bodies) are moved too; the ``pyroi`` opset is
+    imported while a node uses it. Returns ``(model, count)``, the nodes moved. Needs the
+    ``onnx`` package.
+
+    Examples
+    --------
+    >>> import onnx
+    >>> from pyroi import onnx as ponnx
+    >>> node = onnx.helper.make_node("RoiAlign", ["X", "rois", "b"], ["Y"])
+    >>> graph = onnx.helper.make_graph([node], "g", [], [])
+    >>> model = onnx.helper.make_model(graph, opset_imports=[onnx.helper.make_opsetid("", 10)])
+    >>> moved, count = ponnx.rewrite_model(model)
+    >>> count, moved.graph.node[0].domain, moved.graph.node[0].attribute[0].s
+    (1, 'pyroi', b'output_half_pixel')
+    >>> ponnx.rewrite_model(moved, back=True)[0].graph.node[0].attribute
+    []
+    """
+    import onnx  # optional dependency, imported only here
+
+    if not isinstance(model, onnx.ModelProto):
+        raise _validate.ArgumentTypeError(
+            f"model must be an onnx.ModelProto, got {type(model).__name__}")
+    moved = onnx.ModelProto()
+    moved.CopyFrom(model)
+    opset = next((o.version for o in moved.opset_import if o.domain in ("", "ai.onnx")), None)
+    if opset is None:
+        raise _validate.InvalidArgumentError("model imports no version of ONNX's own domain")
+    count = _rewrite_graph(onnx, moved.graph, opset, back)
+    imported = [o for o in moved.opset_import if o.domain == "pyroi"]
+    if not back and count and not imported:
+        moved.opset_import.append(onnx.helper.make_opsetid("pyroi", 1))
+    if back and imported and not _uses_domain(moved.graph, "pyroi"):
+        kept = [o for o in moved.opset_import if o.domain != "pyroi"]
+        del moved.opset_import[:]
+        moved.opset_import.extend(kept)
+    return moved, count
+
+
+def _rewrite_graph(onnx, graph, opset: int, back: bool) -> int:
+    """Moves the graph's RoiAlign / MaxRoiPool nodes (and its subgraphs'); returns how many."""
+    source, target = ("pyroi", "") if back else (("", "ai.onnx"), "pyroi")
+    count = 0
+    for node in graph.node:
+        for attribute in node.attribute:
+            for subgraph in ([attribute.g] if attribute.type == onnx.AttributeProto.GRAPH
+                             else attribute.graphs):
+                count += _rewrite_graph(onnx, subgraph, opset, back)
+        if node.op_type not in _REWRITTEN_OPS or node.domain not in source:
+            continue
+        if node.op_type == "RoiAlign" and opset < 16:
+            _rewrite_coordinate_mode(onnx, node, back)
+        if target:
+            node.domain = target
+        else:
+            node.ClearField("domain")  # as make_node leaves it (ONNX's own domain)
+        count += 1
+    return count
+
+
+def _rewrite_coordinate_mode(onnx, node, back: bool) -> None:
+    """RoiAlign-10's coordinate mode written out for the pyroi node, or dropped again."""
+    named = [a for a in node.attribute if a.name == "coordinate_transformation_mode"]
+    if not back:
+        if not named:
+            node.attribute.append(onnx.helper.make_attribute(
+                "coordinate_transformation_mode", "output_half_pixel"))
+        return
+    if named and named[0].s != b"output_half_pixel":
+        raise _validate.InvalidArgumentError(
+            f"node {node.name!r}: coordinate_transformation_mode={named[0].s.decode()!r} "
+            f"cannot be expressed in RoiAlign before opset 16 (RoiAlign-10 never shifts)")
+    kept = [a for a in node.attribute if a.name != "coordinate_transformation_mode"]
+    del node.attribute[:]
+    node.attribute.extend(kept)
+
+
+def _uses_domain(graph, domain: str) -> bool:
+    return any(node.domain == domain
+               or any(_uses_domain(g, domain) for a in node.attribute
+                      for g in ([a.g] if a.HasField("g") else list(a.graphs)))
+               for node in graph.node)
 
 
 def run_node(node, X, rois, batch_indices=None, *, opset=16, num_threads=None):

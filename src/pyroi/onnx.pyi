@@ -10,8 +10,8 @@ import numpy.typing as npt
 from pyroi.layers import _RoILayer
 from pyroi.ops import _Pooled
 
-__all__ = ["MaxRoiPool", "RoiAlign", "custom_ops_library", "max_roi_pool", "roi_align",
-           "roi_align_backward", "run_node"]
+__all__ = ["MaxRoiPool", "RoiAlign", "custom_ops_library", "max_roi_pool", "rewrite_model",
+           "roi_align", "roi_align_backward", "run_node"]
 
 class _OnnxLayer(_RoILayer):
     lda_coeff: float
@@ -81,6 +81,7 @@ def roi_align(X: npt.ArrayLike, rois: npt.ArrayLike, batch_indices: npt.ArrayLik
               out: npt.NDArray[Any] | None = None) -> _Pooled: ...
 
 def custom_ops_library() -> str: ...
+def rewrite_model(model: Any, *, back: bool = False) -> tuple[Any, int]: ...
 def run_node(node: Any, X: npt.ArrayLike, rois: npt.ArrayLike,
              batch_indices: npt.ArrayLike | None = None, *, opset: int = 16,
              num_threads: int | None = None) -> npt.NDArray[Any]: ...
