@@ -387,3 +387,48 @@ def test_rewrite_refuses_what_roi_align_10_cannot_express(tmp_path):
     bad = tmp_path / "bad.onnx"
     bad.write_bytes(b"not a model")
     assert main(["onnx-rewrite", str(bad), str(tmp_path / "out.onnx")]) == 1
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16])
+def test_position_sensitive_ops_give_pyroi_bits(library, dtype):
+    """pyroi::PSRoIAlign and pyroi::PSRoIPool: RoiAlign's inputs, torchvision's semantics,
+    C / (output_height * output_width) output channels."""
+    rng = np.random.default_rng(16)
+    X = rng.random((2, 24, 19, 23)).astype(dtype)
+    _, rois, batch = random_case(16, dtype)
+    feed = dict(X=X, rois=rois, batch_indices=batch)
+    inputs = ["X", "rois", "batch_indices"]
+    align = session(library, model("PSRoIAlign", dict(output_height=2, output_width=3,
+                                                      spatial_scale=0.5, sampling_ratio=2),
+                                   inputs, dtype)).run(None, feed)[0]
+    assert_same_bits(align, pyroi.ps_roi_align(X, rois, (2, 3), 0.5, 2, batch_indices=batch))
+    pool = session(library, model("PSRoIPool", dict(output_height=3, output_width=2,
+                                                    spatial_scale=0.5),
+                                  inputs, dtype)).run(None, feed)[0]
+    assert pool.shape == (50, 4, 3, 2)
+    assert_same_bits(pool, pyroi.ps_roi_pool(X, rois, (3, 2), 0.5, batch_indices=batch))
+    with pytest.raises(Exception, match="multiple of"):
+        session(library, model("PSRoIPool", dict(output_height=5, output_width=5), inputs,
+                               dtype)).run(None, feed)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16])
+@pytest.mark.parametrize("angle", ["degrees", "radians"])
+def test_rotated_op_gives_pyroi_bits(library, dtype, angle):
+    rng = np.random.default_rng(17)
+    X = rng.random((2, 4, 21, 27)).astype(dtype)
+    rois = np.concatenate([rng.uniform(0, 27, (30, 2)), rng.uniform(1, 15, (30, 2)),
+                           rng.uniform(-180, 180, (30, 1))], 1).astype(dtype)
+    batch = rng.integers(0, 2, 30).astype(np.int64)
+    attributes = dict(output_height=3, output_width=5, spatial_scale=0.75, sampling_ratio=2,
+                      aligned=0, clockwise=1, angle=angle)
+    ours = session(library, model("RoIAlignRotated", attributes,
+                                  ["X", "rois", "batch_indices"], dtype)).run(
+        None, dict(X=X, rois=rois, batch_indices=batch))[0]
+    expected = pyroi.roi_align_rotated(X, rois, (3, 5), 0.75, 2, False, True, angle=angle,
+                                       batch_indices=batch)
+    assert_same_bits(ours, expected)
+    with pytest.raises(Exception, match="angle"):
+        session(library, model("RoIAlignRotated", dict(angle="turns"),
+                               ["X", "rois", "batch_indices"], dtype)).run(
+            None, dict(X=X, rois=rois, batch_indices=batch))

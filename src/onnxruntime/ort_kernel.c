@@ -300,3 +300,92 @@ void pyroi_ort_rows_free(pyroi_ort_rows *rows)
     rows->batch_indices = NULL;
     rows->wide = NULL;
 }
+
+OrtStatus *pyroi_ort_call_read(OrtKernelContext *context, const char *op, int64_t coords,
+                               int rows, int64_t channel_divisor, const int64_t pooled[2],
+                               pyroi_ort_call *call)
+{
+    pyroi_ort_tensor rois, indices;
+    OrtStatus *status;
+    memset(call, 0, sizeof(*call));
+    status = pyroi_ort_input(context, 0, op, "X", 4, &call->x);
+    if (status == NULL) {
+        status = pyroi_ort_input(context, 1, op, "rois", 2, &rois);
+    }
+    if (status == NULL && !rows) {
+        status = pyroi_ort_input(context, 2, op, "batch_indices", 1, &indices);
+    }
+    if (status != NULL) {
+        return status;
+    }
+    call->num_rois = rois.shape[0];
+    if (!pyroi_ort_is_float(call->x.type) || rois.type != call->x.type) {
+        return pyroi_ort_error(ORT_INVALID_ARGUMENT, op, "X and rois must be float, double or "
+                               "float16 tensors of one type");
+    }
+    if (rows) {
+        status = pyroi_ort_rows_read(op, &rois, coords, call->x.shape[0], &call->rows);
+        call->boxes = call->rows.coordinates;
+        call->box_row_stride = call->rows.row_stride;
+        call->batch_indices = call->rows.batch_indices;
+    } else if (indices.type != ONNX_TENSOR_ELEMENT_DATA_TYPE_INT64) {
+        status = pyroi_ort_error(ORT_INVALID_ARGUMENT, op, "batch_indices must be int64");
+    } else if (rois.shape[1] != coords || indices.shape[0] != call->num_rois) {
+        status = pyroi_ort_error(ORT_INVALID_ARGUMENT, op,
+                                 "rois must be (num_rois, %lld) and batch_indices (num_rois), "
+                                 "got (%lld, %lld) and (%lld)", (long long)coords,
+                                 (long long)call->num_rois, (long long)rois.shape[1],
+                                 (long long)indices.shape[0]);
+    } else {
+        call->boxes = rois.data;
+        call->box_row_stride = coords;
+        call->batch_indices = (const int64_t *)indices.data;
+        if (rois.type == ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT16) {
+            status = pyroi_ort_widen(op, rois.data, call->num_rois * coords, &call->rows.wide);
+            call->boxes = call->rows.wide;
+        }
+    }
+    if (status == NULL && call->x.shape[1] % channel_divisor != 0) {
+        status = pyroi_ort_error(ORT_INVALID_ARGUMENT, op,
+                                 "X's channels (%lld) must be a multiple of output_height x "
+                                 "output_width (%lld)", (long long)call->x.shape[1],
+                                 (long long)channel_divisor);
+    }
+    if (status != NULL) {
+        return status;
+    }
+    call->out_shape[0] = call->num_rois;
+    call->out_shape[1] = call->x.shape[1] / channel_divisor;
+    call->out_shape[2] = pooled[0];
+    call->out_shape[3] = pooled[1];
+    pyroi_ort_strides(call->x.shape, call->x_strides);
+    pyroi_ort_strides(call->out_shape, call->out_strides);
+    return pyroi_ort_output(context, 0, call->out_shape, &call->out);
+}
+
+OrtStatus *pyroi_ort_call_end(pyroi_ort_call *call, const char *op, OrtStatus *read,
+                              pyroi_status result)
+{
+    pyroi_ort_rows_free(&call->rows);
+    return read != NULL || result == PYROI_OK ? read : pyroi_ort_status(op, result);
+}
+
+OrtStatus *pyroi_ort_output_size(const OrtKernelInfo *info, const char *op, int64_t pooled[2])
+{
+    OrtStatus *status = pyroi_ort_int_attribute(info, op, "output_height", 1, &pooled[0]);
+    if (status == NULL) {
+        status = pyroi_ort_int_attribute(info, op, "output_width", 1, &pooled[1]);
+    }
+    if (status == NULL && (pooled[0] < 1 || pooled[1] < 1)) {
+        status = pyroi_ort_error(ORT_INVALID_ARGUMENT, op,
+                                 "output_height and output_width must be >= 1, got %lld x %lld",
+                                 (long long)pooled[0], (long long)pooled[1]);
+    }
+    return status;
+}
+
+void pyroi_ort_infer_output_size(const OrtShapeInferContext *context, int64_t pooled[2])
+{
+    pooled[0] = pyroi_ort_infer_int(context, "output_height", 1);
+    pooled[1] = pyroi_ort_infer_int(context, "output_width", 1);
+}

@@ -77,10 +77,17 @@ typedef struct pyroi_ort_op_spec {
     /* the opsets of the domain the op serves (for the override of a standard op) */
     int start_version;
     int end_version;
+    /* the output has C / (pooled_height * pooled_width) channels (PS-RoIAlign, PS-RoIPool) */
+    int position_sensitive;
 } pyroi_ort_op_spec;
 
 /* "every later opset" */
 #define PYROI_ORT_LAST_VERSION 2147483647
+
+/* The output size attributes output_height and output_width (default 1 each), checked. */
+OrtStatus *pyroi_ort_output_size(const OrtKernelInfo *info, const char *op, int64_t pooled[2]);
+/* Its shape inference's view (sizes, -1 where unreadable). */
+void pyroi_ort_infer_output_size(const OrtShapeInferContext *context, int64_t pooled[2]);
 
 /* A node's INT attribute (or count INTS values) during shape inference; fallback (or -1s)
  * when absent or unreadable. */
@@ -95,6 +102,9 @@ extern const pyroi_ort_op_spec pyroi_ort_max_roi_pool_spec;
 extern const pyroi_ort_op_spec pyroi_ort_mmcv_roi_align_spec;
 extern const pyroi_ort_op_spec pyroi_ort_mmcv_roi_align_rotated_spec;
 extern const pyroi_ort_op_spec pyroi_ort_mmcv_prroi_pool_spec;
+extern const pyroi_ort_op_spec pyroi_ort_ps_roi_align_spec;
+extern const pyroi_ort_op_spec pyroi_ort_ps_roi_pool_spec;
+extern const pyroi_ort_op_spec pyroi_ort_roi_align_rotated_spec;
 extern const pyroi_ort_op_spec pyroi_ort_roi_align_10_override_spec;
 extern const pyroi_ort_op_spec pyroi_ort_roi_align_16_override_spec;
 
@@ -121,5 +131,51 @@ OrtStatus *pyroi_ort_widen(const char *op, const void *half_values, int64_t coun
 
 /* Whether ONNX element type `type` is one pyroi computes in: float, double, float16. */
 int pyroi_ort_is_float(ONNXTensorElementDataType type);
+
+/* One forward call of a kernel, read from its node's inputs and ready for pyroi: the map, the
+ * boxes as the pyroi function takes them (coordinates in the map's type, float for float16;
+ * a row stride; int64 batch indices) and the output made. Two input forms:
+ *   rows = 0: X (N, C, H, W), rois (K, coords), batch_indices (K) int64 (ONNX RoiAlign's);
+ *   rows = 1: X, rois (K, 1 + coords) [batch_index, ...] (MaxRoiPool's and mmcv's).
+ * The output is (K, C / channel_divisor, pooled[0], pooled[1]) (channel_divisor: PH * PW for
+ * the position-sensitive ops, else 1). */
+typedef struct pyroi_ort_call {
+    pyroi_ort_tensor x;
+    int64_t x_strides[4];
+    int64_t num_rois;
+    const void *boxes;
+    int64_t box_row_stride;
+    const int64_t *batch_indices;
+    void *out;
+    int64_t out_shape[4];
+    int64_t out_strides[4];
+    pyroi_ort_rows rows; /* the rows form's (and float16 boxes') own memory */
+} pyroi_ort_call;
+
+OrtStatus *pyroi_ort_call_read(OrtKernelContext *context, const char *op, int64_t coords,
+                               int rows, int64_t channel_divisor, const int64_t pooled[2],
+                               pyroi_ort_call *call);
+
+/* Frees the call's memory and gives the kernel's status: read's failure, else the pyroi
+ * call's result. */
+OrtStatus *pyroi_ort_call_end(pyroi_ort_call *call, const char *op, OrtStatus *read,
+                              pyroi_status result);
+
+/* A pyroi forward of the call's dtype (fn##_f32 / _f64 / _f16), with argmax or not. */
+#define PYROI_ORT_FORWARD_ARGS(c, T, B) \
+    (const T *)(c)->x.data, (c)->x.shape, (c)->x_strides, (const B *)(c)->boxes, \
+        (c)->num_rois, (c)->box_row_stride, (c)->batch_indices, (T *)(c)->out, (c)->out_strides
+#define PYROI_ORT_FORWARD(c, fn, params)                                                      \
+    ((c)->x.type == ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT                                       \
+         ? fn##_f32(PYROI_ORT_FORWARD_ARGS(c, float, float), params)                          \
+     : (c)->x.type == ONNX_TENSOR_ELEMENT_DATA_TYPE_DOUBLE                                    \
+         ? fn##_f64(PYROI_ORT_FORWARD_ARGS(c, double, double), params)                        \
+         : fn##_f16(PYROI_ORT_FORWARD_ARGS(c, uint16_t, float), params))
+#define PYROI_ORT_FORWARD_NO_ARGMAX(c, fn, params)                                            \
+    ((c)->x.type == ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT                                       \
+         ? fn##_f32(PYROI_ORT_FORWARD_ARGS(c, float, float), NULL, NULL, params)              \
+     : (c)->x.type == ONNX_TENSOR_ELEMENT_DATA_TYPE_DOUBLE                                    \
+         ? fn##_f64(PYROI_ORT_FORWARD_ARGS(c, double, double), NULL, NULL, params)            \
+         : fn##_f16(PYROI_ORT_FORWARD_ARGS(c, uint16_t, float), NULL, NULL, params))
 
 #endif /* PYROI_ORT_KERNEL_H */

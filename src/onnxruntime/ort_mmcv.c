@@ -66,37 +66,6 @@ static void mmcv_pooled_size(const OrtShapeInferContext *context, int64_t pooled
     pooled[1] = pyroi_ort_infer_int(context, "output_width", -1);
 }
 
-/* The inputs of an mmcv node: input (N, C, H, W) and rois (K, 1 + coords) of one float
- * type, and the output (K, C, output_height, output_width) made. */
-static OrtStatus *mmcv_inputs(OrtKernelContext *context, const char *op, int64_t coords,
-                              const int64_t pooled[2], pyroi_ort_tensor *x,
-                              pyroi_ort_rows *rows, int64_t out_shape[4], void **out)
-{
-    pyroi_ort_tensor rois;
-    OrtStatus *status = pyroi_ort_input(context, 0, op, "input", 4, x);
-    rows->batch_indices = NULL;
-    rows->wide = NULL;
-    if (status == NULL) {
-        status = pyroi_ort_input(context, 1, op, "rois", 2, &rois);
-    }
-    if (status == NULL && (!pyroi_ort_is_float(x->type) || rois.type != x->type)) {
-        status = pyroi_ort_error(ORT_INVALID_ARGUMENT, op,
-                                 "input and rois must be float, double or float16 tensors of "
-                                 "one type");
-    }
-    if (status == NULL) {
-        status = pyroi_ort_rows_read(op, &rois, coords, x->shape[0], rows);
-    }
-    if (status == NULL) {
-        out_shape[0] = rois.shape[0];
-        out_shape[1] = x->shape[1];
-        out_shape[2] = pooled[0];
-        out_shape[3] = pooled[1];
-        status = pyroi_ort_output(context, 0, out_shape, out);
-    }
-    return status;
-}
-
 /* ---- MMCVRoiAlign ------------------------------------------------------------------------ */
 
 typedef struct mmcv_roi_align_kernel {
@@ -142,62 +111,16 @@ static OrtStatus *mmcv_roi_align_create(const OrtKernelInfo *info, int num_threa
 static OrtStatus *mmcv_roi_align_compute(void *kernel, OrtKernelContext *context)
 {
     const mmcv_roi_align_kernel *k = (const mmcv_roi_align_kernel *)kernel;
-    const pyroi_roi_align_params *p = &k->params;
-    const int64_t pooled[2] = {p->pooled_height, p->pooled_width};
-    pyroi_ort_tensor x;
-    pyroi_ort_rows rows;
-    int64_t out_shape[4], out_strides[4], x_strides[4];
-    void *out = NULL;
+    const int64_t pooled[2] = {k->params.pooled_height, k->params.pooled_width};
+    pyroi_ort_call c;
     pyroi_status result = PYROI_OK;
-    OrtStatus *status = mmcv_inputs(context, MMCV_ROI_ALIGN, 4, pooled, &x, &rows, out_shape,
-                                    &out);
-    if (status == NULL && out_shape[0] > 0) {
-        const int64_t n = out_shape[0], stride = rows.row_stride;
-        const int64_t *batch = rows.batch_indices;
-        pyroi_ort_strides(x.shape, x_strides);
-        pyroi_ort_strides(out_shape, out_strides);
-        switch (x.type) {
-        case ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT:
-            result = k->max_mode
-                         ? pyroi_roi_align_max_forward_f32(
-                               (const float *)x.data, x.shape, x_strides,
-                               (const float *)rows.coordinates, n, stride, batch, (float *)out,
-                               out_strides, NULL, NULL, p)
-                         : pyroi_roi_align_forward_f32((const float *)x.data, x.shape,
-                                                       x_strides,
-                                                       (const float *)rows.coordinates, n,
-                                                       stride, batch, (float *)out,
-                                                       out_strides, p);
-            break;
-        case ONNX_TENSOR_ELEMENT_DATA_TYPE_DOUBLE:
-            result = k->max_mode
-                         ? pyroi_roi_align_max_forward_f64(
-                               (const double *)x.data, x.shape, x_strides,
-                               (const double *)rows.coordinates, n, stride, batch,
-                               (double *)out, out_strides, NULL, NULL, p)
-                         : pyroi_roi_align_forward_f64((const double *)x.data, x.shape,
-                                                       x_strides,
-                                                       (const double *)rows.coordinates, n,
-                                                       stride, batch, (double *)out,
-                                                       out_strides, p);
-            break;
-        default:
-            result = k->max_mode
-                         ? pyroi_roi_align_max_forward_f16(
-                               (const uint16_t *)x.data, x.shape, x_strides,
-                               (const float *)rows.coordinates, n, stride, batch,
-                               (uint16_t *)out, out_strides, NULL, NULL, p)
-                         : pyroi_roi_align_forward_f16((const uint16_t *)x.data, x.shape,
-                                                       x_strides,
-                                                       (const float *)rows.coordinates, n,
-                                                       stride, batch, (uint16_t *)out,
-                                                       out_strides, p);
-            break;
-        }
+    OrtStatus *status = pyroi_ort_call_read(context, MMCV_ROI_ALIGN, 4, 1, 1, pooled, &c);
+    if (status == NULL && c.num_rois > 0) {
+        result = k->max_mode
+                     ? PYROI_ORT_FORWARD_NO_ARGMAX(&c, pyroi_roi_align_max_forward, &k->params)
+                     : PYROI_ORT_FORWARD(&c, pyroi_roi_align_forward, &k->params);
     }
-    pyroi_ort_rows_free(&rows);
-    return status != NULL || result == PYROI_OK ? status
-                                                : pyroi_ort_status(MMCV_ROI_ALIGN, result);
+    return pyroi_ort_call_end(&c, MMCV_ROI_ALIGN, status, result);
 }
 
 /* ---- MMCVRoIAlignRotated ----------------------------------------------------------------- */
@@ -237,39 +160,14 @@ static OrtStatus *mmcv_rotated_compute(void *kernel, OrtKernelContext *context)
 {
     const pyroi_roi_align_rotated_params *p = (const pyroi_roi_align_rotated_params *)kernel;
     const int64_t pooled[2] = {p->pooled_height, p->pooled_width};
-    pyroi_ort_tensor x;
-    pyroi_ort_rows rows;
-    int64_t out_shape[4], out_strides[4], x_strides[4];
-    void *out = NULL;
+    pyroi_ort_call c;
     pyroi_status result = PYROI_OK;
-    OrtStatus *status = mmcv_inputs(context, MMCV_ROI_ALIGN_ROTATED, 5, pooled, &x, &rows,
-                                    out_shape, &out);
-    if (status == NULL && out_shape[0] > 0) {
-        const int64_t n = out_shape[0], stride = rows.row_stride;
-        pyroi_ort_strides(x.shape, x_strides);
-        pyroi_ort_strides(out_shape, out_strides);
-        switch (x.type) {
-        case ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT:
-            result = pyroi_roi_align_rotated_forward_f32(
-                (const float *)x.data, x.shape, x_strides, (const float *)rows.coordinates, n,
-                stride, rows.batch_indices, (float *)out, out_strides, p);
-            break;
-        case ONNX_TENSOR_ELEMENT_DATA_TYPE_DOUBLE:
-            result = pyroi_roi_align_rotated_forward_f64(
-                (const double *)x.data, x.shape, x_strides, (const double *)rows.coordinates,
-                n, stride, rows.batch_indices, (double *)out, out_strides, p);
-            break;
-        default:
-            result = pyroi_roi_align_rotated_forward_f16(
-                (const uint16_t *)x.data, x.shape, x_strides, (const float *)rows.coordinates,
-                n, stride, rows.batch_indices, (uint16_t *)out, out_strides, p);
-            break;
-        }
+    OrtStatus *status = pyroi_ort_call_read(context, MMCV_ROI_ALIGN_ROTATED, 5, 1, 1, pooled,
+                                            &c);
+    if (status == NULL && c.num_rois > 0) {
+        result = PYROI_ORT_FORWARD(&c, pyroi_roi_align_rotated_forward, p);
     }
-    pyroi_ort_rows_free(&rows);
-    return status != NULL || result == PYROI_OK
-               ? status
-               : pyroi_ort_status(MMCV_ROI_ALIGN_ROTATED, result);
+    return pyroi_ort_call_end(&c, MMCV_ROI_ALIGN_ROTATED, status, result);
 }
 
 /* ---- PrRoIPool ------------------------------------------------------------------------- */
@@ -313,38 +211,13 @@ static OrtStatus *mmcv_prroi_compute(void *kernel, OrtKernelContext *context)
 {
     const pyroi_prroi_pool_params *p = (const pyroi_prroi_pool_params *)kernel;
     const int64_t pooled[2] = {p->pooled_height, p->pooled_width};
-    pyroi_ort_tensor x;
-    pyroi_ort_rows rows;
-    int64_t out_shape[4], out_strides[4], x_strides[4];
-    void *out = NULL;
+    pyroi_ort_call c;
     pyroi_status result = PYROI_OK;
-    OrtStatus *status = mmcv_inputs(context, MMCV_PRROI_POOL, 4, pooled, &x, &rows, out_shape,
-                                    &out);
-    if (status == NULL && out_shape[0] > 0) {
-        const int64_t n = out_shape[0], stride = rows.row_stride;
-        pyroi_ort_strides(x.shape, x_strides);
-        pyroi_ort_strides(out_shape, out_strides);
-        switch (x.type) {
-        case ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT:
-            result = pyroi_prroi_pool_forward_f32(
-                (const float *)x.data, x.shape, x_strides, (const float *)rows.coordinates, n,
-                stride, rows.batch_indices, (float *)out, out_strides, p);
-            break;
-        case ONNX_TENSOR_ELEMENT_DATA_TYPE_DOUBLE:
-            result = pyroi_prroi_pool_forward_f64(
-                (const double *)x.data, x.shape, x_strides, (const double *)rows.coordinates,
-                n, stride, rows.batch_indices, (double *)out, out_strides, p);
-            break;
-        default:
-            result = pyroi_prroi_pool_forward_f16(
-                (const uint16_t *)x.data, x.shape, x_strides, (const float *)rows.coordinates,
-                n, stride, rows.batch_indices, (uint16_t *)out, out_strides, p);
-            break;
-        }
+    OrtStatus *status = pyroi_ort_call_read(context, MMCV_PRROI_POOL, 4, 1, 1, pooled, &c);
+    if (status == NULL && c.num_rois > 0) {
+        result = PYROI_ORT_FORWARD(&c, pyroi_prroi_pool_forward, p);
     }
-    pyroi_ort_rows_free(&rows);
-    return status != NULL || result == PYROI_OK ? status
-                                                : pyroi_ort_status(MMCV_PRROI_POOL, result);
+    return pyroi_ort_call_end(&c, MMCV_PRROI_POOL, status, result);
 }
 
 static void mmcv_prroi_pooled_size(const OrtShapeInferContext *context, int64_t pooled[2])
@@ -355,10 +228,10 @@ static void mmcv_prroi_pooled_size(const OrtShapeInferContext *context, int64_t 
 
 const pyroi_ort_op_spec pyroi_ort_mmcv_roi_align_spec = {
     "mmcv", MMCV_ROI_ALIGN, 2, 1, mmcv_roi_align_create, mmcv_roi_align_compute,
-    mmcv_pooled_size, 1, PYROI_ORT_LAST_VERSION};
+    mmcv_pooled_size, 1, PYROI_ORT_LAST_VERSION, 0};
 const pyroi_ort_op_spec pyroi_ort_mmcv_roi_align_rotated_spec = {
     "mmcv", MMCV_ROI_ALIGN_ROTATED, 2, 1, mmcv_rotated_create, mmcv_rotated_compute,
-    mmcv_pooled_size, 1, PYROI_ORT_LAST_VERSION};
+    mmcv_pooled_size, 1, PYROI_ORT_LAST_VERSION, 0};
 const pyroi_ort_op_spec pyroi_ort_mmcv_prroi_pool_spec = {
     "mmcv", MMCV_PRROI_POOL, 2, 1, mmcv_prroi_create, mmcv_prroi_compute,
-    mmcv_prroi_pooled_size, 1, PYROI_ORT_LAST_VERSION};
+    mmcv_prroi_pooled_size, 1, PYROI_ORT_LAST_VERSION, 0};

@@ -38,8 +38,9 @@ typedef struct pyroi_ort_op {
 static const pyroi_ort_op_spec *const OPS[] = {
     &pyroi_ort_roi_align_spec,           &pyroi_ort_max_roi_pool_spec,
     &pyroi_ort_mmcv_roi_align_spec,      &pyroi_ort_mmcv_roi_align_rotated_spec,
-    &pyroi_ort_mmcv_prroi_pool_spec,     &pyroi_ort_roi_align_16_override_spec,
-    &pyroi_ort_roi_align_10_override_spec};
+    &pyroi_ort_mmcv_prroi_pool_spec,     &pyroi_ort_ps_roi_align_spec,
+    &pyroi_ort_ps_roi_pool_spec,         &pyroi_ort_roi_align_rotated_spec,
+    &pyroi_ort_roi_align_16_override_spec, &pyroi_ort_roi_align_10_override_spec};
 
 /* The domains, each holding the ops whose spec names it; the last, ONNX's own (""), only in
  * sessions that ask for the override ("pyroi.override_roi_align" = "1"). */
@@ -160,6 +161,10 @@ static OrtStatusPtr ORT_API_CALL op_infer_output(const OrtCustomOp *op,
     shape[0] = input_dimension(context, 1, 2, 0); /* rois (num_rois, ...) */
     shape[1] = input_dimension(context, 0, 4, 1); /* X (N, C, H, W) */
     op_of(op)->spec->pooled_size(context, shape + 2);
+    if (op_of(op)->spec->position_sensitive) {
+        const int64_t bins = shape[2] > 0 && shape[3] > 0 ? shape[2] * shape[3] : -1;
+        shape[1] = shape[1] >= 0 && bins > 0 && shape[1] % bins == 0 ? shape[1] / bins : -1;
+    }
     if (status == NULL) {
         status = pyroi_ort_api->GetTensorElementType(input, &type);
     }

@@ -102,93 +102,27 @@ static OrtStatus *roi_align_10_create(const OrtKernelInfo *info, int num_threads
 static OrtStatus *roi_align_compute(void *kernel, OrtKernelContext *context)
 {
     const roi_align_kernel *k = (const roi_align_kernel *)kernel;
-    pyroi_ort_tensor x, rois, indices;
-    int64_t out_shape[4], out_strides[4], num_rois;
-    void *out;
-    float *wide_rois = NULL;
-    pyroi_status result;
-    OrtStatus *status = pyroi_ort_input(context, 0, ROI_ALIGN, "X", 4, &x);
+    const int64_t pooled[2] = {k->params.pooled_height, k->params.pooled_width};
+    pyroi_ort_call c;
+    pyroi_status result = PYROI_OK;
+    OrtStatus *status = pyroi_ort_call_read(context, ROI_ALIGN, 4, 0, 1, pooled, &c);
     if (status == NULL) {
-        status = pyroi_ort_input(context, 1, ROI_ALIGN, "rois", 2, &rois);
+        result = k->max_mode ? PYROI_ORT_FORWARD(&c, pyroi_roi_align_onnx_max_forward, &k->params)
+                             : PYROI_ORT_FORWARD(&c, pyroi_roi_align_forward, &k->params);
     }
-    if (status == NULL) {
-        status = pyroi_ort_input(context, 2, ROI_ALIGN, "batch_indices", 1, &indices);
-    }
-    if (status != NULL) {
-        return status;
-    }
-    num_rois = rois.shape[0];
-    if (!pyroi_ort_is_float(x.type) || rois.type != x.type) {
-        return pyroi_ort_error(ORT_INVALID_ARGUMENT, ROI_ALIGN,
-                               "X and rois must be float, double or float16 tensors of one "
-                               "type");
-    }
-    if (indices.type != ONNX_TENSOR_ELEMENT_DATA_TYPE_INT64) {
-        return pyroi_ort_error(ORT_INVALID_ARGUMENT, ROI_ALIGN, "batch_indices must be int64");
-    }
-    if (rois.shape[1] != 4 || indices.shape[0] != num_rois) {
-        return pyroi_ort_error(ORT_INVALID_ARGUMENT, ROI_ALIGN,
-                               "rois must be (num_rois, 4) and batch_indices (num_rois), got "
-                               "(%lld, %lld) and (%lld)", (long long)num_rois,
-                               (long long)rois.shape[1], (long long)indices.shape[0]);
-    }
-    out_shape[0] = num_rois;
-    out_shape[1] = x.shape[1];
-    out_shape[2] = k->params.pooled_height;
-    out_shape[3] = k->params.pooled_width;
-    status = pyroi_ort_output(context, 0, out_shape, &out);
-    if (status != NULL) {
-        return status;
-    }
-    {
-        int64_t x_strides[4];
-        const int64_t *batch = (const int64_t *)indices.data;
-        pyroi_ort_strides(x.shape, x_strides);
-        pyroi_ort_strides(out_shape, out_strides);
-        switch (x.type) {
-        case ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT:
-            result = (k->max_mode ? pyroi_roi_align_onnx_max_forward_f32
-                                  : pyroi_roi_align_forward_f32)(
-                (const float *)x.data, x.shape, x_strides, (const float *)rois.data, num_rois, 4,
-                batch, (float *)out, out_strides, &k->params);
-            break;
-        case ONNX_TENSOR_ELEMENT_DATA_TYPE_DOUBLE:
-            result = (k->max_mode ? pyroi_roi_align_onnx_max_forward_f64
-                                  : pyroi_roi_align_forward_f64)(
-                (const double *)x.data, x.shape, x_strides, (const double *)rois.data,
-                num_rois, 4, batch, (double *)out, out_strides, &k->params);
-            break;
-        default: /* float16: pyroi takes its boxes as float */
-            status = pyroi_ort_widen(ROI_ALIGN, rois.data, num_rois * 4, &wide_rois);
-            if (status != NULL) {
-                return status;
-            }
-            result = (k->max_mode ? pyroi_roi_align_onnx_max_forward_f16
-                                  : pyroi_roi_align_forward_f16)(
-                (const uint16_t *)x.data, x.shape, x_strides, wide_rois, num_rois, 4, batch,
-                (uint16_t *)out, out_strides, &k->params);
-            free(wide_rois);
-            break;
-        }
-    }
-    return result == PYROI_OK ? NULL : pyroi_ort_status(ROI_ALIGN, result);
-}
-
-static void roi_align_pooled_size(const OrtShapeInferContext *context, int64_t pooled[2])
-{
-    pooled[0] = pyroi_ort_infer_int(context, "output_height", 1);
-    pooled[1] = pyroi_ort_infer_int(context, "output_width", 1);
+    return pyroi_ort_call_end(&c, ROI_ALIGN, status, result);
 }
 
 const pyroi_ort_op_spec pyroi_ort_roi_align_spec = {
-    "pyroi", ROI_ALIGN, 3, 1, roi_align_create, roi_align_compute, roi_align_pooled_size,
-    1, PYROI_ORT_LAST_VERSION};
+    "pyroi", ROI_ALIGN, 3, 1, roi_align_create, roi_align_compute,
+    pyroi_ort_infer_output_size, 1, PYROI_ORT_LAST_VERSION, 0};
 
 /* The override of onnxruntime's own RoiAlign (domain "", when the session asks for it): one
  * op per version range, since the kernel cannot see the model's opset and the default
  * coordinate mode differs. */
 const pyroi_ort_op_spec pyroi_ort_roi_align_10_override_spec = {
-    "", ROI_ALIGN, 3, 1, roi_align_10_create, roi_align_compute, roi_align_pooled_size, 10, 15};
+    "", ROI_ALIGN, 3, 1, roi_align_10_create, roi_align_compute, pyroi_ort_infer_output_size,
+    10, 15, 0};
 const pyroi_ort_op_spec pyroi_ort_roi_align_16_override_spec = {
-    "", ROI_ALIGN, 3, 1, roi_align_create, roi_align_compute, roi_align_pooled_size, 16,
-    PYROI_ORT_LAST_VERSION};
+    "", ROI_ALIGN, 3, 1, roi_align_create, roi_align_compute, pyroi_ort_infer_output_size,
+    16, PYROI_ORT_LAST_VERSION, 0};
