@@ -370,16 +370,38 @@ OrtStatus *pyroi_ort_call_end(pyroi_ort_call *call, const char *op, OrtStatus *r
     return read != NULL || result == PYROI_OK ? read : pyroi_ort_status(op, result);
 }
 
-OrtStatus *pyroi_ort_output_size(const OrtKernelInfo *info, const char *op, int64_t pooled[2])
+OrtStatus *pyroi_ort_sampling_read(const OrtKernelInfo *info, const char *op,
+                                   const char *height, const char *width,
+                                   int64_t size_default, int64_t aligned_default,
+                                   pyroi_ort_sampling *sampling)
 {
-    OrtStatus *status = pyroi_ort_int_attribute(info, op, "output_height", 1, &pooled[0]);
+    float scale = 1.0f;
+    OrtStatus *status = pyroi_ort_int_attribute(info, op, height, size_default,
+                                                &sampling->pooled[0]);
     if (status == NULL) {
-        status = pyroi_ort_int_attribute(info, op, "output_width", 1, &pooled[1]);
+        status = pyroi_ort_int_attribute(info, op, width, size_default, &sampling->pooled[1]);
     }
-    if (status == NULL && (pooled[0] < 1 || pooled[1] < 1)) {
+    if (status == NULL) {
+        status = pyroi_ort_int_attribute(info, op, "sampling_ratio", 0, &sampling->ratio);
+    }
+    if (status == NULL) {
+        status = pyroi_ort_int_attribute(info, op, "aligned", aligned_default,
+                                         &sampling->aligned);
+    }
+    if (status == NULL) {
+        status = pyroi_ort_float_attribute(info, op, "spatial_scale", 1.0f, &scale);
+    }
+    sampling->scale = (double)scale;
+    if (status == NULL && (sampling->pooled[0] < 1 || sampling->pooled[1] < 1)) {
+        status = pyroi_ort_error(ORT_INVALID_ARGUMENT, op, "%s and %s %smust be >= 1, got %lld "
+                                 "x %lld", height, width,
+                                 size_default < 1 ? "are required and " : "",
+                                 (long long)sampling->pooled[0], (long long)sampling->pooled[1]);
+    }
+    if (status == NULL && sampling->ratio > PYROI_MAX_SAMPLING_RATIO) {
         status = pyroi_ort_error(ORT_INVALID_ARGUMENT, op,
-                                 "output_height and output_width must be >= 1, got %lld x %lld",
-                                 (long long)pooled[0], (long long)pooled[1]);
+                                 "sampling_ratio must be at most %lld, got %lld",
+                                 (long long)PYROI_MAX_SAMPLING_RATIO, (long long)sampling->ratio);
     }
     return status;
 }
@@ -388,4 +410,19 @@ void pyroi_ort_infer_output_size(const OrtShapeInferContext *context, int64_t po
 {
     pooled[0] = pyroi_ort_infer_int(context, "output_height", 1);
     pooled[1] = pyroi_ort_infer_int(context, "output_width", 1);
+}
+
+OrtStatus *pyroi_ort_compute(const pyroi_ort_kernel *kernel, OrtKernelContext *context)
+{
+    const pyroi_ort_op_spec *spec = kernel->spec;
+    pyroi_ort_call call;
+    pyroi_status result = PYROI_OK;
+    OrtStatus *status = pyroi_ort_call_read(
+        context, spec->name, spec->coords, spec->input_count == 2,
+        spec->position_sensitive ? kernel->pooled[0] * kernel->pooled[1] : 1, kernel->pooled,
+        &call);
+    if (status == NULL && call.num_rois > 0) { /* no RoIs: an empty output, nothing to read */
+        result = spec->forward(kernel, &call);
+    }
+    return pyroi_ort_call_end(&call, spec->name, status, result);
 }

@@ -60,33 +60,78 @@ OrtStatus *pyroi_ort_output(OrtKernelContext *context, size_t index, const int64
 /* Row-major element strides of a contiguous 4-D shape. */
 void pyroi_ort_strides(const int64_t shape[4], int64_t strides[4]);
 
-/* The description of one operator: its ONNX name, its inputs and outputs, and how its kernel
- * is made (attributes read once; num_threads from the registration) and run. */
+struct pyroi_ort_op_spec;
+struct pyroi_ort_call;
+
+/* A node's kernel: what its attributes set, read once when the session is made. */
+typedef struct pyroi_ort_kernel {
+    const struct pyroi_ort_op_spec *spec;
+    int64_t pooled[2]; /* the output's height and width */
+    int max_mode;      /* RoiAlign's mode="max" (onnxruntime's rule, or mmcv's) */
+    union {
+        pyroi_roi_align_params roi_align;
+        pyroi_roi_pool_params roi_pool;
+        pyroi_ps_roi_align_params ps_roi_align;
+        pyroi_ps_roi_pool_params ps_roi_pool;
+        pyroi_roi_align_rotated_params rotated;
+        pyroi_prroi_pool_params prroi_pool;
+    } params;
+} pyroi_ort_kernel;
+
+/* The description of one operator: its domain and ONNX name, its inputs, how its kernel is
+ * made from the node's attributes (num_threads from the registration) and which pyroi call
+ * it runs. */
 typedef struct pyroi_ort_op_spec {
     /* "pyroi"; "mmcv" for the nodes mmcv's exporters write; "" for the opt-in override of
      * onnxruntime's own operators */
     const char *domain;
     const char *name;
+    /* 3: X, rois (K, coords), batch_indices (K); 2: X, rois (K, 1 + coords) with the batch
+     * index first */
     size_t input_count;
-    size_t output_count;
-    OrtStatus *(*create)(const OrtKernelInfo *info, int num_threads, void **kernel);
-    OrtStatus *(*compute)(void *kernel, OrtKernelContext *context);
+    int64_t coords;
+    /* the output has C / (pooled_height * pooled_width) channels (PS-RoIAlign, PS-RoIPool) */
+    int position_sensitive;
+    OrtStatus *(*create)(const OrtKernelInfo *info, int num_threads, pyroi_ort_kernel *kernel);
+    pyroi_status (*forward)(const pyroi_ort_kernel *kernel, const struct pyroi_ort_call *call);
     /* the output's pooled height and width from the node's attributes, for shape inference
      * (-1 where unknown) */
     void (*pooled_size)(const OrtShapeInferContext *context, int64_t pooled[2]);
     /* the opsets of the domain the op serves (for the override of a standard op) */
     int start_version;
     int end_version;
-    /* the output has C / (pooled_height * pooled_width) channels (PS-RoIAlign, PS-RoIPool) */
-    int position_sensitive;
 } pyroi_ort_op_spec;
 
 /* "every later opset" */
 #define PYROI_ORT_LAST_VERSION 2147483647
 
-/* The output size attributes output_height and output_width (default 1 each), checked. */
-OrtStatus *pyroi_ort_output_size(const OrtKernelInfo *info, const char *op, int64_t pooled[2]);
-/* Its shape inference's view (sizes, -1 where unreadable). */
+/* The attributes most operators share, read with their defaults and checked: the output
+ * size (attributes `height` and `width`; size_default 1, or 0: required), spatial_scale
+ * (1.0), sampling_ratio (0: adaptive; at most PYROI_MAX_SAMPLING_RATIO), aligned
+ * (aligned_default). */
+typedef struct pyroi_ort_sampling {
+    int64_t pooled[2];
+    int64_t ratio;
+    int64_t aligned;
+    double scale;
+} pyroi_ort_sampling;
+
+/* The fields every pyroi params struct has, set from a node's sampling attributes (the
+ * struct initialised first): output size (also the kernel's), spatial scale, threads. */
+#define PYROI_ORT_SET_PARAMS(p, kernel, sampling, threads)                                   \
+    do {                                                                                    \
+        (kernel)->pooled[0] = (p)->pooled_height = (sampling)->pooled[0];                   \
+        (kernel)->pooled[1] = (p)->pooled_width = (sampling)->pooled[1];                    \
+        (p)->spatial_scale_h = (p)->spatial_scale_w = (sampling)->scale;                    \
+        (p)->num_threads = (threads);                                                       \
+    } while (0)
+
+OrtStatus *pyroi_ort_sampling_read(const OrtKernelInfo *info, const char *op,
+                                   const char *height, const char *width,
+                                   int64_t size_default, int64_t aligned_default,
+                                   pyroi_ort_sampling *sampling);
+
+/* output_height and output_width for shape inference (1 when absent). */
 void pyroi_ort_infer_output_size(const OrtShapeInferContext *context, int64_t pooled[2]);
 
 /* A node's INT attribute (or count INTS values) during shape inference; fallback (or -1s)
@@ -155,6 +200,9 @@ typedef struct pyroi_ort_call {
 OrtStatus *pyroi_ort_call_read(OrtKernelContext *context, const char *op, int64_t coords,
                                int rows, int64_t channel_divisor, const int64_t pooled[2],
                                pyroi_ort_call *call);
+
+/* Runs a kernel on a node's inputs: the call read as its spec says, its forward, the status. */
+OrtStatus *pyroi_ort_compute(const pyroi_ort_kernel *kernel, OrtKernelContext *context);
 
 /* Frees the call's memory and gives the kernel's status: read's failure, else the pyroi
  * call's result. */

@@ -80,7 +80,8 @@ static size_t ORT_API_CALL op_input_count(const OrtCustomOp *op)
 
 static size_t ORT_API_CALL op_output_count(const OrtCustomOp *op)
 {
-    return op_of(op)->spec->output_count;
+    (void)op;
+    return 1; /* the pooled tensor */
 }
 
 static OrtCustomOpInputOutputCharacteristic ORT_API_CALL op_required(const OrtCustomOp *op,
@@ -196,31 +197,18 @@ static OrtStatusPtr ORT_API_CALL op_infer_output(const OrtCustomOp *op,
     return status;
 }
 
-static OrtStatusPtr ORT_API_CALL op_create_kernel(const OrtCustomOp *op, const OrtApi *api,
-                                                  const OrtKernelInfo *info, void **kernel)
-{
-    (void)api;
-    *kernel = NULL;
-    return op_of(op)->spec->create(info, op_of(op)->num_threads, kernel);
-}
-
-/* The kernel remembers its spec, to run it. */
-typedef struct pyroi_ort_kernel {
-    const pyroi_ort_op_spec *spec;
-    void *state;
-} pyroi_ort_kernel;
-
 static OrtStatusPtr ORT_API_CALL op_create_kernel_v2(const OrtCustomOp *op, const OrtApi *api,
                                                      const OrtKernelInfo *info, void **kernel)
 {
-    pyroi_ort_kernel *k = (pyroi_ort_kernel *)malloc(sizeof(*k));
+    pyroi_ort_kernel *k = (pyroi_ort_kernel *)calloc(1, sizeof(*k));
     OrtStatus *status;
+    (void)api;
     *kernel = NULL;
     if (k == NULL) {
         return pyroi_ort_status(op_of(op)->spec->name, PYROI_E_NO_MEMORY);
     }
     k->spec = op_of(op)->spec;
-    status = op_create_kernel(op, api, info, &k->state);
+    status = k->spec->create(info, op_of(op)->num_threads, k);
     if (status != NULL) {
         free(k);
         return status;
@@ -231,17 +219,12 @@ static OrtStatusPtr ORT_API_CALL op_create_kernel_v2(const OrtCustomOp *op, cons
 
 static OrtStatusPtr ORT_API_CALL op_compute_v2(void *kernel, OrtKernelContext *context)
 {
-    const pyroi_ort_kernel *k = (const pyroi_ort_kernel *)kernel;
-    return k->spec->compute(k->state, context);
+    return pyroi_ort_compute((const pyroi_ort_kernel *)kernel, context);
 }
 
 static void ORT_API_CALL op_destroy(void *kernel)
 {
-    pyroi_ort_kernel *k = (pyroi_ort_kernel *)kernel;
-    if (k != NULL) {
-        free(k->state);
-        free(k);
-    }
+    free(kernel);
 }
 
 static void op_init(pyroi_ort_op *op, const pyroi_ort_op_spec *spec, int num_threads)
