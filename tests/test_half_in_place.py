@@ -240,9 +240,7 @@ def test_forward_specials_and_rounding_edges():
 _PROGRAM = """
     rng = np.random.default_rng(0)
     x = rng.standard_normal((1, 64, 256, 256), dtype=np.float32)
-    boxes = np.concatenate([np.zeros((400, 1)), rng.uniform(0, 800, (400, 2)),
-                            rng.uniform(200, 1024, (400, 2))], axis=1).astype(np.float32)
-    boxes[:, 3:] = np.maximum(boxes[:, 1:3], boxes[:, 3:])
+    boxes = image0_boxes(rng, 400, 800, 200, 1024)
     for name, m in (("float32", x), ("float16", x.astype(np.float16))):
         out = np.ones((400, 64, 7, 7), m.dtype)
         print("forward", name, extra_peak(lambda: pyroi.roi_align(
@@ -257,9 +255,7 @@ _PROGRAM = """
 def test_calls_need_no_float32_chunks():
     # the float32 call's own scratch is all the float16 call needs besides its result; widened
     # chunks of 16 channels of the map (4 MiB) and of the pooled tensor (1.2 MiB) took more
-    output = peak_memory.run(_PROGRAM)
-    extra = {tuple(line.split()[:2]): int(line.split()[2]) for line in output.split("\n")
-             if line}
+    extra = peak_memory.extra_by_label(_PROGRAM)
     for call in ("forward", "backward"):
         assert extra[call, "float16"] <= extra[call, "float32"] + (1 << 20), extra
 
@@ -269,9 +265,7 @@ _MAX_CASE = """
     import pyroi.onnx
     rng = np.random.default_rng(0)
     m = rng.standard_normal((1, 64, 256, 256), dtype=np.float32).astype(DTYPE)
-    boxes = np.concatenate([np.zeros((400, 1)), rng.uniform(0, 800, (400, 2)),
-                            rng.uniform(200, 1024, (400, 2))], axis=1).astype(np.float32)
-    boxes[:, 3:] = np.maximum(boxes[:, 1:3], boxes[:, 3:])
+    boxes = image0_boxes(rng, 400, 800, 200, 1024)
     rois, images = np.ascontiguousarray(boxes[:, 1:]), np.zeros(400, np.int64)
 """
 
@@ -295,11 +289,7 @@ _MAX_PROGRAM = _MAX_CASE + """
 def test_max_forwards_need_no_float32_chunks():
     # as the avg calls: chunks of 16 channels of the map and the pooled tensor took 5 MiB more.
     # One interpreter per dtype: the returned argmax's allocation then maps alike in both
-    extra = {}
-    for dtype in ("float32", "float16"):
-        output = peak_memory.run(f"DTYPE = np.{dtype}\n" + textwrap.dedent(_MAX_PROGRAM))
-        extra.update({(line.split()[0], dtype): int(line.split()[1])
-                      for line in output.split("\n") if line})
+    extra = peak_memory.extra_by_dtype(_MAX_PROGRAM)
     for call in ("max", "max_argmax", "onnx_max", "onnx_max_argmax"):
         assert extra[call, "float16"] <= extra[call, "float32"] + (1 << 20), extra
 
@@ -374,9 +364,7 @@ _LEVELS_PROGRAM = """
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/self/status")
 def test_levels_need_no_float32_chunks():
     # chunks of 16 channels of every level (and of the pooled tensor) took 4.5 MiB more
-    output = peak_memory.run(_LEVELS_PROGRAM)
-    extra = {tuple(line.split()[:2]): int(line.split()[2]) for line in output.split("\n")
-             if line}
+    extra = peak_memory.extra_by_label(_LEVELS_PROGRAM)
     for call in ("forward", "backward"):
         assert extra[call, "float16"] <= extra[call, "float32"] + (1 << 20), extra
 
@@ -637,11 +625,6 @@ _MAX_BACKWARD_PROGRAM = _MAX_CASE + """
 def test_max_backwards_need_no_float32_chunks():
     # one channel's float32 planes (256 KiB here) instead of chunks of 16 channels of
     # grad_input and of the gradients (4.8 MiB more before)
-    extra = {}
-    for dtype in ("float32", "float16"):
-        output = peak_memory.run(f"DTYPE = np.{dtype}\n" +
-                                 textwrap.dedent(_MAX_BACKWARD_PROGRAM))
-        extra.update({(line.split()[0], dtype): int(line.split()[1])
-                      for line in output.split("\n") if line})
+    extra = peak_memory.extra_by_dtype(_MAX_BACKWARD_PROGRAM)
     for call in ("max", "onnx_max"):
         assert extra[call, "float16"] <= extra[call, "float32"] + (1 << 20), extra

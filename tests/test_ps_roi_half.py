@@ -56,14 +56,21 @@ CASES = {
 }
 
 
+def _case(name, seed_offset):
+    """CASES[name] as (shape, k, scale, size, rng, boxes); seed_offset tells forward from
+    backward tests apart"""
+    shape, (k, low, high), scale, size = CASES[name]
+    rng = np.random.default_rng(seed_offset + sorted(CASES).index(name))
+    return shape, k, scale, size, rng, _boxes(rng, k, shape[2], shape[3], scale, low, high,
+                                              shape[0])
+
+
 @pytest.mark.parametrize("op", sorted(OPS))
 @pytest.mark.parametrize("name", sorted(CASES))
 @pytest.mark.parametrize("threads", [1, 2])
 def test_forward_is_rounded_float32(op, name, threads):
     forward = OPS[op][0]
-    shape, (k, low, high), scale, size = CASES[name]
-    rng = np.random.default_rng(sorted(CASES).index(name))
-    boxes = _boxes(rng, k, shape[2], shape[3], scale, low, high, shape[0])
+    shape, k, scale, size, rng, boxes = _case(name, 0)
     x = (rng.standard_normal(shape) * 100).astype(np.float16)
     _same_bits(forward(x, boxes, size, scale, num_threads=threads),
                forward(x.astype(np.float32), boxes, size, scale))
@@ -112,9 +119,7 @@ def test_forward_strided_and_channels_last(op, threads):
 @pytest.mark.parametrize("threads", [1, 2])
 def test_backward_is_rounded_float32(op, name, threads):
     backward = OPS[op][1]
-    shape, (k, low, high), scale, size = CASES[name]
-    rng = np.random.default_rng(10 + sorted(CASES).index(name))
-    boxes = _boxes(rng, k, shape[2], shape[3], scale, low, high, shape[0])
+    shape, k, scale, size, rng, boxes = _case(name, 10)
     ph, pw = (size, size) if np.isscalar(size) else size
     grad = (rng.standard_normal((k, shape[1] // (ph * pw), ph, pw)) * 100).astype(np.float16)
     _same_bits(backward(grad, boxes, shape, scale, num_threads=threads),
@@ -193,9 +198,7 @@ def test_calls_need_no_float32_chunks():
     # in chunks, 18 channels of the 256 x 256 map (4.5 MiB) took more; in place the backward's
     # scratch is its float32 planes: as many output channels' 9 planes (2.25 MiB each) as fit
     # the L2 cache, at least one
-    output = peak_memory.run(textwrap.dedent(_PROGRAM))
-    extra = {tuple(line.split()[:3]): int(line.split()[3]) for line in output.split("\n")
-             if line}
+    extra = peak_memory.extra_by_label(textwrap.dedent(_PROGRAM))
     planes = max(pyroi._core.cache_bytes(2) // (9 << 18), 1) * (9 << 18)
     for op in ("ps_roi_pool", "ps_roi_align"):
         assert extra[op, "forward", "float16"] <= extra[op, "forward", "float32"] + (1 << 20), (

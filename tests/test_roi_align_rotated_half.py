@@ -180,9 +180,7 @@ def test_calls_need_no_float32_chunks():
     # in chunks, 16 channels of the map (4 MiB) and of the pooled tensor took more; in place
     # the backward's float32 plane (256 KiB) and record of samples (about 0.3 MiB) are all.
     # The forward runs in place only with F16C (vector level avx2 or above)
-    output = peak_memory.run(textwrap.dedent(_PROGRAM))
-    extra = {tuple(line.split()[:2]): int(line.split()[2]) for line in output.split("\n")
-             if line}
+    extra = peak_memory.extra_by_label(textwrap.dedent(_PROGRAM))
     in_place = ["backward"]
     if not pyroi._core.vector_isa().startswith("baseline"):
         in_place.append("forward")

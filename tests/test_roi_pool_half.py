@@ -211,9 +211,7 @@ def test_backward_strided_gradients_and_bad_argmax():
 _PROGRAM = """
     rng = np.random.default_rng(0)
     x = rng.standard_normal((1, 512, 38, 50), dtype=np.float32)
-    boxes = np.concatenate([np.zeros((300, 1)), rng.uniform(0, 400, (300, 2)),
-                            rng.uniform(300, 800, (300, 2))], axis=1).astype(np.float32)
-    boxes[:, 3:] = np.maximum(boxes[:, 1:3], boxes[:, 3:])
+    boxes = image0_boxes(rng, 300, 400, 300, 800)
     for name, m in (("float32", x), ("float16", x.astype(np.float16))):
         out = np.ones((300, 512, 7, 7), m.dtype)
         print(name, extra_peak(lambda: pyroi.roi_pool(m, boxes, 7, 1 / 16, out=out,
@@ -224,6 +222,5 @@ _PROGRAM = """
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/self/status")
 def test_forward_needs_no_float32_chunks():
     # widened chunks of the map and the output took 4 MB more than the float32 call's scratch
-    output = peak_memory.run(_PROGRAM)
-    extra = {line.split()[0]: int(line.split()[1]) for line in output.split("\n") if line}
+    extra = peak_memory.extra_by_label(_PROGRAM)
     assert extra["float16"] <= extra["float32"] + (1 << 20), extra

@@ -57,6 +57,26 @@ static double check_random(unsigned long long *state)
     return (double)(*state >> 11) / 9007199254740992.0;
 }
 
+/* x[i] = i for i < count: a map whose every value names its offset, so that a hand-worked
+ * expected result can be read off the pixels it averages. */
+static void check_ramp_f32(float *x, int count)
+{
+    int i;
+
+    for (i = 0; i < count; ++i) {
+        x[i] = (float)i;
+    }
+}
+
+static void check_ramp_f64(double *x, int count)
+{
+    int i;
+
+    for (i = 0; i < count; ++i) {
+        x[i] = i;
+    }
+}
+
 /* Fills v[0 .. count) with pseudo-random values uniform in [lo, hi). */
 static void check_random_fill(double *v, long count, double lo, double hi,
                               unsigned long long *state)

@@ -95,9 +95,7 @@ static void test_detectron2(void)
     pyroi_roi_align_params p;
     int i, aligned;
 
-    for (i = 0; i < 25; ++i) {
-        x[i] = i;
-    }
+    check_ramp_f64(x, 25);
     for (aligned = 0; aligned <= 1; ++aligned) {
         const double *expected = aligned ? half_pixel : legacy;
         pyroi_roi_align_params_init(&p);
@@ -168,9 +166,7 @@ static void test_edge_table(void)
     size_t c;
     int i;
 
-    for (i = 0; i < 42; ++i) {
-        x[i] = (float)i;
-    }
+    check_ramp_f32(x, 42);
     for (c = 0; c < sizeof(cases) / sizeof(cases[0]); ++c) {
         pyroi_roi_align_params_init(&p);
         p.pooled_height = p.pooled_width = 2;

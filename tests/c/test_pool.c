@@ -31,9 +31,7 @@ static void test_small_roi_repeats_pixels(void)
     pyroi_roi_pool_params p;
     int i;
 
-    for (i = 0; i < 16; ++i) {
-        x[i] = (float)i;
-    }
+    check_ramp_f32(x, 16);
     check_roi_pool_params(&p, 3, 3);
     CHECK_STATUS(pyroi_roi_pool_forward_f32(x, shape, strides, box, 1, 4, batch, y, out_strides,
                                             argmax, out_strides, &p), PYROI_OK);
@@ -69,9 +67,7 @@ static void test_rounding(void)
     pyroi_roi_pool_params p;
     int i;
 
-    for (i = 0; i < 100; ++i) {
-        x[i] = i;
-    }
+    check_ramp_f64(x, 100);
     check_roi_pool_params(&p, 1, 1);
     CHECK_STATUS(pyroi_roi_pool_forward_f64(x, shape, strides, boxes, 5, 4, batch, y,
                                             out_strides, argmax, out_strides, &p), PYROI_OK);
@@ -231,9 +227,7 @@ static void test_geometry(void)
     int64_t argmax[4];
     int i;
 
-    for (i = 0; i < 100; ++i) {
-        x[i] = i;
-    }
+    check_ramp_f64(x, 100);
     check_roi_pool_params(&p, 2, 2);
     { /* fully outside: zeros and -1 */
         const double box[4] = {10, 10, 12, 12};
@@ -376,9 +370,7 @@ static void test_status_codes(void)
     int64_t failed = 7;
     int i;
 
-    for (i = 0; i < H * W; ++i) {
-        x[i] = (float)i;
-    }
+    check_ramp_f32(x, H * W);
     check_roi_pool_params(&p, 2, 2);
     CHECK_STATUS(pyroi_roi_pool_forward_f32(x, shape, strides, box, 1, 4, &batch, y, out_strides,
                                             argmax, out_strides, &p), PYROI_OK);

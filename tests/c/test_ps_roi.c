@@ -68,11 +68,9 @@ static void test_pool_float64_backward_rounding(void)
     const double ones[4] = {1, 1, 1, 1};
     double x[256], y[4], g[256];
     pyroi_ps_roi_pool_params p;
-    int i, h, w;
+    int h, w;
 
-    for (i = 0; i < 256; ++i) {
-        x[i] = i;
-    }
+    check_ramp_f64(x, 256);
     pyroi_ps_roi_pool_params_init(&p);
     p.pooled_height = p.pooled_width = 2;
     CHECK_STATUS(pyroi_ps_roi_pool_forward_f64(x, shape, strides, box, 1, 4, batch, y, out_2x2,
@@ -114,9 +112,7 @@ static void test_align_edge_table(void)
     size_t n;
     int i;
 
-    for (i = 0; i < 42; ++i) {
-        plane[i] = (float)i;
-    }
+    check_ramp_f32(plane, 42);
     for (n = 0; n < sizeof(cases) / sizeof(cases[0]); ++n) {
         pyroi_ps_roi_align_params_init(&p);
         p.pooled_height = p.pooled_width = 2;
@@ -496,10 +492,7 @@ static void test_no_memory(void)
 
 int main(void)
 {
-    int i;
-    for (i = 0; i < SC * SH * SW; ++i) {
-        sx[i] = (float)i;
-    }
+    check_ramp_f32(sx, SC * SH * SW);
     test_pool_quirk_known_answer();
     test_pool_float64_backward_rounding();
     test_align_edge_table();

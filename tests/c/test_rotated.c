@@ -35,9 +35,7 @@ static void test_detectron2_rotations(void)
     pyroi_roi_align_rotated_params p;
     int i, r, c;
 
-    for (i = 0; i < 25; ++i) {
-        x[i] = (float)i;
-    }
+    check_ramp_f32(x, 25);
     rotated_params(&p, 4);
     for (i = 0; i < 4; ++i) {
         const float box[5] = {2, 2, 2, 2, (float)(90 * i)};
@@ -406,9 +404,7 @@ static void test_box_status(void)
     p.sampling_ratio = 2;
     CHECK_STATUS(forward_box(near_max, 0, &p), PYROI_E_INVALID_BOX);
 
-    for (i = 0; i < VH * VW; ++i) {
-        x64[i] = i;
-    }
+    check_ramp_f64(x64, VH * VW);
     valid_params(&p);
     CHECK_STATUS(pyroi_roi_align_rotated_forward_f64(x64, v_shape, v_strides, huge_degrees, 1, 5,
                                                      &batch, y64, v_out_strides, &p),
@@ -456,10 +452,7 @@ static void test_find_invalid_roi(void)
 
 int main(void)
 {
-    int i;
-    for (i = 0; i < VH * VW; ++i) {
-        vx[i] = (float)i;
-    }
+    check_ramp_f32(vx, VH * VW);
     test_defaults();
     test_detectron2_rotations();
     test_zero_size_box();

@@ -279,10 +279,7 @@ static void test_no_memory(void)
 
 int main(void)
 {
-    int i;
-    for (i = 0; i < H * W; ++i) {
-        x[i] = (float)i;
-    }
+    check_ramp_f32(x, H * W);
     test_status_strings();
     test_params();
     test_tensors();

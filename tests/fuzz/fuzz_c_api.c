@@ -430,15 +430,23 @@ enum fuzz_op {
 #define FUZZ_ARGMAX_IN argmax_in_data, argmax_in_layout.strides
 #define FUZZ_IN_MAP map_shape[0], map_shape[2], map_shape[3] /* RoIAlign-like: N, H, W */
 #define FUZZ_IN_BATCH map_shape[0]                           /* RoIPool-like: N */
-#define FUZZ_CHECK_FIND(find, map_extent)                                                  \
+#define FUZZ_CHECK_FIND(find, ...) /* the rest: the map's extent */                        \
     do {                                                                                   \
         if (pass == 0 &&                                                                   \
             (status == PYROI_E_INVALID_BOX || status == PYROI_E_INVALID_BATCH_INDEX)) {    \
             int64_t failed = -1;                                                           \
-            FUZZ_REQUIRE(PYROI_TYPED_CALL(find)(FUZZ_ROIS, map_extent, &p, &failed) ==    \
+            FUZZ_REQUIRE(PYROI_TYPED_CALL(find)(FUZZ_ROIS, __VA_ARGS__, &p, &failed) ==   \
                          status);                                                          \
             FUZZ_REQUIRE(failed >= 0 && failed < boxes.num_rois);                          \
         }                                                                                  \
+    } while (0)
+/* The call of an op whose forward and backward take pyroi.h's common argument lists (family:
+ * the calls' prefix; is_forward: which of the two), then its find_invalid_roi check. */
+#define FUZZ_CALL_COMMON(is_forward, family, ...)                                          \
+    do {                                                                                   \
+        status = (is_forward) ? PYROI_TYPED_CALL(family##_forward)(FUZZ_FORWARD_ARGS)      \
+                              : PYROI_TYPED_CALL(family##_backward)(FUZZ_BACKWARD_ARGS);   \
+        FUZZ_CHECK_FIND(family##_find_invalid_roi, __VA_ARGS__);                           \
     } while (0)
 
 #define PYROI_FUZZ_TEMPLATE
@@ -950,10 +958,7 @@ static void FUZZ_TYPED(fuzz_run)(fuzz_input *in, int op)
                 pyroi_ps_roi_align_params_init(&p);
                 FUZZ_SET_PARAMS(p);
                 p.sampling_ratio = sampling_ratio;
-                status = op == FUZZ_PS_ROI_ALIGN_FORWARD
-                             ? PYROI_TYPED_CALL(pyroi_ps_roi_align_forward)(FUZZ_FORWARD_ARGS)
-                             : PYROI_TYPED_CALL(pyroi_ps_roi_align_backward)(FUZZ_BACKWARD_ARGS);
-                FUZZ_CHECK_FIND(pyroi_ps_roi_align_find_invalid_roi, FUZZ_IN_MAP);
+                FUZZ_CALL_COMMON(op == FUZZ_PS_ROI_ALIGN_FORWARD, pyroi_ps_roi_align, FUZZ_IN_MAP);
                 break;
             }
             case FUZZ_PS_ROI_POOL_FORWARD:
@@ -961,10 +966,7 @@ static void FUZZ_TYPED(fuzz_run)(fuzz_input *in, int op)
                 pyroi_ps_roi_pool_params p;
                 pyroi_ps_roi_pool_params_init(&p);
                 FUZZ_SET_PARAMS(p);
-                status = op == FUZZ_PS_ROI_POOL_FORWARD
-                             ? PYROI_TYPED_CALL(pyroi_ps_roi_pool_forward)(FUZZ_FORWARD_ARGS)
-                             : PYROI_TYPED_CALL(pyroi_ps_roi_pool_backward)(FUZZ_BACKWARD_ARGS);
-                FUZZ_CHECK_FIND(pyroi_ps_roi_pool_find_invalid_roi, FUZZ_IN_BATCH);
+                FUZZ_CALL_COMMON(op == FUZZ_PS_ROI_POOL_FORWARD, pyroi_ps_roi_pool, FUZZ_IN_BATCH);
                 break;
             }
             case FUZZ_ROTATED_FORWARD:
@@ -976,11 +978,7 @@ static void FUZZ_TYPED(fuzz_run)(fuzz_input *in, int op)
                 p.aligned = aligned;
                 p.clockwise = (int)((flags >> 6) & 1u);
                 p.angle_in_degrees = !((flags >> 7) & 1u);
-                status = op == FUZZ_ROTATED_FORWARD
-                             ? PYROI_TYPED_CALL(pyroi_roi_align_rotated_forward)(FUZZ_FORWARD_ARGS)
-                             : PYROI_TYPED_CALL(pyroi_roi_align_rotated_backward)(
-                                   FUZZ_BACKWARD_ARGS);
-                FUZZ_CHECK_FIND(pyroi_roi_align_rotated_find_invalid_roi, FUZZ_IN_MAP);
+                FUZZ_CALL_COMMON(op == FUZZ_ROTATED_FORWARD, pyroi_roi_align_rotated, FUZZ_IN_MAP);
                 break;
             }
             case FUZZ_LEVELS_FORWARD:

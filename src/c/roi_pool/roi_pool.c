@@ -459,6 +459,19 @@ static int roi_pool_half_taken(pyroi_status status, int in_place, pyroi_rois *ro
     return status == PYROI_OK && in_place;
 }
 
+/* The rest of a float16 call taken in place: job (filled but for the RoIs) pointed at the
+ * checks' copy of them, the float32 driver's stage that runs on checked arguments, the copy
+ * freed. */
+static pyroi_status roi_pool_half_run(roi_pool_job_f32 *job, pyroi_rois *rois,
+                                      pyroi_status (*checked)(roi_pool_job_f32 *))
+{
+    pyroi_status status;
+    roi_pool_job_rois_f32(job, rois);
+    status = checked(job);
+    pyroi_rois_free(rois);
+    return status;
+}
+
 pyroi_status pyroi_roi_pool_forward_half(const uint16_t *input, const int64_t input_shape[4],
                                          const int64_t input_strides[4], const float *boxes,
                                          int64_t num_rois, int64_t box_row_stride,
@@ -488,10 +501,7 @@ pyroi_status pyroi_roi_pool_forward_half(const uint16_t *input, const int64_t in
                              .result_strides = output_strides, .argmax_out = argmax,
                              .argmax_strides = argmax_strides, .argmax_wide = argmax_wide,
                              .params = params};
-    roi_pool_job_rois_f32(&job, &rois);
-    status = roi_pool_forward_checked_f32(&job);
-    pyroi_rois_free(&rois);
-    return status;
+    return roi_pool_half_run(&job, &rois, roi_pool_forward_checked_f32);
 }
 
 pyroi_status pyroi_roi_pool_backward_from_input_half(
@@ -521,10 +531,7 @@ pyroi_status pyroi_roi_pool_backward_from_input_half(
                              .map_strides = input_strides, .half_result = grad_input,
                              .result_shape = input_shape, .result_strides = grad_input_strides,
                              .params = params};
-    roi_pool_job_rois_f32(&job, &rois);
-    status = roi_pool_backward_from_input_checked_f32(&job);
-    pyroi_rois_free(&rois);
-    return status;
+    return roi_pool_half_run(&job, &rois, roi_pool_backward_from_input_checked_f32);
 }
 
 /* A core's L2 cache where the CPU does not report it: small enough for every current core. */
@@ -591,8 +598,5 @@ pyroi_status pyroi_roi_pool_backward_half(
                              .result_strides = grad_input_strides, .argmax_in = argmax,
                              .argmax_strides = argmax_strides, .argmax_wide = argmax_wide,
                              .params = params};
-    roi_pool_job_rois_f32(&job, &rois);
-    status = roi_pool_backward_checked_f32(&job);
-    pyroi_rois_free(&rois);
-    return status;
+    return roi_pool_half_run(&job, &rois, roi_pool_backward_checked_f32);
 }
