@@ -26,6 +26,8 @@ from pyroi.ops import roi_align, roi_align_backward
 from pyroi.ops import roi_pool, roi_pool_backward
 from pyroi.ops import roi_align_rotated, roi_align_rotated_backward
 from pyroi.ops import ps_roi_align, ps_roi_align_backward, ps_roi_pool, ps_roi_pool_backward
+from pyroi.ops import (crop_and_resize, crop_and_resize_backward_boxes,
+                       crop_and_resize_backward_image)
 
 __version__ = _core.version_string()
 

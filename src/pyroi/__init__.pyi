@@ -29,6 +29,9 @@ from pyroi.layers import (
     RoIPool as RoIPool,
 )
 from pyroi.ops import (
+    crop_and_resize as crop_and_resize,
+    crop_and_resize_backward_boxes as crop_and_resize_backward_boxes,
+    crop_and_resize_backward_image as crop_and_resize_backward_image,
     ps_roi_align as ps_roi_align,
     ps_roi_align_backward as ps_roi_align_backward,
     ps_roi_pool as ps_roi_pool,

@@ -19,7 +19,10 @@
 typedef enum binding_layout {
     BINDING_FORWARD,
     BINDING_BACKWARD,
-    BINDING_QUERY
+    BINDING_QUERY,
+    /* crop_and_resize's box gradient: reads grads (pooled) and the image (map), writes
+     * grad_boxes */
+    BINDING_BOX_GRADIENT
 } binding_layout;
 
 typedef struct binding_call {
@@ -49,12 +52,19 @@ typedef struct binding_call {
     double spatial_scale_h, spatial_scale_w;
     int aligned, clockwise, angle_in_degrees, num_threads, merge_samples;
     pyroi_cancel *cancel;
+    /* crop_and_resize: its params' method, placement, extrapolation value; the box
+     * gradient's output rows (of the boxes' dtype) */
+    int method, placement;
+    double extrapolation_value;
+    void *grad_boxes;
+    int64_t grad_boxes_row_stride;
     union {
         pyroi_roi_align_params roi_align;
         pyroi_roi_pool_params roi_pool;
         pyroi_ps_roi_align_params ps_roi_align;
         pyroi_ps_roi_pool_params ps_roi_pool;
         pyroi_roi_align_rotated_params roi_align_rotated;
+        pyroi_crop_and_resize_params crop_and_resize;
     } params;
 } binding_call;
 
@@ -94,6 +104,20 @@ BINDING_PARAMS(ps_roi_pool, )
 BINDING_PARAMS(roi_align_rotated, BINDING_RATIO p->aligned = c->aligned;
                p->clockwise = c->clockwise; p->angle_in_degrees = c->angle_in_degrees;)
 
+/* crop_and_resize's params: its crop size travels as the pooled size */
+static void binding_crop_and_resize_params(binding_call *c)
+{
+    pyroi_crop_and_resize_params *p = &c->params.crop_and_resize;
+    pyroi_crop_and_resize_params_init(p);
+    p->crop_height = c->pooled_height;
+    p->crop_width = c->pooled_width;
+    p->method = c->method;
+    p->placement = c->placement;
+    p->extrapolation_value = c->extrapolation_value;
+    p->num_threads = c->num_threads;
+    p->cancel = c->cancel;
+}
+
 /* ---- pyroi.h's argument lists, read from binding_call *c --------------------------------- */
 #define BINDING_ROIS c->boxes, c->num_rois, c->box_row_stride, c->batch_indices
 #define BINDING_MAP c->map, c->map_shape, c->map_strides
@@ -115,6 +139,9 @@ BINDING_PARAMS(roi_align_rotated, BINDING_RATIO p->aligned = c->aligned;
     &c->params.family, c->workspace, c->workspace_size)
 #define BINDING_WORKSPACE_SIZE_ARGS(family) \
     (BINDING_ROIS, c->map_shape, &c->params.family, &c->workspace_size)
+/* crop_and_resize's box gradient: grads, the image, the boxes, then grad_boxes' rows */
+#define BINDING_BOX_GRADIENT_ARGS(family) (BINDING_POOLED, BINDING_MAP, BINDING_ROIS, \
+    c->grad_boxes, c->grad_boxes_row_stride, &c->params.family)
 /* find_invalid_roi: RoIAlign-like ops need the map's size, RoIPool-like ops its batch only */
 #define BINDING_FIND_IN_MAP_ARGS(family) (BINDING_ROIS, c->map_shape[0], c->map_shape[2], \
     c->map_shape[3], &c->params.family, &c->failed_roi)
@@ -136,6 +163,7 @@ BINDING_FIND(roi_pool, roi_pool, BINDING_FIND_IN_BATCH_ARGS)
 BINDING_FIND(ps_roi_align, ps_roi_align, BINDING_FIND_IN_MAP_ARGS)
 BINDING_FIND(ps_roi_pool, ps_roi_pool, BINDING_FIND_IN_BATCH_ARGS)
 BINDING_FIND(roi_align_rotated, roi_align_rotated, BINDING_FIND_IN_MAP_ARGS)
+BINDING_FIND(crop_and_resize, crop_and_resize, BINDING_FIND_IN_MAP_ARGS)
 #define binding_find_none NULL
 
 /* ---- the entry points: one row each --------------------------------------------------------
@@ -175,7 +203,13 @@ BINDING_FIND(roi_align_rotated, roi_align_rotated, BINDING_FIND_IN_MAP_ARGS)
     X(roi_align_rotated_forward, HALF, roi_align_rotated, FORWARD, FORWARD, 0, 5, 0,          \
       roi_align_rotated, "rois")                                                              \
     X(roi_align_rotated_backward, HALF, roi_align_rotated, BACKWARD, BACKWARD, 0, 5, 0,       \
-      roi_align_rotated, "rois")
+      roi_align_rotated, "rois")                                                              \
+    X(crop_and_resize_forward, REAL, crop_and_resize, FORWARD, FORWARD, 0, 4, 0,              \
+      crop_and_resize, "boxes")                                                               \
+    X(crop_and_resize_backward_image, REAL, crop_and_resize, BACKWARD, BACKWARD, 0, 4, 0,     \
+      crop_and_resize, "boxes")                                                               \
+    X(crop_and_resize_backward_boxes, REAL, crop_and_resize, BOX_GRADIENT, BOX_GRADIENT, 0,   \
+      4, 0, crop_and_resize, "boxes")
 
 #define BINDING_FLOAT16_REAL 0
 #define BINDING_FLOAT16_HALF 1

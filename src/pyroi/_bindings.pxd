@@ -10,6 +10,7 @@ cdef extern from "_bindings.h" nogil:
         FORWARD "BINDING_FORWARD"
         BACKWARD "BINDING_BACKWARD"
         QUERY "BINDING_QUERY"
+        BOX_GRADIENT "BINDING_BOX_GRADIENT"
 
     ctypedef struct Call "binding_call":
         int f64
@@ -41,6 +42,11 @@ cdef extern from "_bindings.h" nogil:
         int num_threads
         int merge_samples
         pyroi_cancel *cancel
+        int method
+        int placement
+        double extrapolation_value
+        void *grad_boxes
+        int64_t grad_boxes_row_stride
 
     ctypedef struct Entry "binding_entry":
         pyroi_status (*run)(Call *call) noexcept nogil
@@ -73,6 +79,9 @@ cdef extern from "_bindings.h" nogil:
     const Entry ps_roi_pool_backward "binding_ps_roi_pool_backward"
     const Entry roi_align_rotated_forward "binding_roi_align_rotated_forward"
     const Entry roi_align_rotated_backward "binding_roi_align_rotated_backward"
+    const Entry crop_and_resize_forward "binding_crop_and_resize_forward"
+    const Entry crop_and_resize_backward_image "binding_crop_and_resize_backward_image"
+    const Entry crop_and_resize_backward_boxes "binding_crop_and_resize_backward_boxes"
 
     pyroi_status roi_rows_batch_indices "binding_roi_rows_batch_indices" (
         int f64, const void *rows, int64_t num_rois, int64_t row_stride,

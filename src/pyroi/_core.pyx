@@ -37,6 +37,7 @@ _STATUS_ERRORS = {
     c.PYROI_E_INVALID_NUM_THREADS: InvalidArgumentError,
     c.PYROI_E_NO_MEMORY: PyroiMemoryError,
     c.PYROI_E_INVALID_ARGMAX: InvalidArgumentError,
+    c.PYROI_E_INVALID_METHOD: InvalidArgumentError,
 }
 
 MAX_SAMPLING_GRID = c.PYROI_MAX_SAMPLING_GRID
@@ -217,7 +218,7 @@ cdef b.Call numbers(int64_t pooled_height, int64_t pooled_width, double spatial_
 
 
 cdef object run(const b.Entry *entry, b.Call *call, map, boxes, batch_indices, pooled,
-                argmax=None, workspace=None, features=None):
+                argmax=None, workspace=None, features=None, grad_boxes=None):
     """Runs entry on the arrays: map (N, C, H, W) is the input of a forward and the
     grad_input of a backward (a query's is the shape tuple), pooled (K, C', PH, PW) the output
     or grad_output, features (the map's shape) the forward's input that a backward from the
@@ -226,21 +227,22 @@ cdef object run(const b.Entry *entry, b.Call *call, map, boxes, batch_indices, p
     if itemsize == sizeof(uint16_t) and entry.float16:  # float16 tensors travel as their bits
         return run_typed(<uint16_t>0, <float>0, entry, call, map.view("u2"), boxes,
                          batch_indices, pooled.view("u2"), argmax, workspace,
-                         None if features is None else features.view("u2"))
+                         None if features is None else features.view("u2"), grad_boxes)
     if itemsize == sizeof(double):
         return run_typed(<double>0, <double>0, entry, call, map, boxes, batch_indices, pooled,
-                         argmax, workspace, features)
+                         argmax, workspace, features, grad_boxes)
     return run_typed(<float>0, <float>0, entry, call, map, boxes, batch_indices, pooled,
-                     argmax, workspace, features)
+                     argmax, workspace, features, grad_boxes)
 
 
 cdef object run_typed(element tensor_type, coordinate box_type, const b.Entry *entry,
                       b.Call *call, map, boxes, batch_indices, pooled, argmax, workspace,
-                      features):
+                      features, grad_boxes):
     cdef const element[:, :, :, :] features_view
     cdef const element[:, :, :, :] source  # the tensor the call reads
     cdef element[:, :, :, :] target  # the tensor it writes
     cdef const coordinate[:, :] box_view
+    cdef coordinate[:, :] grad_box_view
     cdef const int64_t[::1] batch = batch_indices
     cdef const int64_t[:, :, :, :] argmax_in
     cdef int64_t[:, :, :, :] argmax_out
@@ -275,6 +277,25 @@ cdef object run_typed(element tensor_type, coordinate box_type, const b.Entry *e
         pooled_shape = source.shape
         call.pooled_height = pooled_shape[2]
         call.pooled_width = pooled_shape[3]
+    elif entry.layout == b.BOX_GRADIENT:  # reads grads and the image, writes grad_boxes
+        source = pooled
+        features_view = map
+        call.map = <void *>&features_view[0, 0, 0, 0]
+        call.pooled = <void *>&source[0, 0, 0, 0]
+        element_strides(features_view.strides, sizeof(element), 4, call.map_strides)
+        element_strides(source.strides, sizeof(element), 4, call.pooled_strides)
+        map_shape = features_view.shape
+        pooled_shape = source.shape
+        call.pooled_height = pooled_shape[2]
+        call.pooled_width = pooled_shape[3]
+    call.grad_boxes = NULL
+    call.grad_boxes_row_stride = 4
+    if grad_boxes is not None:
+        grad_box_view = grad_boxes
+        if grad_box_view.shape[0] != pooled_shape[0] or grad_box_view.shape[1] != 4:
+            raise ShapeError("pyroi: grad_boxes must have shape (K, 4)")
+        call.grad_boxes = &grad_box_view[0, 0]
+        call.grad_boxes_row_stride = box_rows_stride(grad_box_view.strides, sizeof(coordinate))
     for i in range(4):
         call.map_shape[i] = map[i] if entry.layout == b.QUERY else map_shape[i]
     call.features = NULL
@@ -518,6 +539,43 @@ def roi_align_rotated_backward(grad_output, boxes, batch_indices, grad_input,
 
 
 # compatibility front-ends
+
+# ---- crop_and_resize (docs/semantics.md §12): (N, C, H, W) and (K, C, ch, cw) as strides ----
+cdef b.Call crop_numbers(int64_t crop_height, int64_t crop_width, int method, int placement,
+                         double extrapolation_value, int num_threads):
+    cdef b.Call call = numbers(crop_height, crop_width, 1.0, 1.0, num_threads)
+    call.method = method
+    call.placement = placement
+    call.extrapolation_value = extrapolation_value
+    return call
+
+
+def crop_and_resize_forward(image, boxes, box_indices, crops, int64_t crop_height,
+                            int64_t crop_width, int method, int placement,
+                            double extrapolation_value, int num_threads):
+    """crop_and_resize into crops (K, C, crop_height, crop_width) from image (N, C, H, W),
+    any strides; method 0 bilinear, 1 nearest; placement 0 TensorFlow's, 1 exact ends."""
+    cdef b.Call call = crop_numbers(crop_height, crop_width, method, placement,
+                                    extrapolation_value, num_threads)
+    run(&b.crop_and_resize_forward, &call, image, boxes, box_indices, crops)
+
+
+def crop_and_resize_backward_image(grads, boxes, box_indices, grad_image, int method,
+                                   int placement, int num_threads):
+    """crop_and_resize's image gradient: overwrite grad_image (N, C, H, W) from grads
+    (K, C, ch, cw)."""
+    cdef b.Call call = crop_numbers(0, 0, method, placement, 0.0, num_threads)
+    run(&b.crop_and_resize_backward_image, &call, grad_image, boxes, box_indices, grads)
+
+
+def crop_and_resize_backward_boxes(grads, image, boxes, box_indices, grad_boxes, int method,
+                                   int placement, int num_threads):
+    """crop_and_resize's box gradient (bilinear): write grad_boxes (K, 4) from grads
+    (K, C, ch, cw) and image (N, C, H, W)."""
+    cdef b.Call call = crop_numbers(0, 0, method, placement, 0.0, num_threads)
+    run(&b.crop_and_resize_backward_boxes, &call, image, boxes, box_indices, grads,
+        None, None, None, grad_boxes)
+
 
 def roi_align_backward_workspace_size(boxes, batch_indices, grad_input_shape,
                                       int64_t pooled_height, int64_t pooled_width,

@@ -12,6 +12,9 @@ _Pooled = npt.NDArray[Any] | tuple[npt.NDArray[Any], npt.NDArray[np.int64]]
 _PooledArgmax = npt.NDArray[Any] | tuple[npt.NDArray[Any], npt.NDArray[np.int64 | np.int32]]
 
 __all__ = [
+    "crop_and_resize",
+    "crop_and_resize_backward_boxes",
+    "crop_and_resize_backward_image",
     "ps_roi_align",
     "ps_roi_align_backward",
     "ps_roi_pool",
@@ -88,3 +91,23 @@ def roi_align_rotated_backward(grad_output: npt.ArrayLike, rois: npt.ArrayLike,
                                batch_indices: npt.ArrayLike | None = None,
                                num_threads: int | None = None,
                                out: npt.NDArray[Any] | None = None) -> npt.NDArray[Any]: ...
+
+def crop_and_resize(image: npt.ArrayLike, boxes: npt.ArrayLike, box_indices: npt.ArrayLike,
+                    crop_size: Sequence[int] | npt.ArrayLike, method: str = "bilinear",
+                    extrapolation_value: float = 0.0, *, layout: str = "NHWC",
+                    placement: str = "tensorflow", num_threads: int | None = None,
+                    out: npt.NDArray[Any] | None = None) -> npt.NDArray[Any]: ...
+
+def crop_and_resize_backward_image(grads: npt.ArrayLike, boxes: npt.ArrayLike,
+                                   box_indices: npt.ArrayLike, image_shape: Sequence[int],
+                                   method: str = "bilinear", *, layout: str = "NHWC",
+                                   placement: str = "tensorflow",
+                                   num_threads: int | None = None,
+                                   out: npt.NDArray[Any] | None = None) -> npt.NDArray[Any]: ...
+
+def crop_and_resize_backward_boxes(grads: npt.ArrayLike, image: npt.ArrayLike,
+                                   boxes: npt.ArrayLike, box_indices: npt.ArrayLike,
+                                   method: str = "bilinear", *, layout: str = "NHWC",
+                                   placement: str = "tensorflow",
+                                   num_threads: int | None = None,
+                                   out: npt.NDArray[Any] | None = None) -> npt.NDArray[Any]: ...
