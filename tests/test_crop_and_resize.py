@@ -313,3 +313,39 @@ def test_huge_finite_boxes_extrapolate():
     got = pyroi.crop_and_resize(image, boxes, indices, (3, 3), extrapolation_value=7,
                                 layout="NCHW")
     assert np.isfinite(got).all()
+
+
+# ---- front-ends: the layer, pyroi.onnx ----------------------------------------------------
+def test_layer_forward_and_backward():
+    image, boxes, indices = random_case(91)
+    image = nhwc(image)
+    layer = pyroi.CropAndResize((3, 4))
+    crops = layer(image, boxes, indices)
+    np.testing.assert_array_equal(crops, pyroi.crop_and_resize(image, boxes, indices, (3, 4)))
+    grads = RNG(9).standard_normal(crops.shape)
+    np.testing.assert_array_equal(
+        layer.backward(grads, lda_coeff=2.0),
+        2.0 * pyroi.crop_and_resize_backward_image(grads, boxes, indices, image.shape))
+    np.testing.assert_array_equal(
+        layer.backward_boxes(grads, image),
+        pyroi.crop_and_resize_backward_boxes(grads, image, boxes, indices))
+    layer.eval()
+    with pytest.raises(pyroi.PyroiError, match="training"):
+        layer.backward(grads)
+
+
+def test_onnx_run_node_com_microsoft():
+    onnx = pytest.importorskip("onnx")
+    from pyroi import onnx as ponnx
+    image, boxes, indices = random_case(93, dtype=np.float32)
+    node = onnx.helper.make_node("CropAndResize", ["X", "rois", "batch_indices", "crop_size"],
+                                 ["Y"], domain="com.microsoft", mode="nearest",
+                                 extrapolation_value=-0.1)
+    got = ponnx.run_node(node, image, boxes, indices.astype(np.int32),
+                         np.array([5, 6], np.int32))
+    np.testing.assert_array_equal(got, ort_crop_and_resize(image, boxes, indices, (5, 6),
+                                                           "nearest", -0.1))
+    bad = onnx.helper.make_node("CropAndResize", ["X", "rois", "b", "c"], ["Y"],
+                                domain="com.microsoft", method="bilinear")
+    with pytest.raises(pyroi.InvalidArgumentError, match="method"):
+        ponnx.run_node(bad, image, boxes, indices, [2, 2])

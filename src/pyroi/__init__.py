@@ -49,6 +49,7 @@ if _core.vector_isa().startswith("baseline ("):
 
     warnings.warn(f"pyroi: vector code {_core.vector_isa()}", RuntimeWarning, stacklevel=2)
 
+from pyroi.layers import CropAndResize  # noqa: E402
 from pyroi.layers import (MultiScaleRoIAlign, PSRoIAlign, PSRoIPool, RoIAlign,  # noqa: E402
                           RoIAlignRotated, RoIPool)
 

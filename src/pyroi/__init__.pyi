@@ -21,6 +21,7 @@ from pyroi._results import set_result_cache_limit as set_result_cache_limit
 from pyroi._results import get_scratch_cache_limit as get_scratch_cache_limit
 from pyroi._results import set_scratch_cache_limit as set_scratch_cache_limit
 from pyroi.layers import (
+    CropAndResize as CropAndResize,
     MultiScaleRoIAlign as MultiScaleRoIAlign,
     PSRoIAlign as PSRoIAlign,
     PSRoIPool as PSRoIPool,

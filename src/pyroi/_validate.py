@@ -1005,3 +1005,11 @@ def crop_boxes(value, box_indices, dtype: np.dtype, num_images: int):
                 f"box_indices: box {k} has index {indices[k]}; it must be an integer in "
                 f"[0, {num_images})")
     return boxes(value, dtype, num_images, indices)
+
+
+def onnx_any_float_attribute(value, name: str) -> float:
+    """An ONNX FLOAT attribute of any value (NaN, infinities, either sign), rounded to the
+    float32 it is stored as."""
+    number = any_real(value, name)
+    with np.errstate(over="ignore"):
+        return float(np.float32(number))
