@@ -27,6 +27,8 @@ from pyroi.ops import roi_pool, roi_pool_backward
 from pyroi.ops import roi_align_rotated, roi_align_rotated_backward
 from pyroi.ops import ps_roi_align, ps_roi_align_backward, ps_roi_pool, ps_roi_pool_backward
 from pyroi.ops import prroi_pool, prroi_pool_backward
+from pyroi.ops import (crop_and_resize, crop_and_resize_backward_boxes,
+                       crop_and_resize_backward_image)
 
 __version__ = _core.version_string()
 
@@ -48,6 +50,7 @@ if _core.vector_isa().startswith("baseline ("):
 
     warnings.warn(f"pyroi: vector code {_core.vector_isa()}", RuntimeWarning, stacklevel=2)
 
+from pyroi.layers import CropAndResize  # noqa: E402
 from pyroi.layers import (MultiScaleRoIAlign, PSRoIAlign, PSRoIPool, RoIAlign,  # noqa: E402
                           RoIAlignRotated, RoIPool)
 from pyroi.layers import PrRoIPool  # noqa: E402

@@ -21,6 +21,7 @@ from pyroi._results import set_result_cache_limit as set_result_cache_limit
 from pyroi._results import get_scratch_cache_limit as get_scratch_cache_limit
 from pyroi._results import set_scratch_cache_limit as set_scratch_cache_limit
 from pyroi.layers import (
+    CropAndResize as CropAndResize,
     MultiScaleRoIAlign as MultiScaleRoIAlign,
     PSRoIAlign as PSRoIAlign,
     PSRoIPool as PSRoIPool,
@@ -29,6 +30,9 @@ from pyroi.layers import (
     RoIPool as RoIPool,
 )
 from pyroi.ops import (
+    crop_and_resize as crop_and_resize,
+    crop_and_resize_backward_boxes as crop_and_resize_backward_boxes,
+    crop_and_resize_backward_image as crop_and_resize_backward_image,
     ps_roi_align as ps_roi_align,
     ps_roi_align_backward as ps_roi_align_backward,
     ps_roi_pool as ps_roi_pool,

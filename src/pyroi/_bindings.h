@@ -20,7 +20,8 @@ typedef enum binding_layout {
     BINDING_FORWARD,
     BINDING_BACKWARD,
     BINDING_QUERY,
-    /* reads the pooled tensor (grad_output) and features, writes grad_boxes */
+    /* a box gradient (PrRoIPool, crop_and_resize): reads the pooled tensor (grad_output)
+     * and the forward's input (features), writes grad_boxes */
     BINDING_BOX_BACKWARD
 } binding_layout;
 
@@ -54,6 +55,9 @@ typedef struct binding_call {
     double spatial_scale_h, spatial_scale_w;
     int aligned, clockwise, angle_in_degrees, num_threads, merge_samples;
     pyroi_cancel *cancel;
+    /* crop_and_resize: its params' method, placement, extrapolation value */
+    int method, placement;
+    double extrapolation_value;
     union {
         pyroi_roi_align_params roi_align;
         pyroi_roi_pool_params roi_pool;
@@ -61,6 +65,7 @@ typedef struct binding_call {
         pyroi_ps_roi_pool_params ps_roi_pool;
         pyroi_roi_align_rotated_params roi_align_rotated;
         pyroi_prroi_pool_params prroi_pool;
+        pyroi_crop_and_resize_params crop_and_resize;
     } params;
 } binding_call;
 
@@ -100,6 +105,20 @@ BINDING_PARAMS(ps_roi_pool, )
 BINDING_PARAMS(roi_align_rotated, BINDING_RATIO p->aligned = c->aligned;
                p->clockwise = c->clockwise; p->angle_in_degrees = c->angle_in_degrees;)
 BINDING_PARAMS(prroi_pool, )
+
+/* crop_and_resize's params: its crop size travels as the pooled size */
+static void binding_crop_and_resize_params(binding_call *c)
+{
+    pyroi_crop_and_resize_params *p = &c->params.crop_and_resize;
+    pyroi_crop_and_resize_params_init(p);
+    p->crop_height = c->pooled_height;
+    p->crop_width = c->pooled_width;
+    p->method = c->method;
+    p->placement = c->placement;
+    p->extrapolation_value = c->extrapolation_value;
+    p->num_threads = c->num_threads;
+    p->cancel = c->cancel;
+}
 
 /* ---- pyroi.h's argument lists, read from binding_call *c --------------------------------- */
 #define BINDING_ROIS c->boxes, c->num_rois, c->box_row_stride, c->batch_indices
@@ -147,6 +166,7 @@ BINDING_FIND(ps_roi_align, ps_roi_align, BINDING_FIND_IN_MAP_ARGS)
 BINDING_FIND(ps_roi_pool, ps_roi_pool, BINDING_FIND_IN_BATCH_ARGS)
 BINDING_FIND(roi_align_rotated, roi_align_rotated, BINDING_FIND_IN_MAP_ARGS)
 BINDING_FIND(prroi_pool, prroi_pool, BINDING_FIND_IN_BATCH_ARGS)
+BINDING_FIND(crop_and_resize, crop_and_resize, BINDING_FIND_IN_MAP_ARGS)
 #define binding_find_none NULL
 
 /* ---- the entry points: one row each --------------------------------------------------------
@@ -190,7 +210,13 @@ BINDING_FIND(prroi_pool, prroi_pool, BINDING_FIND_IN_BATCH_ARGS)
     X(prroi_pool_forward, HALF, prroi_pool, FORWARD, FORWARD, 0, 4, 0, prroi_pool, "boxes")   \
     X(prroi_pool_backward, HALF, prroi_pool, BACKWARD, BACKWARD, 0, 4, 0, prroi_pool, "boxes") \
     X(prroi_pool_backward_boxes, REAL, prroi_pool, BOX_BACKWARD, BOX_BACKWARD, 0, 4, 0,       \
-      prroi_pool, "boxes")
+      prroi_pool, "boxes")                                                                    \
+    X(crop_and_resize_forward, REAL, crop_and_resize, FORWARD, FORWARD, 0, 4, 0,              \
+      crop_and_resize, "boxes")                                                               \
+    X(crop_and_resize_backward_image, REAL, crop_and_resize, BACKWARD, BACKWARD, 0, 4, 0,     \
+      crop_and_resize, "boxes")                                                               \
+    X(crop_and_resize_backward_boxes, REAL, crop_and_resize, BOX_BACKWARD, BOX_BACKWARD, 0,   \
+      4, 0, crop_and_resize, "boxes")
 
 #define BINDING_FLOAT16_REAL 0
 #define BINDING_FLOAT16_HALF 1

@@ -44,6 +44,9 @@ cdef extern from "_bindings.h" nogil:
         int num_threads
         int merge_samples
         pyroi_cancel *cancel
+        int method
+        int placement
+        double extrapolation_value
 
     ctypedef struct Entry "binding_entry":
         pyroi_status (*run)(Call *call) noexcept nogil
@@ -79,6 +82,9 @@ cdef extern from "_bindings.h" nogil:
     const Entry prroi_pool_forward "binding_prroi_pool_forward"
     const Entry prroi_pool_backward "binding_prroi_pool_backward"
     const Entry prroi_pool_backward_boxes "binding_prroi_pool_backward_boxes"
+    const Entry crop_and_resize_forward "binding_crop_and_resize_forward"
+    const Entry crop_and_resize_backward_image "binding_crop_and_resize_backward_image"
+    const Entry crop_and_resize_backward_boxes "binding_crop_and_resize_backward_boxes"
 
     pyroi_status roi_rows_batch_indices "binding_roi_rows_batch_indices" (
         int f64, const void *rows, int64_t num_rois, int64_t row_stride,

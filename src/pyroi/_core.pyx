@@ -37,6 +37,7 @@ _STATUS_ERRORS = {
     c.PYROI_E_INVALID_NUM_THREADS: InvalidArgumentError,
     c.PYROI_E_NO_MEMORY: PyroiMemoryError,
     c.PYROI_E_INVALID_ARGMAX: InvalidArgumentError,
+    c.PYROI_E_INVALID_METHOD: InvalidArgumentError,
 }
 
 MAX_SAMPLING_GRID = c.PYROI_MAX_SAMPLING_GRID
@@ -566,6 +567,43 @@ def prroi_pool_backward_boxes(grad_output, input, boxes, batch_indices, grad_box
 
 
 # compatibility front-ends
+
+# ---- crop_and_resize (docs/semantics.md §13): (N, C, H, W) and (K, C, ch, cw) as strides ----
+cdef b.Call crop_numbers(int64_t crop_height, int64_t crop_width, int method, int placement,
+                         double extrapolation_value, int num_threads):
+    cdef b.Call call = numbers(crop_height, crop_width, 1.0, 1.0, num_threads)
+    call.method = method
+    call.placement = placement
+    call.extrapolation_value = extrapolation_value
+    return call
+
+
+def crop_and_resize_forward(image, boxes, box_indices, crops, int64_t crop_height,
+                            int64_t crop_width, int method, int placement,
+                            double extrapolation_value, int num_threads):
+    """crop_and_resize into crops (K, C, crop_height, crop_width) from image (N, C, H, W),
+    any strides; method 0 bilinear, 1 nearest; placement 0 TensorFlow's, 1 exact ends."""
+    cdef b.Call call = crop_numbers(crop_height, crop_width, method, placement,
+                                    extrapolation_value, num_threads)
+    run(&b.crop_and_resize_forward, &call, image, boxes, box_indices, crops)
+
+
+def crop_and_resize_backward_image(grads, boxes, box_indices, grad_image, int method,
+                                   int placement, int num_threads):
+    """crop_and_resize's image gradient: overwrite grad_image (N, C, H, W) from grads
+    (K, C, ch, cw)."""
+    cdef b.Call call = crop_numbers(0, 0, method, placement, 0.0, num_threads)
+    run(&b.crop_and_resize_backward_image, &call, grad_image, boxes, box_indices, grads)
+
+
+def crop_and_resize_backward_boxes(grads, image, boxes, box_indices, grad_boxes, int method,
+                                   int placement, int num_threads):
+    """crop_and_resize's box gradient (bilinear): write grad_boxes (K, 4) from grads
+    (K, C, ch, cw) and image (N, C, H, W)."""
+    cdef b.Call call = crop_numbers(0, 0, method, placement, 0.0, num_threads)
+    run(&b.crop_and_resize_backward_boxes, &call, image, boxes, box_indices, grads,
+        None, None, image, grad_boxes)
+
 
 def roi_align_backward_workspace_size(boxes, batch_indices, grad_input_shape,
                                       int64_t pooled_height, int64_t pooled_width,

@@ -26,6 +26,7 @@ cdef extern from "pyroi.h" nogil:
         PYROI_E_NO_MEMORY
         PYROI_E_INVALID_ARGMAX
         PYROI_E_CANCELLED
+        PYROI_E_INVALID_METHOD
 
     int pyroi_version_number()
     const char *pyroi_version_string()

@@ -956,3 +956,71 @@ def feature_plane(value, image: int, channel: int, name: str = "features") -> np
                 f"{label} {index} is out of range for {name} of shape {array.shape}"
             )
     return _kernel_ready(np.ascontiguousarray(full[image, channel]))
+
+
+# ------------------------------------------------------------------------------------------
+# crop_and_resize (docs/semantics.md §13)
+
+CROP_METHODS = {"bilinear": 0, "nearest": 1}
+CROP_PLACEMENTS = {"tensorflow": 0, "onnxruntime": 1}
+
+
+def crop_method(value, name: str = "method") -> int:
+    """``method=``: "bilinear" or "nearest", as its C code (PYROI_CROP_BILINEAR / _NEAREST)."""
+    if not isinstance(value, str) or value not in CROP_METHODS:
+        raise InvalidArgumentError(f'{name} must be "bilinear" or "nearest", got {value!r}')
+    return CROP_METHODS[value]
+
+
+def crop_placement(value) -> int:
+    """``placement=``: "tensorflow" (default) or "onnxruntime" (first and last samples exact)."""
+    if not isinstance(value, str) or value not in CROP_PLACEMENTS:
+        raise InvalidArgumentError(
+            f'placement must be "tensorflow" or "onnxruntime", got {value!r}')
+    return CROP_PLACEMENTS[value]
+
+
+def any_real(value, name: str) -> float:
+    """A real number, NaN and infinities included (TensorFlow's extrapolation_value)."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+        raise ArgumentTypeError(f"{name} must be a real number, got {value!r}")
+    try:
+        return float(value)
+    except OverflowError:
+        raise InvalidArgumentError(f"{name} must fit a float, got {value!r}") from None
+
+
+def crop_image(value, name: str) -> np.ndarray:
+    """A float32/float64 4-d array (crop_and_resize has no float16 path)."""
+    array = float_array(value, name, 4)
+    if array.dtype == HALF_DTYPE or array.dtype.itemsize == 2:
+        raise DTypeError(f"{name} must be float32 or float64 (crop_and_resize has no float16 "
+                         f"path), got dtype {array.dtype}")
+    return array
+
+
+def crop_boxes(value, box_indices, dtype: np.dtype, num_images: int):
+    """crop_and_resize's ``boxes`` (K, 4) ``[y1, x1, y2, x2]`` and ``box_indices`` (K,)
+    through the one normalisation (:func:`boxes`), errors naming ``box_indices``."""
+    indices = _as_array(box_indices, "box_indices")
+    if indices.dtype.kind not in "iu":
+        raise DTypeError(f"box_indices must be an integer array, got dtype {indices.dtype}")
+    if indices.ndim != 1:
+        raise ShapeError(f"box_indices must have shape (K,), got {indices.shape}")
+    if indices.size:
+        wide = indices.astype(object) if indices.dtype.itemsize == 8 else indices
+        bad = (wide < 0) | (wide >= num_images)
+        if bad.any():
+            k = int(np.argmax(bad))
+            raise BatchIndexError(
+                f"box_indices: box {k} has index {indices[k]}; it must be an integer in "
+                f"[0, {num_images})")
+    return boxes(value, dtype, num_images, indices)
+
+
+def onnx_any_float_attribute(value, name: str) -> float:
+    """An ONNX FLOAT attribute of any value (NaN, infinities, either sign), rounded to the
+    float32 it is stored as."""
+    number = any_real(value, name)
+    with np.errstate(over="ignore"):
+        return float(np.float32(number))

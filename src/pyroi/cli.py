@@ -24,7 +24,8 @@ wrong shape, an error of pyroi), 2 for a usage error (unknown or malformed optio
 (128 + SIGPIPE, quietly, as Unix tools) when the reader of the output exits first.
 """
 
-# May import: the package (``pyroi``), viz, bench, detector_bench (on use: it imports torch).
+# May import: the package (``pyroi``), viz, bench, detector_bench (on use: it imports torch),
+# onnx (on use: it needs the onnx package).
 
 from __future__ import annotations
 

@@ -14,13 +14,14 @@ from pyroi import _core, _pyramid, _results, _validate
 from pyroi._errors import InvalidArgumentError, PyroiError, ShapeError
 from pyroi._half import _SLICE_ELEMENTS, _is_half, _widen_boxes
 from pyroi.ops import prroi_pool, prroi_pool_backward
+from pyroi.ops import (crop_and_resize, crop_and_resize_backward_boxes,
+                       crop_and_resize_backward_image)
 from pyroi.ops import (ps_roi_align, ps_roi_align_backward, ps_roi_pool, ps_roi_pool_backward,
                        roi_align, roi_align_backward, roi_align_rotated,
                        roi_align_rotated_backward, roi_pool, roi_pool_backward)
 
-__all__ = ["MultiScaleRoIAlign", "PSRoIAlign", "PSRoIPool", "RoIAlign", "RoIAlignRotated",
-           "RoIPool"]
-__all__ += ["PrRoIPool"]
+__all__ = ["CropAndResize", "MultiScaleRoIAlign", "PSRoIAlign", "PSRoIPool", "PrRoIPool",
+           "RoIAlign", "RoIAlignRotated", "RoIPool"]
 
 
 def _copy_boxes(boxes, half: bool = False):
@@ -800,3 +801,96 @@ class MultiScaleRoIAlign(_TrainableLayer):
                      for (name, _), gradient in zip(shapes, maps)}
         return gradients
 
+
+
+class CropAndResize(_TrainableLayer):
+    """Layer form of :func:`pyroi.crop_and_resize` (TensorFlow's ``crop_and_resize``; NHWC by
+    default). In training mode a call keeps a copy of its boxes and box indices and the
+    image's shape; :meth:`backward` returns the image gradient times ``lda_coeff``,
+    :meth:`backward_boxes` the box gradient (given the forward's image: the layer keeps no
+    copy of it).
+
+    Examples
+    --------
+    >>> import numpy as np, pyroi
+    >>> layer = pyroi.CropAndResize((3, 3))
+    >>> image = np.array([1, 2, 3, 4], np.float32).reshape(1, 2, 2, 1)
+    >>> crops = layer(image, np.array([[0, 0, 1, 1]], np.float32), [0])
+    >>> float(layer.backward(np.ones_like(crops)).sum())
+    9.0
+    """
+
+    _shown = ("crop_size", "method", "extrapolation_value", "layout", "placement")
+
+    def __init__(self, crop_size, method="bilinear", extrapolation_value=0.0, *,
+                 layout="NHWC", placement="tensorflow"):
+        super().__init__()
+        self.crop_size = _validate.int_pair(crop_size, "crop_size")
+        _validate.crop_method(method)
+        _validate.is_channels_last(layout)
+        _validate.crop_placement(placement)
+        self.method = method
+        self.extrapolation_value = _validate.any_real(extrapolation_value,
+                                                      "extrapolation_value")
+        self.layout = layout
+        self.placement = placement
+
+    def _options(self):
+        return {"layout": self.layout, "placement": self.placement}
+
+    def __call__(self, image, boxes, box_indices, *, num_threads=None):
+        """The crops of ``image`` (see :func:`pyroi.crop_and_resize`); in training mode also
+        keeps what :meth:`backward` needs.
+
+        Examples
+        --------
+        >>> import numpy as np, pyroi
+        >>> image = np.array([1, 2, 3, 4], np.float32).reshape(1, 2, 2, 1)
+        >>> pyroi.CropAndResize((1, 1))(image, np.array([[0, 0, 1, 1]], np.float32), [0])
+        array([[[[2.5]]]], dtype=float32)
+        """
+        self._forget()
+        output = crop_and_resize(image, boxes, box_indices, self.crop_size, self.method,
+                                 self.extrapolation_value, num_threads=num_threads,
+                                 **self._options())
+        self._remember(output, (tuple(np.shape(image)), _copy_boxes(boxes),
+                                _copy_boxes(box_indices)))
+        return output
+
+    def backward(self, grad_output, lda_coeff=1.0, *, num_threads=None):
+        """The gradient of the last call with respect to its image, times ``lda_coeff``.
+
+        Examples
+        --------
+        >>> import numpy as np, pyroi
+        >>> layer = pyroi.CropAndResize((1, 1))
+        >>> y = layer(np.zeros((1, 2, 2, 1), np.float32), np.array([[0, 0, 1, 1]], np.float32), [0])
+        >>> layer.backward(np.ones_like(y), lda_coeff=4.0)[0, :, :, 0]
+        array([[1., 1.],
+               [1., 1.]], dtype=float32)
+        """
+        grad, coeff, (shape, boxes, box_indices) = self._recall(grad_output, lda_coeff)
+        gradient = crop_and_resize_backward_image(grad, boxes, box_indices, shape, self.method,
+                                                  num_threads=num_threads, **self._options())
+        return _scaled(gradient, coeff, False)
+
+    def backward_boxes(self, grad_output, image, lda_coeff=1.0, *, num_threads=None):
+        """The gradient of the last call with respect to its boxes (bilinear only), times
+        ``lda_coeff``; ``image`` is the image of that call.
+
+        Examples
+        --------
+        >>> import numpy as np, pyroi
+        >>> layer = pyroi.CropAndResize((1, 1))
+        >>> image = np.array([1, 2, 3, 4], np.float64).reshape(1, 2, 2, 1)
+        >>> y = layer(image, np.array([[0.2, 0.2, 0.6, 0.6]]), [0])
+        >>> layer.backward_boxes(np.ones_like(y), image)
+        array([[1. , 0.5, 1. , 0.5]])
+        """
+        grad, coeff, (shape, boxes, box_indices) = self._recall(grad_output, lda_coeff)
+        if tuple(np.shape(image)) != shape:
+            raise ShapeError(f"image must have the shape of the forward's image {shape}, got "
+                             f"{np.shape(image)}")
+        gradient = crop_and_resize_backward_boxes(grad, image, boxes, box_indices, self.method,
+                                                  num_threads=num_threads, **self._options())
+        return _scaled(gradient, coeff, False)

@@ -6,8 +6,8 @@ from typing import Any
 import numpy.typing as npt
 from typing_extensions import Self
 
-__all__ = ["MultiScaleRoIAlign", "PSRoIAlign", "PSRoIPool", "PrRoIPool", "RoIAlign",
-           "RoIAlignRotated", "RoIPool"]
+__all__ = ["CropAndResize", "MultiScaleRoIAlign", "PSRoIAlign", "PSRoIPool", "PrRoIPool",
+           "RoIAlign", "RoIAlignRotated", "RoIPool"]
 
 class _TrainableLayer:
     training: bool
@@ -87,3 +87,20 @@ class MultiScaleRoIAlign(_TrainableLayer):
                  num_threads: int | None = None) -> npt.NDArray[Any]: ...
     def backward(self, grad_output: npt.ArrayLike, lda_coeff: float = 1.0, *,
                  num_threads: int | None = None) -> dict[str, npt.NDArray[Any]]: ...
+
+class CropAndResize(_TrainableLayer):
+    crop_size: tuple[int, int]
+    method: str
+    extrapolation_value: float
+    layout: str
+    placement: str
+    def __init__(self, crop_size: Sequence[int], method: str = "bilinear",
+                 extrapolation_value: float = 0.0, *, layout: str = "NHWC",
+                 placement: str = "tensorflow") -> None: ...
+    def __call__(self, image: npt.ArrayLike, boxes: npt.ArrayLike, box_indices: npt.ArrayLike,
+                 *, num_threads: int | None = None) -> npt.NDArray[Any]: ...
+    def backward(self, grad_output: npt.ArrayLike, lda_coeff: float = 1.0, *,
+                 num_threads: int | None = None) -> npt.NDArray[Any]: ...
+    def backward_boxes(self, grad_output: npt.ArrayLike, image: npt.ArrayLike,
+                       lda_coeff: float = 1.0, *,
+                       num_threads: int | None = None) -> npt.NDArray[Any]: ...

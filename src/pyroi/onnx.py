@@ -23,9 +23,10 @@ from pyroi import _validate
 from pyroi.layers import _RoILayer
 from pyroi.ops import (_max_mode_argmax, _roi_align_backward_run, _roi_align_run,
                        _roi_pool_run, roi_pool_backward)
+from pyroi.ops import crop_and_resize as _crop_and_resize
 
-__all__ = ["MaxRoiPool", "RoiAlign", "custom_ops_library", "max_roi_pool", "rewrite_model",
-           "roi_align", "roi_align_backward", "run_node"]
+__all__ = ["MaxRoiPool", "RoiAlign", "crop_and_resize", "custom_ops_library", "max_roi_pool",
+           "rewrite_model", "roi_align", "roi_align_backward", "run_node"]
 
 
 def roi_align(X, rois, batch_indices, *, mode="avg", output_height=1, output_width=1,
@@ -286,6 +287,50 @@ def max_roi_pool(X, rois, pooled_shape, spatial_scale=1.0, *, batch_indices=None
                          wants_argmax, threads, out, (X, rois, batch_indices))
 
 
+def crop_and_resize(X, rois, batch_indices, crop_size, *, mode="bilinear",
+                    extrapolation_value=0.0, num_threads=None):
+    """onnxruntime's contrib ``com.microsoft.CropAndResize`` (TensorFlow's crop_and_resize
+    on NCHW tensors, docs/semantics.md §13), bit for bit.
+
+    Parameters
+    ----------
+    X : ndarray (N, C, H, W), float32 or float64
+    rois : ndarray (K, 4)
+        ``[y1, x1, y2, x2]`` normalised, dtype of ``X``.
+    batch_indices : ndarray (K,) of int (onnxruntime: int32)
+    crop_size : ndarray or sequence of 2 ints
+        ``(crop_height, crop_width)``.
+    mode : {"bilinear", "nearest"}
+    extrapolation_value : float
+        A float32 attribute: rounded to float32 as onnxruntime reads it.
+    num_threads : int, optional
+
+    Returns
+    -------
+    ndarray (K, C, crop_height, crop_width)
+
+    Notes
+    -----
+    onnxruntime places the first and last samples of an axis at exactly ``y1 (H - 1)`` and
+    ``y2 (H - 1)`` (``placement="onnxruntime"`` of :func:`pyroi.crop_and_resize`), where
+    TensorFlow's running sum can be an ulp away.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from pyroi import onnx as ponnx
+    >>> X = np.array([[[[1, 2], [3, 4]]]], np.float32)
+    >>> ponnx.crop_and_resize(X, np.array([[0, 0, 1, 1]], np.float32), [0], [1, 1])
+    array([[[[2.5]]]], dtype=float32)
+    """
+    fill = _validate.onnx_any_float_attribute(extrapolation_value, "extrapolation_value")
+    return _crop_and_resize(X, rois, batch_indices, crop_size, mode, fill, layout="NCHW",
+                            placement="onnxruntime", num_threads=num_threads)
+
+
+_CROP_AND_RESIZE_ATTRIBUTES = {"mode", "extrapolation_value"}
+
+
 _ROI_ALIGN_ATTRIBUTES = {
     "mode", "output_height", "output_width", "sampling_ratio", "spatial_scale",
     "coordinate_transformation_mode",
@@ -451,8 +496,10 @@ def _uses_domain(graph, domain: str) -> bool:
                for node in graph.node)
 
 
-def run_node(node, X, rois, batch_indices=None, *, opset=16, num_threads=None):
-    """Runs one ONNX ``RoiAlign`` or ``MaxRoiPool`` node on NumPy inputs.
+def run_node(node, X, rois, batch_indices=None, crop_size=None, *, opset=16, num_threads=None):
+    """Runs one ONNX ``RoiAlign`` or ``MaxRoiPool`` node, or onnxruntime's
+    ``com.microsoft.CropAndResize`` node (inputs ``X, rois, batch_indices, crop_size``;
+    :func:`crop_and_resize`), on NumPy inputs.
 
     Parameters
     ----------
@@ -481,7 +528,16 @@ def run_node(node, X, rois, batch_indices=None, *, opset=16, num_threads=None):
     >>> ponnx.run_node(node, X, np.array([[0, 0, 1, 1]], np.float32), np.zeros(1, np.int64))
     array([[[[1.]]]], dtype=float32)
     """
+    if getattr(node, "domain", None) == "com.microsoft" and node.op_type == "CropAndResize":
+        attributes = _node_attributes(node, _CROP_AND_RESIZE_ATTRIBUTES)
+        if batch_indices is None or crop_size is None:
+            raise _validate.InvalidArgumentError(
+                "CropAndResize has four inputs (X, rois, batch_indices, crop_size)")
+        return crop_and_resize(X, rois, batch_indices, crop_size, num_threads=num_threads,
+                               **attributes)
     op_type = _node_op_type(node)
+    if crop_size is not None:
+        raise _validate.InvalidArgumentError(f"{op_type} has no crop_size input")
     if op_type == "RoiAlign":
         attributes = _node_attributes(node, _ROI_ALIGN_ATTRIBUTES)
         if batch_indices is None:

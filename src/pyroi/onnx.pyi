@@ -10,8 +10,8 @@ import numpy.typing as npt
 from pyroi.layers import _RoILayer
 from pyroi.ops import _Pooled
 
-__all__ = ["MaxRoiPool", "RoiAlign", "custom_ops_library", "max_roi_pool", "rewrite_model",
-           "roi_align", "roi_align_backward", "run_node"]
+__all__ = ["MaxRoiPool", "RoiAlign", "crop_and_resize", "custom_ops_library", "max_roi_pool",
+           "rewrite_model", "roi_align", "roi_align_backward", "run_node"]
 
 class _OnnxLayer(_RoILayer):
     lda_coeff: float
@@ -83,5 +83,10 @@ def roi_align(X: npt.ArrayLike, rois: npt.ArrayLike, batch_indices: npt.ArrayLik
 def custom_ops_library() -> str: ...
 def rewrite_model(model: Any, *, back: bool = False) -> tuple[Any, int]: ...
 def run_node(node: Any, X: npt.ArrayLike, rois: npt.ArrayLike,
-             batch_indices: npt.ArrayLike | None = None, *, opset: int = 16,
+             batch_indices: npt.ArrayLike | None = None,
+             crop_size: npt.ArrayLike | None = None, *, opset: int = 16,
              num_threads: int | None = None) -> npt.NDArray[Any]: ...
+def crop_and_resize(X: npt.ArrayLike, rois: npt.ArrayLike, batch_indices: npt.ArrayLike,
+                    crop_size: npt.ArrayLike, *, mode: str = "bilinear",
+                    extrapolation_value: float = 0.0,
+                    num_threads: int | None = None) -> npt.NDArray[Any]: ...

@@ -978,6 +978,235 @@ def prroi_pool_backward(grad_output, boxes, input_shape, spatial_scale=1.0, *, i
 
 
 # float16: every operator above also takes float16 data, computed in float32 (see _half.py)
+# ---- crop_and_resize (TensorFlow's tf.image.crop_and_resize; docs/semantics.md §13) --------
+__all__ += ["crop_and_resize", "crop_and_resize_backward_boxes",
+            "crop_and_resize_backward_image"]
+
+def _crop_layout(array, layout):
+    """The (N, C, H, W) / (K, C, ch, cw) view of an array given in ``layout``."""
+    return array.transpose(0, 3, 1, 2) if _validate.is_channels_last(layout) else array
+
+
+def _crop_shape(layout, count, channels, height, width):
+    """The shape, in ``layout``, of count images of channels x height x width."""
+    if _validate.is_channels_last(layout):
+        return (count, height, width, channels)
+    return (count, channels, height, width)
+
+
+def crop_and_resize(image, boxes, box_indices, crop_size, method="bilinear",
+                    extrapolation_value=0.0, *, layout="NHWC", placement="tensorflow",
+                    num_threads=None, out=None):
+    """Crops resized by point sampling, as TensorFlow's ``tf.image.crop_and_resize``.
+
+    Crop ``k`` has ``crop_size = (ch, cw)`` samples of image ``box_indices[k]`` at
+    corner-aligned positions of the normalised box ``boxes[k] = [y1, x1, y2, x2]``: sample
+    ``(i, j)`` lies at ``y = y1 (H - 1) + i (y2 - y1) (H - 1) / (ch - 1)`` (``ch = 1``: the
+    centre ``(y1 + y2) (H - 1) / 2``), ``x`` alike, so 0 and 1 are the first and last pixel
+    centres. It is interpolated (``method="bilinear"``) or the nearest pixel
+    (``"nearest"``, halves rounded away from zero); a sample outside the image is
+    ``extrapolation_value``. Flipped boxes (``y1 > y2``) flip the crop.
+
+    Parameters
+    ----------
+    image : ndarray, float32 or float64
+        ``(N, H, W, C)`` (``layout="NHWC"``, TensorFlow's) or ``(N, C, H, W)``; any strides.
+    boxes : ndarray (K, 4)
+        ``[y1, x1, y2, x2]`` normalised, finite, dtype of ``image``; may reach outside
+        ``[0, 1]``.
+    box_indices : ndarray (K,) of int
+        Image of each box, in ``[0, N)``.
+    crop_size : (int, int)
+        ``(ch, cw)``, both positive.
+    method : {"bilinear", "nearest"}
+    extrapolation_value : float, default 0.0
+        Value of samples outside the image (any float, NaN too).
+    layout : {"NHWC", "NCHW"}
+        Layout of ``image`` and of the result.
+    placement : {"tensorflow", "onnxruntime"}
+        How float positions round: TensorFlow's ``y1 (H - 1) + i * scale`` for every sample,
+        or onnxruntime's ``com.microsoft.CropAndResize``, which places the first and last
+        samples at exactly ``y1 (H - 1)`` and ``y2 (H - 1)`` (an ulp apart at most; it can
+        move a ``nearest`` pick at a .5 tie).
+    num_threads : int, optional
+        Threads for this call (default :func:`pyroi.get_num_threads`); results are
+        identical for every value.
+    out : ndarray, optional
+        Array of the result's shape and dtype to write into.
+
+    Returns
+    -------
+    ndarray, ``(K, ch, cw, C)`` (NHWC) or ``(K, C, ch, cw)`` (NCHW), dtype of ``image``
+
+    Examples
+    --------
+    >>> import numpy as np, pyroi
+    >>> image = np.array([1, 2, 3, 4], np.float32).reshape(1, 2, 2, 1)
+    >>> pyroi.crop_and_resize(image, np.array([[0, 0, 1, 1]], np.float32), [0], (3, 3))[0, :, :, 0]
+    array([[1. , 1.5, 2. ],
+           [2. , 2.5, 3. ],
+           [3. , 3.5, 4. ]], dtype=float32)
+    """
+    array = _validate.crop_image(image, "image")
+    features = _crop_layout(array, layout)
+    crop_height, crop_width = _validate.int_pair(_crop_pair(crop_size), "crop_size")
+    method_code = _validate.crop_method(method)
+    placement_code = _validate.crop_placement(placement)
+    fill = _validate.any_real(extrapolation_value, "extrapolation_value")
+    threads = _validate.num_threads(num_threads)
+    coords, indices = _validate.crop_boxes(boxes, box_indices, features.dtype, features.shape[0])
+    shape = _crop_shape(layout, coords.shape[0], features.shape[1], crop_height, crop_width)
+    result = _validate.output_array(out, shape, features.dtype,
+                                    (image, boxes, box_indices, features, coords, indices),
+                                    shape_from="crop_size")
+    _core.crop_and_resize_forward(features, coords, indices, _crop_layout(result, layout),
+                                  crop_height, crop_width, method_code, placement_code, fill,
+                                  threads)
+    return result
+
+
+def _crop_pair(value):
+    """crop_size as TensorFlow takes it: a pair (a 1-d array of two ints too)."""
+    return list(value) if isinstance(value, np.ndarray) else value
+
+
+def crop_and_resize_backward_image(grads, boxes, box_indices, image_shape, method="bilinear",
+                                   *, layout="NHWC", placement="tensorflow", num_threads=None,
+                                   out=None):
+    """The gradient of :func:`crop_and_resize` with respect to the image, as TensorFlow's
+    ``CropAndResizeGradImage`` (``grads, boxes, box_ind, image_size``).
+
+    Bilinear spreads each element of ``grads`` over its sample's four pixels with the
+    interpolation weights; nearest adds it to the picked pixel; samples outside the image
+    add nothing. Each pixel sums its terms in TensorFlow's order (box, row, column, tap).
+
+    Parameters
+    ----------
+    grads : ndarray, float32 or float64
+        ``(K, ch, cw, C)`` (NHWC) or ``(K, C, ch, cw)``: the gradient of the crops.
+    boxes, box_indices
+        As given to the forward.
+    image_shape : sequence of 4 ints
+        The image's shape in ``layout``: ``(N, H, W, C)`` or ``(N, C, H, W)``.
+    method, layout, placement, num_threads
+        As for :func:`crop_and_resize`.
+    out : ndarray of shape ``image_shape``, optional
+        Overwritten with the gradient (not accumulated).
+
+    Returns
+    -------
+    ndarray of shape ``image_shape``, dtype of ``grads``
+
+    Examples
+    --------
+    >>> import numpy as np, pyroi
+    >>> g = np.ones((1, 1, 1, 1), np.float32)
+    >>> pyroi.crop_and_resize_backward_image(g, np.array([[0, 0, 1, 1]], np.float32), [0],
+    ...                                      (1, 2, 2, 1))[0, :, :, 0]
+    array([[0.25, 0.25],
+           [0.25, 0.25]], dtype=float32)
+    """
+    grad = _validate.crop_image(grads, "grads")
+    grad_view = _crop_layout(grad, layout)
+    shape = _validate.shape4(image_shape, "image_shape")
+    method_code = _validate.crop_method(method)
+    placement_code = _validate.crop_placement(placement)
+    threads = _validate.num_threads(num_threads)
+    nchw = _crop_layout(_ShapeOnly(shape), layout).shape
+    if nchw[1] != grad_view.shape[1]:
+        raise _validate.ShapeError(
+            f"grads has {grad_view.shape[1]} channels but image_shape {shape} has {nchw[1]}")
+    coords, indices = _validate.crop_boxes(boxes, box_indices, grad.dtype, nchw[0])
+    if grad_view.shape[0] != coords.shape[0]:
+        raise _validate.ShapeError(
+            f"grads has {grad_view.shape[0]} crops but boxes has {coords.shape[0]} boxes")
+    result = _validate.output_array(out, shape, grad.dtype,
+                                    (grads, boxes, box_indices, grad, coords, indices),
+                                    shape_from="image_shape")
+    _core.crop_and_resize_backward_image(grad_view, coords, indices,
+                                         _crop_layout(result, layout), method_code,
+                                         placement_code, threads)
+    return result
+
+
+class _ShapeOnly:
+    """A shape that transposes like an array (for the NCHW view of image_shape)."""
+
+    def __init__(self, shape):
+        self.shape = tuple(shape)
+
+    def transpose(self, *axes):
+        return _ShapeOnly(self.shape[a] for a in axes)
+
+
+def crop_and_resize_backward_boxes(grads, image, boxes, box_indices, method="bilinear", *,
+                                   layout="NHWC", placement="tensorflow", num_threads=None,
+                                   out=None):
+    """The gradient of :func:`crop_and_resize` with respect to the boxes, as TensorFlow's
+    ``CropAndResizeGradBoxes`` (``grads, image, boxes, box_ind``); bilinear only (TensorFlow
+    has none for nearest: ``method="nearest"`` raises).
+
+    Each sample adds ``grads * dvalue/dy * dy/dy1`` (and the other three coordinates) with
+    ``dy/dy1 = (H - 1)(1 - i / (ch - 1))``, ``dy/dy2 = (H - 1) i / (ch - 1)`` (``ch = 1``:
+    both ``(H - 1) / 2``). On a whole pixel, where the crop is not differentiable, the slope
+    is that of the next cell (the last pixel: the cell before it); TensorFlow takes 0 there.
+    Samples outside the image add nothing.
+
+    Parameters
+    ----------
+    grads : ndarray, float32 or float64
+        ``(K, ch, cw, C)`` (NHWC) or ``(K, C, ch, cw)``.
+    image : ndarray
+        The forward's image (dtype of ``grads``).
+    boxes, box_indices
+        As given to the forward.
+    method, layout, placement, num_threads
+        As for :func:`crop_and_resize`.
+    out : ndarray (K, 4), optional
+
+    Returns
+    -------
+    ndarray (K, 4) ``[dy1, dx1, dy2, dx2]``, dtype of ``grads``
+
+    Examples
+    --------
+    >>> import numpy as np, pyroi
+    >>> image = np.array([1, 2, 3, 4], np.float64).reshape(1, 2, 2, 1)
+    >>> g = np.ones((1, 1, 1, 1))
+    >>> pyroi.crop_and_resize_backward_boxes(g, image, np.array([[0.2, 0.2, 0.6, 0.6]]), [0])
+    array([[1. , 0.5, 1. , 0.5]])
+    """
+    grad = _validate.crop_image(grads, "grads")
+    grad_view = _crop_layout(grad, layout)
+    array = _validate.crop_image(image, "image")
+    features = _crop_layout(array, layout)
+    if array.dtype != grad.dtype:
+        raise _validate.DTypeError(f"image must have the dtype of grads ({grad.dtype}), "
+                                   f"got {array.dtype}")
+    method_code = _validate.crop_method(method)
+    if method_code != 0:
+        raise _validate.InvalidArgumentError(
+            'method: the box gradient exists for "bilinear" only (as in TensorFlow), got '
+            f'{method!r}')
+    placement_code = _validate.crop_placement(placement)
+    threads = _validate.num_threads(num_threads)
+    if features.shape[1] != grad_view.shape[1]:
+        raise _validate.ShapeError(
+            f"grads has {grad_view.shape[1]} channels but image has {features.shape[1]}")
+    coords, indices = _validate.crop_boxes(boxes, box_indices, grad.dtype, features.shape[0])
+    if grad_view.shape[0] != coords.shape[0]:
+        raise _validate.ShapeError(
+            f"grads has {grad_view.shape[0]} crops but boxes has {coords.shape[0]} boxes")
+    result = _validate.output_array(out, (coords.shape[0], 4), grad.dtype,
+                                    (grads, image, boxes, box_indices, grad, features, coords,
+                                     indices), shape_from="boxes")
+    _core.crop_and_resize_backward_boxes(grad_view, features, coords, indices, result,
+                                         method_code, placement_code, threads)
+    return result
+
+
+# float16: every operator above but crop_and_resize also takes float16 data, computed in
+# float32 (see _half.py)
 from pyroi._half import float16_support as _float16_support  # noqa: E402
 from pyroi._half import _is_half, _widened  # noqa: E402
 

@@ -14,6 +14,9 @@ _PooledArgmax = npt.NDArray[Any] | tuple[npt.NDArray[Any], npt.NDArray[np.int64 
 __all__ = [
     "prroi_pool",
     "prroi_pool_backward",
+    "crop_and_resize",
+    "crop_and_resize_backward_boxes",
+    "crop_and_resize_backward_image",
     "ps_roi_align",
     "ps_roi_align_backward",
     "ps_roi_pool",
@@ -102,3 +105,22 @@ def prroi_pool_backward(
     batch_indices: npt.ArrayLike | None = None, num_threads: int | None = None,
     out: npt.NDArray[Any] | None = None,
 ) -> tuple[npt.NDArray[Any], npt.NDArray[Any] | list[npt.NDArray[Any]] | None]: ...
+def crop_and_resize(image: npt.ArrayLike, boxes: npt.ArrayLike, box_indices: npt.ArrayLike,
+                    crop_size: Sequence[int] | npt.ArrayLike, method: str = "bilinear",
+                    extrapolation_value: float = 0.0, *, layout: str = "NHWC",
+                    placement: str = "tensorflow", num_threads: int | None = None,
+                    out: npt.NDArray[Any] | None = None) -> npt.NDArray[Any]: ...
+
+def crop_and_resize_backward_image(grads: npt.ArrayLike, boxes: npt.ArrayLike,
+                                   box_indices: npt.ArrayLike, image_shape: Sequence[int],
+                                   method: str = "bilinear", *, layout: str = "NHWC",
+                                   placement: str = "tensorflow",
+                                   num_threads: int | None = None,
+                                   out: npt.NDArray[Any] | None = None) -> npt.NDArray[Any]: ...
+
+def crop_and_resize_backward_boxes(grads: npt.ArrayLike, image: npt.ArrayLike,
+                                   boxes: npt.ArrayLike, box_indices: npt.ArrayLike,
+                                   method: str = "bilinear", *, layout: str = "NHWC",
+                                   placement: str = "tensorflow",
+                                   num_threads: int | None = None,
+                                   out: npt.NDArray[Any] | None = None) -> npt.NDArray[Any]: ...

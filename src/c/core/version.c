@@ -71,6 +71,9 @@ const char *pyroi_status_string(pyroi_status status)
         return "invalid argmax: an entry is neither -1 nor a pixel index in [0, H * W)";
     case PYROI_E_CANCELLED:
         return "cancelled";
+    case PYROI_E_INVALID_METHOD:
+        return "invalid method: not one the operator has (crop_and_resize's box gradient has "
+               "no nearest)";
     }
     return "unknown status";
 }

@@ -141,7 +141,11 @@ typedef enum pyroi_status {
      * [0, H * W) (RoIPool) or a winner code of its bin (the RoIAlign max modes). */
     PYROI_E_INVALID_ARGMAX = 11,
     /* The call was cancelled through params.cancel (pyroi_cancel) before it finished. */
-    PYROI_E_CANCELLED = 12
+    PYROI_E_CANCELLED = 12,
+    /* A method or placement the operator does not have (crop_and_resize: method not
+     * PYROI_CROP_BILINEAR / PYROI_CROP_NEAREST, placement unknown, or the box gradient of
+     * nearest, which has none). */
+    PYROI_E_INVALID_METHOD = 13
 } pyroi_status;
 
 /* The library's version as PYROI_VERSION_NUMBER; compare with the macro to detect a header
@@ -1512,6 +1516,108 @@ PYROI_API pyroi_status pyroi_roi_pool_bin_edges_f32(
 PYROI_API pyroi_status pyroi_roi_pool_bin_edges_f64(
     const double box[4], int64_t height, int64_t width, const pyroi_roi_pool_params *params,
     int64_t roi_pixels[4], int64_t *row_edges, int64_t *col_edges);
+
+/* ---- crop_and_resize (TensorFlow's tf.image.crop_and_resize), docs/semantics.md §13 -------
+ * A crop of crop_height x crop_width point samples of box k = [y1, x1, y2, x2], normalised
+ * (0 and 1 are the first and last pixel centres), of image box_indices[k]: sample (i, j) lies
+ * at y = y1 (H - 1) + i (y2 - y1)(H - 1) / (crop_height - 1) (one row: 0.5 (y1 + y2)(H - 1)),
+ * x alike; outside [0, H - 1] x [0, W - 1] it is the extrapolation value. Flipped boxes flip
+ * the crop; boxes may reach outside [0, 1].
+ * Tensors are 4-d with element strides: the image (N, C, H, W) and the crops (K, C,
+ * crop_height, crop_width) as logical shapes, so TensorFlow's NHWC image is the strides
+ * (H W C, 1, W C, C) and its (K, ch, cw, C) crops (ch cw C, 1, cw C, C); NCHW is the packed
+ * strides. Boxes are rows of 4 consecutive values (row k at k * box_row_stride), box_indices
+ * int64 (TensorFlow's int32 widened). Every entry point copies boxes and indices once
+ * (indices checked in [0, N) in the copy: PYROI_E_INVALID_BATCH_INDEX), rejects a box with a
+ * non-finite coordinate (PYROI_E_INVALID_BOX), runs on num_threads workers over disjoint
+ * outputs without atomics (bit-identical for every thread count) and stops within
+ * milliseconds when params.cancel is set (PYROI_E_CANCELLED). Float64 computes in double
+ * throughout (TensorFlow narrows to float). */
+#define PYROI_CROP_BILINEAR 0 /* TensorFlow's lerp form: two lerps along x, one along y */
+#define PYROI_CROP_NEAREST 1  /* the pixel at round(y), round(x), halves away from zero */
+/* Positions in T as TensorFlow rounds them: y1 (H - 1) + i * scale, every sample. */
+#define PYROI_CROP_PLACEMENT_TENSORFLOW 0
+/* onnxruntime's com.microsoft.CropAndResize: as TensorFlow, but the first and last samples
+ * at exactly y1 (H - 1) and y2 (H - 1) (they can differ from TensorFlow's by an ulp). */
+#define PYROI_CROP_PLACEMENT_EXACT_ENDS 1
+
+typedef struct pyroi_crop_and_resize_params {
+    /* Samples per crop along y and x; both > 0 (else PYROI_E_INVALID_OUTPUT_SIZE). Default
+     * 1. */
+    int64_t crop_height;
+    int64_t crop_width;
+    /* PYROI_CROP_BILINEAR (default) or PYROI_CROP_NEAREST (else PYROI_E_INVALID_METHOD). */
+    int method;
+    /* PYROI_CROP_PLACEMENT_TENSORFLOW (default) or PYROI_CROP_PLACEMENT_EXACT_ENDS. */
+    int placement;
+    /* The value of samples outside the image (converted to T; any value, NaN too).
+     * Default 0. */
+    double extrapolation_value;
+    /* Worker threads for this call; 0 lets the library choose. Results are bit-identical for
+     * every value. Default 0. */
+    int num_threads;
+    /* Cancellation token (see pyroi_cancel), or NULL. Default NULL. */
+    pyroi_cancel *cancel;
+} pyroi_crop_and_resize_params;
+
+/* Sets every field of *params to its documented default (NULL is ignored). Thread-safe. */
+PYROI_API void pyroi_crop_and_resize_params_init(pyroi_crop_and_resize_params *params);
+
+/* crop_and_resize forward, as tf.image.crop_and_resize: writes crops (K, C, crop_height,
+ * crop_width; strides crops_strides) from image (N, C, H, W) and num_boxes boxes. Returns
+ * PYROI_OK or the first validation failure (nothing written then). Thread-safe. */
+PYROI_API pyroi_status pyroi_crop_and_resize_forward_f32(
+    const float *image, const int64_t image_shape[4], const int64_t image_strides[4],
+    const float *boxes, int64_t num_boxes, int64_t box_row_stride, const int64_t *box_indices,
+    float *crops, const int64_t crops_strides[4], const pyroi_crop_and_resize_params *params);
+PYROI_API pyroi_status pyroi_crop_and_resize_forward_f64(
+    const double *image, const int64_t image_shape[4], const int64_t image_strides[4],
+    const double *boxes, int64_t num_boxes, int64_t box_row_stride, const int64_t *box_indices,
+    double *crops, const int64_t crops_strides[4], const pyroi_crop_and_resize_params *params);
+
+/* The image gradient (TensorFlow's CropAndResizeGradImage): overwrites grad_image (N, C, H,
+ * W) with the gradient of the forward's crops given grads (K, C, crop_height, crop_width):
+ * bilinear spreads each grads element over its four taps with the lerp weights, nearest
+ * adds it to the rounded pixel, extrapolated samples add nothing. Each element receives its
+ * terms in TensorFlow's order (box, row, column, tap). Thread-safe. */
+PYROI_API pyroi_status pyroi_crop_and_resize_backward_image_f32(
+    const float *grads, const int64_t grads_strides[4], const float *boxes, int64_t num_boxes,
+    int64_t box_row_stride, const int64_t *box_indices, float *grad_image,
+    const int64_t grad_image_shape[4], const int64_t grad_image_strides[4],
+    const pyroi_crop_and_resize_params *params);
+PYROI_API pyroi_status pyroi_crop_and_resize_backward_image_f64(
+    const double *grads, const int64_t grads_strides[4], const double *boxes,
+    int64_t num_boxes, int64_t box_row_stride, const int64_t *box_indices, double *grad_image,
+    const int64_t grad_image_shape[4], const int64_t grad_image_strides[4],
+    const pyroi_crop_and_resize_params *params);
+
+/* The box gradient (TensorFlow's CropAndResizeGradBoxes), bilinear only (nearest:
+ * PYROI_E_INVALID_METHOD): writes row k of grad_boxes (4 values [y1, x1, y2, x2] at
+ * k * grad_boxes_row_stride, a stride >= 4) with the gradient of the crops, given grads, with
+ * respect to box k's coordinates. Where a sample lies on a whole pixel the slope is that of
+ * the cell to its right (below), at the last pixel that of the cell before it (the kink rule,
+ * docs/semantics.md §13; TensorFlow takes 0 there). Thread-safe. */
+PYROI_API pyroi_status pyroi_crop_and_resize_backward_boxes_f32(
+    const float *grads, const int64_t grads_strides[4], const float *image,
+    const int64_t image_shape[4], const int64_t image_strides[4], const float *boxes,
+    int64_t num_boxes, int64_t box_row_stride, const int64_t *box_indices, float *grad_boxes,
+    int64_t grad_boxes_row_stride, const pyroi_crop_and_resize_params *params);
+PYROI_API pyroi_status pyroi_crop_and_resize_backward_boxes_f64(
+    const double *grads, const int64_t grads_strides[4], const double *image,
+    const int64_t image_shape[4], const int64_t image_strides[4], const double *boxes,
+    int64_t num_boxes, int64_t box_row_stride, const int64_t *box_indices, double *grad_boxes,
+    int64_t grad_boxes_row_stride, const pyroi_crop_and_resize_params *params);
+
+/* The first box the crop_and_resize entry points would reject (PYROI_E_INVALID_BATCH_INDEX
+ * or PYROI_E_INVALID_BOX) in *failed_roi, or PYROI_OK with *failed_roi = -1. Thread-safe. */
+PYROI_API pyroi_status pyroi_crop_and_resize_find_invalid_roi_f32(
+    const float *boxes, int64_t num_boxes, int64_t box_row_stride, const int64_t *box_indices,
+    int64_t num_images, int64_t height, int64_t width,
+    const pyroi_crop_and_resize_params *params, int64_t *failed_roi);
+PYROI_API pyroi_status pyroi_crop_and_resize_find_invalid_roi_f64(
+    const double *boxes, int64_t num_boxes, int64_t box_row_stride,
+    const int64_t *box_indices, int64_t num_images, int64_t height, int64_t width,
+    const pyroi_crop_and_resize_params *params, int64_t *failed_roi);
 
 #ifdef __cplusplus
 }
