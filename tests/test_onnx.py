@@ -514,6 +514,30 @@ def test_run_node_errors(onnx_mod):
         ponnx.run_node("RoiAlign", x, rois, batch)
 
 
+def test_run_node_mmcv_prroi_pool(onnx_mod):
+    """mmcv's exported node (its symbolic: pooled_height_i, pooled_width_i, spatial_scale_f)."""
+    rng = np.random.default_rng(stable_seed("mmcv-prroi"))
+    x = rng.standard_normal((2, 3, 9, 11))
+    rois = np.array([[0, 1.3, 0.7, 8.2, 6.9], [1, -2.0, 3.1, 4.4, 12.0], [1, 5, 5, 2, 7]])
+    node = onnx_mod.helper.make_node("PrRoIPool", ["X", "rois"], ["Y"], domain="mmcv",
+                                     pooled_height=3, pooled_width=2, spatial_scale=0.75)
+    assert_bits_equal(ponnx.run_node(node, x, rois), pyroi.prroi_pool(x, rois, (3, 2), 0.75))
+    bare = onnx_mod.helper.make_node("PrRoIPool", ["X", "rois"], ["Y"], domain="mmcv",
+                                     pooled_height=2, pooled_width=4)
+    assert_bits_equal(ponnx.run_node(bare, x, rois), pyroi.prroi_pool(x, rois, (2, 4)))
+    with pytest.raises(pyroi.InvalidArgumentError, match="pooled_width"):
+        ponnx.run_node(onnx_mod.helper.make_node("PrRoIPool", ["X", "rois"], ["Y"],
+                                                 domain="mmcv", pooled_height=2), x, rois)
+    with pytest.raises(pyroi.InvalidArgumentError, match="attribute 'mode'"):
+        ponnx.run_node(onnx_mod.helper.make_node("PrRoIPool", ["X", "rois"], ["Y"],
+                                                 domain="mmcv", pooled_height=2,
+                                                 pooled_width=2, mode="avg"), x, rois)
+    with pytest.raises(pyroi.InvalidArgumentError, match="two inputs"):
+        ponnx.run_node(bare, x, rois, np.zeros(3, np.int64))
+    with pytest.raises(pyroi.ShapeError, match="boxes"):
+        ponnx.run_node(bare, x, rois[:, 1:])
+
+
 # ---- RoIs inverted on one axis (half_pixel, adaptive): onnxruntime's error -----------------
 
 INVERSION_ROIS = {

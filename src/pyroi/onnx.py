@@ -24,6 +24,7 @@ from pyroi.layers import _RoILayer
 from pyroi.ops import (_max_mode_argmax, _roi_align_backward_run, _roi_align_run,
                        _roi_pool_run, roi_pool_backward)
 from pyroi.ops import crop_and_resize as _crop_and_resize
+from pyroi.ops import prroi_pool as _prroi_pool
 
 __all__ = ["MaxRoiPool", "RoiAlign", "crop_and_resize", "custom_ops_library", "max_roi_pool",
            "rewrite_model", "roi_align", "roi_align_backward", "run_node"]
@@ -497,18 +498,25 @@ def _uses_domain(graph, domain: str) -> bool:
 
 
 def run_node(node, X, rois, batch_indices=None, crop_size=None, *, opset=16, num_threads=None):
-    """Runs one ONNX ``RoiAlign`` or ``MaxRoiPool`` node, or onnxruntime's
+    """Runs one ONNX ``RoiAlign`` or ``MaxRoiPool`` node, onnxruntime's
     ``com.microsoft.CropAndResize`` node (inputs ``X, rois, batch_indices, crop_size``;
-    :func:`crop_and_resize`), on NumPy inputs.
+    :func:`crop_and_resize`) or the ``mmcv::PrRoIPool`` node mmcv's exporter writes (inputs
+    ``X, rois``, rois ``(K, 5)`` rows ``[batch, x1, y1, x2, y2]``; :func:`pyroi.prroi_pool`),
+    on NumPy inputs.
 
     Parameters
     ----------
     node : onnx.NodeProto
-        A node with ``op_type`` "RoiAlign" or "MaxRoiPool" (default domain); its attributes
-        are read with :func:`onnx.helper.get_attribute_value` (attributes not in the
-        operator's schema raise). Requires the ``onnx`` package.
+        A node with ``op_type`` "RoiAlign" or "MaxRoiPool" (default domain),
+        "CropAndResize" (domain ``com.microsoft``) or "PrRoIPool" (domain ``mmcv``:
+        attributes ``pooled_height`` and ``pooled_width``, required, and ``spatial_scale``,
+        default 1); its attributes are read with :func:`onnx.helper.get_attribute_value`
+        (attributes not in the operator's schema raise). Requires the ``onnx`` package.
     X, rois, batch_indices
-        The node's inputs, in order (``MaxRoiPool`` has no ``batch_indices``).
+        The node's inputs, in order (``MaxRoiPool`` and ``PrRoIPool`` have no
+        ``batch_indices``).
+    crop_size
+        ``CropAndResize``'s fourth input.
     opset : int, default 16
         The opset of the model the node belongs to (RoiAlign's defaults depend on it).
     num_threads : int, optional
@@ -535,6 +543,8 @@ def run_node(node, X, rois, batch_indices=None, crop_size=None, *, opset=16, num
                 "CropAndResize has four inputs (X, rois, batch_indices, crop_size)")
         return crop_and_resize(X, rois, batch_indices, crop_size, num_threads=num_threads,
                                **attributes)
+    if getattr(node, "domain", None) == "mmcv" and node.op_type == "PrRoIPool":
+        return _run_mmcv_prroi_pool(node, X, rois, batch_indices, crop_size, num_threads)
     op_type = _node_op_type(node)
     if crop_size is not None:
         raise _validate.InvalidArgumentError(f"{op_type} has no crop_size input")
@@ -555,6 +565,21 @@ def run_node(node, X, rois, batch_indices=None, crop_size=None, *, opset=16, num
     raise _validate.InvalidArgumentError(
         f'node.op_type must be "RoiAlign" or "MaxRoiPool", got {op_type!r}'
     )
+
+
+_MMCV_PRROI_POOL_ATTRIBUTES = {"pooled_height", "pooled_width", "spatial_scale"}
+
+
+def _run_mmcv_prroi_pool(node, X, rois, batch_indices, crop_size, num_threads):
+    """mmcv::PrRoIPool as mmcv's symbolic writes it (the ONNX Runtime library's node too)."""
+    attributes = _node_attributes(node, _MMCV_PRROI_POOL_ATTRIBUTES)
+    missing = sorted({"pooled_height", "pooled_width"} - attributes.keys())
+    if missing:
+        raise _validate.InvalidArgumentError(f"PrRoIPool needs its {missing[0]} attribute")
+    if batch_indices is not None or crop_size is not None:
+        raise _validate.InvalidArgumentError("PrRoIPool has two inputs (X, rois)")
+    return _prroi_pool(X, rois, (attributes["pooled_height"], attributes["pooled_width"]),
+                       attributes.get("spatial_scale", 1.0), num_threads=num_threads)
 
 
 class _OnnxLayer(_RoILayer):
