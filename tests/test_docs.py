@@ -20,7 +20,7 @@ OPTIONAL = (("pyroi.viz.explain", "matplotlib"), ("pyroi.viz.save_explain", "mat
             ("pyroi.onnx.run_node", "onnx"), ("pyroi.onnx.RoiAlign.from_node", "onnx"),
             ("pyroi.onnx.RoiAlign.to_node", "onnx"), ("pyroi.onnx.MaxRoiPool.from_node", "onnx"),
             ("pyroi.onnx.MaxRoiPool.to_node", "onnx"),
-            ("pyroi.onnx._OnnxLayer.to_node", "onnx"))
+            ("pyroi.onnx._OnnxLayer.to_node", "onnx"), ("pyroi.onnx.rewrite_model", "onnx"))
 
 
 def public_objects():

@@ -432,3 +432,77 @@ def test_rotated_op_gives_pyroi_bits(library, dtype, angle):
         session(library, model("RoIAlignRotated", dict(angle="turns"),
                                ["X", "rois", "batch_indices"], dtype)).run(
             None, dict(X=X, rois=rois, batch_indices=batch))
+
+
+# ---- pyroi::CropAndResize: onnxruntime's contrib com.microsoft.CropAndResize -------------
+
+def crop_model(domain, attributes, dtype=np.float32, index_type=TensorProto.INT32,
+               size_type=TensorProto.INT32):
+    """One CropAndResize node (domain "pyroi" or "com.microsoft": onnxruntime's own)."""
+    values = [helper.make_tensor_value_info("X", TYPES[dtype], None),
+              helper.make_tensor_value_info("rois", TYPES[dtype], None),
+              helper.make_tensor_value_info("batch_indices", index_type, None),
+              helper.make_tensor_value_info("crop_size", size_type, None)]
+    node = helper.make_node("CropAndResize", ["X", "rois", "batch_indices", "crop_size"],
+                            ["Y"], domain=domain, **attributes)
+    graph = helper.make_graph([node], "crop", values,
+                              [helper.make_tensor_value_info("Y", TYPES[dtype], None)])
+    imports = [helper.make_opsetid("", 17), helper.make_opsetid(domain, 1)]
+    return helper.make_model(graph, opset_imports=imports).SerializeToString()
+
+
+def crop_case(seed, dtype=np.float32, num_rois=40):
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((2, 5, 19, 23)).astype(dtype)
+    corner = rng.uniform(-0.3, 1.1, (num_rois, 2))  # some boxes reach off the image
+    rois = np.concatenate([corner, corner + rng.uniform(-0.2, 0.9, (num_rois, 2))], 1)
+    return X, rois.astype(dtype), rng.integers(0, 2, num_rois).astype(np.int32)
+
+
+@pytest.mark.parametrize("mode", ["bilinear", "nearest"])
+@pytest.mark.parametrize("crop", [(1, 1), (7, 7), (3, 8)])
+def test_crop_and_resize_gives_onnxruntimes_bits(library, mode, crop):
+    X, rois, batch = crop_case(31 + crop[1])
+    attributes = dict(mode=mode, extrapolation_value=-0.75)
+    feed = dict(X=X, rois=rois, batch_indices=batch, crop_size=np.array(crop, np.int32))
+    ours = session(library, crop_model("pyroi", attributes)).run(None, feed)[0]
+    try:
+        theirs_session = session(None, crop_model("com.microsoft", attributes))
+    except Exception as error:  # a build without the contrib ops
+        pytest.skip(f"onnxruntime has no com.microsoft CropAndResize: {error}")
+    assert ours.shape == (len(rois), 5) + crop
+    assert_same_bits(ours, theirs_session.run(None, feed)[0])
+    assert_same_bits(ours, ponnx.crop_and_resize(X, rois, batch, crop, **attributes))
+
+
+def test_crop_and_resize_float64_int64_threads_and_no_rois(library):
+    X, rois, batch = crop_case(41, np.float64, num_rois=200)
+    graph = crop_model("pyroi", {}, np.float64, TensorProto.INT64, TensorProto.INT64)
+    feed = dict(X=X, rois=rois, batch_indices=batch.astype(np.int64),
+                crop_size=np.array([6, 5], np.int64))
+    results = [session(library, graph, threads).run(None, feed)[0] for threads in (1, 2, 3)]
+    assert_same_bits(results[0], ponnx.crop_and_resize(X, rois, batch, (6, 5)))
+    for result in results[1:]:
+        assert_same_bits(result, results[0])
+    empty = dict(feed, rois=rois[:0], batch_indices=feed["batch_indices"][:0])
+    assert session(library, graph).run(None, empty)[0].shape == (0, 5, 6, 5)
+
+
+def test_crop_and_resize_bad_inputs_are_errors_naming_them(library):
+    X, rois, batch = crop_case(43)
+    feed = dict(X=X, rois=rois, batch_indices=batch, crop_size=np.array([2, 2], np.int32))
+    graph = session(library, crop_model("pyroi", {}))
+    for crop_size in ([0, 2], [2], [2, 2, 2]):
+        with pytest.raises(Exception, match="crop_size"):
+            graph.run(None, dict(feed, crop_size=np.array(crop_size, np.int32)))
+    with pytest.raises(Exception, match="batch_indices"):
+        graph.run(None, dict(feed, batch_indices=batch + 2))
+    not_finite = rois.copy()
+    not_finite[3, 1] = np.nan
+    with pytest.raises(Exception, match="rois"):
+        graph.run(None, dict(feed, rois=not_finite))
+    with pytest.raises(Exception, match="mode"):
+        session(library, crop_model("pyroi", dict(mode="bicubic"))).run(None, feed)
+    with pytest.raises(Exception, match="float16"):
+        session(library, crop_model("pyroi", {}, np.float16)).run(
+            None, dict(feed, X=X.astype(np.float16), rois=rois.astype(np.float16)))

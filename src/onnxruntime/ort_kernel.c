@@ -301,6 +301,50 @@ void pyroi_ort_rows_free(pyroi_ort_rows *rows)
     rows->wide = NULL;
 }
 
+/* int32 batch indices as the int64 ones pyroi takes (malloc'd; the values are checked by
+ * the pyroi call). */
+static OrtStatus *widen_indices(const char *op, const int32_t *indices, int64_t count,
+                                int64_t **out)
+{
+    int64_t i;
+    *out = (int64_t *)malloc((size_t)(count > 0 ? count : 1) * sizeof(int64_t));
+    if (*out == NULL) {
+        return pyroi_ort_status(op, PYROI_E_NO_MEMORY);
+    }
+    for (i = 0; i < count; ++i) {
+        (*out)[i] = indices[i];
+    }
+    return NULL;
+}
+
+/* The output size held by input index (crop_size: 2 values, int32 or int64, each >= 1),
+ * read once. */
+static OrtStatus *size_input_read(OrtKernelContext *context, size_t index, const char *op,
+                                  int64_t size[2])
+{
+    pyroi_ort_tensor tensor;
+    OrtStatus *status = pyroi_ort_input(context, index, op, "crop_size", 1, &tensor);
+    int axis;
+    if (status != NULL) {
+        return status;
+    }
+    if (tensor.shape[0] != 2 || (tensor.type != ONNX_TENSOR_ELEMENT_DATA_TYPE_INT32 &&
+                                 tensor.type != ONNX_TENSOR_ELEMENT_DATA_TYPE_INT64)) {
+        return pyroi_ort_error(ORT_INVALID_ARGUMENT, op, "crop_size must be 2 int32 or int64 "
+                               "values [crop_height, crop_width]");
+    }
+    for (axis = 0; axis < 2; ++axis) {
+        size[axis] = tensor.type == ONNX_TENSOR_ELEMENT_DATA_TYPE_INT32
+                         ? (int64_t)((const int32_t *)tensor.data)[axis]
+                         : ((const int64_t *)tensor.data)[axis];
+    }
+    if (size[0] < 1 || size[1] < 1) {
+        return pyroi_ort_error(ORT_INVALID_ARGUMENT, op, "crop_size must be >= 1, got [%lld, "
+                               "%lld]", (long long)size[0], (long long)size[1]);
+    }
+    return NULL;
+}
+
 OrtStatus *pyroi_ort_call_read(OrtKernelContext *context, const char *op, int64_t coords,
                                int rows, int64_t channel_divisor, const int64_t pooled[2],
                                pyroi_ort_call *call)
@@ -328,8 +372,10 @@ OrtStatus *pyroi_ort_call_read(OrtKernelContext *context, const char *op, int64_
         call->boxes = call->rows.coordinates;
         call->box_row_stride = call->rows.row_stride;
         call->batch_indices = call->rows.batch_indices;
-    } else if (indices.type != ONNX_TENSOR_ELEMENT_DATA_TYPE_INT64) {
-        status = pyroi_ort_error(ORT_INVALID_ARGUMENT, op, "batch_indices must be int64");
+    } else if (indices.type != ONNX_TENSOR_ELEMENT_DATA_TYPE_INT64 &&
+               indices.type != ONNX_TENSOR_ELEMENT_DATA_TYPE_INT32) {
+        status = pyroi_ort_error(ORT_INVALID_ARGUMENT, op, "batch_indices must be int64 or "
+                                 "int32");
     } else if (rois.shape[1] != coords || indices.shape[0] != call->num_rois) {
         status = pyroi_ort_error(ORT_INVALID_ARGUMENT, op,
                                  "rois must be (num_rois, %lld) and batch_indices (num_rois), "
@@ -340,7 +386,12 @@ OrtStatus *pyroi_ort_call_read(OrtKernelContext *context, const char *op, int64_
         call->boxes = rois.data;
         call->box_row_stride = coords;
         call->batch_indices = (const int64_t *)indices.data;
-        if (rois.type == ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT16) {
+        if (indices.type == ONNX_TENSOR_ELEMENT_DATA_TYPE_INT32) {
+            status = widen_indices(op, (const int32_t *)indices.data, call->num_rois,
+                                   &call->rows.batch_indices);
+            call->batch_indices = call->rows.batch_indices;
+        }
+        if (status == NULL && rois.type == ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT16) {
             status = pyroi_ort_widen(op, rois.data, call->num_rois * coords, &call->rows.wide);
             call->boxes = call->rows.wide;
         }
@@ -417,10 +468,24 @@ OrtStatus *pyroi_ort_compute(const pyroi_ort_kernel *kernel, OrtKernelContext *c
     const pyroi_ort_op_spec *spec = kernel->spec;
     pyroi_ort_call call;
     pyroi_status result = PYROI_OK;
-    OrtStatus *status = pyroi_ort_call_read(
-        context, spec->name, spec->coords, spec->input_count == 2,
-        spec->position_sensitive ? kernel->pooled[0] * kernel->pooled[1] : 1, kernel->pooled,
-        &call);
+    int64_t pooled[2];
+    OrtStatus *status = NULL;
+    memset(&call, 0, sizeof(call)); /* nothing to free if the size input fails */
+    pooled[0] = kernel->pooled[0];
+    pooled[1] = kernel->pooled[1];
+    if (spec->size_input != 0) {
+        status = size_input_read(context, spec->size_input, spec->name, pooled);
+    }
+    if (status == NULL) {
+        status = pyroi_ort_call_read(context, spec->name, spec->coords, spec->input_count == 2,
+                                     spec->position_sensitive ? pooled[0] * pooled[1] : 1,
+                                     pooled, &call);
+    }
+    if (status == NULL && spec->no_float16 &&
+        call.x.type == ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT16) {
+        status = pyroi_ort_error(ORT_INVALID_ARGUMENT, spec->name, "X and rois must be float "
+                                 "or double (no float16 kernel)");
+    }
     if (status == NULL && call.num_rois > 0) { /* no RoIs: an empty output, nothing to read */
         result = spec->forward(kernel, &call);
     }

@@ -75,6 +75,7 @@ typedef struct pyroi_ort_kernel {
         pyroi_ps_roi_pool_params ps_roi_pool;
         pyroi_roi_align_rotated_params rotated;
         pyroi_prroi_pool_params prroi_pool;
+        pyroi_crop_and_resize_params crop_and_resize;
     } params;
 } pyroi_ort_kernel;
 
@@ -100,6 +101,11 @@ typedef struct pyroi_ort_op_spec {
     /* the opsets of the domain the op serves (for the override of a standard op) */
     int start_version;
     int end_version;
+    /* 0: the output size comes from the attributes; else the index of an input holding it
+     * ([height, width], int32 or int64: CropAndResize's crop_size), read once per call */
+    size_t size_input;
+    /* 1: no float16 kernel (X and rois must be float or double) */
+    int no_float16;
 } pyroi_ort_op_spec;
 
 /* "every later opset" */
@@ -141,7 +147,8 @@ int64_t pyroi_ort_infer_int(const OrtShapeInferContext *context, const char *nam
 void pyroi_ort_infer_ints(const OrtShapeInferContext *context, const char *name,
                           int64_t *values, size_t count);
 
-/* The operators (ort_roi_align.c, ort_roi_pool.c, ort_mmcv.c). */
+/* The operators (ort_roi_align.c, ort_roi_pool.c, ort_ps_roi.c, ort_rotated.c, ort_mmcv.c,
+ * ort_crop_and_resize.c). */
 extern const pyroi_ort_op_spec pyroi_ort_roi_align_spec;
 extern const pyroi_ort_op_spec pyroi_ort_max_roi_pool_spec;
 extern const pyroi_ort_op_spec pyroi_ort_mmcv_roi_align_spec;
@@ -150,6 +157,7 @@ extern const pyroi_ort_op_spec pyroi_ort_mmcv_prroi_pool_spec;
 extern const pyroi_ort_op_spec pyroi_ort_ps_roi_align_spec;
 extern const pyroi_ort_op_spec pyroi_ort_ps_roi_pool_spec;
 extern const pyroi_ort_op_spec pyroi_ort_roi_align_rotated_spec;
+extern const pyroi_ort_op_spec pyroi_ort_crop_and_resize_spec;
 extern const pyroi_ort_op_spec pyroi_ort_roi_align_10_override_spec;
 extern const pyroi_ort_op_spec pyroi_ort_roi_align_16_override_spec;
 
@@ -180,7 +188,8 @@ int pyroi_ort_is_float(ONNXTensorElementDataType type);
 /* One forward call of a kernel, read from its node's inputs and ready for pyroi: the map, the
  * boxes as the pyroi function takes them (coordinates in the map's type, float for float16;
  * a row stride; int64 batch indices) and the output made. Two input forms:
- *   rows = 0: X (N, C, H, W), rois (K, coords), batch_indices (K) int64 (ONNX RoiAlign's);
+ *   rows = 0: X (N, C, H, W), rois (K, coords), batch_indices (K) int64 (ONNX RoiAlign's) or
+ *             int32 (onnxruntime's CropAndResize's; widened);
  *   rows = 1: X, rois (K, 1 + coords) [batch_index, ...] (MaxRoiPool's and mmcv's).
  * The output is (K, C / channel_divisor, pooled[0], pooled[1]) (channel_divisor: PH * PW for
  * the position-sensitive ops, else 1). */

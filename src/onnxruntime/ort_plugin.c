@@ -40,6 +40,7 @@ static const pyroi_ort_op_spec *const OPS[] = {
     &pyroi_ort_mmcv_roi_align_spec,      &pyroi_ort_mmcv_roi_align_rotated_spec,
     &pyroi_ort_mmcv_prroi_pool_spec,     &pyroi_ort_ps_roi_align_spec,
     &pyroi_ort_ps_roi_pool_spec,         &pyroi_ort_roi_align_rotated_spec,
+    &pyroi_ort_crop_and_resize_spec,
     &pyroi_ort_roi_align_16_override_spec, &pyroi_ort_roi_align_10_override_spec};
 
 /* The domains, each holding the ops whose spec names it; the last, ONNX's own (""), only in

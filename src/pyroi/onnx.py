@@ -371,14 +371,17 @@ def _node_op_type(node) -> str:
 
 def custom_ops_library() -> str:
     """The path of pyroi's ONNX Runtime custom-op library, which makes onnxruntime run the
-    ``pyroi`` domain's operators (``RoiAlign``, ``MaxRoiPool``) with pyroi's kernels.
+    ``pyroi`` domain's operators (``RoiAlign``, ``MaxRoiPool``, ``PSRoIAlign``,
+    ``PSRoIPool``, ``RoIAlignRotated``, ``CropAndResize``) and the ``mmcv`` domain's
+    (``MMCVRoiAlign``, ``MMCVRoIAlignRotated``, ``PrRoIPool``) with pyroi's kernels.
 
-    A node in domain ``pyroi`` then computes what the standard operator of its name computes
-    (attributes, defaults and outputs of ``RoiAlign``-16 and ``MaxRoiPool``), bit for bit as
-    :func:`roi_align` and :func:`max_roi_pool`, in float32, float64 and float16. The session
-    config entry ``"pyroi.num_threads"`` sets its threads (default ``"0"``: pyroi's own
-    choice; a custom operator cannot read the session's intra-op thread count). See
-    docs/onnxruntime.md.
+    A ``pyroi`` node named after a standard or onnxruntime operator computes what that
+    operator computes (attributes, defaults and outputs of ``RoiAlign``-16, ``MaxRoiPool`` and
+    ``com.microsoft.CropAndResize``), bit for bit as :func:`roi_align`, :func:`max_roi_pool`
+    and :func:`crop_and_resize`, in float32, float64 and (but ``CropAndResize``) float16.
+    The session config entry ``"pyroi.num_threads"`` sets its threads (default ``"0"``:
+    pyroi's own choice; a custom operator cannot read the session's intra-op thread count).
+    See docs/onnxruntime.md.
 
     Raises
     ------
