@@ -470,3 +470,27 @@ def test_sample_files_feed_the_other_commands(tmp_path, capsys):
         assert cli.main([op, f"{folder}/features.npy", f"{folder}/{rows}", "-o", out]) == 0
         expected = function(sample["features"], sample[rows[:-4]], 2)
         np.testing.assert_array_equal(np.load(out), expected)
+
+
+def test_bench_crop_and_resize_calls_compute_what_onnxruntime_does():
+    """box_head_crop's pyroi forward, onnxruntime's contrib node and (where built) the pyroi
+    library's node give the same bits; its backward calls run on the workload's arrays."""
+    from pyroi import bench
+
+    w = next(w for w in bench.make_workloads(np.random.default_rng(0))
+             if w.name == "box_head_crop")
+    # normalised to the map: the box head's boxes, some reaching past its edges
+    assert w.boxes.shape == (1000, 5) and -0.5 < w.boxes[:, 1:].min() < 0 < 1 < w.boxes[:, 1:].max() < 1.5
+    grad = np.ones((1000, 256, 7, 7), np.float32)
+    forward, image_backward = bench.pyroi_calls(w, 2, grad)
+    ours = forward()
+    assert image_backward().shape == w.features.shape
+    assert bench.pyroi_crop_box_backward(w, 2, grad)().shape == (1000, 4)
+    onnx = pytest.importorskip("onnx")
+    ort = pytest.importorskip("onnxruntime")
+    session, feeds = bench.onnx_session_and_feeds((onnx, ort), w, 2)
+    np.testing.assert_array_equal(session.run(None, feeds)[0], ours)
+    library = bench.onnxruntime_library()
+    if library is not None:
+        session = bench.onnx_session_and_feeds((onnx, ort), w, 2, library)[0]
+        np.testing.assert_array_equal(session.run(None, feeds)[0], ours)

@@ -52,7 +52,8 @@ class Workload:
     aligned: bool
     backward: bool = True
     extra: dict = field(default_factory=dict)
-    # or "roi_align_max" (mode="max"), "roi_pool" (sampling_ratio, aligned unused), "onnx_max"
+    # or "roi_align_max" (mode="max"), "roi_pool" (sampling_ratio, aligned unused), "onnx_max",
+    # "prroi_pool", "crop_and_resize" (boxes (K, 5) [batch, y1, x1, y2, x2] normalised)
     op: str = "roi_align"
     features_nhwc: np.ndarray | None = None  # the features channels-last, (N, H, W, C)
 
@@ -81,8 +82,20 @@ WORKLOADS = {
     "vgg_conv5_pool": "RoIPool, Fast R-CNN VGG conv5 1x512x38x50, 300 boxes, 7x7",
     "box_head_prroi": "PrRoIPool (forward, input and box backward) on the box head's arrays, "
                       "7x7; RoIAlign avg (sr 2, aligned) on the same boxes for the ratio",
+    "box_head_crop": "crop_and_resize (forward, image and box backward; bilinear, NCHW) on the "
+                     "box head's map and boxes, 7x7 crops; onnxruntime's CropAndResize beside it",
 }
 """The workloads of ``pyroi bench``: name -> description."""
+
+
+def crop_boxes(boxes: np.ndarray, features_shape, spatial_scale: float) -> np.ndarray:
+    """Boxes (K, 5) [batch, x1, y1, x2, y2] in image pixels as crop_and_resize takes them:
+    [batch, y1, x1, y2, x2] normalised to the map (its corners at 0 and 1)."""
+    height, width = features_shape[2] - 1, features_shape[3] - 1
+    b, x1, y1, x2, y2 = (boxes[:, i] for i in range(5))
+    return np.stack([b, y1 * spatial_scale / height, x1 * spatial_scale / width,
+                     y2 * spatial_scale / height, x2 * spatial_scale / width],
+                    axis=1).astype(boxes.dtype)
 
 
 def make_workloads(rng) -> list[Workload]:
@@ -115,6 +128,9 @@ def make_workloads(rng) -> list[Workload]:
                  False, op="roi_pool", features_nhwc=vgg_nhwc),
         Workload("box_head_prroi", WORKLOADS["box_head_prroi"], box_features, box_boxes, 7,
                  0.25, 2, True, op="prroi_pool"),
+        Workload("box_head_crop", WORKLOADS["box_head_crop"], box_features,
+                 crop_boxes(box_boxes, box_features.shape, 0.25), 7, 1.0, 0, False,
+                 op="crop_and_resize"),
     ]
 
 
@@ -195,6 +211,50 @@ def onnx_roi_align_session(onnx, ort, w: Workload, threads: int, library: str | 
         options.register_custom_ops_library(library)
     return ort.InferenceSession(model.SerializeToString(), options,
                                 providers=["CPUExecutionProvider"])
+
+
+def onnx_crop_and_resize_session(onnx, ort, w: Workload, threads: int,
+                                 library: str | None = None):
+    """A session of one CropAndResize node: onnxruntime's contrib one (com.microsoft), or with
+    ``library`` the ``pyroi`` domain's, on ``threads`` threads."""
+    from onnx import TensorProto, helper
+
+    domain = "pyroi" if library else "com.microsoft"
+    node = helper.make_node("CropAndResize", ["X", "rois", "batch_indices", "crop_size"],
+                            ["Y"], domain=domain)
+    graph = helper.make_graph(
+        [node], "crop",
+        [helper.make_tensor_value_info("X", TensorProto.FLOAT, None),
+         helper.make_tensor_value_info("rois", TensorProto.FLOAT, None),
+         helper.make_tensor_value_info("batch_indices", TensorProto.INT32, None),
+         helper.make_tensor_value_info("crop_size", TensorProto.INT32, None)],
+        [helper.make_tensor_value_info("Y", TensorProto.FLOAT, None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 16),
+                                                    helper.make_opsetid(domain, 1)])
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = threads
+    options.inter_op_num_threads = 1
+    if library:
+        options.add_session_config_entry("pyroi.num_threads", str(threads))
+        options.register_custom_ops_library(library)
+    return ort.InferenceSession(model.SerializeToString(), options,
+                                providers=["CPUExecutionProvider"])
+
+
+def onnx_session_and_feeds(ox, w: Workload, threads: int, library: str | None = None):
+    """onnxruntime's node for the workload (its own, or the pyroi domain's with ``library``)
+    and its inputs; None for an op onnxruntime has no node for."""
+    onnx, ort = ox
+    if w.op == "crop_and_resize":
+        feeds = {"X": w.features, "rois": np.ascontiguousarray(w.boxes[:, 1:]),
+                 "batch_indices": w.boxes[:, 0].astype(np.int32),
+                 "crop_size": np.array([w.output_size] * 2, np.int32)}
+        return onnx_crop_and_resize_session(onnx, ort, w, threads, library), feeds
+    if w.op in ("roi_align", "onnx_max"):
+        feeds = {"X": w.features, "rois": np.ascontiguousarray(w.boxes[:, 1:]),
+                 "batch_indices": w.boxes[:, 0].astype(np.int64)}
+        return onnx_roi_align_session(onnx, ort, w, threads, library), feeds
+    return None
 
 
 def onnxruntime_library() -> str | None:
@@ -415,6 +475,15 @@ def pyroi_calls(w: Workload, threads: int, grad: np.ndarray):
         return (lambda: pyroi.roi_pool(w.features, w.boxes, size, scale, num_threads=threads),
                 lambda: pyroi.roi_pool_backward(grad, w.boxes, argmax, w.features.shape, size,
                                                 scale, num_threads=threads))
+    if w.op == "crop_and_resize":
+        boxes, indices = np.ascontiguousarray(w.boxes[:, 1:]), w.boxes[:, 0].astype(np.int64)
+        size = (w.output_size, w.output_size)
+        # onnxruntime's placement: the bench's onnxruntime node computes the same bits
+        return (lambda: pyroi.crop_and_resize(w.features, boxes, indices, size, layout="NCHW",
+                                              placement="onnxruntime", num_threads=threads),
+                lambda: pyroi.crop_and_resize_backward_image(
+                    grad, boxes, indices, w.features.shape, layout="NCHW",
+                    placement="onnxruntime", num_threads=threads))
     if w.op == "prroi_pool":
         size, scale = w.output_size, w.spatial_scale
         return (lambda: pyroi.prroi_pool(w.features, w.boxes, size, scale, num_threads=threads),
@@ -448,6 +517,16 @@ def pyroi_prroi_extra_calls(w: Workload, threads: int, grad: np.ndarray):
                                               input=w.features, num_threads=threads),
             lambda: pyroi.roi_align(w.features, w.boxes, w.output_size, w.spatial_scale,
                                     w.sampling_ratio, w.aligned, num_threads=threads))
+
+
+def pyroi_crop_box_backward(w: Workload, threads: int, grad: np.ndarray):
+    """crop_and_resize's box backward (which reads the image); None for the other ops."""
+    if w.op != "crop_and_resize":
+        return None
+    boxes, indices = np.ascontiguousarray(w.boxes[:, 1:]), w.boxes[:, 0].astype(np.int64)
+    return lambda: pyroi.crop_and_resize_backward_boxes(grad, w.features, boxes, indices,
+                                                        layout="NCHW", placement="onnxruntime",
+                                                        num_threads=threads)
 
 
 def pyroi_merged_calls(w: Workload, threads: int, grad: np.ndarray):
@@ -550,6 +629,9 @@ def run(workloads, thread_counts, repeat, peer_repeat, progress=None,
             if prroi_extra is not None:
                 results["pyroi box bwd"] = timed(prroi_extra[0], repeat)
                 results["roi_align avg fwd"] = timed(prroi_extra[1], repeat)
+            crop_boxes_backward = pyroi_crop_box_backward(w, threads, grad)
+            if crop_boxes_backward is not None:
+                results["pyroi boxes bwd"] = timed(crop_boxes_backward, repeat)
             merged = pyroi_merged_calls(w, threads, grad)
             if merged is not None:
                 results["pyroi inexact fwd"] = timed(merged[0], repeat)
@@ -575,16 +657,14 @@ def run(workloads, thread_counts, repeat, peer_repeat, progress=None,
 
                     results["torchvision bwd"] = timed(torch_backward, peer_repeat)
                     del yt
-            if ox and w.op in ("roi_align", "onnx_max"):
-                onnx, ort = ox
-                session = onnx_roi_align_session(onnx, ort, w, threads)
-                feeds = {"X": w.features, "rois": np.ascontiguousarray(w.boxes[:, 1:]),
-                         "batch_indices": w.boxes[:, 0].astype(np.int64)}
+            onnx_node = onnx_session_and_feeds(ox, w, threads) if ox else None
+            if onnx_node is not None:
+                session, feeds = onnx_node
                 results["onnxruntime fwd"] = timed(lambda: session.run(None, feeds),
                                                        peer_repeat)
                 library = onnxruntime_library()
                 if library is not None:
-                    with_library = onnx_roi_align_session(onnx, ort, w, threads, library)
+                    with_library = onnx_session_and_feeds(ox, w, threads, library)[0]
                     results["onnxruntime pyroi fwd"] = timed(
                         lambda: with_library.run(None, feeds), repeat)
             openvino_note = ""
@@ -617,7 +697,7 @@ def run(workloads, thread_counts, repeat, peer_repeat, progress=None,
             if "onnxruntime pyroi fwd" in results:
                 mine, theirs = results["onnxruntime pyroi fwd"], results["onnxruntime fwd"]
                 line.append(f"onnxruntime + pyroi library {mine:.2f} ms "
-                            f"(its own RoiAlign x{theirs / mine:.1f})")
+                            f"(its own operator x{theirs / mine:.1f})")
             if "openvino node" in results:
                 line.append("openvino node " + _versus(results, "openvino node", "pyroi fwd",
                                                        "pyroi NHWC fwd", "pyroi NHWC out fwd",
@@ -637,6 +717,8 @@ def run(workloads, thread_counts, repeat, peer_repeat, progress=None,
                     line.append(f"RoIAlign avg fwd {results['roi_align avg fwd']:8.2f} ms "
                                 f"(fwd / RoIAlign "
                                 f"{results['pyroi fwd'] / results['roi_align avg fwd']:4.2f})")
+                if "pyroi boxes bwd" in results:
+                    line.append(f"box bwd {results['pyroi boxes bwd']:8.2f} ms")
                 if "torchvision bwd" in results:
                     line.append("torchvision bwd "
                                 + _versus(results, "torchvision bwd", "pyroi bwd",
@@ -662,6 +744,8 @@ _TABLE_COLUMNS = (
     # PrRoIPool: the backward with the box gradient, and RoIAlign avg on the same boxes
     ("pyroi input+box bwd", "pyroi box bwd", ()),
     ("RoIAlign avg fwd (/ fwd)", "roi_align avg fwd", ("pyroi fwd",)),
+    # crop_and_resize: the box backward alone (the image backward is "pyroi bwd")
+    ("pyroi box bwd", "pyroi boxes bwd", ()),
     # torchvision's forward computes argmax: RoIPool's ratios are to both pyroi forwards;
     # RoIAlign's to the exact and the exact=False forward
     ("torchvision fwd (/ fwd / + argmax or exact=False)", "torchvision fwd",
@@ -794,6 +878,8 @@ def make_half_cases(rng, workloads) -> list[HalfCase]:
     cache: dict = {}
     cases = []
     for w in workloads:
+        if w.op == "crop_and_resize":
+            continue  # crop_and_resize has no float16 call
         def calls(dtype, threads, w=w):
             x = _as_dtype(cache, w.features, dtype)
             k, c = len(w.boxes), w.features.shape[1]
