@@ -22,7 +22,7 @@ from pyroi._errors import (
 from pyroi._threads import get_num_threads, set_num_threads
 from pyroi._results import get_result_cache_limit, set_result_cache_limit
 from pyroi._results import get_scratch_cache_limit, set_scratch_cache_limit
-from pyroi.ops import roi_align, roi_align_backward
+from pyroi.ops import roi_align, roi_align_backward, roi_align_backward_boxes
 from pyroi.ops import roi_pool, roi_pool_backward
 from pyroi.ops import roi_align_rotated, roi_align_rotated_backward
 from pyroi.ops import ps_roi_align, ps_roi_align_backward, ps_roi_pool, ps_roi_pool_backward

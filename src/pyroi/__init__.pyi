@@ -39,6 +39,7 @@ from pyroi.ops import (
     ps_roi_pool_backward as ps_roi_pool_backward,
     roi_align as roi_align,
     roi_align_backward as roi_align_backward,
+    roi_align_backward_boxes as roi_align_backward_boxes,
     roi_align_rotated as roi_align_rotated,
     roi_align_rotated_backward as roi_align_rotated_backward,
     roi_pool as roi_pool,

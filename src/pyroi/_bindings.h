@@ -20,7 +20,7 @@ typedef enum binding_layout {
     BINDING_FORWARD,
     BINDING_BACKWARD,
     BINDING_QUERY,
-    /* a box gradient (PrRoIPool, crop_and_resize): reads the pooled tensor (grad_output)
+    /* a box gradient (RoIAlign, PrRoIPool, crop_and_resize): reads the pooled tensor (grad_output)
      * and the forward's input (features), writes grad_boxes */
     BINDING_BOX_BACKWARD
 } binding_layout;
@@ -137,7 +137,7 @@ static void binding_crop_and_resize_params(binding_call *c)
 /* RoIPool's backward from the forward's input: the winners are found again from features */
 #define BINDING_POOL_FROM_INPUT_ARGS(family) (BINDING_POOLED, c->features, c->map_shape, \
     c->features_strides, BINDING_ROIS, c->map, c->map_strides, &c->params.family)
-/* PrRoIPool's box backward: grad_output and the forward's input read, the box rows written */
+/* the box backwards (RoIAlign's, PrRoIPool's): grad_output and the forward's input read, the box rows written */
 #define BINDING_BOX_BACKWARD_ARGS(family) (BINDING_POOLED, c->features, c->map_shape, \
     c->features_strides, BINDING_ROIS, c->grad_boxes, c->grad_box_row_stride, &c->params.family)
 #define BINDING_WITH_WORKSPACE_ARGS(family) (BINDING_POOLED, BINDING_ROIS, BINDING_MAP, \
@@ -187,6 +187,8 @@ BINDING_FIND(crop_and_resize, crop_and_resize, BINDING_FIND_IN_MAP_ARGS)
     X(roi_align_backward_with_workspace, REAL, roi_align, WITH_WORKSPACE, BACKWARD, 0, 4, 0,  \
       roi_align, "boxes")                                                                     \
     X(roi_align_backward_workspace_size, REAL, roi_align, WORKSPACE_SIZE, QUERY, 0, 4, 0,     \
+      roi_align, "boxes")                                                                     \
+    X(roi_align_backward_boxes, REAL, roi_align, BOX_BACKWARD, BOX_BACKWARD, 0, 4, 0,         \
       roi_align, "boxes")                                                                     \
     X(roi_pool_forward, HALF, roi_pool, FORWARD_ARGMAX, FORWARD, 8, 4, 0, roi_pool, "boxes")  \
     X(roi_pool_backward, HALF, roi_pool, POOL_BACKWARD, BACKWARD, 8, 0, 0, none, "boxes")     \

@@ -79,6 +79,7 @@ cdef extern from "_bindings.h" nogil:
     const Entry ps_roi_pool_backward "binding_ps_roi_pool_backward"
     const Entry roi_align_rotated_forward "binding_roi_align_rotated_forward"
     const Entry roi_align_rotated_backward "binding_roi_align_rotated_backward"
+    const Entry roi_align_backward_boxes "binding_roi_align_backward_boxes"
     const Entry prroi_pool_forward "binding_prroi_pool_forward"
     const Entry prroi_pool_backward "binding_prroi_pool_backward"
     const Entry prroi_pool_backward_boxes "binding_prroi_pool_backward_boxes"

@@ -65,6 +65,12 @@ def roi_align_forward(input: _Half, boxes: _Real, batch_indices: _Ints, output: 
 def roi_align_backward(grad_output: _Half, boxes: _Real, batch_indices: _Ints, grad_input: _Half,
                        spatial_scale_h: float, spatial_scale_w: float, sampling_ratio: int,
                        aligned: bool, num_threads: int, merge_samples: bool = False) -> None: ...
+# RoIAlign (avg) box backward: write grad_boxes (K, 4), the gradient of each box's x1, y1,
+# x2, y2, from grad_output and the forward's input.
+def roi_align_backward_boxes(grad_output: _Real, input: _Real, boxes: _Real,
+                             batch_indices: _Ints, grad_boxes: _Real, spatial_scale_h: float,
+                             spatial_scale_w: float, sampling_ratio: int, aligned: bool,
+                             num_threads: int) -> None: ...
 # RoIAlign max mode into output and argmax (or None); onnx: ONNX's max over weighted taps
 # (argmax: winner codes 4 * sample + tap), else mmcv's.
 def roi_align_max_forward(input: _Real, boxes: _Real, batch_indices: _Ints, output: _Real,

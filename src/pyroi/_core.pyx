@@ -425,6 +425,17 @@ def roi_align_backward(grad_output, boxes, batch_indices, grad_input, double spa
     run(&b.roi_align_backward, &call, grad_input, boxes, batch_indices, grad_output)
 
 
+def roi_align_backward_boxes(grad_output, input, boxes, batch_indices, grad_boxes,
+                             double spatial_scale_h, double spatial_scale_w,
+                             int64_t sampling_ratio, bint aligned, int num_threads):
+    """RoIAlign (avg) box backward: write grad_boxes (K, 4), the gradient of each box's x1,
+    y1, x2, y2, from grad_output and the forward's input (float32 or float64)."""
+    cdef b.Call call = numbers(0, 0, spatial_scale_h, spatial_scale_w, num_threads,
+                               sampling_ratio, aligned)
+    run(&b.roi_align_backward_boxes, &call, input, boxes, batch_indices, grad_output, None,
+        None, input, grad_boxes)
+
+
 def roi_align_max_forward(input, boxes, batch_indices, output, argmax, int64_t pooled_height,
                           int64_t pooled_width, double spatial_scale_h, double spatial_scale_w,
                           int64_t sampling_ratio, bint aligned, int num_threads,

@@ -10,7 +10,7 @@ import numpy as np
 
 from pyroi import _core, _validate
 
-__all__ = ["roi_align", "roi_align_backward"]
+__all__ = ["roi_align", "roi_align_backward", "roi_align_backward_boxes"]
 
 # The parameter entries several operators document alike, written once: a docstring line
 # that holds only "{name}" stands for the entry, "{forward}" in it for the function a
@@ -256,6 +256,78 @@ def roi_align_backward(grad_output, boxes, input_shape, spatial_scale=1.0, sampl
     _roi_align_backward_run(grad, winners, coords, roi_images, nchw, scale, ratio, is_aligned,
                             threads, merge_samples=merge)
     return result
+
+
+def roi_align_backward_boxes(grad_output, input, boxes, spatial_scale=1.0, sampling_ratio=-1,
+                             aligned=False, *, batch_indices=None, num_threads=None):
+    """Gradient of :func:`roi_align` (``mode="avg"``) with respect to the box coordinates.
+
+    torchvision's and mmcv's compiled RoIAlign give no box gradient; this one differentiates
+    the forward as it is computed: every sample's position is affine in the box's edges and
+    its value is the bilinear sampler's, whose slope along ``y`` is the difference of the
+    two neighbouring pixel rows weighted by the ``x`` weights (``x`` alike). The rules where
+    the forward is not differentiable (docs/semantics.md §3.8): the slope is 0 where the
+    sampler clamps (a coordinate in ``[-1, 0)`` or at ``>= H - 1``) and outside the halo
+    ``[-1, H] x [-1, W]``; at a whole pixel coordinate it is the slope of the cell the forward
+    reads (to its right, or below); an adaptive grid (``sampling_ratio <= 0``) is held
+    constant; with ``aligned=False`` an axis whose size was raised to 1 gives its far edge
+    (``x2`` or ``y2``) 0 and its near edge the whole translation.
+
+    Parameters
+    ----------
+    grad_output : ndarray, shape (K, C, ph, pw), float32 or float64
+        Gradient of the loss with respect to the output of :func:`roi_align`; its last two
+        dimensions give the output size.
+    input : ndarray, shape (N, C, H, W), float32 or float64
+        The forward's input (same dtype as ``grad_output``, ``C`` its channels). float16 is
+        not offered (widen both arrays to float32).
+    boxes : ndarray (K, 5), list of ndarray (L_i, 4), or ndarray (K, 4)
+        The boxes given to the forward (same dtype as ``grad_output``).
+    spatial_scale, sampling_ratio, aligned, batch_indices, num_threads
+        As for :func:`roi_align`.
+
+    Returns
+    -------
+    ndarray or list of ndarray, dtype of ``grad_output``
+        The gradient with respect to ``boxes`` in their form, as
+        :func:`prroi_pool_backward` returns it: ``(K, 5)`` rows ``[0, d/dx1, d/dy1, d/dx2,
+        d/dy2]`` (the batch-index column gets none), a list of ``(L_i, 4)`` arrays, or
+        ``(K, 4)`` rows. Identical for every thread count.
+
+    Examples
+    --------
+    On a ramp rising to the right, one sample at the box centre moves half as far as either
+    vertical edge:
+
+    >>> import numpy as np, pyroi
+    >>> x = np.tile(np.arange(4, dtype=np.float64), (1, 1, 4, 1))
+    >>> boxes = np.array([[0, 1, 1, 2, 2]], np.float64)
+    >>> pyroi.roi_align_backward_boxes(np.ones((1, 1, 1, 1)), x, boxes, sampling_ratio=1)
+    array([[0. , 0.5, 0. , 0.5, 0. ]])
+    """
+    grad = _validate.float_array(grad_output, "grad_output", 4)
+    features = _validate.float_array(input, "input", 4)
+    for name, array in (("grad_output", grad), ("input", features)):
+        if _is_half(array):
+            raise _validate.DTypeError(
+                f"roi_align_backward_boxes: {name} is float16, which is not offered "
+                "(widen grad_output and input to float32)")
+    if features.dtype != grad.dtype:
+        raise _validate.DTypeError(
+            f"input has dtype {features.dtype} but grad_output has {grad.dtype}")
+    _validate.positive_pooled_size(grad)
+    if features.shape[1] != grad.shape[1]:
+        raise _validate.ShapeError(
+            f"input has {features.shape[1]} channels but grad_output has {grad.shape[1]}")
+    scale = _validate.spatial_scale(spatial_scale)
+    ratio = _validate.sampling_ratio(sampling_ratio)
+    is_aligned = _validate.flag(aligned, "aligned")
+    threads = _validate.num_threads(num_threads)
+    coords, roi_images = _validate.backward_boxes(boxes, grad, features.shape[0], batch_indices)
+    grad_boxes, rows = _box_gradient_rows(boxes, batch_indices, coords)
+    _core.roi_align_backward_boxes(grad, features, coords, roi_images, rows, scale, scale, ratio,
+                                   is_aligned, threads)
+    return _box_gradient_form(grad_boxes, boxes, batch_indices, roi_images)
 
 
 def _max_mode_argmax(is_max, argmax, grad):
@@ -963,18 +1035,30 @@ def prroi_pool_backward(grad_output, boxes, input_shape, spatial_scale=1.0, *, i
     _core.prroi_pool_backward(grad, coords, roi_images, result, scale, scale, threads)
     if features is None:
         return result, None
-    # the box gradients, written by C straight into the boxes' form
-    rows_form = batch_indices is None and not isinstance(boxes, (list, tuple))
-    grad_boxes = np.zeros((coords.shape[0], 5 if rows_form else 4), coords.dtype)
+    grad_boxes, rows = _box_gradient_rows(boxes, batch_indices, coords)
     if _is_half(grad):  # from the exactly widened tensors: the sums run over every channel
         grad, features = _widened(grad), _widened(features)
-    _core.prroi_pool_backward_boxes(grad, features, coords, roi_images,
-                                    grad_boxes[:, 1:] if rows_form else grad_boxes,
-                                    scale, scale, threads)
+    _core.prroi_pool_backward_boxes(grad, features, coords, roi_images, rows, scale, scale,
+                                    threads)
+    return result, _box_gradient_form(grad_boxes, boxes, batch_indices, roi_images)
+
+
+def _box_gradient_rows(boxes, batch_indices, coords):
+    """A box gradient in the boxes' form, zeroed, and its (K, 4) view that the C core writes:
+    ``(K, 5)`` rows keep 0 in the batch-index column; a list of ``(L_i, 4)`` arrays or ``(K, 4)``
+    boxes with ``batch_indices`` give ``(K, 4)`` (split by :func:`_box_gradient_form`)."""
+    rows_form = batch_indices is None and not isinstance(boxes, (list, tuple))
+    grad_boxes = np.zeros((coords.shape[0], 5 if rows_form else 4), coords.dtype)
+    return grad_boxes, grad_boxes[:, 1:] if rows_form else grad_boxes
+
+
+def _box_gradient_form(grad_boxes, boxes, batch_indices, roi_images):
+    """The box gradient of :func:`_box_gradient_rows` as the boxes were given: one array per
+    image for a list of boxes, else the rows."""
     if isinstance(boxes, (list, tuple)) and batch_indices is None:
         ends = np.cumsum(np.bincount(roi_images, minlength=len(boxes)))[:-1]
-        return result, np.split(grad_boxes, ends)
-    return result, grad_boxes
+        return np.split(grad_boxes, ends)
+    return grad_boxes
 
 
 # float16: every operator above also takes float16 data, computed in float32 (see _half.py)

@@ -23,6 +23,7 @@ __all__ = [
     "ps_roi_pool_backward",
     "roi_align",
     "roi_align_backward",
+    "roi_align_backward_boxes",
     "roi_align_rotated",
     "roi_align_rotated_backward",
     "roi_pool",
@@ -43,6 +44,14 @@ def roi_align_backward(grad_output: npt.ArrayLike, boxes: npt.ArrayLike, input_s
                        num_threads: int | None = None,
                        out: npt.NDArray[Any] | None = None,
                        exact: bool = True) -> npt.NDArray[Any]: ...
+
+def roi_align_backward_boxes(grad_output: npt.ArrayLike, input: npt.ArrayLike,
+                             boxes: npt.ArrayLike,
+                             spatial_scale: float = 1.0, sampling_ratio: int = -1,
+                             aligned: bool = False, *,
+                             batch_indices: npt.ArrayLike | None = None,
+                             num_threads: int | None = None,
+                             ) -> npt.NDArray[Any] | list[npt.NDArray[Any]]: ...
 
 def roi_pool(input: npt.ArrayLike, boxes: npt.ArrayLike, output_size: int | tuple[int, int],
              spatial_scale: float = 1.0, *, return_argmax: bool = False,

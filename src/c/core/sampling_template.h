@@ -10,6 +10,7 @@ typedef struct PYROI_TYPED(pyroi_sample_axis) {
     int64_t grid;   /* samples per bin along this axis; 0 means none */
     int64_t bins;   /* output bins along this axis */
     int64_t extent; /* feature map size along this axis (H or W) */
+    int size_clamped; /* min_size_one raised the size to 1: the far edge moves no sample */
 } PYROI_TYPED(pyroi_sample_axis);
 
 /* Where one sample reads along one axis: pixels lo and hi with weights w_lo and w_hi. */
@@ -35,6 +36,7 @@ static inline pyroi_status PYROI_TYPED(pyroi_sample_axis_from_size)(
     axis->grid = 0;
     axis->bins = bins;
     axis->extent = extent;
+    axis->size_clamped = 0;
     if (!(isfinite(start) && isfinite(size) && isfinite(bin_size))) {
         return PYROI_E_INVALID_BOX;
     }
@@ -63,14 +65,19 @@ static inline pyroi_status PYROI_TYPED(pyroi_sample_axis_from_edges)(
     const T start = edge1 * scale - offset;
     const T end = edge2 * scale - offset;
     T size = end - start;
+    int clamped = 0;
+    pyroi_status status;
     if (min_size_one && size < (T)1) { /* std::max(size, 1): a NaN size stays NaN */
         size = (T)1;
+        clamped = 1;
     }
     if (!isfinite(end)) { /* else the clamp above could hide an end at -inf */
         size = end;
     }
-    return PYROI_TYPED(pyroi_sample_axis_from_size)(start, size, bins, sampling_ratio, extent,
-                                                    axis);
+    status = PYROI_TYPED(pyroi_sample_axis_from_size)(start, size, bins, sampling_ratio, extent,
+                                                      axis);
+    axis->size_clamped = clamped;
+    return status;
 }
 
 /* Feature coordinate where bin b begins (bin b = bins: where the last one ends). */
@@ -113,6 +120,16 @@ static inline PYROI_TYPED(pyroi_axis_tap) PYROI_TYPED(pyroi_axis_tap_at)(T coord
     tap.w_hi = frac;
     tap.w_lo = (T)(1.0 - (double)frac); /* the peers write 1. - frac (a double constant) */
     return tap;
+}
+
+/* The slope of a tap's weights along its coordinate (docs/semantics.md §3.8): w_hi rises and
+ * w_lo falls by the returned value (1 or 0) per unit of coord. 0 where pyroi_axis_tap_at
+ * clamps (coord < 0 reads pixel 0, coord >= extent - 1 the last pixel: the value is flat
+ * there); at a whole coord the slope is that of the cell [lo, lo + 1] the tap itself uses
+ * (the right-hand one). */
+static inline T PYROI_TYPED(pyroi_axis_tap_slope)(T coord, PYROI_TYPED(pyroi_axis_tap) tap)
+{
+    return coord >= (T)0 && tap.hi != tap.lo ? (T)1 : (T)0;
 }
 
 static inline int PYROI_TYPED(pyroi_position_passes)(T coord, int64_t extent,

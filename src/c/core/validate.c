@@ -290,3 +290,16 @@ pyroi_status pyroi_check_pooling_call(const void *features, const int64_t featur
     /* the batch indices' values are checked in the call's copy of them (pyroi_rois_copy) */
     return pyroi_check_roi_rows(boxes, num_rois, box_row_stride, coords_per_box, batch_indices);
 }
+
+pyroi_status pyroi_check_grad_box_rows(const void *grad_boxes, int64_t num_rois,
+                                       int64_t row_stride)
+{
+    if (num_rois > 0 && grad_boxes == NULL) {
+        return PYROI_E_NULL_POINTER;
+    }
+    if (num_rois > 1 && (row_stride == INT64_MIN || (row_stride < 4 && row_stride > -4))) {
+        return PYROI_E_INVALID_STRIDES;
+    }
+    /* the offsets' range: as for the boxes' rows (a non-NULL stand-in for the indices) */
+    return pyroi_check_roi_rows(grad_boxes, num_rois, row_stride, 4, &num_rois);
+}

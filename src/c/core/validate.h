@@ -97,6 +97,12 @@ pyroi_status pyroi_check_pooling_call(
     const void *boxes, int64_t num_rois, int64_t box_row_stride, int64_t coords_per_box,
     const int64_t *batch_indices);
 
+/* The rows of a box gradient (PrRoIPool's, RoIAlign's): num_rois rows of 4 values, row k at
+ * k * row_stride (|row_stride| >= 4 when num_rois > 1: the rows do not overlap), every offset
+ * within int64; grad_boxes not NULL when num_rois > 0. */
+pyroi_status pyroi_check_grad_box_rows(const void *grad_boxes, int64_t num_rois,
+                                       int64_t row_stride);
+
 /* The shape of a pooled tensor (output or grad_output): (num_rois, channels, pooled_height,
  * pooled_width). */
 void pyroi_pooled_shape(int64_t num_rois, int64_t channels, int64_t pooled_height,

@@ -371,6 +371,43 @@ PYROI_API pyroi_status pyroi_roi_align_backward_f64(
     double *grad_input, const int64_t grad_input_shape[4], const int64_t grad_input_strides[4],
     const pyroi_roi_align_params *params);
 
+/* Backward pass of the average with respect to the box coordinates (torchvision's and mmcv's
+ * compiled RoIAlign give none; docs/semantics.md §3.8). Avg mode only: the max modes have their
+ * own entry points and no box gradient.
+ *   grad_output     num_rois x C x pooled_height x pooled_width (C = input_shape[1]),
+ *                   strides grad_output_strides.
+ *   input           the forward's input: N x C x H x W (input_shape, input_strides).
+ *   boxes, batch_indices   as the forward's.
+ *   grad_boxes      num_rois rows of 4 values (d/dx1, d/dy1, d/dx2, d/dy2), row k at
+ *                   grad_boxes + k * grad_box_row_stride (|stride| >= 4 when num_rois > 1,
+ *                   else PYROI_E_INVALID_STRIDES); every row is written.
+ * Each sample's position is affine in the box's edges; its value's derivative is the
+ * sampler's own slope: along y, (1 - lx)(P[r1, c0] - P[r0, c0]) + lx (P[r1, c1] - P[r0, c1])
+ * with the sample's tap rows r0, r1 and columns c0, c1 (x alike), 0 where the sampler clamps (a coordinate in [-1, 0) or >= extent - 1) and
+ * outside the halo [-1, H] x [-1, W]; at a whole coordinate the slope of the cell
+ * [floor, floor + 1] the forward reads. The adaptive grid (sampling_ratio <= 0) is held
+ * constant (the result is piecewise: it jumps where ceil(size / pooled) does). aligned == 0:
+ * an axis whose size was raised to 1 gives its far edge (x2 or y2) 0 and its near edge the
+ * whole translation. params->merge_samples is ignored (the sums are formed per sample).
+ * Accumulated per RoI in double, in a fixed order over bins, samples and channels, each
+ * RoI's row written by one worker: bit-identical for every thread count.
+ * Returns PYROI_OK or the first validation failure (the boxes' checks are the forward's).
+ * Thread-safe. */
+PYROI_API pyroi_status pyroi_roi_align_backward_boxes_f32(
+    const float *grad_output, const int64_t grad_output_strides[4],
+    const float *input, const int64_t input_shape[4], const int64_t input_strides[4],
+    const float *boxes, int64_t num_rois, int64_t box_row_stride,
+    const int64_t *batch_indices,
+    float *grad_boxes, int64_t grad_box_row_stride,
+    const pyroi_roi_align_params *params);
+PYROI_API pyroi_status pyroi_roi_align_backward_boxes_f64(
+    const double *grad_output, const int64_t grad_output_strides[4],
+    const double *input, const int64_t input_shape[4], const int64_t input_strides[4],
+    const double *boxes, int64_t num_rois, int64_t box_row_stride,
+    const int64_t *batch_indices,
+    double *grad_boxes, int64_t grad_box_row_stride,
+    const pyroi_roi_align_params *params);
+
 /* ------------------------------------------------------------------------------------------
  * RoIPool (quantised max pooling), as torchvision.ops.roi_pool, Caffe Fast R-CNN's
  * ROIPooling and ONNX MaxRoiPool.

@@ -148,21 +148,6 @@ static pyroi_status prroi_check_call(const void *features, const int64_t feature
                            features_shape[0], NULL, params->cancel);
 }
 
-/* The box backward's rows of gradients: num_rois rows of 4, row k at k * row_stride, not
- * overlapping each other. */
-static pyroi_status prroi_check_grad_boxes(const void *grad_boxes, int64_t num_rois,
-                                           int64_t row_stride)
-{
-    if (num_rois > 0 && grad_boxes == NULL) {
-        return PYROI_E_NULL_POINTER;
-    }
-    if (num_rois > 1 && (row_stride == INT64_MIN || (row_stride < 4 && row_stride > -4))) {
-        return PYROI_E_INVALID_STRIDES;
-    }
-    /* the offsets' range: as for the boxes' rows (a non-NULL stand-in for the indices) */
-    return pyroi_check_roi_rows(grad_boxes, num_rois, row_stride, 4, &num_rois);
-}
-
 /* Work of a bin at most, in multiply-adds per channel (the thread and cancel estimates). */
 static double prroi_bin_work(const prroi_geometry *g, const int64_t shape[4])
 {

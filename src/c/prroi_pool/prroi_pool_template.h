@@ -466,7 +466,7 @@ pyroi_status PYROI_TYPED(pyroi_prroi_pool_backward_boxes)(
                                       params->pooled_height, params->pooled_width, boxes,
                                       num_rois, box_row_stride, 4, batch_indices);
     if (status == PYROI_OK) {
-        status = prroi_check_grad_boxes(grad_boxes, num_rois, grad_box_row_stride);
+        status = pyroi_check_grad_box_rows(grad_boxes, num_rois, grad_box_row_stride);
     }
     if (status != PYROI_OK) {
         return status;

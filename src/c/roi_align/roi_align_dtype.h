@@ -2,7 +2,8 @@
  * and PYROI_TYPED(name) defined. The templates, in include order (each uses what the ones
  * before it define):
  *   lane_block_template.h          (shared with RoIPool) lane layout, gather, block write-out
- *   roi_align_plan_template.h      geometry of a RoI, the call's plan (RoI copy, tap tables), job
+ *   roi_align_plan_template.h      geometry of a RoI (roi_align_geometry_template.h), the call's
+ *                                  plan (RoI copy, tap tables), job
  *   roi_align_prefetch_template.h  the next bin row's pixels into L2 while one is computed
  *   roi_align_blocks_template.h    the kernels' lanes, scratch, streamed write-out of bin tiles
  *   roi_align_avg_template.h       the avg reduction: direct and lane-major kernels
