@@ -477,9 +477,9 @@ def pyroi_calls(w: Workload, threads: int, grad: np.ndarray):
                                                 scale, num_threads=threads))
     if w.op == "crop_and_resize":
         boxes, indices = np.ascontiguousarray(w.boxes[:, 1:]), w.boxes[:, 0].astype(np.int64)
-        size = (w.output_size, w.output_size)
+        crop_size = (w.output_size, w.output_size)
         # onnxruntime's placement: the bench's onnxruntime node computes the same bits
-        return (lambda: pyroi.crop_and_resize(w.features, boxes, indices, size, layout="NCHW",
+        return (lambda: pyroi.crop_and_resize(w.features, boxes, indices, crop_size, layout="NCHW",
                                               placement="onnxruntime", num_threads=threads),
                 lambda: pyroi.crop_and_resize_backward_image(
                     grad, boxes, indices, w.features.shape, layout="NCHW",
