@@ -349,3 +349,101 @@ def test_onnx_run_node_com_microsoft():
                                 domain="com.microsoft", method="bilinear")
     with pytest.raises(pyroi.InvalidArgumentError, match="method"):
         ponnx.run_node(bad, image, boxes, indices, [2, 2])
+
+
+# ---- pyroi.torch ----------------------------------------------------------------------------
+
+def _torch_case(torch, layout="NCHW"):
+    rng = RNG(77)
+    image = rng.standard_normal((2, 3, 7, 8))
+    if layout == "NHWC":
+        image = np.ascontiguousarray(image.transpose(0, 2, 3, 1))
+    boxes = np.array([[0.1, 0.2, 0.7, 0.9], [0.3, -0.1, 0.8, 0.6], [0.9, 0.8, 0.2, 0.1]])
+    return image, boxes, np.array([0, 1, 1], np.int32)
+
+
+@pytest.mark.parametrize("layout", ["NCHW", "NHWC"])
+@pytest.mark.parametrize("placement", ["tensorflow", "onnxruntime"])
+def test_torch_matches_the_numpy_functions(layout, placement):
+    torch = pytest.importorskip("torch")
+    import pyroi.torch as pt
+    image, boxes, indices = _torch_case(torch, layout)
+    image_t = torch.tensor(image, requires_grad=True)
+    boxes_t = torch.tensor(boxes, requires_grad=True)
+    kw = dict(layout=layout, placement=placement)
+    crops = pt.crop_and_resize(image_t, boxes_t, torch.tensor(indices), (3, 4), "bilinear", 0.5,
+                               **kw)
+    expected = pyroi.crop_and_resize(image, boxes, indices, (3, 4), "bilinear", 0.5, **kw)
+    assert np.array_equal(crops.detach().numpy(), expected)
+    grad = RNG(78).standard_normal(expected.shape)
+    crops.backward(torch.tensor(grad))
+    assert np.array_equal(image_t.grad.numpy(), pyroi.crop_and_resize_backward_image(
+        grad, boxes, indices, image.shape, **kw))
+    assert np.array_equal(boxes_t.grad.numpy(), pyroi.crop_and_resize_backward_boxes(
+        grad, image, boxes, indices, **kw))
+
+
+@pytest.mark.parametrize("layout", ["NCHW", "NHWC"])
+def test_torch_gradcheck_image_and_boxes(layout):
+    torch = pytest.importorskip("torch")
+    import pyroi.torch as pt
+    image, boxes, indices = _torch_case(torch, layout)
+    indices_t = torch.tensor(indices)
+    assert torch.autograd.gradcheck(
+        lambda a, b: pt.crop_and_resize(a, b, indices_t, (3, 4), layout=layout),
+        (torch.tensor(image, requires_grad=True), torch.tensor(boxes, requires_grad=True)))
+
+
+def test_torch_nearest_gives_the_boxes_no_gradient():
+    torch = pytest.importorskip("torch")
+    import pyroi.torch as pt
+    image, boxes, indices = _torch_case(torch)
+    image_t = torch.tensor(image, requires_grad=True)
+    boxes_t = torch.tensor(boxes, requires_grad=True)
+    pt.crop_and_resize(image_t, boxes_t, torch.tensor(indices), (3, 4), "nearest").sum().backward()
+    assert boxes_t.grad is None
+    assert np.array_equal(image_t.grad.numpy(), pyroi.crop_and_resize_backward_image(
+        np.ones((3, 3, 3, 4)), boxes, indices, image.shape, "nearest", layout="NCHW"))
+
+
+@pytest.mark.filterwarnings(  # opcheck's own gradient comparison reads a non-leaf's .grad
+    "ignore:The .grad attribute of a Tensor that is not a leaf")
+def test_torch_opcheck_compile_and_module():
+    torch = pytest.importorskip("torch")
+    import pyroi.torch as pt
+    from torch.library import opcheck
+    image, boxes, indices = _torch_case(torch)
+    image_t = torch.tensor(image, requires_grad=True)
+    boxes_t = torch.tensor(boxes, requires_grad=True)
+    indices_t = torch.tensor(indices, dtype=torch.int64)
+    opcheck(torch.ops.pyroi.crop_and_resize.default,
+            (image_t, boxes_t, indices_t, 3, 4, "bilinear", 0.5, "NCHW", "tensorflow"))
+    opcheck(torch.ops.pyroi.crop_and_resize.default,
+            (image_t, boxes_t, indices_t, 2, 5, "nearest", 0.0, "NCHW", "onnxruntime"))
+    grad = torch.randn(3, 3, 3, 4, dtype=torch.float64)
+    opcheck(torch.ops.pyroi._crop_and_resize_backward_image.default,
+            (grad, boxes_t.detach(), indices_t, [2, 3, 7, 8], "bilinear", "NCHW", "tensorflow"))
+    opcheck(torch.ops.pyroi._crop_and_resize_backward_boxes.default,
+            (grad, image_t.detach(), boxes_t.detach(), indices_t, "NCHW", "tensorflow"))
+    layer = pt.CropAndResize((3, 4), extrapolation_value=0.5)
+    assert repr(layer) == ("CropAndResize(crop_size=(3, 4), method='bilinear', "
+                           "extrapolation_value=0.5, layout='NCHW', placement='tensorflow')")
+    compiled = torch.compile(layer, fullgraph=True)
+    assert torch.equal(compiled(image_t, boxes_t, indices_t), layer(image_t, boxes_t, indices_t))
+
+
+def test_torch_bad_arguments_name_themselves():
+    torch = pytest.importorskip("torch")
+    import pyroi.torch as pt
+    image, boxes, indices = _torch_case(torch)
+    image_t, boxes_t, indices_t = torch.tensor(image), torch.tensor(boxes), torch.tensor(indices)
+    with pytest.raises(pyroi.ArgumentTypeError, match="boxes"):
+        pt.crop_and_resize(image_t, boxes, indices_t, (3, 4))
+    with pytest.raises(pyroi.InvalidArgumentError, match="layout"):
+        pt.crop_and_resize(image_t, boxes_t, indices_t, (3, 4), layout="CHW")
+    with pytest.raises(pyroi.InvalidArgumentError, match="method"):
+        pt.CropAndResize((3, 4), "bicubic")
+    with pytest.raises(pyroi.BatchIndexError, match="box_ind"):
+        pt.crop_and_resize(image_t, boxes_t, torch.tensor([0, 1, 2]), (3, 4))
+    with pytest.raises(pyroi.DTypeError):
+        pt.crop_and_resize(image_t.half(), boxes_t.half(), indices_t, (3, 4))

@@ -295,3 +295,105 @@ def test_bad_arguments_name_themselves():
     for args, kwargs, error, word in cases:
         with pytest.raises(error, match=word):
             pyroi.roi_align_backward_boxes(*args, **kwargs)
+
+
+# ---- pyroi.torch: roi_align's box gradient through autograd -------------------------------
+
+@pytest.mark.parametrize("aligned", [False, True])
+@pytest.mark.parametrize("sampling_ratio", [2, -1])
+def test_torch_autograd_gives_the_box_gradient(aligned, sampling_ratio):
+    torch = pytest.importorskip("torch")
+    import pyroi.torch as pt
+    x = _map(c=3, h=10, w=9)
+    boxes = _boxes(6, 2, 10, 9, 0.7, margin=2.0)
+    grad = RNG.standard_normal((6, 3, 3, 2))
+    input_t = torch.tensor(x, requires_grad=True)
+    rois = torch.tensor(boxes, requires_grad=True)
+    out = pt.roi_align(input_t, rois, (3, 2), 0.7, sampling_ratio, aligned)
+    out.backward(torch.tensor(grad))
+    kw = dict(spatial_scale=0.7, sampling_ratio=sampling_ratio, aligned=aligned)
+    assert np.array_equal(rois.grad.numpy(), pyroi.roi_align_backward_boxes(grad, x, boxes, **kw))
+    assert np.array_equal(input_t.grad.numpy(),
+                          pyroi.roi_align_backward(grad, boxes, x.shape, **kw))
+    # and it is the derivative: torch's autograd through a pure-torch RoIAlign
+    reference = torch.tensor(boxes, requires_grad=True)
+    _torch_roi_align(torch, torch.tensor(x), reference, (3, 2), 0.7, sampling_ratio,
+                     aligned).backward(torch.tensor(grad))
+    expected = reference.grad.numpy().copy()
+    expected[:, 0] = 0
+    np.testing.assert_allclose(rois.grad.numpy(), expected, rtol=1e-12, atol=1e-12)
+
+
+def test_torch_gradcheck_through_the_boxes():
+    torch = pytest.importorskip("torch")
+    import pyroi.torch as pt
+    x = torch.tensor(_map(c=2, h=8, w=9), requires_grad=True)
+    coords = torch.tensor([[0.3, 0.2, 4.1, 3.3], [1.2, 2.3, 5.5, 4.9]], dtype=torch.float64,
+                          requires_grad=True)
+    images = torch.tensor([[0.], [1.]], dtype=torch.float64)
+    for aligned in (False, True):
+        assert torch.autograd.gradcheck(
+            lambda a, c: pt.roi_align(a, torch.cat([images, c], 1), (2, 3), 0.9, 2, aligned),
+            (x, coords))
+    # the list form: each image's (L, 4) tensor gets its rows of the gradient
+    parts = [coords[:1].detach().requires_grad_(), coords[1:].detach().requires_grad_()]
+    pt.roi_align(x, parts, 2, 0.9, 2, True).sum().backward()
+    rows = torch.cat([images, coords.detach()], 1)
+    full = pyroi.roi_align_backward_boxes(np.ones((2, 2, 2, 2)), x.detach().numpy(),
+                                          rows.numpy(), 0.9, 2, True)
+    assert np.array_equal(torch.cat([p.grad for p in parts]).numpy(), full[:, 1:])
+
+
+def test_torch_boxes_without_grad_get_none_and_the_input_gradient_is_unchanged():
+    torch = pytest.importorskip("torch")
+    import pyroi.torch as pt
+    x = _map(c=3, h=10, w=9).astype(np.float32)
+    boxes = _boxes(5, 2, 10, 9).astype(np.float32)
+    rois = torch.tensor(boxes)
+    input_t = torch.tensor(x, requires_grad=True)
+    pt.roi_align(input_t, rois, 2, 1.0, 2, False).sum().backward()
+    assert rois.grad is None
+    by_hand = pyroi.roi_align_backward(np.ones((5, 3, 2, 2), np.float32), boxes, x.shape,
+                                       1.0, 2, False)
+    assert np.array_equal(input_t.grad.numpy(), by_hand)
+    # boxes alone: the input needs no gradient
+    rois = torch.tensor(boxes, requires_grad=True)
+    pt.roi_align(torch.tensor(x), rois, 2, 1.0, 2, False).sum().backward()
+    assert np.array_equal(rois.grad.numpy(), pyroi.roi_align_backward_boxes(
+        np.ones((5, 3, 2, 2), np.float32), x, boxes, 1.0, 2, False))
+
+
+@pytest.mark.parametrize("name", ["float16", "bfloat16"])
+def test_torch_half_box_gradient_is_computed_in_float32(name):
+    torch = pytest.importorskip("torch")
+    import pyroi.torch as pt
+    dtype = getattr(torch, name)
+    x = torch.tensor(_map(n=1, c=2, h=6, w=6)).to(dtype)
+    rois = torch.tensor([[0, 0.5, 0.75, 3.25, 4.5]], dtype=dtype, requires_grad=True)
+    pt.roi_align(x, rois, 2, 1.0, 2, True).float().sum().backward()
+    assert rois.grad.dtype == dtype
+    expected = pyroi.roi_align_backward_boxes(np.ones((1, 2, 2, 2), np.float32),
+                                              x.float().numpy(),
+                                              rois.detach().float().numpy(), 1.0, 2, True)
+    assert torch.equal(rois.grad, torch.from_numpy(expected).to(dtype))
+
+
+@pytest.mark.filterwarnings(  # opcheck's own gradient comparison reads a non-leaf's .grad
+    "ignore:The .grad attribute of a Tensor that is not a leaf")
+def test_torch_opcheck_and_compile_with_box_gradients():
+    torch = pytest.importorskip("torch")
+    import pyroi.torch as pt
+    from torch.library import opcheck
+    x = torch.tensor(_map(c=2, h=8, w=9), requires_grad=True)
+    rois = torch.tensor([[0, 0.3, 0.2, 4.1, 3.3], [1, 1.2, 2.3, 5.5, 4.9]], dtype=torch.float64,
+                        requires_grad=True)
+    opcheck(torch.ops.pyroi.roi_align.default, (x, rois, 0.9, 2, 3, 2, True))
+    grad = torch.randn(2, 2, 2, 3, dtype=torch.float64)
+    opcheck(torch.ops.pyroi._roi_align_backward_boxes.default,
+            (grad, rois.detach(), x.detach(), 0.9, 2, True))
+    compiled = torch.compile(lambda a, b: pt.roi_align(a, b, (2, 3), 0.9, 2, True),
+                             fullgraph=True)
+    compiled(x, rois).backward(grad)
+    eager = rois.detach().requires_grad_()
+    pt.roi_align(x.detach(), eager, (2, 3), 0.9, 2, True).backward(grad)
+    assert torch.equal(rois.grad, eager.grad)

@@ -46,6 +46,7 @@ __all__ = [
     "roi_pool",
 ]
 __all__ += ["PrRoIPool", "prroi_pool"]
+__all__ += ["CropAndResize", "crop_and_resize"]
 
 
 # ------------------------------------------------------------------------------------------
@@ -266,12 +267,57 @@ def _differentiable(op, backward, shape_at=3, saves=None):
     op.register_autograd(gradient, setup_context=setup_context)
 
 
-_differentiable(_roi_align_op, _roi_align_backward_op)
 _differentiable(_roi_pool_op, _roi_pool_backward_op, saves="argmax")
 _differentiable(_roi_pool_values_op, _roi_pool_backward_from_input_op, saves="input")
 _differentiable(_ps_roi_align_op, _ps_roi_align_backward_op, shape_at=4)
 _differentiable(_ps_roi_pool_op, _ps_roi_pool_backward_op)
 _differentiable(_roi_align_rotated_op, _roi_align_rotated_backward_op)
+
+
+# RoIAlign: the input gradient as torchvision's; a box gradient too when the boxes require
+# one (torchvision's compiled op gives none: docs/semantics.md §3.8). The forward keeps the
+# input only then, so a model whose boxes need no gradient keeps nothing more.
+
+_WIDENED = (torch.float16, torch.bfloat16)  # box gradients are computed in float32 for these
+
+
+@_operator("_roi_align_backward_boxes",
+           "(Tensor grad, Tensor rois, Tensor input, float spatial_scale, int sampling_ratio, "
+           "bool aligned) -> Tensor",
+           lambda grad, rois, input, *rest: rois.new_empty(rois.shape))
+def _roi_align_backward_boxes_op(grad, rois, input, spatial_scale, sampling_ratio, aligned):
+    narrow = grad.dtype in _WIDENED
+    if narrow:
+        grad, input, rois_wide = grad.float(), input.float(), rois.float()
+    else:
+        rois_wide = rois.to(grad.dtype)
+    grad_rois = _compute(ops.roi_align_backward_boxes, grad, input, rois_wide, spatial_scale,
+                         sampling_ratio, aligned)
+    return grad_rois.to(rois.dtype)
+
+
+def _roi_align_context(ctx, inputs, output):
+    input, rois, spatial_scale, pooled_height, pooled_width, sampling_ratio, aligned, exact = \
+        inputs
+    ctx.arguments = (spatial_scale, pooled_height, pooled_width, *input.shape, sampling_ratio,
+                     aligned, exact)
+    ctx.box_arguments = (spatial_scale, sampling_ratio, aligned)
+    ctx.boxes_need_grad = rois.requires_grad
+    ctx.save_for_backward(rois, input if rois.requires_grad else None)
+
+
+def _roi_align_gradient(ctx, grad):
+    rois, input = ctx.saved_tensors
+    grad_input = grad_rois = None
+    if ctx.needs_input_grad[0]:
+        grad_input = torch.ops.pyroi._roi_align_backward(grad, rois, *ctx.arguments)
+    if ctx.boxes_need_grad and ctx.needs_input_grad[1]:
+        grad_rois = torch.ops.pyroi._roi_align_backward_boxes(grad, rois, input,
+                                                              *ctx.box_arguments)
+    return (grad_input, grad_rois) + (None,) * 6
+
+
+_roi_align_op.register_autograd(_roi_align_gradient, setup_context=_roi_align_context)
 
 
 # PrRoIPool (mmcv's prroi_pool): autograd through the input and the boxes, the box gradient
@@ -311,6 +357,72 @@ def _prroi_pool_gradient(ctx, grad):
 
 
 _prroi_pool_op.register_autograd(_prroi_pool_gradient, setup_context=_prroi_pool_context)
+
+
+# crop_and_resize (TensorFlow's): autograd through the image and, bilinear, the boxes.
+# The layout is an argument of the operators ("NCHW", torch's, or "NHWC", TensorFlow's).
+
+def _crops(image, boxes, box_indices, crop_height, crop_width, method, extrapolation_value,
+           layout, placement):
+    if layout == "NHWC":
+        return image.new_empty((boxes.shape[0], crop_height, crop_width, image.shape[3]))
+    return image.new_empty((boxes.shape[0], image.shape[1], crop_height, crop_width))
+
+
+@_operator("crop_and_resize",
+           "(Tensor image, Tensor boxes, Tensor box_indices, SymInt crop_height, "
+           "SymInt crop_width, str method, float extrapolation_value, str layout, "
+           "str placement) -> Tensor", _crops)
+def _crop_and_resize_op(image, boxes, box_indices, crop_height, crop_width, method,
+                        extrapolation_value, layout, placement):
+    return _compute(ops.crop_and_resize, image, boxes, box_indices, (crop_height, crop_width),
+                    method, extrapolation_value, layout=layout, placement=placement)
+
+
+@_operator("_crop_and_resize_backward_image",
+           "(Tensor grad, Tensor boxes, Tensor box_indices, SymInt[] image_shape, str method, "
+           "str layout, str placement) -> Tensor",
+           lambda grad, boxes, indices, shape, *rest: grad.new_empty(shape))
+def _crop_and_resize_backward_image_op(grad, boxes, box_indices, image_shape, method, layout,
+                                       placement):
+    return _compute(ops.crop_and_resize_backward_image, grad, boxes, box_indices,
+                    tuple(image_shape), method, layout=layout, placement=placement)
+
+
+@_operator("_crop_and_resize_backward_boxes",
+           "(Tensor grad, Tensor image, Tensor boxes, Tensor box_indices, str layout, "
+           "str placement) -> Tensor",
+           lambda grad, image, boxes, *rest: boxes.new_empty(boxes.shape))
+def _crop_and_resize_backward_boxes_op(grad, image, boxes, box_indices, layout, placement):
+    grad_boxes = _compute(ops.crop_and_resize_backward_boxes, grad, image, boxes, box_indices,
+                          "bilinear", layout=layout, placement=placement)
+    return grad_boxes.to(boxes.dtype)
+
+
+def _crop_and_resize_context(ctx, inputs, output):
+    image, boxes, box_indices, _, _, method, _, layout, placement = inputs
+    # nearest is piecewise constant in the boxes: no box gradient (TensorFlow has none)
+    ctx.boxes_need_grad = boxes.requires_grad and method == "bilinear"
+    ctx.save_for_backward(boxes, box_indices, image if ctx.boxes_need_grad else None)
+    ctx.image_shape = list(image.shape)
+    ctx.options = (method, layout, placement)
+
+
+def _crop_and_resize_gradient(ctx, grad):
+    boxes, box_indices, image = ctx.saved_tensors
+    method, layout, placement = ctx.options
+    grad_image = grad_boxes = None
+    if ctx.needs_input_grad[0]:
+        grad_image = torch.ops.pyroi._crop_and_resize_backward_image(
+            grad, boxes, box_indices, ctx.image_shape, method, layout, placement)
+    if ctx.boxes_need_grad and ctx.needs_input_grad[1]:
+        grad_boxes = torch.ops.pyroi._crop_and_resize_backward_boxes(
+            grad, image, boxes, box_indices, layout, placement)
+    return (grad_image, grad_boxes) + (None,) * 7
+
+
+_crop_and_resize_op.register_autograd(_crop_and_resize_gradient,
+                                      setup_context=_crop_and_resize_context)
 
 
 # MultiScaleRoIAlign over float32 / float64 pyramids: every level in one C call, each RoI's
@@ -457,7 +569,8 @@ def roi_align(input, boxes, output_size, spatial_scale=1.0, sampling_ratio=-1, a
     ``exact=False`` merges each bin's samples per pixel (faster where samples share pixels,
     not bit-exact: :func:`pyroi.roi_align`), forward and gradient.
     Runs ``torch.ops.pyroi.roi_align``; an input on another device goes to torchvision
-    (exact whatever ``exact`` says).
+    (exact whatever ``exact`` says). Boxes that require grad get a gradient (torchvision's
+    compiled op gives none): :func:`pyroi.roi_align_backward_boxes`'s, docs/torch.md.
     """
     rois = _rois(boxes, _data(input))
     pooled_height, pooled_width = _validate.output_size(output_size)
@@ -539,6 +652,35 @@ def prroi_pool(input, rois, output_size, spatial_scale=1.0):
             f"input is on device {input.device}: pyroi.torch.prroi_pool computes on the CPU")
     return torch.ops.pyroi.prroi_pool(input, rois, _validate.spatial_scale(spatial_scale),
                                       pooled_height, pooled_width)
+
+
+def crop_and_resize(image, boxes, box_indices, crop_size, method="bilinear",
+                    extrapolation_value=0.0, *, layout="NCHW", placement="tensorflow"):
+    """TensorFlow's ``crop_and_resize`` with its argument names and order (see
+    :func:`pyroi.crop_and_resize`), with autograd through ``image`` and, for
+    ``method="bilinear"``, ``boxes`` (normalised ``[y1, x1, y2, x2]`` rows). ``layout`` is
+    ``"NCHW"`` (torch's; the default here) or ``"NHWC"`` (TensorFlow's, the NumPy
+    function's default), for the image and the crops alike. float32 and float64 (bfloat16
+    computed in float32); ``box_indices`` an int32 or int64 tensor. Runs
+    ``torch.ops.pyroi.crop_and_resize``; CPU tensors only."""
+    image = _data(image)
+    for name, tensor in (("boxes", boxes), ("box_indices", box_indices)):
+        if not isinstance(tensor, torch.Tensor):
+            raise ArgumentTypeError(f"{name} must be a torch.Tensor, got {type(tensor).__name__}")
+        if tensor.device != image.device:
+            raise InvalidArgumentError(f"{name} is on device {tensor.device} but image on "
+                                       f"{image.device}")
+    if image.device.type != "cpu":
+        raise InvalidArgumentError(
+            f"image is on device {image.device}: pyroi.torch.crop_and_resize computes on the "
+            "CPU")
+    crop_height, crop_width = _validate.int_pair(crop_size, "crop_size")
+    _validate.crop_method(method)
+    _validate.is_channels_last(layout)
+    _validate.crop_placement(placement)
+    return torch.ops.pyroi.crop_and_resize(
+        image, boxes, box_indices, crop_height, crop_width, method,
+        _validate.any_real(extrapolation_value, "extrapolation_value"), layout, placement)
 
 
 def roi_align_rotated(input, rois, output_size, spatial_scale=1.0, sampling_ratio=0, aligned=True,
@@ -642,6 +784,34 @@ class PrRoIPool(nn.Module):
     def __repr__(self) -> str:
         return (f"{self.__class__.__name__}(output_size={self.output_size}, "
                 f"spatial_scale={self.spatial_scale})")
+
+
+class CropAndResize(nn.Module):
+    """See :func:`crop_and_resize` (:class:`pyroi.CropAndResize`'s arguments; NCHW by
+    default, as torch's tensors)."""
+
+    def __init__(self, crop_size, method="bilinear", extrapolation_value=0.0, *,
+                 layout="NCHW", placement="tensorflow"):
+        super().__init__()
+        self.crop_size = _validate.int_pair(crop_size, "crop_size")
+        _validate.crop_method(method)
+        _validate.is_channels_last(layout)
+        _validate.crop_placement(placement)
+        self.method = method
+        self.extrapolation_value = _validate.any_real(extrapolation_value,
+                                                      "extrapolation_value")
+        self.layout = layout
+        self.placement = placement
+
+    def forward(self, image, boxes, box_indices):
+        return crop_and_resize(image, boxes, box_indices, self.crop_size, self.method,
+                               self.extrapolation_value, layout=self.layout,
+                               placement=self.placement)
+
+    def __repr__(self) -> str:
+        return (f"{self.__class__.__name__}(crop_size={self.crop_size}, method={self.method!r}, "
+                f"extrapolation_value={self.extrapolation_value}, layout={self.layout!r}, "
+                f"placement={self.placement!r})")
 
 
 class RoIAlignRotated(nn.Module):

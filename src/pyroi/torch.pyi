@@ -5,10 +5,9 @@ from typing import Any
 
 from torch import Tensor, nn
 
-__all__ = ["MultiScaleRoIAlign", "PSRoIAlign", "PSRoIPool", "PrRoIPool", "RoIAlign",
-           "RoIAlignRotated", "RoIPool", "convert", "prroi_pool", "ps_roi_align", "ps_roi_pool",
-           "roi_align",
-           "roi_align_rotated", "roi_pool"]
+__all__ = ["CropAndResize", "MultiScaleRoIAlign", "PSRoIAlign", "PSRoIPool", "PrRoIPool",
+           "RoIAlign", "RoIAlignRotated", "RoIPool", "convert", "crop_and_resize", "prroi_pool",
+           "ps_roi_align", "ps_roi_pool", "roi_align", "roi_align_rotated", "roi_pool"]
 
 _Boxes = Tensor | Sequence[Tensor]
 _Size = int | tuple[int, int] | list[int]
@@ -61,6 +60,22 @@ class PrRoIPool(nn.Module):
     spatial_scale: float
     def __init__(self, output_size: _Size, spatial_scale: float = 1.0) -> None: ...
     def forward(self, features: Tensor, rois: _Boxes) -> Tensor: ...
+
+def crop_and_resize(image: Tensor, boxes: Tensor, box_indices: Tensor,
+                    crop_size: Sequence[int], method: str = "bilinear",
+                    extrapolation_value: float = 0.0, *, layout: str = "NCHW",
+                    placement: str = "tensorflow") -> Tensor: ...
+
+class CropAndResize(nn.Module):
+    crop_size: tuple[int, int]
+    method: str
+    extrapolation_value: float
+    layout: str
+    placement: str
+    def __init__(self, crop_size: Sequence[int], method: str = "bilinear",
+                 extrapolation_value: float = 0.0, *, layout: str = "NCHW",
+                 placement: str = "tensorflow") -> None: ...
+    def forward(self, image: Tensor, boxes: Tensor, box_indices: Tensor) -> Tensor: ...
 
 class RoIAlignRotated(nn.Module):
     output_size: tuple[int, int]
