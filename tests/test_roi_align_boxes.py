@@ -397,3 +397,42 @@ def test_torch_opcheck_and_compile_with_box_gradients():
     eager = rois.detach().requires_grad_()
     pt.roi_align(x.detach(), eager, (2, 3), 0.9, 2, True).backward(grad)
     assert torch.equal(rois.grad, eager.grad)
+
+
+# ---- the layer: pyroi.RoIAlign.backward_boxes -----------------------------------------------
+
+def test_layer_backward_boxes():
+    x = _map(c=3, h=10, w=9)
+    boxes = _boxes(5, 2, 10, 9, 0.7)
+    layer = pyroi.RoIAlign((3, 2), 0.7, 2, aligned=True)
+    y = layer(x, boxes)
+    grad = RNG.standard_normal(y.shape)
+    expected = pyroi.roi_align_backward_boxes(grad, x, boxes, 0.7, 2, True)
+    assert np.array_equal(layer.backward_boxes(grad, x), expected)
+    assert np.array_equal(layer.backward_boxes(grad, x, lda_coeff=0.5), 0.5 * expected)
+    # the list form comes back as a list
+    parts = [boxes[boxes[:, 0] == i, 1:] for i in range(2)]
+    y = layer(x, parts)
+    grad = RNG.standard_normal(y.shape)
+    result = layer.backward_boxes(grad, x)
+    expected = pyroi.roi_align_backward_boxes(grad, x, parts, 0.7, 2, True)
+    assert isinstance(result, list) and all(np.array_equal(a, b) for a, b in zip(result, expected))
+
+
+def test_layer_backward_boxes_refuses_what_it_cannot_do():
+    x = _map(c=2, h=6, w=6)
+    boxes = _boxes(2, 2, 6, 6)
+    layer = pyroi.RoIAlign(2, mode="max")
+    y = layer(x, boxes)
+    with pytest.raises(pyroi.InvalidArgumentError, match="mode"):
+        layer.backward_boxes(np.ones_like(y), x)
+    layer = pyroi.RoIAlign(2)
+    y = layer(x, boxes)
+    with pytest.raises(pyroi.ShapeError, match="input"):
+        layer.backward_boxes(np.ones_like(y), x[:1])
+    with pytest.raises(pyroi.ShapeError, match="grad_output"):
+        layer.backward_boxes(np.ones((1, 2, 2, 2)), x)
+    layer.eval()
+    layer(x, boxes)
+    with pytest.raises(pyroi.PyroiError):
+        layer.backward_boxes(np.ones_like(y), x)

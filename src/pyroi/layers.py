@@ -17,7 +17,8 @@ from pyroi.ops import prroi_pool, prroi_pool_backward
 from pyroi.ops import (crop_and_resize, crop_and_resize_backward_boxes,
                        crop_and_resize_backward_image)
 from pyroi.ops import (ps_roi_align, ps_roi_align_backward, ps_roi_pool, ps_roi_pool_backward,
-                       roi_align, roi_align_backward, roi_align_rotated,
+                       roi_align, roi_align_backward, roi_align_backward_boxes,
+                       roi_align_rotated,
                        roi_align_rotated_backward, roi_pool, roi_pool_backward)
 
 __all__ = ["CropAndResize", "MultiScaleRoIAlign", "PSRoIAlign", "PSRoIPool", "PrRoIPool",
@@ -333,6 +334,36 @@ class RoIAlign(_RoILayer):
         return roi_align_backward(grad_output, boxes, shape, *self._args()[1:], mode=self.mode,
                                   argmax=argmax, batch_indices=batch_indices,
                                   num_threads=num_threads, exact=self.exact)
+
+    def backward_boxes(self, grad_output, input, lda_coeff=1.0, *, num_threads=None):
+        """The gradient of the last call with respect to its boxes (``mode="avg"``), times
+        ``lda_coeff``, in the form the boxes were given (see
+        :func:`pyroi.roi_align_backward_boxes`); ``input`` is the input of that call (the
+        layer keeps no copy of it). float32 and float64.
+
+        Examples
+        --------
+        >>> import numpy as np, pyroi
+        >>> layer = pyroi.RoIAlign(1, sampling_ratio=1)
+        >>> x = np.tile(np.arange(4, dtype=np.float64), (1, 1, 4, 1))
+        >>> y = layer(x, np.array([[0, 1, 1, 2, 2]], np.float64))
+        >>> layer.backward_boxes(np.ones_like(y), x, lda_coeff=2.0)
+        array([[0., 1., 0., 1., 0.]])
+        """
+        if self.mode != "avg":
+            raise InvalidArgumentError(
+                f'backward_boxes: the box gradient is offered for mode="avg", this layer has '
+                f"mode={self.mode!r}")
+        grad, coeff, (shape, boxes, batch_indices, _) = self._recall(grad_output, lda_coeff)
+        if tuple(np.shape(input)) != shape:
+            raise ShapeError(f"input must have the shape of the forward's input {shape}, got "
+                             f"{np.shape(input)}")
+        gradient = roi_align_backward_boxes(grad, input, boxes, *self._args()[1:],
+                                            batch_indices=batch_indices,
+                                            num_threads=num_threads)
+        if isinstance(gradient, list):
+            return [_scaled(part, coeff, False) for part in gradient]
+        return _scaled(gradient, coeff, False)
 
 
 class RoIPool(_RoILayer):

@@ -31,6 +31,9 @@ class RoIAlign(_RoILayer):
     def __init__(self, output_size: int | tuple[int, int], spatial_scale: float = 1.0,
                  sampling_ratio: int = -1, aligned: bool = False, mode: str = "avg", *,
                  exact: bool = True) -> None: ...
+    def backward_boxes(self, grad_output: npt.ArrayLike, input: npt.ArrayLike,
+                       lda_coeff: float = 1.0, *, num_threads: int | None = None
+                       ) -> npt.NDArray[Any] | list[npt.NDArray[Any]]: ...
 
 class RoIPool(_RoILayer):
     output_size: tuple[int, int]
