@@ -640,6 +640,19 @@ def merge_samples(exact, is_max: bool) -> bool:
     return merge
 
 
+def crop_layer_options(target, crop_size, method, extrapolation_value, layout, placement):
+    """Checks a crop_and_resize layer's (NumPy or torch) bound arguments and sets them on
+    ``target``: crop_size, method, extrapolation_value, layout, placement."""
+    target.crop_size = int_pair(crop_size, "crop_size")
+    crop_method(method)
+    is_channels_last(layout)
+    crop_placement(placement)
+    target.method = method
+    target.extrapolation_value = any_real(extrapolation_value, "extrapolation_value")
+    target.layout = layout
+    target.placement = placement
+
+
 def is_channels_last(layout) -> bool:
     """``layout=``: "NCHW" (default) or "NHWC" (channels last); returns True for NHWC."""
     if layout not in ("NCHW", "NHWC"):

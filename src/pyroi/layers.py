@@ -856,15 +856,8 @@ class CropAndResize(_TrainableLayer):
     def __init__(self, crop_size, method="bilinear", extrapolation_value=0.0, *,
                  layout="NHWC", placement="tensorflow"):
         super().__init__()
-        self.crop_size = _validate.int_pair(crop_size, "crop_size")
-        _validate.crop_method(method)
-        _validate.is_channels_last(layout)
-        _validate.crop_placement(placement)
-        self.method = method
-        self.extrapolation_value = _validate.any_real(extrapolation_value,
-                                                      "extrapolation_value")
-        self.layout = layout
-        self.placement = placement
+        _validate.crop_layer_options(self, crop_size, method, extrapolation_value, layout,
+                                     placement)
 
     def _options(self):
         return {"layout": self.layout, "placement": self.placement}
