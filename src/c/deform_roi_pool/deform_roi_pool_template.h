@@ -1,0 +1,518 @@
+/* deform_roi_pool_template.h - deformable RoI pooling's tasks, calls and entry points for one
+ * dtype (docs/semantics.md §14). Included by deform_roi_pool_dtype.h after
+ * deform_roi_pool_bins_template.h. Parallel work over disjoint outputs: the forward and the
+ * offset backward by RoIs (each writes its own rows), the input backward by blocks of
+ * channels (each zeroes its channels of grad_input and adds every RoI into them in RoI
+ * order), so results are bit-identical for every thread count. A bin's sum and its scatter
+ * are the sampler's (pyroi_bilinear_bin_sum / _scatter), in RoIAlign's order: with zero
+ * offsets the results are aligned RoIAlign's, bit for bit. */
+
+/* The mask of bin (ph, pw) of RoI k (1 without a mask). */
+static T PYROI_TYPED(deform_mask_of)(const PYROI_TYPED(deform_job) *job, int64_t k, int64_t ph,
+                                     int64_t pw)
+{
+    const int64_t *ms = job->mask_strides;
+    return job->mask == NULL ? (T)1 : job->mask[k * ms[0] + ph * ms[2] + pw * ms[3]];
+}
+
+/* The worker's two tap tables, of job->capacity taps each. */
+static PYROI_TYPED(deform_tap) *PYROI_TYPED(deform_worker_taps)(const PYROI_TYPED(deform_job) *job,
+                                                                int worker)
+{
+    return job->scratch + (int64_t)worker * 2 * job->capacity;
+}
+
+/* Forward for RoIs [begin, end): bin after bin, its taps once, then every channel. */
+static void PYROI_TYPED(deform_forward_task)(void *context, int64_t begin, int64_t end,
+                                             int worker)
+{
+    const PYROI_TYPED(deform_job) *job = (const PYROI_TYPED(deform_job) *)context;
+    const pyroi_deform_roi_pool_params *params = job->params;
+    const int64_t *shape = job->map_shape, *in = job->map_strides, *out = job->pooled_strides;
+    PYROI_TYPED(deform_tap) *row_taps = PYROI_TYPED(deform_worker_taps)(job, worker);
+    PYROI_TYPED(deform_tap) *col_taps = row_taps + job->capacity;
+    pyroi_cancel_countdown countdown = pyroi_cancel_countdown_of(params->cancel, 1);
+    int64_t k, ph, pw, c;
+    for (k = begin; k < end; ++k) {
+        const T *box = (const T *)job->rois->boxes + 4 * k;
+        const T *image = job->map + job->rois->batch_indices[k] * in[0];
+        T *result = job->output + k * out[0];
+        PYROI_TYPED(deform_axis) rows, cols;
+        T roi_h, roi_w, count;
+        /* checked before the tasks: the same call cannot fail here */
+        (void)PYROI_TYPED(deform_axes)(box, params, shape[2], shape[3], &rows, &cols, &roi_h,
+                                       &roi_w);
+        count = (T)(rows.grid * cols.grid > 1 ? rows.grid * cols.grid : 1); /* empty: 0 */
+        for (ph = 0; ph < params->pooled_height; ++ph) {
+            for (pw = 0; pw < params->pooled_width; ++pw) {
+                PYROI_TYPED(deform_axis) bin_rows, bin_cols;
+                pyroi_tap_range rr = {0, 0, 0}, cr = {0, 0, 0};
+                const T mask = PYROI_TYPED(deform_mask_of)(job, k, ph, pw);
+                PYROI_TYPED(deform_bin_axes)(job, k, ph, pw, &rows, &cols, roi_h, roi_w,
+                                             &bin_rows, &bin_cols);
+                rr.end = PYROI_TYPED(deform_bin_taps)(&bin_rows, ph, row_taps, NULL);
+                cr.end = PYROI_TYPED(deform_bin_taps)(&bin_cols, pw, col_taps, NULL);
+                for (c = 0; c < shape[1]; ++c) {
+                    T value;
+                    if (pyroi_cancel_count_work(&countdown, rr.end * cr.end + 1)) {
+                        return; /* the output is unspecified once cancelled */
+                    }
+                    value = PYROI_TYPED(pyroi_bilinear_bin_sum)(
+                                image + c * in[1], NULL, NULL, in[2], in[3], row_taps, rr,
+                                col_taps, cr) /
+                            count;
+                    if (job->mask != NULL) {
+                        value = value * mask; /* mmcv: the pooled mean times the mask */
+                    }
+                    result[c * out[1] + ph * out[2] + pw * out[3]] = value;
+                }
+            }
+        }
+    }
+}
+
+/* Input backward for channel blocks [block_begin, block_end): their planes of every image
+ * zeroed, then every RoI's bins added in RoI order. */
+static void PYROI_TYPED(deform_backward_task)(void *context, int64_t block_begin,
+                                              int64_t block_end, int worker)
+{
+    const PYROI_TYPED(deform_job) *job = (const PYROI_TYPED(deform_job) *)context;
+    const pyroi_deform_roi_pool_params *params = job->params;
+    const int64_t *shape = job->map_shape, *gi = job->map_strides, *go = job->pooled_strides;
+    const int64_t c_begin = block_begin * job->channel_block;
+    const int64_t c_end = block_end * job->channel_block < shape[1]
+                              ? block_end * job->channel_block
+                              : shape[1];
+    PYROI_TYPED(deform_tap) *row_taps = PYROI_TYPED(deform_worker_taps)(job, worker);
+    PYROI_TYPED(deform_tap) *col_taps = row_taps + job->capacity;
+    pyroi_cancel_countdown countdown = pyroi_cancel_countdown_of(params->cancel, 1);
+    int64_t k, ph, pw, c;
+    if (pyroi_zero_channels(job->grad_map, sizeof(T), shape, gi, c_begin, c_end,
+                            params->cancel)) {
+        return;
+    }
+    for (k = 0; k < job->rois->num_rois; ++k) {
+        const T *box = (const T *)job->rois->boxes + 4 * k;
+        T *image = job->grad_map + job->rois->batch_indices[k] * gi[0];
+        const T *grad = job->grad + k * go[0];
+        PYROI_TYPED(deform_axis) rows, cols;
+        T roi_h, roi_w, count;
+        (void)PYROI_TYPED(deform_axes)(box, params, shape[2], shape[3], &rows, &cols, &roi_h,
+                                       &roi_w);
+        count = (T)(rows.grid * cols.grid); /* unclamped: an empty grid has no taps */
+        if (pyroi_cancel_count_work(&countdown, 1)) {
+            return;
+        }
+        for (ph = 0; ph < params->pooled_height; ++ph) {
+            for (pw = 0; pw < params->pooled_width; ++pw) {
+                PYROI_TYPED(deform_axis) bin_rows, bin_cols;
+                pyroi_tap_range rr = {0, 0, 0}, cr = {0, 0, 0};
+                const T mask = PYROI_TYPED(deform_mask_of)(job, k, ph, pw);
+                PYROI_TYPED(deform_bin_axes)(job, k, ph, pw, &rows, &cols, roi_h, roi_w,
+                                             &bin_rows, &bin_cols);
+                rr.end = PYROI_TYPED(deform_bin_taps)(&bin_rows, ph, row_taps, NULL);
+                cr.end = PYROI_TYPED(deform_bin_taps)(&bin_cols, pw, col_taps, NULL);
+                if (rr.end == 0 || cr.end == 0) {
+                    continue;
+                }
+                for (c = c_begin; c < c_end; ++c) {
+                    T g = grad[c * go[1] + ph * go[2] + pw * go[3]];
+                    if (pyroi_cancel_count_work(&countdown, rr.end * cr.end + 1)) {
+                        return; /* grad_input is unspecified once cancelled */
+                    }
+                    if (job->mask != NULL) {
+                        g = g * mask; /* the gradient of the pooled mean times the mask */
+                    }
+                    PYROI_TYPED(pyroi_bilinear_bin_scatter)(image + c * gi[1], gi[2], gi[3],
+                                                            row_taps, rr, col_taps, cr, g,
+                                                            count);
+                }
+            }
+        }
+    }
+}
+
+/* The slopes along y (*along_y) and x (*along_x) of a bin's sum of sampled values of one
+ * plane, and that sum: the sampler's value differentiated per sample (the neighbours'
+ * differences weighted by the other axis's weights, times the tap's slope: 0 where the
+ * sampler clamps), summed in sample order in double. */
+static void PYROI_TYPED(deform_bin_slopes)(const T *plane, const int64_t *in,
+                                           const PYROI_TYPED(deform_tap) *row_taps,
+                                           const T *row_positions, int64_t rows,
+                                           const PYROI_TYPED(deform_tap) *col_taps,
+                                           const T *col_positions, int64_t cols,
+                                           double *along_y, double *along_x)
+{
+    double dy = 0.0, dx = 0.0;
+    int64_t r, q;
+    for (r = 0; r < rows; ++r) {
+        const PYROI_TYPED(deform_tap) ty = row_taps[r];
+        const double slope_y =
+            (double)PYROI_TYPED(pyroi_axis_tap_slope)(row_positions[r], ty);
+        const T *lo = plane + ty.lo * in[2], *hi = plane + ty.hi * in[2];
+        const double wy_lo = (double)ty.w_lo, wy_hi = (double)ty.w_hi;
+        for (q = 0; q < cols; ++q) {
+            const PYROI_TYPED(deform_tap) tx = col_taps[q];
+            const double slope_x =
+                (double)PYROI_TYPED(pyroi_axis_tap_slope)(col_positions[q], tx);
+            const int64_t left = tx.lo * in[3], right = tx.hi * in[3];
+            const double v00 = (double)lo[left], v01 = (double)lo[right];
+            const double v10 = (double)hi[left], v11 = (double)hi[right];
+            const double wx_lo = (double)tx.w_lo, wx_hi = (double)tx.w_hi;
+            dy += slope_y * ((wx_lo * v10 + wx_hi * v11) - (wx_lo * v00 + wx_hi * v01));
+            dx += slope_x * (wy_lo * (v01 - v00) + wy_hi * (v11 - v10));
+        }
+    }
+    *along_y = dy;
+    *along_x = dx;
+}
+
+/* Offset and mask backward for RoIs [begin, end): per bin, over the channels, the slopes of
+ * its sum (offsets) and its mean (mask), each result element written once. */
+static void PYROI_TYPED(deform_backward_offset_task)(void *context, int64_t begin, int64_t end,
+                                                     int worker)
+{
+    const PYROI_TYPED(deform_job) *job = (const PYROI_TYPED(deform_job) *)context;
+    const pyroi_deform_roi_pool_params *params = job->params;
+    const int64_t *shape = job->map_shape, *in = job->map_strides, *go = job->pooled_strides;
+    const int64_t *os = job->grad_offset_strides, *ms = job->grad_mask_strides;
+    PYROI_TYPED(deform_tap) *row_taps = PYROI_TYPED(deform_worker_taps)(job, worker);
+    PYROI_TYPED(deform_tap) *col_taps = row_taps + job->capacity;
+    /* the positions after the taps: the scratch holds 2 * capacity taps and as many T */
+    T *row_positions = (T *)(job->scratch + 2 * job->capacity * job->workers) +
+                       (int64_t)worker * 2 * job->capacity;
+    T *col_positions = row_positions + job->capacity;
+    pyroi_cancel_countdown countdown = pyroi_cancel_countdown_of(params->cancel, 1);
+    int64_t k, ph, pw, c;
+    for (k = begin; k < end; ++k) {
+        const T *box = (const T *)job->rois->boxes + 4 * k;
+        const T *image = job->map + job->rois->batch_indices[k] * in[0];
+        const T *grad = job->grad + k * go[0];
+        PYROI_TYPED(deform_axis) rows, cols;
+        T roi_h, roi_w, count;
+        (void)PYROI_TYPED(deform_axes)(box, params, shape[2], shape[3], &rows, &cols, &roi_h,
+                                       &roi_w);
+        count = (T)(rows.grid * cols.grid > 1 ? rows.grid * cols.grid : 1);
+        for (ph = 0; ph < params->pooled_height; ++ph) {
+            for (pw = 0; pw < params->pooled_width; ++pw) {
+                PYROI_TYPED(deform_axis) bin_rows, bin_cols;
+                pyroi_tap_range rr = {0, 0, 0}, cr = {0, 0, 0};
+                const double mask = (double)PYROI_TYPED(deform_mask_of)(job, k, ph, pw);
+                double d_y = 0.0, d_x = 0.0, d_mask = 0.0;
+                PYROI_TYPED(deform_bin_axes)(job, k, ph, pw, &rows, &cols, roi_h, roi_w,
+                                             &bin_rows, &bin_cols);
+                rr.end = PYROI_TYPED(deform_bin_taps)(&bin_rows, ph, row_taps, row_positions);
+                cr.end = PYROI_TYPED(deform_bin_taps)(&bin_cols, pw, col_taps, col_positions);
+                for (c = 0; c < shape[1] && rr.end > 0 && cr.end > 0; ++c) {
+                    const T *plane = image + c * in[1];
+                    const double g = (double)grad[c * go[1] + ph * go[2] + pw * go[3]];
+                    if (pyroi_cancel_count_work(&countdown, 2 * rr.end * cr.end + 1)) {
+                        return; /* the gradients are unspecified once cancelled */
+                    }
+                    if (job->grad_offset != NULL) {
+                        double along_y, along_x;
+                        PYROI_TYPED(deform_bin_slopes)(plane, in, row_taps, row_positions,
+                                                       rr.end, col_taps, col_positions, cr.end,
+                                                       &along_y, &along_x);
+                        d_y += g * along_y;
+                        d_x += g * along_x;
+                    }
+                    if (job->grad_mask != NULL) { /* the bin's mean, as the forward forms it */
+                        const T sum = PYROI_TYPED(pyroi_bilinear_bin_sum)(
+                            plane, NULL, NULL, in[2], in[3], row_taps, rr, col_taps, cr);
+                        d_mask += g * (double)(sum / count);
+                    }
+                }
+                if (job->grad_offset != NULL) {
+                    /* d(position)/d(offset) = gamma * size, the same for every sample */
+                    const T gamma = (T)params->gamma;
+                    const double per_x = (double)(gamma * roi_w) / (double)count;
+                    const double per_y = (double)(gamma * roi_h) / (double)count;
+                    T *at = job->grad_offset + k * os[0] + ph * os[2] + pw * os[3];
+                    at[0] = (T)(d_x * mask * per_x);
+                    at[os[1]] = (T)(d_y * mask * per_y);
+                }
+                if (job->grad_mask != NULL) {
+                    job->grad_mask[k * ms[0] + ph * ms[2] + pw * ms[3]] = (T)d_mask;
+                }
+            }
+        }
+    }
+}
+
+/* Runs task over `items` items with every worker's tap tables (2 * capacity taps, then, for
+ * the offset backward's positions, 2 * capacity T per worker after all the taps). */
+static pyroi_status PYROI_TYPED(deform_run)(PYROI_TYPED(deform_job) *job, int64_t items,
+                                            double work_per_item, pyroi_range_task task)
+{
+    const int workers = pyroi_parallel_workers(job->params->num_threads, items, work_per_item);
+    const double bytes = 2.0 * (double)job->capacity * (double)workers *
+                         ((double)sizeof(PYROI_TYPED(deform_tap)) + (double)sizeof(T));
+    pyroi_status status;
+    if (bytes > DEFORM_SCRATCH_LIMIT) {
+        return PYROI_E_NO_MEMORY;
+    }
+    job->workers = workers;
+    job->scratch = (PYROI_TYPED(deform_tap) *)malloc((size_t)bytes);
+    if (job->scratch == NULL) {
+        return PYROI_E_NO_MEMORY;
+    }
+    status = pyroi_parallel_for(workers, items, work_per_item, job->params->cancel, task, job);
+    free(job->scratch);
+    return status;
+}
+
+/* The start of every call once its tensors are checked: the RoIs and the offsets copied,
+ * every box checked and the bins scanned (job->capacity, *work per channel of a RoI). On
+ * PYROI_OK the caller frees *rois and *shifts. */
+static pyroi_status PYROI_TYPED(deform_prepare)(
+    PYROI_TYPED(deform_job) *job, const int64_t map_shape[4], const T *boxes, int64_t num_rois,
+    int64_t box_row_stride, const int64_t *batch_indices, const T *offset,
+    const int64_t offset_strides[4], const pyroi_deform_roi_pool_params *params,
+    pyroi_rois *rois, T **shifts, double *work)
+{
+    int64_t failed_roi;
+    pyroi_status status = pyroi_rois_copy(rois, boxes, sizeof(T), num_rois, box_row_stride, 4,
+                                          batch_indices, map_shape[0], NULL, params->cancel);
+    if (status != PYROI_OK) {
+        return status;
+    }
+    status = PYROI_TYPED(deform_copy_offsets)(offset, offset_strides, num_rois, params,
+                                              &rois->cancel, shifts);
+    if (status == PYROI_OK) {
+        job->params = params;
+        job->rois = rois;
+        job->shifts = *shifts;
+        status = PYROI_TYPED(deform_scan)(job, map_shape[2], map_shape[3], map_shape[1] > 0,
+                                          &rois->cancel, &job->capacity, work, &failed_roi);
+        if (status != PYROI_OK) {
+            free(*shifts);
+        }
+    }
+    if (status != PYROI_OK) {
+        pyroi_rois_free(rois);
+    }
+    return status;
+}
+
+/* The checks of the per-bin tensors every entry point takes: offset (K, 2, PH, PW) and mask
+ * (K, 1, PH, PW), both read. */
+static pyroi_status PYROI_TYPED(deform_check_offset_mask)(
+    const T *offset, const int64_t offset_strides[4], const T *mask,
+    const int64_t mask_strides[4], int64_t num_rois, const pyroi_deform_roi_pool_params *params)
+{
+    const pyroi_status status = deform_check_bins(offset, offset_strides, num_rois, 2, params,
+                                                  PYROI_TENSOR_INPUT);
+    if (status != PYROI_OK) {
+        return status;
+    }
+    return deform_check_bins(mask, mask_strides, num_rois, 1, params, PYROI_TENSOR_INPUT);
+}
+
+pyroi_status PYROI_TYPED(pyroi_deform_roi_pool_forward)(
+    const T *input, const int64_t input_shape[4], const int64_t input_strides[4],
+    const T *boxes, int64_t num_rois, int64_t box_row_stride, const int64_t *batch_indices,
+    const T *offset, const int64_t offset_strides[4], const T *mask,
+    const int64_t mask_strides[4], T *output, const int64_t output_strides[4],
+    const pyroi_deform_roi_pool_params *params)
+{
+    PYROI_TYPED(deform_job) job;
+    pyroi_rois rois;
+    T *shifts = NULL;
+    double work;
+    pyroi_status status = pyroi_check_deform_roi_pool_params(params);
+    if (status == PYROI_OK) {
+        status = pyroi_check_pooling_call(input, input_shape, input_strides, PYROI_TENSOR_INPUT,
+                                          output, output_strides, PYROI_TENSOR_OUTPUT, -1,
+                                          params->pooled_height, params->pooled_width, boxes,
+                                          num_rois, box_row_stride, 4, batch_indices);
+    }
+    if (status == PYROI_OK) {
+        status = PYROI_TYPED(deform_check_offset_mask)(offset, offset_strides, mask,
+                                                       mask_strides, num_rois, params);
+    }
+    if (status != PYROI_OK) {
+        return status;
+    }
+    memset(&job, 0, sizeof job);
+    status = PYROI_TYPED(deform_prepare)(&job, input_shape, boxes, num_rois, box_row_stride,
+                                         batch_indices, offset, offset_strides, params, &rois,
+                                         &shifts, &work);
+    if (status != PYROI_OK) {
+        return status;
+    }
+    if (num_rois > 0 && input_shape[1] > 0) {
+        job.map = input;
+        job.map_shape = input_shape;
+        job.map_strides = input_strides;
+        job.output = output;
+        job.pooled_strides = output_strides;
+        job.mask = mask;
+        job.mask_strides = mask_strides;
+        status = PYROI_TYPED(deform_run)(&job, num_rois, 4.0 * work * (double)input_shape[1],
+                                         PYROI_TYPED(deform_forward_task));
+    }
+    free(shifts);
+    pyroi_rois_free(&rois);
+    return status;
+}
+
+pyroi_status PYROI_TYPED(pyroi_deform_roi_pool_backward)(
+    const T *grad_output, const int64_t grad_output_strides[4], const T *boxes,
+    int64_t num_rois, int64_t box_row_stride, const int64_t *batch_indices, const T *offset,
+    const int64_t offset_strides[4], const T *mask, const int64_t mask_strides[4],
+    T *grad_input, const int64_t grad_input_shape[4], const int64_t grad_input_strides[4],
+    const pyroi_deform_roi_pool_params *params)
+{
+    PYROI_TYPED(deform_job) job;
+    pyroi_rois rois;
+    T *shifts = NULL;
+    double work;
+    pyroi_status status = pyroi_check_deform_roi_pool_params(params);
+    if (status == PYROI_OK) {
+        status = pyroi_check_pooling_call(
+            grad_input, grad_input_shape, grad_input_strides, PYROI_TENSOR_OUTPUT, grad_output,
+            grad_output_strides, PYROI_TENSOR_INPUT, -1, params->pooled_height,
+            params->pooled_width, boxes, num_rois, box_row_stride, 4, batch_indices);
+    }
+    if (status == PYROI_OK) {
+        status = PYROI_TYPED(deform_check_offset_mask)(offset, offset_strides, mask,
+                                                       mask_strides, num_rois, params);
+    }
+    if (status != PYROI_OK) {
+        return status;
+    }
+    memset(&job, 0, sizeof job);
+    status = PYROI_TYPED(deform_prepare)(&job, grad_input_shape, boxes, num_rois,
+                                         box_row_stride, batch_indices, offset, offset_strides,
+                                         params, &rois, &shifts, &work);
+    if (status != PYROI_OK) {
+        return status;
+    }
+    /* nothing to write with an empty grad_input (which may then be NULL) */
+    if (!pyroi_shape_is_empty(grad_input_shape)) {
+        const double plane = (double)grad_input_shape[0] * (double)grad_input_shape[2] *
+                             (double)grad_input_shape[3];
+        int64_t blocks;
+        job.grad_map = grad_input;
+        job.map_shape = grad_input_shape;
+        job.map_strides = grad_input_strides;
+        job.grad = grad_output;
+        job.pooled_strides = grad_output_strides;
+        job.mask = mask;
+        job.mask_strides = mask_strides;
+        /* blocks of channels share each bin's taps; a channel's sums do not depend on its
+         * block */
+        job.channel_block = grad_input_shape[1] >= 64 ? 8 : 1;
+        blocks = (grad_input_shape[1] + job.channel_block - 1) / job.channel_block;
+        status = PYROI_TYPED(deform_run)(
+            &job, blocks, (plane + 4.0 * (double)num_rois * work) * (double)job.channel_block,
+            PYROI_TYPED(deform_backward_task));
+    }
+    free(shifts);
+    pyroi_rois_free(&rois);
+    return status;
+}
+
+pyroi_status PYROI_TYPED(pyroi_deform_roi_pool_backward_offset)(
+    const T *grad_output, const int64_t grad_output_strides[4], const T *input,
+    const int64_t input_shape[4], const int64_t input_strides[4], const T *boxes,
+    int64_t num_rois, int64_t box_row_stride, const int64_t *batch_indices, const T *offset,
+    const int64_t offset_strides[4], const T *mask, const int64_t mask_strides[4],
+    T *grad_offset, const int64_t grad_offset_strides[4], T *grad_mask,
+    const int64_t grad_mask_strides[4], const pyroi_deform_roi_pool_params *params)
+{
+    PYROI_TYPED(deform_job) job;
+    pyroi_rois rois;
+    T *shifts = NULL;
+    double work;
+    int64_t k, ph, pw;
+    pyroi_status status = pyroi_check_deform_roi_pool_params(params);
+    if (status == PYROI_OK) {
+        status = pyroi_check_pooling_call(input, input_shape, input_strides, PYROI_TENSOR_INPUT,
+                                          grad_output, grad_output_strides, PYROI_TENSOR_INPUT,
+                                          -1, params->pooled_height, params->pooled_width,
+                                          boxes, num_rois, box_row_stride, 4, batch_indices);
+    }
+    if (status == PYROI_OK) {
+        status = PYROI_TYPED(deform_check_offset_mask)(offset, offset_strides, mask,
+                                                       mask_strides, num_rois, params);
+    }
+    if (status == PYROI_OK) {
+        status = deform_check_bins(grad_offset, grad_offset_strides, num_rois, 2, params,
+                                   PYROI_TENSOR_OUTPUT);
+    }
+    if (status == PYROI_OK) {
+        status = deform_check_bins(grad_mask, grad_mask_strides, num_rois, 1, params,
+                                   PYROI_TENSOR_OUTPUT);
+    }
+    if (status != PYROI_OK) {
+        return status;
+    }
+    memset(&job, 0, sizeof job);
+    status = PYROI_TYPED(deform_prepare)(&job, input_shape, boxes, num_rois, box_row_stride,
+                                         batch_indices, offset, offset_strides, params, &rois,
+                                         &shifts, &work);
+    if (status != PYROI_OK) {
+        return status;
+    }
+    if (num_rois > 0 && input_shape[1] == 0) { /* no channel: nothing depends on a bin */
+        for (k = 0; k < num_rois; ++k) {
+            for (ph = 0; ph < params->pooled_height; ++ph) {
+                for (pw = 0; pw < params->pooled_width; ++pw) {
+                    if (grad_offset != NULL) {
+                        const int64_t *os = grad_offset_strides;
+                        grad_offset[k * os[0] + ph * os[2] + pw * os[3]] = (T)0;
+                        grad_offset[k * os[0] + os[1] + ph * os[2] + pw * os[3]] = (T)0;
+                    }
+                    if (grad_mask != NULL) {
+                        const int64_t *ms = grad_mask_strides;
+                        grad_mask[k * ms[0] + ph * ms[2] + pw * ms[3]] = (T)0;
+                    }
+                }
+            }
+        }
+    } else if (num_rois > 0 && (grad_offset != NULL || grad_mask != NULL)) {
+        job.map = input;
+        job.map_shape = input_shape;
+        job.map_strides = input_strides;
+        job.grad = grad_output;
+        job.pooled_strides = grad_output_strides;
+        job.mask = mask;
+        job.mask_strides = mask_strides;
+        job.grad_offset = grad_offset;
+        job.grad_offset_strides = grad_offset_strides;
+        job.grad_mask = grad_mask;
+        job.grad_mask_strides = grad_mask_strides;
+        status = PYROI_TYPED(deform_run)(&job, num_rois, 12.0 * work * (double)input_shape[1],
+                                         PYROI_TYPED(deform_backward_offset_task));
+    }
+    free(shifts);
+    pyroi_rois_free(&rois);
+    return status;
+}
+
+pyroi_status PYROI_TYPED(pyroi_deform_roi_pool_find_invalid_roi)(
+    const T *boxes, int64_t num_rois, int64_t box_row_stride, const int64_t *batch_indices,
+    int64_t num_images, int64_t height, int64_t width,
+    const pyroi_deform_roi_pool_params *params, int64_t *failed_roi)
+{
+    int64_t k;
+    /* the calls test every batch index before any box: report in the same order */
+    const pyroi_status status = pyroi_find_invalid_batch_index(
+        pyroi_check_deform_roi_pool_params(params), boxes, num_rois, box_row_stride, 4,
+        batch_indices, num_images, height, width, failed_roi);
+    if (status != PYROI_OK) {
+        return status;
+    }
+    for (k = 0; k < num_rois; ++k) {
+        PYROI_TYPED(deform_axis) rows, cols;
+        T roi_h, roi_w;
+        if (PYROI_TYPED(deform_axes)(boxes + k * box_row_stride, params, height, width, &rows,
+                                     &cols, &roi_h, &roi_w) != PYROI_OK) {
+            *failed_roi = k;
+            return PYROI_E_INVALID_BOX;
+        }
+    }
+    return PYROI_OK;
+}
