@@ -384,3 +384,89 @@ def test_sigint_stops_at_the_sampling_ratio_limit_quickly(op):
     words = out.split()
     assert words[:1] == ["INTERRUPTED"], (out, err)
     assert float(words[1]) - sent < 0.5
+
+
+# ---- pyroi.torch ----------------------------------------------------------------------------
+
+def test_torch_known_answers_through_the_pack_module():
+    """mmcv's own test: DeformRoIPoolPack((2, 2), C, sampling_ratio=2), output.backward(ones);
+    and the modulated pack with its zeroed mask head halves both."""
+    torch = pytest.importorskip("torch")
+    import pyroi.torch as pt
+    for case in range(3):
+        x = torch.tensor(MMCV_INPUTS[case][0], requires_grad=True)
+        rois = torch.tensor(MMCV_INPUTS[case][1])
+        output, input_grad = MMCV_OUTPUTS[case]
+        for module, factor in ((pt.DeformRoIPoolPack, 1.0), (pt.ModulatedDeformRoIPoolPack, 0.5)):
+            x.grad = None
+            y = module((2, 2), x.shape[1], spatial_scale=1.0, sampling_ratio=2)(x, rois)
+            y.backward(torch.ones_like(y))
+            np.testing.assert_allclose(y.detach().numpy(), np.array(output) * factor, rtol=1e-6)
+            np.testing.assert_allclose(x.grad.numpy(), np.array(input_grad) * factor, rtol=1e-6)
+
+
+def test_torch_modules_have_mmcvs_parameters():
+    torch = pytest.importorskip("torch")
+    import pyroi.torch as pt
+    pack = pt.ModulatedDeformRoIPoolPack((7, 7), 256, 1024)
+    assert [(k, tuple(v.shape)) for k, v in pack.state_dict().items()] == [
+        ("offset_fc.0.weight", (1024, 12544)), ("offset_fc.0.bias", (1024,)),
+        ("offset_fc.2.weight", (1024, 1024)), ("offset_fc.2.bias", (1024,)),
+        ("offset_fc.4.weight", (98, 1024)), ("offset_fc.4.bias", (98,)),
+        ("mask_fc.0.weight", (1024, 12544)), ("mask_fc.0.bias", (1024,)),
+        ("mask_fc.2.weight", (49, 1024)), ("mask_fc.2.bias", (49,))]
+    assert isinstance(pack.mask_fc[3], torch.nn.Sigmoid)
+    assert not pack.offset_fc[4].weight.any() and not pack.mask_fc[2].weight.any()
+
+
+def test_torch_autograd_matches_numpy_and_gradcheck():
+    torch = pytest.importorskip("torch")
+    import pyroi.torch as pt
+    x, rois, offset, mask = _case(np.float64, seed=12, spread=2.0)
+    tx = torch.tensor(x, requires_grad=True)
+    toff = torch.tensor(offset, requires_grad=True)
+    tmask = torch.tensor(mask, requires_grad=True)
+    y = pt.deform_roi_pool(tx, torch.tensor(rois), toff, (3, 2), 0.9, 0, 0.1, mask=tmask)
+    assert np.array_equal(y.detach().numpy(),
+                          pyroi.deform_roi_pool(x, rois, offset, (3, 2), 0.9, 0, 0.1, mask=mask))
+    g = RNG.standard_normal(y.shape)
+    y.backward(torch.tensor(g))
+    want = pyroi.deform_roi_pool_backward(g, rois, x.shape, offset, 0.9, 0, 0.1, input=x,
+                                          mask=mask)
+    for got, expected in zip((tx.grad, toff.grad, tmask.grad), want):
+        assert np.array_equal(got.numpy(), expected)
+    # gradcheck away from kinks: small offsets on a smooth random map, a fixed grid
+    small = torch.tensor(offset * 0.05, requires_grad=True)
+    assert torch.autograd.gradcheck(
+        lambda a, o, m: pt.deform_roi_pool(a, torch.tensor(rois), o, (3, 2), 0.9, 2, mask=m),
+        (tx, small, tmask))
+    # no offset, or mmcv's empty tensor: aligned RoIAlign; the offset gets no gradient
+    for none in (None, torch.zeros(0)):
+        z = pt.deform_roi_pool(tx, torch.tensor(rois), none, (3, 2), 0.9, 2)
+        assert np.array_equal(z.detach().numpy(), pyroi.roi_align(x, rois, (3, 2), 0.9, 2, True))
+
+
+@pytest.mark.filterwarnings(  # opcheck's own gradient comparison reads a non-leaf's .grad
+    "ignore:The .grad attribute of a Tensor that is not a leaf")
+def test_torch_opcheck_compile_and_narrow_dtypes():
+    torch = pytest.importorskip("torch")
+    import pyroi.torch as pt
+    from torch.library import opcheck
+    x, rois, offset, mask = (torch.tensor(a) for a in _case(np.float64, seed=13))
+    x.requires_grad_(True)
+    offset.requires_grad_(True)
+    mask.requires_grad_(True)
+    opcheck(torch.ops.pyroi.deform_roi_pool.default, (x, rois, offset, mask, 0.9, 3, 2, 2, 0.1))
+    opcheck(torch.ops.pyroi.deform_roi_pool.default, (x, rois, None, None, 0.9, 3, 2, 0, 0.1))
+    grad = torch.randn(6, 3, 3, 2, dtype=torch.float64)
+    opcheck(torch.ops.pyroi._deform_roi_pool_backward.default,
+            (grad, rois, x.detach(), offset.detach(), mask.detach(), 0.9, 2, 0.1, True))
+    compiled = torch.compile(lambda a, b, o: pt.deform_roi_pool(a, b, o, (3, 2), 0.9),
+                             fullgraph=True)
+    assert torch.equal(compiled(x, rois, offset), pt.deform_roi_pool(x, rois, offset, (3, 2), 0.9))
+    for dtype in (torch.float16, torch.bfloat16):  # computed in float32, rounded once
+        narrow = pt.deform_roi_pool(x.detach().to(dtype), rois.to(dtype), offset.detach().to(dtype),
+                                    (3, 2), 0.9)
+        wide = pt.deform_roi_pool(x.detach().to(dtype).float(), rois.to(dtype).float(),
+                                  offset.detach().to(dtype).float(), (3, 2), 0.9)
+        assert narrow.dtype == dtype and torch.equal(narrow, wide.to(dtype))
