@@ -4,10 +4,12 @@
  * offset, sampled by the one bilinear sampler (core/sampling.h). The dtype-free parts are
  * here; the bins' geometry and the kernels are written once, in the templates
  * deform_roi_pool_dtype.h lists. */
+#include "core/half.h"
 #include "core/parallel.h"
 #include "core/rois.h"
 #include "core/sampling.h"
 #include "core/validate.h"
+#include "layout/transpose.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -44,6 +46,10 @@ static pyroi_status deform_check_bins(const void *data, const int64_t strides[4]
 
 /* The workers' tap tables of a call, at most this. */
 #define DEFORM_SCRATCH_LIMIT 17179869184.0 /* 16 GiB for all workers: more is PYROI_E_NO_MEMORY */
+
+/* A worker's channels-last block and tile in the lane-major orders, at most this (a larger
+ * map takes the direct order, read in place). */
+#define DEFORM_BLOCK_BYTES 67108864.0 /* 64 MiB */
 
 #define PYROI_DTYPE_TEMPLATE "deform_roi_pool/deform_roi_pool_dtype.h"
 #include "core/each_dtype.h"

@@ -27,6 +27,10 @@ typedef struct PYROI_TYPED(deform_job) {
     int64_t channel_block;      /* the input backward's channels per work item */
     PYROI_TYPED(deform_tap) *scratch; /* 2 * capacity taps per worker (deform_run) */
     int workers;
+    /* the lane-major orders: per worker a channels-last block of the image (H x W x lanes)
+     * and a tile of bins (PH x PW x lanes), block_elements T in all (0: direct order) */
+    T *blocks;
+    int64_t block_elements;
 } PYROI_TYPED(deform_job);
 
 /* The row and column axes of a box (x1, y1, x2, y2), aligned RoIAlign's: the corners scaled
@@ -154,18 +158,19 @@ static pyroi_status PYROI_TYPED(deform_copy_offsets)(const T *offset, const int6
 
 /* Checks every box (as aligned RoIAlign does) and, with count_bins (a call with channels),
  * finds the most in-map samples a translated bin has along an axis (*capacity, at least 1)
- * and the most samples of a RoI (*work, its work per channel): every bin's samples counted by
+ * the most samples of a RoI (*work, its work per channel) and of all (*total): every bin's
+ * samples counted by
  * bisection, O(log grid) a bin. */
 static pyroi_status PYROI_TYPED(deform_scan)(PYROI_TYPED(deform_job) *job, int64_t height,
                                              int64_t width, int count_bins,
                                              pyroi_call_cancel *cancel,
-                                             int64_t *capacity, double *work,
+                                             int64_t *capacity, double *work, double *total,
                                              int64_t *failed_roi)
 {
     const pyroi_deform_roi_pool_params *params = job->params;
     const int64_t PH = params->pooled_height, PW = params->pooled_width;
     int64_t k, ph, pw, most = 1;
-    double busiest = 1.0;
+    double busiest = 1.0, all = 0.0;
     *failed_roi = -1;
     for (k = 0; k < job->rois->num_rois; ++k) {
         const T *box = (const T *)job->rois->boxes + 4 * k;
@@ -195,8 +200,25 @@ static pyroi_status PYROI_TYPED(deform_scan)(PYROI_TYPED(deform_job) *job, int64
             }
         }
         busiest = samples > busiest ? samples : busiest;
+        all += samples;
     }
     *capacity = most;
     *work = busiest;
+    *total = all;
     return PYROI_OK;
+}
+
+/* The mask of bin (ph, pw) of RoI k (1 without a mask). */
+static T PYROI_TYPED(deform_mask_of)(const PYROI_TYPED(deform_job) *job, int64_t k, int64_t ph,
+                                     int64_t pw)
+{
+    const int64_t *ms = job->mask_strides;
+    return job->mask == NULL ? (T)1 : job->mask[k * ms[0] + ph * ms[2] + pw * ms[3]];
+}
+
+/* The worker's two tap tables, of job->capacity taps each. */
+static PYROI_TYPED(deform_tap) *PYROI_TYPED(deform_worker_taps)(const PYROI_TYPED(deform_job) *job,
+                                                                int worker)
+{
+    return job->scratch + (int64_t)worker * 2 * job->capacity;
 }

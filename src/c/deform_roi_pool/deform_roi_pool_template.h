@@ -7,21 +7,6 @@
  * are the sampler's (pyroi_bilinear_bin_sum / _scatter), in RoIAlign's order: with zero
  * offsets the results are aligned RoIAlign's, bit for bit. */
 
-/* The mask of bin (ph, pw) of RoI k (1 without a mask). */
-static T PYROI_TYPED(deform_mask_of)(const PYROI_TYPED(deform_job) *job, int64_t k, int64_t ph,
-                                     int64_t pw)
-{
-    const int64_t *ms = job->mask_strides;
-    return job->mask == NULL ? (T)1 : job->mask[k * ms[0] + ph * ms[2] + pw * ms[3]];
-}
-
-/* The worker's two tap tables, of job->capacity taps each. */
-static PYROI_TYPED(deform_tap) *PYROI_TYPED(deform_worker_taps)(const PYROI_TYPED(deform_job) *job,
-                                                                int worker)
-{
-    return job->scratch + (int64_t)worker * 2 * job->capacity;
-}
-
 /* Forward for RoIs [begin, end): bin after bin, its taps once, then every channel. */
 static void PYROI_TYPED(deform_forward_task)(void *context, int64_t begin, int64_t end,
                                              int worker)
@@ -241,7 +226,8 @@ static void PYROI_TYPED(deform_backward_offset_task)(void *context, int64_t begi
 }
 
 /* Runs task over `items` items with every worker's tap tables (2 * capacity taps, then, for
- * the offset backward's positions, 2 * capacity T per worker after all the taps). */
+ * the offset backward's positions, 2 * capacity T per worker after all the taps) and, for
+ * the lane-major tasks (job->block_elements > 0), its block and tile. */
 static pyroi_status PYROI_TYPED(deform_run)(PYROI_TYPED(deform_job) *job, int64_t items,
                                             double work_per_item, pyroi_range_task task)
 {
@@ -254,22 +240,52 @@ static pyroi_status PYROI_TYPED(deform_run)(PYROI_TYPED(deform_job) *job, int64_
     }
     job->workers = workers;
     job->scratch = (PYROI_TYPED(deform_tap) *)malloc((size_t)bytes);
-    if (job->scratch == NULL) {
+    job->blocks = NULL;
+    if (job->scratch != NULL && job->block_elements > 0) {
+        job->blocks = (T *)pyroi_aligned_malloc((size_t)job->block_elements * (size_t)workers *
+                                                sizeof(T));
+    }
+    if (job->scratch == NULL || (job->block_elements > 0 && job->blocks == NULL)) {
+        free(job->scratch);
         return PYROI_E_NO_MEMORY;
     }
     status = pyroi_parallel_for(workers, items, work_per_item, job->params->cancel, task, job);
+    pyroi_aligned_free(job->blocks);
     free(job->scratch);
     return status;
 }
 
+/* Whether a call takes the lane-major order (image blocks; the results are the same bits
+ * either way): when a worker's block and tile fit DEFORM_BLOCK_BYTES and the samples are
+ * worth gathering each image with RoIs once per lane group (their work, 4 taps each, at
+ * least a sixteenth of the gathered pixels'). Sets job->block_elements (0: direct order). */
+static int PYROI_TYPED(deform_use_blocks)(PYROI_TYPED(deform_job) *job,
+                                          const int64_t map_shape[4], int64_t num_rois,
+                                          double total_samples)
+{
+    const double pixels = (double)map_shape[2] * (double)map_shape[3];
+    const double bins = (double)job->params->pooled_height * (double)job->params->pooled_width;
+    const double images = (double)(map_shape[0] < num_rois ? map_shape[0] : num_rois);
+    job->block_elements = 0;
+    if ((pixels + bins) * (double)PYROI_LANE_BYTES > DEFORM_BLOCK_BYTES ||
+        64.0 * total_samples < images * pixels) {
+        return 0;
+    }
+    /* a line for each worker's block */
+    job->block_elements = ((int64_t)(pixels + bins) * PYROI_LANES + PYROI_LANES - 1) /
+                          PYROI_LANES * PYROI_LANES;
+    return 1;
+}
+
 /* The start of every call once its tensors are checked: the RoIs and the offsets copied,
- * every box checked and the bins scanned (job->capacity, *work per channel of a RoI). On
+ * every box checked and the bins scanned (job->capacity, *work per channel of the busiest
+ * RoI, *total samples of all). On
  * PYROI_OK the caller frees *rois and *shifts. */
 static pyroi_status PYROI_TYPED(deform_prepare)(
     PYROI_TYPED(deform_job) *job, const int64_t map_shape[4], const T *boxes, int64_t num_rois,
     int64_t box_row_stride, const int64_t *batch_indices, const T *offset,
     const int64_t offset_strides[4], const pyroi_deform_roi_pool_params *params,
-    pyroi_rois *rois, T **shifts, double *work)
+    pyroi_rois *rois, T **shifts, double *work, double *total)
 {
     int64_t failed_roi;
     pyroi_status status = pyroi_rois_copy(rois, boxes, sizeof(T), num_rois, box_row_stride, 4,
@@ -284,7 +300,8 @@ static pyroi_status PYROI_TYPED(deform_prepare)(
         job->rois = rois;
         job->shifts = *shifts;
         status = PYROI_TYPED(deform_scan)(job, map_shape[2], map_shape[3], map_shape[1] > 0,
-                                          &rois->cancel, &job->capacity, work, &failed_roi);
+                                          &rois->cancel, &job->capacity, work, total,
+                                          &failed_roi);
         if (status != PYROI_OK) {
             free(*shifts);
         }
@@ -319,7 +336,7 @@ pyroi_status PYROI_TYPED(pyroi_deform_roi_pool_forward)(
     PYROI_TYPED(deform_job) job;
     pyroi_rois rois;
     T *shifts = NULL;
-    double work;
+    double work, total;
     pyroi_status status = pyroi_check_deform_roi_pool_params(params);
     if (status == PYROI_OK) {
         status = pyroi_check_pooling_call(input, input_shape, input_strides, PYROI_TENSOR_INPUT,
@@ -337,7 +354,7 @@ pyroi_status PYROI_TYPED(pyroi_deform_roi_pool_forward)(
     memset(&job, 0, sizeof job);
     status = PYROI_TYPED(deform_prepare)(&job, input_shape, boxes, num_rois, box_row_stride,
                                          batch_indices, offset, offset_strides, params, &rois,
-                                         &shifts, &work);
+                                         &shifts, &work, &total);
     if (status != PYROI_OK) {
         return status;
     }
@@ -349,8 +366,18 @@ pyroi_status PYROI_TYPED(pyroi_deform_roi_pool_forward)(
         job.pooled_strides = output_strides;
         job.mask = mask;
         job.mask_strides = mask_strides;
-        status = PYROI_TYPED(deform_run)(&job, num_rois, 4.0 * work * (double)input_shape[1],
-                                         PYROI_TYPED(deform_forward_task));
+        if (!PYROI_TYPED(deform_use_blocks)(&job, input_shape, num_rois, total)) {
+            status = PYROI_TYPED(deform_run)(&job, num_rois, 4.0 * work * (double)input_shape[1],
+                                             PYROI_TYPED(deform_forward_task));
+        } else if ((status = pyroi_rois_group_by_image(&rois)) == PYROI_OK) {
+            const int64_t groups = (input_shape[1] + PYROI_LANES - 1) / PYROI_LANES;
+            /* an item: one image's lane group, its gather and its RoIs' samples */
+            const double per_item = (double)input_shape[2] * (double)input_shape[3] +
+                                    4.0 * total / (double)rois.num_groups;
+            status = PYROI_TYPED(deform_run)(&job, rois.num_groups * groups,
+                                             per_item * (double)PYROI_LANES,
+                                             PYROI_TYPED(deform_forward_blocks_task));
+        }
     }
     free(shifts);
     pyroi_rois_free(&rois);
@@ -367,7 +394,7 @@ pyroi_status PYROI_TYPED(pyroi_deform_roi_pool_backward)(
     PYROI_TYPED(deform_job) job;
     pyroi_rois rois;
     T *shifts = NULL;
-    double work;
+    double work, total;
     pyroi_status status = pyroi_check_deform_roi_pool_params(params);
     if (status == PYROI_OK) {
         status = pyroi_check_pooling_call(
@@ -385,7 +412,7 @@ pyroi_status PYROI_TYPED(pyroi_deform_roi_pool_backward)(
     memset(&job, 0, sizeof job);
     status = PYROI_TYPED(deform_prepare)(&job, grad_input_shape, boxes, num_rois,
                                          box_row_stride, batch_indices, offset, offset_strides,
-                                         params, &rois, &shifts, &work);
+                                         params, &rois, &shifts, &work, &total);
     if (status != PYROI_OK) {
         return status;
     }
@@ -401,13 +428,25 @@ pyroi_status PYROI_TYPED(pyroi_deform_roi_pool_backward)(
         job.pooled_strides = grad_output_strides;
         job.mask = mask;
         job.mask_strides = mask_strides;
-        /* blocks of channels share each bin's taps; a channel's sums do not depend on its
-         * block */
-        job.channel_block = grad_input_shape[1] >= 64 ? 8 : 1;
-        blocks = (grad_input_shape[1] + job.channel_block - 1) / job.channel_block;
-        status = PYROI_TYPED(deform_run)(
-            &job, blocks, (plane + 4.0 * (double)num_rois * work) * (double)job.channel_block,
-            PYROI_TYPED(deform_backward_task));
+        if (num_rois > 0 && grad_input_shape[1] > 0 &&
+            PYROI_TYPED(deform_use_blocks)(&job, grad_input_shape, num_rois, total)) {
+            /* an item: a lane group of channels, every image's planes of it */
+            status = pyroi_rois_group_by_image(&rois);
+            blocks = (grad_input_shape[1] + PYROI_LANES - 1) / PYROI_LANES;
+            if (status == PYROI_OK) {
+                status = PYROI_TYPED(deform_run)(
+                    &job, blocks, (2.0 * plane + 4.0 * total) * (double)PYROI_LANES,
+                    PYROI_TYPED(deform_backward_blocks_task));
+            }
+        } else {
+            /* blocks of channels share each bin's taps; a channel's sums do not depend on
+             * its block */
+            job.channel_block = grad_input_shape[1] >= 64 ? 8 : 1;
+            blocks = (grad_input_shape[1] + job.channel_block - 1) / job.channel_block;
+            status = PYROI_TYPED(deform_run)(
+                &job, blocks, (plane + 4.0 * (double)num_rois * work) * (double)job.channel_block,
+                PYROI_TYPED(deform_backward_task));
+        }
     }
     free(shifts);
     pyroi_rois_free(&rois);
@@ -425,7 +464,7 @@ pyroi_status PYROI_TYPED(pyroi_deform_roi_pool_backward_offset)(
     PYROI_TYPED(deform_job) job;
     pyroi_rois rois;
     T *shifts = NULL;
-    double work;
+    double work, total;
     int64_t k, ph, pw;
     pyroi_status status = pyroi_check_deform_roi_pool_params(params);
     if (status == PYROI_OK) {
@@ -452,7 +491,7 @@ pyroi_status PYROI_TYPED(pyroi_deform_roi_pool_backward_offset)(
     memset(&job, 0, sizeof job);
     status = PYROI_TYPED(deform_prepare)(&job, input_shape, boxes, num_rois, box_row_stride,
                                          batch_indices, offset, offset_strides, params, &rois,
-                                         &shifts, &work);
+                                         &shifts, &work, &total);
     if (status != PYROI_OK) {
         return status;
     }
