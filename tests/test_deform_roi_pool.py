@@ -499,3 +499,14 @@ def test_direct_and_lane_major_orders_give_the_same_bits(dtype):
     assert np.array_equal(want, got)
     assert np.array_equal(want, deform_roi_pool_backward_ref(g[:2], small, x.shape, offset[:2],
                                                              1.0, 0, 0.1, mask[:2]))
+    # the offset and mask gradients: the direct task and the two lane-major passes
+    _, want_offset, want_mask = pyroi.deform_roi_pool_backward(
+        g[:2], small, x.shape, offset[:2], 1.0, 0, input=x, mask=mask[:2])
+    _, got_offset, got_mask = pyroi.deform_roi_pool_backward(g, rois, x.shape, offset, 1.0, 0,
+                                                             input=x, mask=mask)
+    assert np.array_equal(want_offset, got_offset[:2]) and np.array_equal(want_mask, got_mask[:2])
+    ref_offset, ref_mask = deform_roi_pool_offset_grad_ref(g[:2], x, small, offset[:2], 1.0, 0,
+                                                           0.1, mask[:2])
+    tolerance = 1e-4 if dtype == np.float32 else 1e-11
+    np.testing.assert_allclose(want_offset, ref_offset, rtol=tolerance, atol=tolerance)
+    np.testing.assert_allclose(want_mask, ref_mask, rtol=tolerance, atol=tolerance)

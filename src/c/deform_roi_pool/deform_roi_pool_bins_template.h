@@ -31,6 +31,10 @@ typedef struct PYROI_TYPED(deform_job) {
      * and a tile of bins (PH x PW x lanes), block_elements T in all (0: direct order) */
     T *blocks;
     int64_t block_elements;
+    /* the lane-major offset backward's partial sums: 3 doubles per bin of each RoI and lane
+     * group of channels (lane_groups of them) */
+    double *partials;
+    int64_t lane_groups;
 } PYROI_TYPED(deform_job);
 
 /* The row and column axes of a box (x1, y1, x2, y2), aligned RoIAlign's: the corners scaled
@@ -221,4 +225,27 @@ static PYROI_TYPED(deform_tap) *PYROI_TYPED(deform_worker_taps)(const PYROI_TYPE
                                                                 int worker)
 {
     return job->scratch + (int64_t)worker * 2 * job->capacity;
+}
+
+/* The offset and mask gradients of bin (ph, pw) of RoI k from its three channel sums (in
+ * double: the slopes along y and x, and grad_output times the mean, each weighted by
+ * grad_output): times the mask and d(position)/d(offset) = gamma * size / count. */
+static void PYROI_TYPED(deform_write_bin_gradients)(const PYROI_TYPED(deform_job) *job,
+                                                    int64_t k, int64_t ph, int64_t pw,
+                                                    const double sums[3], T roi_h, T roi_w,
+                                                    T count)
+{
+    const int64_t *os = job->grad_offset_strides, *ms = job->grad_mask_strides;
+    const double mask = (double)PYROI_TYPED(deform_mask_of)(job, k, ph, pw);
+    if (job->grad_offset != NULL) {
+        const T gamma = (T)job->params->gamma;
+        const double per_x = (double)(gamma * roi_w) / (double)count;
+        const double per_y = (double)(gamma * roi_h) / (double)count;
+        T *at = job->grad_offset + k * os[0] + ph * os[2] + pw * os[3];
+        at[0] = (T)(sums[1] * mask * per_x);
+        at[os[1]] = (T)(sums[0] * mask * per_y);
+    }
+    if (job->grad_mask != NULL) {
+        job->grad_mask[k * ms[0] + ph * ms[2] + pw * ms[3]] = (T)sums[2];
+    }
 }

@@ -242,3 +242,154 @@ PYROI_VECTOR_TASK(PYROI_TYPED(deform_backward_blocks_task))
         }
     }
 }
+
+/* RoI k's partial offset and mask sums for a block's lanes (channels c0, c0 + 1, ...): per
+ * bin, per lane, deform_bin_slopes' three sums (the same expressions in the same order),
+ * then weighted by grad_output and added over the lanes in double, into
+ * partials[(k * bins + bin) * job->lane_groups + c0 / PYROI_LANES]. */
+PYROI_CLONE_INLINE int PYROI_TYPED(deform_offset_lanes)(const PYROI_TYPED(deform_job) *job,
+                                                        int64_t k, int64_t c0, int64_t lanes,
+                                                        const T *block, int worker,
+                                                        pyroi_cancel_countdown *countdown)
+{
+    typedef PYROI_TYPED(deform_lanes) V;
+    const pyroi_deform_roi_pool_params *params = job->params;
+    const int64_t width = job->map_shape[3], *go = job->pooled_strides;
+    const int64_t bins = params->pooled_height * params->pooled_width;
+    const T *box = (const T *)job->rois->boxes + 4 * k;
+    const T *grad = job->grad + k * go[0] + c0 * go[1];
+    PYROI_TYPED(deform_tap) *row_taps = PYROI_TYPED(deform_worker_taps)(job, worker);
+    PYROI_TYPED(deform_tap) *col_taps = row_taps + job->capacity;
+    T *row_positions = (T *)(job->scratch + 2 * job->capacity * job->workers) +
+                       (int64_t)worker * 2 * job->capacity;
+    T *col_positions = row_positions + job->capacity;
+    PYROI_TYPED(deform_axis) rows, cols;
+    T roi_h, roi_w, count;
+    int64_t ph, pw, r, q, j, l;
+    (void)PYROI_TYPED(deform_axes)(box, params, job->map_shape[2], width, &rows, &cols, &roi_h,
+                                   &roi_w);
+    count = (T)(rows.grid * cols.grid > 1 ? rows.grid * cols.grid : 1);
+    for (ph = 0; ph < params->pooled_height; ++ph) {
+        for (pw = 0; pw < params->pooled_width; ++pw) {
+            PYROI_TYPED(deform_axis) bin_rows, bin_cols;
+            double *partial = job->partials + ((k * bins + ph * params->pooled_width + pw) *
+                                                   job->lane_groups +
+                                               c0 / PYROI_LANES) * 3;
+            union {
+                V vectors[PYROI_VECTORS];
+                T values[PYROI_LANES];
+            } along_y, along_x, sum;
+            int64_t nr, nc;
+            PYROI_TYPED(deform_bin_axes)(job, k, ph, pw, &rows, &cols, roi_h, roi_w, &bin_rows,
+                                         &bin_cols);
+            nr = PYROI_TYPED(deform_bin_taps)(&bin_rows, ph, row_taps, row_positions);
+            nc = PYROI_TYPED(deform_bin_taps)(&bin_cols, pw, col_taps, col_positions);
+            partial[0] = partial[1] = partial[2] = 0.0;
+            if (nr == 0 || nc == 0) {
+                continue;
+            }
+            if (pyroi_cancel_count_work(countdown, 2 * nr * nc * PYROI_LANES + 1)) {
+                return 1; /* the gradients are unspecified once cancelled */
+            }
+            for (j = 0; j < PYROI_VECTORS; ++j) {
+                along_y.vectors[j] = along_x.vectors[j] = sum.vectors[j] = (V){0};
+            }
+            for (r = 0; r < nr; ++r) {
+                const PYROI_TYPED(deform_tap) ty = row_taps[r];
+                const T slope_y = PYROI_TYPED(pyroi_axis_tap_slope)(row_positions[r], ty);
+                const V *row_lo = (const V *)(block + ty.lo * width * PYROI_LANES);
+                const V *row_hi = (const V *)(block + ty.hi * width * PYROI_LANES);
+                for (q = 0; q < nc; ++q) {
+                    const PYROI_TYPED(deform_tap) tx = col_taps[q];
+                    const T slope_x = PYROI_TYPED(pyroi_axis_tap_slope)(col_positions[q], tx);
+                    const T w1 = ty.w_lo * tx.w_lo, w2 = ty.w_lo * tx.w_hi;
+                    const T w3 = ty.w_hi * tx.w_lo, w4 = ty.w_hi * tx.w_hi;
+                    const V *p1 = row_lo + tx.lo * PYROI_VECTORS;
+                    const V *p2 = row_lo + tx.hi * PYROI_VECTORS;
+                    const V *p3 = row_hi + tx.lo * PYROI_VECTORS;
+                    const V *p4 = row_hi + tx.hi * PYROI_VECTORS;
+                    for (j = 0; j < PYROI_VECTORS; ++j) { /* deform_bin_slopes, per lane */
+                        along_y.vectors[j] += slope_y * ((tx.w_lo * p3[j] + tx.w_hi * p4[j]) -
+                                                         (tx.w_lo * p1[j] + tx.w_hi * p2[j]));
+                        along_x.vectors[j] +=
+                            slope_x * (ty.w_lo * (p2[j] - p1[j]) + ty.w_hi * (p4[j] - p3[j]));
+                        sum.vectors[j] += w1 * p1[j] + w2 * p2[j] + w3 * p3[j] + w4 * p4[j];
+                    }
+                }
+            }
+            for (l = 0; l < lanes; ++l) { /* the direct task's group sum */
+                const double g = (double)grad[l * go[1] + ph * go[2] + pw * go[3]];
+                partial[0] += g * (double)along_y.values[l];
+                partial[1] += g * (double)along_x.values[l];
+                partial[2] += g * (double)(sum.values[l] / count);
+            }
+        }
+    }
+    return 0;
+}
+
+/* Offset and mask backward, first pass: work items (image with RoIs, lane group of
+ * channels), each writing its partial sums of every bin of the image's RoIs. */
+PYROI_VECTOR_TASK(PYROI_TYPED(deform_offset_blocks_task))
+{
+    const PYROI_TYPED(deform_job) *job = (const PYROI_TYPED(deform_job) *)context;
+    const int64_t *shape = job->map_shape;
+    pyroi_cancel_countdown countdown = pyroi_cancel_countdown_of(job->params->cancel, 1);
+    T *tile;
+    T *block = PYROI_TYPED(deform_worker_block)(job, worker, &tile);
+    int64_t item, i;
+    (void)tile;
+    for (item = begin; item < end; ++item) {
+        int64_t c0, lanes;
+        const int64_t group = PYROI_TYPED(lane_block_item)(item, shape[1], PYROI_LANES, &c0,
+                                                           &lanes);
+        const int64_t n = job->rois->group_image[group];
+        if (pyroi_cancel_count_work(&countdown, shape[2] * shape[3] + 1)) {
+            return;
+        }
+        PYROI_TYPED(lane_block_gather)(job->map, NULL, job->map_strides, shape[3], n, c0, lanes,
+                                       0, shape[2], 0, shape[3], block, shape[3], PYROI_LANES,
+                                       PYROI_LANES);
+        for (i = job->rois->group_start[group]; i < job->rois->group_start[group + 1]; ++i) {
+            if (PYROI_TYPED(deform_offset_lanes)(job, job->rois->order[i], c0, lanes, block,
+                                                 worker, &countdown)) {
+                return;
+            }
+        }
+    }
+}
+
+/* Offset and mask backward, second pass, for RoIs [begin, end): each bin's partial sums
+ * added over the lane groups in order, then written. */
+static void PYROI_TYPED(deform_offset_reduce_task)(void *context, int64_t begin, int64_t end,
+                                                   int worker)
+{
+    const PYROI_TYPED(deform_job) *job = (const PYROI_TYPED(deform_job) *)context;
+    const pyroi_deform_roi_pool_params *params = job->params;
+    const int64_t bins = params->pooled_height * params->pooled_width;
+    int64_t k, ph, pw, g, i;
+    (void)worker;
+    for (k = begin; k < end; ++k) {
+        const T *box = (const T *)job->rois->boxes + 4 * k;
+        PYROI_TYPED(deform_axis) rows, cols;
+        T roi_h, roi_w, count;
+        (void)PYROI_TYPED(deform_axes)(box, params, job->map_shape[2], job->map_shape[3], &rows,
+                                       &cols, &roi_h, &roi_w);
+        count = (T)(rows.grid * cols.grid > 1 ? rows.grid * cols.grid : 1);
+        for (ph = 0; ph < params->pooled_height; ++ph) {
+            for (pw = 0; pw < params->pooled_width; ++pw) {
+                const double *partial =
+                    job->partials + (k * bins + ph * params->pooled_width + pw) *
+                                        job->lane_groups * 3;
+                double total[3] = {0.0, 0.0, 0.0};
+                for (g = 0; g < job->lane_groups; ++g) {
+                    for (i = 0; i < 3; ++i) {
+                        total[i] += partial[3 * g + i];
+                    }
+                }
+                PYROI_TYPED(deform_write_bin_gradients)(job, k, ph, pw, total, roi_h, roi_w,
+                                                        count);
+            }
+        }
+    }
+}

@@ -117,50 +117,51 @@ static void PYROI_TYPED(deform_backward_task)(void *context, int64_t block_begin
     }
 }
 
-/* The slopes along y (*along_y) and x (*along_x) of a bin's sum of sampled values of one
- * plane, and that sum: the sampler's value differentiated per sample (the neighbours'
- * differences weighted by the other axis's weights, times the tap's slope: 0 where the
- * sampler clamps), summed in sample order in double. */
+/* A bin's sums over one plane, as the offset backward forms them (docs/semantics.md §14.2):
+ * sums[0] the slope along y of the sum of its sampled values, sums[1] along x (per sample
+ * the neighbours' differences weighted by the other axis's weights, times the tap's slope:
+ * 0 where the sampler clamps), sums[2] the sum itself (the forward's); in T, in sample order.
+ * The lane-major task evaluates the same expressions per lane. */
 static void PYROI_TYPED(deform_bin_slopes)(const T *plane, const int64_t *in,
                                            const PYROI_TYPED(deform_tap) *row_taps,
                                            const T *row_positions, int64_t rows,
                                            const PYROI_TYPED(deform_tap) *col_taps,
-                                           const T *col_positions, int64_t cols,
-                                           double *along_y, double *along_x)
+                                           const T *col_positions, int64_t cols, T sums[3])
 {
-    double dy = 0.0, dx = 0.0;
+    T along_y = (T)0, along_x = (T)0, sum = (T)0;
     int64_t r, q;
     for (r = 0; r < rows; ++r) {
         const PYROI_TYPED(deform_tap) ty = row_taps[r];
-        const double slope_y =
-            (double)PYROI_TYPED(pyroi_axis_tap_slope)(row_positions[r], ty);
+        const T slope_y = PYROI_TYPED(pyroi_axis_tap_slope)(row_positions[r], ty);
         const T *lo = plane + ty.lo * in[2], *hi = plane + ty.hi * in[2];
-        const double wy_lo = (double)ty.w_lo, wy_hi = (double)ty.w_hi;
         for (q = 0; q < cols; ++q) {
             const PYROI_TYPED(deform_tap) tx = col_taps[q];
-            const double slope_x =
-                (double)PYROI_TYPED(pyroi_axis_tap_slope)(col_positions[q], tx);
+            const T slope_x = PYROI_TYPED(pyroi_axis_tap_slope)(col_positions[q], tx);
             const int64_t left = tx.lo * in[3], right = tx.hi * in[3];
-            const double v00 = (double)lo[left], v01 = (double)lo[right];
-            const double v10 = (double)hi[left], v11 = (double)hi[right];
-            const double wx_lo = (double)tx.w_lo, wx_hi = (double)tx.w_hi;
-            dy += slope_y * ((wx_lo * v10 + wx_hi * v11) - (wx_lo * v00 + wx_hi * v01));
-            dx += slope_x * (wy_lo * (v01 - v00) + wy_hi * (v11 - v10));
+            const T v00 = lo[left], v01 = lo[right], v10 = hi[left], v11 = hi[right];
+            const T w1 = ty.w_lo * tx.w_lo, w2 = ty.w_lo * tx.w_hi;
+            const T w3 = ty.w_hi * tx.w_lo, w4 = ty.w_hi * tx.w_hi;
+            along_y +=
+                slope_y * ((tx.w_lo * v10 + tx.w_hi * v11) - (tx.w_lo * v00 + tx.w_hi * v01));
+            along_x += slope_x * (ty.w_lo * (v01 - v00) + ty.w_hi * (v11 - v10));
+            sum += w1 * v00 + w2 * v01 + w3 * v10 + w4 * v11;
         }
     }
-    *along_y = dy;
-    *along_x = dx;
+    sums[0] = along_y;
+    sums[1] = along_x;
+    sums[2] = sum;
 }
 
-/* Offset and mask backward for RoIs [begin, end): per bin, over the channels, the slopes of
- * its sum (offsets) and its mean (mask), each result element written once. */
+/* Offset and mask backward for RoIs [begin, end): per bin, channel by channel, its three
+ * sums (deform_bin_slopes) weighted by grad_output and added in double, a lane group of
+ * channels (PYROI_LANES) at a time and then the groups in order - the order of the
+ * lane-major task's partial sums, so both give the same bits. */
 static void PYROI_TYPED(deform_backward_offset_task)(void *context, int64_t begin, int64_t end,
                                                      int worker)
 {
     const PYROI_TYPED(deform_job) *job = (const PYROI_TYPED(deform_job) *)context;
     const pyroi_deform_roi_pool_params *params = job->params;
     const int64_t *shape = job->map_shape, *in = job->map_strides, *go = job->pooled_strides;
-    const int64_t *os = job->grad_offset_strides, *ms = job->grad_mask_strides;
     PYROI_TYPED(deform_tap) *row_taps = PYROI_TYPED(deform_worker_taps)(job, worker);
     PYROI_TYPED(deform_tap) *col_taps = row_taps + job->capacity;
     /* the positions after the taps: the scratch holds 2 * capacity taps and as many T */
@@ -181,45 +182,33 @@ static void PYROI_TYPED(deform_backward_offset_task)(void *context, int64_t begi
         for (ph = 0; ph < params->pooled_height; ++ph) {
             for (pw = 0; pw < params->pooled_width; ++pw) {
                 PYROI_TYPED(deform_axis) bin_rows, bin_cols;
-                pyroi_tap_range rr = {0, 0, 0}, cr = {0, 0, 0};
-                const double mask = (double)PYROI_TYPED(deform_mask_of)(job, k, ph, pw);
-                double d_y = 0.0, d_x = 0.0, d_mask = 0.0;
+                double total[3] = {0.0, 0.0, 0.0}, group[3] = {0.0, 0.0, 0.0};
+                int64_t nr, nc, i;
                 PYROI_TYPED(deform_bin_axes)(job, k, ph, pw, &rows, &cols, roi_h, roi_w,
                                              &bin_rows, &bin_cols);
-                rr.end = PYROI_TYPED(deform_bin_taps)(&bin_rows, ph, row_taps, row_positions);
-                cr.end = PYROI_TYPED(deform_bin_taps)(&bin_cols, pw, col_taps, col_positions);
-                for (c = 0; c < shape[1] && rr.end > 0 && cr.end > 0; ++c) {
-                    const T *plane = image + c * in[1];
+                nr = PYROI_TYPED(deform_bin_taps)(&bin_rows, ph, row_taps, row_positions);
+                nc = PYROI_TYPED(deform_bin_taps)(&bin_cols, pw, col_taps, col_positions);
+                for (c = 0; c < shape[1] && nr > 0 && nc > 0; ++c) {
                     const double g = (double)grad[c * go[1] + ph * go[2] + pw * go[3]];
-                    if (pyroi_cancel_count_work(&countdown, 2 * rr.end * cr.end + 1)) {
+                    T sums[3];
+                    if (pyroi_cancel_count_work(&countdown, 2 * nr * nc + 1)) {
                         return; /* the gradients are unspecified once cancelled */
                     }
-                    if (job->grad_offset != NULL) {
-                        double along_y, along_x;
-                        PYROI_TYPED(deform_bin_slopes)(plane, in, row_taps, row_positions,
-                                                       rr.end, col_taps, col_positions, cr.end,
-                                                       &along_y, &along_x);
-                        d_y += g * along_y;
-                        d_x += g * along_x;
+                    PYROI_TYPED(deform_bin_slopes)(image + c * in[1], in, row_taps,
+                                                   row_positions, nr, col_taps, col_positions,
+                                                   nc, sums);
+                    group[0] += g * (double)sums[0];
+                    group[1] += g * (double)sums[1];
+                    group[2] += g * (double)(sums[2] / count);
+                    if ((c + 1) % PYROI_LANES == 0 || c + 1 == shape[1]) {
+                        for (i = 0; i < 3; ++i) {
+                            total[i] += group[i];
+                            group[i] = 0.0;
+                        }
                     }
-                    if (job->grad_mask != NULL) { /* the bin's mean, as the forward forms it */
-                        const T sum = PYROI_TYPED(pyroi_bilinear_bin_sum)(
-                            plane, NULL, NULL, in[2], in[3], row_taps, rr, col_taps, cr);
-                        d_mask += g * (double)(sum / count);
-                    }
                 }
-                if (job->grad_offset != NULL) {
-                    /* d(position)/d(offset) = gamma * size, the same for every sample */
-                    const T gamma = (T)params->gamma;
-                    const double per_x = (double)(gamma * roi_w) / (double)count;
-                    const double per_y = (double)(gamma * roi_h) / (double)count;
-                    T *at = job->grad_offset + k * os[0] + ph * os[2] + pw * os[3];
-                    at[0] = (T)(d_x * mask * per_x);
-                    at[os[1]] = (T)(d_y * mask * per_y);
-                }
-                if (job->grad_mask != NULL) {
-                    job->grad_mask[k * ms[0] + ph * ms[2] + pw * ms[3]] = (T)d_mask;
-                }
+                PYROI_TYPED(deform_write_bin_gradients)(job, k, ph, pw, total, roi_h, roi_w,
+                                                        count);
             }
         }
     }
@@ -309,6 +298,47 @@ static pyroi_status PYROI_TYPED(deform_prepare)(
     if (status != PYROI_OK) {
         pyroi_rois_free(rois);
     }
+    return status;
+}
+
+/* The offset backward's schedule: the lane-major passes (partial sums by image and lane
+ * group, then their sum by RoI) when deform_use_blocks takes them and the partial sums fit
+ * DEFORM_PARTIAL_BYTES, else the direct task; the same bits either way. */
+static pyroi_status PYROI_TYPED(deform_offset_backward_run)(PYROI_TYPED(deform_job) *job,
+                                                            pyroi_rois *rois,
+                                                            const int64_t map_shape[4],
+                                                            double work, double total)
+{
+    const int64_t num_rois = rois->num_rois;
+    const double bins = (double)job->params->pooled_height * (double)job->params->pooled_width;
+    const int64_t groups = (map_shape[1] + PYROI_LANES - 1) / PYROI_LANES;
+    pyroi_status status;
+    if (!PYROI_TYPED(deform_use_blocks)(job, map_shape, num_rois, total) ||
+        (double)num_rois * bins * (double)groups * 24.0 > DEFORM_PARTIAL_BYTES) {
+        job->block_elements = 0;
+        return PYROI_TYPED(deform_run)(job, num_rois, 12.0 * work * (double)map_shape[1],
+                                       PYROI_TYPED(deform_backward_offset_task));
+    }
+    status = pyroi_rois_group_by_image(rois);
+    if (status != PYROI_OK) {
+        return status;
+    }
+    job->lane_groups = groups;
+    job->partials = (double *)malloc((size_t)((double)num_rois * bins * (double)groups * 24.0));
+    if (job->partials == NULL) {
+        return PYROI_E_NO_MEMORY;
+    }
+    status = PYROI_TYPED(deform_run)(
+        job, rois->num_groups * groups,
+        ((double)map_shape[2] * (double)map_shape[3] + 12.0 * total / (double)rois->num_groups) *
+            (double)PYROI_LANES,
+        PYROI_TYPED(deform_offset_blocks_task));
+    if (status == PYROI_OK) {
+        job->block_elements = 0;
+        status = PYROI_TYPED(deform_run)(job, num_rois, 3.0 * bins * (double)groups,
+                                         PYROI_TYPED(deform_offset_reduce_task));
+    }
+    free(job->partials);
     return status;
 }
 
@@ -523,8 +553,7 @@ pyroi_status PYROI_TYPED(pyroi_deform_roi_pool_backward_offset)(
         job.grad_offset_strides = grad_offset_strides;
         job.grad_mask = grad_mask;
         job.grad_mask_strides = grad_mask_strides;
-        status = PYROI_TYPED(deform_run)(&job, num_rois, 12.0 * work * (double)input_shape[1],
-                                         PYROI_TYPED(deform_backward_offset_task));
+        status = PYROI_TYPED(deform_offset_backward_run)(&job, &rois, input_shape, work, total);
     }
     free(shifts);
     pyroi_rois_free(&rois);

@@ -996,9 +996,10 @@ PYROI_API pyroi_status pyroi_deform_roi_pool_backward_f64(
  *   grad_mask       num_rois x 1 x pooled_height x pooled_width (grad_mask_strides), or NULL:
  *                   not computed. grad_mask[k, 0, ph, pw] = sum over the channels of
  *                   grad_output * (the bin's mean before the mask).
- * Both written in full (when given), each element by one RoI's task; the sums run in double
- * in a fixed order (channel, then sample row and column): bit-identical for every thread
- * count. Returns PYROI_OK or the first validation failure. Thread-safe. */
+ * Both written in full (when given). Per channel a bin's slopes are summed in the tensor's
+ * dtype in sample order; the channels' sums, weighted by grad_output, in double, 16 channels
+ * (f64: 8) at a time, then those groups in order: a fixed order, bit-identical for every
+ * thread count. Returns PYROI_OK or the first validation failure. Thread-safe. */
 PYROI_API pyroi_status pyroi_deform_roi_pool_backward_offset_f32(
     const float *grad_output, const int64_t grad_output_strides[4],
     const float *input, const int64_t input_shape[4], const int64_t input_strides[4],
