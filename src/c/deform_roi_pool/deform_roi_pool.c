@@ -54,5 +54,8 @@ static pyroi_status deform_check_bins(const void *data, const int64_t strides[4]
 /* The lane-major offset backward's partial sums, at most this (more: the direct order). */
 #define DEFORM_PARTIAL_BYTES 268435456.0 /* 256 MiB */
 
+/* A call's table of every bin's taps, at most this (more: each task finds the taps itself). */
+#define DEFORM_PLAN_BYTES 67108864.0 /* 64 MiB */
+
 #define PYROI_DTYPE_TEMPLATE "deform_roi_pool/deform_roi_pool_dtype.h"
 #include "core/each_dtype.h"

@@ -35,6 +35,13 @@ typedef struct PYROI_TYPED(deform_job) {
      * group of channels (lane_groups of them) */
     double *partials;
     int64_t lane_groups;
+    /* the call's tap table, when it fits DEFORM_PLAN_BYTES (else NULL: every task finds a
+     * bin's taps itself): bin i = k * PH * PW + ph * PW + pw has its plan_rows[i] row taps
+     * and then its column taps at plan_taps + plan_start[i] (their positions alike in
+     * plan_positions), up to plan_start[i + 1] */
+    int64_t *plan_start, *plan_rows;
+    PYROI_TYPED(deform_tap) *plan_taps;
+    T *plan_positions;
 } PYROI_TYPED(deform_job);
 
 /* The row and column axes of a box (x1, y1, x2, y2), aligned RoIAlign's: the corners scaled
@@ -161,10 +168,10 @@ static pyroi_status PYROI_TYPED(deform_copy_offsets)(const T *offset, const int6
 }
 
 /* Checks every box (as aligned RoIAlign does) and, with count_bins (a call with channels),
- * finds the most in-map samples a translated bin has along an axis (*capacity, at least 1)
- * the most samples of a RoI (*work, its work per channel) and of all (*total): every bin's
- * samples counted by
- * bisection, O(log grid) a bin. */
+ * finds the most in-map samples a translated bin has along an axis (*capacity, at least 1),
+ * the most samples of a RoI (*work, its work per channel) and of all (*total), and with
+ * job->plan_start each bin's taps (plan_rows: its rows; plan_start: rows and columns): every
+ * bin's samples counted by bisection, O(log grid) a bin. */
 static pyroi_status PYROI_TYPED(deform_scan)(PYROI_TYPED(deform_job) *job, int64_t height,
                                              int64_t width, int count_bins,
                                              pyroi_call_cancel *cancel,
@@ -200,6 +207,11 @@ static pyroi_status PYROI_TYPED(deform_scan)(PYROI_TYPED(deform_job) *job, int64
                 PYROI_TYPED(pyroi_samples_in_map)(&bin_cols, pw, &x_first, &x_end);
                 most = y_end - y_first > most ? y_end - y_first : most;
                 most = x_end - x_first > most ? x_end - x_first : most;
+                if (job->plan_start != NULL) { /* the bin's taps, for the plan */
+                    job->plan_rows[k * PH * PW + ph * PW + pw] = y_end - y_first;
+                    job->plan_start[k * PH * PW + ph * PW + pw] =
+                        (y_end - y_first) + (x_end - x_first);
+                }
                 samples += (double)(y_end - y_first) * (double)(x_end - x_first) + 1.0;
             }
         }
@@ -247,5 +259,86 @@ static void PYROI_TYPED(deform_write_bin_gradients)(const PYROI_TYPED(deform_job
     }
     if (job->grad_mask != NULL) {
         job->grad_mask[k * ms[0] + ph * ms[2] + pw * ms[3]] = (T)sums[2];
+    }
+}
+
+/* The worker's positions of its two tap tables (capacity T each), after every worker's taps
+ * (deform_run). */
+static T *PYROI_TYPED(deform_worker_positions)(const PYROI_TYPED(deform_job) *job, int worker)
+{
+    return (T *)(job->scratch + 2 * job->capacity * job->workers) +
+           (int64_t)worker * 2 * job->capacity;
+}
+
+/* The taps (and their positions) of one translated bin, as every kernel reads them. */
+typedef struct PYROI_TYPED(deform_bin) {
+    const PYROI_TYPED(deform_tap) *row_taps, *col_taps;
+    const T *row_positions, *col_positions;
+    int64_t rows, cols;
+} PYROI_TYPED(deform_bin);
+
+/* Bin (ph, pw) of RoI k (axes rows, cols; sizes roi_h, roi_w): from the call's plan, else
+ * found into the worker's tap tables. */
+static void PYROI_TYPED(deform_bin_of)(const PYROI_TYPED(deform_job) *job, int64_t k,
+                                       int64_t ph, int64_t pw,
+                                       const PYROI_TYPED(deform_axis) *rows,
+                                       const PYROI_TYPED(deform_axis) *cols, T roi_h, T roi_w,
+                                       int worker, PYROI_TYPED(deform_bin) *bin)
+{
+    PYROI_TYPED(deform_axis) bin_rows, bin_cols;
+    PYROI_TYPED(deform_tap) *taps;
+    T *positions;
+    if (job->plan_taps != NULL) {
+        const int64_t i = (k * job->params->pooled_height + ph) * job->params->pooled_width + pw;
+        const int64_t start = job->plan_start[i];
+        bin->rows = job->plan_rows[i];
+        bin->cols = job->plan_start[i + 1] - start - bin->rows;
+        bin->row_taps = job->plan_taps + start;
+        bin->col_taps = bin->row_taps + bin->rows;
+        bin->row_positions = job->plan_positions + start;
+        bin->col_positions = bin->row_positions + bin->rows;
+        return;
+    }
+    taps = PYROI_TYPED(deform_worker_taps)(job, worker);
+    positions = PYROI_TYPED(deform_worker_positions)(job, worker);
+    PYROI_TYPED(deform_bin_axes)(job, k, ph, pw, rows, cols, roi_h, roi_w, &bin_rows, &bin_cols);
+    bin->rows = PYROI_TYPED(deform_bin_taps)(&bin_rows, ph, taps, positions);
+    bin->cols = PYROI_TYPED(deform_bin_taps)(&bin_cols, pw, taps + job->capacity,
+                                             positions + job->capacity);
+    bin->row_taps = taps;
+    bin->col_taps = taps + job->capacity;
+    bin->row_positions = positions;
+    bin->col_positions = positions + job->capacity;
+}
+
+/* Fills the plan's taps of RoIs [begin, end) (each its own slice of the table). */
+static void PYROI_TYPED(deform_plan_task)(void *context, int64_t begin, int64_t end, int worker)
+{
+    const PYROI_TYPED(deform_job) *job = (const PYROI_TYPED(deform_job) *)context;
+    const pyroi_deform_roi_pool_params *params = job->params;
+    const int64_t PH = params->pooled_height, PW = params->pooled_width;
+    int64_t k, ph, pw;
+    (void)worker;
+    for (k = begin; k < end; ++k) {
+        const T *box = (const T *)job->rois->boxes + 4 * k;
+        PYROI_TYPED(deform_axis) rows, cols, bin_rows, bin_cols;
+        T roi_h, roi_w;
+        if (k % 8 == 0 && pyroi_cancel_requested(params->cancel)) {
+            return;
+        }
+        (void)PYROI_TYPED(deform_axes)(box, params, job->map_shape[2], job->map_shape[3], &rows,
+                                       &cols, &roi_h, &roi_w);
+        for (ph = 0; ph < PH; ++ph) {
+            for (pw = 0; pw < PW; ++pw) {
+                const int64_t i = (k * PH + ph) * PW + pw, start = job->plan_start[i];
+                PYROI_TYPED(deform_bin_axes)(job, k, ph, pw, &rows, &cols, roi_h, roi_w,
+                                             &bin_rows, &bin_cols);
+                (void)PYROI_TYPED(deform_bin_taps)(&bin_rows, ph, job->plan_taps + start,
+                                                   job->plan_positions + start);
+                (void)PYROI_TYPED(deform_bin_taps)(
+                    &bin_cols, pw, job->plan_taps + start + job->plan_rows[i],
+                    job->plan_positions + start + job->plan_rows[i]);
+            }
+        }
     }
 }

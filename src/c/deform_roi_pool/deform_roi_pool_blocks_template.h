@@ -19,8 +19,7 @@ static T *PYROI_TYPED(deform_worker_block)(const PYROI_TYPED(deform_job) *job, i
 /* The mean (times the mask) of every bin of RoI k over a block's lanes, into tile[bin][lane]. */
 PYROI_CLONE_INLINE int PYROI_TYPED(deform_forward_lanes)(const PYROI_TYPED(deform_job) *job,
                                                          int64_t k, const T *block, T *tile,
-                                                         PYROI_TYPED(deform_tap) *row_taps,
-                                                         PYROI_TYPED(deform_tap) *col_taps,
+                                                         int worker,
                                                          pyroi_cancel_countdown *countdown)
 {
     typedef PYROI_TYPED(deform_lanes) V;
@@ -35,15 +34,14 @@ PYROI_CLONE_INLINE int PYROI_TYPED(deform_forward_lanes)(const PYROI_TYPED(defor
     count = (T)(rows.grid * cols.grid > 1 ? rows.grid * cols.grid : 1); /* empty: 0 */
     for (ph = 0; ph < params->pooled_height; ++ph) {
         for (pw = 0; pw < params->pooled_width; ++pw) {
-            PYROI_TYPED(deform_axis) bin_rows, bin_cols;
+            PYROI_TYPED(deform_bin) bin;
             V *result = (V *)(tile + (ph * params->pooled_width + pw) * PYROI_LANES);
             const T mask = PYROI_TYPED(deform_mask_of)(job, k, ph, pw);
             V sum[PYROI_VECTORS];
             int64_t nr, nc;
-            PYROI_TYPED(deform_bin_axes)(job, k, ph, pw, &rows, &cols, roi_h, roi_w, &bin_rows,
-                                         &bin_cols);
-            nr = PYROI_TYPED(deform_bin_taps)(&bin_rows, ph, row_taps, NULL);
-            nc = PYROI_TYPED(deform_bin_taps)(&bin_cols, pw, col_taps, NULL);
+            PYROI_TYPED(deform_bin_of)(job, k, ph, pw, &rows, &cols, roi_h, roi_w, worker, &bin);
+            nr = bin.rows;
+            nc = bin.cols;
             if (pyroi_cancel_count_work(countdown, nr * nc * PYROI_LANES + 1)) {
                 return 1; /* the output is unspecified once cancelled */
             }
@@ -51,11 +49,11 @@ PYROI_CLONE_INLINE int PYROI_TYPED(deform_forward_lanes)(const PYROI_TYPED(defor
                 sum[j] = (V){0};
             }
             for (r = 0; r < nr; ++r) {
-                const PYROI_TYPED(deform_tap) ty = row_taps[r];
+                const PYROI_TYPED(deform_tap) ty = bin.row_taps[r];
                 const V *row_lo = (const V *)(block + ty.lo * width * PYROI_LANES);
                 const V *row_hi = (const V *)(block + ty.hi * width * PYROI_LANES);
                 for (q = 0; q < nc; ++q) {
-                    const PYROI_TYPED(deform_tap) tx = col_taps[q];
+                    const PYROI_TYPED(deform_tap) tx = bin.col_taps[q];
                     const T w1 = ty.w_lo * tx.w_lo, w2 = ty.w_lo * tx.w_hi;
                     const T w3 = ty.w_hi * tx.w_lo, w4 = ty.w_hi * tx.w_hi;
                     const V *p1 = row_lo + tx.lo * PYROI_VECTORS;
@@ -85,8 +83,6 @@ PYROI_VECTOR_TASK(PYROI_TYPED(deform_forward_blocks_task))
     const PYROI_TYPED(deform_job) *job = (const PYROI_TYPED(deform_job) *)context;
     const pyroi_deform_roi_pool_params *params = job->params;
     const int64_t *shape = job->map_shape, *out = job->pooled_strides;
-    PYROI_TYPED(deform_tap) *row_taps = PYROI_TYPED(deform_worker_taps)(job, worker);
-    PYROI_TYPED(deform_tap) *col_taps = row_taps + job->capacity;
     pyroi_cancel_countdown countdown = pyroi_cancel_countdown_of(params->cancel, 1);
     T *tile;
     T *block = PYROI_TYPED(deform_worker_block)(job, worker, &tile);
@@ -105,8 +101,7 @@ PYROI_VECTOR_TASK(PYROI_TYPED(deform_forward_blocks_task))
         for (i = job->rois->group_start[group]; i < job->rois->group_start[group + 1]; ++i) {
             const int64_t k = job->rois->order[i];
             T *result = job->output + k * out[0] + c0 * out[1];
-            if (PYROI_TYPED(deform_forward_lanes)(job, k, block, tile, row_taps, col_taps,
-                                                  &countdown)) {
+            if (PYROI_TYPED(deform_forward_lanes)(job, k, block, tile, worker, &countdown)) {
                 return;
             }
             for (ph = 0; ph < params->pooled_height; ++ph) {
@@ -123,9 +118,7 @@ PYROI_VECTOR_TASK(PYROI_TYPED(deform_forward_blocks_task))
  * in the direct task's order (bin, sample, tap). */
 PYROI_CLONE_INLINE int PYROI_TYPED(deform_backward_lanes)(const PYROI_TYPED(deform_job) *job,
                                                           int64_t k, int64_t c0, int64_t lanes,
-                                                          T *block,
-                                                          PYROI_TYPED(deform_tap) *row_taps,
-                                                          PYROI_TYPED(deform_tap) *col_taps,
+                                                          T *block, int worker,
                                                           pyroi_cancel_countdown *countdown)
 {
     typedef PYROI_TYPED(deform_lanes) V;
@@ -141,17 +134,16 @@ PYROI_CLONE_INLINE int PYROI_TYPED(deform_backward_lanes)(const PYROI_TYPED(defo
     count = (T)(rows.grid * cols.grid); /* unclamped: an empty grid has no taps */
     for (ph = 0; ph < params->pooled_height; ++ph) {
         for (pw = 0; pw < params->pooled_width; ++pw) {
-            PYROI_TYPED(deform_axis) bin_rows, bin_cols;
+            PYROI_TYPED(deform_bin) bin;
             const T mask = PYROI_TYPED(deform_mask_of)(job, k, ph, pw);
             union {
                 V vectors[PYROI_VECTORS];
                 T values[PYROI_LANES];
             } g;
             int64_t nr, nc;
-            PYROI_TYPED(deform_bin_axes)(job, k, ph, pw, &rows, &cols, roi_h, roi_w, &bin_rows,
-                                         &bin_cols);
-            nr = PYROI_TYPED(deform_bin_taps)(&bin_rows, ph, row_taps, NULL);
-            nc = PYROI_TYPED(deform_bin_taps)(&bin_cols, pw, col_taps, NULL);
+            PYROI_TYPED(deform_bin_of)(job, k, ph, pw, &rows, &cols, roi_h, roi_w, worker, &bin);
+            nr = bin.rows;
+            nc = bin.cols;
             if (nr == 0 || nc == 0) {
                 continue;
             }
@@ -165,11 +157,11 @@ PYROI_CLONE_INLINE int PYROI_TYPED(deform_backward_lanes)(const PYROI_TYPED(defo
                 }
             }
             for (r = 0; r < nr; ++r) {
-                const PYROI_TYPED(deform_tap) ty = row_taps[r];
+                const PYROI_TYPED(deform_tap) ty = bin.row_taps[r];
                 V *row_lo = (V *)(block + ty.lo * width * PYROI_LANES);
                 V *row_hi = (V *)(block + ty.hi * width * PYROI_LANES);
                 for (q = 0; q < nc; ++q) {
-                    const PYROI_TYPED(deform_tap) tx = col_taps[q];
+                    const PYROI_TYPED(deform_tap) tx = bin.col_taps[q];
                     const T w1 = ty.w_lo * tx.w_lo, w2 = ty.w_lo * tx.w_hi;
                     const T w3 = ty.w_hi * tx.w_lo, w4 = ty.w_hi * tx.w_hi;
                     V *p1 = row_lo + tx.lo * PYROI_VECTORS, *p2 = row_lo + tx.hi * PYROI_VECTORS;
@@ -203,8 +195,6 @@ PYROI_VECTOR_TASK(PYROI_TYPED(deform_backward_blocks_task))
     const int64_t *shape = job->map_shape, *gi = job->map_strides;
     const int64_t plane = shape[2] * shape[3];
     const int64_t image_shape[4] = {1, shape[1], shape[2], shape[3]};
-    PYROI_TYPED(deform_tap) *row_taps = PYROI_TYPED(deform_worker_taps)(job, worker);
-    PYROI_TYPED(deform_tap) *col_taps = row_taps + job->capacity;
     pyroi_cancel_countdown countdown = pyroi_cancel_countdown_of(job->params->cancel, 1);
     T *tile;
     T *block = PYROI_TYPED(deform_worker_block)(job, worker, &tile);
@@ -230,7 +220,7 @@ PYROI_VECTOR_TASK(PYROI_TYPED(deform_backward_blocks_task))
             memset(block, 0, (size_t)(plane * PYROI_LANES) * sizeof(T));
             for (i = job->rois->group_start[g]; i < job->rois->group_start[g + 1]; ++i) {
                 if (PYROI_TYPED(deform_backward_lanes)(job, job->rois->order[i], c0, lanes,
-                                                       block, row_taps, col_taps, &countdown)) {
+                                                       block, worker, &countdown)) {
                     return;
                 }
             }
@@ -258,11 +248,6 @@ PYROI_CLONE_INLINE int PYROI_TYPED(deform_offset_lanes)(const PYROI_TYPED(deform
     const int64_t bins = params->pooled_height * params->pooled_width;
     const T *box = (const T *)job->rois->boxes + 4 * k;
     const T *grad = job->grad + k * go[0] + c0 * go[1];
-    PYROI_TYPED(deform_tap) *row_taps = PYROI_TYPED(deform_worker_taps)(job, worker);
-    PYROI_TYPED(deform_tap) *col_taps = row_taps + job->capacity;
-    T *row_positions = (T *)(job->scratch + 2 * job->capacity * job->workers) +
-                       (int64_t)worker * 2 * job->capacity;
-    T *col_positions = row_positions + job->capacity;
     PYROI_TYPED(deform_axis) rows, cols;
     T roi_h, roi_w, count;
     int64_t ph, pw, r, q, j, l;
@@ -271,7 +256,7 @@ PYROI_CLONE_INLINE int PYROI_TYPED(deform_offset_lanes)(const PYROI_TYPED(deform
     count = (T)(rows.grid * cols.grid > 1 ? rows.grid * cols.grid : 1);
     for (ph = 0; ph < params->pooled_height; ++ph) {
         for (pw = 0; pw < params->pooled_width; ++pw) {
-            PYROI_TYPED(deform_axis) bin_rows, bin_cols;
+            PYROI_TYPED(deform_bin) bin;
             double *partial = job->partials + ((k * bins + ph * params->pooled_width + pw) *
                                                    job->lane_groups +
                                                c0 / PYROI_LANES) * 3;
@@ -280,10 +265,9 @@ PYROI_CLONE_INLINE int PYROI_TYPED(deform_offset_lanes)(const PYROI_TYPED(deform
                 T values[PYROI_LANES];
             } along_y, along_x, sum;
             int64_t nr, nc;
-            PYROI_TYPED(deform_bin_axes)(job, k, ph, pw, &rows, &cols, roi_h, roi_w, &bin_rows,
-                                         &bin_cols);
-            nr = PYROI_TYPED(deform_bin_taps)(&bin_rows, ph, row_taps, row_positions);
-            nc = PYROI_TYPED(deform_bin_taps)(&bin_cols, pw, col_taps, col_positions);
+            PYROI_TYPED(deform_bin_of)(job, k, ph, pw, &rows, &cols, roi_h, roi_w, worker, &bin);
+            nr = bin.rows;
+            nc = bin.cols;
             partial[0] = partial[1] = partial[2] = 0.0;
             if (nr == 0 || nc == 0) {
                 continue;
@@ -295,13 +279,13 @@ PYROI_CLONE_INLINE int PYROI_TYPED(deform_offset_lanes)(const PYROI_TYPED(deform
                 along_y.vectors[j] = along_x.vectors[j] = sum.vectors[j] = (V){0};
             }
             for (r = 0; r < nr; ++r) {
-                const PYROI_TYPED(deform_tap) ty = row_taps[r];
-                const T slope_y = PYROI_TYPED(pyroi_axis_tap_slope)(row_positions[r], ty);
+                const PYROI_TYPED(deform_tap) ty = bin.row_taps[r];
+                const T slope_y = PYROI_TYPED(pyroi_axis_tap_slope)(bin.row_positions[r], ty);
                 const V *row_lo = (const V *)(block + ty.lo * width * PYROI_LANES);
                 const V *row_hi = (const V *)(block + ty.hi * width * PYROI_LANES);
                 for (q = 0; q < nc; ++q) {
-                    const PYROI_TYPED(deform_tap) tx = col_taps[q];
-                    const T slope_x = PYROI_TYPED(pyroi_axis_tap_slope)(col_positions[q], tx);
+                    const PYROI_TYPED(deform_tap) tx = bin.col_taps[q];
+                    const T slope_x = PYROI_TYPED(pyroi_axis_tap_slope)(bin.col_positions[q], tx);
                     const T w1 = ty.w_lo * tx.w_lo, w2 = ty.w_lo * tx.w_hi;
                     const T w3 = ty.w_hi * tx.w_lo, w4 = ty.w_hi * tx.w_hi;
                     const V *p1 = row_lo + tx.lo * PYROI_VECTORS;

@@ -14,8 +14,6 @@ static void PYROI_TYPED(deform_forward_task)(void *context, int64_t begin, int64
     const PYROI_TYPED(deform_job) *job = (const PYROI_TYPED(deform_job) *)context;
     const pyroi_deform_roi_pool_params *params = job->params;
     const int64_t *shape = job->map_shape, *in = job->map_strides, *out = job->pooled_strides;
-    PYROI_TYPED(deform_tap) *row_taps = PYROI_TYPED(deform_worker_taps)(job, worker);
-    PYROI_TYPED(deform_tap) *col_taps = row_taps + job->capacity;
     pyroi_cancel_countdown countdown = pyroi_cancel_countdown_of(params->cancel, 1);
     int64_t k, ph, pw, c;
     for (k = begin; k < end; ++k) {
@@ -30,21 +28,21 @@ static void PYROI_TYPED(deform_forward_task)(void *context, int64_t begin, int64
         count = (T)(rows.grid * cols.grid > 1 ? rows.grid * cols.grid : 1); /* empty: 0 */
         for (ph = 0; ph < params->pooled_height; ++ph) {
             for (pw = 0; pw < params->pooled_width; ++pw) {
-                PYROI_TYPED(deform_axis) bin_rows, bin_cols;
+                PYROI_TYPED(deform_bin) bin;
                 pyroi_tap_range rr = {0, 0, 0}, cr = {0, 0, 0};
                 const T mask = PYROI_TYPED(deform_mask_of)(job, k, ph, pw);
-                PYROI_TYPED(deform_bin_axes)(job, k, ph, pw, &rows, &cols, roi_h, roi_w,
-                                             &bin_rows, &bin_cols);
-                rr.end = PYROI_TYPED(deform_bin_taps)(&bin_rows, ph, row_taps, NULL);
-                cr.end = PYROI_TYPED(deform_bin_taps)(&bin_cols, pw, col_taps, NULL);
+                PYROI_TYPED(deform_bin_of)(job, k, ph, pw, &rows, &cols, roi_h, roi_w, worker,
+                                           &bin);
+                rr.end = bin.rows;
+                cr.end = bin.cols;
                 for (c = 0; c < shape[1]; ++c) {
                     T value;
                     if (pyroi_cancel_count_work(&countdown, rr.end * cr.end + 1)) {
                         return; /* the output is unspecified once cancelled */
                     }
                     value = PYROI_TYPED(pyroi_bilinear_bin_sum)(
-                                image + c * in[1], NULL, NULL, in[2], in[3], row_taps, rr,
-                                col_taps, cr) /
+                                image + c * in[1], NULL, NULL, in[2], in[3], bin.row_taps,
+                                rr, bin.col_taps, cr) /
                             count;
                     if (job->mask != NULL) {
                         value = value * mask; /* mmcv: the pooled mean times the mask */
@@ -68,8 +66,6 @@ static void PYROI_TYPED(deform_backward_task)(void *context, int64_t block_begin
     const int64_t c_end = block_end * job->channel_block < shape[1]
                               ? block_end * job->channel_block
                               : shape[1];
-    PYROI_TYPED(deform_tap) *row_taps = PYROI_TYPED(deform_worker_taps)(job, worker);
-    PYROI_TYPED(deform_tap) *col_taps = row_taps + job->capacity;
     pyroi_cancel_countdown countdown = pyroi_cancel_countdown_of(params->cancel, 1);
     int64_t k, ph, pw, c;
     if (pyroi_zero_channels(job->grad_map, sizeof(T), shape, gi, c_begin, c_end,
@@ -90,13 +86,13 @@ static void PYROI_TYPED(deform_backward_task)(void *context, int64_t block_begin
         }
         for (ph = 0; ph < params->pooled_height; ++ph) {
             for (pw = 0; pw < params->pooled_width; ++pw) {
-                PYROI_TYPED(deform_axis) bin_rows, bin_cols;
+                PYROI_TYPED(deform_bin) bin;
                 pyroi_tap_range rr = {0, 0, 0}, cr = {0, 0, 0};
                 const T mask = PYROI_TYPED(deform_mask_of)(job, k, ph, pw);
-                PYROI_TYPED(deform_bin_axes)(job, k, ph, pw, &rows, &cols, roi_h, roi_w,
-                                             &bin_rows, &bin_cols);
-                rr.end = PYROI_TYPED(deform_bin_taps)(&bin_rows, ph, row_taps, NULL);
-                cr.end = PYROI_TYPED(deform_bin_taps)(&bin_cols, pw, col_taps, NULL);
+                PYROI_TYPED(deform_bin_of)(job, k, ph, pw, &rows, &cols, roi_h, roi_w, worker,
+                                           &bin);
+                rr.end = bin.rows;
+                cr.end = bin.cols;
                 if (rr.end == 0 || cr.end == 0) {
                     continue;
                 }
@@ -109,8 +105,8 @@ static void PYROI_TYPED(deform_backward_task)(void *context, int64_t block_begin
                         g = g * mask; /* the gradient of the pooled mean times the mask */
                     }
                     PYROI_TYPED(pyroi_bilinear_bin_scatter)(image + c * gi[1], gi[2], gi[3],
-                                                            row_taps, rr, col_taps, cr, g,
-                                                            count);
+                                                            bin.row_taps, rr, bin.col_taps, cr,
+                                                            g, count);
                 }
             }
         }
@@ -123,20 +119,17 @@ static void PYROI_TYPED(deform_backward_task)(void *context, int64_t block_begin
  * 0 where the sampler clamps), sums[2] the sum itself (the forward's); in T, in sample order.
  * The lane-major task evaluates the same expressions per lane. */
 static void PYROI_TYPED(deform_bin_slopes)(const T *plane, const int64_t *in,
-                                           const PYROI_TYPED(deform_tap) *row_taps,
-                                           const T *row_positions, int64_t rows,
-                                           const PYROI_TYPED(deform_tap) *col_taps,
-                                           const T *col_positions, int64_t cols, T sums[3])
+                                           const PYROI_TYPED(deform_bin) *bin, T sums[3])
 {
     T along_y = (T)0, along_x = (T)0, sum = (T)0;
     int64_t r, q;
-    for (r = 0; r < rows; ++r) {
-        const PYROI_TYPED(deform_tap) ty = row_taps[r];
-        const T slope_y = PYROI_TYPED(pyroi_axis_tap_slope)(row_positions[r], ty);
+    for (r = 0; r < bin->rows; ++r) {
+        const PYROI_TYPED(deform_tap) ty = bin->row_taps[r];
+        const T slope_y = PYROI_TYPED(pyroi_axis_tap_slope)(bin->row_positions[r], ty);
         const T *lo = plane + ty.lo * in[2], *hi = plane + ty.hi * in[2];
-        for (q = 0; q < cols; ++q) {
-            const PYROI_TYPED(deform_tap) tx = col_taps[q];
-            const T slope_x = PYROI_TYPED(pyroi_axis_tap_slope)(col_positions[q], tx);
+        for (q = 0; q < bin->cols; ++q) {
+            const PYROI_TYPED(deform_tap) tx = bin->col_taps[q];
+            const T slope_x = PYROI_TYPED(pyroi_axis_tap_slope)(bin->col_positions[q], tx);
             const int64_t left = tx.lo * in[3], right = tx.hi * in[3];
             const T v00 = lo[left], v01 = lo[right], v10 = hi[left], v11 = hi[right];
             const T w1 = ty.w_lo * tx.w_lo, w2 = ty.w_lo * tx.w_hi;
@@ -162,12 +155,6 @@ static void PYROI_TYPED(deform_backward_offset_task)(void *context, int64_t begi
     const PYROI_TYPED(deform_job) *job = (const PYROI_TYPED(deform_job) *)context;
     const pyroi_deform_roi_pool_params *params = job->params;
     const int64_t *shape = job->map_shape, *in = job->map_strides, *go = job->pooled_strides;
-    PYROI_TYPED(deform_tap) *row_taps = PYROI_TYPED(deform_worker_taps)(job, worker);
-    PYROI_TYPED(deform_tap) *col_taps = row_taps + job->capacity;
-    /* the positions after the taps: the scratch holds 2 * capacity taps and as many T */
-    T *row_positions = (T *)(job->scratch + 2 * job->capacity * job->workers) +
-                       (int64_t)worker * 2 * job->capacity;
-    T *col_positions = row_positions + job->capacity;
     pyroi_cancel_countdown countdown = pyroi_cancel_countdown_of(params->cancel, 1);
     int64_t k, ph, pw, c;
     for (k = begin; k < end; ++k) {
@@ -181,22 +168,18 @@ static void PYROI_TYPED(deform_backward_offset_task)(void *context, int64_t begi
         count = (T)(rows.grid * cols.grid > 1 ? rows.grid * cols.grid : 1);
         for (ph = 0; ph < params->pooled_height; ++ph) {
             for (pw = 0; pw < params->pooled_width; ++pw) {
-                PYROI_TYPED(deform_axis) bin_rows, bin_cols;
+                PYROI_TYPED(deform_bin) bin;
                 double total[3] = {0.0, 0.0, 0.0}, group[3] = {0.0, 0.0, 0.0};
-                int64_t nr, nc, i;
-                PYROI_TYPED(deform_bin_axes)(job, k, ph, pw, &rows, &cols, roi_h, roi_w,
-                                             &bin_rows, &bin_cols);
-                nr = PYROI_TYPED(deform_bin_taps)(&bin_rows, ph, row_taps, row_positions);
-                nc = PYROI_TYPED(deform_bin_taps)(&bin_cols, pw, col_taps, col_positions);
-                for (c = 0; c < shape[1] && nr > 0 && nc > 0; ++c) {
+                int64_t i;
+                PYROI_TYPED(deform_bin_of)(job, k, ph, pw, &rows, &cols, roi_h, roi_w, worker,
+                                           &bin);
+                for (c = 0; c < shape[1] && bin.rows > 0 && bin.cols > 0; ++c) {
                     const double g = (double)grad[c * go[1] + ph * go[2] + pw * go[3]];
                     T sums[3];
-                    if (pyroi_cancel_count_work(&countdown, 2 * nr * nc + 1)) {
+                    if (pyroi_cancel_count_work(&countdown, 2 * bin.rows * bin.cols + 1)) {
                         return; /* the gradients are unspecified once cancelled */
                     }
-                    PYROI_TYPED(deform_bin_slopes)(image + c * in[1], in, row_taps,
-                                                   row_positions, nr, col_taps, col_positions,
-                                                   nc, sums);
+                    PYROI_TYPED(deform_bin_slopes)(image + c * in[1], in, &bin, sums);
                     group[0] += g * (double)sums[0];
                     group[1] += g * (double)sums[1];
                     group[2] += g * (double)(sums[2] / count);
@@ -266,37 +249,92 @@ static int PYROI_TYPED(deform_use_blocks)(PYROI_TYPED(deform_job) *job,
     return 1;
 }
 
+/* The call's tap table from the scan's counts (job->plan_start, plan_rows): their prefix
+ * sums, then every RoI's slice filled in parallel. A table beyond DEFORM_PLAN_BYTES is not
+ * made (the kernels find each bin's taps themselves, the same taps). */
+static pyroi_status PYROI_TYPED(deform_plan)(PYROI_TYPED(deform_job) *job, int64_t num_rois,
+                                             double work)
+{
+    const int64_t bins = num_rois * job->params->pooled_height * job->params->pooled_width;
+    const double per_tap = (double)sizeof(PYROI_TYPED(deform_tap)) + (double)sizeof(T);
+    int64_t i, taps = 0;
+    for (i = 0; i < bins; ++i) { /* counts to starts (the sum fits: the scan bounded it) */
+        const int64_t count = job->plan_start[i];
+        job->plan_start[i] = taps;
+        taps += count;
+    }
+    job->plan_start[bins] = taps;
+    if ((double)taps * per_tap > DEFORM_PLAN_BYTES) {
+        return PYROI_OK;
+    }
+    job->plan_taps = (PYROI_TYPED(deform_tap) *)malloc((size_t)taps * sizeof(*job->plan_taps) +
+                                                       1);
+    job->plan_positions = (T *)malloc((size_t)taps * sizeof(T) + 1);
+    if (job->plan_taps == NULL || job->plan_positions == NULL) {
+        return PYROI_E_NO_MEMORY;
+    }
+    return pyroi_parallel_for(pyroi_parallel_workers(job->params->num_threads, num_rois, work),
+                              num_rois, work, job->params->cancel,
+                              PYROI_TYPED(deform_plan_task), job);
+}
+
+/* Frees what deform_prepare made: the offsets' copy, the tap table, the RoIs' copy. */
+static void PYROI_TYPED(deform_release)(PYROI_TYPED(deform_job) *job, pyroi_rois *rois,
+                                        T *shifts)
+{
+    free(job->plan_start);
+    free(job->plan_rows);
+    free(job->plan_taps);
+    free(job->plan_positions);
+    job->plan_start = job->plan_rows = NULL;
+    job->plan_taps = NULL;
+    job->plan_positions = NULL;
+    free(shifts);
+    pyroi_rois_free(rois);
+}
+
 /* The start of every call once its tensors are checked: the RoIs and the offsets copied,
  * every box checked and the bins scanned (job->capacity, *work per channel of the busiest
- * RoI, *total samples of all). On
- * PYROI_OK the caller frees *rois and *shifts. */
+ * RoI, *total samples of all), and in a call with channels the tap table. On PYROI_OK the
+ * caller calls deform_release. */
 static pyroi_status PYROI_TYPED(deform_prepare)(
     PYROI_TYPED(deform_job) *job, const int64_t map_shape[4], const T *boxes, int64_t num_rois,
     int64_t box_row_stride, const int64_t *batch_indices, const T *offset,
     const int64_t offset_strides[4], const pyroi_deform_roi_pool_params *params,
     pyroi_rois *rois, T **shifts, double *work, double *total)
 {
+    const double bins = (double)num_rois * (double)params->pooled_height *
+                        (double)params->pooled_width;
     int64_t failed_roi;
     pyroi_status status = pyroi_rois_copy(rois, boxes, sizeof(T), num_rois, box_row_stride, 4,
                                           batch_indices, map_shape[0], NULL, params->cancel);
     if (status != PYROI_OK) {
         return status;
     }
+    job->params = params;
+    job->rois = rois;
+    job->map_shape = map_shape;
     status = PYROI_TYPED(deform_copy_offsets)(offset, offset_strides, num_rois, params,
                                               &rois->cancel, shifts);
+    if (status == PYROI_OK && map_shape[1] > 0 && bins > 0.0 &&
+        (bins + 1.0) * 16.0 <= DEFORM_PLAN_BYTES) { /* room for the scan's counts */
+        job->plan_start = (int64_t *)malloc((size_t)(bins + 1.0) * sizeof(int64_t));
+        job->plan_rows = (int64_t *)malloc((size_t)bins * sizeof(int64_t));
+        if (job->plan_start == NULL || job->plan_rows == NULL) {
+            status = PYROI_E_NO_MEMORY;
+        }
+    }
     if (status == PYROI_OK) {
-        job->params = params;
-        job->rois = rois;
         job->shifts = *shifts;
         status = PYROI_TYPED(deform_scan)(job, map_shape[2], map_shape[3], map_shape[1] > 0,
                                           &rois->cancel, &job->capacity, work, total,
                                           &failed_roi);
-        if (status != PYROI_OK) {
-            free(*shifts);
-        }
+    }
+    if (status == PYROI_OK && job->plan_start != NULL) {
+        status = PYROI_TYPED(deform_plan)(job, num_rois, *work);
     }
     if (status != PYROI_OK) {
-        pyroi_rois_free(rois);
+        PYROI_TYPED(deform_release)(job, rois, *shifts);
     }
     return status;
 }
@@ -409,8 +447,7 @@ pyroi_status PYROI_TYPED(pyroi_deform_roi_pool_forward)(
                                              PYROI_TYPED(deform_forward_blocks_task));
         }
     }
-    free(shifts);
-    pyroi_rois_free(&rois);
+    PYROI_TYPED(deform_release)(&job, &rois, shifts);
     return status;
 }
 
@@ -478,8 +515,7 @@ pyroi_status PYROI_TYPED(pyroi_deform_roi_pool_backward)(
                 PYROI_TYPED(deform_backward_task));
         }
     }
-    free(shifts);
-    pyroi_rois_free(&rois);
+    PYROI_TYPED(deform_release)(&job, &rois, shifts);
     return status;
 }
 
@@ -553,10 +589,10 @@ pyroi_status PYROI_TYPED(pyroi_deform_roi_pool_backward_offset)(
         job.grad_offset_strides = grad_offset_strides;
         job.grad_mask = grad_mask;
         job.grad_mask_strides = grad_mask_strides;
-        status = PYROI_TYPED(deform_offset_backward_run)(&job, &rois, input_shape, work, total);
+        status =
+            PYROI_TYPED(deform_offset_backward_run)(&job, &rois, input_shape, work, total);
     }
-    free(shifts);
-    pyroi_rois_free(&rois);
+    PYROI_TYPED(deform_release)(&job, &rois, shifts);
     return status;
 }
 
