@@ -53,7 +53,8 @@ class Workload:
     backward: bool = True
     extra: dict = field(default_factory=dict)
     # or "roi_align_max" (mode="max"), "roi_pool" (sampling_ratio, aligned unused), "onnx_max",
-    # "prroi_pool", "crop_and_resize" (boxes (K, 5) [batch, y1, x1, y2, x2] normalised)
+    # "prroi_pool", "crop_and_resize" (boxes (K, 5) [batch, y1, x1, y2, x2] normalised),
+    # "deform_roi_pool" (extra["offset"] (K, 2, 7, 7))
     op: str = "roi_align"
     features_nhwc: np.ndarray | None = None  # the features channels-last, (N, H, W, C)
 
@@ -84,6 +85,9 @@ WORKLOADS = {
                       "7x7; RoIAlign avg (sr 2, aligned) on the same boxes for the ratio",
     "box_head_crop": "crop_and_resize (forward, image and box backward; bilinear, NCHW) on the "
                      "box head's map and boxes, 7x7 crops; onnxruntime's CropAndResize beside it",
+    "box_head_deform": "DeformRoIPool (forward, input and offset backward; offsets N(0, 0.1)) on "
+                       "the box head's arrays, 7x7, sr 2; RoIAlign avg (aligned) on the same "
+                       "boxes for the ratio",
 }
 """The workloads of ``pyroi bench``: name -> description."""
 
@@ -131,6 +135,10 @@ def make_workloads(rng) -> list[Workload]:
         Workload("box_head_crop", WORKLOADS["box_head_crop"], box_features,
                  crop_boxes(box_boxes, box_features.shape, 0.25), 7, 1.0, 0, False,
                  op="crop_and_resize"),
+        Workload("box_head_deform", WORKLOADS["box_head_deform"], box_features, box_boxes, 7,
+                 0.25, 2, True, op="deform_roi_pool",
+                 extra={"offset": (rng.standard_normal((1000, 2, 7, 7)) * 0.1).astype(
+                     np.float32)}),
     ]
 
 
@@ -489,6 +497,12 @@ def pyroi_calls(w: Workload, threads: int, grad: np.ndarray):
         return (lambda: pyroi.prroi_pool(w.features, w.boxes, size, scale, num_threads=threads),
                 lambda: pyroi.prroi_pool_backward(grad, w.boxes, w.features.shape, scale,
                                                   num_threads=threads))
+    if w.op == "deform_roi_pool":
+        args, offset = (w.spatial_scale, w.sampling_ratio), w.extra["offset"]
+        return (lambda: pyroi.deform_roi_pool(w.features, w.boxes, offset, w.output_size, *args,
+                                              num_threads=threads),
+                lambda: pyroi.deform_roi_pool_backward(grad, w.boxes, w.features.shape, offset,
+                                                       *args, num_threads=threads))
     args = (w.output_size, w.spatial_scale, w.sampling_ratio, w.aligned)
     if w.op == "roi_align_max":
         return (lambda: pyroi.roi_align(w.features, w.boxes, *args, mode="max",
@@ -509,12 +523,20 @@ def pyroi_input_backward(w: Workload, threads: int, grad: np.ndarray):
 
 
 def pyroi_prroi_extra_calls(w: Workload, threads: int, grad: np.ndarray):
-    """PrRoIPool's box backward and RoIAlign avg's forward on the same boxes (the ratio goal:
-    PrRoIPool within 2x of it); None for the other ops."""
-    if w.op != "prroi_pool":
+    """PrRoIPool's backward with the box gradient (DeformRoIPool's: with the offset
+    gradient) and RoIAlign avg's forward on the same boxes (the ratio goals: PrRoIPool within
+    2x of it, DeformRoIPool 1.5x); None for the other ops."""
+    if w.op == "prroi_pool":
+        with_boxes = (lambda: pyroi.prroi_pool_backward(
+            grad, w.boxes, w.features.shape, w.spatial_scale, input=w.features,
+            num_threads=threads))
+    elif w.op == "deform_roi_pool":
+        with_boxes = (lambda: pyroi.deform_roi_pool_backward(
+            grad, w.boxes, w.features.shape, w.extra["offset"], w.spatial_scale,
+            w.sampling_ratio, input=w.features, num_threads=threads))
+    else:
         return None
-    return (lambda: pyroi.prroi_pool_backward(grad, w.boxes, w.features.shape, w.spatial_scale,
-                                              input=w.features, num_threads=threads),
+    return (with_boxes,
             lambda: pyroi.roi_align(w.features, w.boxes, w.output_size, w.spatial_scale,
                                     w.sampling_ratio, w.aligned, num_threads=threads))
 
@@ -713,7 +735,8 @@ def run(workloads, thread_counts, repeat, peer_repeat, progress=None,
                 if "pyroi inexact bwd" in results:
                     line.append(f"exact=False {results['pyroi inexact bwd']:8.2f} ms")
                 if "pyroi box bwd" in results:
-                    line.append(f"input and box bwd {results['pyroi box bwd']:8.2f} ms")
+                    what = "offset" if w.op == "deform_roi_pool" else "box"
+                    line.append(f"input and {what} bwd {results['pyroi box bwd']:8.2f} ms")
                     line.append(f"RoIAlign avg fwd {results['roi_align avg fwd']:8.2f} ms "
                                 f"(fwd / RoIAlign "
                                 f"{results['pyroi fwd'] / results['roi_align avg fwd']:4.2f})")
@@ -741,8 +764,9 @@ _TABLE_COLUMNS = (
     # RoIAlign's average with exact=False (samples merged per pixel; not bit-exact)
     ("pyroi exact=False fwd", "pyroi inexact fwd", ()),
     ("pyroi exact=False bwd", "pyroi inexact bwd", ()),
-    # PrRoIPool: the backward with the box gradient, and RoIAlign avg on the same boxes
-    ("pyroi input+box bwd", "pyroi box bwd", ()),
+    # PrRoIPool: the backward with the box gradient (DeformRoIPool: with the offset
+    # gradient), and RoIAlign avg on the same boxes
+    ("pyroi input+box/offset bwd", "pyroi box bwd", ()),
     ("RoIAlign avg fwd (/ fwd)", "roi_align avg fwd", ("pyroi fwd",)),
     # crop_and_resize: the box backward alone (the image backward is "pyroi bwd")
     ("pyroi box bwd", "pyroi boxes bwd", ()),
@@ -878,8 +902,8 @@ def make_half_cases(rng, workloads) -> list[HalfCase]:
     cache: dict = {}
     cases = []
     for w in workloads:
-        if w.op == "crop_and_resize":
-            continue  # crop_and_resize has no float16 call
+        if w.op in ("crop_and_resize", "deform_roi_pool"):
+            continue  # no float16 call
         def calls(dtype, threads, w=w):
             x = _as_dtype(cache, w.features, dtype)
             k, c = len(w.boxes), w.features.shape[1]

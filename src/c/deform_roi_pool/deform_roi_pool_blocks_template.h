@@ -104,6 +104,12 @@ PYROI_VECTOR_TASK(PYROI_TYPED(deform_forward_blocks_task))
             if (PYROI_TYPED(deform_forward_lanes)(job, k, block, tile, worker, &countdown)) {
                 return;
             }
+            if (out[2] == params->pooled_width * out[3]) { /* packed bins: one run */
+                PYROI_TYPED(pyroi_lanes_to_channels)(
+                    tile, params->pooled_height * params->pooled_width, lanes, result, out[1],
+                    out[3]);
+                continue;
+            }
             for (ph = 0; ph < params->pooled_height; ++ph) {
                 PYROI_TYPED(pyroi_lanes_to_channels)(tile + ph * params->pooled_width *
                                                                 PYROI_LANES,
