@@ -114,6 +114,11 @@ OPS = [
        lambda x, b, s, **k: pyroi.roi_align_rotated(x, b, s, **k),
        lambda g, b, shape, s, a, **k: pyroi.roi_align_rotated_backward(g, b, shape, **k),
        coords=5, rois_name="rois"),
+    # without offsets (the translated bins' own hostile cases: tests/test_deform_roi_pool.py)
+    Op("deform_roi_pool",
+       lambda x, b, s, **k: pyroi.deform_roi_pool(x, b, None, s, **k),
+       lambda g, b, shape, s, a, **k: pyroi.deform_roi_pool_backward(g, b, shape, **k)[0],
+       rois_name="rois"),
 ]
 SAMPLING_OPS = [op for op in OPS if op.sampling]
 # The values of `aligned` each operator with that flag takes (the others have no such flag).

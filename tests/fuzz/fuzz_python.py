@@ -416,6 +416,39 @@ def ascend_call(d):
     check_result(gradient, x.shape, False)
 
 
+def deform_call(d):
+    """deform_roi_pool and its backward with hostile offsets and masks: non-finite, huge,
+    wrong shapes, dtypes and layouts (each a PyroiError or a result of the right shape)."""
+    dtype = d.pick([np.float32, np.float64])
+    x, tame = decode_input(d, dtype, "deform_roi_pool", (2, 2))
+    boxes, batch_indices, tame = decode_boxes(d, dtype, x.shape[0], 4, tame)
+    count = sum(len(b) for b in boxes) if isinstance(boxes, list) else len(np.asarray(boxes))
+    pooled = (d.int(1, 3), d.int(1, 3))
+    offset = np.random.default_rng(d.int(0, 255)).uniform(-3, 3, (count, 2) + pooled)
+    offset = offset.astype(dtype)
+    if d.chance(4) and offset.size:
+        offset.flat[d.int(0, offset.size - 1)] = d.pick([np.nan, np.inf, 1e300, -1e38, 1e-45])
+        tame = False
+    if d.chance(8):
+        offset = d.pick([None, offset[:, :1], offset.astype(np.float16), offset.T, "x"])
+    mask = None if d.chance(2) else layout(d, np.full((count, 1) + pooled, 0.5, dtype))
+    kwargs = {"sampling_ratio": d.int(-1, 3), "gamma": d.pick([0.1, 0.0, -2.0, np.nan, 1e300]),
+              "mask": mask}
+    if batch_indices is not None:
+        kwargs["batch_indices"] = batch_indices
+    try:
+        y = pyroi.deform_roi_pool(layout(d, x), boxes, offset, pooled, **kwargs)
+    except pyroi.PyroiError:
+        return
+    check_result(y, (count, x.shape[1]) + pooled, tame and kwargs["gamma"] != 1e300)
+    try:
+        grads = pyroi.deform_roi_pool_backward(np.ones_like(y), boxes, x.shape, offset,
+                                               input=x if d.int(0, 1) else None, **kwargs)
+    except pyroi.PyroiError:
+        return
+    check_result(grads[0], x.shape, False)
+
+
 LAYER_MAKERS = {"roi_align": lambda: pyroi.RoIAlign(2, 1.0, 2),
                 "roi_align_max": lambda: pyroi.RoIAlign(2, 1.0, 2, mode="max"),
                 "roi_pool": lambda: pyroi.RoIPool(2, 1.0),
@@ -526,7 +559,7 @@ def nothing(d):
 
 
 EXTRAS = {"a-none": nothing, "float16": float16_call, "onnx": onnx_call, "ascend": ascend_call,
-          "layer": layer_sequence, "wrong_gradient": mismatched_backward}
+          "layer": layer_sequence, "wrong_gradient": mismatched_backward, "deform": deform_call}
 
 
 def main():
