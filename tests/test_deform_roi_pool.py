@@ -510,3 +510,28 @@ def test_direct_and_lane_major_orders_give_the_same_bits(dtype):
     tolerance = 1e-4 if dtype == np.float32 else 1e-11
     np.testing.assert_allclose(want_offset, ref_offset, rtol=tolerance, atol=tolerance)
     np.testing.assert_allclose(want_mask, ref_mask, rtol=tolerance, atol=tolerance)
+
+
+def test_layer_forward_and_backward():
+    x, rois, offset, mask = _case(np.float64, seed=17)
+    layer = pyroi.DeformRoIPool((3, 2), 0.9, 2, 0.1)
+    assert repr(layer) == "DeformRoIPool(output_size=(3, 2), spatial_scale=0.9, " \
+                          "sampling_ratio=2, gamma=0.1)"
+    y = layer(x, rois, offset, mask)
+    assert np.array_equal(y, pyroi.deform_roi_pool(x, rois, offset, (3, 2), 0.9, 2, 0.1,
+                                                   mask=mask))
+    g = RNG.standard_normal(y.shape)
+    offset[:] = 0  # the layer kept its own copies
+    got = layer.backward(g, lda_coeff=2.0)
+    want = pyroi.deform_roi_pool_backward(g, rois, x.shape, layer_offset := _case(
+        np.float64, seed=17)[2], 0.9, 2, 0.1, input=x, mask=mask)
+    del layer_offset
+    for a, b in zip(got, want):
+        np.testing.assert_allclose(a, 2 * b, rtol=1e-15)
+    y = layer(x, rois)  # no offset, no mask: aligned RoIAlign, no mask gradient
+    grad_input, grad_offset, grad_mask = layer.backward(np.ones_like(y))
+    assert grad_mask is None and grad_offset.shape == (6, 2, 3, 2)
+    layer.eval()
+    layer(x, rois)
+    with pytest.raises(pyroi.PyroiError, match="training"):
+        layer.backward(np.ones_like(y))

@@ -55,6 +55,7 @@ from pyroi.layers import CropAndResize  # noqa: E402
 from pyroi.layers import (MultiScaleRoIAlign, PSRoIAlign, PSRoIPool, RoIAlign,  # noqa: E402
                           RoIAlignRotated, RoIPool)
 from pyroi.layers import PrRoIPool  # noqa: E402
+from pyroi.layers import DeformRoIPool  # noqa: E402
 
 # the operators, layers and exceptions are listed once, in their modules
 __all__ = ["__version__", "get_num_threads", "get_result_cache_limit", "get_scratch_cache_limit",

@@ -46,6 +46,7 @@ from pyroi.ops import (
     roi_pool_backward as roi_pool_backward,
 )
 from pyroi.layers import PrRoIPool as PrRoIPool
+from pyroi.layers import DeformRoIPool as DeformRoIPool
 from pyroi.ops import prroi_pool as prroi_pool
 from pyroi.ops import prroi_pool_backward as prroi_pool_backward
 from pyroi.ops import deform_roi_pool as deform_roi_pool

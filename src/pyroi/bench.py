@@ -30,6 +30,7 @@ import platform
 import statistics
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -498,11 +499,13 @@ def pyroi_calls(w: Workload, threads: int, grad: np.ndarray):
                 lambda: pyroi.prroi_pool_backward(grad, w.boxes, w.features.shape, scale,
                                                   num_threads=threads))
     if w.op == "deform_roi_pool":
-        args, offset = (w.spatial_scale, w.sampling_ratio), w.extra["offset"]
-        return (lambda: pyroi.deform_roi_pool(w.features, w.boxes, offset, w.output_size, *args,
+        offset = w.extra["offset"]
+        return (lambda: pyroi.deform_roi_pool(w.features, w.boxes, offset, w.output_size,
+                                              w.spatial_scale, w.sampling_ratio,
                                               num_threads=threads),
                 lambda: pyroi.deform_roi_pool_backward(grad, w.boxes, w.features.shape, offset,
-                                                       *args, num_threads=threads))
+                                                       w.spatial_scale, w.sampling_ratio,
+                                                       num_threads=threads))
     args = (w.output_size, w.spatial_scale, w.sampling_ratio, w.aligned)
     if w.op == "roi_align_max":
         return (lambda: pyroi.roi_align(w.features, w.boxes, *args, mode="max",
@@ -526,6 +529,7 @@ def pyroi_prroi_extra_calls(w: Workload, threads: int, grad: np.ndarray):
     """PrRoIPool's backward with the box gradient (DeformRoIPool's: with the offset
     gradient) and RoIAlign avg's forward on the same boxes (the ratio goals: PrRoIPool within
     2x of it, DeformRoIPool 1.5x); None for the other ops."""
+    with_boxes: Callable[[], object]
     if w.op == "prroi_pool":
         with_boxes = (lambda: pyroi.prroi_pool_backward(
             grad, w.boxes, w.features.shape, w.spatial_scale, input=w.features,

@@ -14,6 +14,7 @@ from pyroi import _core, _pyramid, _results, _validate
 from pyroi._errors import InvalidArgumentError, PyroiError, ShapeError
 from pyroi._half import _SLICE_ELEMENTS, _is_half, _widen_boxes
 from pyroi.ops import prroi_pool, prroi_pool_backward
+from pyroi.ops import deform_roi_pool, deform_roi_pool_backward
 from pyroi.ops import (crop_and_resize, crop_and_resize_backward_boxes,
                        crop_and_resize_backward_image)
 from pyroi.ops import (ps_roi_align, ps_roi_align_backward, ps_roi_pool, ps_roi_pool_backward,
@@ -21,8 +22,8 @@ from pyroi.ops import (ps_roi_align, ps_roi_align_backward, ps_roi_pool, ps_roi_
                        roi_align_rotated,
                        roi_align_rotated_backward, roi_pool, roi_pool_backward)
 
-__all__ = ["CropAndResize", "MultiScaleRoIAlign", "PSRoIAlign", "PSRoIPool", "PrRoIPool",
-           "RoIAlign", "RoIAlignRotated", "RoIPool"]
+__all__ = ["CropAndResize", "DeformRoIPool", "MultiScaleRoIAlign", "PSRoIAlign", "PSRoIPool",
+           "PrRoIPool", "RoIAlign", "RoIAlignRotated", "RoIPool"]
 
 
 def _copy_boxes(boxes, half: bool = False):
@@ -242,8 +243,13 @@ class _RoILayer(_TrainableLayer):
         >>> layer(x, np.array([[0, 0, 0, 1, 1]], np.float32))[:, :, 0, 0]
         array([[5.]], dtype=float32)
         """
+        return self._run(input, boxes, batch_indices, num_threads)
+
+    def _run(self, input, boxes, batch_indices, num_threads, *more):
+        """The forward (``more``: a layer's further arguments, passed on to its _forward) and,
+        in training mode, what the backward needs."""
         self._forget()
-        output, extra = self._forward(input, boxes, batch_indices, num_threads)
+        output, extra = self._forward(input, boxes, batch_indices, num_threads, *more)
         if self._training:
             half = output.dtype == np.float16
             self._remember(output, (
@@ -547,6 +553,85 @@ class PrRoIPool(_RoILayer):
         else:
             grad_boxes = _scaled(grad_boxes, coeff, False)
         return _scaled(grad_input, coeff, half), grad_boxes
+
+
+class DeformRoIPool(_RoILayer):
+    """Layer form of :func:`pyroi.deform_roi_pool` (mmcv ``DeformRoIPool(output_size,
+    spatial_scale, sampling_ratio, gamma)``): ``layer(input, rois, offset=None, mask=None)``.
+
+    In training mode a call keeps copies of its input, offsets and mask as well (their
+    gradients read them), and :meth:`backward` returns ``(grad_input, grad_offset,
+    grad_mask)``.
+
+    Examples
+    --------
+    >>> import numpy as np, pyroi
+    >>> layer = pyroi.DeformRoIPool(1, sampling_ratio=1)
+    >>> x = np.tile(np.arange(4, dtype=np.float64), (1, 1, 4, 1))
+    >>> y = layer(x, np.array([[0, 0, 0, 2, 2]], np.float64), np.zeros((1, 2, 1, 1)))
+    >>> grad_input, grad_offset, grad_mask = layer.backward(np.ones_like(y))
+    >>> grad_offset[0, :, 0, 0]
+    array([0.2, 0. ])
+    """
+
+    _shown = ("output_size", "spatial_scale", "sampling_ratio", "gamma")
+
+    def __init__(self, output_size, spatial_scale=1.0, sampling_ratio=0, gamma=0.1):
+        super().__init__()
+        self._bind(output_size, spatial_scale)
+        self.sampling_ratio = _validate.sampling_ratio(sampling_ratio)
+        self.gamma = _validate.gamma(gamma)
+
+    def __call__(self, input, rois, offset=None, mask=None, *, batch_indices=None,
+                 num_threads=None):
+        """The forward on ``input``, ``rois`` and the per-bin ``offset`` and ``mask`` (as
+        :func:`pyroi.deform_roi_pool` takes them); in training mode also keeps what
+        :meth:`backward` needs.
+
+        Examples
+        --------
+        >>> import numpy as np, pyroi
+        >>> x = np.arange(16, dtype=np.float32).reshape(1, 1, 4, 4)
+        >>> rois = np.array([[0, 0, 0, 2, 2]], np.float32)
+        >>> pyroi.DeformRoIPool(1, sampling_ratio=1)(x, rois, np.full((1, 2, 1, 1), 5, np.float32))
+        array([[[[7.5]]]], dtype=float32)
+        """
+        return self._run(input, rois, batch_indices, num_threads, offset, mask)
+
+    def _forward(self, input, boxes, batch_indices, num_threads, offset=None, mask=None):
+        output = deform_roi_pool(input, boxes, offset, self.output_size, self.spatial_scale,
+                                 self.sampling_ratio, self.gamma, mask=mask,
+                                 batch_indices=batch_indices, num_threads=num_threads)
+        kept = None
+        if self._training:  # what the offset and mask gradients read
+            kept = tuple(None if a is None else np.array(a, copy=True)
+                         for a in (input, offset, mask))
+        return output, kept
+
+    def _backward(self, grad_output, saved, num_threads):
+        shape, boxes, batch_indices, (features, offset, mask) = saved
+        return deform_roi_pool_backward(grad_output, boxes, shape, offset, self.spatial_scale,
+                                        self.sampling_ratio, self.gamma, input=features,
+                                        mask=mask, batch_indices=batch_indices,
+                                        num_threads=num_threads)
+
+    def backward(self, grad_output, lda_coeff=1.0, *, num_threads=None):
+        """Gradients of the last call's loss with respect to its input, its offsets and its
+        mask, times ``lda_coeff``: ``(grad_input, grad_offset, grad_mask)`` (``grad_mask``
+        None when the call had no mask); otherwise as :meth:`RoIAlign.backward`.
+
+        Examples
+        --------
+        >>> import numpy as np, pyroi
+        >>> layer = pyroi.DeformRoIPool(1, sampling_ratio=1)
+        >>> x = np.tile(np.arange(4, dtype=np.float64), (1, 1, 4, 1))
+        >>> y = layer(x, np.array([[0, 0, 0, 2, 2]], np.float64), None, np.ones((1, 1, 1, 1)))
+        >>> [g.ravel() for g in layer.backward(np.ones_like(y), lda_coeff=2.0)[1:]]
+        [array([0.4, 0. ]), array([1.])]
+        """
+        grad, coeff, saved = self._recall(grad_output, lda_coeff)
+        return tuple(None if g is None else _scaled(g, coeff, False)
+                     for g in self._backward(grad, saved, num_threads))
 
 
 class RoIAlignRotated(_RoILayer):

@@ -6,8 +6,8 @@ from typing import Any
 import numpy.typing as npt
 from typing_extensions import Self
 
-__all__ = ["CropAndResize", "MultiScaleRoIAlign", "PSRoIAlign", "PSRoIPool", "PrRoIPool",
-           "RoIAlign", "RoIAlignRotated", "RoIPool"]
+__all__ = ["CropAndResize", "DeformRoIPool", "MultiScaleRoIAlign", "PSRoIAlign", "PSRoIPool",
+           "PrRoIPool", "RoIAlign", "RoIAlignRotated", "RoIPool"]
 
 class _TrainableLayer:
     training: bool
@@ -60,6 +60,23 @@ class PrRoIPool(_RoILayer):
         self, grad_output: npt.ArrayLike, lda_coeff: float = 1.0, *,
         num_threads: int | None = None,
     ) -> tuple[npt.NDArray[Any], npt.NDArray[Any] | list[npt.NDArray[Any]]]: ...
+
+class DeformRoIPool(_RoILayer):
+    output_size: tuple[int, int]
+    spatial_scale: float
+    sampling_ratio: int
+    gamma: float
+    def __init__(self, output_size: int | tuple[int, int], spatial_scale: float = 1.0,
+                 sampling_ratio: int = 0, gamma: float = 0.1) -> None: ...
+    def __call__(  # type: ignore[override]
+        self, input: npt.ArrayLike, rois: npt.ArrayLike, offset: npt.ArrayLike | None = None,
+        mask: npt.ArrayLike | None = None, *, batch_indices: npt.ArrayLike | None = None,
+        num_threads: int | None = None,
+    ) -> npt.NDArray[Any]: ...
+    def backward(  # type: ignore[override]
+        self, grad_output: npt.ArrayLike, lda_coeff: float = 1.0, *,
+        num_threads: int | None = None,
+    ) -> tuple[npt.NDArray[Any], npt.NDArray[Any] | None, npt.NDArray[Any] | None]: ...
 
 class RoIAlignRotated(_RoILayer):
     output_size: tuple[int, int]
