@@ -514,6 +514,33 @@ def test_run_node_errors(onnx_mod):
         ponnx.run_node("RoiAlign", x, rois, batch)
 
 
+def test_run_node_mmcv_deform_roi_pool(onnx_mod):
+    """mmcv's exported mmcv::MMCVDeformRoIPool (its symbolic: pooled_height_i, pooled_width_i,
+    spatial_scale_f, sampling_ratio_f, gamma_f; inputs X, rois and, given one, offset)."""
+    rng = np.random.default_rng(stable_seed("mmcv-deform"))
+    x = rng.standard_normal((2, 3, 9, 11)).astype(np.float32)
+    rois = np.array([[0, 1.3, 0.7, 8.2, 6.9], [1, -2.0, 3.1, 4.4, 12.0]], np.float32)
+    offset = rng.standard_normal((2, 2, 3, 2)).astype(np.float32)
+    node = onnx_mod.helper.make_node("MMCVDeformRoIPool", ["X", "rois", "offset"], ["Y"],
+                                     domain="mmcv", pooled_height=3, pooled_width=2,
+                                     spatial_scale=0.75, sampling_ratio=2.0, gamma=0.2)
+    assert_bits_equal(ponnx.run_node(node, x, rois, offset),
+                      pyroi.deform_roi_pool(x, rois, offset, (3, 2), 0.75, 2, 0.2))
+    # no offset input, or mmcv's empty one: aligned RoIAlign
+    for none in (None, np.zeros(0, np.float32)):
+        assert_bits_equal(ponnx.run_node(node, x, rois, none),
+                          pyroi.roi_align(x, rois, (3, 2), 0.75, 2, True))
+    with pytest.raises(pyroi.InvalidArgumentError, match="whole number"):
+        ponnx.run_node(onnx_mod.helper.make_node(
+            "MMCVDeformRoIPool", ["X", "rois"], ["Y"], domain="mmcv", pooled_height=2,
+            pooled_width=2, sampling_ratio=1.5), x, rois)
+    with pytest.raises(pyroi.InvalidArgumentError, match="pooled_height"):
+        ponnx.run_node(onnx_mod.helper.make_node("MMCVDeformRoIPool", ["X", "rois"], ["Y"],
+                                                 domain="mmcv", pooled_width=2), x, rois)
+    with pytest.raises(pyroi.ShapeError, match="offset"):
+        ponnx.run_node(node, x, rois, offset[:, :1])
+
+
 def test_run_node_mmcv_prroi_pool(onnx_mod):
     """mmcv's exported node (its symbolic: pooled_height_i, pooled_width_i, spatial_scale_f)."""
     rng = np.random.default_rng(stable_seed("mmcv-prroi"))

@@ -24,6 +24,7 @@ from pyroi.layers import _RoILayer
 from pyroi.ops import (_max_mode_argmax, _roi_align_backward_run, _roi_align_run,
                        _roi_pool_run, roi_pool_backward)
 from pyroi.ops import crop_and_resize as _crop_and_resize
+from pyroi.ops import deform_roi_pool as _deform_roi_pool
 from pyroi.ops import prroi_pool as _prroi_pool
 
 __all__ = ["MaxRoiPool", "RoiAlign", "crop_and_resize", "custom_ops_library", "max_roi_pool",
@@ -503,21 +504,23 @@ def _uses_domain(graph, domain: str) -> bool:
 def run_node(node, X, rois, batch_indices=None, crop_size=None, *, opset=16, num_threads=None):
     """Runs one ONNX ``RoiAlign`` or ``MaxRoiPool`` node, onnxruntime's
     ``com.microsoft.CropAndResize`` node (inputs ``X, rois, batch_indices, crop_size``;
-    :func:`crop_and_resize`) or the ``mmcv::PrRoIPool`` node mmcv's exporter writes (inputs
-    ``X, rois``, rois ``(K, 5)`` rows ``[batch, x1, y1, x2, y2]``; :func:`pyroi.prroi_pool`),
-    on NumPy inputs.
+    :func:`crop_and_resize`), or the ``mmcv::PrRoIPool`` and ``mmcv::MMCVDeformRoIPool`` nodes
+    mmcv's exporter writes (inputs ``X, rois`` and for the latter an optional ``offset``, rois
+    ``(K, 5)`` rows ``[batch, x1, y1, x2, y2]``; :func:`pyroi.prroi_pool`,
+    :func:`pyroi.deform_roi_pool`), on NumPy inputs.
 
     Parameters
     ----------
     node : onnx.NodeProto
         A node with ``op_type`` "RoiAlign" or "MaxRoiPool" (default domain),
-        "CropAndResize" (domain ``com.microsoft``) or "PrRoIPool" (domain ``mmcv``:
+        "CropAndResize" (domain ``com.microsoft``), "PrRoIPool" (domain ``mmcv``:
         attributes ``pooled_height`` and ``pooled_width``, required, and ``spatial_scale``,
-        default 1); its attributes are read with :func:`onnx.helper.get_attribute_value`
+        default 1) or "MMCVDeformRoIPool" (domain ``mmcv``: also ``sampling_ratio``, a float
+        holding a whole number, default 0, and ``gamma``, default 0.1); its attributes are read with :func:`onnx.helper.get_attribute_value`
         (attributes not in the operator's schema raise). Requires the ``onnx`` package.
     X, rois, batch_indices
         The node's inputs, in order (``MaxRoiPool`` and ``PrRoIPool`` have no
-        ``batch_indices``).
+        ``batch_indices``; ``MMCVDeformRoIPool``'s third input is its offset).
     crop_size
         ``CropAndResize``'s fourth input.
     opset : int, default 16
@@ -548,6 +551,8 @@ def run_node(node, X, rois, batch_indices=None, crop_size=None, *, opset=16, num
                                **attributes)
     if getattr(node, "domain", None) == "mmcv" and node.op_type == "PrRoIPool":
         return _run_mmcv_prroi_pool(node, X, rois, batch_indices, crop_size, num_threads)
+    if getattr(node, "domain", None) == "mmcv" and node.op_type == "MMCVDeformRoIPool":
+        return _run_mmcv_deform_roi_pool(node, X, rois, batch_indices, crop_size, num_threads)
     op_type = _node_op_type(node)
     if crop_size is not None:
         raise _validate.InvalidArgumentError(f"{op_type} has no crop_size input")
@@ -583,6 +588,34 @@ def _run_mmcv_prroi_pool(node, X, rois, batch_indices, crop_size, num_threads):
         raise _validate.InvalidArgumentError("PrRoIPool has two inputs (X, rois)")
     return _prroi_pool(X, rois, (attributes["pooled_height"], attributes["pooled_width"]),
                        attributes.get("spatial_scale", 1.0), num_threads=num_threads)
+
+
+_MMCV_DEFORM_ROI_POOL_ATTRIBUTES = {"pooled_height", "pooled_width", "spatial_scale",
+                                    "sampling_ratio", "gamma"}
+
+
+def _run_mmcv_deform_roi_pool(node, X, rois, offset, crop_size, num_threads):
+    """mmcv::MMCVDeformRoIPool as mmcv's symbolic writes it: inputs X, rois and, when the model
+    had one, offset (an empty offset: none, as mmcv's kernels read it); sampling_ratio is a
+    float attribute there, and must be a whole number."""
+    attributes = _node_attributes(node, _MMCV_DEFORM_ROI_POOL_ATTRIBUTES)
+    missing = sorted({"pooled_height", "pooled_width"} - attributes.keys())
+    if missing:
+        raise _validate.InvalidArgumentError(
+            f"MMCVDeformRoIPool needs its {missing[0]} attribute")
+    if crop_size is not None:
+        raise _validate.InvalidArgumentError(
+            "MMCVDeformRoIPool has at most three inputs (X, rois, offset)")
+    ratio = attributes.get("sampling_ratio", 0.0)
+    if not float(ratio).is_integer():
+        raise _validate.InvalidArgumentError(
+            f"MMCVDeformRoIPool's sampling_ratio must be a whole number, got {ratio!r}")
+    if offset is not None and _validate._as_array(offset, "offset").size == 0:
+        offset = None
+    return _deform_roi_pool(X, rois, offset, (attributes["pooled_height"],
+                                              attributes["pooled_width"]),
+                            attributes.get("spatial_scale", 1.0), int(ratio),
+                            attributes.get("gamma", 0.1), num_threads=num_threads)
 
 
 class _OnnxLayer(_RoILayer):
