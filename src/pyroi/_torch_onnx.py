@@ -17,6 +17,7 @@ tracer (``_ScriptlessWriter``, the functions of :func:`translation_table`, for
 
 from __future__ import annotations
 
+import functools
 import math
 
 import torch
@@ -42,8 +43,12 @@ class _ScriptWriter:
 
     def op(self, name, *inputs, domain="", outputs=1, **attributes):
         suffixed = {f"{key}_{_attribute_kind(value)}": value for key, value in attributes.items()}
-        qualified = f"{domain}::{name}" if domain else name
-        return self.g.op(qualified, *inputs, outputs=outputs, **suffixed)
+        if not domain:
+            return self.g.op(name, *inputs, outputs=outputs, **suffixed)
+        output = self.g.op(f"{domain}::{name}", *inputs, outputs=outputs, **suffixed)
+        # a custom node's output: the input's dtype, rank 4 (the exporter cannot infer it)
+        output.setType(inputs[0].type().with_sizes([None] * 4))
+        return output
 
     def constant(self, values, dtype=torch.int64):
         return self.g.op("Constant", value_t=torch.tensor(values, dtype=dtype))
@@ -62,11 +67,13 @@ class _ScriptlessWriter:
 
     def op(self, name, *inputs, domain="", outputs=1, **attributes):
         import onnxscript
-        opset = (onnxscript.values.Opset(domain, 1) if domain
-                 else onnxscript.values.Opset("", self.opset))
-        if outputs != 1:
-            attributes["_num_outputs"] = outputs
-        return getattr(opset, name)(*inputs, **attributes)
+        if not domain:
+            return getattr(onnxscript.values.Opset("", self.opset), name)(*inputs, **attributes)
+        # onnxscript's tracer needs a schema even for a custom node: one made from the call
+        schema = _custom_schema(domain, name, len(inputs),
+                                tuple((key, type(value)) for key, value in attributes.items()))
+        return onnxscript.values.Op(onnxscript.values.Opset(domain, 1), name, schema)(
+            *inputs, **attributes)
 
     def constant(self, values, dtype=torch.int64):
         import onnxscript
@@ -76,6 +83,26 @@ class _ScriptlessWriter:
     def dtype(self, value) -> torch.dtype:
         return {1: torch.float32, 11: torch.float64, 10: torch.float16,
                 16: torch.bfloat16}[int(value.dtype)]
+
+
+_TENSOR_TYPES = ["tensor(float)", "tensor(double)", "tensor(float16)", "tensor(bfloat16)",
+                 "tensor(int64)", "tensor(int32)"]
+
+
+@functools.lru_cache(maxsize=None)
+def _custom_schema(domain, name, inputs, attributes):
+    """An ONNX OpSchema for a node of pyroi's library: ``inputs`` tensors (the output of the
+    first one's type), ``attributes`` the (name, Python type) of its attributes."""
+    from onnx.defs import OpSchema
+    kinds = {bool: OpSchema.AttrType.INT, int: OpSchema.AttrType.INT,
+             float: OpSchema.AttrType.FLOAT, str: OpSchema.AttrType.STRING}
+    return OpSchema(
+        name, domain, 1,
+        inputs=[OpSchema.FormalParameter(f"input{i}", f"T{i}") for i in range(inputs)],
+        outputs=[OpSchema.FormalParameter("output", "T0")],
+        type_constraints=[(f"T{i}", _TENSOR_TYPES, "") for i in range(inputs)],
+        attributes=[OpSchema.Attribute(key, kinds[kind], "", required=False)
+                    for key, kind in attributes])
 
 
 def _attribute_kind(value) -> str:
