@@ -54,9 +54,9 @@ class _ScriptWriter:
         return self.g.op("Constant", value_t=torch.tensor(values, dtype=dtype))
 
     def dtype(self, value) -> torch.dtype:
-        from torch.onnx import _type_utils
-        return _type_utils.JitScalarType.from_value(value, _type_utils.JitScalarType.FLOAT) \
-            .dtype()
+        # the JIT value's scalar type (None where the trace recorded none: float32)
+        return {"Double": torch.float64, "Half": torch.float16,
+                "BFloat16": torch.bfloat16}.get(value.type().scalarType(), torch.float32)
 
 
 class _ScriptlessWriter:
@@ -227,8 +227,7 @@ def multi_scale_roi_align_nodes(w, features, rois, scales, pooled_height, pooled
                  w.constant(float(max_level), dtype))
     level = w.op("Sub", w.op("Cast", level, to=7), w.constant(int(min_level)))
 
-    shape = w.op("Concat", w.op("Shape", rois, start=0, end=1) if w.opset >= 15 else
-                 w.op("Slice", w.op("Shape", rois), w.constant([0]), w.constant([1])),
+    shape = w.op("Concat", w.op("Slice", w.op("Shape", rois), w.constant([0]), w.constant([1])),
                  w.op("Slice", w.op("Shape", features[0]), w.constant([1]), w.constant([2])),
                  w.constant([int(pooled_height), int(pooled_width)]), axis=0)
     result = w.op("ConstantOfShape", shape, value=torch.zeros(1, dtype=dtype)) \
