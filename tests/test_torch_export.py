@@ -178,7 +178,7 @@ def test_roi_pool_torchscript(opset, grad):
 @pytest.mark.parametrize("grad", [False, True])
 def test_roi_pool_dynamo(grad):
     x, rois = feature_map(6).requires_grad_(grad), random_rois(7)
-    module = Call(lambda x, rois: pt.roi_pool(x, rois, 2, 0.5))
+    module = Call(lambda x, rois: pt.roi_pool(x, rois, (2, 3), 0.5))
     model = export(module, (x, rois), 18, dynamo=True)
     assert node_types(model) == ["MaxRoiPool"]
     close(run(model, (x, rois))[0], module(x, rois))

@@ -17,7 +17,6 @@ tracer (``_ScriptlessWriter``, the functions of :func:`translation_table`, for
 
 from __future__ import annotations
 
-import functools
 import math
 
 import torch
@@ -89,10 +88,19 @@ _TENSOR_TYPES = ["tensor(float)", "tensor(double)", "tensor(float16)", "tensor(b
                  "tensor(int64)", "tensor(int32)"]
 
 
-@functools.lru_cache(maxsize=None)
+_SCHEMAS: dict = {}
+
+
 def _custom_schema(domain, name, inputs, attributes):
     """An ONNX OpSchema for a node of pyroi's library: ``inputs`` tensors (the output of the
     first one's type), ``attributes`` the (name, Python type) of its attributes."""
+    key = (domain, name, inputs, attributes)
+    if key not in _SCHEMAS:
+        _SCHEMAS[key] = _make_schema(*key)
+    return _SCHEMAS[key]
+
+
+def _make_schema(domain, name, inputs, attributes):
     from onnx.defs import OpSchema
     kinds = {bool: OpSchema.AttrType.INT, int: OpSchema.AttrType.INT,
              float: OpSchema.AttrType.FLOAT, str: OpSchema.AttrType.STRING}

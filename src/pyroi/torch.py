@@ -44,12 +44,12 @@ __all__ = [
     "RoIPool",
     "convert",
     "onnx_translation_table",
-    "unconvert",
     "ps_roi_align",
     "ps_roi_pool",
     "roi_align",
     "roi_align_rotated",
     "roi_pool",
+    "unconvert",
 ]
 __all__ += ["PrRoIPool", "prroi_pool"]
 __all__ += ["CropAndResize", "crop_and_resize"]
