@@ -1072,6 +1072,8 @@ def unconvert(module: nn.Module) -> nn.Module:
     ``PrRoIPool``, ``CropAndResize``) stay. ``RoIAlign(exact=False)`` becomes torchvision's
     exact RoIAlign. Needs torchvision.
 
+    Examples
+    --------
     >>> import torchvision, pyroi.torch
     >>> model = torchvision.models.detection.fasterrcnn_resnet50_fpn(
     ...     weights=None, weights_backbone=None)
@@ -1103,10 +1105,16 @@ def onnx_translation_table() -> dict:
     for a model using pyroi.torch's operators: ``{torch.ops.pyroi.<op>.default: function}``,
     writing the nodes the TorchScript exporter writes (registered at import): standard
     ``RoiAlign`` / ``MaxRoiPool``, and nodes of pyroi's ONNX Runtime library for the rest
-    (docs/torch.md, "Exporting to ONNX"). Needs onnxscript.
+    (docs/torch.md, "Exporting to ONNX"). The export needs onnxscript; e.g.
+    ``torch.onnx.export(model, args, dynamo=True,
+    custom_translation_table=pyroi.torch.onnx_translation_table())``.
 
-    >>> program = torch.onnx.export(model, args, dynamo=True,   # doctest: +SKIP
-    ...                             custom_translation_table=pyroi.torch.onnx_translation_table())
+    Examples
+    --------
+    >>> import torch, pyroi.torch
+    >>> table = pyroi.torch.onnx_translation_table()
+    >>> torch.ops.pyroi.roi_align.default in table
+    True
     """
     return _torch_onnx.translation_table()
 
