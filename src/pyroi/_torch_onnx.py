@@ -6,8 +6,8 @@ the unconverted one gives. The operators ONNX has no node for become nodes of py
 Runtime custom-op library (domain ``pyroi``; ``mmcv::PrRoIPool`` for PrRoIPool), with that
 library's attribute names: docs/onnxruntime.md, docs/torch.md ("Exporting to ONNX").
 
-Each node is written once, against a small writer interface (``_Writer``) with two
-implementations: the TorchScript exporter's graph context (``_ScriptWriter``, symbolics
+Each node is written once, against a small writer interface (``op``, ``constant``,
+``tensor``, ``dtype``, ``opset``) with two implementations: the TorchScript exporter's graph context (``_ScriptWriter``, symbolics
 registered by :func:`register_symbolics` when pyroi.torch is imported) and onnxscript's
 tracer (``_ScriptlessWriter``, the functions of :func:`translation_table`, for
 ``torch.onnx.export(..., dynamo=True, custom_translation_table=...)``).
@@ -40,17 +40,21 @@ class _ScriptWriter:
         self.g = g
         self.opset = g.opset
 
-    def op(self, name, *inputs, domain="", outputs=1, **attributes):
+    def op(self, name, *inputs, domain="", **attributes):
         suffixed = {f"{key}_{_attribute_kind(value)}": value for key, value in attributes.items()}
         if not domain:
-            return self.g.op(name, *inputs, outputs=outputs, **suffixed)
-        output = self.g.op(f"{domain}::{name}", *inputs, outputs=outputs, **suffixed)
+            return self.g.op(name, *inputs, **suffixed)
+        output = self.g.op(f"{domain}::{name}", *inputs, **suffixed)
         # a custom node's output: the input's dtype, rank 4 (the exporter cannot infer it)
         output.setType(inputs[0].type().with_sizes([None] * 4))
         return output
 
     def constant(self, values, dtype=torch.int64):
         return self.g.op("Constant", value_t=torch.tensor(values, dtype=dtype))
+
+    def tensor(self, tensor: torch.Tensor):
+        """A tensor as an attribute value."""
+        return tensor
 
     def dtype(self, value) -> torch.dtype:
         # the JIT value's scalar type (None where the trace recorded none: float32)
@@ -64,7 +68,7 @@ class _ScriptlessWriter:
 
     opset = 18  # torch's torchlib opset; the exporter converts the model to the one asked for
 
-    def op(self, name, *inputs, domain="", outputs=1, **attributes):
+    def op(self, name, *inputs, domain="", **attributes):
         import onnxscript
         if not domain:
             return getattr(onnxscript.values.Opset("", self.opset), name)(*inputs, **attributes)
@@ -76,10 +80,14 @@ class _ScriptlessWriter:
 
     def constant(self, values, dtype=torch.int64):
         import onnxscript
-        array = torch.tensor(values, dtype=dtype).numpy()
-        return onnxscript.opset18.Constant(value=onnxscript.ir.tensor(array))
+        return onnxscript.opset18.Constant(value=self.tensor(torch.tensor(values, dtype=dtype)))
+
+    def tensor(self, tensor: torch.Tensor):
+        import onnxscript
+        return onnxscript.ir.tensor(tensor.numpy())
 
     def dtype(self, value) -> torch.dtype:
+        # ONNX's TensorProto data type codes
         return {1: torch.float32, 11: torch.float64, 10: torch.float16,
                 16: torch.bfloat16}[int(value.dtype)]
 
@@ -114,19 +122,14 @@ def _make_schema(domain, name, inputs, attributes):
 
 
 def _attribute_kind(value) -> str:
-    """The TorchScript exporter's attribute suffix for a Python value."""
-    if isinstance(value, bool):
-        return "i"
-    if isinstance(value, int):
-        return "i"
+    """The TorchScript exporter's attribute suffix for a Python value (ints, bools and lists
+    of ints: i)."""
     if isinstance(value, float):
         return "f"
     if isinstance(value, str):
         return "s"
     if isinstance(value, torch.Tensor):
         return "t"
-    if isinstance(value, (list, tuple)) and value and isinstance(value[0], float):
-        return "f"
     return "i"
 
 
@@ -220,8 +223,8 @@ def crop_and_resize_node(w, image, boxes, box_indices, crop_height, crop_width, 
 def multi_scale_roi_align_nodes(w, features, rois, scales, pooled_height, pooled_width,
                                 sampling_ratio, min_level, max_level, canonical_scale,
                                 canonical_level, eps):
-    """``pyroi::multi_scale_roi_align`` as torchvision's export writes its pooler: each box's
-    FPN level (eqn. 1: floor(lvl0 + log2(sqrt(area) / s0) + eps), clamped), then per level
+    """``pyroi::multi_scale_roi_align`` as the computation of torchvision's traced pooler,
+    in ONNX nodes: each box's FPN level (eqn. 1: floor(lvl0 + log2(sqrt(area) / s0) + eps), clamped), then per level
     the rows of that level gathered, pooled by one ``RoiAlign`` and scattered into a zeroed
     result. Levels with no map at their position (a pyramid that skips one) stay zero."""
     dtype = w.dtype(rois)
@@ -238,8 +241,7 @@ def multi_scale_roi_align_nodes(w, features, rois, scales, pooled_height, pooled
     shape = w.op("Concat", w.op("Slice", w.op("Shape", rois), w.constant([0]), w.constant([1])),
                  w.op("Slice", w.op("Shape", features[0]), w.constant([1]), w.constant([2])),
                  w.constant([int(pooled_height), int(pooled_width)]), axis=0)
-    result = w.op("ConstantOfShape", shape, value=torch.zeros(1, dtype=dtype)) \
-        if isinstance(w, _ScriptWriter) else _zeros_scriptless(w, shape, dtype)
+    result = w.op("ConstantOfShape", shape, value=w.tensor(torch.zeros(1, dtype=dtype)))
     levels = max(int(max_level) - int(min_level) + 1, 0)
     for index in range(min(levels, len(features))):
         rows = w.op("NonZero", w.op("Equal", level, w.constant(index)))  # (1, K_level)
@@ -249,12 +251,6 @@ def multi_scale_roi_align_nodes(w, features, rois, scales, pooled_height, pooled
                                 pooled_width, sampling_ratio, False)
         result = w.op("ScatterND", result, rows, pooled)
     return result
-
-
-def _zeros_scriptless(w, shape, dtype):
-    import onnxscript
-    zero = torch.zeros(1, dtype=dtype).numpy()
-    return w.op("ConstantOfShape", shape, value=onnxscript.ir.tensor(zero))
 
 
 # ------------------------------------------------------------------------------------------
