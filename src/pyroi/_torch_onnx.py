@@ -300,6 +300,8 @@ def _symbolics():
 
 def register_symbolics() -> None:
     """Registers the symbolics with ``torch.onnx`` (pyroi.torch calls this at import)."""
+    if not hasattr(torch.onnx, "register_custom_op_symbolic"):
+        return  # a torch without the TorchScript exporter: the dynamo table still works
     for name, symbolic, opset in _symbolics():
         torch.onnx.register_custom_op_symbolic(f"pyroi::{name}", symbolic, opset)
 
