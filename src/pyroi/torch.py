@@ -1036,7 +1036,7 @@ def convert(module: nn.Module) -> nn.Module:
 # unconvert: torchvision's modules back
 
 
-def _original(module: nn.Module, tv):
+def _original(module, tv):
     """torchvision's equivalent of a pyroi.torch RoI module (same parameters and state), or
     None for any other module (pyroi's modules torchvision has no class for stay)."""
     kind = type(module)
