@@ -27,6 +27,7 @@ from pyroi.ops import roi_pool, roi_pool_backward
 from pyroi.ops import roi_align_rotated, roi_align_rotated_backward
 from pyroi.ops import ps_roi_align, ps_roi_align_backward, ps_roi_pool, ps_roi_pool_backward
 from pyroi.ops import prroi_pool, prroi_pool_backward
+from pyroi.ops import deform_roi_pool, deform_roi_pool_backward
 from pyroi.ops import (crop_and_resize, crop_and_resize_backward_boxes,
                        crop_and_resize_backward_image)
 

@@ -48,5 +48,7 @@ from pyroi.ops import (
 from pyroi.layers import PrRoIPool as PrRoIPool
 from pyroi.ops import prroi_pool as prroi_pool
 from pyroi.ops import prroi_pool_backward as prroi_pool_backward
+from pyroi.ops import deform_roi_pool as deform_roi_pool
+from pyroi.ops import deform_roi_pool_backward as deform_roi_pool_backward
 
 __version__: str

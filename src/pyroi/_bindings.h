@@ -20,8 +20,9 @@ typedef enum binding_layout {
     BINDING_FORWARD,
     BINDING_BACKWARD,
     BINDING_QUERY,
-    /* a box gradient (RoIAlign, PrRoIPool, crop_and_resize): reads the pooled tensor (grad_output)
-     * and the forward's input (features), writes grad_boxes */
+    /* a box gradient (RoIAlign, PrRoIPool, crop_and_resize), or deformable pooling's offset
+     * gradient: reads the pooled tensor (grad_output) and the forward's input (features),
+     * writes grad_boxes (the offset and mask gradients) */
     BINDING_BOX_BACKWARD
 } binding_layout;
 
@@ -58,6 +59,11 @@ typedef struct binding_call {
     /* crop_and_resize: its params' method, placement, extrapolation value */
     int method, placement;
     double extrapolation_value;
+    /* deformable pooling: its params' gamma, and its per-bin tensors (num_rois, planes, PH,
+     * PW): offset and mask read, their gradients written; each NULL when absent */
+    double gamma;
+    void *offset, *mask, *grad_offset, *grad_mask;
+    int64_t offset_strides[4], mask_strides[4], grad_offset_strides[4], grad_mask_strides[4];
     union {
         pyroi_roi_align_params roi_align;
         pyroi_roi_pool_params roi_pool;
@@ -66,6 +72,7 @@ typedef struct binding_call {
         pyroi_roi_align_rotated_params roi_align_rotated;
         pyroi_prroi_pool_params prroi_pool;
         pyroi_crop_and_resize_params crop_and_resize;
+        pyroi_deform_roi_pool_params deform_roi_pool;
     } params;
 } binding_call;
 
@@ -105,6 +112,7 @@ BINDING_PARAMS(ps_roi_pool, )
 BINDING_PARAMS(roi_align_rotated, BINDING_RATIO p->aligned = c->aligned;
                p->clockwise = c->clockwise; p->angle_in_degrees = c->angle_in_degrees;)
 BINDING_PARAMS(prroi_pool, )
+BINDING_PARAMS(deform_roi_pool, BINDING_RATIO p->gamma = c->gamma;)
 
 /* crop_and_resize's params: its crop size travels as the pooled size */
 static void binding_crop_and_resize_params(binding_call *c)
@@ -140,6 +148,16 @@ static void binding_crop_and_resize_params(binding_call *c)
 /* the box backwards (RoIAlign's, PrRoIPool's): grad_output and the forward's input read, the box rows written */
 #define BINDING_BOX_BACKWARD_ARGS(family) (BINDING_POOLED, c->features, c->map_shape, \
     c->features_strides, BINDING_ROIS, c->grad_boxes, c->grad_box_row_stride, &c->params.family)
+/* deformable pooling: the per-bin offset and mask after the RoIs; its offset backward reads
+ * grad_output and the forward's input (as a box backward does) and writes the two gradients */
+#define BINDING_BINS c->offset, c->offset_strides, c->mask, c->mask_strides
+#define BINDING_DEFORM_FORWARD_ARGS(family) \
+    (BINDING_MAP, BINDING_ROIS, BINDING_BINS, BINDING_POOLED, &c->params.family)
+#define BINDING_DEFORM_BACKWARD_ARGS(family) \
+    (BINDING_POOLED, BINDING_ROIS, BINDING_BINS, BINDING_MAP, &c->params.family)
+#define BINDING_DEFORM_OFFSET_BACKWARD_ARGS(family) (BINDING_POOLED, c->features, c->map_shape, \
+    c->features_strides, BINDING_ROIS, BINDING_BINS, c->grad_offset, c->grad_offset_strides, \
+    c->grad_mask, c->grad_mask_strides, &c->params.family)
 #define BINDING_WITH_WORKSPACE_ARGS(family) (BINDING_POOLED, BINDING_ROIS, BINDING_MAP, \
     &c->params.family, c->workspace, c->workspace_size)
 #define BINDING_WORKSPACE_SIZE_ARGS(family) \
@@ -167,6 +185,7 @@ BINDING_FIND(ps_roi_pool, ps_roi_pool, BINDING_FIND_IN_BATCH_ARGS)
 BINDING_FIND(roi_align_rotated, roi_align_rotated, BINDING_FIND_IN_MAP_ARGS)
 BINDING_FIND(prroi_pool, prroi_pool, BINDING_FIND_IN_BATCH_ARGS)
 BINDING_FIND(crop_and_resize, crop_and_resize, BINDING_FIND_IN_MAP_ARGS)
+BINDING_FIND(deform_roi_pool, deform_roi_pool, BINDING_FIND_IN_MAP_ARGS)
 #define binding_find_none NULL
 
 /* ---- the entry points: one row each --------------------------------------------------------
@@ -218,7 +237,13 @@ BINDING_FIND(crop_and_resize, crop_and_resize, BINDING_FIND_IN_MAP_ARGS)
     X(crop_and_resize_backward_image, REAL, crop_and_resize, BACKWARD, BACKWARD, 0, 4, 0,     \
       crop_and_resize, "boxes")                                                               \
     X(crop_and_resize_backward_boxes, REAL, crop_and_resize, BOX_BACKWARD, BOX_BACKWARD, 0,   \
-      4, 0, crop_and_resize, "boxes")
+      4, 0, crop_and_resize, "boxes")                                                         \
+    X(deform_roi_pool_forward, REAL, deform_roi_pool, DEFORM_FORWARD, FORWARD, 0, 4, 0,       \
+      deform_roi_pool, "rois")                                                                \
+    X(deform_roi_pool_backward, REAL, deform_roi_pool, DEFORM_BACKWARD, BACKWARD, 0, 4, 0,    \
+      deform_roi_pool, "rois")                                                                \
+    X(deform_roi_pool_backward_offset, REAL, deform_roi_pool, DEFORM_OFFSET_BACKWARD,         \
+      BOX_BACKWARD, 0, 4, 0, deform_roi_pool, "rois")
 
 #define BINDING_FLOAT16_REAL 0
 #define BINDING_FLOAT16_HALF 1

@@ -47,6 +47,15 @@ cdef extern from "_bindings.h" nogil:
         int method
         int placement
         double extrapolation_value
+        double gamma
+        void *offset
+        void *mask
+        void *grad_offset
+        void *grad_mask
+        int64_t offset_strides[4]
+        int64_t mask_strides[4]
+        int64_t grad_offset_strides[4]
+        int64_t grad_mask_strides[4]
 
     ctypedef struct Entry "binding_entry":
         pyroi_status (*run)(Call *call) noexcept nogil
@@ -86,6 +95,9 @@ cdef extern from "_bindings.h" nogil:
     const Entry crop_and_resize_forward "binding_crop_and_resize_forward"
     const Entry crop_and_resize_backward_image "binding_crop_and_resize_backward_image"
     const Entry crop_and_resize_backward_boxes "binding_crop_and_resize_backward_boxes"
+    const Entry deform_roi_pool_forward "binding_deform_roi_pool_forward"
+    const Entry deform_roi_pool_backward "binding_deform_roi_pool_backward"
+    const Entry deform_roi_pool_backward_offset "binding_deform_roi_pool_backward_offset"
 
     pyroi_status roi_rows_batch_indices "binding_roi_rows_batch_indices" (
         int f64, const void *rows, int64_t num_rois, int64_t row_stride,

@@ -139,6 +139,23 @@ def prroi_pool_backward(grad_output: _Real, boxes: _Real, batch_indices: _Ints,
 def prroi_pool_backward_boxes(grad_output: _Real, input: _Real, boxes: _Real,
                               batch_indices: _Ints, grad_boxes: _Real, spatial_scale_h: float,
                               spatial_scale_w: float, num_threads: int) -> None: ...
+# Deformable RoI pooling forward, input backward, offset (and mask) backward; offset, mask and
+# their gradients (K, 2 or 1, PH, PW) or None.
+def deform_roi_pool_forward(input: _Real, boxes: _Real, batch_indices: _Ints,
+                            offset: _Real | None, mask: _Real | None, output: _Real,
+                            pooled_height: int, pooled_width: int, spatial_scale_h: float,
+                            spatial_scale_w: float, sampling_ratio: int, gamma: float,
+                            num_threads: int) -> None: ...
+def deform_roi_pool_backward(grad_output: _Real, boxes: _Real, batch_indices: _Ints,
+                             offset: _Real | None, mask: _Real | None, grad_input: _Real,
+                             spatial_scale_h: float, spatial_scale_w: float,
+                             sampling_ratio: int, gamma: float, num_threads: int) -> None: ...
+def deform_roi_pool_backward_offset(grad_output: _Real, input: _Real, boxes: _Real,
+                                    batch_indices: _Ints, offset: _Real | None,
+                                    mask: _Real | None, grad_offset: _Real | None,
+                                    grad_mask: _Real | None, spatial_scale_h: float,
+                                    spatial_scale_w: float, sampling_ratio: int,
+                                    gamma: float, num_threads: int) -> None: ...
 # Bytes of workspace roi_align_backward_with_workspace uses (the aclnn-style query).
 def roi_align_backward_workspace_size(boxes: _Real, batch_indices: _Ints,
                                       grad_input_shape: Sequence[int], pooled_height: int,

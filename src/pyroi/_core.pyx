@@ -38,6 +38,7 @@ _STATUS_ERRORS = {
     c.PYROI_E_NO_MEMORY: PyroiMemoryError,
     c.PYROI_E_INVALID_ARGMAX: InvalidArgumentError,
     c.PYROI_E_INVALID_METHOD: InvalidArgumentError,
+    c.PYROI_E_INVALID_OFFSET: InvalidArgumentError,
 }
 
 MAX_SAMPLING_GRID = c.PYROI_MAX_SAMPLING_GRID
@@ -218,23 +219,53 @@ cdef b.Call numbers(int64_t pooled_height, int64_t pooled_width, double spatial_
 
 
 cdef object run(const b.Entry *entry, b.Call *call, map, boxes, batch_indices, pooled,
-                argmax=None, workspace=None, features=None, grad_boxes=None):
+                argmax=None, workspace=None, features=None, grad_boxes=None, bins=None):
     """Runs entry on the arrays: map (N, C, H, W) is the input of a forward and the
     grad_input of a backward (a query's is the shape tuple; a box backward's, the forward's
     input, also given as features), pooled (K, C', PH, PW) the output or grad_output,
     features (the map's shape) the forward's input that a backward from the input reads,
-    grad_boxes (K, box_size) the box backward's result; returns the workspace size a query
-    answers."""
+    grad_boxes (K, box_size) the box backward's result, bins deformable pooling's per-bin
+    arrays (offset, mask, grad_offset, grad_mask), each (K, planes, PH, PW) or None; returns
+    the workspace size a query answers."""
     cdef Py_ssize_t itemsize = (boxes if pooled is None else pooled).itemsize
     if itemsize == sizeof(uint16_t) and entry.float16:  # float16 tensors travel as their bits
+        set_bins(<float>0, call, None)
         return run_typed(<uint16_t>0, <float>0, entry, call, map.view("u2"), boxes,
                          batch_indices, pooled.view("u2"), argmax, workspace,
                          None if features is None else features.view("u2"), grad_boxes)
     if itemsize == sizeof(double):
+        set_bins(<double>0, call, bins)
         return run_typed(<double>0, <double>0, entry, call, map, boxes, batch_indices, pooled,
                          argmax, workspace, features, grad_boxes)
+    set_bins(<float>0, call, bins)
     return run_typed(<float>0, <float>0, entry, call, map, boxes, batch_indices, pooled,
                      argmax, workspace, features, grad_boxes)
+
+
+cdef int set_bins(real tensor_type, b.Call *call, bins) except -1:
+    """Deformable pooling's per-bin arrays into the call (NULL where absent, and for every
+    other operator): offset and mask read, grad_offset and grad_mask written."""
+    cdef const real[:, :, :, :] read
+    cdef real[:, :, :, :] written
+    call.offset = call.mask = call.grad_offset = call.grad_mask = NULL
+    offset, mask, grad_offset, grad_mask = (None,) * 4 if bins is None else bins
+    if offset is not None:
+        read = offset
+        call.offset = <void *>&read[0, 0, 0, 0]
+        element_strides(read.strides, sizeof(real), 4, call.offset_strides)
+    if mask is not None:
+        read = mask
+        call.mask = <void *>&read[0, 0, 0, 0]
+        element_strides(read.strides, sizeof(real), 4, call.mask_strides)
+    if grad_offset is not None:
+        written = grad_offset
+        call.grad_offset = &written[0, 0, 0, 0]
+        element_strides(written.strides, sizeof(real), 4, call.grad_offset_strides)
+    if grad_mask is not None:
+        written = grad_mask
+        call.grad_mask = &written[0, 0, 0, 0]
+        element_strides(written.strides, sizeof(real), 4, call.grad_mask_strides)
+    return 0
 
 
 cdef object run_typed(element tensor_type, coordinate box_type, const b.Entry *entry,
@@ -575,6 +606,50 @@ def prroi_pool_backward_boxes(grad_output, input, boxes, batch_indices, grad_box
     cdef b.Call call = numbers(0, 0, spatial_scale_h, spatial_scale_w, num_threads)
     run(&b.prroi_pool_backward_boxes, &call, input, boxes, batch_indices, grad_output, None,
         None, input, grad_boxes)
+
+
+# ---- deformable RoI pooling (docs/semantics.md §14): offset (K, 2, PH, PW), mask (K, 1, PH,
+# PW), each None when absent ----
+cdef b.Call deform_numbers(int64_t pooled_height, int64_t pooled_width, double spatial_scale_h,
+                           double spatial_scale_w, int64_t sampling_ratio, double gamma,
+                           int num_threads):
+    cdef b.Call call = numbers(pooled_height, pooled_width, spatial_scale_h, spatial_scale_w,
+                               num_threads, sampling_ratio)
+    call.gamma = gamma
+    return call
+
+
+def deform_roi_pool_forward(input, boxes, batch_indices, offset, mask, output,
+                            int64_t pooled_height, int64_t pooled_width, double spatial_scale_h,
+                            double spatial_scale_w, int64_t sampling_ratio, double gamma,
+                            int num_threads):
+    """Deformable RoI pooling forward into output (K, C, PH, PW) (float32 or float64)."""
+    cdef b.Call call = deform_numbers(pooled_height, pooled_width, spatial_scale_h,
+                                      spatial_scale_w, sampling_ratio, gamma, num_threads)
+    run(&b.deform_roi_pool_forward, &call, input, boxes, batch_indices, output, None, None,
+        None, None, (offset, mask, None, None))
+
+
+def deform_roi_pool_backward(grad_output, boxes, batch_indices, offset, mask, grad_input,
+                             double spatial_scale_h, double spatial_scale_w,
+                             int64_t sampling_ratio, double gamma, int num_threads):
+    """Deformable RoI pooling backward: overwrite grad_input (N, C, H, W)."""
+    cdef b.Call call = deform_numbers(0, 0, spatial_scale_h, spatial_scale_w, sampling_ratio,
+                                      gamma, num_threads)
+    run(&b.deform_roi_pool_backward, &call, grad_input, boxes, batch_indices, grad_output,
+        None, None, None, None, (offset, mask, None, None))
+
+
+def deform_roi_pool_backward_offset(grad_output, input, boxes, batch_indices, offset, mask,
+                                    grad_offset, grad_mask, double spatial_scale_h,
+                                    double spatial_scale_w, int64_t sampling_ratio,
+                                    double gamma, int num_threads):
+    """Deformable RoI pooling's offset (K, 2, PH, PW) and mask (K, 1, PH, PW) gradients, each
+    written when given (None: not computed), from grad_output and the forward's input."""
+    cdef b.Call call = deform_numbers(0, 0, spatial_scale_h, spatial_scale_w, sampling_ratio,
+                                      gamma, num_threads)
+    run(&b.deform_roi_pool_backward_offset, &call, input, boxes, batch_indices, grad_output,
+        None, None, input, None, (offset, mask, grad_offset, grad_mask))
 
 
 # compatibility front-ends

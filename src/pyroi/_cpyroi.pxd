@@ -27,6 +27,7 @@ cdef extern from "pyroi.h" nogil:
         PYROI_E_INVALID_ARGMAX
         PYROI_E_CANCELLED
         PYROI_E_INVALID_METHOD
+        PYROI_E_INVALID_OFFSET
 
     int pyroi_version_number()
     const char *pyroi_version_string()

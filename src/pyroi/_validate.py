@@ -67,6 +67,15 @@ def float_array(value, name: str, ndim: int) -> np.ndarray:
     return _kernel_ready(array)
 
 
+def real_array(value, name: str, ndim: int, operator: str) -> np.ndarray:
+    """:func:`float_array` for an operator without float16 (float32 or float64 only)."""
+    array = float_array(value, name, ndim)
+    if array.dtype.itemsize == 2:
+        raise DTypeError(f"{operator}: {name} is float16, which it does not offer yet "
+                         "(widen it to float32)")
+    return array
+
+
 def output_size(value) -> tuple[int, int]:
     """``output_size`` as (height, width): an int ``s`` means (s, s), as torchvision."""
     if isinstance(value, (tuple, list)):
@@ -219,6 +228,24 @@ def forward_input(value, grad: np.ndarray, shape, name: str = "input") -> np.nda
     if tuple(features.shape) != tuple(shape):
         raise ShapeError(f"{name} has shape {features.shape} but input_shape is {tuple(shape)}")
     return features
+
+
+def bin_array(value, name: str, shape: tuple, dtype: np.dtype) -> np.ndarray | None:
+    """A per-bin array of deformable pooling (offset ``(K, 2, PH, PW)``, mask ``(K, 1, PH,
+    PW)``) of the data's dtype and exactly ``shape``, or None when absent."""
+    if value is None:
+        return None
+    array = float_array(value, name, 4)
+    if array.dtype != dtype:
+        raise DTypeError(f"{name} has dtype {array.dtype} but the data has {dtype}")
+    if tuple(array.shape) != tuple(shape):
+        raise ShapeError(f"{name} must have shape {tuple(shape)}, got {array.shape}")
+    return array
+
+
+def gamma(value) -> float:
+    """Deformable pooling's offset factor: a finite real number."""
+    return real_number(value, "gamma")
 
 
 def _device_of(value) -> str | None:

@@ -1289,8 +1289,173 @@ def crop_and_resize_backward_boxes(grads, image, boxes, box_indices, method="bil
     return result
 
 
-# float16: every operator above but crop_and_resize also takes float16 data, computed in
-# float32 (see _half.py)
+__all__ += ["deform_roi_pool", "deform_roi_pool_backward"]
+
+
+@_shared_docs
+def deform_roi_pool(input, rois, offset=None, output_size=7, spatial_scale=1.0,
+                    sampling_ratio=0, gamma=0.1, *, mask=None, batch_indices=None,
+                    num_threads=None, out=None):
+    """Deformable RoI pooling, as mmcv's ``deform_roi_pool`` (mmdetection's ``dpool``), and
+    with ``mask`` its modulated variant (``ModulatedDeformRoIPoolPack``'s pooling).
+
+    Aligned RoIAlign (``roi_align(..., aligned=True)``) in which bin ``(ph, pw)`` of RoI
+    ``k`` is moved as a whole by ``gamma * roi_w * offset[k, 0, ph, pw]`` along x and
+    ``gamma * roi_h * offset[k, 1, ph, pw]`` along y (``roi_w``, ``roi_h`` the RoI's size
+    on the feature map), then multiplied by ``mask[k, 0, ph, pw]`` when a mask is given
+    (docs/semantics.md §14). Without offsets (or with zero offsets) the result is
+    ``roi_align(..., aligned=True)``'s bit for bit.
+
+    Parameters
+    ----------
+    {input}
+    rois : ndarray (K, 5), list of ndarray (L_i, 4), or ndarray (K, 4)
+        The boxes, in any form :func:`roi_align` takes (mmcv: ``(K, 5)`` rows
+        ``[batch_index, x1, y1, x2, y2]``).
+    offset : ndarray (K, 2, ph, pw), optional
+        Each bin's translation in units of ``gamma`` times the RoI's size (plane 0: x,
+        plane 1: y), of the input's dtype; finite. None: no translation.
+    {output_size}
+    {spatial_scale}
+    sampling_ratio : int, default 0
+        Samples per bin along each axis; ``<= 0`` means adaptive,
+        ``ceil(roi_size / output_size)`` per axis.
+    gamma : float, default 0.1
+        The offsets' factor.
+    mask : ndarray (K, 1, ph, pw), optional
+        Each bin's factor (the modulated variant), of the input's dtype.
+    {batch_indices}
+    {num_threads}
+    {out}
+
+    Returns
+    -------
+    ndarray, shape (K, C, ph, pw), dtype of ``input`` (float32 or float64)
+
+    Examples
+    --------
+    An offset of 5 (times gamma 0.1 and the RoI's width 2) moves the bin one pixel right:
+
+    >>> import numpy as np, pyroi
+    >>> x = np.arange(16, dtype=np.float32).reshape(1, 1, 4, 4)
+    >>> rois = np.array([[0, 0, 0, 2, 2]], np.float32)
+    >>> pyroi.deform_roi_pool(x, rois, None, 1, sampling_ratio=1)
+    array([[[[2.5]]]], dtype=float32)
+    >>> offset = np.array([[[[5.0]], [[0.0]]]], np.float32)
+    >>> pyroi.deform_roi_pool(x, rois, offset, 1, sampling_ratio=1)
+    array([[[[3.5]]]], dtype=float32)
+    """
+    features = _validate.real_array(input, "input", 4, "deform_roi_pool")
+    pooled_height, pooled_width = _validate.output_size(output_size)
+    scale = _validate.spatial_scale(spatial_scale)
+    ratio = _validate.sampling_ratio(sampling_ratio)
+    factor = _validate.gamma(gamma)
+    threads = _validate.num_threads(num_threads)
+    coords, roi_images = _validate.boxes(rois, features.dtype, features.shape[0], batch_indices,
+                                         name="rois")
+    count = coords.shape[0]
+    shifts = _validate.bin_array(offset, "offset", (count, 2, pooled_height, pooled_width),
+                                 features.dtype)
+    factors = _validate.bin_array(mask, "mask", (count, 1, pooled_height, pooled_width),
+                                  features.dtype)
+    shape = (count, features.shape[1], pooled_height, pooled_width)
+    result = _validate.output_array(out, shape, features.dtype,
+                                    (input, rois, offset, mask, batch_indices, features, coords,
+                                     roi_images, shifts, factors))
+    _core.deform_roi_pool_forward(features, coords, roi_images, shifts, factors, result,
+                                  pooled_height, pooled_width, scale, scale, ratio, factor,
+                                  threads)
+    return result
+
+
+@_shared_docs
+def deform_roi_pool_backward(grad_output, rois, input_shape, offset=None, spatial_scale=1.0,
+                             sampling_ratio=0, gamma=0.1, *, input=None, mask=None,
+                             batch_indices=None, num_threads=None, out=None):
+    """The gradients of :func:`deform_roi_pool`: with respect to the input, the offsets and
+    the mask.
+
+    The input gradient is the exact adjoint of the forward for fixed offsets and mask. The
+    offset and mask gradients need the forward's feature map, given as ``input``. The offset
+    gradient is the exact derivative of the forward, also for samples in the one-pixel ring
+    outside the map, where mmcv's CUDA kernel differs (docs/semantics.md §14.2).
+
+    Parameters
+    ----------
+    {grad_output}
+    rois : ndarray (K, 5), list of ndarray (L_i, 4), or ndarray (K, 4)
+        The boxes given to the forward (same dtype as ``grad_output``).
+    {input_shape}
+    offset : ndarray (K, 2, ph, pw), optional
+        As given to the forward.
+    spatial_scale, sampling_ratio, gamma
+        As given to the forward.
+    input : ndarray of shape ``input_shape``, optional
+        The forward's input: given, the offset gradient (and with ``mask`` the mask
+        gradient) is computed too.
+    mask : ndarray (K, 1, ph, pw), optional
+        As given to the forward.
+    {batch_indices}
+    {num_threads}
+    out : ndarray of shape ``input_shape``, optional
+        Array to write the input gradient into (it is overwritten, not accumulated).
+
+    Returns
+    -------
+    (grad_input, grad_offset, grad_mask)
+        ``grad_input`` of shape ``input_shape``; ``grad_offset`` ``(K, 2, ph, pw)`` (the
+        gradient at zero offsets when ``offset`` is None), or None without ``input``;
+        ``grad_mask`` ``(K, 1, ph, pw)``, or None without ``input`` or ``mask``; all of
+        ``grad_output``'s dtype.
+
+    Examples
+    --------
+    Over a ramp rising by 1 per column, moving a bin of a 2-pixel-wide RoI by one offset
+    unit (gamma 0.1 times the width 2) raises its mean by 0.2:
+
+    >>> import numpy as np, pyroi
+    >>> x = np.tile(np.arange(4, dtype=np.float64), (1, 1, 4, 1))
+    >>> rois = np.array([[0, 0, 0, 2, 2]], np.float64)
+    >>> _, grad_offset, _ = pyroi.deform_roi_pool_backward(
+    ...     np.ones((1, 1, 1, 1)), rois, x.shape, sampling_ratio=1, input=x)
+    >>> grad_offset
+    array([[[[0.2]],
+    <BLANKLINE>
+            [[0. ]]]])
+    """
+    grad = _validate.real_array(grad_output, "grad_output", 4, "deform_roi_pool_backward")
+    shape = _validate.shape4(input_shape, "input_shape")
+    _validate.positive_pooled_size(grad)
+    _validate.same_channels(shape, grad)
+    scale = _validate.spatial_scale(spatial_scale)
+    ratio = _validate.sampling_ratio(sampling_ratio)
+    factor = _validate.gamma(gamma)
+    threads = _validate.num_threads(num_threads)
+    coords, roi_images = _validate.backward_boxes(rois, grad, shape[0], batch_indices,
+                                                  name="rois")
+    bins = (grad.shape[0], 2, grad.shape[2], grad.shape[3])
+    shifts = _validate.bin_array(offset, "offset", bins, grad.dtype)
+    factors = _validate.bin_array(mask, "mask", bins[:1] + (1,) + bins[2:], grad.dtype)
+    features = None if input is None else _validate.forward_input(input, grad, shape)
+    result = _validate.output_array(out, shape, grad.dtype,
+                                    (grad_output, rois, offset, mask, batch_indices, input,
+                                     grad, coords, roi_images, shifts, factors),
+                                    shape_from="input_shape")
+    _core.deform_roi_pool_backward(grad, coords, roi_images, shifts, factors, result, scale,
+                                   scale, ratio, factor, threads)
+    if features is None:
+        return result, None, None
+    grad_offset = _validate.output_array(None, bins, grad.dtype, (), shape_from="grad_output")
+    grad_mask = None if factors is None else _validate.output_array(
+        None, bins[:1] + (1,) + bins[2:], grad.dtype, (), shape_from="grad_output")
+    _core.deform_roi_pool_backward_offset(grad, features, coords, roi_images, shifts, factors,
+                                          grad_offset, grad_mask, scale, scale, ratio, factor,
+                                          threads)
+    return result, grad_offset, grad_mask
+
+
+# float16: every operator above but crop_and_resize and deform_roi_pool also takes float16
+# data, computed in float32 (see _half.py)
 from pyroi._half import float16_support as _float16_support  # noqa: E402
 from pyroi._half import _is_half, _widened  # noqa: E402
 

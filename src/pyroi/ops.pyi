@@ -12,6 +12,8 @@ _Pooled = npt.NDArray[Any] | tuple[npt.NDArray[Any], npt.NDArray[np.int64]]
 _PooledArgmax = npt.NDArray[Any] | tuple[npt.NDArray[Any], npt.NDArray[np.int64 | np.int32]]
 
 __all__ = [
+    "deform_roi_pool",
+    "deform_roi_pool_backward",
     "prroi_pool",
     "prroi_pool_backward",
     "crop_and_resize",
@@ -114,6 +116,23 @@ def prroi_pool_backward(
     batch_indices: npt.ArrayLike | None = None, num_threads: int | None = None,
     out: npt.NDArray[Any] | None = None,
 ) -> tuple[npt.NDArray[Any], npt.NDArray[Any] | list[npt.NDArray[Any]] | None]: ...
+def deform_roi_pool(input: npt.ArrayLike, rois: npt.ArrayLike,
+                    offset: npt.ArrayLike | None = None,
+                    output_size: int | tuple[int, int] = 7, spatial_scale: float = 1.0,
+                    sampling_ratio: int = 0, gamma: float = 0.1, *,
+                    mask: npt.ArrayLike | None = None,
+                    batch_indices: npt.ArrayLike | None = None,
+                    num_threads: int | None = None,
+                    out: npt.NDArray[Any] | None = None) -> npt.NDArray[Any]: ...
+
+def deform_roi_pool_backward(
+    grad_output: npt.ArrayLike, rois: npt.ArrayLike, input_shape: Sequence[int],
+    offset: npt.ArrayLike | None = None, spatial_scale: float = 1.0, sampling_ratio: int = 0,
+    gamma: float = 0.1, *, input: npt.ArrayLike | None = None,
+    mask: npt.ArrayLike | None = None, batch_indices: npt.ArrayLike | None = None,
+    num_threads: int | None = None, out: npt.NDArray[Any] | None = None,
+) -> tuple[npt.NDArray[Any], npt.NDArray[Any] | None, npt.NDArray[Any] | None]: ...
+
 def crop_and_resize(image: npt.ArrayLike, boxes: npt.ArrayLike, box_indices: npt.ArrayLike,
                     crop_size: Sequence[int] | npt.ArrayLike, method: str = "bilinear",
                     extrapolation_value: float = 0.0, *, layout: str = "NHWC",

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import functools
 
+import numpy as np
 import torch  # the real torch: imports are absolute, this module is pyroi.torch
 from torch import nn
 
@@ -53,6 +54,7 @@ __all__ = [
 ]
 __all__ += ["PrRoIPool", "prroi_pool"]
 __all__ += ["CropAndResize", "crop_and_resize"]
+__all__ += ["DeformRoIPool", "DeformRoIPoolPack", "ModulatedDeformRoIPoolPack", "deform_roi_pool"]
 
 
 # ------------------------------------------------------------------------------------------
@@ -365,6 +367,84 @@ def _prroi_pool_gradient(ctx, grad):
 _prroi_pool_op.register_autograd(_prroi_pool_gradient, setup_context=_prroi_pool_context)
 
 
+# Deformable RoI pooling (mmcv's deform_roi_pool; with a mask its modulated pooling):
+# autograd through the input, the offsets and the mask (docs/semantics.md §14). float16 and
+# bfloat16 are computed in float32 (pyroi's kernel has float32 and float64).
+
+def _deform_real(*tensors):
+    """The tensors (None kept) in the dtype pyroi's deformable kernels take."""
+    return tuple(None if t is None else t.float() if t.dtype in _WIDENED else t for t in tensors)
+
+
+@_operator("deform_roi_pool",
+           "(Tensor input, Tensor rois, Tensor? offset, Tensor? mask, float spatial_scale, "
+           "SymInt pooled_height, SymInt pooled_width, int sampling_ratio, float gamma) -> Tensor",
+           lambda input, rois, offset, mask, scale, ph, pw, *rest: _pooled(input, rois, scale,
+                                                                          ph, pw))
+def _deform_roi_pool_op(input, rois, offset, mask, spatial_scale, pooled_height, pooled_width,
+                        sampling_ratio, gamma):
+    data, boxes, shift, factor = _deform_real(input, rois, offset, mask)
+    result = _compute(
+        lambda x, r, **threads: ops.deform_roi_pool(
+            x, r, None if shift is None else _array(shift), (pooled_height, pooled_width),
+            spatial_scale, sampling_ratio, gamma,
+            mask=None if factor is None else _array(factor), **threads),
+        data, boxes.to(data.dtype))
+    return result.to(input.dtype)
+
+
+@_operator("_deform_roi_pool_backward",
+           "(Tensor grad, Tensor rois, Tensor input, Tensor? offset, Tensor? mask, "
+           "float spatial_scale, int sampling_ratio, float gamma, bool bins) "
+           "-> (Tensor, Tensor, Tensor)",
+           lambda grad, rois, input, offset, mask, *rest: (
+               input.new_empty(input.shape),
+               input.new_empty((rois.shape[0], 2) + tuple(grad.shape[2:])),
+               input.new_empty((rois.shape[0], 1) + tuple(grad.shape[2:]))))
+def _deform_roi_pool_backward_op(grad, rois, input, offset, mask, spatial_scale, sampling_ratio,
+                                 gamma, bins):
+    """The input gradient, and with ``bins`` the offset and mask gradients (zeros of their
+    shapes otherwise, and for an absent mask)."""
+    g, data, boxes, shift, factor = _deform_real(grad, input, rois, offset, mask)
+
+    def all_three(g, r, **threads):
+        grad_input, grad_offset, grad_mask = ops.deform_roi_pool_backward(
+            g, r, tuple(data.shape), None if shift is None else _array(shift), spatial_scale,
+            sampling_ratio, gamma, input=_array(data) if bins else None,
+            mask=None if factor is None else _array(factor), **threads)
+        bin_shape = (r.shape[0], 1) + g.shape[2:]
+        if grad_offset is None:
+            grad_offset = np.zeros((r.shape[0], 2) + g.shape[2:], g.dtype)
+        if grad_mask is None:
+            grad_mask = np.zeros(bin_shape, g.dtype)
+        return grad_input, grad_offset, grad_mask
+
+    results = _compute(all_three, g, boxes.to(g.dtype))
+    return tuple(r.to(input.dtype) for r in results)
+
+
+def _deform_roi_pool_context(ctx, inputs, output):
+    input, rois, offset, mask, spatial_scale, _, _, sampling_ratio, gamma = inputs
+    ctx.arguments = (spatial_scale, sampling_ratio, gamma)
+    ctx.has = (offset is not None, mask is not None)
+    ctx.save_for_backward(rois, input, offset, mask)
+
+
+def _deform_roi_pool_gradient(ctx, grad):
+    rois, input, offset, mask = ctx.saved_tensors
+    bins = ctx.needs_input_grad[2] or ctx.needs_input_grad[3]
+    grad_input, grad_offset, grad_mask = torch.ops.pyroi._deform_roi_pool_backward(
+        grad, rois, input, offset, mask, *ctx.arguments, bins)
+    return (grad_input if ctx.needs_input_grad[0] else None, None,
+            grad_offset if ctx.has[0] and ctx.needs_input_grad[2] else None,
+            grad_mask if ctx.has[1] and ctx.needs_input_grad[3] else None,
+            None, None, None, None, None)
+
+
+_deform_roi_pool_op.register_autograd(_deform_roi_pool_gradient,
+                                      setup_context=_deform_roi_pool_context)
+
+
 # crop_and_resize (TensorFlow's): autograd through the image and, bilinear, the boxes.
 # The layout is an argument of the operators ("NCHW", torch's, or "NHWC", TensorFlow's).
 
@@ -660,6 +740,25 @@ def prroi_pool(input, rois, output_size, spatial_scale=1.0):
                                       pooled_height, pooled_width)
 
 
+def deform_roi_pool(input, rois, offset, output_size, spatial_scale=1.0, sampling_ratio=0,
+                    gamma=0.1, *, mask=None):
+    """Deformable RoI pooling, as ``mmcv.ops.deform_roi_pool`` (same arguments; ``offset``
+    None or an empty tensor: no translation), with autograd through ``input``, ``offset`` and
+    ``mask`` (``mask``: the modulated pooling, ``ModulatedDeformRoIPoolPack``'s product fused);
+    see :func:`pyroi.deform_roi_pool`. Runs ``torch.ops.pyroi.deform_roi_pool``; CPU tensors
+    only."""
+    rois = _rois(rois, _data(input), "rois")
+    pooled_height, pooled_width = _validate.output_size(output_size)
+    if input.device.type != "cpu":
+        raise InvalidArgumentError(
+            f"input is on device {input.device}: pyroi.torch.deform_roi_pool computes on the CPU")
+    if isinstance(offset, torch.Tensor) and offset.numel() == 0 and rois.shape[0] > 0:
+        offset = None  # mmcv's Python layer passes an empty tensor for "no offset"
+    return torch.ops.pyroi.deform_roi_pool(
+        input, rois, offset, mask, _validate.spatial_scale(spatial_scale), pooled_height,
+        pooled_width, _validate.sampling_ratio(sampling_ratio), _validate.gamma(gamma))
+
+
 def crop_and_resize(image, boxes, box_indices, crop_size, method="bilinear",
                     extrapolation_value=0.0, *, layout="NCHW", placement="tensorflow"):
     """TensorFlow's ``crop_and_resize`` with its argument names and order (see
@@ -790,6 +889,82 @@ class PrRoIPool(nn.Module):
     def __repr__(self) -> str:
         return (f"{self.__class__.__name__}(output_size={self.output_size}, "
                 f"spatial_scale={self.spatial_scale})")
+
+
+class DeformRoIPool(nn.Module):
+    """See :func:`deform_roi_pool` (``mmcv.ops.DeformRoIPool``'s arguments and forward)."""
+
+    def __init__(self, output_size, spatial_scale=1.0, sampling_ratio=0, gamma=0.1):
+        super().__init__()
+        self.output_size = _validate.output_size(output_size)
+        self.spatial_scale = _validate.spatial_scale(spatial_scale)
+        self.sampling_ratio = int(_validate.sampling_ratio(sampling_ratio))
+        self.gamma = _validate.gamma(gamma)
+
+    def forward(self, input, rois, offset=None):
+        return deform_roi_pool(input, rois, offset, self.output_size, self.spatial_scale,
+                               self.sampling_ratio, self.gamma)
+
+
+def _offset_head(output_size, channels, hidden, outputs, layers):
+    """mmcv's fully connected head of the pack modules: ``layers`` Linear layers (ReLU
+    between) from the pooled features to ``outputs`` values per bin, the last one zeroed (so
+    a new module pools without translation and with mask 0.5)."""
+    bins = output_size[0] * output_size[1]
+    sizes = [bins * channels] + [hidden] * (layers - 1) + [bins * outputs]
+    modules = []
+    for i in range(layers):
+        modules.append(nn.Linear(sizes[i], sizes[i + 1]))
+        if i + 1 < layers:
+            modules.append(nn.ReLU(inplace=True))
+    modules[-1].weight.data.zero_()
+    modules[-1].bias.data.zero_()
+    return nn.Sequential(*modules)
+
+
+class DeformRoIPoolPack(DeformRoIPool):
+    """``mmcv.ops.DeformRoIPoolPack``: pools once without offsets, predicts them with a
+    three-layer head (``offset_fc``, mmcv's layers and parameter names, so its state dicts
+    load), and pools again with them."""
+
+    def __init__(self, output_size, output_channels, deform_fc_channels=1024, spatial_scale=1.0,
+                 sampling_ratio=0, gamma=0.1):
+        super().__init__(output_size, spatial_scale, sampling_ratio, gamma)
+        self.output_channels = output_channels
+        self.deform_fc_channels = deform_fc_channels
+        self.offset_fc = _offset_head(self.output_size, output_channels, deform_fc_channels, 2, 3)
+
+    def _offsets(self, input, rois):
+        if input.shape[1] != self.output_channels:
+            raise ShapeError(f"input has {input.shape[1]} channels but the module was built for "
+                             f"{self.output_channels}")
+        x = deform_roi_pool(input, rois, None, self.output_size, self.spatial_scale,
+                            self.sampling_ratio, self.gamma)
+        return x.reshape(x.shape[0], -1), (x.shape[0], 2) + tuple(self.output_size)
+
+    def forward(self, input, rois):
+        x, shape = self._offsets(input, rois)
+        return deform_roi_pool(input, rois, self.offset_fc(x).view(shape), self.output_size,
+                               self.spatial_scale, self.sampling_ratio, self.gamma)
+
+
+class ModulatedDeformRoIPoolPack(DeformRoIPoolPack):
+    """``mmcv.ops.ModulatedDeformRoIPoolPack``: as :class:`DeformRoIPoolPack`, and a
+    two-layer head (``mask_fc``, sigmoid output) whose mask multiplies each bin."""
+
+    def __init__(self, output_size, output_channels, deform_fc_channels=1024, spatial_scale=1.0,
+                 sampling_ratio=0, gamma=0.1):
+        super().__init__(output_size, output_channels, deform_fc_channels, spatial_scale,
+                         sampling_ratio, gamma)
+        self.mask_fc = _offset_head(self.output_size, output_channels, deform_fc_channels, 1, 2)
+        self.mask_fc.append(nn.Sigmoid())
+
+    def forward(self, input, rois):
+        x, shape = self._offsets(input, rois)
+        offset = self.offset_fc(x).view(shape)
+        mask = self.mask_fc(x).view((shape[0], 1) + shape[2:])
+        return deform_roi_pool(input, rois, offset, self.output_size, self.spatial_scale,
+                               self.sampling_ratio, self.gamma, mask=mask)
 
 
 class CropAndResize(nn.Module):

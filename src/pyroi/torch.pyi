@@ -5,7 +5,8 @@ from typing import Any
 
 from torch import Tensor, nn
 
-__all__ = ["CropAndResize", "MultiScaleRoIAlign", "PSRoIAlign", "PSRoIPool", "PrRoIPool",
+__all__ = ["CropAndResize", "DeformRoIPool", "DeformRoIPoolPack", "ModulatedDeformRoIPoolPack",
+           "deform_roi_pool", "MultiScaleRoIAlign", "PSRoIAlign", "PSRoIPool", "PrRoIPool",
            "RoIAlign", "RoIAlignRotated", "RoIPool", "convert", "crop_and_resize",
            "onnx_translation_table", "prroi_pool", "ps_roi_align", "ps_roi_pool", "roi_align",
            "roi_align_rotated", "roi_pool", "unconvert"]
@@ -61,6 +62,31 @@ class PrRoIPool(nn.Module):
     spatial_scale: float
     def __init__(self, output_size: _Size, spatial_scale: float = 1.0) -> None: ...
     def forward(self, features: Tensor, rois: _Boxes) -> Tensor: ...
+
+def deform_roi_pool(input: Tensor, rois: _Boxes, offset: Tensor | None, output_size: _Size,
+                    spatial_scale: float = 1.0, sampling_ratio: int = 0, gamma: float = 0.1, *,
+                    mask: Tensor | None = None) -> Tensor: ...
+
+class DeformRoIPool(nn.Module):
+    output_size: tuple[int, int]
+    spatial_scale: float
+    sampling_ratio: int
+    gamma: float
+    def __init__(self, output_size: _Size, spatial_scale: float = 1.0, sampling_ratio: int = 0,
+                 gamma: float = 0.1) -> None: ...
+    def forward(self, input: Tensor, rois: _Boxes, offset: Tensor | None = None) -> Tensor: ...
+
+class DeformRoIPoolPack(DeformRoIPool):
+    output_channels: int
+    deform_fc_channels: int
+    offset_fc: nn.Sequential
+    def __init__(self, output_size: _Size, output_channels: int, deform_fc_channels: int = 1024,
+                 spatial_scale: float = 1.0, sampling_ratio: int = 0,
+                 gamma: float = 0.1) -> None: ...
+    def forward(self, input: Tensor, rois: _Boxes) -> Tensor: ...  # type: ignore[override]
+
+class ModulatedDeformRoIPoolPack(DeformRoIPoolPack):
+    mask_fc: nn.Sequential
 
 def crop_and_resize(image: Tensor, boxes: Tensor, box_indices: Tensor,
                     crop_size: Sequence[int], method: str = "bilinear",

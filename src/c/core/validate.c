@@ -243,6 +243,15 @@ pyroi_status pyroi_check_prroi_pool_params(const pyroi_prroi_pool_params *params
     return POOLING_PARAMS_STATUS(params, 0);
 }
 
+pyroi_status pyroi_check_deform_roi_pool_params(const pyroi_deform_roi_pool_params *params)
+{
+    const pyroi_status status = POOLING_PARAMS_STATUS(params, params->sampling_ratio);
+    if (status == PYROI_OK && !isfinite(params->gamma)) {
+        return PYROI_E_INVALID_SCALE;
+    }
+    return status;
+}
+
 pyroi_status pyroi_check_roi_pool_params(const pyroi_roi_pool_params *params)
 {
     return POOLING_PARAMS_STATUS(params, 0);

@@ -80,6 +80,10 @@ pyroi_status pyroi_check_ps_roi_pool_params(const pyroi_ps_roi_pool_params *para
 /* Checks the fields of Precise RoI Pooling parameters. */
 pyroi_status pyroi_check_prroi_pool_params(const pyroi_prroi_pool_params *params);
 
+/* Checks the fields of deformable RoI pooling parameters (gamma finite: else
+ * PYROI_E_INVALID_SCALE). */
+pyroi_status pyroi_check_deform_roi_pool_params(const pyroi_deform_roi_pool_params *params);
+
 /* Checks the fields of rotated RoIAlign parameters. */
 pyroi_status pyroi_check_roi_align_rotated_params(const pyroi_roi_align_rotated_params *params);
 

@@ -74,6 +74,8 @@ const char *pyroi_status_string(pyroi_status status)
     case PYROI_E_INVALID_METHOD:
         return "invalid method: not one the operator has (crop_and_resize's box gradient has "
                "no nearest)";
+    case PYROI_E_INVALID_OFFSET:
+        return "invalid offset: a deformable pooling offset is not finite";
     }
     return "unknown status";
 }

@@ -145,7 +145,9 @@ typedef enum pyroi_status {
     /* A method or placement the operator does not have (crop_and_resize: method not
      * PYROI_CROP_BILINEAR / PYROI_CROP_NEAREST, placement unknown, or the box gradient of
      * nearest, which has none). */
-    PYROI_E_INVALID_METHOD = 13
+    PYROI_E_INVALID_METHOD = 13,
+    /* An offset given to a deformable pooling call is NaN or infinite. */
+    PYROI_E_INVALID_OFFSET = 14
 } pyroi_status;
 
 /* The library's version as PYROI_VERSION_NUMBER; compare with the macro to detect a header
@@ -885,6 +887,152 @@ PYROI_API pyroi_status pyroi_prroi_pool_find_invalid_roi_f64(
     const double *boxes, int64_t num_rois, int64_t box_row_stride,
     const int64_t *batch_indices, int64_t num_images,
     const pyroi_prroi_pool_params *params, int64_t *failed_roi);
+
+/* ------------------------------------------------------------------------------------------
+ * Deformable RoI pooling (mmcv's DeformRoIPool, and with a mask its ModulatedDeformRoIPool;
+ * docs/semantics.md §14).
+ *
+ * Aligned RoIAlign - box corners scaled and shifted by half a pixel, no minimum RoI size, an
+ * adaptive grid of ceil(roi_size / pooled_size) samples per bin and axis unless
+ * sampling_ratio > 0, each bin the mean of its in-map samples over count = max(grid_h *
+ * grid_w, 1), the sampler of the rest of the family (-1 <= coordinate <= extent, clamped into
+ * the map) - in which bin (ph, pw) of RoI k is translated as a whole by
+ *     dx = (gamma * roi_w) * offset[k, 0, ph, pw],   dy = (gamma * roi_h) * offset[k, 1, ph, pw]
+ * (roi_w = x2 * s - x1 * s, roi_h alike, unclamped; evaluated in the tensor's dtype in this
+ * order, then added to the RoI's start: with zero offsets the result is
+ * pyroi_roi_align_forward's with aligned = 1, bit for bit), and, when a mask is given,
+ * multiplied by mask[k, 0, ph, pw] (after the mean).
+ *   offset   num_rois x 2 x pooled_height x pooled_width (offset_strides), or NULL: no
+ *            translation. Every offset is read once (copied); a value that is not finite
+ *            fails with PYROI_E_INVALID_OFFSET. A finite offset of any size is accepted: a
+ *            bin moved off the map gives 0.
+ *   mask     num_rois x 1 x pooled_height x pooled_width (mask_strides), or NULL: 1.
+ * ---------------------------------------------------------------------------------------- */
+typedef struct pyroi_deform_roi_pool_params {
+    /* Output bins per RoI along y and x; both > 0. Default 1. */
+    int64_t pooled_height;
+    int64_t pooled_width;
+    /* Factors from box coordinates to feature-map coordinates, >= 0 and finite; mmcv's
+     * single spatial_scale sets both. Default 1.0. */
+    double spatial_scale_h;
+    double spatial_scale_w;
+    /* Samples per bin and axis: > 0 fixed (at most PYROI_MAX_SAMPLING_RATIO), <= 0 adaptive.
+     * Default 0. */
+    int64_t sampling_ratio;
+    /* The offsets' factor (mmcv's gamma); finite, else PYROI_E_INVALID_SCALE. Default 0.1. */
+    double gamma;
+    /* Worker threads for this call; 0 lets the library choose. Results are bit-identical for
+     * every value. Default 0. */
+    int num_threads;
+    /* Cancellation token (see pyroi_cancel), or NULL. Default NULL. */
+    pyroi_cancel *cancel;
+} pyroi_deform_roi_pool_params;
+
+/* Sets every field of *params to its documented default (NULL is ignored). Thread-safe. */
+PYROI_API void pyroi_deform_roi_pool_params_init(pyroi_deform_roi_pool_params *params);
+
+/* Deformable RoI pooling forward.
+ *   input           N x C x H x W tensor (input_shape, input_strides in elements).
+ *   boxes           num_rois rows of (x1, y1, x2, y2), row k at boxes + k * box_row_stride.
+ *   batch_indices   num_rois int64 values in [0, N).
+ *   offset, mask    as above (NULL: none).
+ *   output          num_rois x C x pooled_height x pooled_width, strides output_strides;
+ *                   every element is written.
+ * Returns PYROI_OK or the first validation failure (PYROI_E_INVALID_SHAPE also for an offset
+ * or mask of another shape). Thread-safe. */
+PYROI_API pyroi_status pyroi_deform_roi_pool_forward_f32(
+    const float *input, const int64_t input_shape[4], const int64_t input_strides[4],
+    const float *boxes, int64_t num_rois, int64_t box_row_stride,
+    const int64_t *batch_indices,
+    const float *offset, const int64_t offset_strides[4],
+    const float *mask, const int64_t mask_strides[4],
+    float *output, const int64_t output_strides[4],
+    const pyroi_deform_roi_pool_params *params);
+PYROI_API pyroi_status pyroi_deform_roi_pool_forward_f64(
+    const double *input, const int64_t input_shape[4], const int64_t input_strides[4],
+    const double *boxes, int64_t num_rois, int64_t box_row_stride,
+    const int64_t *batch_indices,
+    const double *offset, const int64_t offset_strides[4],
+    const double *mask, const int64_t mask_strides[4],
+    double *output, const int64_t output_strides[4],
+    const pyroi_deform_roi_pool_params *params);
+
+/* Deformable RoI pooling backward with respect to the input: the exact adjoint of the
+ * forward for fixed offsets and mask, grad_input[n, c, i, j] = sum over the RoIs k of image n,
+ * their bins and samples of (grad_output[k, c, ph, pw] * mask) * w / count, w the sample's
+ * bilinear weight of pixel (i, j) (RoIAlign's order: RoI, bin, sample, tap).
+ *   grad_output     num_rois x C x pooled_height x pooled_width (C = grad_input_shape[1]).
+ *   grad_input      grad_input_shape (N, C, H, W), grad_input_strides; overwritten (zeroed,
+ *                   then accumulated), not added to.
+ * Split by channels, each accumulated in RoI order: bit-identical for every thread count.
+ * Returns PYROI_OK or the first validation failure. Thread-safe. */
+PYROI_API pyroi_status pyroi_deform_roi_pool_backward_f32(
+    const float *grad_output, const int64_t grad_output_strides[4],
+    const float *boxes, int64_t num_rois, int64_t box_row_stride,
+    const int64_t *batch_indices,
+    const float *offset, const int64_t offset_strides[4],
+    const float *mask, const int64_t mask_strides[4],
+    float *grad_input, const int64_t grad_input_shape[4], const int64_t grad_input_strides[4],
+    const pyroi_deform_roi_pool_params *params);
+PYROI_API pyroi_status pyroi_deform_roi_pool_backward_f64(
+    const double *grad_output, const int64_t grad_output_strides[4],
+    const double *boxes, int64_t num_rois, int64_t box_row_stride,
+    const int64_t *batch_indices,
+    const double *offset, const int64_t offset_strides[4],
+    const double *mask, const int64_t mask_strides[4],
+    double *grad_input, const int64_t grad_input_shape[4], const int64_t grad_input_strides[4],
+    const pyroi_deform_roi_pool_params *params);
+
+/* Deformable RoI pooling backward with respect to the offsets and the mask.
+ *   grad_output     num_rois x C x pooled_height x pooled_width (C = input_shape[1]).
+ *   input           the forward's input (input_shape, input_strides).
+ *   offset, mask    the forward's (NULL: none; a NULL offset is zero offsets here).
+ *   grad_offset     num_rois x 2 x pooled_height x pooled_width (grad_offset_strides), or
+ *                   NULL: not computed. grad_offset[k, 0, ph, pw] = (gamma * roi_w / count) *
+ *                   sum over the bin's in-map samples and the channels of (grad_output *
+ *                   mask) * (the slope of the sampled value along x), the slope the exact one
+ *                   of the sampler: 0 where it clamps (below 0, at or past extent - 1 along
+ *                   that axis), the right-hand cell's at a whole coordinate (y alike).
+ *   grad_mask       num_rois x 1 x pooled_height x pooled_width (grad_mask_strides), or NULL:
+ *                   not computed. grad_mask[k, 0, ph, pw] = sum over the channels of
+ *                   grad_output * (the bin's mean before the mask).
+ * Both written in full (when given). Per channel a bin's slopes are summed in the tensor's
+ * dtype in sample order; the channels' sums, weighted by grad_output, in double, 16 channels
+ * (f64: 8) at a time, then those groups in order: a fixed order, bit-identical for every
+ * thread count. Returns PYROI_OK or the first validation failure. Thread-safe. */
+PYROI_API pyroi_status pyroi_deform_roi_pool_backward_offset_f32(
+    const float *grad_output, const int64_t grad_output_strides[4],
+    const float *input, const int64_t input_shape[4], const int64_t input_strides[4],
+    const float *boxes, int64_t num_rois, int64_t box_row_stride,
+    const int64_t *batch_indices,
+    const float *offset, const int64_t offset_strides[4],
+    const float *mask, const int64_t mask_strides[4],
+    float *grad_offset, const int64_t grad_offset_strides[4],
+    float *grad_mask, const int64_t grad_mask_strides[4],
+    const pyroi_deform_roi_pool_params *params);
+PYROI_API pyroi_status pyroi_deform_roi_pool_backward_offset_f64(
+    const double *grad_output, const int64_t grad_output_strides[4],
+    const double *input, const int64_t input_shape[4], const int64_t input_strides[4],
+    const double *boxes, int64_t num_rois, int64_t box_row_stride,
+    const int64_t *batch_indices,
+    const double *offset, const int64_t offset_strides[4],
+    const double *mask, const int64_t mask_strides[4],
+    double *grad_offset, const int64_t grad_offset_strides[4],
+    double *grad_mask, const int64_t grad_mask_strides[4],
+    const pyroi_deform_roi_pool_params *params);
+
+/* The first RoI the deform_roi_pool entry points would reject (PYROI_E_INVALID_BATCH_INDEX or
+ * PYROI_E_INVALID_BOX, as pyroi_roi_align_find_invalid_roi_f32 with aligned = 1) in
+ * *failed_roi, or PYROI_OK with *failed_roi = -1; other failures return their status with
+ * *failed_roi = -1. For error reporting. Thread-safe. */
+PYROI_API pyroi_status pyroi_deform_roi_pool_find_invalid_roi_f32(
+    const float *boxes, int64_t num_rois, int64_t box_row_stride,
+    const int64_t *batch_indices, int64_t num_images, int64_t height, int64_t width,
+    const pyroi_deform_roi_pool_params *params, int64_t *failed_roi);
+PYROI_API pyroi_status pyroi_deform_roi_pool_find_invalid_roi_f64(
+    const double *boxes, int64_t num_rois, int64_t box_row_stride,
+    const int64_t *batch_indices, int64_t num_images, int64_t height, int64_t width,
+    const pyroi_deform_roi_pool_params *params, int64_t *failed_roi);
 
 /* ------------------------------------------------------------------------------------------
  * RoIs given as rows [batch_index, c_1, ..., c_n] in the boxes' dtype (torchvision's (K, 5)

@@ -15,6 +15,18 @@
 #define PYROI_LANE_BYTES 64
 #define PYROI_LANES ((int64_t)(PYROI_LANE_BYTES / sizeof(T)))
 
+/* The lanes of one pixel as the kernels see them: PYROI_VECTORS GCC/Clang vectors (see
+ * PYROI_VECTOR_BYTES), else PYROI_LANES scalars (a plain loop the auto-vectoriser may take).
+ * Either way each lane evaluates exactly the scalar expression of its channel. */
+#ifdef PYROI_HAVE_VECTOR_TYPES
+typedef T PYROI_TYPED(lane_vector)
+    __attribute__((vector_size(PYROI_VECTOR_BYTES), aligned(sizeof(T)), may_alias));
+#  define PYROI_VECTORS ((int64_t)(PYROI_LANE_BYTES / PYROI_VECTOR_BYTES))
+#else
+typedef T PYROI_TYPED(lane_vector);
+#  define PYROI_VECTORS PYROI_LANES
+#endif
+
 /* Pixels of lanes transposed at a time by the streamed write-out of a block. */
 #define PYROI_STAGING_RUN 256
 
@@ -68,12 +80,13 @@ static inline void PYROI_TYPED(lane_block_to_lanes)(const T *map, const uint16_t
  * PYROI_LANES, pitch a multiple of it: RoIAlign's pairs) or in separate sub-blocks (pitch
  * PYROI_LANES, group_stride a sub-block: RoIPool's groups). The map is map's, or half's
  * float16 one when half is not NULL (lane_block_to_lanes). */
-static void PYROI_TYPED(lane_block_gather)(const T *map, const uint16_t *half,
-                                           const int64_t strides[4], int64_t width, int64_t n,
-                                           int64_t c0, int64_t channels, int64_t row_begin,
-                                           int64_t row_end, int64_t col_begin, int64_t col_end,
-                                           T *block, int64_t row_pixels, int64_t pitch,
-                                           int64_t group_stride)
+static inline void PYROI_TYPED(lane_block_gather)(const T *map, const uint16_t *half,
+                                                  const int64_t strides[4], int64_t width,
+                                                  int64_t n, int64_t c0, int64_t channels,
+                                                  int64_t row_begin, int64_t row_end,
+                                                  int64_t col_begin, int64_t col_end, T *block,
+                                                  int64_t row_pixels, int64_t pitch,
+                                                  int64_t group_stride)
 {
     int64_t c, h;
     for (c = 0; c < channels; c += PYROI_LANES) {
@@ -185,8 +198,8 @@ static inline void PYROI_TYPED(lane_block_gather_runs)(const T *map,
  * elements) are whole 64-byte lines: channels adjacent in memory (channels-last bins) and
  * every bin on a line boundary. Then each row of a tile (tile[bin][lane]) is the output's
  * bytes as they are, streamed out without a transposition (pyroi_lines_stream). */
-static int PYROI_TYPED(lane_block_bins_are_lines)(const T *base, int64_t lanes,
-                                                  const int64_t strides[4])
+static inline int PYROI_TYPED(lane_block_bins_are_lines)(const T *base, int64_t lanes,
+                                                         const int64_t strides[4])
 {
     const int64_t line = PYROI_LANE_BYTES, size = (int64_t)sizeof(T);
     return lanes == PYROI_LANES && strides[1] == 1 && (uintptr_t)base % (uintptr_t)line == 0 &&
@@ -198,10 +211,10 @@ static int PYROI_TYPED(lane_block_bins_are_lines)(const T *base, int64_t lanes,
  * then each channel's rounded once into its (PH, PW) plane at base + j * strides[1] (the
  * lanes' planes in one run where they follow each other: a 7 x 7 plane alone would leave a
  * vector's tail to the portable conversion in every call). */
-static void PYROI_TYPED(lane_block_tile_to_half_bins)(const T *tile, int64_t lanes,
-                                                      int64_t pooled_height,
-                                                      int64_t pooled_width, uint16_t *base,
-                                                      const int64_t strides[4], T *staging)
+static inline void PYROI_TYPED(lane_block_tile_to_half_bins)(const T *tile, int64_t lanes,
+                                                             int64_t pooled_height,
+                                                             int64_t pooled_width, uint16_t *base,
+                                                             const int64_t strides[4], T *staging)
 {
     const int64_t bins = pooled_height * pooled_width;
     if (sizeof(T) != sizeof(float)) {
@@ -215,10 +228,11 @@ static void PYROI_TYPED(lane_block_tile_to_half_bins)(const T *tile, int64_t lan
 /* Writes rows [row_begin, row_end) x columns [col_begin, col_end) of a block of one lane group
  * (pixel (h, w) at block + (h * width + w) * PYROI_LANES) back to channels [c0, c0 + lanes)
  * of image n in the caller's layout. */
-static void PYROI_TYPED(lane_block_to_region)(const T *block, int64_t width, int64_t n,
-                                              int64_t c0, int64_t lanes, int64_t row_begin,
-                                              int64_t row_end, int64_t col_begin,
-                                              int64_t col_end, T *map, const int64_t strides[4])
+static inline void PYROI_TYPED(lane_block_to_region)(const T *block, int64_t width, int64_t n,
+                                                     int64_t c0, int64_t lanes,
+                                                     int64_t row_begin, int64_t row_end,
+                                                     int64_t col_begin, int64_t col_end, T *map,
+                                                     const int64_t strides[4])
 {
     T *image = map + n * strides[0] + c0 * strides[1] + col_begin * strides[3];
     int64_t h;
@@ -234,9 +248,9 @@ static void PYROI_TYPED(lane_block_to_region)(const T *block, int64_t width, int
  * staging, zeroed while they are in L1 (measured: faster than a separate pass over the block
  * before each item) and streamed to each channel's plane (the gradient is written once and
  * not read back here); otherwise row by row in place. */
-static void PYROI_TYPED(lane_block_to_image)(T *block, int64_t height, int64_t width,
-                                             int64_t n, int64_t c0, int64_t lanes, T *map,
-                                             const int64_t strides[4], T *staging)
+static inline void PYROI_TYPED(lane_block_to_image)(T *block, int64_t height, int64_t width,
+                                                    int64_t n, int64_t c0, int64_t lanes, T *map,
+                                                    const int64_t strides[4], T *staging)
 {
     const int64_t pixels = height * width;
     T *image = map + n * strides[0] + c0 * strides[1];
@@ -274,10 +288,10 @@ static void PYROI_TYPED(lane_block_to_image)(T *block, int64_t height, int64_t w
  * channel's run rounded once into its plane. zero: each run is zeroed in the block while in
  * L1; stream: packed runs are streamed past the caches (pyroi_half_round_stream; the caller
  * fences). */
-static void PYROI_TYPED(lane_block_rows_to_half)(T *block, int64_t pitch, int64_t rows,
-                                                 int64_t cols, int zero, int stream,
-                                                 int64_t lanes, uint16_t *half,
-                                                 const int64_t strides[4], T *staging)
+static inline void PYROI_TYPED(lane_block_rows_to_half)(T *block, int64_t pitch, int64_t rows,
+                                                        int64_t cols, int zero, int stream,
+                                                        int64_t lanes, uint16_t *half,
+                                                        const int64_t strides[4], T *staging)
 {
     const int64_t line = PYROI_LANE_BYTES / (int64_t)sizeof(uint16_t); /* elements */
     int64_t h, first, i, j, run;
@@ -319,10 +333,10 @@ static void PYROI_TYPED(lane_block_rows_to_half)(T *block, int64_t pitch, int64_
 /* lane_block_to_image into a float16 map (lane_block_rows_to_half: the whole block one run
  * when the planes are packed, else row by row), the block left zero. stream: the rows are
  * streamed past the caches (the caller fences, as after lane_block_to_image with staging). */
-static void PYROI_TYPED(lane_block_to_half_image)(T *block, int64_t height, int64_t width,
-                                                  int64_t n, int64_t c0, int64_t lanes,
-                                                  uint16_t *half, const int64_t strides[4],
-                                                  T *staging, int stream)
+static inline void PYROI_TYPED(lane_block_to_half_image)(T *block, int64_t height, int64_t width,
+                                                         int64_t n, int64_t c0, int64_t lanes,
+                                                         uint16_t *half, const int64_t strides[4],
+                                                         T *staging, int stream)
 {
     const int packed = strides[3] == 1 && strides[2] == width;
     PYROI_TYPED(lane_block_rows_to_half)(block, width, packed ? 1 : height,

@@ -6,17 +6,8 @@
  * (roi_align_orders_template.h) drive it. Included by roi_align.c once per dtype with T and
  * PYROI_TYPED(name) defined. */
 
-/* The lanes of one pixel as the kernels see them: PYROI_VECTORS GCC/Clang vectors (see
- * PYROI_VECTOR_BYTES), else PYROI_LANES scalars (a plain loop the auto-vectoriser may take).
- * Either way each lane evaluates exactly the scalar expression of its channel. */
-#ifdef PYROI_HAVE_VECTOR_TYPES
-typedef T PYROI_TYPED(roi_align_lanes)
-    __attribute__((vector_size(PYROI_VECTOR_BYTES), aligned(sizeof(T)), may_alias));
-#  define PYROI_VECTORS ((int64_t)(PYROI_LANE_BYTES / PYROI_VECTOR_BYTES))
-#else
-typedef T PYROI_TYPED(roi_align_lanes);
-#  define PYROI_VECTORS PYROI_LANES
-#endif
+/* The lanes of one pixel as the kernels see them (lane_block_template.h). */
+typedef PYROI_TYPED(lane_vector) PYROI_TYPED(roi_align_lanes);
 
 /* ---- lane-major loop orders ------------------------------------------------------------ */
 /* The worker's scratch is a channels-last copy of (part of) one image for PYROI_LANES channels,

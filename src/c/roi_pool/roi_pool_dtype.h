@@ -19,6 +19,7 @@
 #include "roi_pool/roi_pool_from_input_template.h"
 #include "roi_pool/roi_pool_explain_template.h"
 #undef ROI_POOL_GROUP_LANES
+#undef PYROI_VECTORS
 #undef PYROI_STAGING_RUN
 #undef PYROI_LANES
 #undef PYROI_LANE_BYTES
