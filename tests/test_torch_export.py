@@ -235,6 +235,29 @@ def test_custom_domain_nodes(name, dynamo, library):
     close(run(model, args, library)[0], module(*args))
 
 
+@pytest.mark.parametrize("dynamo", [False, pytest.param(True, marks=needs_onnxscript)])
+@pytest.mark.parametrize("inputs", ["none", "offset", "both", "mask"])
+def test_deform_roi_pool_node(inputs, dynamo):
+    """No runtime has a DeformRoIPool node yet: the node as written (the torch operator's
+    arguments as attributes; an absent offset before a mask as ONNX's empty input)."""
+    x, rois = feature_map(15, (2, 4, 16, 16)), random_rois(16, count=3)
+    offset = torch.randn((3, 2, 3, 3), generator=torch.Generator().manual_seed(17)) * 0.1
+    mask = torch.rand((3, 1, 3, 3), generator=torch.Generator().manual_seed(18))
+
+    def pool(x, rois, offset, mask):
+        return pt.deform_roi_pool(x, rois, offset if inputs in ("offset", "both") else None, 3,
+                                  0.5, 2, 0.25, mask=mask if inputs in ("both", "mask") else None)
+
+    model = export(Call(pool), (x, rois, offset, mask), 18 if dynamo else 16, dynamo)
+    node = only(model, "DeformRoIPool")
+    assert node.domain == "pyroi"
+    assert attributes(node) == {"spatial_scale": 0.5, "pooled_height": 3, "pooled_width": 3,
+                                "sampling_ratio": 2, "gamma": 0.25}
+    present = {"none": [True, True], "offset": [True, True, True],
+               "both": [True, True, True, True], "mask": [True, True, False, True]}[inputs]
+    assert [bool(name) for name in node.input] == present
+
+
 def test_crop_and_resize_other_layouts_refused():
     image = feature_map(14)
     boxes, indices = torch.tensor([[0.1, 0.2, 0.7, 0.9]]), torch.tensor([0])

@@ -42,6 +42,11 @@ class _ScriptWriter:
 
     def op(self, name, *inputs, domain="", **attributes):
         suffixed = {f"{key}_{_attribute_kind(value)}": value for key, value in attributes.items()}
+        inputs = _without_trailing_none(inputs)
+        if None in inputs:  # an absent optional input before a present one: ONNX's empty name
+            from torch.onnx import symbolic_helper
+            inputs = tuple(symbolic_helper._optional_input_placeholder_tensor(self.g)
+                           if value is None else value for value in inputs)
         if not domain:
             return self.g.op(name, *inputs, **suffixed)
         output = self.g.op(f"{domain}::{name}", *inputs, **suffixed)
@@ -73,6 +78,7 @@ class _ScriptlessWriter:
         if not domain:
             return getattr(onnxscript.values.Opset("", self.opset), name)(*inputs, **attributes)
         # onnxscript's tracer needs a schema even for a custom node: one made from the call
+        inputs = _without_trailing_none(inputs)
         schema = _custom_schema(domain, name, len(inputs),
                                 tuple((key, type(value)) for key, value in attributes.items()))
         return onnxscript.values.Op(onnxscript.values.Opset(domain, 1), name, schema)(
@@ -90,6 +96,13 @@ class _ScriptlessWriter:
         # ONNX's TensorProto data type codes
         return {1: torch.float32, 11: torch.float64, 10: torch.float16,
                 16: torch.bfloat16}[int(value.dtype)]
+
+
+def _without_trailing_none(inputs):
+    inputs = list(inputs)
+    while inputs and inputs[-1] is None:
+        inputs.pop()
+    return tuple(inputs)
 
 
 _TENSOR_TYPES = ["tensor(float)", "tensor(double)", "tensor(float16)", "tensor(bfloat16)",
@@ -110,11 +123,15 @@ def _custom_schema(domain, name, inputs, attributes):
 
 def _make_schema(domain, name, inputs, attributes):
     from onnx.defs import OpSchema
+    # every input after the first optional: an absent one is written as ONNX's empty name
+    option = OpSchema.FormalParameterOption
     kinds = {bool: OpSchema.AttrType.INT, int: OpSchema.AttrType.INT,
              float: OpSchema.AttrType.FLOAT, str: OpSchema.AttrType.STRING}
     return OpSchema(
         name, domain, 1,
-        inputs=[OpSchema.FormalParameter(f"input{i}", f"T{i}") for i in range(inputs)],
+        inputs=[OpSchema.FormalParameter(f"input{i}", f"T{i}", "",
+                                         param_option=option.Single if i == 0 else
+                                         option.Optional) for i in range(inputs)],
         outputs=[OpSchema.FormalParameter("output", "T0")],
         type_constraints=[(f"T{i}", _TENSOR_TYPES, "") for i in range(inputs)],
         attributes=[OpSchema.Attribute(key, kinds[kind], "", required=False)
@@ -208,6 +225,15 @@ def prroi_pool_node(w, input, rois, spatial_scale, pooled_height, pooled_width):
                 pooled_width=int(pooled_width), spatial_scale=float(spatial_scale))
 
 
+def deform_roi_pool_node(w, input, rois, offset, mask, spatial_scale, pooled_height,
+                         pooled_width, sampling_ratio, gamma):
+    # no runtime has this node yet: the torch operator's arguments, as written
+    return w.op("DeformRoIPool", input, rois, offset, mask, domain=DOMAIN,
+                spatial_scale=float(spatial_scale), pooled_height=int(pooled_height),
+                pooled_width=int(pooled_width), sampling_ratio=int(sampling_ratio),
+                gamma=float(gamma))
+
+
 def crop_and_resize_node(w, image, boxes, box_indices, crop_height, crop_width, method,
                          extrapolation_value, layout, placement):
     # the library's node is onnxruntime's contrib CropAndResize: NCHW, TensorFlow's placement
@@ -259,13 +285,14 @@ def multi_scale_roi_align_nodes(w, features, rois, scales, pooled_height, pooled
 
 def _script_symbolic(node, kinds, drop=0):
     """A symbolic calling ``node`` with a _ScriptWriter, each argument parsed as ``kinds``
-    says (symbolic_helper's letters: v a value, f float, i int, b bool, s string, fs floats,
-    L a list of values); the last ``drop`` arguments (pyroi-only options, e.g. roi_align's
+    says (symbolic_helper's letters: v a value, f float, i int, b bool, s string, fs floats;
+    and o an optional value, None when absent, L a list of values); the last ``drop`` arguments (pyroi-only options, e.g. roi_align's
     exact) are not passed."""
 
     def symbolic(g, *args):
         from torch.onnx import symbolic_helper
         values = [argument if kind == "v" else
+                  (None if symbolic_helper._is_none(argument) else argument) if kind == "o" else
                   symbolic_helper._unpack_list(argument) if kind == "L" else
                   symbolic_helper._parse_arg(argument, kind)
                   for argument, kind in zip(args, kinds)]
@@ -292,6 +319,7 @@ def _symbolics():
          _FIRST_OPSET),
         ("prroi_pool", _script_symbolic(prroi_pool_node, "vvfii"), _FIRST_OPSET),
         ("crop_and_resize", _script_symbolic(crop_and_resize_node, "vvviisfss"), _FIRST_OPSET),
+        ("deform_roi_pool", _script_symbolic(deform_roi_pool_node, "vvoofiiif"), _FIRST_OPSET),
         ("multi_scale_roi_align",
          _script_symbolic(multi_scale_roi_align_nodes, ("L", "v", "fs", "i", "i", "i", "i",
                                                         "i", "f", "f", "f")), _FIRST_OPSET),
@@ -345,6 +373,7 @@ def translation_table() -> dict:
         ops.roi_align_rotated.default: _scriptless(roi_align_rotated_node),
         ops.prroi_pool.default: _scriptless(prroi_pool_node),
         ops.crop_and_resize.default: _scriptless(crop_and_resize_node),
+        ops.deform_roi_pool.default: _scriptless(deform_roi_pool_node),
         ops.multi_scale_roi_align.default: _scriptless(multi_scale_roi_align_nodes),
     }
 
