@@ -13,13 +13,17 @@ computed as in pyroi; bfloat16 in float32, rounded once. Calls use ``torch.get_n
 threads. A tensor on another device goes to ``torchvision.ops`` when torchvision is
 importable; otherwise the call raises :class:`pyroi.InvalidArgumentError` naming the device.
 
-:func:`convert` puts these modules in place of torchvision's in a model.
+:func:`convert` puts these modules in place of torchvision's in a model, :func:`unconvert`
+torchvision's back. ``torch.onnx.export`` writes the operators as standard ONNX nodes
+(``RoiAlign``, ``MaxRoiPool``) or nodes of pyroi's ONNX Runtime library: symbolics for the
+TorchScript exporter are registered at import, and :func:`onnx_translation_table` is the
+dynamo exporter's ``custom_translation_table`` (docs/torch.md, "Exporting to ONNX").
 
 Importing this module imports torch (``import pyroi`` never does).
 """
 
-# May import: _core, _errors, _pyramid, _results, _validate, layers, ops (and torch,
-# torchvision: this module is imported only by users of pyroi.torch).
+# May import: _core, _errors, _pyramid, _results, _torch_onnx, _validate, layers, ops (and
+# torch, torchvision: this module is imported only by users of pyroi.torch).
 
 from __future__ import annotations
 
@@ -29,7 +33,7 @@ import numpy as np
 import torch  # the real torch: imports are absolute, this module is pyroi.torch
 from torch import nn
 
-from pyroi import _core, _pyramid, _results, _validate, layers, ops
+from pyroi import _core, _pyramid, _results, _torch_onnx, _validate, layers, ops
 from pyroi._errors import ArgumentTypeError, DTypeError, InvalidArgumentError, ShapeError
 
 __all__ = [
@@ -40,11 +44,13 @@ __all__ = [
     "RoIAlignRotated",
     "RoIPool",
     "convert",
+    "onnx_translation_table",
     "ps_roi_align",
     "ps_roi_pool",
     "roi_align",
     "roi_align_rotated",
     "roi_pool",
+    "unconvert",
 ]
 __all__ += ["PrRoIPool", "prroi_pool"]
 __all__ += ["CropAndResize", "crop_and_resize"]
@@ -1090,6 +1096,12 @@ class MultiScaleRoIAlign(nn.Module):
         if len(features) == 1:
             return roi_align(features[0], rois, self.output_size, self.scales[0],
                              self.sampling_ratio)
+        if _torch_onnx.exporting_by_trace():
+            # torchvision's per-level graph, so the ONNX file is the one torchvision's gives
+            parts = list(boxes) if isinstance(boxes, (list, tuple)) else [rois[:, 1:]]
+            return _torch_onnx.traced_pyramid(features, parts, rois, self.scales,
+                                              self.map_levels, self.output_size,
+                                              self.sampling_ratio)
         if all(feature.dtype in (torch.float32, torch.float64) for feature in features):
             _pyramid_checks(features)
             mapper = self.map_levels
@@ -1193,3 +1205,93 @@ def convert(module: nn.Module) -> nn.Module:
     for name, child in module.named_children():
         converted.add_module(name, convert(child))
     return converted
+
+
+# ------------------------------------------------------------------------------------------
+# unconvert: torchvision's modules back
+
+
+def _original(module, tv):
+    """torchvision's equivalent of a pyroi.torch RoI module (same parameters and state), or
+    None for any other module (pyroi's modules torchvision has no class for stay)."""
+    kind = type(module)
+    if kind is RoIAlign:
+        return tv.RoIAlign(module.output_size, module.spatial_scale, module.sampling_ratio,
+                           module.aligned)
+    if kind is RoIPool:
+        return tv.RoIPool(module.output_size, module.spatial_scale)
+    if kind is PSRoIAlign:
+        return tv.PSRoIAlign(module.output_size, module.spatial_scale, module.sampling_ratio)
+    if kind is PSRoIPool:
+        return tv.PSRoIPool(module.output_size, module.spatial_scale)
+    if kind is MultiScaleRoIAlign:
+        pooler = tv.MultiScaleRoIAlign(module.featmap_names, module.output_size,
+                                       module.sampling_ratio,
+                                       canonical_scale=module.canonical_scale,
+                                       canonical_level=module.canonical_level)
+        if module.scales is not None and module.map_levels is not None:
+            mapper = module.map_levels
+            pooler.scales = list(module.scales)
+            pooler.map_levels = tv.poolers.LevelMapper(mapper.k_min, mapper.k_max, mapper.s0,
+                                                       mapper.lvl0, mapper.eps)
+        return pooler
+    return None
+
+
+def unconvert(module: nn.Module) -> nn.Module:
+    """The inverse of :func:`convert`: every pyroi.torch ``RoIAlign``, ``RoIPool``,
+    ``PSRoIAlign``, ``PSRoIPool`` and ``MultiScaleRoIAlign`` in ``module`` replaced by
+    torchvision's, in place, with the same parameters, state and ``training``; the return
+    value is ``module``, or its replacement when ``module`` is one of those classes. Exact
+    classes only; pyroi's modules torchvision has no class for (``RoIAlignRotated``,
+    ``PrRoIPool``, ``CropAndResize``) stay. ``RoIAlign(exact=False)`` becomes torchvision's
+    exact RoIAlign. Needs torchvision.
+
+    Examples
+    --------
+    >>> import torchvision, pyroi.torch
+    >>> model = torchvision.models.detection.fasterrcnn_resnet50_fpn(
+    ...     weights=None, weights_backbone=None)
+    >>> model = pyroi.torch.unconvert(pyroi.torch.convert(model))
+    >>> type(model.roi_heads.box_roi_pool).__module__
+    'torchvision.ops.poolers'
+    """
+    import torchvision  # what the modules go back to
+
+    def swap(module):
+        original = _original(module, torchvision.ops)
+        if original is None:
+            original = module
+        else:
+            original.train(module.training)
+        for name, child in module.named_children():
+            original.add_module(name, swap(child))
+        return original
+
+    return swap(module)
+
+
+# ------------------------------------------------------------------------------------------
+# ONNX export
+
+
+def onnx_translation_table() -> dict:
+    """The ``custom_translation_table`` that ``torch.onnx.export(..., dynamo=True)`` needs
+    for a model using pyroi.torch's operators: ``{torch.ops.pyroi.<op>.default: function}``,
+    writing the nodes the TorchScript exporter writes (registered at import): standard
+    ``RoiAlign`` / ``MaxRoiPool``, and nodes of pyroi's ONNX Runtime library for the rest
+    (docs/torch.md, "Exporting to ONNX"). The export needs onnxscript; e.g.
+    ``torch.onnx.export(model, args, dynamo=True,
+    custom_translation_table=pyroi.torch.onnx_translation_table())``.
+
+    Examples
+    --------
+    >>> import torch, pyroi.torch
+    >>> table = pyroi.torch.onnx_translation_table()
+    >>> torch.ops.pyroi.roi_align.default in table
+    True
+    """
+    return _torch_onnx.translation_table()
+
+
+_torch_onnx.register_symbolics()

@@ -1,14 +1,15 @@
 """Type stubs of pyroi.torch (torchvision.ops' RoI functions and modules on pyroi's kernels)."""
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from torch import Tensor, nn
 
 __all__ = ["CropAndResize", "DeformRoIPool", "DeformRoIPoolPack", "ModulatedDeformRoIPoolPack",
            "deform_roi_pool", "MultiScaleRoIAlign", "PSRoIAlign", "PSRoIPool", "PrRoIPool",
-           "RoIAlign", "RoIAlignRotated", "RoIPool", "convert", "crop_and_resize", "prroi_pool",
-           "ps_roi_align", "ps_roi_pool", "roi_align", "roi_align_rotated", "roi_pool"]
+           "RoIAlign", "RoIAlignRotated", "RoIPool", "convert", "crop_and_resize",
+           "onnx_translation_table", "prroi_pool", "ps_roi_align", "ps_roi_pool", "roi_align",
+           "roi_align_rotated", "roi_pool", "unconvert"]
 
 _Boxes = Tensor | Sequence[Tensor]
 _Size = int | tuple[int, int] | list[int]
@@ -141,3 +142,5 @@ class MultiScaleRoIAlign(nn.Module):
                 image_shapes: list[tuple[int, int]]) -> Tensor: ...
 
 def convert(module: nn.Module) -> nn.Module: ...
+def unconvert(module: nn.Module) -> nn.Module: ...
+def onnx_translation_table() -> dict[Any, Callable[..., Any]]: ...
