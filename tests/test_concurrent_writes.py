@@ -307,3 +307,52 @@ def test_roi_align_max_backward_argmax_race(dtype, mode):
             np.ones_like(y), rois, indices, x.shape, mode="max", argmax=argmax,
             sampling_ratio=2, num_threads=1)
     race_argmax(call, argmax, np.resize(hostile, argmax.shape))
+
+
+class OffsetWriter(Writer):
+    """A Writer that also scribbles on deformable pooling's offsets and mask: valid, zero,
+    huge and non-finite values (the offsets decide which pixels a bin reads)."""
+
+    def __init__(self, boxes, batch_indices, offset, mask):
+        super().__init__(boxes, batch_indices)
+        self.offset, self.mask = offset, mask
+
+    def run(self):
+        patterns = [0.0, 1e30, np.nan, -3.7, np.inf, 2.0, -1e6]
+        original = super().run
+        step = 0
+
+        def offsets_too():
+            nonlocal step
+            while not self.stopped.is_set():
+                self.offset[...] = patterns[step % len(patterns)]
+                self.offset[::2, 1] = patterns[(step + 3) % len(patterns)]
+                self.mask[...] = patterns[(step + 1) % len(patterns)]
+                step += 1
+
+        helper = threading.Thread(target=offsets_too, daemon=True)
+        helper.start()
+        original()
+        helper.join()
+
+
+@pytest.mark.parametrize("rows", FORMS)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("side", [pytest.param(24, id="lane-major"),
+                                  pytest.param(300, id="direct")])
+def test_deform_roi_pool(rows, dtype, side):
+    """Both loop orders (a small map: image blocks; a large one with small boxes: direct),
+    forward, input backward and offset backward."""
+    x, boxes, bi, kw = inputs(dtype, rows)
+    x = np.random.default_rng(3).standard_normal((N, C, side, side)).astype(dtype)
+    offset = np.zeros((K, 2, 2, 2), dtype)
+    mask = np.ones((K, 1, 2, 2), dtype)
+    grad = np.ones((K, C, 2, 2), dtype)
+    hammer(lambda: pyroi.deform_roi_pool(x, boxes, offset, 2, 0.5, mask=mask, **kw),
+           OffsetWriter(boxes, bi, offset, mask))
+    hammer(lambda: pyroi.deform_roi_pool_backward(grad, boxes, x.shape, offset, 0.5, mask=mask,
+                                                  **kw),
+           OffsetWriter(boxes, bi, offset, mask))
+    hammer(lambda: pyroi.deform_roi_pool_backward(grad, boxes, x.shape, offset, 0.5, input=x,
+                                                  mask=mask, **kw),
+           OffsetWriter(boxes, bi, offset, mask))
