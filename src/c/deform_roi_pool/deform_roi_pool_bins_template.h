@@ -121,6 +121,27 @@ static void PYROI_TYPED(deform_bin_axes)(const PYROI_TYPED(deform_job) *job, int
                                                       PYROI_TYPED(deform_shift)(job, k, ph, pw, 0));
 }
 
+/* A RoI as the kernels read it: its axes, its sizes (for the offsets), the count a bin's sum
+ * is divided by (max(grid_h * grid_w, 1): an empty grid gives 0, not NaN) and its samples
+ * (grid_h * grid_w: the backward's divisor, which no empty grid reaches). */
+typedef struct PYROI_TYPED(deform_roi) {
+    PYROI_TYPED(deform_axis) rows, cols;
+    T roi_h, roi_w, count, samples;
+} PYROI_TYPED(deform_roi);
+
+/* RoI k of the call's copy (its box checked by the scan: this cannot fail). */
+static void PYROI_TYPED(deform_roi_of)(const PYROI_TYPED(deform_job) *job, int64_t k,
+                                       PYROI_TYPED(deform_roi) *roi)
+{
+    const T *box = (const T *)job->rois->boxes + 4 * k;
+    int64_t samples;
+    (void)PYROI_TYPED(deform_axes)(box, job->params, job->map_shape[2], job->map_shape[3],
+                                   &roi->rows, &roi->cols, &roi->roi_h, &roi->roi_w);
+    samples = roi->rows.grid * roi->cols.grid;
+    roi->samples = (T)samples;
+    roi->count = (T)(samples > 1 ? samples : 1);
+}
+
 /* Copies the caller's offsets (num_rois x 2 x PH x PW, strides) into *copy, each read once
  * (they decide where a bin reads), and rejects one that is not finite. The copy is packed:
  * plane a of RoI k at (2 * k + a) * PH * PW. */
@@ -241,18 +262,19 @@ static PYROI_TYPED(deform_tap) *PYROI_TYPED(deform_worker_taps)(const PYROI_TYPE
 
 /* The offset and mask gradients of bin (ph, pw) of RoI k from its three channel sums (in
  * double: the slopes along y and x, and grad_output times the mean, each weighted by
- * grad_output): times the mask and d(position)/d(offset) = gamma * size / count. */
+ * grad_output) of RoI k (roi): times the mask and d(position)/d(offset) = gamma * size /
+ * count. */
 static void PYROI_TYPED(deform_write_bin_gradients)(const PYROI_TYPED(deform_job) *job,
                                                     int64_t k, int64_t ph, int64_t pw,
-                                                    const double sums[3], T roi_h, T roi_w,
-                                                    T count)
+                                                    const double sums[3],
+                                                    const PYROI_TYPED(deform_roi) *roi)
 {
     const int64_t *os = job->grad_offset_strides, *ms = job->grad_mask_strides;
     const double mask = (double)PYROI_TYPED(deform_mask_of)(job, k, ph, pw);
     if (job->grad_offset != NULL) {
         const T gamma = (T)job->params->gamma;
-        const double per_x = (double)(gamma * roi_w) / (double)count;
-        const double per_y = (double)(gamma * roi_h) / (double)count;
+        const double per_x = (double)(gamma * roi->roi_w) / (double)roi->count;
+        const double per_y = (double)(gamma * roi->roi_h) / (double)roi->count;
         T *at = job->grad_offset + k * os[0] + ph * os[2] + pw * os[3];
         at[0] = (T)(sums[1] * mask * per_x);
         at[os[1]] = (T)(sums[0] * mask * per_y);
@@ -277,13 +299,12 @@ typedef struct PYROI_TYPED(deform_bin) {
     int64_t rows, cols;
 } PYROI_TYPED(deform_bin);
 
-/* Bin (ph, pw) of RoI k (axes rows, cols; sizes roi_h, roi_w): from the call's plan, else
- * found into the worker's tap tables. */
+/* Bin (ph, pw) of RoI k (roi: deform_roi_of): from the call's plan, else found into the
+ * worker's tap tables. */
 static void PYROI_TYPED(deform_bin_of)(const PYROI_TYPED(deform_job) *job, int64_t k,
                                        int64_t ph, int64_t pw,
-                                       const PYROI_TYPED(deform_axis) *rows,
-                                       const PYROI_TYPED(deform_axis) *cols, T roi_h, T roi_w,
-                                       int worker, PYROI_TYPED(deform_bin) *bin)
+                                       const PYROI_TYPED(deform_roi) *roi, int worker,
+                                       PYROI_TYPED(deform_bin) *bin)
 {
     PYROI_TYPED(deform_axis) bin_rows, bin_cols;
     PYROI_TYPED(deform_tap) *taps;
@@ -301,7 +322,8 @@ static void PYROI_TYPED(deform_bin_of)(const PYROI_TYPED(deform_job) *job, int64
     }
     taps = PYROI_TYPED(deform_worker_taps)(job, worker);
     positions = PYROI_TYPED(deform_worker_positions)(job, worker);
-    PYROI_TYPED(deform_bin_axes)(job, k, ph, pw, rows, cols, roi_h, roi_w, &bin_rows, &bin_cols);
+    PYROI_TYPED(deform_bin_axes)(job, k, ph, pw, &roi->rows, &roi->cols, roi->roi_h,
+                                 roi->roi_w, &bin_rows, &bin_cols);
     bin->rows = PYROI_TYPED(deform_bin_taps)(&bin_rows, ph, taps, positions);
     bin->cols = PYROI_TYPED(deform_bin_taps)(&bin_cols, pw, taps + job->capacity,
                                              positions + job->capacity);

@@ -25,13 +25,9 @@ PYROI_CLONE_INLINE int PYROI_TYPED(deform_forward_lanes)(const PYROI_TYPED(defor
     typedef PYROI_TYPED(deform_lanes) V;
     const pyroi_deform_roi_pool_params *params = job->params;
     const int64_t width = job->map_shape[3];
-    const T *box = (const T *)job->rois->boxes + 4 * k;
-    PYROI_TYPED(deform_axis) rows, cols;
-    T roi_h, roi_w, count;
+    PYROI_TYPED(deform_roi) roi;
     int64_t ph, pw, r, q, j;
-    (void)PYROI_TYPED(deform_axes)(box, params, job->map_shape[2], width, &rows, &cols, &roi_h,
-                                   &roi_w);
-    count = (T)(rows.grid * cols.grid > 1 ? rows.grid * cols.grid : 1); /* empty: 0 */
+    PYROI_TYPED(deform_roi_of)(job, k, &roi);
     for (ph = 0; ph < params->pooled_height; ++ph) {
         for (pw = 0; pw < params->pooled_width; ++pw) {
             PYROI_TYPED(deform_bin) bin;
@@ -39,7 +35,7 @@ PYROI_CLONE_INLINE int PYROI_TYPED(deform_forward_lanes)(const PYROI_TYPED(defor
             const T mask = PYROI_TYPED(deform_mask_of)(job, k, ph, pw);
             V sum[PYROI_VECTORS];
             int64_t nr, nc;
-            PYROI_TYPED(deform_bin_of)(job, k, ph, pw, &rows, &cols, roi_h, roi_w, worker, &bin);
+            PYROI_TYPED(deform_bin_of)(job, k, ph, pw, &roi, worker, &bin);
             nr = bin.rows;
             nc = bin.cols;
             if (pyroi_cancel_count_work(countdown, nr * nc * PYROI_LANES + 1)) {
@@ -67,7 +63,7 @@ PYROI_CLONE_INLINE int PYROI_TYPED(deform_forward_lanes)(const PYROI_TYPED(defor
                 }
             }
             for (j = 0; j < PYROI_VECTORS; ++j) {
-                result[j] = sum[j] / count;
+                result[j] = sum[j] / roi.count;
                 if (job->mask != NULL) {
                     result[j] = result[j] * mask;
                 }
@@ -130,14 +126,10 @@ PYROI_CLONE_INLINE int PYROI_TYPED(deform_backward_lanes)(const PYROI_TYPED(defo
     typedef PYROI_TYPED(deform_lanes) V;
     const pyroi_deform_roi_pool_params *params = job->params;
     const int64_t width = job->map_shape[3], *go = job->pooled_strides;
-    const T *box = (const T *)job->rois->boxes + 4 * k;
     const T *grad = job->grad + k * go[0] + c0 * go[1];
-    PYROI_TYPED(deform_axis) rows, cols;
-    T roi_h, roi_w, count;
+    PYROI_TYPED(deform_roi) roi;
     int64_t ph, pw, r, q, j, l;
-    (void)PYROI_TYPED(deform_axes)(box, params, job->map_shape[2], width, &rows, &cols, &roi_h,
-                                   &roi_w);
-    count = (T)(rows.grid * cols.grid); /* unclamped: an empty grid has no taps */
+    PYROI_TYPED(deform_roi_of)(job, k, &roi);
     for (ph = 0; ph < params->pooled_height; ++ph) {
         for (pw = 0; pw < params->pooled_width; ++pw) {
             PYROI_TYPED(deform_bin) bin;
@@ -147,7 +139,7 @@ PYROI_CLONE_INLINE int PYROI_TYPED(deform_backward_lanes)(const PYROI_TYPED(defo
                 T values[PYROI_LANES];
             } g;
             int64_t nr, nc;
-            PYROI_TYPED(deform_bin_of)(job, k, ph, pw, &rows, &cols, roi_h, roi_w, worker, &bin);
+            PYROI_TYPED(deform_bin_of)(job, k, ph, pw, &roi, worker, &bin);
             nr = bin.rows;
             nc = bin.cols;
             if (nr == 0 || nc == 0) {
@@ -174,16 +166,16 @@ PYROI_CLONE_INLINE int PYROI_TYPED(deform_backward_lanes)(const PYROI_TYPED(defo
                     V *p3 = row_hi + tx.lo * PYROI_VECTORS, *p4 = row_hi + tx.hi * PYROI_VECTORS;
                     /* four separate additions, in the direct order (the taps may coincide) */
                     for (j = 0; j < PYROI_VECTORS; ++j) {
-                        p1[j] += g.vectors[j] * w1 / count;
+                        p1[j] += g.vectors[j] * w1 / roi.samples;
                     }
                     for (j = 0; j < PYROI_VECTORS; ++j) {
-                        p2[j] += g.vectors[j] * w2 / count;
+                        p2[j] += g.vectors[j] * w2 / roi.samples;
                     }
                     for (j = 0; j < PYROI_VECTORS; ++j) {
-                        p3[j] += g.vectors[j] * w3 / count;
+                        p3[j] += g.vectors[j] * w3 / roi.samples;
                     }
                     for (j = 0; j < PYROI_VECTORS; ++j) {
-                        p4[j] += g.vectors[j] * w4 / count;
+                        p4[j] += g.vectors[j] * w4 / roi.samples;
                     }
                 }
             }
@@ -252,14 +244,10 @@ PYROI_CLONE_INLINE int PYROI_TYPED(deform_offset_lanes)(const PYROI_TYPED(deform
     const pyroi_deform_roi_pool_params *params = job->params;
     const int64_t width = job->map_shape[3], *go = job->pooled_strides;
     const int64_t bins = params->pooled_height * params->pooled_width;
-    const T *box = (const T *)job->rois->boxes + 4 * k;
     const T *grad = job->grad + k * go[0] + c0 * go[1];
-    PYROI_TYPED(deform_axis) rows, cols;
-    T roi_h, roi_w, count;
+    PYROI_TYPED(deform_roi) roi;
     int64_t ph, pw, r, q, j, l;
-    (void)PYROI_TYPED(deform_axes)(box, params, job->map_shape[2], width, &rows, &cols, &roi_h,
-                                   &roi_w);
-    count = (T)(rows.grid * cols.grid > 1 ? rows.grid * cols.grid : 1);
+    PYROI_TYPED(deform_roi_of)(job, k, &roi);
     for (ph = 0; ph < params->pooled_height; ++ph) {
         for (pw = 0; pw < params->pooled_width; ++pw) {
             PYROI_TYPED(deform_bin) bin;
@@ -271,7 +259,7 @@ PYROI_CLONE_INLINE int PYROI_TYPED(deform_offset_lanes)(const PYROI_TYPED(deform
                 T values[PYROI_LANES];
             } along_y, along_x, sum;
             int64_t nr, nc;
-            PYROI_TYPED(deform_bin_of)(job, k, ph, pw, &rows, &cols, roi_h, roi_w, worker, &bin);
+            PYROI_TYPED(deform_bin_of)(job, k, ph, pw, &roi, worker, &bin);
             nr = bin.rows;
             nc = bin.cols;
             partial[0] = partial[1] = partial[2] = 0.0;
@@ -311,7 +299,7 @@ PYROI_CLONE_INLINE int PYROI_TYPED(deform_offset_lanes)(const PYROI_TYPED(deform
                 const double g = (double)grad[l * go[1] + ph * go[2] + pw * go[3]];
                 partial[0] += g * (double)along_y.values[l];
                 partial[1] += g * (double)along_x.values[l];
-                partial[2] += g * (double)(sum.values[l] / count);
+                partial[2] += g * (double)(sum.values[l] / roi.count);
             }
         }
     }
@@ -360,12 +348,8 @@ static void PYROI_TYPED(deform_offset_reduce_task)(void *context, int64_t begin,
     int64_t k, ph, pw, g, i;
     (void)worker;
     for (k = begin; k < end; ++k) {
-        const T *box = (const T *)job->rois->boxes + 4 * k;
-        PYROI_TYPED(deform_axis) rows, cols;
-        T roi_h, roi_w, count;
-        (void)PYROI_TYPED(deform_axes)(box, params, job->map_shape[2], job->map_shape[3], &rows,
-                                       &cols, &roi_h, &roi_w);
-        count = (T)(rows.grid * cols.grid > 1 ? rows.grid * cols.grid : 1);
+        PYROI_TYPED(deform_roi) roi;
+        PYROI_TYPED(deform_roi_of)(job, k, &roi);
         for (ph = 0; ph < params->pooled_height; ++ph) {
             for (pw = 0; pw < params->pooled_width; ++pw) {
                 const double *partial =
@@ -377,8 +361,7 @@ static void PYROI_TYPED(deform_offset_reduce_task)(void *context, int64_t begin,
                         total[i] += partial[3 * g + i];
                     }
                 }
-                PYROI_TYPED(deform_write_bin_gradients)(job, k, ph, pw, total, roi_h, roi_w,
-                                                        count);
+                PYROI_TYPED(deform_write_bin_gradients)(job, k, ph, pw, total, &roi);
             }
         }
     }

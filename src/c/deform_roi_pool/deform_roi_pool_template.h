@@ -17,21 +17,16 @@ static void PYROI_TYPED(deform_forward_task)(void *context, int64_t begin, int64
     pyroi_cancel_countdown countdown = pyroi_cancel_countdown_of(params->cancel, 1);
     int64_t k, ph, pw, c;
     for (k = begin; k < end; ++k) {
-        const T *box = (const T *)job->rois->boxes + 4 * k;
         const T *image = job->map + job->rois->batch_indices[k] * in[0];
         T *result = job->output + k * out[0];
-        PYROI_TYPED(deform_axis) rows, cols;
-        T roi_h, roi_w, count;
-        /* checked before the tasks: the same call cannot fail here */
-        (void)PYROI_TYPED(deform_axes)(box, params, shape[2], shape[3], &rows, &cols, &roi_h,
-                                       &roi_w);
-        count = (T)(rows.grid * cols.grid > 1 ? rows.grid * cols.grid : 1); /* empty: 0 */
+        PYROI_TYPED(deform_roi) roi;
+        PYROI_TYPED(deform_roi_of)(job, k, &roi);
         for (ph = 0; ph < params->pooled_height; ++ph) {
             for (pw = 0; pw < params->pooled_width; ++pw) {
                 PYROI_TYPED(deform_bin) bin;
                 pyroi_tap_range rr = {0, 0, 0}, cr = {0, 0, 0};
                 const T mask = PYROI_TYPED(deform_mask_of)(job, k, ph, pw);
-                PYROI_TYPED(deform_bin_of)(job, k, ph, pw, &rows, &cols, roi_h, roi_w, worker,
+                PYROI_TYPED(deform_bin_of)(job, k, ph, pw, &roi, worker,
                                            &bin);
                 rr.end = bin.rows;
                 cr.end = bin.cols;
@@ -43,7 +38,7 @@ static void PYROI_TYPED(deform_forward_task)(void *context, int64_t begin, int64
                     value = PYROI_TYPED(pyroi_bilinear_bin_sum)(
                                 image + c * in[1], NULL, NULL, in[2], in[3], bin.row_taps,
                                 rr, bin.col_taps, cr) /
-                            count;
+                            roi.count;
                     if (job->mask != NULL) {
                         value = value * mask; /* mmcv: the pooled mean times the mask */
                     }
@@ -73,14 +68,10 @@ static void PYROI_TYPED(deform_backward_task)(void *context, int64_t block_begin
         return;
     }
     for (k = 0; k < job->rois->num_rois; ++k) {
-        const T *box = (const T *)job->rois->boxes + 4 * k;
         T *image = job->grad_map + job->rois->batch_indices[k] * gi[0];
         const T *grad = job->grad + k * go[0];
-        PYROI_TYPED(deform_axis) rows, cols;
-        T roi_h, roi_w, count;
-        (void)PYROI_TYPED(deform_axes)(box, params, shape[2], shape[3], &rows, &cols, &roi_h,
-                                       &roi_w);
-        count = (T)(rows.grid * cols.grid); /* unclamped: an empty grid has no taps */
+        PYROI_TYPED(deform_roi) roi;
+        PYROI_TYPED(deform_roi_of)(job, k, &roi);
         if (pyroi_cancel_count_work(&countdown, 1)) {
             return;
         }
@@ -89,7 +80,7 @@ static void PYROI_TYPED(deform_backward_task)(void *context, int64_t block_begin
                 PYROI_TYPED(deform_bin) bin;
                 pyroi_tap_range rr = {0, 0, 0}, cr = {0, 0, 0};
                 const T mask = PYROI_TYPED(deform_mask_of)(job, k, ph, pw);
-                PYROI_TYPED(deform_bin_of)(job, k, ph, pw, &rows, &cols, roi_h, roi_w, worker,
+                PYROI_TYPED(deform_bin_of)(job, k, ph, pw, &roi, worker,
                                            &bin);
                 rr.end = bin.rows;
                 cr.end = bin.cols;
@@ -106,7 +97,7 @@ static void PYROI_TYPED(deform_backward_task)(void *context, int64_t block_begin
                     }
                     PYROI_TYPED(pyroi_bilinear_bin_scatter)(image + c * gi[1], gi[2], gi[3],
                                                             bin.row_taps, rr, bin.col_taps, cr,
-                                                            g, count);
+                                                            g, roi.samples);
                 }
             }
         }
@@ -158,20 +149,16 @@ static void PYROI_TYPED(deform_backward_offset_task)(void *context, int64_t begi
     pyroi_cancel_countdown countdown = pyroi_cancel_countdown_of(params->cancel, 1);
     int64_t k, ph, pw, c;
     for (k = begin; k < end; ++k) {
-        const T *box = (const T *)job->rois->boxes + 4 * k;
         const T *image = job->map + job->rois->batch_indices[k] * in[0];
         const T *grad = job->grad + k * go[0];
-        PYROI_TYPED(deform_axis) rows, cols;
-        T roi_h, roi_w, count;
-        (void)PYROI_TYPED(deform_axes)(box, params, shape[2], shape[3], &rows, &cols, &roi_h,
-                                       &roi_w);
-        count = (T)(rows.grid * cols.grid > 1 ? rows.grid * cols.grid : 1);
+        PYROI_TYPED(deform_roi) roi;
+        PYROI_TYPED(deform_roi_of)(job, k, &roi);
         for (ph = 0; ph < params->pooled_height; ++ph) {
             for (pw = 0; pw < params->pooled_width; ++pw) {
                 PYROI_TYPED(deform_bin) bin;
                 double total[3] = {0.0, 0.0, 0.0}, group[3] = {0.0, 0.0, 0.0};
                 int64_t i;
-                PYROI_TYPED(deform_bin_of)(job, k, ph, pw, &rows, &cols, roi_h, roi_w, worker,
+                PYROI_TYPED(deform_bin_of)(job, k, ph, pw, &roi, worker,
                                            &bin);
                 for (c = 0; c < shape[1] && bin.rows > 0 && bin.cols > 0; ++c) {
                     const double g = (double)grad[c * go[1] + ph * go[2] + pw * go[3]];
@@ -182,7 +169,7 @@ static void PYROI_TYPED(deform_backward_offset_task)(void *context, int64_t begi
                     PYROI_TYPED(deform_bin_slopes)(image + c * in[1], in, &bin, sums);
                     group[0] += g * (double)sums[0];
                     group[1] += g * (double)sums[1];
-                    group[2] += g * (double)(sums[2] / count);
+                    group[2] += g * (double)(sums[2] / roi.count);
                     if ((c + 1) % PYROI_LANES == 0 || c + 1 == shape[1]) {
                         for (i = 0; i < 3; ++i) {
                             total[i] += group[i];
@@ -190,8 +177,7 @@ static void PYROI_TYPED(deform_backward_offset_task)(void *context, int64_t begi
                         }
                     }
                 }
-                PYROI_TYPED(deform_write_bin_gradients)(job, k, ph, pw, total, roi_h, roi_w,
-                                                        count);
+                PYROI_TYPED(deform_write_bin_gradients)(job, k, ph, pw, total, &roi);
             }
         }
     }
