@@ -352,8 +352,8 @@ import pyroi
 signal.signal(signal.SIGINT, signal.default_int_handler)
 op = sys.argv[1]
 x = np.ones((1, 16, 2048, 2048), np.float32)
-boxes = np.tile(np.array([[0, -10, -10, 2100, 2100]], np.float32), (40, 1))
-g = np.ones((40, 16, 7, 7), np.float32)
+boxes = np.tile(np.array([[0, -10, -10, 2100, 2100]], np.float32), (200, 1))
+g = np.ones((200, 16, 7, 7), np.float32)
 call = {"forward": lambda: pyroi.prroi_pool(x, boxes, 7, num_threads=1),
         "backward": lambda: pyroi.prroi_pool_backward(g, boxes, x.shape, num_threads=1),
         "boxes": lambda: pyroi.prroi_pool_backward(g, boxes, x.shape, input=x,
@@ -370,8 +370,9 @@ except KeyboardInterrupt:
 @pytest.mark.skipif(not hasattr(signal, "SIGINT") or os.name == "nt", reason="POSIX signals")
 @pytest.mark.parametrize("op", ["forward", "backward", "boxes"])
 def test_sigint_stops_whole_map_boxes_quickly(op):
-    """Each RoI is 40 whole-map bins of 16 channels on a 2048^2 map (~ 0.3 s of work a RoI on
-    one thread): the cancel flag is read by the work done, not by the RoIs."""
+    """Each RoI is 49 whole-map bins of 16 channels on a 2048^2 map (~ 0.3 s of work a RoI on
+    one Zen 1 thread, less on Zen 4: 200 of them, so that the call outlasts the second before
+    the signal): the cancel flag is read by the work done, not by the RoIs."""
     child = subprocess.Popen([sys.executable, "-c", CHILD, op], stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, text=True)
     try:
