@@ -192,16 +192,19 @@ static pyroi_status PYROI_TYPED(deform_run)(PYROI_TYPED(deform_job) *job, int64_
     const int workers = pyroi_parallel_workers(job->params->num_threads, items, work_per_item);
     const double bytes = 2.0 * (double)job->capacity * (double)workers *
                          ((double)sizeof(PYROI_TYPED(deform_tap)) + (double)sizeof(T));
+    const double block_bytes =
+        (double)job->block_elements * (double)workers * (double)sizeof(T);
     pyroi_status status;
-    if (bytes > DEFORM_SCRATCH_LIMIT) {
+    /* in double, against size_t too: a 32-bit target's size_t holds less than the limits */
+    if (bytes > DEFORM_SCRATCH_LIMIT || bytes >= (double)SIZE_MAX ||
+        block_bytes >= (double)SIZE_MAX) {
         return PYROI_E_NO_MEMORY;
     }
     job->workers = workers;
     job->scratch = (PYROI_TYPED(deform_tap) *)malloc((size_t)bytes);
     job->blocks = NULL;
     if (job->scratch != NULL && job->block_elements > 0) {
-        job->blocks = (T *)pyroi_aligned_malloc((size_t)job->block_elements * (size_t)workers *
-                                                sizeof(T));
+        job->blocks = (T *)pyroi_aligned_malloc((size_t)block_bytes);
     }
     if (job->scratch == NULL || (job->block_elements > 0 && job->blocks == NULL)) {
         free(job->scratch);
