@@ -129,7 +129,10 @@ PYROI_CLONE_INLINE int PYROI_TYPED(deform_backward_lanes)(const PYROI_TYPED(defo
     const T *grad = job->grad + k * go[0] + c0 * go[1];
     PYROI_TYPED(deform_roi) roi;
     int64_t ph, pw, r, q, j, l;
+    T inverse;
     PYROI_TYPED(deform_roi_of)(job, k, &roi);
+    /* 0: divide (an empty grid reaches no taps) */
+    inverse = PYROI_TYPED(pyroi_exact_inverse)(roi.rows.grid * roi.cols.grid);
     for (ph = 0; ph < params->pooled_height; ++ph) {
         for (pw = 0; pw < params->pooled_width; ++pw) {
             PYROI_TYPED(deform_bin) bin;
@@ -164,7 +167,24 @@ PYROI_CLONE_INLINE int PYROI_TYPED(deform_backward_lanes)(const PYROI_TYPED(defo
                     const T w3 = ty.w_hi * tx.w_lo, w4 = ty.w_hi * tx.w_hi;
                     V *p1 = row_lo + tx.lo * PYROI_VECTORS, *p2 = row_lo + tx.hi * PYROI_VECTORS;
                     V *p3 = row_hi + tx.lo * PYROI_VECTORS, *p4 = row_hi + tx.hi * PYROI_VECTORS;
-                    /* four separate additions, in the direct order (the taps may coincide) */
+                    /* four separate additions, in the direct order (the taps may coincide);
+                     * (g * w) / samples, or times its inverse where that is exact (the same
+                     * bits, see pyroi_exact_inverse) */
+                    if (inverse != (T)0) {
+                        for (j = 0; j < PYROI_VECTORS; ++j) {
+                            p1[j] += g.vectors[j] * w1 * inverse;
+                        }
+                        for (j = 0; j < PYROI_VECTORS; ++j) {
+                            p2[j] += g.vectors[j] * w2 * inverse;
+                        }
+                        for (j = 0; j < PYROI_VECTORS; ++j) {
+                            p3[j] += g.vectors[j] * w3 * inverse;
+                        }
+                        for (j = 0; j < PYROI_VECTORS; ++j) {
+                            p4[j] += g.vectors[j] * w4 * inverse;
+                        }
+                        continue;
+                    }
                     for (j = 0; j < PYROI_VECTORS; ++j) {
                         p1[j] += g.vectors[j] * w1 / roi.samples;
                     }
