@@ -75,6 +75,17 @@ static inline pyroi_cancel_countdown pyroi_cancel_countdown_of(const pyroi_cance
     return countdown;
 }
 
+/* a * b (both >= 0) as the work of a part for pyroi_cancel_countdown_of, held at
+ * PYROI_CANCEL_WORK: a part of that much work reads the token every time anyway, and the
+ * product of a huge grid's samples and its lanes would overflow int64. */
+static inline int64_t pyroi_cancel_work_of(int64_t a, int64_t b)
+{
+    if (a <= 0 || b <= 0) {
+        return 0;
+    }
+    return a > PYROI_CANCEL_WORK / b ? PYROI_CANCEL_WORK : a * b;
+}
+
 /* Before each part: nonzero when the call is to stop (the token read once every `every`
  * parts). */
 static inline int pyroi_cancel_count(pyroi_cancel_countdown *countdown)

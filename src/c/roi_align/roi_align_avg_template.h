@@ -124,7 +124,7 @@ PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_forward_roi_rows)(
     const int64_t next_tile = tile_elements / (PYROI_LANES / PYROI_VECTORS);
     /* a part: one bin of a chunk's pair of lane groups */
     pyroi_cancel_countdown countdown =
-        pyroi_cancel_countdown_of(plan->cancel, samples * pair * PYROI_LANES);
+        pyroi_cancel_countdown_of(plan->cancel, pyroi_cancel_work_of(samples, pair * PYROI_LANES));
     int64_t ph, pw, chunk, r, q, b, j;
 
     for (ph = 0; ph < pooled_height; ++ph) {
@@ -266,7 +266,8 @@ PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_backward_roi_scaled)(
     const V *grad_lanes = (const V *)tile;
     /* a part: one bin of the pair of blocks */
     pyroi_cancel_countdown countdown =
-        pyroi_cancel_countdown_of(plan->cancel, plan->samples[k] * pair * PYROI_LANES);
+        pyroi_cancel_countdown_of(
+            plan->cancel, pyroi_cancel_work_of(plan->samples[k], pair * PYROI_LANES));
     int64_t ph, pw, r, q, b, j;
 
     for (ph = ph_begin; ph < ph_end; ++ph) {

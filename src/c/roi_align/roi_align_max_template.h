@@ -423,7 +423,8 @@ PYROI_CLONE_INLINE int PYROI_TYPED(roi_align_max_roi_values)(
     V sums[2][PYROI_VECTORS];
     /* a part: one bin of a chunk's pair of lane groups */
     pyroi_cancel_countdown countdown =
-        pyroi_cancel_countdown_of(tables.cancel, grid_h * grid_w * pair * PYROI_LANES);
+        pyroi_cancel_countdown_of(tables.cancel,
+                                  pyroi_cancel_work_of(grid_h * grid_w, pair * PYROI_LANES));
     int64_t ph, pw, chunk, r, q, b, j;
     int clean = 1;
 
@@ -550,7 +551,8 @@ PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_max_roi_winners)(
         PYROI_TYPED(roi_align_tap_tables_of)(plan, k, pooled_height);
     const int64_t *a = max_job->argmax_strides;
     pyroi_cancel_countdown countdown =
-        pyroi_cancel_countdown_of(tables.cancel, plan->samples[k] * PYROI_LANES);
+        pyroi_cancel_countdown_of(tables.cancel,
+                                  pyroi_cancel_work_of(plan->samples[k], PYROI_LANES));
     int64_t ph, pw, r, q, j;
 
     for (ph = 0; ph < pooled_height; ++ph) {

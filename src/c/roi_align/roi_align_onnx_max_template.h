@@ -269,7 +269,8 @@ PYROI_CLONE_INLINE void PYROI_TYPED(roi_align_onnx_max_roi_fold)(
     const int64_t grid_h = grid_w > 0 ? plan->samples[k] / grid_w : 0;
     const int64_t *a = max_job->argmax_strides;
     pyroi_cancel_countdown countdown =
-        pyroi_cancel_countdown_of(tables.cancel, plan->samples[k] * PYROI_LANES);
+        pyroi_cancel_countdown_of(tables.cancel,
+                                  pyroi_cancel_work_of(plan->samples[k], PYROI_LANES));
     int64_t ph, pw, r, q, j;
 
     for (ph = 0; ph < pooled_height; ++ph) {
